@@ -1,0 +1,147 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// config is every setting, read once from the environment (see README).
+type config struct {
+	Addr        string // ADDR: listen address (default 127.0.0.1:8080)
+	DatabaseURL string // DATABASE_URL: postgres://… ; unset → SQLite file under DataDir
+	DataDir     string // DATA_DIR: SQLite file and generated development keys (default ./data)
+	BaseURL     string // BASE_URL: public URL used in mails and agent bootstraps (default http://ADDR)
+	Production  bool   // CLUSTERDECK_ENV=production (default development)
+	FakeClock   bool   // CLUSTERDECK_FAKE_CLOCK=1: development-only settable clock
+	LogFormat   string // LOG_FORMAT: text (default) or json
+	LogLevel    string // LOG_LEVEL: debug, info (default), warn, error
+
+	SessionAuthKey []byte // SESSION_AUTH_KEY: hex, 32 or 64 bytes; generated under DataDir in development
+	SessionEncKey  []byte // SESSION_ENC_KEY: hex, 16, 24 or 32 bytes; generated under DataDir in development
+
+	Providers []string // PROVIDERS: comma list of enabled GPU providers (default "sim")
+	SimConfig string   // SIM_CONFIG: JSON or YAML file for the simulated cloud (default: built in)
+	SimSeed   int64    // SIM_SEED: seed for the simulated cloud (default 1)
+
+	SMTPURL  string // SMTP_URL: smtp://user:pass@host:port; unset → the dev mailbox
+	MailFrom string // MAIL_FROM: sender address (default "Clusterdeck <noreply@clusterdeck.local>")
+}
+
+func (c config) SQLitePath() string { return filepath.Join(c.DataDir, "clusterdeck.db") }
+
+func loadConfig(getenv func(string) string) (config, error) {
+	get := func(k, def string) string {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := config{
+		Addr:        get("ADDR", "127.0.0.1:8080"),
+		DatabaseURL: get("DATABASE_URL", ""),
+		DataDir:     get("DATA_DIR", "data"),
+		LogFormat:   get("LOG_FORMAT", "text"),
+		LogLevel:    get("LOG_LEVEL", "info"),
+		SimConfig:   get("SIM_CONFIG", ""),
+		SMTPURL:     get("SMTP_URL", ""),
+		MailFrom:    get("MAIL_FROM", "Clusterdeck <noreply@clusterdeck.local>"),
+	}
+	c.BaseURL = strings.TrimRight(get("BASE_URL", "http://"+c.Addr), "/")
+	switch env := get("CLUSTERDECK_ENV", "development"); env {
+	case "development":
+	case "production":
+		c.Production = true
+	default:
+		return c, fmt.Errorf("CLUSTERDECK_ENV must be development or production, not %q", env)
+	}
+	c.FakeClock = get("CLUSTERDECK_FAKE_CLOCK", "") == "1"
+	if c.FakeClock && c.Production {
+		return c, errors.New("CLUSTERDECK_FAKE_CLOCK is for development only; unset it in production")
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return c, fmt.Errorf("LOG_FORMAT must be text or json, not %q", c.LogFormat)
+	}
+	for _, p := range strings.Split(get("PROVIDERS", "sim"), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			c.Providers = append(c.Providers, p)
+		}
+	}
+	seed, err := strconv.ParseInt(get("SIM_SEED", "1"), 10, 64)
+	if err != nil {
+		return c, fmt.Errorf("SIM_SEED must be an integer: %w", err)
+	}
+	c.SimSeed = seed
+	if c.SessionAuthKey, err = hexKey(getenv("SESSION_AUTH_KEY"), 32, 64); err != nil {
+		return c, fmt.Errorf("SESSION_AUTH_KEY: %w", err)
+	}
+	if c.SessionEncKey, err = hexKey(getenv("SESSION_ENC_KEY"), 16, 24, 32); err != nil {
+		return c, fmt.Errorf("SESSION_ENC_KEY: %w", err)
+	}
+	if c.Production && (c.SessionAuthKey == nil || c.SessionEncKey == nil) {
+		return c, errors.New("production needs SESSION_AUTH_KEY (64 hex bytes) and SESSION_ENC_KEY (32 hex bytes); generate them with `openssl rand -hex 32`")
+	}
+	return c, nil
+}
+
+func hexKey(s string, sizes ...int) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, errors.New("must be hex")
+	}
+	for _, n := range sizes {
+		if len(b) == n {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("must be %v bytes long, is %d", sizes, len(b))
+}
+
+// devSessionKeys loads or creates the development session keys under
+// DataDir, so `make run` works with no set-up and sessions survive restarts.
+func (c *config) devSessionKeys() error {
+	if c.SessionAuthKey != nil && c.SessionEncKey != nil {
+		return nil
+	}
+	path := filepath.Join(c.DataDir, "session.keys")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		buf := make([]byte, 64+32)
+		if _, err := rand.Read(buf); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+			return err
+		}
+		data = []byte(hex.EncodeToString(buf[:64]) + "\n" + hex.EncodeToString(buf[64:]) + "\n")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	lines := strings.Fields(string(data))
+	if len(lines) != 2 {
+		return fmt.Errorf("%s: want two hex lines; delete it to regenerate", path)
+	}
+	if c.SessionAuthKey == nil {
+		if c.SessionAuthKey, err = hexKey(lines[0], 64); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if c.SessionEncKey == nil {
+		if c.SessionEncKey, err = hexKey(lines[1], 32); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+package jobs
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// Deps is what the jobs need.
+type Deps struct {
+	Store     *models.Store
+	Providers providers.Registry
+}
+
+// Register adds every job. Like web/routes.go for URLs, this is the one place
+// every schedule can be read.
+func Register(s *Scheduler, d Deps) error {
+	for _, e := range []entry{
+		{"@every 1m", &Catalog{Store: d.Store, Providers: d.Providers}, 50 * time.Second},
+	} {
+		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
+			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)
+		}
+	}
+	return nil
+}

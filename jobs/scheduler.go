@@ -1,0 +1,145 @@
+// Package jobs runs Clusterdeck's time-driven work beside the web server:
+// each job loads work from models, calls providers, and records the outcome
+// through models, in that order. Every schedule is listed in register.go.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/robfig/cron/v3"
+)
+
+// Job is one named, idempotent unit of periodic work.
+type Job interface {
+	Name() string
+	Run(ctx context.Context) error
+}
+
+// ErrUnknownJob is returned by RunNow for a name no job has.
+var ErrUnknownJob = errors.New("jobs: unknown job")
+
+type entry struct {
+	spec    string
+	job     Job
+	timeout time.Duration
+}
+
+// Scheduler wraps robfig/cron: UTC, SkipIfStillRunning then Recover (the
+// order that survives a panic, robfig/cron#366), a per-tick timeout, a
+// database lease so a tick runs once across instances (OP4), and one log
+// line per tick.
+type Scheduler struct {
+	store  *models.Store
+	log    *slog.Logger
+	cron   *cron.Cron
+	holder string
+	mu     sync.Mutex
+	jobs   map[string]entry
+}
+
+// NewScheduler builds a stopped scheduler.
+func NewScheduler(store *models.Store, log *slog.Logger) *Scheduler {
+	host, _ := os.Hostname()
+	cl := cronLogger{log}
+	return &Scheduler{
+		store:  store,
+		log:    log,
+		holder: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewID("sch")),
+		jobs:   map[string]entry{},
+		cron: cron.New(cron.WithLocation(time.UTC),
+			cron.WithChain(cron.SkipIfStillRunning(cl), cron.Recover(cl)),
+			cron.WithLogger(cl)),
+	}
+}
+
+// Add schedules job at spec ("@every 5s", "2 * * * *").
+func (s *Scheduler) Add(spec string, job Job, timeout time.Duration) error {
+	s.mu.Lock()
+	s.jobs[job.Name()] = entry{spec: spec, job: job, timeout: timeout}
+	s.mu.Unlock()
+	_, err := s.cron.AddFunc(spec, func() { _ = s.tick(context.Background(), job.Name()) })
+	return err
+}
+
+// Names lists the scheduled jobs.
+func (s *Scheduler) Names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.jobs))
+	for n := range s.jobs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Start begins ticking.
+func (s *Scheduler) Start() { s.cron.Start() }
+
+// Stop waits for running ticks up to ctx's deadline.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	select {
+	case <-s.cron.Stop().Done():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("jobs: stop: %w", ctx.Err())
+	}
+}
+
+// RunNow runs one tick of the named job at once and returns its error
+// (development demos, "recover now", tests).
+func (s *Scheduler) RunNow(ctx context.Context, name string) error {
+	s.mu.Lock()
+	_, ok := s.jobs[name]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	return s.tick(ctx, name)
+}
+
+func (s *Scheduler) tick(parent context.Context, name string) error {
+	s.mu.Lock()
+	e := s.jobs[name]
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(parent, e.timeout)
+	defer cancel()
+	ok, err := s.store.AcquireLease(ctx, name, s.holder, e.timeout+time.Minute)
+	if err != nil {
+		s.log.Error("job lease", "job", name, "error", err)
+		return err
+	}
+	if !ok {
+		s.log.Debug("job skipped: another instance holds the lease", "job", name)
+		return nil
+	}
+	defer func() { _ = s.store.ReleaseLease(context.WithoutCancel(ctx), name, s.holder) }()
+	started := time.Now()
+	runErr := e.job.Run(ctx)
+	finished := time.Now()
+	if err := s.store.RecordJobRun(context.WithoutCancel(ctx), name, started.UTC(), finished.UTC(), runErr); err != nil {
+		s.log.Warn("job run record", "job", name, "error", err)
+	}
+	if runErr != nil {
+		s.log.Error("job failed", "job", name, "duration", finished.Sub(started), "error", runErr)
+	} else {
+		s.log.Debug("job done", "job", name, "duration", finished.Sub(started))
+	}
+	return runErr
+}
+
+// cronLogger adapts slog for robfig/cron, keeping its chatter at Debug.
+type cronLogger struct{ l *slog.Logger }
+
+func (c cronLogger) Info(msg string, kv ...any) { c.l.Debug("cron: "+msg, kv...) }
+func (c cronLogger) Error(err error, msg string, kv ...any) {
+	c.l.Error("cron: "+msg, append(kv, "error", err)...)
+}

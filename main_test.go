@@ -1,0 +1,56 @@
+package main
+
+import (
+	"go/build"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/clusterdeck/clusterdeck/"
+
+// TestImportRules keeps the dependency arrows pointing one way (DESIGN.md):
+// models and providers import nothing of ours, web never imports jobs or a
+// provider, views only models. A package missing here fails the test, so a
+// new package must declare what it may import.
+func TestImportRules(t *testing.T) {
+	allowed := map[string][]string{
+		"models":            {},
+		"models/modelstest": {"models"},
+		"models/readiness":  {},
+		"models/nodespec":   {},
+		"providers":         {},
+		"providers/sim":     {"providers"},
+		"providers/agent":   {"providers"},
+		"providers/mail":    {},
+		"static":            {},
+		"views":             {"models"},
+		"web":               {"models", "views"},
+		"jobs":              {"models", "models/readiness", "models/nodespec", "providers"},
+	}
+	out, err := exec.Command("go", "list", "./...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel, ok := strings.CutPrefix(pkg, module)
+		if !ok || rel == "" || strings.HasPrefix(pkg, module+"internal/") {
+			continue // main may import anything
+		}
+		ok2, listed := allowed[rel]
+		if !listed {
+			t.Errorf("package %s has no import rule: add it to TestImportRules", rel)
+			continue
+		}
+		p, err := build.Import(pkg, ".", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range p.Imports {
+			if dep, internal := strings.CutPrefix(imp, module); internal && !slices.Contains(ok2, dep) {
+				t.Errorf("%s imports %s; allowed: %v", rel, dep, ok2)
+			}
+		}
+	}
+}

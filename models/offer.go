@@ -1,0 +1,292 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Accelerators, machine kinds and interconnects a customer can ask for (O1).
+var (
+	Accelerators  = []string{"H200_141GB", "H100_80GB", "A100_80GB", "L40S", "RTX_4090"}
+	MachineKinds  = []string{"vm", "bare_metal", "container"}
+	Interconnects = []string{"ethernet", "infiniband", "roce"}
+	GPUCounts     = []int{1, 2, 4, 8}
+)
+
+// Node-count bounds (O3) and the cap for locations that do not count (O2).
+const (
+	MinNodes          = 2
+	MaxNodes          = 64
+	UncountedMaxNodes = 8
+)
+
+// OfferFreshness is how long a catalog row counts as startable after its
+// provider last reported it (O6).
+const OfferFreshness = 10 * time.Minute
+
+// Offer is one machine shape in one location, as the catalog job last saw it.
+// Prices are micro-dollars.
+type Offer struct {
+	ID             string `gorm:"primaryKey;size:191"` // provider + ":" + provider offer id
+	Provider       string `gorm:"size:64;index"`
+	ProviderOffer  string `gorm:"size:128"`
+	Location       string `gorm:"size:128;index"`
+	LocationName   string `gorm:"size:191"`
+	Interconnect   string `gorm:"size:32"`
+	MachineKind    string `gorm:"size:32"`
+	Accelerator    string `gorm:"size:64;index"`
+	GPUsPerNode    int    `gorm:"column:gpus_per_node"`
+	VCPUs          int    `gorm:"column:vcpus"`
+	MemoryGB       int    `gorm:"column:memory_gb"`
+	PerGPUHour     Money  `gorm:"column:per_gpu_hour"`
+	RootDiskGB     int    `gorm:"column:root_disk_gb"`
+	DiskGBHour     Money  `gorm:"column:disk_gb_hour"`
+	Community      bool
+	NodesAvailable *int
+	Available      bool
+	BootSeconds    int
+	PublicIPs      bool      `gorm:"column:public_ips"`
+	Gateway        string    `gorm:"size:255"`
+	RefreshedAt    time.Time `gorm:"index"`
+}
+
+// MachineHour is one machine's price per hour: its GPUs and its root disk.
+func (o Offer) MachineHour() Money {
+	return int64(o.GPUsPerNode)*o.PerGPUHour + int64(o.RootDiskGB)*o.DiskGBHour
+}
+
+// ClusterHour is the whole cluster's price per hour at n machines (Q3 with no
+// volume): the per-GPU formula, which equals machine price × machines (O7).
+func (o Offer) ClusterHour(n int) Money {
+	return int64(o.GPUsPerNode)*int64(n)*o.PerGPUHour + int64(o.RootDiskGB)*int64(n)*o.DiskGBHour
+}
+
+// MaxNodes is O2: min(64, count) when the location counts its free machines,
+// 8 when it only says whether it has any (0 when it has none).
+func (o Offer) MaxNodes() int {
+	if o.NodesAvailable == nil {
+		if !o.Available {
+			return 0
+		}
+		return UncountedMaxNodes
+	}
+	return min(MaxNodes, *o.NodesAvailable)
+}
+
+// Sellability says whether a size can start now, and if not, why (O4).
+type Sellability string
+
+const (
+	Startable     Sellability = "available"
+	ReservedAhead Sellability = "reserved_ahead" // withheld: the count is unknown and the size is over 8
+	NotInStock    Sellability = "not_in_stock"   // the location counted fewer machines free
+)
+
+// SellFor is O4 for n machines.
+func (o Offer) SellFor(n int) Sellability {
+	switch {
+	case n <= o.MaxNodes():
+		return Startable
+	case o.NodesAvailable == nil && o.Available:
+		return ReservedAhead
+	default:
+		return NotInStock
+	}
+}
+
+// Fresh reports whether the offer is inside its freshness window at now (O6).
+func (o Offer) Fresh(now time.Time) bool { return now.Sub(o.RefreshedAt) <= OfferFreshness }
+
+// BootTime is the machine kind's typical time to a running machine.
+func (o Offer) BootTime() time.Duration { return time.Duration(o.BootSeconds) * time.Second }
+
+func init() {
+	register(Migration{ID: "0001_offers", Up: func(tx *gorm.DB) error {
+		return tx.Migrator().CreateTable(&Offer{})
+	}})
+}
+
+// ReplaceOffers stores one provider's catalog as seen at now: rows are
+// upserted, and the provider's rows it no longer lists are deleted. One
+// provider's refresh never touches another's rows.
+func (s *Store) ReplaceOffers(ctx context.Context, provider string, offers []Offer, now time.Time) error {
+	return s.Tx(ctx, func(tx *Store) error {
+		ids := make([]string, 0, len(offers))
+		for i := range offers {
+			offers[i].Provider = provider
+			offers[i].ID = provider + ":" + offers[i].ProviderOffer
+			offers[i].RefreshedAt = now
+			ids = append(ids, offers[i].ID)
+		}
+		if len(offers) > 0 {
+			err := tx.db.Clauses(clause.OnConflict{UpdateAll: true}).CreateInBatches(offers, 200).Error
+			if err != nil {
+				return fmt.Errorf("models: upsert offers: %w", err)
+			}
+		}
+		del := tx.db.Where("provider = ?", provider)
+		if len(ids) > 0 {
+			del = del.Where("id NOT IN ?", ids)
+		}
+		return del.Delete(&Offer{}).Error
+	})
+}
+
+// OfferByID loads one catalog row.
+func (s *Store) OfferByID(ctx context.Context, id string) (Offer, error) {
+	var o Offer
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&o).Error
+	return o, notFound(err, "offer "+id)
+}
+
+// OfferFilter is the picker's question (O3, O5).
+type OfferFilter struct {
+	Accelerator      string // "" = any
+	Nodes            int
+	Interconnect     string // "" = any
+	MachineKind      string // "" = any
+	GPUsPerNode      int    // 0 = any
+	MaxClusterHour   Money  // 0 = no ceiling (whole cluster, per hour)
+	IncludeCommunity bool
+	Location         string // "" = any
+}
+
+// Validate returns field problems keyed by the API's query names.
+func (f OfferFilter) Validate() FieldErrors {
+	fe := FieldErrors{}
+	if f.Accelerator != "" && !slices.Contains(Accelerators, f.Accelerator) {
+		fe["accelerator"] = "choose one of " + strings.Join(Accelerators, ", ")
+	}
+	if f.Nodes < MinNodes || f.Nodes > MaxNodes {
+		fe["nodes"] = fmt.Sprintf("a cluster has %d to %d machines", MinNodes, MaxNodes)
+	}
+	if f.Interconnect != "" && !slices.Contains(Interconnects, f.Interconnect) {
+		fe["interconnect"] = "choose one of " + strings.Join(Interconnects, ", ")
+	}
+	if f.MachineKind != "" && !slices.Contains(MachineKinds, f.MachineKind) {
+		fe["machine_kind"] = "choose one of " + strings.Join(MachineKinds, ", ")
+	}
+	if f.GPUsPerNode != 0 && !slices.Contains(GPUCounts, f.GPUsPerNode) {
+		fe["gpus_per_node"] = "machines come with 1, 2, 4 or 8 GPUs"
+	}
+	if f.MaxClusterHour < 0 {
+		fe["max_price"] = "a ceiling cannot be negative"
+	}
+	return fe
+}
+
+// OfferGroup is the picker's unit: one location at one node count (O3).
+type OfferGroup struct {
+	Location     string
+	LocationName string
+	Nodes        int
+	Offers       []Offer // sorted by whole-cluster price
+	Cheapest     Money   // cheapest startable whole-cluster price, 0 when none can start
+}
+
+// PickOffers answers the picker from the stored catalog in one query (O6:
+// never a provider call). Offers outside the freshness window are left out;
+// community hosts only when asked (O5). Groups are ordered by their cheapest
+// startable whole-cluster price, groups that cannot start last; offers inside
+// a group by whole-cluster price, startable first.
+func (s *Store) PickOffers(ctx context.Context, f OfferFilter) ([]OfferGroup, error) {
+	q := s.db.WithContext(ctx).Model(&Offer{}).Where("refreshed_at >= ?", s.Now().Add(-OfferFreshness))
+	if f.Accelerator != "" {
+		q = q.Where("accelerator = ?", f.Accelerator)
+	}
+	if f.Interconnect != "" {
+		q = q.Where("interconnect = ?", f.Interconnect)
+	}
+	if f.MachineKind != "" {
+		q = q.Where("machine_kind = ?", f.MachineKind)
+	}
+	if f.GPUsPerNode != 0 {
+		q = q.Where("gpus_per_node = ?", f.GPUsPerNode)
+	}
+	if !f.IncludeCommunity {
+		q = q.Where("community = ?", false)
+	}
+	if f.Location != "" {
+		q = q.Where("location = ?", f.Location)
+	}
+	var offers []Offer
+	if err := q.Order("id").Find(&offers).Error; err != nil {
+		return nil, fmt.Errorf("models: pick offers: %w", err)
+	}
+	return GroupOffers(offers, f), nil
+}
+
+// GroupOffers applies the price ceiling, groups by location at f.Nodes and
+// sorts (see PickOffers). It is pure, so the rules are tested without a DB.
+func GroupOffers(offers []Offer, f OfferFilter) []OfferGroup {
+	byLoc := map[string]*OfferGroup{}
+	var order []string
+	for _, o := range offers {
+		if f.MaxClusterHour > 0 && o.ClusterHour(f.Nodes) > f.MaxClusterHour {
+			continue
+		}
+		g, ok := byLoc[o.Location]
+		if !ok {
+			g = &OfferGroup{Location: o.Location, LocationName: o.LocationName, Nodes: f.Nodes}
+			byLoc[o.Location] = g
+			order = append(order, o.Location)
+		}
+		g.Offers = append(g.Offers, o)
+	}
+	groups := make([]OfferGroup, 0, len(order))
+	for _, loc := range order {
+		g := byLoc[loc]
+		sort.SliceStable(g.Offers, func(i, j int) bool {
+			a, b := g.Offers[i], g.Offers[j]
+			as, bs := a.SellFor(f.Nodes) == Startable, b.SellFor(f.Nodes) == Startable
+			if as != bs {
+				return as
+			}
+			if pa, pb := a.ClusterHour(f.Nodes), b.ClusterHour(f.Nodes); pa != pb {
+				return pa < pb
+			}
+			return a.ID < b.ID
+		})
+		for _, o := range g.Offers {
+			if o.SellFor(f.Nodes) == Startable {
+				g.Cheapest = o.ClusterHour(f.Nodes)
+				break
+			}
+		}
+		groups = append(groups, *g)
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		a, b := groups[i], groups[j]
+		if (a.Cheapest > 0) != (b.Cheapest > 0) {
+			return a.Cheapest > 0
+		}
+		if a.Cheapest != b.Cheapest {
+			return a.Cheapest < b.Cheapest
+		}
+		return a.Location < b.Location
+	})
+	return groups
+}
+
+// CatalogHealth summarises one provider's stored catalog (admin pages).
+type CatalogHealth struct {
+	Provider    string
+	Offers      int
+	RefreshedAt time.Time
+}
+
+// CatalogHealthByProvider reports each provider's row count and last refresh.
+func (s *Store) CatalogHealthByProvider(ctx context.Context) ([]CatalogHealth, error) {
+	var out []CatalogHealth
+	err := s.db.WithContext(ctx).Model(&Offer{}).
+		Select("provider, count(*) AS offers, max(refreshed_at) AS refreshed_at").
+		Group("provider").Order("provider").Scan(&out).Error
+	return out, err
+}

@@ -1,0 +1,196 @@
+// Package providers adapts upstream GPU clouds to one contract. Each cloud is a
+// subpackage (providers/sim, later real adapters) that implements Provider.
+// This package imports nothing from the module: jobs translate its types onto
+// models, the way database/sql/driver never imports database/sql.
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Sentinel errors every adapter maps its upstream's failures onto, so callers
+// branch with errors.Is without knowing which cloud answered. An *Error wraps
+// exactly one of them.
+var (
+	ErrNoCapacity = errors.New("providers: no capacity")
+	ErrValidation = errors.New("providers: request rejected")
+	ErrQuota      = errors.New("providers: quota exceeded")
+	ErrTransient  = errors.New("providers: transient failure")
+	ErrNotFound   = errors.New("providers: not found")
+)
+
+// Error is a classified upstream failure. Class is one of the sentinels above.
+type Error struct {
+	Class    error
+	Provider string
+	Op       string // "PlaceGroup", "DescribeGroup", ...
+	Code     string // upstream machine code when there is one
+	Message  string // upstream human message (never shown to customers verbatim)
+	Location string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s %s: %v: %s", e.Provider, e.Op, e.Class, e.Message)
+}
+
+// Unwrap lets errors.Is(err, providers.ErrNoCapacity) work.
+func (e *Error) Unwrap() error { return e.Class }
+
+// Interconnects, machine kinds and accelerators (O1). Plain strings so that
+// models can store them without importing this package.
+const (
+	Ethernet   = "ethernet"
+	InfiniBand = "infiniband"
+	RoCE       = "roce"
+
+	VM        = "vm"
+	BareMetal = "bare_metal"
+	Container = "container"
+)
+
+// Offer is one purchasable machine shape in one location (O1). Prices are
+// integer micro-dollars (1 USD = 1,000,000).
+type Offer struct {
+	Provider      string
+	OfferID       string // stable, provider-native handle; unique per provider
+	Location      string // e.g. "us-east-1" (provider-native region / datacenter)
+	LocationName  string // human label, e.g. "Ashburn, US"
+	Interconnect  string // Ethernet, InfiniBand or RoCE
+	MachineKind   string // VM, BareMetal or Container
+	Accelerator   string // e.g. "H100_80GB"
+	GPUsPerNode   int    // 1, 2, 4 or 8
+	VCPUs         int
+	MemoryGB      int
+	PerGPUHourUSD int64 // micro-dollars per GPU-hour at cluster rates
+	RootDiskGB    int
+	DiskGBHourUSD int64 // micro-dollars per GB-hour of root disk
+	Community     bool  // community host, not a datacenter (O5)
+	// NodesAvailable is the free-machine count, or nil when the location only
+	// says whether it has any (then Available tells which).
+	NodesAvailable *int
+	Available      bool
+	// BootTime is the typical time from placement to a running machine for
+	// this machine kind; step deadlines are derived from it (L4).
+	BootTime time.Duration
+	// PublicIPs is false where nodes are reached through a gateway (N5).
+	PublicIPs bool
+	Gateway   string // "user@host:port" of the SSH gateway when PublicIPs is false
+}
+
+// MachineHourUSD is the price of one machine for one hour in micro-dollars:
+// its GPUs plus its root disk (Q3 for a single node).
+func (o Offer) MachineHourUSD() int64 {
+	return int64(o.GPUsPerNode)*o.PerGPUHourUSD + int64(o.RootDiskGB)*o.DiskGBHourUSD
+}
+
+// AgentBootstrap tells a placed machine how to start the cluster agent
+// (`clusterdeck agent --server URL --token T`). Real clouds put it in the
+// start-up script; the simulated cloud runs the agent in-process.
+type AgentBootstrap struct {
+	ServerURL string
+	Tokens    []string // one per node index; a token authenticates exactly one node
+}
+
+// PlaceRequest asks for Count identical machines of one offer in one location.
+type PlaceRequest struct {
+	GroupName string // idempotency key (we pass the cluster id)
+	OfferID   string
+	Location  string
+	Count     int
+	Image     string
+	Env       map[string]string
+	SSHKeys   []string
+	Agent     AgentBootstrap
+}
+
+// NodeState is the provider-side state of one machine.
+type NodeState string
+
+const (
+	NodePending    NodeState = "pending"    // placed, not yet booted
+	NodeRunning    NodeState = "running"    // the machine is up
+	NodeRestarting NodeState = "restarting" // a restart or start is under way
+	NodeStopped    NodeState = "stopped"
+	NodeFailed     NodeState = "failed"
+	NodeTerminated NodeState = "terminated" // gone (including: the upstream no longer knows it)
+)
+
+// Node is one machine of a group as the provider sees it.
+type Node struct {
+	ID         string // provider-native id
+	Index      int    // 0..Count-1, stable: the node's rank
+	State      NodeState
+	PublicHost string // empty where the offer has no public addresses
+	SSHPort    int
+	SSHUser    string
+	PrivateIP  string // interconnect address (10.77.0.(i+1) unless the provider says otherwise)
+	Message    string
+}
+
+// Group is every machine placed for one PlaceRequest.
+type Group struct {
+	Provider string
+	Name     string // the PlaceRequest.GroupName
+	Location string
+	Nodes    []Node // sorted by Index
+}
+
+// Provider is one upstream GPU cloud. Implementations are safe for concurrent
+// use and honour ctx.
+type Provider interface {
+	// Name is a stable identifier ("sim", "lambda", ...), stored on offers and clusters.
+	Name() string
+	// ListOffers returns every purchasable shape per location with its stock
+	// signal. It creates nothing.
+	ListOffers(ctx context.Context) ([]Offer, error)
+	// PlaceGroup reserves req.Count machines at once in req.Location. It is
+	// idempotent on req.GroupName (a retry adopts the existing group) and all
+	// or nothing: when the whole group cannot be placed nothing is left behind
+	// and the error wraps ErrNoCapacity or ErrValidation.
+	PlaceGroup(ctx context.Context, req PlaceRequest) (Group, error)
+	// DescribeGroup reports every machine of the group; machines the upstream
+	// no longer knows are reported NodeTerminated. An unknown group is ErrNotFound.
+	DescribeGroup(ctx context.Context, groupName string) (Group, error)
+	// RestartNode reboots (or starts) one machine in place: same hardware, same address.
+	RestartNode(ctx context.Context, groupName, nodeID string) error
+	// TerminateGroup releases every machine of the group together. Unknown or
+	// already-gone groups are success.
+	TerminateGroup(ctx context.Context, groupName string) error
+}
+
+// Registry finds an adapter by the name stored on offers and clusters.
+type Registry map[string]Provider
+
+// Get returns the named provider.
+func (r Registry) Get(name string) (Provider, error) {
+	p, ok := r[name]
+	if !ok {
+		return nil, fmt.Errorf("providers: no provider %q", name)
+	}
+	return p, nil
+}
+
+// Names lists the registered providers in a stable order.
+func (r Registry) Names() []string {
+	names := make([]string, 0, len(r))
+	for n := range r {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Executor does the cluster agent's work on one machine: reach peers on the
+// private network and run the software's install and check commands. The real
+// agent runs them with os/exec; the simulated cloud scripts their output.
+type Executor interface {
+	// Reach returns nil when this machine reaches addr on the private network.
+	Reach(ctx context.Context, addr string) error
+	// Run runs one named step ("install:slurm", "check:ray", ...) with its
+	// shell script and returns the step's combined output.
+	Run(ctx context.Context, step, script string) (string, error)
+}

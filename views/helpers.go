@@ -1,0 +1,63 @@
+package views
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+func csrfHeaders(token string) string {
+	b, _ := json.Marshal(map[string]string{"X-CSRF-Token": token})
+	return string(b)
+}
+
+func flashRole(k FlashKind) string {
+	if k == FlashError {
+		return "alert"
+	}
+	return "status"
+}
+
+func statusText(code int) string { return fmt.Sprintf("%d %s", code, http.StatusText(code)) }
+
+// AcceleratorLabel turns "H100_80GB" into "H100 80GB".
+func AcceleratorLabel(a string) string { return strings.ReplaceAll(a, "_", " ") }
+
+// KindLabel names a machine kind for people.
+func KindLabel(k string) string {
+	switch k {
+	case "vm":
+		return "VM"
+	case "bare_metal":
+		return "Bare metal"
+	case "container":
+		return "Container"
+	}
+	return k
+}
+
+// InterconnectLabel names an interconnect for people.
+func InterconnectLabel(i string) string {
+	switch i {
+	case "infiniband":
+		return "InfiniBand"
+	case "roce":
+		return "RoCE"
+	case "ethernet":
+		return "Ethernet"
+	}
+	return i
+}
+
+// Shape is "2 × 8 × H100 80GB".
+func Shape(nodes, gpus int, accel string) string {
+	return fmt.Sprintf("%d × %d × %s", nodes, gpus, AcceleratorLabel(accel))
+}
+
+func ariaInvalid(problems map[string]string, field string) string {
+	if _, ok := problems[field]; ok {
+		return "true"
+	}
+	return "false"
+}

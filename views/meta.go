@@ -1,0 +1,85 @@
+// Package views holds the dashboard's templ components and their view
+// models. Views receive plain data and render: they query nothing and decide
+// nothing (permissions arrive as booleans).
+package views
+
+// Meta is what every page's layout needs.
+type Meta struct {
+	Title     string
+	CSRF      string // token for forms (hidden _csrf) and htmx (X-CSRF-Token header)
+	Path      string // the current path, to mark the active nav item
+	User      *UserNav
+	Dev       bool // development mode: show the dev mailbox and clock links
+	Flashes   []Flash
+	RequestID string
+}
+
+// UserNav is the signed-in user as the navigation shows them.
+type UserNav struct {
+	Email      string
+	OrgName    string
+	CanBilling bool // owner and admin
+	CanTeam    bool // owner and admin
+	IsOperator bool
+}
+
+// FlashKind picks a flash's colour.
+type FlashKind string
+
+// Flash kinds.
+const (
+	FlashInfo    FlashKind = "info"
+	FlashSuccess FlashKind = "success"
+	FlashError   FlashKind = "error"
+)
+
+// Flash is a one-line message at the top of the page.
+type Flash struct {
+	Kind    FlashKind
+	Message string
+}
+
+// NavItem is one link in the top bar.
+type NavItem struct {
+	Label, Href string
+}
+
+// Nav lists the top-bar links for the user (signed out: just offers).
+func (m Meta) Nav() []NavItem {
+	items := []NavItem{{"Offers", "/offers"}}
+	if m.User == nil {
+		return items
+	}
+	items = append(items, NavItem{"Clusters", "/clusters"})
+	if m.User.CanBilling {
+		items = append(items, NavItem{"Billing", "/billing"})
+	}
+	items = append(items, NavItem{"Settings", "/settings"})
+	if m.User.IsOperator {
+		items = append(items, NavItem{"Admin", "/admin"})
+	}
+	return items
+}
+
+// Active reports whether href is the current section.
+func (m Meta) Active(href string) bool {
+	return m.Path == href || (len(m.Path) > len(href) && m.Path[:len(href)+1] == href+"/")
+}
+
+func flashClass(k FlashKind) string {
+	switch k {
+	case FlashSuccess:
+		return "rounded-md bg-green-50 px-3 py-2 text-sm text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
+	case FlashError:
+		return "rounded-md bg-red-50 px-3 py-2 text-sm text-red-800 ring-1 ring-red-200 dark:bg-red-950 dark:text-red-200 dark:ring-red-800"
+	default:
+		return "rounded-md bg-sky-50 px-3 py-2 text-sm text-sky-800 ring-1 ring-sky-200 dark:bg-sky-950 dark:text-sky-200 dark:ring-sky-800"
+	}
+}
+
+func navClass(active bool) string {
+	if active {
+		return "rounded-md bg-slate-900 px-3 py-1.5 text-sm font-medium text-white dark:bg-slate-100 dark:text-slate-900"
+	}
+	return "rounded-md px-3 py-1.5 text-sm font-medium text-slate-600 hover:bg-slate-200 dark:text-slate-300 dark:hover:bg-slate-800"
+}

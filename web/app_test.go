@@ -1,0 +1,118 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// testApp is the real router over a real, migrated database with a fake clock.
+type testApp struct {
+	t     testing.TB
+	e     *echo.Echo
+	store *models.Store
+	clock *models.FakeClock
+	db    *gorm.DB
+	sql   *sqlCounter
+}
+
+func newTestApp(t testing.TB, db *gorm.DB) *testApp {
+	t.Helper()
+	counter := &sqlCounter{}
+	db = db.Session(&gorm.Session{Logger: counter})
+	clock := models.NewFakeClock(testNow)
+	store := models.NewStore(db, clock)
+	e := New(Deps{
+		Config: Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
+		Store:  store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FakeClock: clock,
+		Static: fstest.MapFS{"css/app.css": {Data: []byte("body{}")}},
+	})
+	return &testApp{t: t, e: e, store: store, clock: clock, db: db, sql: counter}
+}
+
+// eachApp runs fn against a fresh app on SQLite and on PostgreSQL.
+func eachApp(t *testing.T, fn func(t *testing.T, app *testApp)) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newTestApp(t, db)) })
+}
+
+func (a *testApp) do(req *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	a.e.ServeHTTP(rec, req)
+	return rec
+}
+
+func (a *testApp) get(path string, headers ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return a.do(req)
+}
+
+func (a *testApp) seedOffers(offers ...models.Offer) {
+	a.t.Helper()
+	if err := a.store.ReplaceOffers(context.Background(), "sim", offers, a.clock.Now()); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+func doc(t testing.TB, rec *httptest.ResponseRecorder) *goquery.Document {
+	t.Helper()
+	d, err := goquery.NewDocumentFromReader(strings.NewReader(rec.Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func intp(n int) *int { return &n }
+
+func testOffer(id, loc string, gpus int, perGPU models.Money, avail *int) models.Offer {
+	return models.Offer{
+		ProviderOffer: id, Location: loc, LocationName: "Loc " + loc, Interconnect: "infiniband",
+		MachineKind: "vm", Accelerator: "H100_80GB", GPUsPerNode: gpus, PerGPUHour: perGPU,
+		RootDiskGB: 500, DiskGBHour: 100, NodesAvailable: avail, Available: avail == nil || *avail > 0,
+		BootSeconds: 240, PublicIPs: true, VCPUs: 96, MemoryGB: 1024,
+	}
+}
+
+// sqlCounter is a GORM logger that counts every statement run.
+type sqlCounter struct{ n atomic.Int64 }
+
+func (c *sqlCounter) LogMode(logger.LogLevel) logger.Interface      { return c }
+func (c *sqlCounter) Info(context.Context, string, ...interface{})  {}
+func (c *sqlCounter) Warn(context.Context, string, ...interface{})  {}
+func (c *sqlCounter) Error(context.Context, string, ...interface{}) {}
+func (c *sqlCounter) Trace(context.Context, time.Time, func() (string, int64), error) {
+	c.n.Add(1)
+}
+
+func manyOffers(n int) []models.Offer {
+	out := make([]models.Offer, 0, n)
+	accels := models.Accelerators
+	for i := 0; i < n; i++ {
+		o := testOffer(fmt.Sprintf("o%05d", i), fmt.Sprintf("loc-%02d", i%40), models.GPUCounts[i%4], models.Money(1_000_000+i*137), intp(i%70))
+		o.Accelerator = accels[i%len(accels)]
+		out = append(out, o)
+	}
+	return out
+}
+
+func openSQLite(t testing.TB) *gorm.DB { return modelstest.Open(t, "sqlite") }

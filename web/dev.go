@@ -1,0 +1,74 @@
+package web
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Development-only routes (never registered in production): the fake clock,
+// running a job's tick now, and the simulated cloud's fault script. They are
+// for demos and black-box tests, and speak JSON.
+
+// devClock is GET /dev/clock.
+func (h *handler) devClock(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"now": h.Store.Now(), "fake": h.FakeClock != nil})
+}
+
+// devAdvanceClock is POST /dev/clock with minutes=N.
+func (h *handler) devAdvanceClock(c echo.Context) error {
+	if h.FakeClock == nil {
+		return &APIError{Status: http.StatusConflict, Code: "real_clock", Message: "Start with CLUSTERDECK_FAKE_CLOCK=1 to move time."}
+	}
+	minutes, err := strconv.Atoi(c.FormValue("minutes"))
+	if err != nil || minutes < 0 || minutes > 7*24*60 {
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: "validation_failed",
+			Message: "minutes must be a whole number from 0 to 10080.", Fields: map[string]string{"minutes": "0 to 10080"}}
+	}
+	now := h.FakeClock.Advance(time.Duration(minutes) * time.Minute)
+	return c.JSON(http.StatusOK, map[string]any{"now": now, "fake": true})
+}
+
+// devRunJob is POST /dev/jobs/{name}/run.
+func (h *handler) devRunJob(c echo.Context) error {
+	if h.Jobs == nil {
+		return &APIError{Status: http.StatusConflict, Code: "no_jobs", Message: "Jobs are not running in this process."}
+	}
+	name := c.Param("name")
+	err := h.Jobs.RunNow(c.Request().Context(), name)
+	var known bool
+	for _, n := range h.Jobs.Names() {
+		known = known || n == name
+	}
+	if !known {
+		return &APIError{Status: http.StatusNotFound, Code: "not_found", Message: "No job is called " + strconv.Quote(name) + "."}
+	}
+	if err != nil {
+		return c.JSON(http.StatusOK, map[string]any{"job": name, "ok": false, "error": err.Error()})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"job": name, "ok": true})
+}
+
+// devSimFaults is POST /dev/sim/faults with a JSON fault script.
+func (h *handler) devSimFaults(c echo.Context) error {
+	if h.Sim == nil {
+		return &APIError{Status: http.StatusConflict, Code: "no_sim", Message: "The simulated cloud is not enabled."}
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	n, err := h.Sim.InjectFaultsJSON(body)
+	if err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) {
+			return ae
+		}
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: "validation_failed", Message: err.Error()}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"injected": n})
+}

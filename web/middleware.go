@@ -1,0 +1,70 @@
+package web
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// Context keys set by middleware.
+const (
+	csrfContextKey = "csrf"
+	userNavKey     = "user_nav"
+)
+
+// middleware installs the stack every request goes through, outermost first.
+func (h *handler) middleware(e *echo.Echo) {
+	e.Pre(middleware.RemoveTrailingSlashWithConfig(middleware.TrailingSlashConfig{RedirectCode: http.StatusMovedPermanently}))
+	e.Use(middleware.RequestID())
+	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURIPath: true, LogMethod: true, LogLatency: true, LogRequestID: true,
+		LogRemoteIP: true, HandleError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelInfo
+			switch {
+			case v.Status >= 500:
+				level = slog.LevelError
+			case v.Status >= 400:
+				level = slog.LevelWarn
+			case strings.HasPrefix(v.URIPath, "/static/") || v.URIPath == "/healthz" || strings.HasPrefix(v.URIPath, "/v1/agent/"):
+				level = slog.LevelDebug
+			}
+			h.Log.LogAttrs(c.Request().Context(), level, "request",
+				slog.String("request_id", v.RequestID), slog.String("method", v.Method),
+				slog.String("path", v.URIPath), slog.Int("status", v.Status),
+				slog.Duration("duration", v.Latency), slog.String("ip", v.RemoteIP))
+			return nil
+		},
+	}))
+	e.Use(middleware.Recover())
+	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
+		XSSProtection:         "0",
+		ContentTypeNosniff:    "nosniff",
+		XFrameOptions:         "DENY",
+		HSTSMaxAge:            hstsMaxAge(h.Config.Production),
+		ReferrerPolicy:        "same-origin",
+		ContentSecurityPolicy: "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
+	}))
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Skipper: isStream}))
+	e.Use(middleware.BodyLimit("1M"))
+	e.Use(h.csrf)
+}
+
+func hstsMaxAge(production bool) int {
+	if production {
+		return int((365 * 24 * time.Hour).Seconds())
+	}
+	return 0
+}
+
+// isStream skips compression for server-sent events and streamed logs, which
+// must flush line by line.
+func isStream(c echo.Context) bool {
+	p := c.Request().URL.Path
+	return strings.HasSuffix(p, "/stream") || strings.HasSuffix(p, "/logs") ||
+		strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream")
+}

@@ -1,0 +1,65 @@
+package web
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/a-h/templ"
+	"github.com/clusterdeck/clusterdeck/views"
+	"github.com/labstack/echo/v4"
+)
+
+// isPartial reports whether to answer with a fragment: an htmx request that
+// is neither boosted nor a history restore (those replace the whole body).
+func isPartial(c echo.Context) bool {
+	r := c.Request()
+	return r.Header.Get("HX-Request") == "true" &&
+		r.Header.Get("HX-Boosted") != "true" &&
+		r.Header.Get("HX-History-Restore-Request") != "true"
+}
+
+// page renders the fragment for htmx and the full page otherwise; the same
+// URL answers both ways, so caches must vary on HX-Request.
+func page(c echo.Context, status int, full, fragment templ.Component) error {
+	c.Response().Header().Add("Vary", "HX-Request")
+	if isPartial(c) {
+		return render(c, status, fragment)
+	}
+	return render(c, status, full)
+}
+
+// render writes a component through a buffer, so a template error becomes a
+// clean 500 rather than half a page with a 200.
+func render(c echo.Context, status int, cmp templ.Component) error {
+	var buf bytes.Buffer
+	if err := cmp.Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// meta builds the layout's data for this request.
+func (h *handler) meta(c echo.Context, title string) views.Meta {
+	m := views.Meta{
+		Title:     title,
+		Path:      c.Request().URL.Path,
+		Dev:       !h.Config.Production,
+		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
+	}
+	if tok, ok := c.Get(csrfContextKey).(string); ok {
+		m.CSRF = tok
+	}
+	if u, ok := c.Get(userNavKey).(*views.UserNav); ok {
+		m.User = u
+	}
+	return m
+}
+
+// redirect answers a non-htmx POST with 303, and an htmx one with HX-Redirect.
+func redirect(c echo.Context, to string) error {
+	if c.Request().Header.Get("HX-Request") == "true" {
+		c.Response().Header().Set("HX-Redirect", to)
+		return c.NoContent(http.StatusNoContent)
+	}
+	return c.Redirect(http.StatusSeeOther, to)
+}
