@@ -1,0 +1,72 @@
+package models
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Role is a member's role in an organisation (A2).
+type Role string
+
+// Roles: owners and admins manage billing and the team; members deploy and
+// manage clusters but see no billing or team settings.
+const (
+	RoleOwner  Role = "owner"
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+)
+
+// CanManage reports whether the role sees billing and team settings.
+func (r Role) CanManage() bool { return r == RoleOwner || r == RoleAdmin }
+
+// Default org quotas (A2), used when the operator has not set others.
+const (
+	DefaultMaxMachines = 64
+	DefaultMaxGPUs     = 512
+)
+
+// Org is a customer organisation: everything a customer sees belongs to one.
+type Org struct {
+	ID          string `gorm:"primaryKey;size:32"`
+	Name        string `gorm:"size:191"`
+	MaxMachines int    // quota: machines in use at once
+	MaxGPUs     int    `gorm:"column:max_gpus"` // quota: GPUs in use at once
+	CreatedAt   time.Time
+}
+
+// User is a person who logs in. SessionVersion is bumped by log-out
+// everywhere and password change, which revokes every older cookie.
+type User struct {
+	ID             string `gorm:"primaryKey;size:32"`
+	Email          string `gorm:"size:254;uniqueIndex"` // stored lower-case
+	Name           string `gorm:"size:191"`
+	PasswordHash   string `gorm:"size:255"`
+	SessionVersion int
+	IsOperator     bool // site admin (`clusterdeck admin grant EMAIL`)
+	CreatedAt      time.Time
+}
+
+// Membership puts a user in an organisation with a role.
+type Membership struct {
+	OrgID     string `gorm:"primaryKey;size:32"`
+	UserID    string `gorm:"primaryKey;size:32;index"`
+	Role      Role   `gorm:"size:16"`
+	CreatedAt time.Time
+}
+
+// Environment is a project inside an organisation; every cluster, volume and
+// budget belongs to one. Each org has a default environment.
+type Environment struct {
+	ID        string `gorm:"primaryKey;size:32"`
+	OrgID     string `gorm:"size:32;index"`
+	Name      string `gorm:"size:100"`
+	IsDefault bool
+	CreatedAt time.Time
+}
+
+func init() {
+	register(Migration{ID: "0100_accounts", Up: func(tx *gorm.DB) error {
+		return tx.Migrator().CreateTable(&Org{}, &User{}, &Membership{}, &Environment{})
+	}})
+}
