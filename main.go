@@ -1,0 +1,199 @@
+// Command clusterdeck is the whole product in one binary: the dashboard and
+// REST API with its jobs (`serve`, the default), schema migrations
+// (`migrate`), and the tools around them. Run `clusterdeck help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/jobs"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/static"
+	"github.com/clusterdeck/clusterdeck/web"
+	"gorm.io/gorm"
+)
+
+const usage = `clusterdeck — multi-node GPU clusters, self-hosted.
+
+Usage:
+  clusterdeck [serve]     serve the dashboard, the API and the jobs (default)
+  clusterdeck migrate     apply database migrations and exit
+  clusterdeck help        this text
+
+Configuration comes from environment variables; see README.md.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "clusterdeck:", err)
+		os.Exit(1)
+	}
+}
+
+// run dispatches a subcommand. Tests call it with their own args and env.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	if cmd == "help" || cmd == "-h" || cmd == "--help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg, log, stdout)
+	case "migrate":
+		db, err := openDB(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer closeDB(db)
+		fmt.Fprintln(stdout, "migrations are up to date")
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
+	}
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openDB opens the configured database and applies pending migrations.
+func openDB(ctx context.Context, cfg config, log *slog.Logger) (*gorm.DB, error) {
+	db, err := models.Open(cfg.DatabaseURL, cfg.SQLitePath())
+	if err != nil {
+		return nil, err
+	}
+	applied, err := models.Migrate(ctx, db)
+	if err != nil {
+		closeDB(db)
+		return nil, err
+	}
+	if len(applied) > 0 {
+		log.Info("migrations applied", "ids", applied)
+	}
+	return db, nil
+}
+
+func closeDB(db *gorm.DB) {
+	if sqlDB, err := db.DB(); err == nil {
+		sqlDB.Close()
+	}
+}
+
+// serve runs the web server and the jobs until ctx is cancelled.
+func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	if !cfg.Production {
+		if err := cfg.devSessionKeys(); err != nil {
+			return fmt.Errorf("development session keys: %w", err)
+		}
+	}
+	db, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB(db)
+
+	var clock models.Clock = models.RealClock{}
+	var fake *models.FakeClock
+	if cfg.FakeClock {
+		fake = models.NewFakeClock(time.Now())
+		clock = fake
+		log.Warn("fake clock enabled: move time with POST /dev/clock")
+	}
+	store := models.NewStore(db, clock)
+
+	cloud, err := buildProviders(cfg, clock)
+	if err != nil {
+		return err
+	}
+	sched := jobs.NewScheduler(store, log)
+	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry}); err != nil {
+		return err
+	}
+	// Fill the catalog before the first page view, then keep it fresh.
+	if err := sched.RunNow(ctx, "catalog"); err != nil {
+		log.Warn("first catalog refresh failed", "error", err)
+	}
+	sched.Start()
+
+	var simCtl web.SimControl
+	if cloud.SimControl != nil {
+		simCtl = cloud.SimControl
+	}
+	srv := &http.Server{
+		Handler: web.New(web.Deps{
+			Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
+				SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey},
+			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Clusterdeck is serving on %s (open %s/offers)\n", ln.Addr(), cfg.BaseURL)
+	log.Info("serving", "addr", ln.Addr().String(), "env", envName(cfg), "database", dbName(cfg))
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	cloud.Start(bg)
+
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stopBG()
+	return errors.Join(srv.Shutdown(shutdown), sched.Stop(shutdown))
+}
+
+func envName(cfg config) string {
+	if cfg.Production {
+		return "production"
+	}
+	return "development"
+}
+
+func dbName(cfg config) string {
+	if cfg.DatabaseURL != "" {
+		return "postgres"
+	}
+	return "sqlite:" + cfg.SQLitePath()
+}

@@ -1,0 +1,163 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// MachineAgent is the cluster agent running on one simulated machine.
+type MachineAgent interface {
+	Step(ctx context.Context) error
+}
+
+// Machine is what an agent needs to know about the machine it runs on.
+type Machine struct {
+	Group, NodeID, Name string
+	Index               int
+	PrivateIP           string
+	ServerURL, Token    string
+	Exec                providers.Executor
+}
+
+// AgentFactory starts the agent of one machine (`clusterdeck agent --server
+// URL --token T` on a real one).
+type AgentFactory func(m Machine) MachineAgent
+
+// agentRun is one agent due for a step.
+type agentRun struct {
+	label string // "group/node-i"
+	n     *node
+	epoch int
+	m     Machine
+	agent MachineAgent // nil until started
+}
+
+// StepAgents steps, once, the agent of every machine that is running now, in
+// group-name then index order. Agents start lazily on a machine's first
+// running step, from the placement's AgentBootstrap; a restarted machine
+// gets a fresh agent. Machines of terminated groups and agent_silent
+// machines run none. Step errors are joined, each naming its machine. Calls
+// are serialised; Step is called without any lock held.
+func (c *Cloud) StepAgents(ctx context.Context) error {
+	if c.factory == nil {
+		return nil
+	}
+	c.stepMu.Lock()
+	defer c.stepMu.Unlock()
+	runs := c.dueAgents()
+	var errs []error
+	for _, r := range runs {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if r.agent == nil {
+			r.agent = c.factory(r.m)
+			c.keepAgent(r)
+		}
+		if r.agent == nil {
+			continue
+		}
+		if err := r.agent.Step(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.label, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dueAgents lists the machines whose agent steps now.
+func (c *Cloud) dueAgents() []agentRun {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	names := make([]string, 0, len(c.groups))
+	for name, g := range c.groups {
+		if !g.terminated {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var runs []agentRun
+	for _, name := range names {
+		g := c.groups[name]
+		for _, n := range g.nodes {
+			if n.agentSilent || !n.running(now) {
+				continue
+			}
+			runs = append(runs, agentRun{
+				label: name + "/" + n.name(),
+				n:     n,
+				epoch: n.agentEpoch,
+				m:     c.machine(n),
+				agent: n.agent,
+			})
+		}
+	}
+	return runs
+}
+
+// machine describes node n to its agent. Callers hold c.mu.
+func (c *Cloud) machine(n *node) Machine {
+	m := Machine{
+		Group:     n.g.name,
+		NodeID:    n.id,
+		Name:      n.name(),
+		Index:     n.index,
+		PrivateIP: n.privateIP(),
+		ServerURL: n.g.agent.ServerURL,
+		Exec:      n.exec,
+	}
+	if n.index < len(n.g.agent.Tokens) {
+		m.Token = n.g.agent.Tokens[n.index]
+	}
+	return m
+}
+
+// keepAgent stores a newly started agent unless the machine rebooted or
+// its group ended meanwhile.
+func (c *Cloud) keepAgent(r agentRun) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.n.agentEpoch == r.epoch && !r.n.g.terminated {
+		r.n.agent = r.agent
+	}
+}
+
+// Run steps the agents (StepAgents) at once and then every interval of wall
+// time until ctx is done, logging step errors. It is for development
+// servers; tests call StepAgents with their own clock.
+func (c *Cloud) Run(ctx context.Context, every time.Duration) error {
+	if every <= 0 {
+		return fmt.Errorf("sim: run: interval must be positive, got %s", every)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := c.StepAgents(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("sim: agent step failed", "provider", c.name, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Executor returns the executor of machine index of a live group, as its
+// agent would get it.
+func (c *Cloud) Executor(groupName string, index int) (providers.Executor, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.groups[groupName]
+	if !ok || g.terminated || index < 0 || index >= len(g.nodes) {
+		return nil, c.errorf(providers.ErrNotFound, "Executor", "not-found", "",
+			"machine %d of group %q not found", index, groupName)
+	}
+	return g.nodes[index].exec, nil
+}

@@ -1,0 +1,289 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// FaultKind names what a fault does.
+type FaultKind string
+
+// Fault kinds. The first seven are decided when a group is placed; install
+// failures are decided at each install.
+const (
+	// FaultRefuseCapacity: PlaceGroup fails with ErrNoCapacity, taking nothing.
+	FaultRefuseCapacity FaultKind = "refuse_capacity"
+	// FaultRefuseValidation: PlaceGroup fails with ErrValidation.
+	FaultRefuseValidation FaultKind = "refuse_validation"
+	// FaultNeverBoots: machine Node stays NodePending forever.
+	FaultNeverBoots FaultKind = "never_boots"
+	// FaultDies: machine Node vanishes (NodeTerminated) After its boot
+	// completes; After 0 loses it just as it would have started running.
+	FaultDies FaultKind = "dies"
+	// FaultAgentSilent: the agent on machine Node is never started.
+	FaultAgentSilent FaultKind = "agent_silent"
+	// FaultPeerUnreachable: machine Node reaches no address (Executor.Reach fails).
+	FaultPeerUnreachable FaultKind = "peer_unreachable"
+	// FaultInstallFails: the next install ("install:<software>") on machine
+	// Node fails. Count counts installs, so a later retry can succeed.
+	FaultInstallFails FaultKind = "install_fails"
+	// FaultCheckFails: the software check reports machine Node unhealthy.
+	FaultCheckFails FaultKind = "check_fails"
+)
+
+var faultKinds = []FaultKind{
+	FaultRefuseCapacity, FaultRefuseValidation, FaultNeverBoots, FaultDies,
+	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails,
+}
+
+// Fault scripts one failure. Offer, Location and Group narrow which
+// placements it matches (empty matches any). It applies to the next Count
+// matching placements, or for install_fails the next Count matching
+// installs; Count 0 applies until ClearFaults. A node fault whose Node is
+// not in a placement does not match that placement.
+//
+// As JSON (ParseFaults takes one object or an array):
+//
+//	[{"kind": "refuse_capacity", "offer": "us-east-1.h100-80gb.8x.bare-metal.infiniband", "count": 1},
+//	 {"kind": "dies", "group": "cl_123", "node": 2, "after": "90s"},
+//	 {"kind": "install_fails", "node": 1, "software": "slurm", "count": 1}]
+type Fault struct {
+	Kind     FaultKind `json:"kind"`
+	Offer    string    `json:"offer,omitempty"`
+	Location string    `json:"location,omitempty"`
+	Group    string    `json:"group,omitempty"`
+	// Node is the index of the machine a node fault hits (default 0).
+	Node int `json:"node,omitempty"`
+	// After is how long a "dies" machine runs before it vanishes.
+	After Duration `json:"after,omitempty"`
+	// Count is how many placements (installs for install_fails) it applies
+	// to; 0 means until cleared.
+	Count int `json:"count,omitempty"`
+	// Software narrows install_fails and check_fails to one software
+	// ("slurm", "kubernetes" or "ray"); empty means any.
+	Software string `json:"software,omitempty"`
+	// Message replaces the upstream message of a refusal.
+	Message string `json:"message,omitempty"`
+}
+
+// Validate reports what is wrong with a fault.
+func (f Fault) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !slices.Contains(faultKinds, f.Kind) {
+		names := make([]string, len(faultKinds))
+		for i, k := range faultKinds {
+			names[i] = string(k)
+		}
+		add("unknown kind %q (want one of %s)", f.Kind, strings.Join(names, ", "))
+	}
+	if f.Node < 0 {
+		add("node must not be negative, got %d", f.Node)
+	}
+	if f.Count < 0 {
+		add("count must not be negative, got %d", f.Count)
+	}
+	if f.After < 0 {
+		add("after must not be negative, got %s", f.After)
+	}
+	if f.After != 0 && f.Kind != FaultDies {
+		add("after only applies to %q faults", FaultDies)
+	}
+	if f.Software != "" {
+		if f.Kind != FaultInstallFails && f.Kind != FaultCheckFails {
+			add("software only applies to %q and %q faults", FaultInstallFails, FaultCheckFails)
+		}
+		if !slices.Contains(softwares, f.Software) {
+			add("unknown software %q (want slurm, kubernetes or ray)", f.Software)
+		}
+	}
+	if f.Message != "" && !isRefusal(f.Kind) {
+		add("message only applies to refusals")
+	}
+	return errors.Join(errs...)
+}
+
+// ParseFaults decodes faults posted as JSON: one object or an array of them.
+// Unknown fields and invalid faults are errors naming the fault.
+func ParseFaults(data []byte) ([]Fault, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, errors.New("sim: faults: empty body (want a fault object or an array of them)")
+	}
+	var faults []Fault
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var err error
+	if data[0] == '[' {
+		err = dec.Decode(&faults)
+	} else {
+		var f Fault
+		err = dec.Decode(&f)
+		faults = []Fault{f}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sim: faults: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("sim: faults: trailing data after the JSON value")
+	}
+	if err := validateFaults(faults); err != nil {
+		return nil, err
+	}
+	return faults, nil
+}
+
+func validateFaults(faults []Fault) error {
+	var errs []error
+	for i, f := range faults {
+		if err := f.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("faults[%d] (%s): %w", i, f.Kind, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("sim: invalid faults:\n%w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// activeFault is an injected fault and how many uses it has left.
+type activeFault struct {
+	Fault
+	left int // 0 = unlimited
+}
+
+// Inject adds faults after every fault already injected. It validates them
+// all first and injects none when one is invalid.
+func (c *Cloud) Inject(faults ...Fault) error {
+	if err := validateFaults(faults); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range faults {
+		c.faults = append(c.faults, &activeFault{Fault: f, left: f.Count})
+	}
+	return nil
+}
+
+// ClearFaults removes every injected fault. Faults already scripted onto
+// placed machines stay with them.
+func (c *Cloud) ClearFaults() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = nil
+}
+
+// Faults lists the faults still active, Count being the uses left (0 =
+// until cleared).
+func (c *Cloud) Faults() []Fault {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Fault, len(c.faults))
+	for i, f := range c.faults {
+		out[i] = f.Fault
+		out[i].Count = f.left
+	}
+	return out
+}
+
+func isRefusal(k FaultKind) bool { return k == FaultRefuseCapacity || k == FaultRefuseValidation }
+
+// scriptedAtPlacement reports the kinds decided when a group is placed.
+func scriptedAtPlacement(k FaultKind) bool { return !isRefusal(k) && k != FaultInstallFails }
+
+// matches reports whether f applies to a placement of size count of offer s
+// under group name.
+func (f *activeFault) matches(s *offerState, group string, count int) bool {
+	return (f.Offer == "" || f.Offer == s.cfg.ID) &&
+		(f.Location == "" || f.Location == s.loc.ID) &&
+		(f.Group == "" || f.Group == group) &&
+		(isRefusal(f.Kind) || f.Node < count)
+}
+
+// use consumes one use of fault i. Callers hold c.mu.
+func (c *Cloud) use(i int) {
+	f := c.faults[i]
+	if f.left == 0 {
+		return
+	}
+	if f.left--; f.left == 0 {
+		c.faults = slices.Delete(c.faults, i, i+1)
+	}
+}
+
+// takeFault consumes and returns the first fault of a kind accepted by
+// kind that matches the placement, or nil. Callers hold c.mu.
+func (c *Cloud) takeFault(kind func(FaultKind) bool, s *offerState, group string, count int) *Fault {
+	for i, f := range c.faults {
+		if kind(f.Kind) && f.matches(s, group, count) {
+			taken := f.Fault
+			c.use(i)
+			return &taken
+		}
+	}
+	return nil
+}
+
+// refusal is the error a refusal fault makes PlaceGroup return.
+func (c *Cloud) refusal(f *Fault, req providers.PlaceRequest) error {
+	class, code, msg := providers.ErrNoCapacity, "insufficient-capacity",
+		fmt.Sprintf("not enough capacity to fulfill launch request for %s in %s", req.OfferID, req.Location)
+	if f.Kind == FaultRefuseValidation {
+		class, code, msg = providers.ErrValidation, "invalid-parameters",
+			fmt.Sprintf("launch request for %s rejected", req.OfferID)
+	}
+	if f.Message != "" {
+		msg = f.Message
+	}
+	return c.errorf(class, "PlaceGroup", code, req.Location, "%s", msg)
+}
+
+// applyNodeFaults scripts every matching placement-time node fault onto the
+// new group's machines, consuming one use of each. Callers hold c.mu.
+func (c *Cloud) applyNodeFaults(g *group) {
+	for i := 0; i < len(c.faults); i++ {
+		f := c.faults[i]
+		if !scriptedAtPlacement(f.Kind) || !f.matches(g.offer, g.name, len(g.nodes)) {
+			continue
+		}
+		n := g.nodes[f.Node]
+		switch f.Kind {
+		case FaultNeverBoots:
+			n.neverBoots = true
+		case FaultDies:
+			n.dies, n.dieAfter = true, f.After.D()
+		case FaultAgentSilent:
+			n.agentSilent = true
+		case FaultPeerUnreachable:
+			n.peerUnreachable = true
+		case FaultCheckFails:
+			n.checkFails = append(n.checkFails, f.Software)
+		}
+		before := len(c.faults)
+		c.use(i)
+		if len(c.faults) < before {
+			i-- // the fault was used up and removed
+		}
+	}
+}
+
+// takeInstallFault consumes the first install_fails fault that hits this
+// install, reporting whether there was one. Callers hold c.mu.
+func (c *Cloud) takeInstallFault(n *node, software string) bool {
+	for i, f := range c.faults {
+		if f.Kind == FaultInstallFails && f.Node == n.index &&
+			(f.Software == "" || f.Software == software) &&
+			f.matches(n.g.offer, n.g.name, len(n.g.nodes)) {
+			c.use(i)
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,124 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// group is every machine of one placement.
+type group struct {
+	name         string
+	gen          int // how many groups of this name were placed before it
+	offer        *offerState
+	agent        providers.AgentBootstrap
+	placedAt     time.Time
+	terminated   bool
+	terminatedAt time.Time
+	nodes        []*node
+}
+
+// node is one simulated machine and the faults scripted onto it.
+type node struct {
+	g            *group
+	index        int
+	id           string
+	bootAt       time.Time // when it first reads running
+	restartUntil time.Time // restarting until then
+
+	neverBoots      bool
+	dies            bool
+	dieAfter        time.Duration // after bootAt
+	agentSilent     bool
+	peerUnreachable bool
+	checkFails      []string // software whose check reports this node unhealthy ("" = all)
+
+	installed  map[string]time.Time // software → when its install succeeded
+	agent      MachineAgent
+	agentEpoch int // bumped when the machine reboots, so a stale agent is not kept
+	exec       *executor
+}
+
+// newGroup creates the machines of a placement that already took stock and
+// scripts the matching node faults onto them. Callers hold c.mu.
+func (c *Cloud) newGroup(s *offerState, req providers.PlaceRequest, now time.Time) *group {
+	gen := c.gens[req.GroupName]
+	c.gens[req.GroupName] = gen + 1
+	g := &group{
+		name:     req.GroupName,
+		gen:      gen,
+		offer:    s,
+		placedAt: now,
+		agent: providers.AgentBootstrap{
+			ServerURL: req.Agent.ServerURL,
+			Tokens:    append([]string(nil), req.Agent.Tokens...),
+		},
+	}
+	for i := range req.Count {
+		// Up to 20% jitter per machine, whole seconds, fixed by the seed.
+		jitter := time.Duration(c.fraction("jitter", g.name, gen, i) * 0.2 * float64(s.boot)).Truncate(time.Second)
+		n := &node{
+			g:         g,
+			index:     i,
+			id:        "sim-" + c.hexID(16, "node", g.name, gen, i),
+			bootAt:    now.Add(s.boot + jitter),
+			installed: map[string]time.Time{},
+		}
+		n.exec = &executor{c: c, n: n}
+		g.nodes = append(g.nodes, n)
+	}
+	c.applyNodeFaults(g)
+	return g
+}
+
+// state is the machine's provider-side state at t, with a message.
+func (n *node) state(t time.Time) (providers.NodeState, string) {
+	switch {
+	case n.g.terminated:
+		return providers.NodeTerminated, "terminated"
+	case n.dies && !t.Before(n.bootAt.Add(n.dieAfter)):
+		return providers.NodeTerminated, "instance no longer exists upstream"
+	case n.neverBoots || t.Before(n.bootAt):
+		return providers.NodePending, "booting"
+	case t.Before(n.restartUntil):
+		return providers.NodeRestarting, "rebooting"
+	default:
+		return providers.NodeRunning, ""
+	}
+}
+
+// running reports whether the machine is up at t.
+func (n *node) running(t time.Time) bool {
+	st, _ := n.state(t)
+	return st == providers.NodeRunning
+}
+
+// name is the node's cluster name (N1).
+func (n *node) name() string { return fmt.Sprintf("node-%d", n.index) }
+
+// privateIP is the node's interconnect address (N1).
+func (n *node) privateIP() string { return fmt.Sprintf("10.77.0.%d", n.index+1) }
+
+// view renders a group as of now. Callers hold c.mu.
+func (c *Cloud) view(g *group, now time.Time) providers.Group {
+	out := providers.Group{Provider: c.name, Name: g.name, Location: g.offer.loc.ID}
+	for _, n := range g.nodes {
+		st, msg := n.state(now)
+		host := ""
+		if g.offer.loc.Gateway == "" {
+			host = fmt.Sprintf("%s-%s.sim.clusterdeck.test", g.offer.loc.ID, n.id)
+		}
+		out.Nodes = append(out.Nodes, providers.Node{
+			ID:         n.id,
+			Index:      n.index,
+			State:      st,
+			PublicHost: host,
+			SSHPort:    22,
+			SSHUser:    "ubuntu",
+			PrivateIP:  n.privateIP(),
+			Message:    msg,
+		})
+	}
+	return out
+}
