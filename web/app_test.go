@@ -10,12 +10,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/static"
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -42,7 +42,7 @@ func newTestApp(t testing.TB, db *gorm.DB) *testApp {
 	e := New(Deps{
 		Config: Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
 		Store:  store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FakeClock: clock,
-		Static: fstest.MapFS{"css/app.css": {Data: []byte("body{}")}},
+		Static: static.FS,
 	})
 	return &testApp{t: t, e: e, store: store, clock: clock, db: db, sql: counter}
 }

@@ -1,0 +1,130 @@
+package web
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// newBrowser starts headless Chromium (Debian's package) for one test. Under
+// CI=true a missing browser fails the test; elsewhere it skips loudly.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("CHROMIUM_PATH")
+	if path == "" {
+		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+			if p, err := exec.LookPath(name); err == nil {
+				path = p
+				break
+			}
+		}
+	}
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("Chromium is not installed: under CI=true browser tests must run (.ci/run installs Debian's chromium)")
+		}
+		t.Skip("SKIPPING browser test: install Chromium (apt-get install chromium) or set CHROMIUM_PATH")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() {
+		if t.Failed() {
+			shot(t, ctx)
+		}
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// shot saves a full-page screenshot next to the failing test's output.
+func shot(t *testing.T, ctx context.Context) {
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil || len(buf) == 0 {
+		return
+	}
+	dir := filepath.Join("testdata", "screenshots")
+	_ = os.MkdirAll(dir, 0o755)
+	name := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".png")
+	if os.WriteFile(name, buf, 0o644) == nil {
+		t.Logf("screenshot: web/%s", name)
+	}
+}
+
+// A filter change on /offers updates the results in place (no full reload)
+// and puts the filter in the URL (O3).
+func TestBrowserOfferFilterUpdatesInPlace(t *testing.T) {
+	ctx := newBrowser(t)
+	app := newTestApp(t, openSQLite(t))
+	eth := testOffer("eth", "us-east", 8, 2_000_000, intp(10))
+	eth.Interconnect = "ethernet"
+	app.seedOffers(testOffer("ib", "us-east", 8, 2_490_000, intp(10)), eth)
+	srv := httptest.NewServer(app.e)
+	defer srv.Close()
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/offers?accelerator=H100_80GB&nodes=4"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=offer-row]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid=offer-row]').length`))
+	if err != nil || rows != 2 {
+		t.Fatalf("rows before filtering = %d, %v; want 2", rows, err)
+	}
+	// A marker on window survives only if the page is not reloaded.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.__noReload = true, document.body.dataset.mark = "kept", true)`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const s = document.getElementById('interconnect');
+		s.value = 'ethernet';
+		s.dispatchEvent(new Event('change', {bubbles: true}));
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => {
+		const rows = document.querySelectorAll('[data-testid=offer-row]');
+		return location.search.includes('interconnect=ethernet') && rows.length === 1 &&
+			rows[0].dataset.offerId === 'sim:eth';
+	})()`, chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil || !ok {
+		t.Fatalf("results did not update to the ethernet offer with the URL changed: %v", err)
+	}
+	kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__noReload === true && document.body.dataset.mark === "kept"`))
+	if err != nil || !kept {
+		t.Fatalf("the page reloaded instead of updating in place (%v)", err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.Contains(loc, "interconnect=ethernet") || !strings.Contains(loc, "nodes=4") {
+		t.Errorf("URL = %q, want the filter kept in it", loc)
+	}
+	// The back button returns to the unfiltered results.
+	if err := chromedp.Do(ctx, chromedp.NavigateBack()); err != nil {
+		t.Fatal(err)
+	}
+	ok, err = chromedp.Run(ctx, chromedp.Poll[bool](`!location.search.includes('interconnect=ethernet') &&
+		document.querySelectorAll('[data-testid=offer-row]').length === 2`, chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil || !ok {
+		t.Errorf("back button did not restore the unfiltered results: %v", err)
+	}
+}
