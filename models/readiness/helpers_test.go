@@ -1,0 +1,190 @@
+package readiness
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// fixture reads a file from testdata.
+func fixture(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// hosts expands a hostlist for test expectations.
+func hosts(t testing.TB, expr string) []string {
+	t.Helper()
+	names, err := ExpandHostlist(expr)
+	if err != nil {
+		t.Fatalf("ExpandHostlist(%q): %v", expr, err)
+	}
+	return names
+}
+
+// node finds a node's result in a report.
+func node(t testing.TB, r Report, name string) NodeResult {
+	t.Helper()
+	for _, n := range r.Nodes {
+		if n.Node == name {
+			return n
+		}
+	}
+	t.Fatalf("node %q not in report %+v", name, r)
+	return NodeResult{}
+}
+
+// failingNames lists the names of failing nodes.
+func failingNames(r Report) []string {
+	var out []string
+	for _, n := range r.Failing() {
+		out = append(out, n.Node)
+	}
+	return out
+}
+
+// checkInvariants asserts what must hold for every report.
+func checkInvariants(t testing.TB, r Report) {
+	t.Helper()
+	if r.Ready && (len(r.Missing) > 0 || len(r.Failing()) > 0 || len(r.Pending) > 0 || len(r.Failures) > 0) {
+		t.Fatalf("report is Ready with problems: %+v", r)
+	}
+	if r.Ready != strings.HasPrefix(r.Summary, "ready:") {
+		t.Fatalf("Ready=%v but Summary %q", r.Ready, r.Summary)
+	}
+	for _, n := range r.Nodes {
+		if n.OK == (n.Reason != "") {
+			t.Fatalf("node %+v: OK and Reason disagree", n)
+		}
+	}
+}
+
+// wantErr asserts err wraps target.
+func wantErr(t testing.TB, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+// Every real or constructed file in testdata must be exercised by a fixture
+// table (slurmFixtures, k8sFixtures, rayFixtures).
+func TestFixturesAllCovered(t *testing.T) {
+	covered := map[string]bool{}
+	for _, name := range slices.Concat(slurmFixtureNames(), k8sFixtureNames(), rayFixtureNames()) {
+		covered[name] = true
+	}
+	for _, prefix := range []string{"slurm_", "k8s_", "ray_"} {
+		files, err := filepath.Glob(filepath.Join("testdata", prefix+"*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if !covered[filepath.Base(f)] {
+				t.Errorf("testdata/%s has no fixture test", filepath.Base(f))
+			}
+		}
+	}
+	for name := range covered {
+		if _, err := os.Stat(filepath.Join("testdata", name)); err != nil {
+			t.Errorf("fixture table names %s: %v", name, err)
+		}
+	}
+}
+
+// The real samples must stay byte-identical to the shared fixtures they
+// were copied from. CI may not have shared/ beside the repository; then the
+// test skips.
+func TestFixturesMatchShared(t *testing.T) {
+	shared := filepath.Join("..", "..", "..", "shared", "fixtures")
+	if _, err := os.Stat(shared); err != nil {
+		t.Skipf("no shared fixtures at %s", shared)
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		base := filepath.Base(f)
+		if base == "README.md" || strings.Contains(base, "constructed") {
+			continue
+		}
+		want, err := os.ReadFile(filepath.Join(shared, base))
+		if err != nil {
+			t.Errorf("%s: not in shared fixtures: %v", base, err)
+			continue
+		}
+		got, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the shared fixture", base)
+		}
+	}
+	for _, prefix := range []string{"slurm_", "k8s_", "ray_"} {
+		all, _ := filepath.Glob(filepath.Join(shared, prefix+"*"))
+		for _, f := range all {
+			if _, err := os.Stat(filepath.Join("testdata", filepath.Base(f))); err != nil {
+				t.Errorf("shared fixture %s was not copied into testdata", filepath.Base(f))
+			}
+		}
+	}
+}
+
+func TestCheckDispatch(t *testing.T) {
+	slurm := fixture(t, "slurm_sinfo_default_all_idle.txt")
+	k8s := fixture(t, "k8s_nodelist_json_constructed_all_ready_gpu8.json")
+	ray := fixture(t, "ray_status_v2_2023-03_healthy_gpu_placement_groups.txt")
+	tests := []struct {
+		software, output string
+		expected         []string
+		gpus             int
+		want             string
+	}{
+		{"slurm", slurm, []string{"g-11", "g-12"}, 0, "slurm"},
+		{"Slurm", slurm, []string{"g-11", "g-12"}, 0, "slurm"},
+		{"kubernetes", k8s, []string{"node-0", "node-1", "node-2"}, 8, "kubernetes"},
+		{"k8s", k8s, []string{"node-0", "node-1", "node-2"}, 8, "kubernetes"},
+		{" ray ", ray, []string{"node_0bf2868539ecac836c61a352462452b953710b904e9f6b0b9d4b25c1", "node_9141273b0ca7727b27c33f7d427040275356cfc7a2ea43685c400099"}, 4, "ray"},
+	}
+	for _, tt := range tests {
+		r, err := Check(tt.software, tt.output, tt.expected, tt.gpus)
+		if err != nil {
+			t.Fatalf("Check(%q): %v", tt.software, err)
+		}
+		if r.Software != tt.want || !r.Ready {
+			t.Errorf("Check(%q) = %s ready=%v, want %s ready", tt.software, r.Software, r.Ready, tt.want)
+		}
+		checkInvariants(t, r)
+	}
+	for _, sw := range []string{"none", "", "pbs"} {
+		if _, err := Check(sw, slurm, nil, 0); !errors.Is(err, ErrSoftware) {
+			t.Errorf("Check(%q) error = %v, want ErrSoftware", sw, err)
+		}
+	}
+}
+
+func TestExpectedValidation(t *testing.T) {
+	slurm := fixture(t, "slurm_sinfo_default_all_idle.txt")
+	_, err := Slurm(slurm, []string{"g-11", " "})
+	wantErr(t, err, ErrExpected)
+	_, err = Kubernetes(fixture(t, "k8s_kubectl_get_nodes_all_ready.txt"), []string{""}, 0)
+	wantErr(t, err, ErrExpected)
+	_, err = Ray(fixture(t, "ray_status_v2_2023-03_healthy_gpu_placement_groups.txt"), []string{""})
+	wantErr(t, err, ErrExpected)
+
+	// Duplicates are judged once.
+	r, err := Slurm(slurm, []string{"g-11", "g-11", "g-12"})
+	if err != nil || !r.Ready || len(r.Nodes) != 2 {
+		t.Fatalf("duplicates: %+v, %v", r, err)
+	}
+}
