@@ -15,7 +15,8 @@ help: ## List targets
 build: ## Build bin/clusterdeck (no Node needed)
 	CGO_ENABLED=0 $(GO) build -o $(BIN) .
 
-run: build ## Serve on the embedded defaults: SQLite, simulated cloud, dev mailbox
+run: build ## Print the demo log-in (email, password, api_key), then serve on the embedded defaults
+	./$(BIN) demo
 	./$(BIN) serve
 
 generate: templ css ## Regenerate views/*_templ.go and static/css/app.css

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,6 +32,10 @@ type config struct {
 
 	SMTPURL  string // SMTP_URL: smtp://user:pass@host:port; unset → the dev mailbox
 	MailFrom string // MAIL_FROM: sender address (default "Clusterdeck <noreply@clusterdeck.local>")
+
+	DefaultMaxMachines int          // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
+	DefaultMaxGPUs     int          // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
+	TrustedProxies     []*net.IPNet // TRUSTED_PROXIES: comma list of CIDRs whose X-Forwarded-For is believed
 }
 
 func (c config) SQLitePath() string { return filepath.Join(c.DataDir, "clusterdeck.db") }
@@ -77,6 +82,22 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("SIM_SEED must be an integer: %w", err)
 	}
 	c.SimSeed = seed
+	if c.DefaultMaxMachines, err = positiveInt(get("DEFAULT_MAX_MACHINES", "64")); err != nil {
+		return c, fmt.Errorf("DEFAULT_MAX_MACHINES: %w", err)
+	}
+	if c.DefaultMaxGPUs, err = positiveInt(get("DEFAULT_MAX_GPUS", "512")); err != nil {
+		return c, fmt.Errorf("DEFAULT_MAX_GPUS: %w", err)
+	}
+	for _, cidr := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			return c, fmt.Errorf("TRUSTED_PROXIES: %q is not a CIDR like 10.0.0.0/8", cidr)
+		}
+		c.TrustedProxies = append(c.TrustedProxies, n)
+	}
 	if c.SessionAuthKey, err = hexKey(getenv("SESSION_AUTH_KEY"), 32, 64); err != nil {
 		return c, fmt.Errorf("SESSION_AUTH_KEY: %w", err)
 	}
@@ -87,6 +108,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, errors.New("production needs SESSION_AUTH_KEY (64 hex bytes) and SESSION_ENC_KEY (32 hex bytes); generate them with `openssl rand -hex 32`")
 	}
 	return c, nil
+}
+
+func positiveInt(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, errors.New("must be a whole number of at least 1")
+	}
+	return n, nil
 }
 
 func hexKey(s string, sizes ...int) ([]byte, error) {

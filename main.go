@@ -28,6 +28,10 @@ const usage = `clusterdeck — multi-node GPU clusters, self-hosted.
 Usage:
   clusterdeck [serve]     serve the dashboard, the API and the jobs (default)
   clusterdeck migrate     apply database migrations and exit
+  clusterdeck demo        development only: create (idempotently) a demo organisation,
+                          owner and API key, and print their credentials
+  clusterdeck admin grant EMAIL    make a user an operator (the /admin area)
+  clusterdeck admin revoke EMAIL   take the operator flag away
   clusterdeck help        this text
 
 Configuration comes from environment variables; see README.md.
@@ -68,6 +72,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer closeDB(db)
 		fmt.Fprintln(stdout, "migrations are up to date")
 		return nil
+	case "demo":
+		return demo(ctx, cfg, log, stdout)
+	case "admin":
+		return adminCommand(ctx, cfg, log, args, stdout)
 	default:
 		return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 	}
@@ -134,8 +142,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	mailer, err := buildMailer(cfg, clock, log)
+	if err != nil {
+		return err
+	}
 	sched := jobs.NewScheduler(store, log)
-	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry}); err != nil {
+	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer}); err != nil {
 		return err
 	}
 	// Fill the catalog before the first page view, then keep it fresh.
@@ -151,7 +163,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	srv := &http.Server{
 		Handler: web.New(web.Deps{
 			Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
-				SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey},
+				SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
+				DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
+				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != ""},
 			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -12,6 +12,7 @@ import (
 type Deps struct {
 	Store     *models.Store
 	Providers providers.Registry
+	Mailer    Mailer // nil: mails stay queued in the outbox (no "mail" job)
 }
 
 // Register adds every job. Like web/routes.go for URLs, this is the one place
@@ -19,9 +20,15 @@ type Deps struct {
 func Register(s *Scheduler, d Deps) error {
 	for _, e := range []entry{
 		{"@every 1m", &Catalog{Store: d.Store, Providers: d.Providers}, 50 * time.Second},
+		{"17 * * * *", &PruneLoginThrottles{Store: d.Store}, time.Minute},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)
+		}
+	}
+	if d.Mailer != nil {
+		if err := s.Add("@every 5s", &Mail{Store: d.Store, Mailer: d.Mailer}, 2*time.Minute); err != nil {
+			return fmt.Errorf("jobs: schedule mail: %w", err)
 		}
 	}
 	return nil

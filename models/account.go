@@ -65,8 +65,51 @@ type Environment struct {
 	CreatedAt time.Time
 }
 
+// Frozen copies of the account tables as migration 0100 created them, so
+// later fields on the live structs never rewrite that migration.
+type (
+	orgV0100 struct {
+		ID          string `gorm:"primaryKey;size:32"`
+		Name        string `gorm:"size:191"`
+		MaxMachines int
+		MaxGPUs     int `gorm:"column:max_gpus"`
+		CreatedAt   time.Time
+	}
+	userV0100 struct {
+		ID             string `gorm:"primaryKey;size:32"`
+		Email          string `gorm:"size:254;uniqueIndex"`
+		Name           string `gorm:"size:191"`
+		PasswordHash   string `gorm:"size:255"`
+		SessionVersion int
+		IsOperator     bool
+		CreatedAt      time.Time
+	}
+	membershipV0100 struct {
+		OrgID     string `gorm:"primaryKey;size:32"`
+		UserID    string `gorm:"primaryKey;size:32;index"`
+		Role      string `gorm:"size:16"`
+		CreatedAt time.Time
+	}
+	environmentV0100 struct {
+		ID        string `gorm:"primaryKey;size:32"`
+		OrgID     string `gorm:"size:32;index"`
+		Name      string `gorm:"size:100"`
+		IsDefault bool
+		CreatedAt time.Time
+	}
+)
+
+func (orgV0100) TableName() string         { return "orgs" }
+func (userV0100) TableName() string        { return "users" }
+func (membershipV0100) TableName() string  { return "memberships" }
+func (environmentV0100) TableName() string { return "environments" }
+
 func init() {
 	register(Migration{ID: "0100_accounts", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&Org{}, &User{}, &Membership{}, &Environment{})
+		return tx.Migrator().CreateTable(&orgV0100{}, &userV0100{}, &membershipV0100{}, &environmentV0100{})
+	}})
+	// Environment names are unique inside their organisation.
+	register(Migration{ID: "0101_environment_names", Up: func(tx *gorm.DB) error {
+		return tx.Exec("CREATE UNIQUE INDEX idx_environments_org_name ON environments (org_id, name)").Error
 	}})
 }

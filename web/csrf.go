@@ -30,11 +30,7 @@ func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 {
 			token = ck.Value
 		} else {
-			token = newToken(32)
-			c.SetCookie(&http.Cookie{
-				Name: csrfCookie, Value: token, Path: "/", HttpOnly: true,
-				Secure: h.secureCookies(c), SameSite: http.SameSiteLaxMode,
-			})
+			token = h.setCSRFCookie(c)
 		}
 		c.Set(csrfContextKey, token)
 		switch c.Request().Method {
@@ -53,6 +49,24 @@ func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// setCSRFCookie issues a fresh token cookie and returns the token.
+func (h *handler) setCSRFCookie(c echo.Context) string {
+	token := newToken(32)
+	dropSetCookie(c, csrfCookie)
+	c.SetCookie(&http.Cookie{
+		Name: csrfCookie, Value: token, Path: "/", HttpOnly: true,
+		Secure: h.secureCookies(c), SameSite: http.SameSiteLaxMode,
+	})
+	return token
+}
+
+// rotateCSRF replaces the CSRF token when the privilege level changes
+// (log-in, sign-up, log-out), so a token planted or seen before is useless
+// after; the response's page already carries the new one.
+func (h *handler) rotateCSRF(c echo.Context) {
+	c.Set(csrfContextKey, h.setCSRFCookie(c))
 }
 
 func csrfExempt(path string) bool {

@@ -52,6 +52,7 @@ func (h *handler) meta(c echo.Context, title string) views.Meta {
 	if u, ok := c.Get(userNavKey).(*views.UserNav); ok {
 		m.User = u
 	}
+	m.Flashes = h.takeFlashes(c)
 	return m
 }
 

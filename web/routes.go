@@ -14,12 +14,59 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/offers") })
 	e.StaticFS("/static", h.Static)
 
-	// Pages and their htmx partials.
+	// Public pages and their htmx partials (offers are browsable signed out).
 	e.GET("/offers", h.listOffers)
 
-	// REST API v1.
-	v1 := e.Group("/v1")
-	v1.GET("/gpu/offers", h.apiListOffers)
+	// Accounts (A1): public forms; the invite link's token is its capability.
+	e.GET("/signup", h.showSignup)
+	e.POST("/signup", h.signup)
+	e.GET("/login", h.showLogin)
+	e.POST("/login", h.login)
+	e.POST("/logout", h.logout)
+	e.GET("/invites/:token", h.showInvite)
+
+	// Public REST API v1 (an API key is optional there).
+	e.GET("/v1/gpu/offers", h.apiListOffers, h.optionalAPI)
+
+	// Signed-in pages (app) and the authenticated API (api). Every handler
+	// below loads what it touches through principal(c).Org: another org's id
+	// answers 404. TestRouteWalk proves it for every registered route.
+	app := e.Group("", h.requireUser)
+	api := e.Group("/v1", h.requireAPI)
+
+	app.POST("/invites/:token/accept", h.acceptInvite)
+	app.POST("/orgs/:id/switch", h.switchOrg)
+	app.POST("/environments/:id/switch", h.switchEnvironment)
+	app.GET("/settings", h.showSettings)
+	app.POST("/settings/profile", h.updateProfile)
+	app.POST("/settings/password", h.changePassword)
+	app.POST("/settings/sessions/revoke", h.revokeSessions)
+	app.GET("/settings/ssh-keys", h.listSSHKeys)
+	app.POST("/settings/ssh-keys", h.addSSHKey)
+	app.POST("/settings/ssh-keys/:id/delete", h.deleteSSHKey)
+	app.GET("/settings/api-keys", h.listAPIKeys)
+	app.POST("/settings/api-keys", h.createAPIKey)
+	app.POST("/settings/api-keys/:id/revoke", h.revokeAPIKey)
+	app.GET("/settings/environments", h.listEnvironments)
+	app.POST("/settings/environments", h.createEnvironment, h.requireManager)
+
+	// Team settings and the audit log: owners and admins (members get 403).
+	app.GET("/settings/team", h.showTeam, h.requireManager)
+	app.POST("/settings/team/invites", h.inviteMember, h.requireManager)
+	app.POST("/settings/team/invites/:id/revoke", h.revokeInvite, h.requireManager)
+	app.POST("/settings/team/members/:id/role", h.changeRole, h.requireManager)
+	app.POST("/settings/team/members/:id/remove", h.removeMember, h.requireManager)
+	app.GET("/settings/audit", h.showAudit, h.requireManager)
+
+	// Operators only (`clusterdeck admin grant EMAIL`).
+	admin := app.Group("/admin", h.requireOperator)
+	admin.GET("", h.showAdmin)
+	admin.POST("/orgs/:id/quota", h.setOrgQuota)
+
+	api.GET("/me", h.apiMe)
+
+	// Clusters, quotes, launch (issue 4/5) register in h.clusterRoutes(app, api)
+	h.clusterRoutes(app, api)
 
 	// Development-only routes: never registered in production.
 	if !h.Config.Production {
@@ -28,5 +75,7 @@ func (h *handler) routes(e *echo.Echo) {
 		dev.POST("/clock", h.devAdvanceClock)
 		dev.POST("/jobs/:name/run", h.devRunJob)
 		dev.POST("/sim/faults", h.devSimFaults)
+		dev.GET("/mailbox", h.devMailbox)
+		dev.GET("/mailbox/:id", h.devMail)
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"context"
 	"io/fs"
 	"log/slog"
+	"net"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/gorilla/sessions"
 	"github.com/labstack/echo/v4"
 )
 
@@ -21,6 +23,11 @@ type Config struct {
 
 	SessionAuthKey []byte // signs session cookies (HMAC)
 	SessionEncKey  []byte // encrypts session cookies (AES)
+
+	DefaultMaxMachines int          // quota for new organisations (0: models.DefaultMaxMachines)
+	DefaultMaxGPUs     int          // quota for new organisations (0: models.DefaultMaxGPUs)
+	TrustedProxies     []*net.IPNet // proxies whose X-Forwarded-For is believed (client IPs for throttling and audit)
+	SMTP               bool         // mail leaves by SMTP (SMTP_URL set); else the dev mailbox shows it
 }
 
 // JobRunner runs a job's tick now (development routes, "recover now").
@@ -47,6 +54,7 @@ type Deps struct {
 
 type handler struct {
 	Deps
+	sessions *sessions.CookieStore
 }
 
 // New builds the echo server with every route.
@@ -54,12 +62,26 @@ func New(d Deps) *echo.Echo {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	h := &handler{Deps: d}
+	h := &handler{Deps: d, sessions: newSessionStore(d.Config)}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
+	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	e.HTTPErrorHandler = h.errorHandler
 	h.middleware(e)
 	h.routes(e)
 	return e
+}
+
+// ipExtractor believes X-Forwarded-For only from trusted proxies; without
+// any, the client IP is the TCP peer (echo's safe default).
+func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range trusted {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }

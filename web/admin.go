@@ -1,0 +1,78 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
+	"github.com/labstack/echo/v4"
+)
+
+// The /admin area is for the site's operators (`clusterdeck admin grant
+// EMAIL`); more operator pages join it later (quote requests, providers,
+// markup, jobs).
+
+func adminOrgRow(o models.OrgSummary) views.AdminOrgRow {
+	return views.AdminOrgRow{ID: o.ID, Name: o.Name, Created: views.FormatTime(o.CreatedAt), Members: o.Members,
+		MaxMachines: strconv.Itoa(o.MaxMachines), MaxGPUs: strconv.Itoa(o.MaxGPUs)}
+}
+
+// showAdmin is GET /admin: every organisation and its quotas.
+func (h *handler) showAdmin(c echo.Context) error {
+	orgs, err := h.Store.Orgs(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	p := views.AdminPage{Meta: h.meta(c, "Admin")}
+	for _, o := range orgs {
+		p.Orgs = append(p.Orgs, adminOrgRow(o))
+	}
+	return page(c, http.StatusOK, views.AdminPageView(p), views.AdminPageView(p))
+}
+
+// setOrgQuota is POST /admin/orgs/{id}/quota: machines and GPUs in use at
+// once; launches are refused over it (403 quota_exceeded).
+func (h *handler) setOrgQuota(c echo.Context) error {
+	ctx := c.Request().Context()
+	before, err := h.Store.OrgByID(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	row := views.AdminOrgRow{ID: before.ID, Name: before.Name, Created: views.FormatTime(before.CreatedAt),
+		MaxMachines: trimForm(c, "max_machines"), MaxGPUs: trimForm(c, "max_gpus"), Problems: map[string]string{}}
+	machines, err1 := strconv.Atoi(row.MaxMachines)
+	gpus, err2 := strconv.Atoi(row.MaxGPUs)
+	if err1 != nil {
+		row.Problems["max_machines"] = "Enter a whole number."
+	}
+	if err2 != nil {
+		row.Problems["max_gpus"] = "Enter a whole number."
+	}
+	if len(row.Problems) == 0 {
+		err = h.Store.Tx(ctx, func(tx *models.Store) error {
+			org, err := tx.SetOrgQuota(ctx, before.ID, machines, gpus)
+			if err != nil {
+				return err
+			}
+			e := h.auditEntry(c, "org.quota_change", org.Name,
+				"machines "+strconv.Itoa(before.MaxMachines)+" → "+strconv.Itoa(org.MaxMachines)+
+					", GPUs "+strconv.Itoa(before.MaxGPUs)+" → "+strconv.Itoa(org.MaxGPUs))
+			e.OrgID = org.ID // the changed org's log, with the operator as actor
+			return tx.AuditLog(ctx, e)
+		})
+		var fe models.FieldErrors
+		if errors.As(err, &fe) {
+			row.Problems = fe
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(row.Problems) > 0 {
+		p := views.AdminPage{Meta: h.meta(c, "Admin"), Orgs: []views.AdminOrgRow{row}}
+		return page(c, http.StatusUnprocessableEntity, views.AdminPageView(p), views.AdminOrgRowView(p.Meta.CSRF, row))
+	}
+	_ = h.flash(c, views.FlashSuccess, "Quota of "+before.Name+" saved.")
+	return redirect(c, "/admin")
+}

@@ -1,0 +1,364 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/labstack/echo/v4"
+)
+
+// TestRouteWalk proves A3 for every registered route: it walks e.Routes()
+// (pages, partials, API), so a route added later is covered automatically,
+// and requests each one
+//
+//   - signed out: a protected route answers 401, 403 or 404, or (page GETs)
+//     a redirect to /login, and never shows org A's data;
+//   - as the owner of org B (session + CSRF for pages, B's API key for /v1),
+//     with org A's ids in the path: 404, as if A's resource did not exist
+//     (403 in the operators' /admin area); without ids: no error and none of
+//     A's data in the body;
+//   - as org A's owner, GET routes with A's ids answer (the positive control
+//     that proves the 404s above come from scoping, not from bad ids).
+//
+// Afterwards A's keys, members, invitations and quota must be untouched.
+//
+// A route with :params needs an entry in walkParams (below) that creates org
+// A's resource and returns the path's values; the test fails until it has
+// one. A public route needs an entry in walkPublic.
+func TestRouteWalk(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		f := newWalkFixture(t, app)
+		if walked := walkRoutes(t, f); walked < 20 {
+			t.Errorf("walked only %d routes", walked)
+		}
+		f.checkAIntact(t)
+	})
+}
+
+// The walk itself fails a route with :params that has no walkParams entry,
+// a protected-looking route that answers signed-out visitors, and a route
+// that ignores the org.
+func TestRouteWalkCatchesUncoveredRoutes(t *testing.T) {
+	app := newTestApp(t, openSQLite(t))
+	f := newWalkFixture(t, app)
+	app.e.GET("/things/:id", func(c echo.Context) error { return c.String(200, "thing") })
+	app.e.GET("/leaky", func(c echo.Context) error { return c.String(200, "AlphaCorpZQ secrets") })
+	rec := &errRecorder{}
+	walkRoutes(rec, f)
+	want := []string{"GET /things/:id takes parameters but has no entry", "signed out GET /leaky = 200", "shows org A's data"}
+	for _, w := range want {
+		found := false
+		for _, e := range rec.errs {
+			found = found || strings.Contains(e, w)
+		}
+		if !found {
+			t.Errorf("the walk did not report %q; it reported %q", w, rec.errs)
+		}
+	}
+}
+
+type walkT interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
+type errRecorder struct{ errs []string }
+
+func (r *errRecorder) Helper() {}
+func (r *errRecorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// walkRoutes requests every registered route as described above and returns
+// how many it walked.
+func walkRoutes(t walkT, f *walkFixture) int {
+	t.Helper()
+	routes := f.app.e.Routes()
+	sort.Slice(routes, func(i, j int) bool {
+		return routes[i].Path+routes[i].Method < routes[j].Path+routes[j].Method
+	})
+	walked := 0
+	for _, r := range routes {
+		if r.Method == echo.RouteNotFound {
+			continue
+		}
+		walked++
+		key := r.Method + " " + r.Path
+		if _, ok := walkExempt[r.Path]; ok || strings.HasPrefix(r.Path, "/dev/") {
+			continue
+		}
+		params := map[string]string{}
+		if hasParams(r.Path) {
+			gen, ok := walkParams[r.Path]
+			if !ok {
+				t.Errorf("%s takes parameters but has no entry in walkParams (web/routewalk_test.go): "+
+					"add one that creates org A's resource and returns the values", key)
+				continue
+			}
+			params = gen(f)
+		}
+		path, ok := fillPath(r.Path, params)
+		if !ok {
+			t.Errorf("%s: walkParams does not give every parameter (got %v)", key, params)
+			continue
+		}
+		api := strings.HasPrefix(r.Path, "/v1/")
+
+		// Signed out.
+		rec := f.anon(r.Method, path)
+		f.noLeak(t, "signed out "+key, rec)
+		if !walkPublic[r.Path] {
+			ok := rec.Code == 401 || rec.Code == 403 || rec.Code == 404 ||
+				(rec.Code == 303 && strings.HasPrefix(location(rec), "/login"))
+			if !ok {
+				t.Errorf("signed out %s %s = %d (Location %q); want 401/403/404 or a redirect to /login (or list it in walkPublic)",
+					r.Method, path, rec.Code, location(rec))
+			}
+		}
+
+		// As org B.
+		var recs []*httptest.ResponseRecorder
+		if api {
+			recs = append(recs, f.asBKey(r.Method, path))
+		}
+		if !api || r.Method == http.MethodGet {
+			recs = append(recs, f.asB(r.Method, path))
+		}
+		for _, rec := range recs {
+			f.noLeak(t, "org B "+key, rec)
+			switch {
+			case len(params) > 0 && walkCapability[r.Path]:
+				if rec.Code != 404 {
+					t.Errorf("org B %s %s with an unknown token = %d, want 404", r.Method, path, rec.Code)
+				}
+			case len(params) > 0 && strings.HasPrefix(r.Path, "/admin"):
+				if rec.Code != 403 {
+					t.Errorf("org B (not an operator) %s %s = %d, want 403", r.Method, path, rec.Code)
+				}
+			case len(params) > 0:
+				if rec.Code != 404 {
+					t.Errorf("org B %s %s with org A's ids = %d, want 404\n%.300s", r.Method, path, rec.Code, rec.Body)
+				}
+			default:
+				if rec.Code >= 500 {
+					t.Errorf("org B %s %s = %d", r.Method, path, rec.Code)
+				}
+			}
+		}
+
+		// Positive control: A reaches its own resources.
+		if len(params) > 0 && r.Method == http.MethodGet && !walkCapability[r.Path] {
+			var rec *httptest.ResponseRecorder
+			if api {
+				rec = f.asAKey(r.Method, path)
+			} else {
+				rec = f.asA(r.Method, path)
+			}
+			if rec.Code >= 400 {
+				t.Errorf("org A's own %s %s = %d: the walk's ids are wrong", r.Method, path, rec.Code)
+			}
+		}
+	}
+	return walked
+}
+
+// walkPublic lists routes anyone may use signed out. Everything else must
+// refuse a signed-out visitor.
+var walkPublic = map[string]bool{
+	"/":               true,
+	"/healthz":        true,
+	"/readyz":         true,
+	"/static*":        true,
+	"/offers":         true,
+	"/signup":         true,
+	"/login":          true,
+	"/logout":         true,
+	"/invites/:token": true, // the token is the capability (see walkCapability)
+	"/v1/gpu/offers":  true,
+}
+
+// walkCapability lists routes whose parameter is a secret token rather than
+// an id: holding it is the permission. The walk sends an unknown token and
+// expects 404.
+var walkCapability = map[string]bool{
+	"/invites/:token":        true,
+	"/invites/:token/accept": true,
+}
+
+// walkExempt lists routes outside org scoping, with the reason. /dev/… routes
+// (development tools, never registered in production) are exempt as a group.
+var walkExempt = map[string]string{}
+
+// walkParams gives, per route pattern, the path values pointing at org A's
+// resources (creating them as needed).
+var walkParams = map[string]func(f *walkFixture) map[string]string{
+	"/invites/:token":                   func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
+	"/invites/:token/accept":            func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
+	"/orgs/:id/switch":                  func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+	"/environments/:id/switch":          func(f *walkFixture) map[string]string { return map[string]string{"id": f.envA.ID} },
+	"/settings/ssh-keys/:id/delete":     func(f *walkFixture) map[string]string { return map[string]string{"id": f.sshA.ID} },
+	"/settings/api-keys/:id/revoke":     func(f *walkFixture) map[string]string { return map[string]string{"id": f.keyA.ID} },
+	"/settings/team/invites/:id/revoke": func(f *walkFixture) map[string]string { return map[string]string{"id": f.inviteA.ID} },
+	"/settings/team/members/:id/role":   func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
+	"/settings/team/members/:id/remove": func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
+	"/admin/orgs/:id/quota":             func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+}
+
+// walkFixture is two organisations. Everything of A's carries the marker
+// "alphacorpzq", which must never appear in a response to B or to a
+// signed-out visitor.
+type walkFixture struct {
+	t        *testing.T
+	app      *testApp
+	A, B     account
+	memberA  account
+	envA     models.Environment
+	sshA     models.SSHKey
+	keyA     models.APIKey
+	tokenA   string
+	inviteA  models.Invite
+	tokenB   string
+	cookiesA *client
+}
+
+const walkMarker = "alphacorpzq"
+
+func newWalkFixture(t *testing.T, app *testApp) *walkFixture {
+	ctx := context.Background()
+	f := &walkFixture{t: t, app: app}
+	f.A = app.signupAccount("alice@alphacorpzq.example", "AlphaCorpZQ Research")
+	f.B = app.signupAccount("bravo@bravo.example", "Bravo Labs")
+	f.memberA = app.joinAccount(f.A, "bob@alphacorpzq.example", models.RoleMember)
+	var err error
+	if f.envA, err = app.store.CreateEnvironment(ctx, f.A.org.ID, "alphacorpzq-prod"); err != nil {
+		t.Fatal(err)
+	}
+	if f.sshA, err = app.store.AddSSHKey(ctx, f.A.org.ID, f.A.user.ID, "alphacorpzq-laptop", testSSHKey(t, "alphacorpzq@laptop")); err != nil {
+		t.Fatal(err)
+	}
+	if f.keyA, f.tokenA, err = app.store.CreateAPIKey(ctx, f.A.org.ID, f.envA.ID, f.A.user.ID, "alphacorpzq-ci"); err != nil {
+		t.Fatal(err)
+	}
+	if f.inviteA, _, err = app.store.CreateInvite(ctx, f.A.org.ID, models.RoleOwner, f.A.user.ID, "carol@alphacorpzq.example", models.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.store.AuditLog(ctx, models.AuditEntry{OrgID: f.A.org.ID, Actor: "alice@alphacorpzq.example", Action: "test.marker", Target: walkMarker}); err != nil {
+		t.Fatal(err)
+	}
+	if _, f.tokenB, err = app.store.CreateAPIKey(ctx, f.B.org.ID, f.B.env.ID, f.B.user.ID, "bravo-ci"); err != nil {
+		t.Fatal(err)
+	}
+	f.cookiesA = app.login(f.A)
+	return f
+}
+
+var paramRE = regexp.MustCompile(`:[A-Za-z_]+|\*`)
+
+func hasParams(path string) bool { return strings.Contains(path, ":") }
+
+func fillPath(pattern string, params map[string]string) (string, bool) {
+	ok := true
+	out := paramRE.ReplaceAllStringFunc(pattern, func(p string) string {
+		if p == "*" {
+			return "x"
+		}
+		v, found := params[p[1:]]
+		if !found {
+			ok = false
+		}
+		return url.PathEscape(v)
+	})
+	return out, ok
+}
+
+func (f *walkFixture) request(method, path string) *http.Request {
+	var req *http.Request
+	if method == http.MethodGet || method == http.MethodHead {
+		req = httptest.NewRequest(method, path, nil)
+	} else {
+		req = httptest.NewRequest(method, path, strings.NewReader(""))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	return req
+}
+
+// anon requests as a signed-out visitor (with a valid CSRF pair, so the
+// answer is about authentication, not CSRF).
+func (f *walkFixture) anon(method, path string) *httptest.ResponseRecorder {
+	c := f.app.client()
+	req := f.request(method, path)
+	req.Header.Set("X-CSRF-Token", c.token())
+	return c.do(req)
+}
+
+// asB requests as B's owner with a fresh session (B's own actions in the walk,
+// like "log out everywhere", must not spoil the next request).
+func (f *walkFixture) asB(method, path string) *httptest.ResponseRecorder {
+	c := f.app.login(f.B)
+	req := f.request(method, path)
+	req.Header.Set("X-CSRF-Token", c.token())
+	return c.do(req)
+}
+
+func (f *walkFixture) asBKey(method, path string) *httptest.ResponseRecorder {
+	req := f.request(method, path)
+	req.Header.Set("Authorization", "Bearer "+f.tokenB)
+	return f.app.do(req)
+}
+
+func (f *walkFixture) asA(method, path string) *httptest.ResponseRecorder {
+	return f.cookiesA.do(f.request(method, path))
+}
+
+func (f *walkFixture) asAKey(method, path string) *httptest.ResponseRecorder {
+	req := f.request(method, path)
+	req.Header.Set("Authorization", "Bearer "+f.tokenA)
+	return f.app.do(req)
+}
+
+func (f *walkFixture) noLeak(t walkT, what string, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	body := strings.ToLower(rec.Body.String() + rec.Header().Get("Location") + rec.Header().Get("HX-Redirect"))
+	if strings.Contains(body, walkMarker) {
+		i := strings.Index(body, walkMarker)
+		t.Errorf("%s shows org A's data (%d): …%s…", what, rec.Code, body[max(0, i-120):min(len(body), i+60)])
+	}
+}
+
+// checkAIntact verifies nothing of A's changed during the walk.
+func (f *walkFixture) checkAIntact(t *testing.T) {
+	ctx := context.Background()
+	s := f.app.store
+	if _, err := s.AuthenticateAPIKey(ctx, f.tokenA); err != nil {
+		t.Errorf("A's API key stopped working: %v", err)
+	}
+	if keys, _ := s.SSHKeys(ctx, f.A.org.ID, f.A.user.ID); len(keys) != 1 {
+		t.Errorf("A's SSH keys: %d", len(keys))
+	}
+	if inv, _ := s.PendingInvites(ctx, f.A.org.ID); len(inv) != 1 {
+		t.Errorf("A's pending invites: %d", len(inv))
+	}
+	members, _ := s.Members(ctx, f.A.org.ID)
+	if len(members) != 2 {
+		t.Errorf("A's members: %+v", members)
+	}
+	for _, m := range members {
+		if (m.UserID == f.A.user.ID && m.Role != models.RoleOwner) || (m.UserID == f.memberA.user.ID && m.Role != models.RoleMember) {
+			t.Errorf("A's member %s has role %s", m.Email, m.Role)
+		}
+	}
+	if org, _ := s.OrgByID(ctx, f.A.org.ID); org.MaxMachines != models.DefaultMaxMachines || org.MaxGPUs != models.DefaultMaxGPUs {
+		t.Errorf("A's quota changed: %+v", org)
+	}
+	if envs, _ := s.Environments(ctx, f.A.org.ID); len(envs) != 2 {
+		t.Errorf("A's environments: %d", len(envs))
+	}
+}
