@@ -17,6 +17,9 @@ func (h *handler) routes(e *echo.Echo) {
 	// Pages and their htmx partials.
 	e.GET("/offers", h.listOffers)
 
+	// The cluster agent's protocol (node tokens, outside the customer API).
+	h.agentRoutes(e)
+
 	// REST API v1.
 	v1 := e.Group("/v1")
 	v1.GET("/gpu/offers", h.apiListOffers)
