@@ -19,7 +19,7 @@ import (
 type Provision struct {
 	Store     *models.Store
 	Providers providers.Registry
-	ServerURL string // where agents reach /v1/agent/…
+	ServerURL string                                            // where agents reach /v1/agent/…
 	Notify    func(ctx context.Context, c models.Cluster) error // E1–E2 mails on ready/failed; nil = none
 }
 
