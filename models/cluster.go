@@ -361,9 +361,12 @@ func (e *InsufficientBalanceError) Shortfall() Money { return e.Required - e.Bal
 
 // UsageInUse counts the machines and GPUs an organisation has in live clusters.
 func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus int, err error) {
-	var row struct{ Machines, GPUs int }
+	var row struct {
+		Machines int
+		GPUs     int `gorm:"column:gpus"`
+	}
 	err = s.db.WithContext(ctx).Model(&Cluster{}).
-		Select("COALESCE(SUM(nodes), 0) AS machines, COALESCE(SUM(nodes * gpus_per_node), 0) AS gp_us").
+		Select("COALESCE(SUM(nodes), 0) AS machines, COALESCE(SUM(nodes * gpus_per_node), 0) AS gpus").
 		Where("org_id = ? AND status IN ?", orgID, liveStatuses).Scan(&row).Error
 	return row.Machines, row.GPUs, err
 }
