@@ -400,6 +400,10 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if q.UsedByCluster != "" {
 			return ErrQuoteUsed
 		}
+		w := Workload{Name: p.Name, Software: p.Software, Image: p.Image, StartCommand: p.StartCommand, Env: p.Env, Ports: p.Ports}
+		if fe := w.Validate(q.MachineKind); len(fe) > 0 {
+			return fe
+		}
 		if q.Expired(tx.Now()) {
 			return &PriceChangedError{Reason: "expired", Old: q}
 		}

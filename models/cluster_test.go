@@ -219,3 +219,46 @@ func TestStepDeadlines(t *testing.T) {
 		t.Errorf("a kind known to boot slowly (12 m) must get longer than 25 m, got %s", slow.Cap())
 	}
 }
+
+// S1 and A4: bad workload settings are refused with field errors and create
+// nothing; Kubernetes is refused on container machines.
+func TestLaunchValidatesWorkload(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newLaunchEnv(t, db, 500*models.Micro)
+		container := offer("cont", "us-east", 8, 2_000_000, intp(10))
+		container.MachineKind = "container"
+		container.Accelerator = "L40S"
+		seedCatalog(t, e.s, container)
+		q := e.quote(t, models.QuoteRequest{Accelerator: "L40S", Nodes: 2, GPUsPerNode: 8})
+		tests := []struct {
+			p     models.LaunchParams
+			field string
+		}{
+			{models.LaunchParams{Name: "ok", Software: "kubernetes"}, "software"},
+			{models.LaunchParams{Name: "ok", Software: "windows"}, "software"},
+			{models.LaunchParams{Name: "Bad Name!", Software: "none"}, "name"},
+			{models.LaunchParams{Name: "ok", Software: "none", Env: map[string]string{"MASTER_ADDR": "x"}}, "env"},
+			{models.LaunchParams{Name: "ok", Software: "none", Env: map[string]string{"1BAD": "x"}}, "env"},
+			{models.LaunchParams{Name: "ok", Software: "none", Ports: []int{0}}, "ports"},
+			{models.LaunchParams{Name: "ok", Software: "none", Ports: []int{22, 22}}, "ports"},
+			{models.LaunchParams{Name: "ok", Software: "none", Image: "has space"}, "image"},
+		}
+		for _, tt := range tests {
+			tt.p.OrgID, tt.p.EnvID, tt.p.QuoteID = e.org.ID, e.env.ID, q.ID
+			_, _, err := e.s.LaunchCluster(context.Background(), tt.p)
+			var fe models.FieldErrors
+			if !errors.As(err, &fe) || fe[tt.field] == "" {
+				t.Errorf("%+v: err %v, want a problem on %s", tt.p, err, tt.field)
+			}
+		}
+		var n int64
+		db.Model(&models.Cluster{}).Count(&n)
+		if n != 0 {
+			t.Errorf("%d clusters created from bad input", n)
+		}
+		if _, _, err := e.s.LaunchCluster(context.Background(), models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID,
+			QuoteID: q.ID, Name: "fine", Software: "slurm", Env: map[string]string{"HF_TOKEN": "x"}, Ports: []int{8888}}); err != nil {
+			t.Errorf("valid launch on containers (slurm) refused: %v", err)
+		}
+	})
+}
