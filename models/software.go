@@ -296,19 +296,18 @@ func (s *Store) NextSoftwareTask(ctx context.Context, c Cluster, n ClusterNode) 
 		return nil, err
 	}
 	now := s.Now()
+	due := s.db.Where("status = ?", TaskPending).
+		Or("status = ? AND kind = ? AND sent_at < ?", TaskSent, TaskInstall, now.Add(-InstallTaskLease))
 	var t SoftwareTask
-	err = s.db.WithContext(ctx).
-		Where("cluster_id = ? AND rank = ? AND attempt = ?", c.ID, n.Rank, run.Attempt).
-		Where(s.db.Where("status = ?", TaskPending).
-			Or("status = ? AND kind = ? AND sent_at < ?", TaskSent, TaskInstall, now.Add(-InstallTaskLease))).
-		Order("created_at, seq, id").Take(&t).Error
+	err = s.db.WithContext(ctx).Where("cluster_id = ? AND rank = ? AND attempt = ?", c.ID, n.Rank, run.Attempt).
+		Where(due).Order("created_at, seq, id").Take(&t).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	res := s.db.WithContext(ctx).Model(&SoftwareTask{}).Where("id = ? AND status = ?", t.ID, t.Status).
+	res := s.db.WithContext(ctx).Model(&SoftwareTask{}).Where("id = ?", t.ID).Where(due).
 		Updates(map[string]any{"status": TaskSent, "sent_at": now})
 	if res.Error != nil || res.RowsAffected == 0 {
 		return nil, res.Error // someone else handed it out: the next heartbeat asks again
@@ -352,8 +351,11 @@ func (s *Store) RecordSoftwareTaskResult(ctx context.Context, c Cluster, n Clust
 		t.Status, t.Output, t.FinishedAt = status, tailBytes(output, limit), &now
 		res := tx.db.WithContext(ctx).Model(&SoftwareTask{}).Where("id = ? AND status IN ?", t.ID, []string{TaskPending, TaskSent}).
 			Updates(map[string]any{"status": t.Status, "output": t.Output, "finished_at": now})
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error // answered meanwhile: out is what we read
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 { // answered meanwhile: return that answer
+			return tx.db.WithContext(ctx).Where("id = ?", t.ID).Take(&out).Error
 		}
 		out = t
 		if t.Kind != TaskInstall {
