@@ -22,7 +22,8 @@ import (
 )
 
 // The test cloud: one location, a VM offer (boot 4 m) with 10 machines
-// counted, and a slow-booting VM (boot 10 m) for the cap.
+// counted, a slow-booting VM (boot 10 m) for the cap, and a container offer
+// (boot 1 m) for what containers cannot run.
 const testCloud = `{
   "locations": [{
     "id": "test-1", "name": "Testville",
@@ -32,23 +33,29 @@ const testCloud = `{
        "root_disk_gb": 500, "disk_gb_hour_usd": 100, "nodes_available": 10, "boot_time": "4m"},
       {"id": "a100.4x.slow", "accelerator": "A100_80GB", "machine_kind": "vm", "interconnect": "ethernet",
        "gpus_per_node": 4, "vcpus": 48, "memory_gb": 500, "per_gpu_hour_usd": 1500000,
-       "root_disk_gb": 200, "disk_gb_hour_usd": 100, "nodes_available": 10, "boot_time": "10m"}
+       "root_disk_gb": 200, "disk_gb_hour_usd": 100, "nodes_available": 10, "boot_time": "10m"},
+      {"id": "l40s.2x.container", "accelerator": "L40S", "machine_kind": "container", "interconnect": "ethernet",
+       "gpus_per_node": 2, "vcpus": 16, "memory_gb": 128, "per_gpu_hour_usd": 900000,
+       "root_disk_gb": 100, "disk_gb_hour_usd": 100, "nodes_available": 10, "boot_time": "1m"}
     ]}]}`
 
 var start = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 // world is the real thing at test scale: database, simulated cloud whose
 // machines run the real agent against the real agent endpoints over HTTP,
-// and the provision job, all on one fake clock.
+// and the provision and install jobs, all on one fake clock.
 type world struct {
-	t     *testing.T
-	store *models.Store
-	clock *models.FakeClock
-	cloud *sim.Cloud
-	job   *jobs.Provision
-	cat   *jobs.Catalog
-	org   models.Org
-	env   models.Environment
+	t       *testing.T
+	store   *models.Store
+	clock   *models.FakeClock
+	cloud   *sim.Cloud
+	srv     *httptest.Server
+	job     *jobs.Provision
+	install *jobs.Install
+	cat     *jobs.Catalog
+	org     models.Org
+	env     models.Environment
+	execs   map[string]providers.Executor // each machine's executor, by "group/node-i"
 }
 
 func newWorld(t *testing.T, db *gorm.DB) *world {
@@ -63,13 +70,15 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	execs := map[string]providers.Executor{}
 	cloud := sim.New(cfg, sim.WithClock(clock.Now), sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
+		execs[m.Group+"/"+m.Name] = m.Exec
 		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec, HTTP: srv.Client(),
 			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now})
 	}))
 	reg := providers.Registry{"sim": cloud}
-	w := &world{t: t, store: store, clock: clock, cloud: cloud, cat: &jobs.Catalog{Store: store, Providers: reg},
-		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}}
+	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
+		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, execs: execs}
 	if err := w.cat.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -89,35 +98,48 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 
 func (w *world) launch(accel string, nodes, gpus int) models.Cluster {
 	w.t.Helper()
+	return w.launchWith(accel, nodes, gpus, "none")
+}
+
+// launchWith launches a cluster running software (S1).
+func (w *world) launchWith(accel string, nodes, gpus int, software string) models.Cluster {
+	w.t.Helper()
 	ctx := context.Background()
 	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	c, _, err := w.store.LaunchCluster(ctx, models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID,
-		Name: "train", Software: "none", Actor: "test@example.com"})
+		Name: "train", Software: software, Actor: "test@example.com"})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	return c
 }
 
-// tick runs the provision job, lets every running machine's agent take a
-// step over HTTP, and runs the job again.
+// tick runs the provision and install jobs, lets every running machine's
+// agent take a step over HTTP, and runs the jobs again.
 func (w *world) tick() {
 	w.t.Helper()
 	ctx := context.Background()
-	if err := w.job.Run(ctx); err != nil {
-		w.t.Fatalf("provision: %v", err)
-	}
+	w.runJobs()
 	if err := w.cloud.StepAgents(ctx); err != nil && !errors.Is(err, agent.ErrRevoked) {
 		w.t.Logf("agents: %v", err)
 	}
 	if err := w.cat.Run(ctx); err != nil {
 		w.t.Fatalf("catalog: %v", err)
 	}
+	w.runJobs()
+}
+
+func (w *world) runJobs() {
+	w.t.Helper()
+	ctx := context.Background()
 	if err := w.job.Run(ctx); err != nil {
 		w.t.Fatalf("provision: %v", err)
+	}
+	if err := w.install.Run(ctx); err != nil {
+		w.t.Fatalf("install: %v", err)
 	}
 }
 

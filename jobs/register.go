@@ -19,6 +19,7 @@ type Deps struct {
 func Register(s *Scheduler, d Deps) error {
 	for _, e := range []entry{
 		{"@every 1m", &Catalog{Store: d.Store, Providers: d.Providers}, 50 * time.Second},
+		{"@every 5s", &Install{Store: d.Store}, 30 * time.Second},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)

@@ -407,6 +407,9 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if q.Expired(tx.Now()) {
 			return &PriceChangedError{Reason: "expired", Old: q}
 		}
+		if fe := ValidateSoftware(p.Software, q.MachineKind); fe != nil {
+			return fe
+		}
 		org, err := tx.orgQuota(ctx, p.OrgID)
 		if err != nil {
 			return err
@@ -623,6 +626,8 @@ func (s *Store) MarkJoined(ctx context.Context, id string) (Cluster, error) {
 	if to == StatusReady {
 		err = s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", id).
 			Updates(map[string]any{"status": "ready", "step": "done"}).Error
+	} else {
+		err = s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", id).Update("step", StepSoftware).Error
 	}
 	return c, err
 }

@@ -202,8 +202,8 @@ func (a *Agent) runTask(ctx context.Context, t Task) error {
 		script = prelude(t) + script
 	}
 	out, err := a.cfg.Exec.Run(ctx, t.Kind+":"+t.Software, script)
-	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		if line != "" && t.Kind == "install" {
+	if t.Kind == "install" {
+		for _, line := range loggable(out) {
 			a.Log("%s", line)
 		}
 	}
@@ -212,7 +212,40 @@ func (a *Agent) runTask(ctx context.Context, t Task) error {
 		res.Output = strings.TrimRight(out, "\n") + "\n" + err.Error()
 		a.Log("task %s failed: %v", t.ID, err)
 	}
+	res.Output = tail(res.Output, MaxOutput)
 	return a.post(ctx, "/v1/agent/tasks/"+t.ID, res, nil)
+}
+
+// MaxOutput bounds the output a task result carries, so the request stays
+// under the server's 1 MiB body limit once JSON-escaped (the server keeps
+// less of an install's). The end is kept: a tool says last why it failed.
+const MaxOutput = 512 << 10
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// loggable returns an install's output lines for the node log, without the
+// lines between "-----BEGIN CLUSTERDECK …-----" and "-----END CLUSTERDECK
+// …-----" markers: what a node reports there (a kubeconfig, a join command)
+// is a credential, for the server only.
+func loggable(out string) []string {
+	var lines []string
+	secret := false
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "-----BEGIN CLUSTERDECK "):
+			secret = true
+		case strings.HasPrefix(line, "-----END CLUSTERDECK "):
+			secret = false
+		case line != "" && !secret:
+			lines = append(lines, line)
+		}
+	}
+	return lines
 }
 
 // prelude writes the task's files and exports its env before its script.
