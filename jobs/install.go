@@ -110,7 +110,7 @@ func (j *Install) load(ctx context.Context, c models.Cluster) (*attempt, error) 
 	if err != nil {
 		return nil, err
 	}
-	a := &attempt{c: c, run: run, nodes: nodes, spec: nodeSpec(c, nodes, offer), installs: map[int]models.SoftwareTask{}}
+	a := &attempt{c: c, run: run, nodes: nodes, spec: models.ClusterSpec(c, nodes, offer), installs: map[int]models.SoftwareTask{}}
 	for i, t := range tasks {
 		switch t.Kind {
 		case models.TaskInstall:

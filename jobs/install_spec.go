@@ -31,22 +31,6 @@ var checkCommands = map[string]string{
 	"ray":        "ray status",
 }
 
-// nodeSpec is the cluster as nodespec sees it. CPUs and memory come from
-// the offer; 0 (unknown, the offer left the catalog) leaves them out of
-// slurm.conf.
-func nodeSpec(c models.Cluster, nodes []models.ClusterNode, o models.Offer) nodespec.Cluster {
-	spec := nodespec.Cluster{
-		Name: c.Name, Software: c.Software, MachineKind: c.MachineKind, Interconnect: c.Interconnect,
-		GPUsPerNode: c.GPUsPerNode, CPUsPerNode: o.VCPUs, MemoryGBPerNode: o.MemoryGB,
-		Gateway: c.Gateway, UserEnv: c.Env(),
-	}
-	for _, n := range nodes {
-		spec.Nodes = append(spec.Nodes, nodespec.Node{Rank: n.Rank, Name: n.Name, PrivateIP: n.PrivateIP,
-			PublicHost: n.PublicHost, SSHPort: n.SSHPort, SSHUser: n.SSHUser})
-	}
-	return spec
-}
-
 // installTask is node rank's install: the contract files, the software's
 // files, and a script for the node's role. join is Kubernetes workers'
 // join command (from node-0).

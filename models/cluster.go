@@ -407,9 +407,6 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if q.Expired(tx.Now()) {
 			return &PriceChangedError{Reason: "expired", Old: q}
 		}
-		if fe := ValidateSoftware(p.Software, q.MachineKind); fe != nil {
-			return fe
-		}
 		org, err := tx.orgQuota(ctx, p.OrgID)
 		if err != nil {
 			return err

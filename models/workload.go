@@ -39,11 +39,8 @@ func (w Workload) Validate(machineKind string) FieldErrors {
 	if !nameRe.MatchString(w.Name) {
 		fe["name"] = "1 to 63 lower-case letters, digits and dashes, starting and ending with a letter or digit"
 	}
-	switch {
-	case !slices.Contains(SoftwareChoices, w.Software):
-		fe["software"] = "choose none, slurm, kubernetes or ray"
-	case w.Software == "kubernetes" && machineKind == "container":
-		fe["software"] = "Kubernetes needs vm or bare_metal machines; this offer runs containers"
+	for k, v := range ValidateSoftware(w.Software, machineKind) {
+		fe[k] = v
 	}
 	if len(w.Image) > 255 || strings.ContainsAny(w.Image, " \t\n") {
 		fe["image"] = "an image name without spaces, at most 255 characters"
