@@ -28,6 +28,8 @@ const usage = `clusterdeck — multi-node GPU clusters, self-hosted.
 Usage:
   clusterdeck [serve]     serve the dashboard, the API and the jobs (default)
   clusterdeck migrate     apply database migrations and exit
+  clusterdeck agent --server URL --token T
+                          run the cluster agent on a node
   clusterdeck help        this text
 
 Configuration comes from environment variables; see README.md.
@@ -51,6 +53,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
 		fmt.Fprint(stdout, usage)
 		return nil
+	}
+	if cmd == "agent" { // runs on a node: no database, no server config
+		return runAgent(ctx, args, stderr)
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
