@@ -32,6 +32,8 @@ Usage:
                           owner and API key, and print their credentials
   clusterdeck admin grant EMAIL    make a user an operator (the /admin area)
   clusterdeck admin revoke EMAIL   take the operator flag away
+  clusterdeck agent --server URL --token T
+                          run the cluster agent on a node
   clusterdeck help        this text
 
 Configuration comes from environment variables; see README.md.
@@ -55,6 +57,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
 		fmt.Fprint(stdout, usage)
 		return nil
+	}
+	if cmd == "agent" { // runs on a node: no database, no server config
+		return runAgent(ctx, args, stderr)
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {

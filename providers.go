@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/agent"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 )
 
@@ -30,7 +31,12 @@ func buildProviders(cfg config, clock models.Clock) (*cloud, error) {
 					return nil, fmt.Errorf("SIM_CONFIG: %w", err)
 				}
 			}
-			c.sim = sim.New(simCfg, sim.WithClock(clock.Now), sim.WithSeed(cfg.SimSeed))
+			c.sim = sim.New(simCfg, sim.WithClock(clock.Now), sim.WithSeed(cfg.SimSeed),
+				sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
+					// The simulated machines run the real agent against our own /v1/agent endpoints.
+					return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec,
+						Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now})
+				}))
 			c.Registry[c.sim.Name()] = c.sim
 			c.SimControl = &simControl{c.sim}
 		default:

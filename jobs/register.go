@@ -21,6 +21,7 @@ func Register(s *Scheduler, d Deps) error {
 	for _, e := range []entry{
 		{"@every 1m", &Catalog{Store: d.Store, Providers: d.Providers}, 50 * time.Second},
 		{"17 * * * *", &PruneLoginThrottles{Store: d.Store}, time.Minute},
+		{"@every 5s", &Install{Store: d.Store}, 30 * time.Second},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)

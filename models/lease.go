@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -76,6 +77,9 @@ func (s *Store) JobRuns(ctx context.Context) ([]JobRun, error) {
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // never cut a character in two: PostgreSQL rejects invalid UTF-8
 	}
 	return s[:n]
 }

@@ -68,6 +68,9 @@ func (h *handler) routes(e *echo.Echo) {
 	// Clusters, quotes, launch (issue 4/5) register in h.clusterRoutes(app, api)
 	h.clusterRoutes(app, api)
 
+	// The cluster agent's protocol (node tokens, outside the customer API).
+	h.agentRoutes(e)
+
 	// Development-only routes: never registered in production.
 	if !h.Config.Production {
 		dev := e.Group("/dev")

@@ -1,0 +1,239 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// Provision drives every starting cluster from the database (L3–L5, L7):
+// it reserves every machine at once, follows each node through its steps
+// against their deadlines, fails the whole cluster at the first late step or
+// lost machine (releasing everything, billing nothing), marks it joined when
+// every node reached every other, and carries out terminate requests. It is
+// the only code that places or releases machines.
+type Provision struct {
+	Store     *models.Store
+	Providers providers.Registry
+	ServerURL string                                            // where agents reach /v1/agent/…
+	Notify    func(ctx context.Context, c models.Cluster) error // E1–E2 mails on ready/failed; nil = none
+}
+
+// Name implements Job.
+func (j *Provision) Name() string { return "provision" }
+
+// Run implements Job. One cluster's trouble does not stop the others.
+func (j *Provision) Run(ctx context.Context) error {
+	var errs []error
+	collect := func(c models.Cluster, err error) {
+		if err != nil && !errors.Is(err, models.ErrConflict) {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", c.ID, err))
+		}
+	}
+	terminating, err := j.Store.ClustersToTerminate(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range terminating {
+		collect(c, j.terminate(ctx, c))
+	}
+	starting, err := j.Store.ClustersInStatus(ctx, models.StatusProvisioning)
+	if err != nil {
+		return err
+	}
+	for _, c := range starting {
+		if c.TerminateRequestedAt == nil {
+			collect(c, j.advance(ctx, c))
+		}
+	}
+	failed, err := j.Store.ClustersToRelease(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range failed {
+		collect(c, j.release(ctx, c))
+	}
+	return errors.Join(errs...)
+}
+
+// advance moves one provisioning cluster as far as it can go this tick.
+func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
+	p, err := j.Providers.Get(c.Provider)
+	if err != nil {
+		return j.fail(ctx, c, "provider_rejected:validation", "", "reserved", "The provider of this offer is no longer enabled.")
+	}
+	if c.PlacedAt == nil {
+		return j.place(ctx, p, c)
+	}
+	g, err := p.DescribeGroup(ctx, c.GroupName())
+	switch {
+	case errors.Is(err, providers.ErrNotFound):
+		return j.fail(ctx, c, "node_lost:running", "", models.StepRunning, "The provider no longer knows these machines.")
+	case err != nil:
+		_, derr := j.checkDeadlines(ctx, c) // a transient describe failure must not stall the deadlines
+		return errors.Join(fmt.Errorf("describe: %w", err), derr)
+	}
+	nodes, err := j.Store.NodesFor(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	byIndex := map[int]providers.Node{}
+	for _, n := range g.Nodes {
+		byIndex[n.Index] = n
+	}
+	for _, n := range nodes {
+		pn, ok := byIndex[n.Rank]
+		switch {
+		case !ok || pn.State == providers.NodeTerminated || pn.State == providers.NodeFailed || pn.State == providers.NodeStopped:
+			msg := fmt.Sprintf("%s stopped or vanished at the provider while waiting for step %q.", n.Name, n.Step)
+			if pn.Message != "" {
+				msg += " Provider: " + pn.Message
+			}
+			_ = j.Store.MarkNodeLost(ctx, c.ID, n.Rank, msg)
+			return j.fail(ctx, c, "node_lost:"+n.Step, n.Name, n.Step, msg)
+		case pn.State == providers.NodeRunning && n.RunningAt == nil:
+			if _, err := j.Store.MarkNodeStep(ctx, c.ID, n.Rank, models.StepRunning, n.Name+" is running."); err != nil {
+				return err
+			}
+		}
+	}
+	if failed, err := j.checkDeadlines(ctx, c); failed || err != nil {
+		return err
+	}
+	return j.maybeJoined(ctx, c)
+}
+
+// checkDeadlines fails the cluster when any node is late for its step (L4)
+// and reports whether it did.
+func (j *Provision) checkDeadlines(ctx context.Context, c models.Cluster) (bool, error) {
+	nodes, err := j.Store.NodesFor(ctx, c.ID)
+	if err != nil {
+		return false, err
+	}
+	now := j.Store.Now()
+	for _, n := range nodes {
+		if n.Step == "done" {
+			continue
+		}
+		if deadline := c.StepDeadline(n.Step); now.After(deadline) {
+			msg := fmt.Sprintf("%s missed the %s step's deadline (%s after placement).", n.Name, n.Step,
+				deadline.Sub(*c.PlacedAt).Round(1e9))
+			if n.Message != "" {
+				msg += " " + n.Message
+			}
+			return true, j.fail(ctx, c, "timeout:"+n.Step, n.Name, n.Step, msg)
+		}
+	}
+	return false, nil
+}
+
+// maybeJoined is L5: when every node reached every other, readyAt is set once.
+func (j *Provision) maybeJoined(ctx context.Context, c models.Cluster) error {
+	nodes, err := j.Store.NodesFor(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.MeshAt == nil {
+			return nil
+		}
+	}
+	joined, err := j.Store.MarkJoined(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if j.Notify != nil && joined.Status == models.StatusReady {
+		return j.Notify(ctx, joined)
+	}
+	return nil
+}
+
+// place reserves every machine at once (L3).
+func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cluster) error {
+	if j.Store.Now().After(c.CreatedAt.Add(c.Cap())) {
+		return j.fail(ctx, c, "timeout:reserved", "", "reserved", "The provider did not accept the placement in time.")
+	}
+	nodes, err := j.Store.NodesFor(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	tokens := make([]string, len(nodes))
+	for i, n := range nodes {
+		tokens[i] = models.AgentToken(c, n)
+	}
+	g, err := p.PlaceGroup(ctx, providers.PlaceRequest{
+		GroupName: c.GroupName(), OfferID: strings.TrimPrefix(c.OfferID, c.Provider+":"), Location: c.Location,
+		Count: c.Nodes, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(),
+		Agent: providers.AgentBootstrap{ServerURL: j.ServerURL, Tokens: tokens},
+	})
+	switch {
+	case errors.Is(err, providers.ErrNoCapacity):
+		return j.fail(ctx, c, "provider_rejected:no_capacity", "", "reserved",
+			"The provider could not place every machine together: "+providerMessage(err))
+	case errors.Is(err, providers.ErrValidation), errors.Is(err, providers.ErrQuota):
+		return j.fail(ctx, c, "provider_rejected:validation", "", "reserved",
+			"The provider refused the request: "+providerMessage(err))
+	case err != nil:
+		return err // transient: the next tick tries again, until the cap
+	}
+	placed := make([]models.PlacedNode, 0, len(g.Nodes))
+	for _, n := range g.Nodes {
+		placed = append(placed, models.PlacedNode{Rank: n.Index, ProviderNodeID: n.ID, PrivateIP: n.PrivateIP,
+			PublicHost: n.PublicHost, User: n.SSHUser, SSHPort: n.SSHPort})
+	}
+	return j.Store.MarkPlaced(ctx, c.ID, placed)
+}
+
+func providerMessage(err error) string {
+	var pe *providers.Error
+	if errors.As(err, &pe) && pe.Message != "" {
+		return pe.Message
+	}
+	return err.Error()
+}
+
+// fail is L4: the cluster fails whole, every reserved machine is released,
+// nothing is billed, nothing is retried.
+func (j *Provision) fail(ctx context.Context, c models.Cluster, lastError, node, step, msg string) error {
+	failed, err := j.Store.FailCluster(ctx, c.ID, lastError, node, step, msg)
+	if err != nil {
+		return err
+	}
+	if err := j.release(ctx, failed); err != nil {
+		return err
+	}
+	if j.Notify != nil {
+		return j.Notify(ctx, failed)
+	}
+	return nil
+}
+
+// release gives every machine of a failed cluster back (retried each tick until confirmed).
+func (j *Provision) release(ctx context.Context, c models.Cluster) error {
+	if p, err := j.Providers.Get(c.Provider); err == nil {
+		if err := p.TerminateGroup(ctx, c.GroupName()); err != nil {
+			return fmt.Errorf("release: %w", err)
+		}
+	}
+	return j.Store.MarkReleased(ctx, c.ID)
+}
+
+// terminate carries out a terminate request in any state (L7): every machine
+// is released together, then the cluster is terminated and billing ends.
+func (j *Provision) terminate(ctx context.Context, c models.Cluster) error {
+	if c.Status == models.StatusFailed && c.ReleasedAt != nil {
+		_, err := j.Store.MarkTerminated(ctx, c.ID)
+		return err
+	}
+	if p, err := j.Providers.Get(c.Provider); err == nil {
+		if err := p.TerminateGroup(ctx, c.GroupName()); err != nil {
+			return fmt.Errorf("terminate: %w", err)
+		}
+	}
+	_, err := j.Store.MarkTerminated(ctx, c.ID)
+	return err
+}

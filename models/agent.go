@@ -1,0 +1,151 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// AgentCheckIn is step (b): the node's agent reached the server. A check-in
+// also proves the machine runs, so step (a) is recorded too if the provision
+// job has not seen it yet. It returns every node, for the peer list.
+func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode) ([]ClusterNode, error) {
+	if c.Status == StatusProvisioning {
+		if _, err := s.MarkNodeStep(ctx, c.ID, n.Rank, StepRunning, n.Name+" is running (its agent checked in)."); err != nil {
+			return nil, err
+		}
+		if _, err := s.MarkNodeStep(ctx, c.ID, n.Rank, StepAgent, n.Name+"'s agent checked in."); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.TouchHeartbeat(ctx, n.ID); err != nil {
+		return nil, err
+	}
+	return s.NodesFor(ctx, c.ID)
+}
+
+// ReportPeers is step (c): the node reports which peers it reached on the
+// private network. When it reached every other node the step is done;
+// otherwise the unreachable peers are kept on the node for the events.
+func (s *Store) ReportPeers(ctx context.Context, c Cluster, n ClusterNode, reached []string, unreachable map[string]string) (bool, error) {
+	nodes, err := s.NodesFor(ctx, c.ID)
+	if err != nil {
+		return false, err
+	}
+	got := map[string]bool{}
+	for _, a := range reached {
+		got[hostOnly(a)] = true
+	}
+	var missing []string
+	for _, peer := range nodes {
+		if peer.Rank == n.Rank {
+			continue
+		}
+		if !got[peer.PrivateIP] {
+			why := unreachable[peer.PrivateIP]
+			if why == "" {
+				why = "not reported"
+			}
+			missing = append(missing, fmt.Sprintf("%s (%s): %s", peer.Name, peer.PrivateIP, truncate(why, 120)))
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		msg := "cannot reach " + strings.Join(missing, "; ")
+		return false, s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", n.ID).Update("message", truncate(msg, 1000)).Error
+	}
+	if n.MeshAt != nil || c.Status != StatusProvisioning {
+		return true, nil
+	}
+	_, err = s.MarkNodeStep(ctx, c.ID, n.Rank, StepMesh, fmt.Sprintf("%s reached all %d peers.", n.Name, len(nodes)-1))
+	if err == nil {
+		err = s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", n.ID).Update("message", "").Error
+	}
+	return err == nil, err
+}
+
+func hostOnly(addr string) string {
+	if i := strings.LastIndex(addr, ":"); i > 0 && strings.Count(addr, ":") == 1 {
+		return addr[:i]
+	}
+	return addr
+}
+
+// ---- node logs (N6) ----
+
+// MaxLogLinesPerNode bounds stored log lines per node; older lines are dropped.
+const MaxLogLinesPerNode = 2000
+
+// NodeLogLine is one line an agent shipped.
+type NodeLogLine struct {
+	ID        int64  `gorm:"primaryKey;autoIncrement"`
+	ClusterID string `gorm:"size:32;index:idx_node_logs,priority:1"`
+	OrgID     string `gorm:"size:32"`
+	Rank      int    `gorm:"index:idx_node_logs,priority:2"`
+	At        time.Time
+	Text      string `gorm:"size:4000"`
+}
+
+func init() {
+	register(Migration{ID: "0203_node_logs", Up: func(tx *gorm.DB) error {
+		return tx.Migrator().CreateTable(&NodeLogLine{})
+	}})
+}
+
+// LogInput is a line as shipped by an agent.
+type LogInput struct {
+	At   time.Time
+	Text string
+}
+
+// AppendNodeLogs stores lines for one node, in order, and trims the node's
+// log to MaxLogLinesPerNode.
+func (s *Store) AppendNodeLogs(ctx context.Context, c Cluster, rank int, lines []LogInput) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	return s.Tx(ctx, func(tx *Store) error {
+		rows := make([]NodeLogLine, 0, len(lines))
+		for _, l := range lines {
+			at := l.At.UTC()
+			if at.IsZero() {
+				at = tx.Now()
+			}
+			rows = append(rows, NodeLogLine{ClusterID: c.ID, OrgID: c.OrgID, Rank: rank, At: at, Text: truncate(l.Text, 4000)})
+		}
+		if err := tx.db.WithContext(ctx).CreateInBatches(rows, 200).Error; err != nil {
+			return err
+		}
+		var cutoff int64
+		err := tx.db.WithContext(ctx).Model(&NodeLogLine{}).Where("cluster_id = ? AND rank = ?", c.ID, rank).
+			Order("id DESC").Offset(MaxLogLinesPerNode).Limit(1).Pluck("id", &cutoff).Error
+		if err != nil || cutoff == 0 {
+			return err
+		}
+		return tx.db.WithContext(ctx).Where("cluster_id = ? AND rank = ? AND id <= ?", c.ID, rank, cutoff).Delete(&NodeLogLine{}).Error
+	})
+}
+
+// NodeLogs returns a node's lines after afterID (0 = from the oldest kept),
+// oldest first, at most limit, through the cluster's organisation (A3).
+func (s *Store) NodeLogs(ctx context.Context, orgID, clusterID string, rank int, afterID int64, limit int) ([]NodeLogLine, error) {
+	var out []NodeLogLine
+	err := s.db.WithContext(ctx).Where("org_id = ? AND cluster_id = ? AND rank = ? AND id > ?", orgID, clusterID, rank, afterID).
+		Order("id").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// TailNodeLogs returns the last n lines of a node, oldest first.
+func (s *Store) TailNodeLogs(ctx context.Context, orgID, clusterID string, rank, n int) ([]NodeLogLine, error) {
+	var out []NodeLogLine
+	err := s.db.WithContext(ctx).Where("org_id = ? AND cluster_id = ? AND rank = ?", orgID, clusterID, rank).
+		Order("id DESC").Limit(n).Find(&out).Error
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, err
+}

@@ -1,0 +1,737 @@
+package models
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// ClusterStatus is the cluster's lifecycle state (L8).
+type ClusterStatus string
+
+// Statuses (L8). The API may call ready "running".
+const (
+	StatusProvisioning ClusterStatus = "provisioning"
+	StatusInstalling   ClusterStatus = "installing"
+	StatusReady        ClusterStatus = "ready"
+	StatusDegraded     ClusterStatus = "degraded"
+	StatusStopped      ClusterStatus = "stopped"
+	StatusFailed       ClusterStatus = "failed"
+	StatusTerminated   ClusterStatus = "terminated"
+)
+
+// Terminal reports whether nothing more happens to the cluster.
+func (s ClusterStatus) Terminal() bool { return s == StatusFailed || s == StatusTerminated }
+
+// liveStatuses hold machines (quotas count them, L2).
+var liveStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded}
+
+// Software a cluster can run (S1).
+var SoftwareChoices = []string{"none", "slurm", "kubernetes", "ray"}
+
+// Provisioning steps every node goes through (L4, L11), in order.
+const (
+	StepRunning  = "running"  // (a) the machine is running
+	StepAgent    = "agent"    // (b) the cluster agent checked in
+	StepMesh     = "mesh"     // (c) the node reached every other node
+	StepSoftware = "software" // the chosen software passed its check (S2)
+)
+
+// ProvisionSteps lists the steps whose deadlines fail a starting cluster.
+var ProvisionSteps = []string{StepRunning, StepAgent, StepMesh}
+
+// ProvisionCap is L4's limit: nothing waits past it, except kinds known to
+// boot slowly, whose cap stretches to twice their boot time plus five minutes.
+const ProvisionCap = 25 * time.Minute
+
+// Cluster is 2–64 identical machines launched, billed and terminated as one.
+type Cluster struct {
+	ID           string        `gorm:"primaryKey;size:32"`
+	OrgID        string        `gorm:"size:32;index"`
+	EnvID        string        `gorm:"size:32;index"`
+	Name         string        `gorm:"size:63"`
+	Status       ClusterStatus `gorm:"size:16;index"`
+	Provider     string        `gorm:"size:64"`
+	OfferID      string        `gorm:"size:191"`
+	QuoteID      string        `gorm:"size:32"`
+	Location     string        `gorm:"size:128"`
+	LocationName string        `gorm:"size:191"`
+	Accelerator  string        `gorm:"size:64"`
+	MachineKind  string        `gorm:"size:32"`
+	Interconnect string        `gorm:"size:32"`
+	Nodes        int
+	GPUsPerNode  int   `gorm:"column:gpus_per_node"`
+	VolumeGB     int   `gorm:"column:volume_gb"`
+	USDPerHour   Money `gorm:"column:usd_per_hour"` // locked by the quote (Q2)
+	MachineHour  Money // one machine's share of the locked rate
+	BootSeconds  int
+	PublicIPs    bool   `gorm:"column:public_ips"`
+	Gateway      string `gorm:"size:255"`
+
+	Software     string `gorm:"size:16"`
+	Image        string `gorm:"size:255"`
+	StartCommand string `gorm:"size:4000"`
+	EnvJSON      string `gorm:"column:env_json;type:text"`      // the user's env, identical on every node (N3)
+	PortsJSON    string `gorm:"column:ports_json;size:1000"`    // open ports
+	SSHKeysJSON  string `gorm:"column:ssh_keys_json;type:text"` // public keys installed on every node
+
+	IdemKey     *string `gorm:"size:191"` // unique per org with the request hash (L1)
+	RequestHash string  `gorm:"size:64"`
+	AgentSecret string  `gorm:"size:64"` // derives each node's agent token
+	CreatedBy   string  `gorm:"size:191"`
+
+	LastError            string `gorm:"size:255"`
+	PlacedAt             *time.Time
+	ReadyAt              *time.Time // billing starts here for every machine at once (L5)
+	TerminateRequestedAt *time.Time
+	EndedAt              *time.Time // failed or terminated
+	ReleasedAt           *time.Time // every machine confirmed released at the provider
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+}
+
+// Env decodes the user's environment.
+func (c Cluster) Env() map[string]string {
+	m := map[string]string{}
+	_ = json.Unmarshal([]byte(c.EnvJSON), &m)
+	return m
+}
+
+// Ports decodes the open ports.
+func (c Cluster) Ports() []int {
+	var p []int
+	_ = json.Unmarshal([]byte(c.PortsJSON), &p)
+	return p
+}
+
+// SSHKeys decodes the public keys.
+func (c Cluster) SSHKeys() []string {
+	var k []string
+	_ = json.Unmarshal([]byte(c.SSHKeysJSON), &k)
+	return k
+}
+
+// BootTime is the machine kind's typical boot time.
+func (c Cluster) BootTime() time.Duration { return time.Duration(c.BootSeconds) * time.Second }
+
+// Cap is the latest moment a starting cluster may still come up (L4).
+func (c Cluster) Cap() time.Duration { return max(ProvisionCap, 2*c.BootTime()+5*time.Minute) }
+
+// StepDeadline is when step must be done on every node, counted from
+// placement and derived from the machine kind's boot time (L4). Every
+// deadline is clamped to the cap.
+func (c Cluster) StepDeadline(step string) time.Time {
+	if c.PlacedAt == nil {
+		return time.Time{}
+	}
+	boot := c.BootTime()
+	running := max(2*boot, 3*time.Minute)
+	var d time.Duration
+	switch step {
+	case StepRunning:
+		d = running
+	case StepAgent:
+		d = running + max(boot/2, 3*time.Minute)
+	case StepMesh:
+		d = running + max(boot/2, 3*time.Minute) + 2*time.Minute
+	default:
+		d = c.Cap()
+	}
+	return c.PlacedAt.Add(min(d, c.Cap()))
+}
+
+// GroupName is the provider-side idempotency key for the cluster's machines.
+func (c Cluster) GroupName() string { return c.ID }
+
+// ClusterNode is one machine of a cluster. Names are node-0…node-N-1; node 0 is the head (N1).
+type ClusterNode struct {
+	ID             string `gorm:"primaryKey;size:32"`
+	ClusterID      string `gorm:"size:32;index"`
+	OrgID          string `gorm:"size:32;index"`
+	Rank           int
+	Name           string `gorm:"size:32"`
+	Status         string `gorm:"size:16"` // provisioning, ready, failed, terminated, lost
+	Step           string `gorm:"size:16"` // the step the node is waiting for: running, agent, mesh, software, done
+	ProviderNodeID string `gorm:"size:128"`
+	PrivateIP      string `gorm:"column:private_ip;size:64"`
+	PublicHost     string `gorm:"size:255"`
+	SSHPort        int    `gorm:"column:ssh_port"`
+	SSHUser        string `gorm:"column:ssh_user;size:64"`
+	RunningAt      *time.Time
+	AgentAt        *time.Time
+	MeshAt         *time.Time
+	SoftwareAt     *time.Time
+	HeartbeatAt    *time.Time
+	Message        string `gorm:"size:1000"`
+}
+
+// ClusterEvent is one entry of a cluster's history: every transition and
+// every node step (L8).
+type ClusterEvent struct {
+	ID        int64  `gorm:"primaryKey;autoIncrement"`
+	ClusterID string `gorm:"size:32;index"`
+	OrgID     string `gorm:"size:32"`
+	At        time.Time
+	Kind      string `gorm:"size:32"` // status, step, request, error, info
+	Status    string `gorm:"size:16"` // the cluster status after the event
+	Node      string `gorm:"size:32"`
+	Step      string `gorm:"size:16"`
+	Message   string `gorm:"size:2000"`
+}
+
+func init() {
+	register(Migration{ID: "0202_clusters", Up: func(tx *gorm.DB) error {
+		if err := tx.Migrator().CreateTable(&Cluster{}, &ClusterNode{}, &ClusterEvent{}); err != nil {
+			return err
+		}
+		return tx.Exec("CREATE UNIQUE INDEX idx_clusters_org_idem ON clusters (org_id, idem_key)").Error
+	}})
+}
+
+// ClusterForOrg loads a cluster through its organisation (A3).
+func (s *Store) ClusterForOrg(ctx context.Context, orgID, id string) (Cluster, error) {
+	var c Cluster
+	err := s.db.WithContext(ctx).Where("org_id = ? AND id = ?", orgID, id).Take(&c).Error
+	return c, notFound(err, "cluster "+id)
+}
+
+// ClusterByID loads a cluster for jobs (no organisation scope: jobs act for the system).
+func (s *Store) ClusterByID(ctx context.Context, id string) (Cluster, error) {
+	var c Cluster
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&c).Error
+	return c, notFound(err, "cluster "+id)
+}
+
+// ClustersForOrg lists an organisation's clusters, newest first.
+func (s *Store) ClustersForOrg(ctx context.Context, orgID string) ([]Cluster, error) {
+	var out []Cluster
+	err := s.db.WithContext(ctx).Where("org_id = ?", orgID).Order("created_at DESC, id DESC").Limit(500).Find(&out).Error
+	return out, err
+}
+
+// ClustersInStatus lists clusters in any of the statuses, oldest first (jobs).
+func (s *Store) ClustersInStatus(ctx context.Context, statuses ...ClusterStatus) ([]Cluster, error) {
+	var out []Cluster
+	err := s.db.WithContext(ctx).Where("status IN ?", statuses).Order("created_at, id").Find(&out).Error
+	return out, err
+}
+
+// ClustersToTerminate lists clusters whose terminate was requested and not yet done.
+func (s *Store) ClustersToTerminate(ctx context.Context) ([]Cluster, error) {
+	var out []Cluster
+	err := s.db.WithContext(ctx).Where("terminate_requested_at IS NOT NULL AND status <> ?", StatusTerminated).
+		Order("terminate_requested_at, id").Find(&out).Error
+	return out, err
+}
+
+// NodesFor lists a cluster's nodes by rank.
+func (s *Store) NodesFor(ctx context.Context, clusterID string) ([]ClusterNode, error) {
+	var out []ClusterNode
+	err := s.db.WithContext(ctx).Where("cluster_id = ?", clusterID).Order("rank").Find(&out).Error
+	return out, err
+}
+
+// NodesForClusters loads the nodes of several clusters in one query.
+func (s *Store) NodesForClusters(ctx context.Context, ids []string) (map[string][]ClusterNode, error) {
+	out := map[string][]ClusterNode{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var nodes []ClusterNode
+	if err := s.db.WithContext(ctx).Where("cluster_id IN ?", ids).Order("cluster_id, rank").Find(&nodes).Error; err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		out[n.ClusterID] = append(out[n.ClusterID], n)
+	}
+	return out, nil
+}
+
+// EventsFor lists a cluster's events, oldest first.
+func (s *Store) EventsFor(ctx context.Context, clusterID string) ([]ClusterEvent, error) {
+	var out []ClusterEvent
+	err := s.db.WithContext(ctx).Where("cluster_id = ?", clusterID).Order("at, id").Find(&out).Error
+	return out, err
+}
+
+// addEvent writes one event.
+func (s *Store) addEvent(ctx context.Context, c Cluster, status ClusterStatus, kind, node, step, msg string) error {
+	return s.db.WithContext(ctx).Create(&ClusterEvent{
+		ClusterID: c.ID, OrgID: c.OrgID, At: s.Now(), Kind: kind, Status: string(status),
+		Node: node, Step: step, Message: truncate(msg, 2000),
+	}).Error
+}
+
+// transition is the one compare-and-swap every status change goes through:
+// it moves the cluster from one of from to to (with extra column updates) and
+// writes the event, in one transaction. ErrConflict means someone else moved
+// it first.
+func (s *Store) transition(ctx context.Context, id string, from []ClusterStatus, to ClusterStatus, updates map[string]any, node, step, msg string) (Cluster, error) {
+	var out Cluster
+	err := s.Tx(ctx, func(tx *Store) error {
+		if updates == nil {
+			updates = map[string]any{}
+		}
+		updates["status"] = to
+		updates["updated_at"] = tx.Now()
+		res := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND status IN ?", id, from).Updates(updates)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("models: cluster %s is not %v: %w", id, from, ErrConflict)
+		}
+		c, err := tx.ClusterByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		out = c
+		return tx.addEvent(ctx, c, to, "status", node, step, msg)
+	})
+	return out, err
+}
+
+// ---- launch ----
+
+// LaunchParams is a launch from a quote (L1) with its workload settings,
+// which never change the price (Q5).
+type LaunchParams struct {
+	OrgID, EnvID string
+	QuoteID      string
+	IdemKey      string // "" = none
+	RequestHash  string // hash of the request body, for L1's same-key-different-body check
+	Name         string
+	Software     string
+	Image        string
+	StartCommand string
+	Env          map[string]string
+	Ports        []int
+	SSHKeys      []string // OpenSSH public keys
+	Actor        string
+}
+
+// Launch refusals the API maps onto its error codes (API2).
+var (
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+	ErrQuoteUsed           = errors.New("quote already launched")
+)
+
+// PriceChangedError is Q5: an expired quote or a priced field repeated with
+// another value. New is a fresh quote for the requested shape when one fits.
+type PriceChangedError struct {
+	Reason string // "expired" or "field:<name>"
+	Old    Quote
+	New    *Quote
+}
+
+func (e *PriceChangedError) Error() string { return "price changed: " + e.Reason }
+
+// QuotaError is L2's 403 quota_exceeded.
+type QuotaError struct {
+	Resource     string // machines or gpus
+	Limit, InUse int
+	Requested    int
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("quota exceeded: %d %s in use + %d requested > limit %d", e.InUse, e.Resource, e.Requested, e.Limit)
+}
+
+// InsufficientBalanceError is L2's balance refusal (402-style).
+type InsufficientBalanceError struct {
+	Balance, Required Money
+}
+
+func (e *InsufficientBalanceError) Error() string {
+	return fmt.Sprintf("balance %s is under the %s a launch needs", DecimalUSD(e.Balance), DecimalUSD(e.Required))
+}
+
+// Shortfall is how much to add.
+func (e *InsufficientBalanceError) Shortfall() Money { return e.Required - e.Balance }
+
+// UsageInUse counts the machines and GPUs an organisation has in live clusters.
+func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus int, err error) {
+	var row struct {
+		Machines int
+		GPUs     int `gorm:"column:gpus"`
+	}
+	err = s.db.WithContext(ctx).Model(&Cluster{}).
+		Select("COALESCE(SUM(nodes), 0) AS machines, COALESCE(SUM(nodes * gpus_per_node), 0) AS gpus").
+		Where("org_id = ? AND status IN ?", orgID, liveStatuses).Scan(&row).Error
+	return row.Machines, row.GPUs, err
+}
+
+// LaunchCluster creates a cluster in provisioning from a quote, with every
+// check of L1, L2 and Q5, in one transaction serialised per organisation.
+// created is false when an earlier launch with the same key is returned.
+func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, created bool, err error) {
+	err = s.Tx(ctx, func(tx *Store) error {
+		if err := tx.lockOrg(ctx, p.OrgID); err != nil {
+			return err
+		}
+		if p.IdemKey != "" {
+			var prev Cluster
+			e := tx.db.WithContext(ctx).Where("org_id = ? AND idem_key = ?", p.OrgID, p.IdemKey).Take(&prev).Error
+			if e == nil {
+				if prev.RequestHash != p.RequestHash {
+					return ErrIdempotencyMismatch
+				}
+				c = prev
+				return nil
+			}
+			if !errors.Is(e, gorm.ErrRecordNotFound) {
+				return e
+			}
+		}
+		q, err := tx.QuoteForOrg(ctx, p.OrgID, p.QuoteID)
+		if err != nil {
+			return err
+		}
+		if q.UsedByCluster != "" {
+			return ErrQuoteUsed
+		}
+		w := Workload{Name: p.Name, Software: p.Software, Image: p.Image, StartCommand: p.StartCommand, Env: p.Env, Ports: p.Ports}
+		if fe := w.Validate(q.MachineKind); len(fe) > 0 {
+			return fe
+		}
+		if q.Expired(tx.Now()) {
+			return &PriceChangedError{Reason: "expired", Old: q}
+		}
+		org, err := tx.orgQuota(ctx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		machines, gpus, err := tx.UsageInUse(ctx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		if machines+q.Nodes > org.MaxMachines {
+			return &QuotaError{Resource: "machines", Limit: org.MaxMachines, InUse: machines, Requested: q.Nodes}
+		}
+		if gpus+q.Nodes*q.GPUsPerNode > org.MaxGPUs {
+			return &QuotaError{Resource: "gpus", Limit: org.MaxGPUs, InUse: gpus, Requested: q.Nodes * q.GPUsPerNode}
+		}
+		balance, err := tx.Balance(ctx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		if need := RequiredBalance(q.USDPerHour); balance < need {
+			return &InsufficientBalanceError{Balance: balance, Required: need}
+		}
+		offer, err := tx.OfferByID(ctx, q.OfferID)
+		if err != nil {
+			return fmt.Errorf("models: the quote's offer is gone: %w", err)
+		}
+		c, err = tx.insertCluster(ctx, p, q, offer)
+		if err != nil {
+			return err
+		}
+		created = true
+		return tx.db.WithContext(ctx).Model(&Quote{}).Where("id = ?", q.ID).Update("used_by_cluster", c.ID).Error
+	})
+	return c, created, err
+}
+
+func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Offer) (Cluster, error) {
+	envJSON, _ := json.Marshal(p.Env)
+	portsJSON, _ := json.Marshal(p.Ports)
+	keysJSON, _ := json.Marshal(p.SSHKeys)
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return Cluster{}, err
+	}
+	now := s.Now()
+	c := Cluster{
+		ID: NewID("cl"), OrgID: p.OrgID, EnvID: p.EnvID, Name: p.Name, Status: StatusProvisioning,
+		Provider: q.Provider, OfferID: q.OfferID, QuoteID: q.ID, Location: q.Location, LocationName: q.LocationName,
+		Accelerator: q.Accelerator, MachineKind: q.MachineKind, Interconnect: q.Interconnect,
+		Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB, USDPerHour: q.USDPerHour,
+		MachineHour: q.MachineHour(), BootSeconds: o.BootSeconds, PublicIPs: o.PublicIPs, Gateway: o.Gateway,
+		Software: p.Software, Image: p.Image, StartCommand: p.StartCommand,
+		EnvJSON: string(envJSON), PortsJSON: string(portsJSON), SSHKeysJSON: string(keysJSON),
+		RequestHash: p.RequestHash, AgentSecret: hex.EncodeToString(secret), CreatedBy: p.Actor,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if p.IdemKey != "" {
+		c.IdemKey = &p.IdemKey
+	}
+	if err := s.db.WithContext(ctx).Create(&c).Error; err != nil {
+		return Cluster{}, fmt.Errorf("models: create cluster: %w", err)
+	}
+	nodes := make([]ClusterNode, c.Nodes)
+	for i := range nodes {
+		nodes[i] = ClusterNode{ID: NewID("nd"), ClusterID: c.ID, OrgID: c.OrgID, Rank: i, Name: fmt.Sprintf("node-%d", i),
+			Status: "provisioning", Step: StepRunning, PrivateIP: fmt.Sprintf("10.77.0.%d", i+1)}
+	}
+	if err := s.db.WithContext(ctx).Create(&nodes).Error; err != nil {
+		return Cluster{}, fmt.Errorf("models: create nodes: %w", err)
+	}
+	msg := fmt.Sprintf("Launch requested by %s: %d × %d × %s in %s at %s/h, software %s.",
+		p.Actor, c.Nodes, c.GPUsPerNode, c.Accelerator, c.Location, DecimalUSD(c.USDPerHour), c.Software)
+	return c, s.addEvent(ctx, c, StatusProvisioning, "request", "", "", msg)
+}
+
+// lockOrg serialises launches per organisation: a row lock on PostgreSQL;
+// SQLite's immediate transactions already serialise writers.
+func (s *Store) lockOrg(ctx context.Context, orgID string) error {
+	if !s.IsPostgres() {
+		return nil
+	}
+	return s.db.WithContext(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", orgID).Take(&Org{}).Error
+}
+
+func (s *Store) orgQuota(ctx context.Context, orgID string) (Org, error) {
+	var o Org
+	err := s.db.WithContext(ctx).Where("id = ?", orgID).Take(&o).Error
+	if err != nil {
+		return o, notFound(err, "org "+orgID)
+	}
+	if o.MaxMachines == 0 {
+		o.MaxMachines = DefaultMaxMachines
+	}
+	if o.MaxGPUs == 0 {
+		o.MaxGPUs = DefaultMaxGPUs
+	}
+	return o, nil
+}
+
+// ---- provisioning (driven by the provision job) ----
+
+// PlacedNode is what the provider reported for one machine at placement.
+type PlacedNode struct {
+	Rank                        int
+	ProviderNodeID              string
+	PrivateIP, PublicHost, User string
+	SSHPort                     int
+}
+
+// MarkPlaced records that every machine was reserved at once (L3).
+func (s *Store) MarkPlaced(ctx context.Context, id string, nodes []PlacedNode) error {
+	return s.Tx(ctx, func(tx *Store) error {
+		now := tx.Now()
+		res := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND status = ? AND placed_at IS NULL", id, StatusProvisioning).
+			Updates(map[string]any{"placed_at": now, "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("models: place cluster %s: %w", id, ErrConflict)
+		}
+		for _, n := range nodes {
+			up := map[string]any{"provider_node_id": n.ProviderNodeID, "public_host": n.PublicHost, "ssh_port": n.SSHPort, "ssh_user": n.User}
+			if n.PrivateIP != "" {
+				up["private_ip"] = n.PrivateIP
+			}
+			if err := tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ? AND rank = ?", id, n.Rank).Updates(up).Error; err != nil {
+				return err
+			}
+		}
+		c, err := tx.ClusterByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		return tx.addEvent(ctx, c, StatusProvisioning, "step", "", "reserved",
+			fmt.Sprintf("All %d machines reserved at %s.", len(nodes), c.Location))
+	})
+}
+
+// MarkNodeStep records that a node finished step at now and moves it on to
+// the next step. It is idempotent: a step already recorded changes nothing.
+func (s *Store) MarkNodeStep(ctx context.Context, clusterID string, rank int, step, msg string) (bool, error) {
+	col, next := stepColumn(step)
+	if col == "" {
+		return false, fmt.Errorf("models: unknown step %q", step)
+	}
+	var changed bool
+	err := s.Tx(ctx, func(tx *Store) error {
+		res := tx.db.WithContext(ctx).Model(&ClusterNode{}).
+			Where("cluster_id = ? AND rank = ? AND "+col+" IS NULL AND status IN ?", clusterID, rank, []string{"provisioning", "ready"}).
+			Updates(map[string]any{col: tx.Now(), "step": next})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		changed = true
+		c, err := tx.ClusterByID(ctx, clusterID)
+		if err != nil {
+			return err
+		}
+		return tx.addEvent(ctx, c, c.Status, "step", fmt.Sprintf("node-%d", rank), step, msg)
+	})
+	return changed, err
+}
+
+func stepColumn(step string) (col, next string) {
+	switch step {
+	case StepRunning:
+		return "running_at", StepAgent
+	case StepAgent:
+		return "agent_at", StepMesh
+	case StepMesh:
+		return "mesh_at", "done"
+	case StepSoftware:
+		return "software_at", "done"
+	}
+	return "", ""
+}
+
+// FailCluster ends a starting cluster (L4): status failed with lastError, an
+// event naming the node and the step, nothing billed (readyAt stays unset).
+// The provision job releases the machines.
+func (s *Store) FailCluster(ctx context.Context, id, lastError, node, step, msg string) (Cluster, error) {
+	now := s.Now()
+	c, err := s.transition(ctx, id, []ClusterStatus{StatusProvisioning}, StatusFailed,
+		map[string]any{"last_error": lastError, "ended_at": now}, node, step, msg)
+	if err != nil {
+		return c, err
+	}
+	return c, s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ? AND status <> ?", id, "lost").
+		Update("status", "failed").Error
+}
+
+// MarkNodeLost flags a node that vanished or failed (before the cluster fails).
+func (s *Store) MarkNodeLost(ctx context.Context, clusterID string, rank int, msg string) error {
+	return s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ? AND rank = ?", clusterID, rank).
+		Updates(map[string]any{"status": "lost", "message": truncate(msg, 1000)}).Error
+}
+
+// MarkJoined is L5: every machine is up and reached every other. readyAt is
+// set once for all (billing starts there); software none is ready at once,
+// otherwise the cluster is installing.
+func (s *Store) MarkJoined(ctx context.Context, id string) (Cluster, error) {
+	c, err := s.ClusterByID(ctx, id)
+	if err != nil {
+		return c, err
+	}
+	to, msg := StatusReady, "Every machine is up and reached every other; billing starts now for all of them."
+	if c.Software != "" && c.Software != "none" {
+		to, msg = StatusInstalling, "Every machine is up and reached every other; billing starts now. Installing "+c.Software+"."
+	}
+	c, err = s.transition(ctx, id, []ClusterStatus{StatusProvisioning}, to, map[string]any{"ready_at": s.Now()}, "", "", msg)
+	if err != nil {
+		return c, err
+	}
+	if to == StatusReady {
+		err = s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", id).
+			Updates(map[string]any{"status": "ready", "step": "done"}).Error
+	} else {
+		err = s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", id).Update("step", StepSoftware).Error
+	}
+	return c, err
+}
+
+// RequestTerminate records the user's intent (L7); the provision job carries
+// it out. Accepted in every state but terminated; repeating it is harmless.
+func (s *Store) RequestTerminate(ctx context.Context, orgID, id, actor string) (Cluster, error) {
+	var c Cluster
+	err := s.Tx(ctx, func(tx *Store) error {
+		var err error
+		if c, err = tx.ClusterForOrg(ctx, orgID, id); err != nil {
+			return err
+		}
+		if c.TerminateRequestedAt != nil || c.Status == StatusTerminated {
+			return nil
+		}
+		now := tx.Now()
+		res := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND terminate_requested_at IS NULL", id).
+			Update("terminate_requested_at", now)
+		if res.Error != nil {
+			return res.Error
+		}
+		c.TerminateRequestedAt = &now
+		return tx.addEvent(ctx, c, c.Status, "request", "", "", "Terminate requested by "+actor+".")
+	})
+	return c, err
+}
+
+// ClustersToRelease lists failed clusters whose machines are not yet
+// confirmed released (a release that failed is retried every tick).
+func (s *Store) ClustersToRelease(ctx context.Context) ([]Cluster, error) {
+	var out []Cluster
+	err := s.db.WithContext(ctx).Where("status = ? AND released_at IS NULL", StatusFailed).Order("created_at, id").Find(&out).Error
+	return out, err
+}
+
+// MarkReleased records that the provider confirmed every machine released.
+func (s *Store) MarkReleased(ctx context.Context, id string) error {
+	return s.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND released_at IS NULL", id).Update("released_at", s.Now()).Error
+}
+
+// MarkTerminated ends the cluster after every machine was released (L7);
+// billing ends at this moment. A failed cluster keeps its status (it was
+// never billed), but its terminate request is recorded as done.
+func (s *Store) MarkTerminated(ctx context.Context, id string) (Cluster, error) {
+	now := s.Now()
+	c, err := s.transition(ctx, id,
+		[]ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded, StatusStopped},
+		StatusTerminated, map[string]any{"ended_at": now, "released_at": now}, "", "", "Every machine released; billing ended.")
+	if errors.Is(err, ErrConflict) {
+		if cur, e := s.ClusterByID(ctx, id); e == nil && cur.Status == StatusFailed {
+			return cur, s.MarkReleased(ctx, id)
+		}
+	}
+	if err != nil {
+		return c, err
+	}
+	return c, s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", id).
+		Updates(map[string]any{"status": "terminated"}).Error
+}
+
+// ---- agent tokens ----
+
+// AgentToken is node n's credential for the agent protocol: it names the node
+// and carries an HMAC under the cluster's secret, so it is derivable again
+// after a crash and works for its own node only.
+func AgentToken(c Cluster, n ClusterNode) string {
+	return "cdn_" + n.ID + "_" + agentMAC(c.AgentSecret, n.ID)
+}
+
+func agentMAC(secret, nodeID string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(nodeID))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// ErrAgentRevoked is a valid token whose cluster has ended.
+var ErrAgentRevoked = errors.New("agent token revoked: the cluster has ended")
+
+// NodeForAgentToken authenticates an agent: the node and its cluster, or
+// ErrNotFound for a bad token and ErrAgentRevoked once the cluster ended or
+// its terminate was requested.
+func (s *Store) NodeForAgentToken(ctx context.Context, token string) (Cluster, ClusterNode, error) {
+	rest, ok := strings.CutPrefix(token, "cdn_")
+	i := strings.LastIndex(rest, "_")
+	if !ok || i <= 0 {
+		return Cluster{}, ClusterNode{}, fmt.Errorf("models: agent token: %w", ErrNotFound)
+	}
+	nodeID, mac := rest[:i], rest[i+1:]
+	var n ClusterNode
+	if err := s.db.WithContext(ctx).Where("id = ?", nodeID).Take(&n).Error; err != nil {
+		return Cluster{}, ClusterNode{}, notFound(err, "agent node")
+	}
+	c, err := s.ClusterByID(ctx, n.ClusterID)
+	if err != nil {
+		return Cluster{}, ClusterNode{}, err
+	}
+	if !hmac.Equal([]byte(mac), []byte(agentMAC(c.AgentSecret, n.ID))) {
+		return Cluster{}, ClusterNode{}, fmt.Errorf("models: agent token: %w", ErrNotFound)
+	}
+	if c.Status.Terminal() || c.TerminateRequestedAt != nil {
+		return c, n, ErrAgentRevoked
+	}
+	return c, n, nil
+}
+
+// TouchHeartbeat records an agent heartbeat.
+func (s *Store) TouchHeartbeat(ctx context.Context, nodeID string) error {
+	return s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", nodeID).Update("heartbeat_at", s.Now()).Error
+}

@@ -1,0 +1,248 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// QuoteTTL is how long a quote locks its price (Q2).
+const QuoteTTL = 15 * time.Minute
+
+// VolumeGBHour is the persistent volume rate in micro-dollars per GB-hour
+// (about $0.10 per GB-month).
+const VolumeGBHour Money = 137
+
+// MaxVolumeGB bounds a persistent volume.
+const MaxVolumeGB = 100_000
+
+// QuoteRequest is a shape to price (Q1). Field problems use the API's names.
+type QuoteRequest struct {
+	Accelerator      string `json:"accelerator"`
+	Nodes            int    `json:"nodes"`
+	GPUsPerNode      int    `json:"gpusPerNode"`
+	VolumeGB         int    `json:"persistentGb"`
+	MaxHourlyPrice   Money  `json:"-"` // 0 = no ceiling
+	Location         string `json:"location,omitempty"`
+	OfferID          string `json:"offerId,omitempty"`
+	IncludeCommunity bool   `json:"include_community"`
+}
+
+// Validate returns field problems keyed by the API's JSON names.
+func (r QuoteRequest) Validate() FieldErrors {
+	fe := FieldErrors{}
+	if !slices.Contains(Accelerators, r.Accelerator) {
+		fe["accelerator"] = "choose one of " + strings.Join(Accelerators, ", ")
+	}
+	if r.Nodes < MinNodes || r.Nodes > MaxNodes {
+		fe["nodes"] = fmt.Sprintf("a cluster has %d to %d machines", MinNodes, MaxNodes)
+	}
+	if r.GPUsPerNode < 1 || r.GPUsPerNode > 8 {
+		fe["gpusPerNode"] = "1 to 8 GPUs per machine"
+	}
+	if r.VolumeGB < 0 || r.VolumeGB > MaxVolumeGB {
+		fe["storage.persistentGb"] = fmt.Sprintf("0 to %d GB", MaxVolumeGB)
+	}
+	if r.MaxHourlyPrice < 0 {
+		fe["maxHourlyPrice"] = "a ceiling cannot be negative"
+	}
+	return fe
+}
+
+// NoCapacityError is Q4: nothing fits the shape now.
+type NoCapacityError struct {
+	Reason string // no_location_with_n_nodes, above_max_hourly_price, gpus_per_node_unavailable, offer_not_found
+	Shape  QuoteRequest
+}
+
+func (e *NoCapacityError) Error() string { return "no capacity: " + e.Reason }
+
+// Advice is what the customer can change (Q4).
+func (e *NoCapacityError) Advice() []string {
+	switch e.Reason {
+	case "gpus_per_node_unavailable":
+		return []string{"Try another number of GPUs per machine (1, 2, 4 or 8).", "Try another location."}
+	case "above_max_hourly_price":
+		return []string{"Raise the price ceiling.", "Try fewer GPUs per machine.", "Try fewer machines."}
+	default:
+		return []string{"Try fewer machines.", "Try fewer GPUs per machine.", "Try another location.", "Request a quote for reserved capacity."}
+	}
+}
+
+// Quote locks a whole-cluster price for a shape on one offer (Q2).
+type Quote struct {
+	ID               string `gorm:"primaryKey;size:32"`
+	OrgID            string `gorm:"size:32;index"`
+	EnvID            string `gorm:"size:32"`
+	OfferID          string `gorm:"size:191"`
+	Provider         string `gorm:"size:64"`
+	Location         string `gorm:"size:128"`
+	LocationName     string `gorm:"size:191"`
+	Accelerator      string `gorm:"size:64"`
+	MachineKind      string `gorm:"size:32"`
+	Interconnect     string `gorm:"size:32"`
+	Community        bool
+	Nodes            int
+	GPUsPerNode      int   `gorm:"column:gpus_per_node"`
+	VolumeGB         int   `gorm:"column:volume_gb"`
+	PerGPUHour       Money `gorm:"column:per_gpu_hour"`
+	RootDiskGB       int   `gorm:"column:root_disk_gb"`
+	DiskGBHour       Money `gorm:"column:disk_gb_hour"`
+	VolumeGBHour     Money `gorm:"column:volume_gb_hour"`
+	USDPerHour       Money `gorm:"column:usd_per_hour"`
+	MaxHourlyPrice   Money
+	IncludeCommunity bool
+	Availability     string `gorm:"size:32"`
+	ExpiresAt        time.Time
+	UsedByCluster    string `gorm:"size:32"`
+	CreatedAt        time.Time
+}
+
+func init() {
+	register(Migration{ID: "0201_quotes", Up: func(tx *gorm.DB) error {
+		return tx.Migrator().CreateTable(&Quote{})
+	}})
+}
+
+// LineItem is one part of a price (Q2): GPUs, root disks, volume.
+type LineItem struct {
+	Name       string `json:"name"`
+	Quantity   string `json:"quantity"`
+	USDPerHour Money  `json:"-"`
+}
+
+// LineItems breaks the quote down; they add up to USDPerHour (Q3).
+func (q Quote) LineItems() []LineItem {
+	items := []LineItem{
+		{Name: "gpus", Quantity: fmt.Sprintf("%d × %d GPUs at %s/GPU-h", q.Nodes, q.GPUsPerNode, DecimalUSD(q.PerGPUHour)),
+			USDPerHour: int64(q.GPUsPerNode) * int64(q.Nodes) * q.PerGPUHour},
+		{Name: "root_disks", Quantity: fmt.Sprintf("%d × %d GB at %s/GB-h", q.Nodes, q.RootDiskGB, DecimalUSD(q.DiskGBHour)),
+			USDPerHour: int64(q.RootDiskGB) * int64(q.Nodes) * q.DiskGBHour},
+	}
+	if q.VolumeGB > 0 {
+		items = append(items, LineItem{Name: "volume", Quantity: fmt.Sprintf("%d GB at %s/GB-h", q.VolumeGB, DecimalUSD(q.VolumeGBHour)),
+			USDPerHour: int64(q.VolumeGB) * q.VolumeGBHour})
+	}
+	return items
+}
+
+// MachineHour is one machine's share of the price (GPUs and root disk).
+func (q Quote) MachineHour() Money {
+	return int64(q.GPUsPerNode)*q.PerGPUHour + int64(q.RootDiskGB)*q.DiskGBHour
+}
+
+// Expired reports whether the quote no longer locks its price.
+func (q Quote) Expired(now time.Time) bool { return !now.Before(q.ExpiresAt) }
+
+// Request is the shape the quote was made for, as priced fields (Q5).
+func (q Quote) Request() QuoteRequest {
+	return QuoteRequest{Accelerator: q.Accelerator, Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB,
+		MaxHourlyPrice: q.MaxHourlyPrice, Location: q.Location, OfferID: q.OfferID, IncludeCommunity: q.IncludeCommunity}
+}
+
+// priceQuote computes Q3 for offer o at the request's shape.
+func priceQuote(o Offer, r QuoteRequest) Money {
+	return int64(r.GPUsPerNode)*int64(r.Nodes)*o.PerGPUHour + int64(o.RootDiskGB)*int64(r.Nodes)*o.DiskGBHour +
+		int64(r.VolumeGB)*VolumeGBHour
+}
+
+func availability(o Offer) string {
+	switch {
+	case o.NodesAvailable == nil && o.Available:
+		return "available"
+	case o.NodesAvailable != nil && *o.NodesAvailable >= 16:
+		return "high"
+	case o.NodesAvailable != nil && *o.NodesAvailable > 0:
+		return "low"
+	}
+	return "none"
+}
+
+// FitOffer picks the cheapest fresh offer for the request, or explains why
+// none fits (Q1, Q4). It reads the stored catalog only (O6).
+func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
+	q := s.db.WithContext(ctx).Where("accelerator = ? AND refreshed_at >= ?", r.Accelerator, s.Now().Add(-OfferFreshness))
+	if r.OfferID != "" {
+		q = q.Where("id = ?", r.OfferID)
+	}
+	if r.Location != "" {
+		q = q.Where("location = ?", r.Location)
+	}
+	if !r.IncludeCommunity || r.VolumeGB > 0 { // V5: no volume on community hosts
+		q = q.Where("community = ?", false)
+	}
+	var offers []Offer
+	if err := q.Order("id").Find(&offers).Error; err != nil {
+		return Offer{}, fmt.Errorf("models: fit offer: %w", err)
+	}
+	if len(offers) == 0 && r.OfferID != "" {
+		return Offer{}, &NoCapacityError{Reason: "offer_not_found", Shape: r}
+	}
+	var withGPUs, sellable []Offer
+	for _, o := range offers {
+		if o.GPUsPerNode == r.GPUsPerNode {
+			withGPUs = append(withGPUs, o)
+		}
+	}
+	for _, o := range withGPUs {
+		if o.SellFor(r.Nodes) == Startable {
+			sellable = append(sellable, o)
+		}
+	}
+	switch {
+	case len(withGPUs) == 0:
+		return Offer{}, &NoCapacityError{Reason: "gpus_per_node_unavailable", Shape: r}
+	case len(sellable) == 0:
+		return Offer{}, &NoCapacityError{Reason: "no_location_with_n_nodes", Shape: r}
+	}
+	best, found := Offer{}, false
+	for _, o := range sellable {
+		p := priceQuote(o, r)
+		if r.MaxHourlyPrice > 0 && p > r.MaxHourlyPrice {
+			continue
+		}
+		if !found || p < priceQuote(best, r) || (p == priceQuote(best, r) && o.ID < best.ID) {
+			best, found = o, true
+		}
+	}
+	if !found {
+		return Offer{}, &NoCapacityError{Reason: "above_max_hourly_price", Shape: r}
+	}
+	return best, nil
+}
+
+// CreateQuote prices the request on the cheapest fitting offer and locks it
+// for QuoteTTL (Q2).
+func (s *Store) CreateQuote(ctx context.Context, orgID, envID string, r QuoteRequest) (Quote, error) {
+	if fe := r.Validate(); len(fe) > 0 {
+		return Quote{}, fe
+	}
+	o, err := s.FitOffer(ctx, r)
+	if err != nil {
+		return Quote{}, err
+	}
+	now := s.Now()
+	q := Quote{
+		ID: NewID("qt"), OrgID: orgID, EnvID: envID, OfferID: o.ID, Provider: o.Provider, Location: o.Location,
+		LocationName: o.LocationName, Accelerator: o.Accelerator, MachineKind: o.MachineKind, Interconnect: o.Interconnect,
+		Community: o.Community, Nodes: r.Nodes, GPUsPerNode: r.GPUsPerNode, VolumeGB: r.VolumeGB,
+		PerGPUHour: o.PerGPUHour, RootDiskGB: o.RootDiskGB, DiskGBHour: o.DiskGBHour, VolumeGBHour: VolumeGBHour,
+		USDPerHour: priceQuote(o, r), MaxHourlyPrice: r.MaxHourlyPrice, IncludeCommunity: r.IncludeCommunity,
+		Availability: availability(o), ExpiresAt: now.Add(QuoteTTL), CreatedAt: now,
+	}
+	if err := s.db.WithContext(ctx).Create(&q).Error; err != nil {
+		return Quote{}, fmt.Errorf("models: create quote: %w", err)
+	}
+	return q, nil
+}
+
+// QuoteForOrg loads a quote through its organisation.
+func (s *Store) QuoteForOrg(ctx context.Context, orgID, id string) (Quote, error) {
+	var q Quote
+	err := s.db.WithContext(ctx).Where("org_id = ? AND id = ?", orgID, id).Take(&q).Error
+	return q, notFound(err, "quote "+id)
+}

@@ -1,0 +1,20 @@
+package models
+
+import "github.com/clusterdeck/clusterdeck/models/nodespec"
+
+// ClusterSpec is the cluster as nodespec sees it: the input of every
+// generated file and command (N1–N5). CPUs and memory come from
+// the offer; 0 (unknown, the offer left the catalog) leaves them out of
+// slurm.conf.
+func ClusterSpec(c Cluster, nodes []ClusterNode, o Offer) nodespec.Cluster {
+	spec := nodespec.Cluster{
+		Name: c.Name, Software: c.Software, MachineKind: c.MachineKind, Interconnect: c.Interconnect,
+		GPUsPerNode: c.GPUsPerNode, CPUsPerNode: o.VCPUs, MemoryGBPerNode: o.MemoryGB,
+		Gateway: c.Gateway, UserEnv: c.Env(),
+	}
+	for _, n := range nodes {
+		spec.Nodes = append(spec.Nodes, nodespec.Node{Rank: n.Rank, Name: n.Name, PrivateIP: n.PrivateIP,
+			PublicHost: n.PublicHost, SSHPort: n.SSHPort, SSHUser: n.SSHUser})
+	}
+	return spec
+}

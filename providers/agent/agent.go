@@ -1,0 +1,328 @@
+// Package agent is the cluster agent that runs on every node
+// (`clusterdeck agent --server URL --token T`): it checks in, reports which
+// peers it reaches on the private network, sends heartbeats, runs the
+// software install and check tasks the server hands it and returns their raw
+// output, and ships its log lines. The simulated cloud runs the same code
+// in-process, against the same /v1/agent/… endpoints.
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// Version is sent at check-in.
+const Version = "1"
+
+// ErrRevoked means the server no longer accepts this node's token (the
+// cluster ended): the agent should stop.
+var ErrRevoked = errors.New("agent: token revoked")
+
+// Wire types of the agent protocol. The server declares its own copies; the
+// end-to-end tests prove they agree.
+type (
+	// CheckinRequest is POST /v1/agent/checkin.
+	CheckinRequest struct {
+		Hostname  string `json:"hostname"`
+		PrivateIP string `json:"privateIp"`
+		Version   string `json:"version"`
+	}
+	// Peer is another node of the cluster.
+	Peer struct {
+		Name    string `json:"name"`
+		Rank    int    `json:"rank"`
+		Address string `json:"address"`
+	}
+	// CheckinResponse tells the node who it is and who its peers are.
+	CheckinResponse struct {
+		Cluster          string `json:"cluster"`
+		Node             string `json:"node"`
+		Rank             int    `json:"rank"`
+		Peers            []Peer `json:"peers"`
+		HeartbeatSeconds int    `json:"heartbeatSeconds"`
+	}
+	// Unreachable is a peer this node could not reach, and why.
+	Unreachable struct {
+		Address string `json:"address"`
+		Error   string `json:"error"`
+	}
+	// PeersRequest is POST /v1/agent/peers.
+	PeersRequest struct {
+		Reached     []string      `json:"reached"`
+		Unreachable []Unreachable `json:"unreachable"`
+	}
+	// PeersResponse says whether this node's mesh step is complete.
+	PeersResponse struct {
+		MeshComplete bool `json:"meshComplete"`
+	}
+	// Task is work the server hands a node: install or check its software.
+	Task struct {
+		ID       string            `json:"id"`
+		Kind     string            `json:"kind"` // install or check
+		Software string            `json:"software"`
+		Role     string            `json:"role"`
+		Files    map[string]string `json:"files,omitempty"` // path → content to write first
+		Env      map[string]string `json:"env,omitempty"`
+		Script   string            `json:"script"`
+	}
+	// HeartbeatResponse may carry a task.
+	HeartbeatResponse struct {
+		Task *Task `json:"task,omitempty"`
+	}
+	// TaskResult is POST /v1/agent/tasks/{id}.
+	TaskResult struct {
+		OK     bool   `json:"ok"`
+		Output string `json:"output"`
+	}
+	// LogLine is one line of the node's log.
+	LogLine struct {
+		At   time.Time `json:"at"`
+		Text string    `json:"text"`
+	}
+	// LogsRequest is POST /v1/agent/logs.
+	LogsRequest struct {
+		Lines []LogLine `json:"lines"`
+	}
+)
+
+// Config builds an Agent.
+type Config struct {
+	Server    string // e.g. https://deck.example.com
+	Token     string
+	Exec      providers.Executor
+	HTTP      *http.Client // nil = a client with a 30 s timeout
+	Hostname  string
+	PrivateIP string
+	Now       func() time.Time // nil = time.Now
+}
+
+// Agent is one node's agent. Step does one round of work; Run loops it.
+type Agent struct {
+	cfg       Config
+	mu        sync.Mutex
+	checkedIn bool
+	meshDone  bool
+	self      CheckinResponse
+	logs      []LogLine
+}
+
+// New builds an agent.
+func New(cfg Config) *Agent {
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Server = strings.TrimRight(cfg.Server, "/")
+	return &Agent{cfg: cfg}
+}
+
+// Log queues a line for the server (shipped at the end of each Step).
+func (a *Agent) Log(format string, args ...any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.logs = append(a.logs, LogLine{At: a.cfg.Now().UTC(), Text: fmt.Sprintf(format, args...)})
+}
+
+// Step does one round: check in, report peers until the mesh is complete,
+// heartbeat and run a task if one is handed out, then ship logs.
+func (a *Agent) Step(ctx context.Context) error {
+	err := a.step(ctx)
+	if ferr := a.flushLogs(ctx); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func (a *Agent) step(ctx context.Context) error {
+	if !a.checkedIn {
+		var resp CheckinResponse
+		req := CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version}
+		if err := a.post(ctx, "/v1/agent/checkin", req, &resp); err != nil {
+			return err
+		}
+		a.self, a.checkedIn = resp, true
+		a.Log("agent %s checked in as %s (rank %d) of %s with %d peers", Version, resp.Node, resp.Rank, resp.Cluster, len(resp.Peers))
+	}
+	if !a.meshDone {
+		if err := a.reportPeers(ctx); err != nil {
+			return err
+		}
+	}
+	var hb HeartbeatResponse
+	if err := a.post(ctx, "/v1/agent/heartbeat", struct{}{}, &hb); err != nil {
+		return err
+	}
+	if hb.Task != nil {
+		return a.runTask(ctx, *hb.Task)
+	}
+	return nil
+}
+
+func (a *Agent) reportPeers(ctx context.Context) error {
+	req := PeersRequest{Reached: []string{}, Unreachable: []Unreachable{}}
+	for _, p := range a.self.Peers {
+		if p.Rank == a.self.Rank {
+			continue
+		}
+		if err := a.cfg.Exec.Reach(ctx, p.Address); err != nil {
+			req.Unreachable = append(req.Unreachable, Unreachable{Address: p.Address, Error: err.Error()})
+			continue
+		}
+		req.Reached = append(req.Reached, p.Address)
+	}
+	var resp PeersResponse
+	if err := a.post(ctx, "/v1/agent/peers", req, &resp); err != nil {
+		return err
+	}
+	if resp.MeshComplete {
+		a.meshDone = true
+		a.Log("reached every peer: %d of %d", len(req.Reached), len(a.self.Peers)-1)
+	} else if len(req.Unreachable) > 0 {
+		a.Log("cannot reach %d peers yet (first: %s: %s)", len(req.Unreachable), req.Unreachable[0].Address, req.Unreachable[0].Error)
+	}
+	return nil
+}
+
+func (a *Agent) runTask(ctx context.Context, t Task) error {
+	a.Log("task %s: %s %s as %s", t.ID, t.Kind, t.Software, t.Role)
+	script := t.Script
+	if len(t.Files) > 0 || len(t.Env) > 0 {
+		script = prelude(t) + script
+	}
+	out, err := a.cfg.Exec.Run(ctx, t.Kind+":"+t.Software, script)
+	if t.Kind == "install" {
+		for _, line := range loggable(out) {
+			a.Log("%s", line)
+		}
+	}
+	res := TaskResult{OK: err == nil, Output: out}
+	if err != nil {
+		res.Output = strings.TrimRight(out, "\n") + "\n" + err.Error()
+		a.Log("task %s failed: %v", t.ID, err)
+	}
+	res.Output = tail(res.Output, MaxOutput)
+	return a.post(ctx, "/v1/agent/tasks/"+t.ID, res, nil)
+}
+
+// MaxOutput bounds the output a task result carries, so the request stays
+// under the server's 1 MiB body limit once JSON-escaped (the server keeps
+// less of an install's). The end is kept: a tool says last why it failed.
+const MaxOutput = 512 << 10
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// loggable returns an install's output lines for the node log, without the
+// lines between "-----BEGIN CLUSTERDECK …-----" and "-----END CLUSTERDECK
+// …-----" markers: what a node reports there (a kubeconfig, a join command)
+// is a credential, for the server only.
+func loggable(out string) []string {
+	var lines []string
+	secret := false
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "-----BEGIN CLUSTERDECK "):
+			secret = true
+		case strings.HasPrefix(line, "-----END CLUSTERDECK "):
+			secret = false
+		case line != "" && !secret:
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// prelude writes the task's files and exports its env before its script.
+func prelude(t Task) string {
+	var b strings.Builder
+	for k, v := range t.Env {
+		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
+	}
+	for path, content := range t.Files {
+		fmt.Fprintf(&b, "mkdir -p \"$(dirname %s)\"\ncat > %s <<'CLUSTERDECK_EOF'\n%s\nCLUSTERDECK_EOF\n", shellQuote(path), shellQuote(path), content)
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func (a *Agent) flushLogs(ctx context.Context) error {
+	if !a.checkedIn {
+		return nil // the server knows no node to file them under yet
+	}
+	a.mu.Lock()
+	lines := a.logs
+	a.logs = nil
+	a.mu.Unlock()
+	if len(lines) == 0 {
+		return nil
+	}
+	if err := a.post(ctx, "/v1/agent/logs", LogsRequest{Lines: lines}, nil); err != nil {
+		a.mu.Lock()
+		a.logs = append(lines, a.logs...)
+		a.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Run steps every interval until ctx ends or the token is revoked.
+func (a *Agent) Run(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := a.Step(ctx); errors.Is(err, ErrRevoked) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) post(ctx context.Context, path string, body, out any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.Server+path, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.cfg.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.cfg.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("agent: %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusGone:
+		return ErrRevoked
+	case resp.StatusCode >= 300:
+		return fmt.Errorf("agent: %s: %s: %s", path, resp.Status, strings.TrimSpace(string(raw)))
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}

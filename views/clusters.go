@@ -1,0 +1,216 @@
+package views
+
+// ClustersPage is /clusters.
+type ClustersPage struct {
+	Meta        Meta
+	Rows        []ClusterRow
+	AnyStarting bool // poll the rows while a cluster is starting
+	HasSSHKeys  bool
+}
+
+// ClusterRow is one cluster in the list.
+type ClusterRow struct {
+	ID       string
+	Name     string
+	Status   string
+	Shape    string
+	Location string
+	Age      string
+	Price    string
+	Starting bool
+}
+
+// ClusterPage is /clusters/{id}.
+type ClusterPage struct {
+	Meta         Meta
+	C            ClusterView
+	Nodes        []NodeView
+	Events       []EventView
+	Live         bool // poll for changes while the cluster is not terminal
+	CanTerminate bool
+	CanRetry     bool // retry install (degraded by software)
+	Alternatives []OfferAlternative
+	Connect      *ConnectView // once the cluster is ready
+	LogRanks     []int
+}
+
+// ClusterView is the cluster's header.
+type ClusterView struct {
+	ID           string
+	Name         string
+	Status       string
+	Shape        string
+	Location     string
+	Interconnect string
+	Kind         string
+	Price        string // whole cluster per hour, locked
+	MachinePrice string
+	ReadyAt      string
+	LastError    string
+	Software     string
+	Created      string
+	Terminating  bool
+	Kubeconfig   bool
+}
+
+// NodeView is one node with its provisioning timeline (X3, L11).
+type NodeView struct {
+	Name    string
+	Rank    int
+	Status  string
+	Address string
+	Steps   []StepView
+	Message string
+}
+
+// StepView is one step of a node's timeline against its deadline.
+type StepView struct {
+	Label    string
+	State    string // done, active, waiting, failed
+	At       string // when it finished
+	Deadline string // when it must finish
+	Left     string // time left before the deadline, while active
+}
+
+// EventView is one entry of the cluster's history.
+type EventView struct {
+	At      string
+	Kind    string
+	Status  string
+	Node    string
+	Step    string
+	Message string
+}
+
+// OfferAlternative is an offer that can start now for a failed cluster's shape.
+type OfferAlternative struct {
+	Label     string
+	Price     string
+	LaunchURL string
+}
+
+// ConnectView is how to get in (N4, N5); filled by the software/connections work.
+type ConnectView struct {
+	PrimarySSH string
+	Nodes      []ConnectNode
+	EnvBlock   string
+	Hostfile   string
+	Commands   []CommandView
+	Readiness  string
+	Malloc     string
+}
+
+// ConnectNode is one node's SSH command and interconnect address.
+type ConnectNode struct {
+	Name, Address, SSH string
+}
+
+// CommandView is a ready-made command with a copy button.
+type CommandView struct {
+	ID, Title, RunOn, Text, Note string
+}
+
+func statusClass(s string) string {
+	switch s {
+	case "provisioning":
+		return "inline-flex items-center gap-1.5 rounded-full bg-sky-50 px-2 py-0.5 text-xs font-medium text-sky-800 ring-1 ring-sky-200 dark:bg-sky-950 dark:text-sky-200 dark:ring-sky-800"
+	case "installing":
+		return "inline-flex items-center gap-1.5 rounded-full bg-indigo-50 px-2 py-0.5 text-xs font-medium text-indigo-800 ring-1 ring-indigo-200 dark:bg-indigo-950 dark:text-indigo-200 dark:ring-indigo-800"
+	case "ready", "running":
+		return "inline-flex items-center gap-1.5 rounded-full bg-green-50 px-2 py-0.5 text-xs font-medium text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
+	case "degraded":
+		return "inline-flex items-center gap-1.5 rounded-full bg-amber-50 px-2 py-0.5 text-xs font-medium text-amber-900 ring-1 ring-amber-200 dark:bg-amber-950 dark:text-amber-200 dark:ring-amber-800"
+	case "failed":
+		return "inline-flex items-center gap-1.5 rounded-full bg-red-50 px-2 py-0.5 text-xs font-medium text-red-800 ring-1 ring-red-200 dark:bg-red-950 dark:text-red-200 dark:ring-red-800"
+	case "terminated":
+		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-500 line-through ring-1 ring-slate-200 dark:bg-slate-800 dark:text-slate-400 dark:ring-slate-700"
+	default: // stopped
+		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-700 ring-1 ring-slate-200 dark:bg-slate-800 dark:text-slate-300 dark:ring-slate-700"
+	}
+}
+
+func dotClass(s string) string {
+	switch s {
+	case "provisioning":
+		return "h-1.5 w-1.5 rounded-full bg-sky-500 animate-pulse"
+	case "installing":
+		return "h-1.5 w-1.5 rounded-full bg-indigo-500 animate-pulse"
+	case "ready", "running":
+		return "h-1.5 w-1.5 rounded-full bg-green-500"
+	case "degraded":
+		return "h-1.5 w-1.5 rounded-full bg-amber-500"
+	case "failed":
+		return "h-1.5 w-1.5 rounded-full bg-red-500"
+	}
+	return "h-1.5 w-1.5 rounded-full bg-slate-400"
+}
+
+func stepClass(state string) string {
+	switch state {
+	case "done":
+		return "rounded px-1.5 py-0.5 text-xs bg-green-50 text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-900"
+	case "active":
+		return "rounded px-1.5 py-0.5 text-xs bg-sky-50 text-sky-800 ring-1 ring-sky-300 dark:bg-sky-950 dark:text-sky-200 dark:ring-sky-800"
+	case "failed":
+		return "rounded px-1.5 py-0.5 text-xs bg-red-50 text-red-800 ring-1 ring-red-200 dark:bg-red-950 dark:text-red-200 dark:ring-red-900"
+	}
+	return "rounded px-1.5 py-0.5 text-xs text-slate-400 ring-1 ring-slate-200 dark:ring-slate-700"
+}
+
+// LaunchPage is /clusters/new: the locked price, then the workload (X1, X12).
+type LaunchPage struct {
+	Meta             Meta
+	Quote            QuoteView
+	Form             LaunchForm
+	Problems         map[string]string
+	SSHKeys          []SSHKeyOption
+	Balance          string
+	BalanceAfterHour string
+	Shortfall        string // non-empty when the balance cannot cover the launch (L2)
+	Already          *ClusterRow
+	Software         []SoftwareOption
+}
+
+// QuoteView shows a locked price and its breakdown.
+type QuoteView struct {
+	ID           string
+	Shape        string
+	Location     string
+	Interconnect string
+	Kind         string
+	Price        string
+	MachinePrice string
+	ExpiresAt    string
+	Lines        []LineView
+	Community    bool
+}
+
+// LineView is one line item of a quote.
+type LineView struct {
+	Name, Quantity, Price string
+}
+
+// LaunchForm is the workload form as typed.
+type LaunchForm struct {
+	QuoteID      string
+	FormToken    string
+	Name         string
+	Software     string
+	Image        string
+	StartCommand string
+	Env          string // KEY=VALUE lines
+	Ports        string // comma-separated
+	SSHKeyIDs    []string
+}
+
+// SSHKeyOption is one of the user's keys to install on every node.
+type SSHKeyOption struct {
+	ID, Name, Fingerprint string
+	Checked               bool
+}
+
+// SoftwareOption is one choice of cluster software (S1).
+type SoftwareOption struct {
+	Value, Label, Help string
+	Checked            bool
+}
