@@ -42,7 +42,7 @@ func newTestApp(t testing.TB, db *gorm.DB) *testApp {
 	e := New(Deps{
 		Config: Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
 		Store:  store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FakeClock: clock,
-		Static: static.FS,
+		Static: static.FS, LogPoll: 5 * time.Millisecond,
 	})
 	return &testApp{t: t, e: e, store: store, clock: clock, db: db, sql: counter}
 }

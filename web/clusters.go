@@ -1,7 +1,558 @@
 package web
 
-import "github.com/labstack/echo/v4"
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
 
-// clusterRoutes registers clusters, quotes and launch (issues 4/5) on the
-// signed-in pages group (app) and the authenticated API group (api).
-func (h *handler) clusterRoutes(app, api *echo.Group) {}
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
+	"github.com/labstack/echo/v4"
+)
+
+// clusterRoutes registers the cluster pages and API (issues 4 and 5).
+func (h *handler) clusterRoutes(app, api *echo.Group) {
+	app.GET("/clusters", h.listClusters)
+	app.GET("/clusters/new", h.newCluster)
+	app.POST("/clusters", h.createCluster)
+	app.GET("/clusters/:id", h.showCluster)
+	app.POST("/clusters/:id/terminate", h.terminateCluster)
+
+	api.POST("/gpu/clusters/quote", h.apiQuote)
+	api.POST("/gpu/clusters", h.apiLaunch)
+	api.GET("/gpu/clusters", h.apiListClusters)
+	api.GET("/gpu/clusters/:id", h.apiGetCluster)
+	api.POST("/gpu/clusters/:id/terminate", h.apiTerminate)
+
+	h.connectRoutes(app, api)
+}
+
+// listClusters is GET /clusters: the list, or for htmx polling only its rows.
+func (h *handler) listClusters(c echo.Context) error {
+	p := principal(c)
+	ctx := c.Request().Context()
+	clusters, err := h.Store.ClustersForOrg(ctx, p.Org.ID)
+	if err != nil {
+		return err
+	}
+	pg := views.ClustersPage{Meta: h.meta(c, "Clusters")}
+	if p.User != nil {
+		keys, err := h.Store.SSHKeys(ctx, p.Org.ID, p.User.ID)
+		if err != nil {
+			return err
+		}
+		pg.HasSSHKeys = len(keys) > 0
+	}
+	now := h.Store.Now()
+	for _, cl := range clusters {
+		row := clusterRow(cl, now)
+		pg.AnyStarting = pg.AnyStarting || row.Starting
+		pg.Rows = append(pg.Rows, row)
+	}
+	return page(c, http.StatusOK, views.ClustersPageView(pg), views.ClusterRows(pg))
+}
+
+func clusterRow(cl models.Cluster, now time.Time) views.ClusterRow {
+	return views.ClusterRow{
+		ID: cl.ID, Name: cl.Name, Status: string(cl.Status),
+		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
+		Location: cl.LocationName, Age: age(now.Sub(cl.CreatedAt)),
+		Price:    models.USD(cl.USDPerHour) + "/h",
+		Starting: cl.Status == models.StatusProvisioning || cl.Status == models.StatusInstalling || cl.TerminateRequestedAt != nil && cl.Status != models.StatusTerminated,
+	}
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// newCluster is GET /clusters/new?offer=ID&nodes=N: it locks a price for the
+// offer at that size and shows the launch page (L1 "straight from an offer").
+func (h *handler) newCluster(c echo.Context) error {
+	p := principal(c)
+	ctx := c.Request().Context()
+	offerID := c.QueryParam("offer")
+	nodes, err := strconv.Atoi(c.QueryParam("nodes"))
+	if err != nil || offerID == "" {
+		return echo.NewHTTPError(http.StatusBadRequest, "Pick an offer and a machine count on the offers page.")
+	}
+	o, err := h.Store.OfferByID(ctx, offerID)
+	if err != nil {
+		return err
+	}
+	q, err := h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, models.QuoteRequest{
+		Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
+		Location: o.Location, IncludeCommunity: o.Community})
+	var nc *models.NoCapacityError
+	if errors.As(err, &nc) {
+		return echo.NewHTTPError(http.StatusConflict, "That offer cannot start "+strconv.Itoa(nodes)+" machines now. Pick another on the offers page.")
+	}
+	var fe models.FieldErrors
+	if errors.As(err, &fe) {
+		return echo.NewHTTPError(http.StatusUnprocessableEntity, "A cluster has 2 to 64 machines.")
+	}
+	if err != nil {
+		return err
+	}
+	form := views.LaunchForm{QuoteID: q.ID, FormToken: newToken(18), Software: "none",
+		Name: defaultClusterName(o.Accelerator, nodes)}
+	lp, err := h.launchPage(c, q, form, nil)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.LaunchPageView(lp))
+}
+
+func defaultClusterName(accel string, nodes int) string {
+	return strings.ToLower(strings.ReplaceAll(strings.Split(accel, "_")[0], "_", "-")) + "-x" + strconv.Itoa(nodes)
+}
+
+// launchPage builds the launch page's view for a quote and a form as typed.
+func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchForm, problems map[string]string) (views.LaunchPage, error) {
+	p := principal(c)
+	ctx := c.Request().Context()
+	balance, err := h.Store.Balance(ctx, p.Org.ID)
+	if err != nil {
+		return views.LaunchPage{}, err
+	}
+	lp := views.LaunchPage{
+		Meta: h.meta(c, "Launch"), Quote: quoteView(q), Form: form, Problems: problems,
+		Balance: models.USD(balance), BalanceAfterHour: models.USD(balance - q.USDPerHour),
+	}
+	if need := models.RequiredBalance(q.USDPerHour); balance < need {
+		lp.Shortfall = models.USD(need - balance)
+	}
+	for _, s := range softwareOptions(q.MachineKind) {
+		s.Checked = s.Value == form.Software
+		lp.Software = append(lp.Software, s)
+	}
+	if p.User != nil {
+		keys, err := h.Store.SSHKeys(ctx, p.Org.ID, p.User.ID)
+		if err != nil {
+			return lp, err
+		}
+		for _, k := range keys {
+			checked := len(form.SSHKeyIDs) == 0 && form.Env == "" || slices.Contains(form.SSHKeyIDs, k.ID)
+			lp.SSHKeys = append(lp.SSHKeys, views.SSHKeyOption{ID: k.ID, Name: k.Name, Fingerprint: k.Fingerprint, Checked: checked})
+		}
+	}
+	return lp, nil
+}
+
+// softwareOptions lists S1's choices; Kubernetes is hidden on containers.
+func softwareOptions(kind string) []views.SoftwareOption {
+	opts := []views.SoftwareOption{
+		{Value: "none", Label: "None", Help: "Machines, private network, hostfile and ready-made torchrun, mpirun and DeepSpeed commands."},
+		{Value: "slurm", Label: "Slurm", Help: "Controller on node-0, compute on every node: sbatch, srun, squeue."},
+		{Value: "kubernetes", Label: "Kubernetes", Help: "Control plane on node-0, GPU scheduling, a kubeconfig to download."},
+		{Value: "ray", Label: "Ray", Help: "Head on node-0 and every node joined."},
+	}
+	if kind == "container" {
+		opts = append(opts[:2], opts[3])
+	}
+	return opts
+}
+
+func quoteView(q models.Quote) views.QuoteView {
+	qv := views.QuoteView{
+		ID: q.ID, Shape: views.Shape(q.Nodes, q.GPUsPerNode, q.Accelerator), Location: q.LocationName,
+		Interconnect: views.InterconnectLabel(q.Interconnect), Kind: views.KindLabel(q.MachineKind),
+		Price: models.USD(q.USDPerHour) + "/h", MachinePrice: models.USD(q.MachineHour()) + "/h",
+		ExpiresAt: q.ExpiresAt.Format("15:04 MST, 2 Jan"), Community: q.Community,
+	}
+	for _, li := range q.LineItems() {
+		qv.Lines = append(qv.Lines, views.LineView{Name: lineName(li.Name), Quantity: li.Quantity, Price: models.USD(li.USDPerHour) + "/h"})
+	}
+	return qv
+}
+
+func lineName(n string) string {
+	switch n {
+	case "gpus":
+		return "GPUs"
+	case "root_disks":
+		return "Root disks"
+	case "volume":
+		return "Persistent volume"
+	}
+	return n
+}
+
+// launchForm is the workload form (POST /clusters).
+type launchForm struct {
+	QuoteID      string   `form:"quote_id"`
+	FormToken    string   `form:"form_token"`
+	Name         string   `form:"name"`
+	Software     string   `form:"software"`
+	Image        string   `form:"image"`
+	StartCommand string   `form:"start_command"`
+	Env          string   `form:"env"`
+	Ports        string   `form:"ports"`
+	SSHKeyIDs    []string `form:"ssh_key_ids"`
+}
+
+// parseEnvLines reads KEY=value lines.
+func parseEnvLines(s string) (map[string]string, string) {
+	env := map[string]string{}
+	for i, line := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Sprintf("line %d is not KEY=value", i+1)
+		}
+		env[strings.TrimSpace(k)] = v
+	}
+	return env, ""
+}
+
+func parsePorts(s string) ([]int, string) {
+	var ports []int
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Sprintf("%q is not a port number", f)
+		}
+		ports = append(ports, n)
+	}
+	return ports, ""
+}
+
+// createCluster is POST /clusters: launch from the page's quote. The form
+// token is the idempotency key, so a second submit lands on the same cluster
+// and says "already launched as …" (X12).
+func (h *handler) createCluster(c echo.Context) error {
+	p := principal(c)
+	ctx := c.Request().Context()
+	var f launchForm
+	if err := c.Bind(&f); err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
+	}
+	q, err := h.Store.QuoteForOrg(ctx, p.Org.ID, f.QuoteID)
+	if err != nil {
+		return err
+	}
+	view := views.LaunchForm{QuoteID: f.QuoteID, FormToken: f.FormToken, Name: f.Name, Software: f.Software,
+		Image: f.Image, StartCommand: f.StartCommand, Env: f.Env, Ports: f.Ports, SSHKeyIDs: f.SSHKeyIDs}
+	problems := map[string]string{}
+	env, msg := parseEnvLines(f.Env)
+	if msg != "" {
+		problems["env"] = msg
+	}
+	ports, msg := parsePorts(f.Ports)
+	if msg != "" {
+		problems["ports"] = msg
+	}
+	keys, err := h.sshKeysFor(c, f.SSHKeyIDs)
+	if err != nil {
+		problems["sshKeyIds"] = "choose your own SSH keys"
+	}
+	if len(f.FormToken) < 16 {
+		problems["quote"] = "This form is incomplete; open the launch page again."
+	}
+	if len(problems) == 0 {
+		cl, created, err := h.Store.LaunchCluster(ctx, models.LaunchParams{
+			OrgID: p.Org.ID, EnvID: p.Env.ID, QuoteID: q.ID, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f),
+			Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
+			StartCommand: f.StartCommand, Env: env, Ports: ports, SSHKeys: keys, Actor: p.Actor,
+		})
+		switch {
+		case err == nil && created:
+			h.audit(c, "cluster.launch", cl.ID, cl.Name)
+			h.kick(c, "provision")
+			return redirect(c, "/clusters/"+cl.ID)
+		case err == nil, errors.Is(err, models.ErrIdempotencyMismatch) || errors.Is(err, models.ErrQuoteUsed):
+			return h.alreadyLaunched(c, q, view, cl, err)
+		}
+		if !launchProblem(err, problems) {
+			return err
+		}
+	}
+	lp, err := h.launchPage(c, q, view, problems)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusUnprocessableEntity, views.LaunchPageView(lp))
+}
+
+// alreadyLaunched answers a repeated launch form with the cluster it made.
+func (h *handler) alreadyLaunched(c echo.Context, q models.Quote, view views.LaunchForm, cl models.Cluster, err error) error {
+	if err != nil {
+		clusters, lerr := h.Store.ClustersForOrg(c.Request().Context(), principal(c).Org.ID)
+		if lerr != nil {
+			return lerr
+		}
+		for _, x := range clusters {
+			if x.QuoteID == q.ID {
+				cl = x
+			}
+		}
+	}
+	lp, lerr := h.launchPage(c, q, view, nil)
+	if lerr != nil {
+		return lerr
+	}
+	if cl.ID != "" {
+		row := clusterRow(cl, h.Store.Now())
+		lp.Already = &row
+	}
+	return render(c, http.StatusOK, views.LaunchPageView(lp))
+}
+
+// launchProblem turns a launch refusal into a form problem; false means it is
+// not one the form explains.
+func launchProblem(err error, problems map[string]string) bool {
+	var fe models.FieldErrors
+	var pc *models.PriceChangedError
+	var qe *models.QuotaError
+	var ib *models.InsufficientBalanceError
+	switch {
+	case errors.As(err, &fe):
+		for k, v := range fe {
+			problems[k] = v
+		}
+	case errors.As(err, &pc):
+		problems["quote"] = "The locked price expired. Go back to the offers to lock a fresh price."
+	case errors.As(err, &qe):
+		problems["quote"] = fmt.Sprintf("This launch would use %d %s with %d already in use; your organisation's limit is %d. Ask the operator to raise it.",
+			qe.Requested, qe.Resource, qe.InUse, qe.Limit)
+	case errors.As(err, &ib):
+		problems["quote"] = fmt.Sprintf("Your balance is %s; a launch needs %s (one hour of the whole cluster, at least $10). Add %s.",
+			models.USD(ib.Balance), models.USD(ib.Required), models.USD(ib.Shortfall()))
+	default:
+		return false
+	}
+	return true
+}
+
+func formHash(f launchForm) string {
+	keys := append([]string(nil), f.SSHKeyIDs...)
+	sort.Strings(keys)
+	v := url.Values{"q": {f.QuoteID}, "n": {f.Name}, "s": {f.Software}, "i": {f.Image}, "c": {f.StartCommand},
+		"e": {f.Env}, "p": {f.Ports}, "k": keys}
+	sum := sha256.Sum256([]byte(v.Encode()))
+	return hex.EncodeToString(sum[:])
+}
+
+// sshKeysFor resolves the caller's own SSH key ids to public keys.
+func (h *handler) sshKeysFor(c echo.Context, ids []string) ([]string, error) {
+	p := principal(c)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	userID := ""
+	if p.User != nil {
+		userID = p.User.ID
+	}
+	keys, err := h.Store.SSHKeysForUser(c.Request().Context(), p.Org.ID, userID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.PublicKey)
+	}
+	return out, nil
+}
+
+// showCluster is GET /clusters/{id}: the cluster page, or for htmx polling
+// only its live part (L11, X3).
+func (h *handler) showCluster(c echo.Context) error {
+	p := principal(c)
+	ctx := c.Request().Context()
+	cl, err := h.Store.ClusterForOrg(ctx, p.Org.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	cp, err := h.clusterPage(c, cl)
+	if err != nil {
+		return err
+	}
+	return page(c, http.StatusOK, views.ClusterPageView(cp), views.ClusterLive(cp))
+}
+
+func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterPage, error) {
+	ctx := c.Request().Context()
+	nodes, err := h.Store.NodesFor(ctx, cl.ID)
+	if err != nil {
+		return views.ClusterPage{}, err
+	}
+	events, err := h.Store.EventsFor(ctx, cl.ID)
+	if err != nil {
+		return views.ClusterPage{}, err
+	}
+	now := h.Store.Now()
+	cp := views.ClusterPage{
+		Meta: h.meta(c, cl.Name), C: clusterView(cl),
+		Live:         !cl.Status.Terminal(),
+		CanTerminate: cl.Status != models.StatusTerminated && cl.TerminateRequestedAt == nil,
+	}
+	for _, n := range nodes {
+		cp.Nodes = append(cp.Nodes, nodeView(cl, n, now))
+	}
+	for _, e := range events {
+		cp.Events = append(cp.Events, views.EventView{At: e.At.Format("15:04:05"), Kind: e.Kind, Status: e.Status,
+			Node: e.Node, Step: e.Step, Message: e.Message})
+	}
+	if cl.Status == models.StatusFailed {
+		cp.Alternatives, err = h.alternatives(c, cl)
+		if err != nil {
+			return cp, err
+		}
+	}
+	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
+		return cp, err
+	}
+	return cp, nil
+}
+
+func clusterView(cl models.Cluster) views.ClusterView {
+	v := views.ClusterView{
+		ID: cl.ID, Name: cl.Name, Status: string(cl.Status),
+		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
+		Location: cl.LocationName, Interconnect: views.InterconnectLabel(cl.Interconnect), Kind: views.KindLabel(cl.MachineKind),
+		Price: models.USD(cl.USDPerHour) + "/h", MachinePrice: models.USD(cl.MachineHour) + "/h",
+		ReadyAt: "not yet", LastError: cl.LastError, Software: cl.Software,
+		Created:     cl.CreatedAt.Format(time.RFC3339),
+		Terminating: cl.TerminateRequestedAt != nil && cl.Status != models.StatusTerminated,
+	}
+	if cl.ReadyAt != nil {
+		v.ReadyAt = cl.ReadyAt.Format("15:04:05 MST, 2 Jan")
+	}
+	return v
+}
+
+// nodeView is one node's timeline: each step done (with when), the one it
+// waits for (with the time left before its deadline), or failed (X3).
+func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.NodeView {
+	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: n.Status, Address: n.PrivateIP, Message: n.Message}
+	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
+	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
+	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(cl.PlacedAt != nil, "done", "active"), At: clock(cl.PlacedAt)})
+	for _, step := range models.ProvisionSteps {
+		sv := views.StepView{Label: labels[step], State: "waiting"}
+		deadline := cl.StepDeadline(step)
+		if !deadline.IsZero() {
+			sv.Deadline = "deadline " + deadline.Format("15:04:05")
+		}
+		switch {
+		case stamp[step] != nil:
+			sv.State, sv.At = "done", clock(stamp[step])
+		case n.Step == step && (n.Status == "failed" || n.Status == "lost"):
+			sv.State = "failed"
+		case n.Step == step && cl.Status == models.StatusProvisioning && !deadline.IsZero():
+			sv.State = "active"
+			sv.Left = (deadline.Sub(now)).Round(time.Second).String() + " left"
+		}
+		nv.Steps = append(nv.Steps, sv)
+	}
+	if cl.Software != "" && cl.Software != "none" {
+		sv := views.StepView{Label: cl.Software, State: "waiting"}
+		switch {
+		case n.SoftwareAt != nil:
+			sv.State, sv.At = "done", clock(n.SoftwareAt)
+		case cl.Status == models.StatusInstalling:
+			sv.State = "active"
+		case cl.Status == models.StatusDegraded && cl.ReadyAt != nil && n.SoftwareAt == nil:
+			sv.State = "failed"
+		}
+		nv.Steps = append(nv.Steps, sv)
+	}
+	return nv
+}
+
+func stateIf(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return no
+}
+
+func clock(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.Format("15:04:05")
+}
+
+// alternatives are offers that can start now for a failed cluster's shape (L4).
+func (h *handler) alternatives(c echo.Context, cl models.Cluster) ([]views.OfferAlternative, error) {
+	groups, err := h.Store.PickOffers(c.Request().Context(), models.OfferFilter{Accelerator: cl.Accelerator, Nodes: cl.Nodes, GPUsPerNode: cl.GPUsPerNode})
+	if err != nil {
+		return nil, err
+	}
+	var out []views.OfferAlternative
+	for _, g := range groups {
+		for _, o := range g.Offers {
+			if o.SellFor(cl.Nodes) != models.Startable || len(out) >= 5 {
+				continue
+			}
+			out = append(out, views.OfferAlternative{
+				Label:     fmt.Sprintf("%s · %s · %s", o.LocationName, views.InterconnectLabel(o.Interconnect), views.KindLabel(o.MachineKind)),
+				Price:     models.USD(o.ClusterHour(cl.Nodes)) + "/h",
+				LaunchURL: "/clusters/new?" + url.Values{"offer": {o.ID}, "nodes": {strconv.Itoa(cl.Nodes)}}.Encode(),
+			})
+		}
+	}
+	return out, nil
+}
+
+// terminateCluster is POST /clusters/{id}/terminate (L7): it records the
+// intent; the provision job releases every machine together.
+func (h *handler) terminateCluster(c echo.Context) error {
+	p := principal(c)
+	cl, err := h.Store.RequestTerminate(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
+	if err != nil {
+		return err
+	}
+	h.audit(c, "cluster.terminate", cl.ID, cl.Name)
+	h.kick(c, "provision")
+	if isPartial(c) {
+		cp, err := h.clusterPage(c, cl)
+		if err != nil {
+			return err
+		}
+		return render(c, http.StatusOK, views.ClusterLive(cp))
+	}
+	return redirect(c, "/clusters/"+cl.ID)
+}
+
+// audit records an audit entry for this request; a failure to record is
+// logged, not shown (the action already happened).
+func (h *handler) audit(c echo.Context, action, target, detail string) {
+	if err := h.Store.AuditLog(c.Request().Context(), h.auditEntry(c, action, target, detail)); err != nil {
+		h.Log.Error("audit log", "action", action, "error", err)
+	}
+}
+
+// kick runs a job's tick soon, so the customer does not wait for the next
+// scheduled one. Jobs stay the only code that calls providers.
+func (h *handler) kick(c echo.Context, job string) {
+	if h.Jobs == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = h.Jobs.RunNow(ctx, job)
+	}()
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
@@ -155,7 +156,7 @@ func walkRoutes(t walkT, f *walkFixture) int {
 		}
 
 		// Positive control: A reaches its own resources.
-		if len(params) > 0 && r.Method == http.MethodGet && !walkCapability[r.Path] {
+		if _, stateful := walkStateful[r.Path]; len(params) > 0 && r.Method == http.MethodGet && !walkCapability[r.Path] && !stateful {
 			var rec *httptest.ResponseRecorder
 			if api {
 				rec = f.asAKey(r.Method, path)
@@ -206,16 +207,38 @@ var walkExempt = map[string]string{
 // walkParams gives, per route pattern, the path values pointing at org A's
 // resources (creating them as needed).
 var walkParams = map[string]func(f *walkFixture) map[string]string{
-	"/invites/:token":                   func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
-	"/invites/:token/accept":            func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
-	"/orgs/:id/switch":                  func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
-	"/environments/:id/switch":          func(f *walkFixture) map[string]string { return map[string]string{"id": f.envA.ID} },
-	"/settings/ssh-keys/:id/delete":     func(f *walkFixture) map[string]string { return map[string]string{"id": f.sshA.ID} },
-	"/settings/api-keys/:id/revoke":     func(f *walkFixture) map[string]string { return map[string]string{"id": f.keyA.ID} },
-	"/settings/team/invites/:id/revoke": func(f *walkFixture) map[string]string { return map[string]string{"id": f.inviteA.ID} },
-	"/settings/team/members/:id/role":   func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
-	"/settings/team/members/:id/remove": func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
-	"/admin/orgs/:id/quota":             func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+	"/invites/:token":                    func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
+	"/invites/:token/accept":             func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
+	"/orgs/:id/switch":                   func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+	"/environments/:id/switch":           func(f *walkFixture) map[string]string { return map[string]string{"id": f.envA.ID} },
+	"/settings/ssh-keys/:id/delete":      func(f *walkFixture) map[string]string { return map[string]string{"id": f.sshA.ID} },
+	"/settings/api-keys/:id/revoke":      func(f *walkFixture) map[string]string { return map[string]string{"id": f.keyA.ID} },
+	"/settings/team/invites/:id/revoke":  func(f *walkFixture) map[string]string { return map[string]string{"id": f.inviteA.ID} },
+	"/settings/team/members/:id/role":    func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
+	"/settings/team/members/:id/remove":  func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
+	"/admin/orgs/:id/quota":              func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+	"/clusters/:id":                      clusterA,
+	"/clusters/:id/terminate":            clusterA,
+	"/clusters/:id/retry-install":        clusterA,
+	"/clusters/:id/kubeconfig":           clusterA,
+	"/clusters/:id/logs/stream":          clusterA,
+	"/clusters/:id/logs/panel":           clusterA,
+	"/v1/gpu/clusters/:id":               clusterA,
+	"/v1/gpu/clusters/:id/terminate":     clusterA,
+	"/v1/gpu/clusters/:id/connections":   clusterA,
+	"/v1/gpu/clusters/:id/logs":          clusterA,
+	"/v1/gpu/clusters/:id/kubeconfig":    clusterA,
+	"/v1/gpu/clusters/:id/retry-install": clusterA,
+}
+
+func clusterA(f *walkFixture) map[string]string { return map[string]string{"id": f.clusterA.ID} }
+
+// walkStateful lists GET routes whose answer to A depends on the cluster's
+// state, so the positive control does not apply (B still gets 404).
+var walkStateful = map[string]string{
+	"/clusters/:id/kubeconfig":         "404 until a Kubernetes install reports one",
+	"/v1/gpu/clusters/:id/kubeconfig":  "404 until a Kubernetes install reports one",
+	"/v1/gpu/clusters/:id/connections": "409 until every machine is up",
 }
 
 // walkFixture is two organisations. Everything of A's carries the marker
@@ -231,6 +254,7 @@ type walkFixture struct {
 	keyA     models.APIKey
 	tokenA   string
 	inviteA  models.Invite
+	clusterA models.Cluster
 	tokenB   string
 	cookiesA *client
 }
@@ -262,6 +286,7 @@ func newWalkFixture(t *testing.T, app *testApp) *walkFixture {
 	if _, f.tokenB, err = app.store.CreateAPIKey(ctx, f.B.org.ID, f.B.env.ID, f.B.user.ID, "bravo-ci"); err != nil {
 		t.Fatal(err)
 	}
+	f.clusterA = launchFor(t, app, f.A, "alphacorpzq-train")
 	f.cookiesA = app.login(f.A)
 	return f
 }
@@ -292,6 +317,12 @@ func (f *walkFixture) request(method, path string) *http.Request {
 	} else {
 		req = httptest.NewRequest(method, path, strings.NewReader(""))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if strings.HasSuffix(req.URL.Path, "/logs/stream") || strings.HasSuffix(req.URL.Path, "/logs") {
+		// A log stream follows until the client leaves: leave after a moment.
+		ctx, cancel := context.WithTimeout(req.Context(), 300*time.Millisecond)
+		f.t.Cleanup(cancel)
+		req = req.WithContext(ctx)
 	}
 	return req
 }
@@ -351,6 +382,9 @@ func (f *walkFixture) checkAIntact(t *testing.T) {
 	}
 	if inv, _ := s.PendingInvites(ctx, f.A.org.ID); len(inv) != 1 {
 		t.Errorf("A's pending invites: %d", len(inv))
+	}
+	if cl, err := s.ClusterForOrg(ctx, f.A.org.ID, f.clusterA.ID); err != nil || cl.TerminateRequestedAt != nil || cl.Status != models.StatusProvisioning {
+		t.Errorf("A's cluster changed during the walk: %+v %v", cl, err)
 	}
 	members, _ := s.Members(ctx, f.A.org.ID)
 	if len(members) != 2 {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/gorilla/sessions"
@@ -50,6 +51,7 @@ type Deps struct {
 	Jobs      JobRunner
 	FakeClock *models.FakeClock // set only with CLUSTERDECK_FAKE_CLOCK=1 in development
 	Sim       SimControl        // nil when the simulated cloud is not enabled
+	LogPoll   time.Duration     // how often a log stream looks for new lines (default 1 s)
 }
 
 type handler struct {
@@ -84,4 +86,12 @@ func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
 		opts = append(opts, echo.TrustIPRange(n))
 	}
 	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// logPoll is how often a log stream looks for new lines.
+func (h *handler) logPoll() time.Duration {
+	if h.LogPoll > 0 {
+		return h.LogPoll
+	}
+	return time.Second
 }

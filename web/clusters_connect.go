@@ -1,0 +1,315 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/nodespec"
+	"github.com/clusterdeck/clusterdeck/views"
+	"github.com/labstack/echo/v4"
+)
+
+// connectRoutes registers connections, logs, kubeconfig and retry install (issue 5).
+func (h *handler) connectRoutes(app, api *echo.Group) {
+	app.POST("/clusters/:id/retry-install", h.retryInstall)
+	app.GET("/clusters/:id/kubeconfig", h.downloadKubeconfig)
+	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
+	app.GET("/clusters/:id/logs/panel", h.logPanel)
+
+	api.GET("/gpu/clusters/:id/connections", h.apiConnections)
+	api.GET("/gpu/clusters/:id/logs", h.apiLogs)
+	api.GET("/gpu/clusters/:id/kubeconfig", h.downloadKubeconfig)
+	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
+}
+
+// connectable reports whether the cluster's machines are up to be reached.
+func connectable(cl models.Cluster) bool {
+	switch cl.Status {
+	case models.StatusReady, models.StatusInstalling, models.StatusDegraded:
+		return cl.TerminateRequestedAt == nil
+	}
+	return false
+}
+
+// spec loads what nodespec needs for the cluster.
+func (h *handler) spec(c echo.Context, cl models.Cluster, nodes []models.ClusterNode) nodespec.Cluster {
+	o, _ := h.Store.OfferByID(c.Request().Context(), cl.OfferID) // a vanished offer only loses CPU/memory lines
+	return models.ClusterSpec(cl, nodes, o)
+}
+
+// decorateClusterPage adds what the cluster page shows once machines are up:
+// how to connect, the logs, and the software actions.
+func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes []models.ClusterNode, cp *views.ClusterPage) error {
+	cp.CanRetry = cl.Status == models.StatusDegraded && models.SoftwareFailure(cl.LastError)
+	cp.C.Kubeconfig = cl.Software == "kubernetes" && cl.ReadyAt != nil && !cl.Status.Terminal()
+	if cl.PlacedAt != nil {
+		for _, n := range nodes {
+			cp.LogRanks = append(cp.LogRanks, n.Rank)
+		}
+	}
+	if !connectable(cl) {
+		return nil
+	}
+	s := h.spec(c, cl, nodes)
+	cv := &views.ConnectView{
+		PrimarySSH: s.PrimarySSH().Command, EnvBlock: s.EnvBlock(0),
+		Readiness: nodespec.ReadinessNote, Malloc: nodespec.MallocHint,
+	}
+	if s.HasSharedFolder() {
+		cv.Hostfile = s.Hostfile()
+	}
+	for _, ssh := range s.SSH() {
+		cv.Nodes = append(cv.Nodes, views.ConnectNode{Name: ssh.Name, Address: ssh.PrivateIP, SSH: ssh.Command})
+	}
+	for i, cmd := range s.Commands().All() {
+		cv.Commands = append(cv.Commands, views.CommandView{ID: strconv.Itoa(i), Title: cmd.Name, RunOn: cmd.RunOn, Text: cmd.Text, Note: cmd.Note})
+	}
+	cv.Commands = append(cv.Commands, views.CommandView{ID: "readiness", Title: "Application readiness check (example)",
+		RunOn: "every node, in your start command", Text: nodespec.ReadinessScript})
+	cp.Connect = cv
+	return nil
+}
+
+type connectionNodeJSON struct {
+	Name       string `json:"name"`
+	Rank       int    `json:"rank"`
+	Address    string `json:"address"`
+	PublicHost string `json:"publicHost,omitempty"`
+	SSH        string `json:"ssh"`
+}
+
+type commandJSON struct {
+	Name    string `json:"name"`
+	RunOn   string `json:"runOn"`
+	Command string `json:"command"`
+	Note    string `json:"note,omitempty"`
+}
+
+// apiConnections is GET /v1/gpu/clusters/{id}/connections (N2–N5, L9).
+func (h *handler) apiConnections(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl, err := h.Store.ClusterForOrg(ctx, principal(c).Org.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if !connectable(cl) {
+		return &APIError{Status: http.StatusConflict, Code: "not_connectable",
+			Message: "Connections exist once every machine is up (status " + string(cl.Status) + ")."}
+	}
+	nodes, err := h.Store.NodesFor(ctx, cl.ID)
+	if err != nil {
+		return err
+	}
+	s := h.spec(c, cl, nodes)
+	env := map[string]string{}
+	for _, e := range s.Env(0) {
+		env[e.Name] = e.Value
+	}
+	out := map[string]any{
+		"cluster": cl.ID, "status": cl.Status, "gateway": nilIfEmpty(cl.Gateway),
+		"env": env, "envBlock": s.EnvBlock(0), "envNote": "Identical on every node but NODE_RANK (N3).",
+		"mallocHint": nodespec.MallocHint, "readiness": nodespec.ReadinessNote, "readinessScript": nodespec.ReadinessScript,
+		"sshConfig": s.SSHConfig(),
+	}
+	if s.HasSharedFolder() {
+		out["hostfile"], out["hostfilePath"] = s.Hostfile(), s.HostfilePath()
+	}
+	var nodesOut []connectionNodeJSON
+	for _, ssh := range s.SSH() {
+		nodesOut = append(nodesOut, connectionNodeJSON{Name: ssh.Name, Rank: ssh.Rank, Address: ssh.PrivateIP, SSH: ssh.Command,
+			PublicHost: nodes[ssh.Rank].PublicHost})
+	}
+	out["nodes"] = nodesOut
+	out["primary"] = nodesOut[0]
+	var cmds []commandJSON
+	for _, cmd := range s.Commands().All() {
+		cmds = append(cmds, commandJSON{Name: cmd.Name, RunOn: cmd.RunOn, Command: cmd.Text, Note: cmd.Note})
+	}
+	out["commands"] = cmds
+	return c.JSON(http.StatusOK, out)
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// retryInstall is POST /clusters/{id}/retry-install (L6).
+func (h *handler) retryInstall(c echo.Context) error {
+	p := principal(c)
+	cl, err := h.Store.RetryInstall(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
+	if err != nil {
+		return err
+	}
+	h.audit(c, "cluster.retry_install", cl.ID, cl.Name)
+	h.kick(c, "install")
+	return redirect(c, "/clusters/"+cl.ID)
+}
+
+// apiRetryInstall is POST /v1/gpu/clusters/{id}/retry-install (L6).
+func (h *handler) apiRetryInstall(c echo.Context) error {
+	p := principal(c)
+	cl, err := h.Store.RetryInstall(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
+	if err != nil {
+		return err
+	}
+	h.audit(c, "cluster.retry_install", cl.ID, cl.Name)
+	h.kick(c, "install")
+	return h.clusterJSONResponse(c, http.StatusAccepted, cl)
+}
+
+// downloadKubeconfig is GET …/kubeconfig: the Kubernetes cluster's
+// kubeconfig, for its own organisation only (S1).
+func (h *handler) downloadKubeconfig(c echo.Context) error {
+	p := principal(c)
+	kc, err := h.Store.Kubeconfig(c.Request().Context(), p.Org.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	h.audit(c, "cluster.kubeconfig", c.Param("id"), "downloaded")
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="kubeconfig-`+c.Param("id")+`.yaml"`)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.Blob(http.StatusOK, "application/yaml", []byte(kc))
+}
+
+// logNode reads ?node=N (rank 0 by default, N6) and checks it belongs to the cluster.
+func logNode(c echo.Context, cl models.Cluster) (int, error) {
+	q := c.QueryParam("node")
+	if q == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n < 0 || n >= cl.Nodes {
+		return 0, invalid(models.FieldErrors{"node": fmt.Sprintf("a rank from 0 to %d", cl.Nodes-1)})
+	}
+	return n, nil
+}
+
+// logsBacklog is how many stored lines a stream starts with.
+const logsBacklog = 500
+
+type logLineJSON struct {
+	ID   int64     `json:"id"`
+	Node string    `json:"node"`
+	At   time.Time `json:"at"`
+	Text string    `json:"text"`
+}
+
+// apiLogs is GET /v1/gpu/clusters/{id}/logs?node=N&follow=true|false (N6):
+// the stored lines as JSON with follow=false, otherwise a server-sent event
+// stream that follows the tail.
+func (h *handler) apiLogs(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl, err := h.Store.ClusterForOrg(ctx, principal(c).Org.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	rank, err := logNode(c, cl)
+	if err != nil {
+		return err
+	}
+	if c.QueryParam("follow") == "false" {
+		lines, err := h.Store.TailNodeLogs(ctx, cl.OrgID, cl.ID, rank, models.MaxLogLinesPerNode)
+		if err != nil {
+			return err
+		}
+		out := make([]logLineJSON, 0, len(lines))
+		for _, l := range lines {
+			out = append(out, logLineJSON{ID: l.ID, Node: "node-" + strconv.Itoa(rank), At: l.At, Text: l.Text})
+		}
+		return c.JSON(http.StatusOK, map[string]any{"cluster": cl.ID, "node": "node-" + strconv.Itoa(rank), "lines": out})
+	}
+	return h.streamLogs(c, cl, rank, func(l models.NodeLogLine) ([]byte, error) {
+		return json.Marshal(logLineJSON{ID: l.ID, Node: "node-" + strconv.Itoa(rank), At: l.At, Text: l.Text})
+	})
+}
+
+// streamLogsPage is GET /clusters/{id}/logs/stream?node=N: the page's live
+// log, as server-sent HTML fragments for htmx's SSE extension.
+func (h *handler) streamLogsPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl, err := h.Store.ClusterForOrg(ctx, principal(c).Org.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	rank, err := logNode(c, cl)
+	if err != nil {
+		return err
+	}
+	return h.streamLogs(c, cl, rank, func(l models.NodeLogLine) ([]byte, error) {
+		var buf bytes.Buffer
+		err := views.LogLine(l.At.Format("15:04:05"), l.Text).Render(ctx, &buf)
+		return buf.Bytes(), err
+	})
+}
+
+// logPanel is GET /clusters/{id}/logs/panel?node=N: the stream for another node.
+func (h *handler) logPanel(c echo.Context) error {
+	cl, err := h.Store.ClusterForOrg(c.Request().Context(), principal(c).Org.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	rank, err := logNode(c, cl)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.LogStream(cl.ID, rank))
+}
+
+// streamLogs writes a node's last lines, then follows new ones as "line"
+// events until the client leaves or the cluster ended and everything was sent.
+func (h *handler) streamLogs(c echo.Context, cl models.Cluster, rank int, encode func(models.NodeLogLine) ([]byte, error)) error {
+	ctx := c.Request().Context()
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	lines, err := h.Store.TailNodeLogs(ctx, cl.OrgID, cl.ID, rank, logsBacklog)
+	if err != nil {
+		return nil // the status is sent; the client reconnects
+	}
+	var last int64
+	poll := h.logPoll()
+	heartbeat := time.NewTicker(15 * time.Second)
+	defer heartbeat.Stop()
+	for {
+		for _, l := range lines {
+			data, err := encode(l)
+			if err != nil {
+				return nil
+			}
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: line\ndata: %s\n\n", l.ID, bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: "))); err != nil {
+				return nil
+			}
+			last = l.ID
+		}
+		w.Flush()
+		if len(lines) == 0 {
+			cur, err := h.Store.ClusterByID(ctx, cl.ID)
+			if err != nil || cur.Status.Terminal() {
+				fmt.Fprint(w, "event: end\ndata: the cluster has ended\n\n")
+				w.Flush()
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-heartbeat.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+			w.Flush()
+		case <-time.After(poll):
+		}
+		if lines, err = h.Store.NodeLogs(ctx, cl.OrgID, cl.ID, rank, last, 200); err != nil {
+			return nil
+		}
+	}
+}
