@@ -103,3 +103,14 @@ const MinLaunchBalance Money = 10 * Micro
 
 // RequiredBalance is what L2 asks the balance to cover for a cluster at usdPerHour.
 func RequiredBalance(usdPerHour Money) Money { return max(usdPerHour, MinLaunchBalance) }
+
+// BurnRate is what an organisation's running clusters cost per hour at their
+// locked rates: every cluster billed since readyAt and not yet ended (B1).
+func (s *Store) BurnRate(ctx context.Context, orgID string) (Money, error) {
+	var sum Money
+	err := s.db.WithContext(ctx).Model(&Cluster{}).
+		Where("org_id = ? AND ready_at IS NOT NULL AND status IN ?", orgID,
+			[]ClusterStatus{StatusInstalling, StatusReady, StatusDegraded}).
+		Select("COALESCE(SUM(usd_per_hour), 0)").Scan(&sum).Error
+	return sum, err
+}

@@ -58,6 +58,9 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/settings/team/members/:id/remove", h.removeMember, h.requireManager)
 	app.GET("/settings/audit", h.showAudit, h.requireManager)
 
+	// Billing: owners and admins (members get 403).
+	app.GET("/billing", h.showBilling, h.requireManager)
+
 	// Operators only (`clusterdeck admin grant EMAIL`).
 	admin := app.Group("/admin", h.requireOperator)
 	admin.GET("", h.showAdmin)
