@@ -353,7 +353,7 @@ type InsufficientBalanceError struct {
 }
 
 func (e *InsufficientBalanceError) Error() string {
-	return fmt.Sprintf("balance %s is under the %s a launch needs", DecimalUSD(e.Balance), DecimalUSD(e.Required))
+	return fmt.Sprintf("balance $%s is under the $%s a launch needs", DecimalUSD(e.Balance), DecimalUSD(e.Required))
 }
 
 // Shortfall is how much to add.
@@ -476,7 +476,7 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 	if err := s.db.WithContext(ctx).Create(&nodes).Error; err != nil {
 		return Cluster{}, fmt.Errorf("models: create nodes: %w", err)
 	}
-	msg := fmt.Sprintf("Launch requested by %s: %d × %d × %s in %s at %s/h, software %s.",
+	msg := fmt.Sprintf("Launch requested by %s: %d × %d × %s in %s at $%s/h, software %s.",
 		p.Actor, c.Nodes, c.GPUsPerNode, c.Accelerator, c.Location, DecimalUSD(c.USDPerHour), c.Software)
 	return c, s.addEvent(ctx, c, StatusProvisioning, "request", "", "", msg)
 }

@@ -118,13 +118,13 @@ type LineItem struct {
 // LineItems breaks the quote down; they add up to USDPerHour (Q3).
 func (q Quote) LineItems() []LineItem {
 	items := []LineItem{
-		{Name: "gpus", Quantity: fmt.Sprintf("%d × %d GPUs at %s/GPU-h", q.Nodes, q.GPUsPerNode, DecimalUSD(q.PerGPUHour)),
+		{Name: "gpus", Quantity: fmt.Sprintf("%d × %d GPUs at $%s/GPU-h", q.Nodes, q.GPUsPerNode, DecimalUSD(q.PerGPUHour)),
 			USDPerHour: int64(q.GPUsPerNode) * int64(q.Nodes) * q.PerGPUHour},
-		{Name: "root_disks", Quantity: fmt.Sprintf("%d × %d GB at %s/GB-h", q.Nodes, q.RootDiskGB, DecimalUSD(q.DiskGBHour)),
+		{Name: "root_disks", Quantity: fmt.Sprintf("%d × %d GB at $%s/GB-h", q.Nodes, q.RootDiskGB, DecimalUSD(q.DiskGBHour)),
 			USDPerHour: int64(q.RootDiskGB) * int64(q.Nodes) * q.DiskGBHour},
 	}
 	if q.VolumeGB > 0 {
-		items = append(items, LineItem{Name: "volume", Quantity: fmt.Sprintf("%d GB at %s/GB-h", q.VolumeGB, DecimalUSD(q.VolumeGBHour)),
+		items = append(items, LineItem{Name: "volume", Quantity: fmt.Sprintf("%d GB at $%s/GB-h", q.VolumeGB, DecimalUSD(q.VolumeGBHour)),
 			USDPerHour: int64(q.VolumeGB) * q.VolumeGBHour})
 	}
 	return items

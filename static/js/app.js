@@ -1,4 +1,5 @@
-// Clusterdeck's only hand-written script: copy buttons. Everything else is htmx.
+// Clusterdeck's only hand-written script: copy buttons, and keeping the
+// live log to its last lines, following the tail. Everything else is htmx.
 document.addEventListener("click", function (ev) {
   var btn = ev.target.closest("[data-copy]");
   if (!btn) return;
@@ -9,4 +10,18 @@ document.addEventListener("click", function (ev) {
     btn.textContent = "Copied";
     setTimeout(function () { btn.textContent = old; }, 1200);
   });
+});
+
+// The log panel keeps the last MAX_LOG_LINES lines and stays scrolled to the
+// bottom unless the reader scrolled up to read.
+var MAX_LOG_LINES = 1000;
+document.addEventListener("htmx:sseBeforeMessage", function (ev) {
+  var box = document.getElementById("log-lines");
+  if (box) box.dataset.atBottom = String(box.scrollHeight - box.scrollTop - box.clientHeight < 24);
+});
+document.addEventListener("htmx:sseMessage", function () {
+  var box = document.getElementById("log-lines");
+  if (!box) return;
+  while (box.childElementCount > MAX_LOG_LINES) box.removeChild(box.firstElementChild);
+  if (box.dataset.atBottom !== "false") box.scrollTop = box.scrollHeight;
 });
