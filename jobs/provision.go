@@ -225,10 +225,6 @@ func (j *Provision) release(ctx context.Context, c models.Cluster) error {
 // terminate carries out a terminate request in any state (L7): every machine
 // is released together, then the cluster is terminated and billing ends.
 func (j *Provision) terminate(ctx context.Context, c models.Cluster) error {
-	if c.Status == models.StatusFailed && c.ReleasedAt != nil {
-		_, err := j.Store.MarkTerminated(ctx, c.ID)
-		return err
-	}
 	if p, err := j.Providers.Get(c.Provider); err == nil {
 		if err := p.TerminateGroup(ctx, c.GroupName()); err != nil {
 			return fmt.Errorf("terminate: %w", err)

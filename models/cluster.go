@@ -226,10 +226,13 @@ func (s *Store) ClustersInStatus(ctx context.Context, statuses ...ClusterStatus)
 	return out, err
 }
 
-// ClustersToTerminate lists clusters whose terminate was requested and not yet done.
+// ClustersToTerminate lists clusters whose terminate was requested and not
+// yet done. Failed clusters are not among them: their machines are released
+// when they fail (ClustersToRelease retries that).
 func (s *Store) ClustersToTerminate(ctx context.Context) ([]Cluster, error) {
 	var out []Cluster
-	err := s.db.WithContext(ctx).Where("terminate_requested_at IS NOT NULL AND status <> ?", StatusTerminated).
+	err := s.db.WithContext(ctx).Where("terminate_requested_at IS NOT NULL AND status NOT IN ?",
+		[]ClusterStatus{StatusTerminated, StatusFailed}).
 		Order("terminate_requested_at, id").Find(&out).Error
 	return out, err
 }
@@ -638,8 +641,8 @@ func (s *Store) RequestTerminate(ctx context.Context, orgID, id, actor string) (
 		if c, err = tx.ClusterForOrg(ctx, orgID, id); err != nil {
 			return err
 		}
-		if c.TerminateRequestedAt != nil || c.Status == StatusTerminated {
-			return nil
+		if c.TerminateRequestedAt != nil || c.Status.Terminal() {
+			return nil // already requested, or ended: every machine is released already
 		}
 		now := tx.Now()
 		res := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND terminate_requested_at IS NULL", id).
@@ -667,18 +670,12 @@ func (s *Store) MarkReleased(ctx context.Context, id string) error {
 }
 
 // MarkTerminated ends the cluster after every machine was released (L7);
-// billing ends at this moment. A failed cluster keeps its status (it was
-// never billed), but its terminate request is recorded as done.
+// billing ends at this moment.
 func (s *Store) MarkTerminated(ctx context.Context, id string) (Cluster, error) {
 	now := s.Now()
 	c, err := s.transition(ctx, id,
 		[]ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded, StatusStopped},
 		StatusTerminated, map[string]any{"ended_at": now, "released_at": now}, "", "", "Every machine released; billing ended.")
-	if errors.Is(err, ErrConflict) {
-		if cur, e := s.ClusterByID(ctx, id); e == nil && cur.Status == StatusFailed {
-			return cur, s.MarkReleased(ctx, id)
-		}
-	}
 	if err != nil {
 		return c, err
 	}

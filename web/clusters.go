@@ -66,8 +66,9 @@ func clusterRow(cl models.Cluster, now time.Time) views.ClusterRow {
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status),
 		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
 		Location: cl.LocationName, Age: age(now.Sub(cl.CreatedAt)),
-		Price:    models.USD(cl.USDPerHour) + "/h",
-		Starting: cl.Status == models.StatusProvisioning || cl.Status == models.StatusInstalling || cl.TerminateRequestedAt != nil && cl.Status != models.StatusTerminated,
+		Price: models.USD(cl.USDPerHour) + "/h",
+		Starting: cl.Status == models.StatusProvisioning || cl.Status == models.StatusInstalling ||
+			cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
 	}
 }
 
@@ -404,7 +405,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	cp := views.ClusterPage{
 		Meta: h.meta(c, cl.Name), C: clusterView(cl),
 		Live:         !cl.Status.Terminal(),
-		CanTerminate: cl.Status != models.StatusTerminated && cl.TerminateRequestedAt == nil,
+		CanTerminate: !cl.Status.Terminal() && cl.TerminateRequestedAt == nil,
 	}
 	for _, n := range nodes {
 		cp.Nodes = append(cp.Nodes, nodeView(cl, n, now))
@@ -433,7 +434,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		Price: models.USD(cl.USDPerHour) + "/h", MachinePrice: models.USD(cl.MachineHour) + "/h",
 		ReadyAt: "not yet", LastError: cl.LastError, Software: cl.Software,
 		Created:     cl.CreatedAt.Format(time.RFC3339),
-		Terminating: cl.TerminateRequestedAt != nil && cl.Status != models.StatusTerminated,
+		Terminating: cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
 	}
 	if cl.ReadyAt != nil {
 		v.ReadyAt = cl.ReadyAt.Format("15:04:05 MST, 2 Jan")

@@ -373,8 +373,16 @@ func TestFailedClusterOffersAlternatives(t *testing.T) {
 		if d.Find(`[data-testid=alternatives] a`).Length() == 0 {
 			t.Error("no alternatives that can start now")
 		}
-		if d.Find(`#cluster-live[hx-trigger]`).Length() != 0 || d.Find(`[data-testid=terminate]`).Length() != 1 {
-			t.Error("a failed cluster should not poll, and terminate stays available (L7)")
+		if d.Find(`#cluster-live[hx-trigger]`).Length() != 0 || d.Find(`[data-testid=terminate]`).Length() != 0 {
+			t.Error("a failed cluster (every machine already released) neither polls nor offers terminate")
+		}
+		// L7: the API still accepts terminate, and nothing changes or lingers.
+		tok := apiKeyFor(t, app, acc)
+		if code, body := apiJSON(t, app, "POST", "/v1/gpu/clusters/"+cl.ID+"/terminate", tok, ""); code != http.StatusAccepted || body["status"] != "failed" {
+			t.Errorf("terminate a failed cluster: %d %v", code, body)
+		}
+		if left, _ := app.store.ClustersToTerminate(context.Background()); len(left) != 0 {
+			t.Errorf("a failed cluster waits for termination forever: %v", left)
 		}
 	})
 }
