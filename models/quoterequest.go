@@ -1,0 +1,568 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+)
+
+// A capacity request is RQ1's "request a quote": reserved capacity, a
+// cluster larger than self-serve, or a fast fabric, answered by people
+// (sales) rather than by the picker. The Go name avoids QuoteRequest, which
+// is the shape a locked price is computed for (Q1).
+
+// CapacityStatus is where sales is with a request (RQ2).
+type CapacityStatus string
+
+// Capacity request statuses. Operators may set any of them at any time: the
+// inbox is a tracker, not a state machine.
+const (
+	CapacityNew       CapacityStatus = "new"
+	CapacityContacted CapacityStatus = "contacted"
+	CapacityQuoted    CapacityStatus = "quoted"
+	CapacityWon       CapacityStatus = "won"
+	CapacityLost      CapacityStatus = "lost"
+)
+
+// CapacityStatuses lists the statuses in their natural order.
+var CapacityStatuses = []CapacityStatus{CapacityNew, CapacityContacted, CapacityQuoted, CapacityWon, CapacityLost}
+
+// ValidCapacityStatus reports whether s is one of CapacityStatuses.
+func ValidCapacityStatus(s string) bool { return slices.Contains(CapacityStatuses, CapacityStatus(s)) }
+
+// Fabrics a request may ask for: an interconnect or "any".
+var Fabrics = []string{"any", "ethernet", "infiniband", "roce"}
+
+// Bounds of a capacity request. Nodes go far past self-serve's MaxNodes:
+// larger clusters are what the form is for.
+const (
+	CapacityMinNodes       = 2
+	CapacityMaxNodes       = 512
+	CapacityMaxGPUsPerNode = 8
+	CapacityMaxDays        = 3 * 365
+	CapacityMaxLeadDays    = 2 * 365 // how far ahead a start date may be
+	CapacityMaxNotes       = 2000    // runes
+	CapacityMaxOpNote      = 1000    // runes
+	CapacityMaxLocation    = 128
+	CapacityMaxPhone       = 32
+	capacityMaxBudget      = 10_000_000 * Micro // $10M per hour: a typo guard, not a policy
+)
+
+// DefaultSalesEmail receives new requests when SALES_EMAIL is not set.
+const DefaultSalesEmail = "sales@clusterdeck.local"
+
+// CapacityRequest is a stored request for a quote. Budget is the most the
+// customer means to pay for the whole cluster per hour, in micro-dollars
+// (0: not given), the same unit and meaning as a quote's maxHourlyPrice.
+type CapacityRequest struct {
+	ID            string `gorm:"primaryKey;size:32"`
+	OrgID         string `gorm:"size:32"`
+	EnvID         string `gorm:"size:32"`
+	UserID        string `gorm:"size:32"`  // who asked (for an API key: its creator)
+	Requester     string `gorm:"size:300"` // the audit actor: an email or "api_key:<prefix>"
+	Accelerator   string `gorm:"size:64"`
+	Nodes         int
+	GPUsPerNode   int       `gorm:"column:gpus_per_node"`
+	Fabric        string    `gorm:"size:32"`
+	Location      string    `gorm:"size:128"` // preference; "" = anywhere
+	StartDate     time.Time // midnight UTC of the first day
+	DurationDays  int
+	BudgetPerHour Money          `gorm:"column:budget_per_hour"`
+	ContactName   string         `gorm:"size:191"`
+	ContactEmail  string         `gorm:"size:254"`
+	ContactPhone  string         `gorm:"size:32"`
+	Notes         string         `gorm:"size:8000"`
+	Status        CapacityStatus `gorm:"size:16"`
+	StatusVersion int            // bumped by every status change: the key of its mail
+	OperatorNote  string         `gorm:"size:4000"` // operators only; never shown to the customer
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// TableName is capacity_requests.
+func (CapacityRequest) TableName() string { return "capacity_requests" }
+
+func init() {
+	register(Migration{ID: "0300_capacity_requests", Up: func(tx *gorm.DB) error {
+		type capacityRequest struct {
+			ID            string `gorm:"primaryKey;size:32"`
+			OrgID         string `gorm:"size:32"`
+			EnvID         string `gorm:"size:32"`
+			UserID        string `gorm:"size:32"`
+			Requester     string `gorm:"size:300"`
+			Accelerator   string `gorm:"size:64"`
+			Nodes         int
+			GPUsPerNode   int    `gorm:"column:gpus_per_node"`
+			Fabric        string `gorm:"size:32"`
+			Location      string `gorm:"size:128"`
+			StartDate     time.Time
+			DurationDays  int
+			BudgetPerHour int64  `gorm:"column:budget_per_hour"`
+			ContactName   string `gorm:"size:191"`
+			ContactEmail  string `gorm:"size:254"`
+			ContactPhone  string `gorm:"size:32"`
+			Notes         string `gorm:"size:8000"`
+			Status        string `gorm:"size:16"`
+			StatusVersion int
+			OperatorNote  string `gorm:"size:4000"`
+			CreatedAt     time.Time
+			UpdatedAt     time.Time
+		}
+		if err := tx.Table("capacity_requests").Migrator().CreateTable(&capacityRequest{}); err != nil {
+			return err
+		}
+		if err := tx.Exec("CREATE INDEX idx_capacity_requests_org ON capacity_requests (org_id, created_at)").Error; err != nil {
+			return err
+		}
+		return tx.Exec("CREATE INDEX idx_capacity_requests_status ON capacity_requests (status, created_at)").Error
+	}})
+}
+
+// Shape is "128 × 8 × H100 80GB".
+func (r CapacityRequest) Shape() string {
+	return fmt.Sprintf("%d × %d × %s", r.Nodes, r.GPUsPerNode, strings.ReplaceAll(r.Accelerator, "_", " "))
+}
+
+// StartDay is the first day asked for, "2027-01-15".
+func (r CapacityRequest) StartDay() string { return r.StartDate.UTC().Format(time.DateOnly) }
+
+// DurationText is "14 days" or "6 weeks" (whole weeks read as weeks).
+func (r CapacityRequest) DurationText() string {
+	switch {
+	case r.DurationDays == 1:
+		return "1 day"
+	case r.DurationDays == 7:
+		return "1 week"
+	case r.DurationDays%7 == 0:
+		return strconv.Itoa(r.DurationDays/7) + " weeks"
+	}
+	return strconv.Itoa(r.DurationDays) + " days"
+}
+
+// FabricText names the fabric for people.
+func FabricText(f string) string {
+	switch f {
+	case "infiniband":
+		return "InfiniBand"
+	case "roce":
+		return "RoCE"
+	case "ethernet":
+		return "Ethernet"
+	}
+	return "Any fabric"
+}
+
+// CapacityRequestInput is a request as typed (form or API). Numbers that did
+// not parse arrive as 0 and are reported like any other out-of-range value;
+// StartDate is YYYY-MM-DD, Duration counts DurationUnit ("days", the default,
+// or "weeks"), and Budget is a decimal dollar string per hour for the whole
+// cluster ("" = not given). Problems are keyed by the form's field names.
+type CapacityRequestInput struct {
+	OrgID, EnvID, UserID, Requester string
+
+	Accelerator  string
+	Nodes        int
+	GPUsPerNode  int
+	Fabric       string
+	Location     string
+	StartDate    string
+	Duration     int
+	DurationUnit string
+	Budget       string
+	ContactName  string
+	ContactEmail string
+	ContactPhone string
+	Notes        string
+}
+
+// Normalize trims what was typed; an empty fabric means any.
+func (in *CapacityRequestInput) Normalize() {
+	for _, p := range []*string{&in.Accelerator, &in.Fabric, &in.Location, &in.StartDate, &in.DurationUnit,
+		&in.Budget, &in.ContactName, &in.ContactPhone} {
+		*p = strings.TrimSpace(*p)
+	}
+	in.ContactEmail = NormalizeEmail(in.ContactEmail)
+	in.Notes = strings.TrimSpace(strings.ReplaceAll(in.Notes, "\r\n", "\n"))
+	if in.Fabric == "" {
+		in.Fabric = "any"
+	}
+	if in.DurationUnit == "" {
+		in.DurationUnit = "days"
+	}
+}
+
+// validate checks the input against today (UTC) and returns the row to store.
+func (in CapacityRequestInput) validate(today time.Time) (CapacityRequest, FieldErrors) {
+	fe := FieldErrors{}
+	r := CapacityRequest{OrgID: in.OrgID, EnvID: in.EnvID, UserID: in.UserID, Requester: in.Requester,
+		Accelerator: in.Accelerator, Nodes: in.Nodes, GPUsPerNode: in.GPUsPerNode, Fabric: in.Fabric,
+		Location: in.Location, ContactName: in.ContactName, ContactEmail: in.ContactEmail,
+		ContactPhone: in.ContactPhone, Notes: in.Notes, Status: CapacityNew}
+	if !slices.Contains(Accelerators, in.Accelerator) {
+		fe["accelerator"] = "Choose one of " + strings.Join(Accelerators, ", ") + "."
+	}
+	if in.Nodes < CapacityMinNodes || in.Nodes > CapacityMaxNodes {
+		fe["nodes"] = fmt.Sprintf("Enter %d to %d machines.", CapacityMinNodes, CapacityMaxNodes)
+	}
+	if in.GPUsPerNode < 1 || in.GPUsPerNode > CapacityMaxGPUsPerNode {
+		fe["gpus_per_node"] = fmt.Sprintf("Enter 1 to %d GPUs per machine.", CapacityMaxGPUsPerNode)
+	}
+	if !slices.Contains(Fabrics, in.Fabric) {
+		fe["fabric"] = "Choose any, ethernet, infiniband or roce."
+	}
+	if msg := optionalText(in.Location, CapacityMaxLocation); msg != "" {
+		fe["location"] = msg
+	}
+	start, err := time.Parse(time.DateOnly, in.StartDate)
+	switch {
+	case in.StartDate == "":
+		fe["start_date"] = "Enter the first day you need the machines."
+	case err != nil:
+		fe["start_date"] = "Enter a date like 2027-01-15."
+	case start.Before(today):
+		fe["start_date"] = "Pick today or a later day."
+	case start.After(today.AddDate(0, 0, CapacityMaxLeadDays)):
+		fe["start_date"] = "Pick a day within two years."
+	}
+	r.StartDate = start
+	perUnit := map[string]int{"days": 1, "weeks": 7}[in.DurationUnit]
+	switch {
+	case perUnit == 0:
+		fe["duration"] = "Count the duration in days or weeks."
+	case in.Duration < 1:
+		fe["duration"] = "Enter how long you need the machines, in days or weeks."
+	case in.Duration > CapacityMaxDays/perUnit:
+		fe["duration"] = fmt.Sprintf("Enter at most %d days (%d weeks).", CapacityMaxDays, CapacityMaxDays/7)
+	default:
+		r.DurationDays = in.Duration * perUnit
+	}
+	if in.Budget != "" {
+		m, err := ParseUSD(in.Budget)
+		switch {
+		case err != nil:
+			fe["budget"] = "Enter dollars per hour like 250 or 249.50, or leave it empty."
+		case m <= 0:
+			fe["budget"] = "Enter a budget above $0, or leave it empty."
+		case m > capacityMaxBudget:
+			fe["budget"] = "That budget is too large; check the number."
+		}
+		r.BudgetPerHour = m
+	}
+	if msg := NameProblem(in.ContactName, 191, "a name we can ask for"); msg != "" {
+		fe["contact_name"] = msg
+	}
+	if msg := EmailProblem(in.ContactEmail); msg != "" {
+		fe["contact_email"] = msg
+	}
+	if msg := phoneProblem(in.ContactPhone); msg != "" {
+		fe["contact_phone"] = msg
+	}
+	if utf8.RuneCountInString(in.Notes) > CapacityMaxNotes {
+		fe["notes"] = fmt.Sprintf("Use at most %d characters.", CapacityMaxNotes)
+	} else if !utf8.ValidString(in.Notes) {
+		fe["notes"] = "Use plain text."
+	}
+	return r, fe
+}
+
+// optionalText checks a short optional line: empty, or plain text of at most max runes.
+func optionalText(s string, max int) string {
+	if s == "" {
+		return ""
+	}
+	return NameProblem(s, max, "")
+}
+
+func phoneProblem(s string) string {
+	if s == "" {
+		return ""
+	}
+	if len(s) > CapacityMaxPhone {
+		return fmt.Sprintf("Use at most %d characters.", CapacityMaxPhone)
+	}
+	digits := 0
+	for _, r := range s {
+		switch {
+		case unicode.IsDigit(r) && r < 128:
+			digits++
+		case strings.ContainsRune("+-(). ", r):
+		default:
+			return "Use digits, spaces and + - ( ) only."
+		}
+	}
+	if digits < 5 {
+		return "Enter a phone number with its area code."
+	}
+	return ""
+}
+
+// CapacityNotify is where the mails of a request go and link to.
+type CapacityNotify struct {
+	BaseURL    string // links in mails, e.g. https://deck.example.com
+	SalesEmail string // receives every new request ("" = DefaultSalesEmail)
+}
+
+func (n CapacityNotify) sales() string {
+	if n.SalesEmail == "" {
+		return DefaultSalesEmail
+	}
+	return n.SalesEmail
+}
+
+// CreateCapacityRequest validates and stores a request and, in the same
+// transaction, queues E1's "quote request received" mails (one to the
+// customer, one to sales) and writes the audit entry; who gives the actor
+// and address (its action, target and detail are filled here). Bad input
+// stores nothing and returns FieldErrors keyed by the form's field names.
+func (s *Store) CreateCapacityRequest(ctx context.Context, in CapacityRequestInput, n CapacityNotify, who AuditEntry) (CapacityRequest, error) {
+	in.Normalize()
+	now := s.Now()
+	r, fe := in.validate(now.Truncate(24 * time.Hour))
+	if len(fe) > 0 {
+		return CapacityRequest{}, fe
+	}
+	if in.OrgID == "" {
+		return CapacityRequest{}, fmt.Errorf("models: capacity request needs an org")
+	}
+	r.ID, r.CreatedAt, r.UpdatedAt = NewID("qr"), now, now
+	err := s.Tx(ctx, func(tx *Store) error {
+		org, err := tx.OrgByID(ctx, r.OrgID)
+		if err != nil {
+			return err
+		}
+		if err := tx.db.Create(&r).Error; err != nil {
+			return fmt.Errorf("models: create capacity request: %w", err)
+		}
+		to, err := tx.capacityCustomer(ctx, r)
+		if err != nil {
+			return err
+		}
+		link := n.BaseURL + "/quote-requests/" + r.ID
+		if err := tx.EnqueueMail(ctx, Mail{Key: "capacity-request:" + r.ID + ":received", To: to,
+			Subject: "We received your quote request for " + r.Shape(),
+			Text: "Hello " + r.ContactName + ",\n\nThank you: we received your request for reserved capacity.\n\n" +
+				capacitySummary(r) + "\nOur sales team replies within one business day, to " + r.ContactEmail +
+				". Follow its status here:\n" + link + "\n"}); err != nil {
+			return err
+		}
+		if err := tx.EnqueueMail(ctx, Mail{Key: "capacity-request:" + r.ID + ":sales", To: n.sales(),
+			Subject: "Quote request " + r.ID + ": " + r.Shape() + " for " + oneLine(org.Name),
+			Text: "A new quote request from " + org.Name + " (" + org.ID + "), sent by " + r.Requester + ".\n\n" +
+				capacitySummary(r) + "\nContact: " + r.ContactName + " <" + r.ContactEmail + ">" + phoneSuffix(r.ContactPhone) +
+				"\n\nNotes:\n" + orNone(r.Notes) + "\n\nAnswer it in the inbox:\n" + n.BaseURL + "/admin/quote-requests?status=new\n"}); err != nil {
+			return err
+		}
+		who.OrgID, who.Action, who.Target, who.Detail = r.OrgID, "quote_request.create", r.ID, r.Shape()
+		return tx.AuditLog(ctx, who)
+	})
+	if err != nil {
+		return CapacityRequest{}, err
+	}
+	return r, nil
+}
+
+// capacityCustomer is where a request's status mails go: the account that
+// asked while it is still a member of the org; otherwise the contact given.
+// Mail never goes to an address nobody in the org typed.
+func (s *Store) capacityCustomer(ctx context.Context, r CapacityRequest) (string, error) {
+	if r.UserID != "" {
+		m, err := s.Member(ctx, r.OrgID, r.UserID)
+		if err == nil {
+			return m.Email, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return "", err
+		}
+	}
+	return r.ContactEmail, nil
+}
+
+func capacitySummary(r CapacityRequest) string {
+	budget := "not given"
+	if r.BudgetPerHour > 0 {
+		budget = USD(r.BudgetPerHour) + "/h for the whole cluster"
+	}
+	loc := r.Location
+	if loc == "" {
+		loc = "anywhere"
+	}
+	return "  Request:  " + r.ID + "\n" +
+		"  Shape:    " + r.Shape() + "\n" +
+		"  Fabric:   " + FabricText(r.Fabric) + "\n" +
+		"  Location: " + oneLine(loc) + "\n" +
+		"  Start:    " + r.StartDay() + ", for " + r.DurationText() + "\n" +
+		"  Budget:   " + budget + "\n"
+}
+
+func phoneSuffix(p string) string {
+	if p == "" {
+		return ""
+	}
+	return ", " + p
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// oneLine keeps a value fit for a mail subject.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// CapacityRequests lists the org's requests, newest first.
+func (s *Store) CapacityRequests(ctx context.Context, orgID string) ([]CapacityRequest, error) {
+	var out []CapacityRequest
+	err := s.db.WithContext(ctx).Where("org_id = ?", orgID).Order("created_at DESC, id DESC").Limit(500).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: capacity requests: %w", err)
+	}
+	return out, nil
+}
+
+// CapacityRequestForOrg loads one of the org's requests; another org's id is
+// ErrNotFound, as if it did not exist.
+func (s *Store) CapacityRequestForOrg(ctx context.Context, orgID, id string) (CapacityRequest, error) {
+	var r CapacityRequest
+	err := s.db.WithContext(ctx).Where("id = ? AND org_id = ?", id, orgID).Take(&r).Error
+	return r, notFound(err, "capacity request "+id)
+}
+
+// CapacityRequestRow is a request with its organisation's name (operators).
+type CapacityRequestRow struct {
+	CapacityRequest
+	OrgName string
+}
+
+// AdminCapacityRequests lists every org's requests for the operators' inbox,
+// newest first; status "" means all of them.
+func (s *Store) AdminCapacityRequests(ctx context.Context, status string) ([]CapacityRequestRow, error) {
+	if status != "" && !ValidCapacityStatus(status) {
+		return nil, FieldErrors{"status": "Filter by new, contacted, quoted, won or lost."}
+	}
+	q := s.db.WithContext(ctx).Table("capacity_requests").
+		Select("capacity_requests.*, orgs.name AS org_name").
+		Joins("JOIN orgs ON orgs.id = capacity_requests.org_id")
+	if status != "" {
+		q = q.Where("capacity_requests.status = ?", status)
+	}
+	var out []CapacityRequestRow
+	if err := q.Order("capacity_requests.created_at DESC, capacity_requests.id DESC").Limit(500).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: admin capacity requests: %w", err)
+	}
+	return out, nil
+}
+
+// CapacityRequestCounts counts every org's requests by status (the inbox's filter).
+func (s *Store) CapacityRequestCounts(ctx context.Context) (map[CapacityStatus]int, error) {
+	var rows []struct {
+		Status CapacityStatus
+		N      int
+	}
+	err := s.db.WithContext(ctx).Table("capacity_requests").Select("status, COUNT(*) AS n").Group("status").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: count capacity requests: %w", err)
+	}
+	out := map[CapacityStatus]int{}
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+// CapacityRequestByID loads any org's request (operators only).
+func (s *Store) CapacityRequestByID(ctx context.Context, id string) (CapacityRequest, error) {
+	var r CapacityRequest
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&r).Error
+	return r, notFound(err, "capacity request "+id)
+}
+
+// SetCapacityRequestStatus is the operator's update: a new status and the
+// internal note, written as they are (the last save wins; there is no
+// transition to lose). A status that changes bumps StatusVersion, queues one
+// mail to the customer keyed by it, and writes a quote_request.status entry
+// in the customer's audit log with who as the actor; a note-only save writes
+// quote_request.note and mails nobody. changed reports a status change.
+func (s *Store) SetCapacityRequestStatus(ctx context.Context, id, status, note string, n CapacityNotify, who AuditEntry) (r CapacityRequest, changed bool, err error) {
+	note = strings.TrimSpace(strings.ReplaceAll(note, "\r\n", "\n"))
+	fe := FieldErrors{}
+	if !ValidCapacityStatus(status) {
+		fe["status"] = "Choose new, contacted, quoted, won or lost."
+	}
+	if utf8.RuneCountInString(note) > CapacityMaxOpNote || !utf8.ValidString(note) {
+		fe["operator_note"] = fmt.Sprintf("Use at most %d characters of plain text.", CapacityMaxOpNote)
+	}
+	if len(fe) > 0 {
+		return CapacityRequest{}, false, fe
+	}
+	err = s.Tx(ctx, func(tx *Store) error {
+		before, err := tx.CapacityRequestByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		changed = before.Status != CapacityStatus(status)
+		up := map[string]any{"operator_note": note, "updated_at": tx.Now()}
+		if changed {
+			up["status"] = status
+			up["status_version"] = gorm.Expr("status_version + 1")
+		}
+		if err := tx.db.Model(&CapacityRequest{}).Where("id = ?", id).Updates(up).Error; err != nil {
+			return fmt.Errorf("models: set capacity request status %s: %w", id, err)
+		}
+		if r, err = tx.CapacityRequestByID(ctx, id); err != nil {
+			return err
+		}
+		who.OrgID, who.Target = r.OrgID, r.ID
+		if !changed {
+			if before.OperatorNote == note {
+				return nil
+			}
+			who.Action, who.Detail = "quote_request.note", "internal note edited"
+			return tx.AuditLog(ctx, who)
+		}
+		who.Action, who.Detail = "quote_request.status", string(before.Status)+" → "+status
+		if err := tx.AuditLog(ctx, who); err != nil {
+			return err
+		}
+		to, err := tx.capacityCustomer(ctx, r)
+		if err != nil {
+			return err
+		}
+		return tx.EnqueueMail(ctx, Mail{Key: "capacity-request:" + r.ID + ":status:" + strconv.Itoa(r.StatusVersion), To: to,
+			Subject: "Your quote request for " + r.Shape() + " is now " + status,
+			Text: "Hello " + r.ContactName + ",\n\n" + capacityStatusText(r.Status) + "\n\n" + capacitySummary(r) +
+				"\nFollow it here:\n" + n.BaseURL + "/quote-requests/" + r.ID + "\n"})
+	})
+	if err != nil {
+		return CapacityRequest{}, false, err
+	}
+	return r, changed, nil
+}
+
+// CapacityStatusText says what a status means for the customer.
+func CapacityStatusText(st CapacityStatus) string { return capacityStatusText(st) }
+
+func capacityStatusText(st CapacityStatus) string {
+	switch st {
+	case CapacityNew:
+		return "Your request is waiting for our sales team; they reply within one business day."
+	case CapacityContacted:
+		return "Our sales team has been in touch with your contact to work out the details."
+	case CapacityQuoted:
+		return "We sent your contact a quote. Reply to it to go ahead, or to change what you asked for."
+	case CapacityWon:
+		return "Your reserved capacity is agreed. Sales will confirm when the machines are ready for you."
+	case CapacityLost:
+		return "This request is closed. Send a new one whenever you need capacity again."
+	}
+	return "Its status changed to " + string(st) + "."
+}
