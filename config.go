@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/clusterdeck/clusterdeck/models"
 )
 
 // config is every setting, read once from the environment (see README).
@@ -30,8 +32,9 @@ type config struct {
 	SimConfig string   // SIM_CONFIG: JSON or YAML file for the simulated cloud (default: built in)
 	SimSeed   int64    // SIM_SEED: seed for the simulated cloud (default 1)
 
-	SMTPURL  string // SMTP_URL: smtp://user:pass@host:port; unset → the dev mailbox
-	MailFrom string // MAIL_FROM: sender address (default "Clusterdeck <noreply@clusterdeck.local>")
+	SMTPURL    string // SMTP_URL: smtp://user:pass@host:port; unset → the dev mailbox
+	MailFrom   string // MAIL_FROM: sender address (default "Clusterdeck <noreply@clusterdeck.local>")
+	SalesEmail string // SALES_EMAIL: receives every new quote request (default "sales@clusterdeck.local")
 
 	DefaultMaxMachines int          // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
 	DefaultMaxGPUs     int          // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
@@ -56,6 +59,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		SimConfig:   get("SIM_CONFIG", ""),
 		SMTPURL:     get("SMTP_URL", ""),
 		MailFrom:    get("MAIL_FROM", "Clusterdeck <noreply@clusterdeck.local>"),
+		SalesEmail:  models.NormalizeEmail(get("SALES_EMAIL", models.DefaultSalesEmail)),
+	}
+	if models.EmailProblem(c.SalesEmail) != "" {
+		return c, fmt.Errorf("SALES_EMAIL must be one plain address like sales@example.com, not %q", c.SalesEmail)
 	}
 	c.BaseURL = strings.TrimRight(get("BASE_URL", "http://"+c.Addr), "/")
 	switch env := get("CLUSTERDECK_ENV", "development"); env {

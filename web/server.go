@@ -29,6 +29,7 @@ type Config struct {
 	DefaultMaxGPUs     int          // quota for new organisations (0: models.DefaultMaxGPUs)
 	TrustedProxies     []*net.IPNet // proxies whose X-Forwarded-For is believed (client IPs for throttling and audit)
 	SMTP               bool         // mail leaves by SMTP (SMTP_URL set); else the dev mailbox shows it
+	SalesEmail         string       // receives every new quote request (SALES_EMAIL; "" = models.DefaultSalesEmail)
 }
 
 // JobRunner runs a job's tick now (development routes, "recover now").
