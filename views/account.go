@@ -216,8 +216,9 @@ type AuditRow struct {
 
 // AdminPage is /admin: organisations and their quotas (operators).
 type AdminPage struct {
-	Meta Meta
-	Orgs []AdminOrgRow
+	Meta             Meta
+	Orgs             []AdminOrgRow
+	NewQuoteRequests int // requests in the inbox no one has answered yet
 }
 
 // AdminOrgRow is one organisation; MaxMachines/MaxGPUs are as typed.

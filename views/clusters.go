@@ -122,6 +122,14 @@ func statusClass(s string) string {
 		return "inline-flex items-center gap-1.5 rounded-full bg-amber-50 px-2 py-0.5 text-xs font-medium text-amber-900 ring-1 ring-amber-200 dark:bg-amber-950 dark:text-amber-200 dark:ring-amber-800"
 	case "failed":
 		return "inline-flex items-center gap-1.5 rounded-full bg-red-50 px-2 py-0.5 text-xs font-medium text-red-800 ring-1 ring-red-200 dark:bg-red-950 dark:text-red-200 dark:ring-red-800"
+	case "new": // quote requests (RQ2)
+		return "inline-flex items-center gap-1.5 rounded-full bg-sky-50 px-2 py-0.5 text-xs font-medium text-sky-800 ring-1 ring-sky-200 dark:bg-sky-950 dark:text-sky-200 dark:ring-sky-800"
+	case "contacted":
+		return "inline-flex items-center gap-1.5 rounded-full bg-indigo-50 px-2 py-0.5 text-xs font-medium text-indigo-800 ring-1 ring-indigo-200 dark:bg-indigo-950 dark:text-indigo-200 dark:ring-indigo-800"
+	case "quoted":
+		return "inline-flex items-center gap-1.5 rounded-full bg-violet-50 px-2 py-0.5 text-xs font-medium text-violet-800 ring-1 ring-violet-200 dark:bg-violet-950 dark:text-violet-200 dark:ring-violet-800"
+	case "won":
+		return "inline-flex items-center gap-1.5 rounded-full bg-green-50 px-2 py-0.5 text-xs font-medium text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
 	case "terminated":
 		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-500 line-through ring-1 ring-slate-200 dark:bg-slate-800 dark:text-slate-400 dark:ring-slate-700"
 	default: // stopped
@@ -141,6 +149,14 @@ func dotClass(s string) string {
 		return "h-1.5 w-1.5 rounded-full bg-amber-500"
 	case "failed":
 		return "h-1.5 w-1.5 rounded-full bg-red-500"
+	case "new":
+		return "h-1.5 w-1.5 rounded-full bg-sky-500"
+	case "contacted":
+		return "h-1.5 w-1.5 rounded-full bg-indigo-500"
+	case "quoted":
+		return "h-1.5 w-1.5 rounded-full bg-violet-500"
+	case "won":
+		return "h-1.5 w-1.5 rounded-full bg-green-500"
 	}
 	return "h-1.5 w-1.5 rounded-full bg-slate-400"
 }

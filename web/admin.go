@@ -11,8 +11,9 @@ import (
 )
 
 // The /admin area is for the site's operators (`clusterdeck admin grant
-// EMAIL`); more operator pages join it later (quote requests, providers,
-// markup, jobs).
+// EMAIL`): organisations and quotas here, quote requests in
+// quoterequests.go; more operator pages join it later (providers, markup,
+// jobs).
 
 func adminOrgRow(o models.OrgSummary) views.AdminOrgRow {
 	return views.AdminOrgRow{ID: o.ID, Name: o.Name, Created: views.FormatTime(o.CreatedAt), Members: o.Members,
@@ -25,7 +26,11 @@ func (h *handler) showAdmin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := views.AdminPage{Meta: h.meta(c, "Admin")}
+	counts, err := h.Store.CapacityRequestCounts(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	p := views.AdminPage{Meta: h.meta(c, "Admin"), NewQuoteRequests: counts[models.CapacityNew]}
 	for _, o := range orgs {
 		p.Orgs = append(p.Orgs, adminOrgRow(o))
 	}

@@ -61,10 +61,22 @@ func (h *handler) routes(e *echo.Echo) {
 	// Billing: owners and admins (members get 403).
 	app.GET("/billing", h.showBilling, h.requireManager)
 
+	// Request a quote (RQ1, RQ2): any member asks; the org's requests are
+	// listed for all of its members.
+	app.GET("/quote-requests", h.listQuoteRequests)
+	app.GET("/quote-requests/new", h.newQuoteRequest)
+	app.POST("/quote-requests", h.createQuoteRequest)
+	app.GET("/quote-requests/:id", h.showQuoteRequest)
+	api.POST("/quote-requests", h.apiCreateQuoteRequest)
+	api.GET("/quote-requests", h.apiListQuoteRequests)
+	api.GET("/quote-requests/:id", h.apiGetQuoteRequest)
+
 	// Operators only (`clusterdeck admin grant EMAIL`).
 	admin := app.Group("/admin", h.requireOperator)
 	admin.GET("", h.showAdmin)
 	admin.POST("/orgs/:id/quota", h.setOrgQuota)
+	admin.GET("/quote-requests", h.adminQuoteRequests)
+	admin.POST("/quote-requests/:id/status", h.setQuoteRequestStatus)
 
 	api.GET("/me", h.apiMe)
 

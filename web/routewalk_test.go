@@ -229,6 +229,13 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/v1/gpu/clusters/:id/logs":          clusterA,
 	"/v1/gpu/clusters/:id/kubeconfig":    clusterA,
 	"/v1/gpu/clusters/:id/retry-install": clusterA,
+	"/quote-requests/:id":                quoteRequestA,
+	"/v1/quote-requests/:id":             quoteRequestA,
+	"/admin/quote-requests/:id/status":   quoteRequestA,
+}
+
+func quoteRequestA(f *walkFixture) map[string]string {
+	return map[string]string{"id": f.quoteRequestA.ID}
 }
 
 func clusterA(f *walkFixture) map[string]string { return map[string]string{"id": f.clusterA.ID} }
@@ -257,6 +264,8 @@ type walkFixture struct {
 	clusterA models.Cluster
 	tokenB   string
 	cookiesA *client
+
+	quoteRequestA models.CapacityRequest
 }
 
 const walkMarker = "alphacorpzq"
@@ -287,6 +296,14 @@ func newWalkFixture(t *testing.T, app *testApp) *walkFixture {
 		t.Fatal(err)
 	}
 	f.clusterA = launchFor(t, app, f.A, "alphacorpzq-train")
+	if f.quoteRequestA, err = app.store.CreateCapacityRequest(ctx, models.CapacityRequestInput{
+		OrgID: f.A.org.ID, EnvID: f.A.env.ID, UserID: f.A.user.ID, Requester: f.A.user.Email,
+		Accelerator: "H100_80GB", Nodes: 128, GPUsPerNode: 8, Fabric: "infiniband", Location: "alphacorpzq-dc",
+		StartDate: "2027-01-04", Duration: 4, DurationUnit: "weeks", ContactName: "Alice AlphaCorpZQ",
+		ContactEmail: "alice@alphacorpzq.example", Notes: "alphacorpzq pretraining run",
+	}, models.CapacityNotify{}, models.AuditEntry{Actor: f.A.user.Email}); err != nil {
+		t.Fatal(err)
+	}
 	f.cookiesA = app.login(f.A)
 	return f
 }
@@ -385,6 +402,9 @@ func (f *walkFixture) checkAIntact(t *testing.T) {
 	}
 	if cl, err := s.ClusterForOrg(ctx, f.A.org.ID, f.clusterA.ID); err != nil || cl.TerminateRequestedAt != nil || cl.Status != models.StatusProvisioning {
 		t.Errorf("A's cluster changed during the walk: %+v %v", cl, err)
+	}
+	if qr, err := s.CapacityRequestForOrg(ctx, f.A.org.ID, f.quoteRequestA.ID); err != nil || qr.Status != models.CapacityNew || qr.OperatorNote != "" {
+		t.Errorf("A's quote request changed during the walk: %+v %v", qr, err)
 	}
 	members, _ := s.Members(ctx, f.A.org.ID)
 	if len(members) != 2 {
