@@ -101,7 +101,7 @@ func (h *handler) newQuoteRequest(c echo.Context) error {
 		form.GPUsPerNode = "8"
 	}
 	pg := h.newQuoteRequestPage(c, form, nil)
-	nodes, gpus := atoi(form.Nodes), atoi(form.GPUsPerNode)
+	nodes, gpus := atoi(q.Get("nodes")), atoi(q.Get("gpus_per_node")) // a whole size from an offer row
 	if slices.Contains(models.Accelerators, form.Accelerator) && nodes > 0 && gpus > 0 {
 		pg.FromOffer = views.Shape(nodes, gpus, form.Accelerator)
 	}

@@ -91,9 +91,14 @@ func TestQuoteRequestPrefilledFromOffer(t *testing.T) {
 				t.Errorf("input %s has no label", id)
 			}
 		}
-		// The filter panel's plain link opens an empty form with sensible defaults.
-		if got := doc(t, c.get("/quote-requests/new")).Find(`#fabric option[selected]`).AttrOr("value", ""); got != "any" {
+		// The filter panel's plain link opens an empty form with sensible
+		// defaults, and claims no size could not start.
+		plain := doc(t, c.get("/quote-requests/new"))
+		if got := plain.Find(`#fabric option[selected]`).AttrOr("value", ""); got != "any" {
 			t.Errorf("default fabric = %q", got)
+		}
+		if plain.Find(`[data-testid=prefill-note]`).Length() != 0 || doc(t, c.get("/quote-requests/new?accelerator=H100_80GB&nodes=4")).Find(`[data-testid=prefill-note]`).Length() != 0 {
+			t.Error("a prefill note without a whole size")
 		}
 	})
 }
