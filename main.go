@@ -34,6 +34,8 @@ Usage:
   clusterdeck admin revoke EMAIL   take the operator flag away
   clusterdeck agent --server URL --token T
                           run the cluster agent on a node
+  clusterdeck gpu offers|clusters quote|launch|list|get|connections|logs|terminate
+                          the REST API from the command line (clusterdeck gpu help)
   clusterdeck help        this text
 
 Configuration comes from environment variables; see README.md.
@@ -43,6 +45,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		var code cliExit // `gpu` printed its own message
+		if errors.As(err, &code) {
+			os.Exit(int(code))
+		}
 		fmt.Fprintln(os.Stderr, "clusterdeck:", err)
 		os.Exit(1)
 	}
@@ -60,6 +66,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if cmd == "agent" { // runs on a node: no database, no server config
 		return runAgent(ctx, args, stderr)
+	}
+	if cmd == "gpu" { // the API's client: no database, no server config
+		return runGPU(ctx, args, getenv, stdout, stderr)
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {

@@ -1,0 +1,412 @@
+package main
+
+// What `clusterdeck gpu …` prints for people: tables and short blocks.
+// --json bypasses all of it.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// row writes one tab-separated row; empty cells read "—".
+func row(tw io.Writer, cells ...string) {
+	for i, c := range cells {
+		if c == "" {
+			cells[i] = "—"
+		}
+		cells[i] = strings.ReplaceAll(strings.ReplaceAll(cells[i], "\t", " "), "\n", " ")
+	}
+	fmt.Fprintln(tw, strings.Join(cells, "\t"))
+}
+
+func perHour(usd string) string {
+	if usd == "" {
+		return ""
+	}
+	return "$" + usd + "/h"
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
+}
+
+func fmtTimePtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return fmtTime(*t)
+}
+
+// until says how far ahead t is, for "locked until".
+func until(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d <= 0:
+		return " (expired)"
+	case d > 48*time.Hour:
+		return ""
+	case d < time.Minute:
+		return fmt.Sprintf(" (in %ds)", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf(" (in %dm)", int(d.Round(time.Minute).Minutes()))
+	}
+	d = d.Round(time.Minute)
+	return fmt.Sprintf(" (in %dh%02dm)", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func clusterShape(cl apiCluster) string {
+	s := fmt.Sprintf("%d × %d GPUs %s", cl.NodeCount, cl.GPUsPerNode, cl.Accelerator)
+	if cl.Location != "" {
+		s += " at " + cl.Location
+	}
+	return s
+}
+
+func statusText(cl apiCluster) string {
+	s := cl.Status
+	if cl.TerminateRequestedAt != nil && cl.Status != "terminated" && cl.Status != "failed" {
+		s += " (terminating)"
+	}
+	return s
+}
+
+func eventLine(e apiEvent) string {
+	var b strings.Builder
+	b.WriteString(fmtTime(e.At))
+	if e.Node != "" || e.Step != "" {
+		b.WriteString("  " + strings.TrimSpace(e.Node+" "+e.Step) + ":")
+	}
+	b.WriteString("  " + e.Message)
+	return b.String()
+}
+
+// stepLabel names a node's current step as the cluster page does (L11):
+// the API's "running" step is the machine booting.
+func stepLabel(step string) string {
+	if step == "running" {
+		return "booting"
+	}
+	return step
+}
+
+func nodeProgress(n apiNode) string {
+	s := n.Name + " " + stepLabel(n.Step)
+	if n.Status != "provisioning" && n.Status != "ready" {
+		s += " (" + n.Status + ")"
+	}
+	return s
+}
+
+// ---- offers ----
+
+var sellText = map[string]string{
+	"available":      "can start now",
+	"reserved_ahead": "reserved ahead: request a quote",
+	"not_in_stock":   "not in stock: request a quote",
+}
+
+func printOffers(w io.Writer, out apiOffers) {
+	what := out.Accelerator
+	if what == "" {
+		what = "every accelerator"
+	}
+	if out.Count == 0 || len(out.Groups) == 0 {
+		fmt.Fprintf(w, "No offers for %s at %d machines right now. Try fewer machines or another accelerator", what, out.Nodes)
+		if !out.IncludeCommunity {
+			fmt.Fprint(w, "; community hosts show with --include-community")
+		}
+		fmt.Fprintln(w, ".")
+		return
+	}
+	fmt.Fprintf(w, "%s, %d machines: %d offers (price per hour for the whole cluster, and per machine)\n\n", what, out.Nodes, out.Count)
+	tw := table(w)
+	row(tw, "OFFER", "LOCATION", "INTERCONNECT", "KIND", "GPUS/MACHINE", "$/H CLUSTER", "$/H MACHINE", "FREE", "AVAILABILITY")
+	community := false
+	for _, g := range out.Groups {
+		for _, o := range g.Offers {
+			kind := o.MachineKind
+			if o.Community {
+				kind += " (community)"
+				community = true
+			}
+			free := "not counted"
+			if o.NodesAvailable != nil {
+				free = fmt.Sprint(*o.NodesAvailable)
+			}
+			sell := sellText[o.Availability]
+			if sell == "" {
+				sell = o.Availability
+			}
+			loc := o.Location
+			if loc == "" {
+				loc = g.Location
+			}
+			row(tw, o.ID, loc, o.Interconnect, kind, fmt.Sprintf("%d × %s", o.GPUsPerNode, o.Accelerator),
+				perHour(o.USDPerHour), perHour(o.USDPerMachineHour), free, sell)
+		}
+	}
+	tw.Flush()
+	if community {
+		fmt.Fprintln(w, "\nCommunity hosts are other people's machines: keep secrets off them.")
+	}
+	fmt.Fprintln(w, "\nPrice one: clusterdeck gpu clusters quote --accelerator A --nodes N --gpus-per-node G [--offer-id OFFER]")
+}
+
+// ---- quotes ----
+
+func printQuote(w io.Writer, q apiQuote, now time.Time) {
+	fmt.Fprintf(w, "Quote %s: %d × %d GPUs %s at %s (%s, %s, offer %s)\n\n", q.ID, q.Nodes, q.GPUsPerNode, q.Accelerator,
+		q.Location, q.Interconnect, q.MachineKind, q.OfferID)
+	tw := table(w)
+	fmt.Fprintf(tw, "Price\t%s for the whole cluster (%s per machine)\n", perHour(q.USDPerHour), perHour(q.USDPerMachineHour))
+	fmt.Fprintf(tw, "Locked until\t%s%s\n", fmtTime(q.ExpiresAt), until(q.ExpiresAt, now))
+	fmt.Fprintf(tw, "Availability\t%s (stock for one machine of this shape; placing every machine together is confirmed at launch)\n", q.Availability)
+	if q.MaxHourlyPrice != nil {
+		fmt.Fprintf(tw, "Ceiling\t%s\n", perHour(*q.MaxHourlyPrice))
+	}
+	if gb := q.Storage["persistentGb"]; gb > 0 {
+		fmt.Fprintf(tw, "Volume\t%d GB, shared by every node\n", gb)
+	}
+	if q.IncludeCommunity {
+		fmt.Fprintf(tw, "Community hosts\tallowed (keep secrets off them)\n")
+	}
+	tw.Flush()
+	printLineItems(w, q.LineItems, q.USDPerHour)
+}
+
+func printLineItems(w io.Writer, items []apiLineItem, total string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := table(w)
+	row(tw, "ITEM", "QUANTITY", "$/H")
+	for _, li := range items {
+		row(tw, li.Name, li.Quantity, "$"+li.USDPerHour)
+	}
+	row(tw, "total", "whole cluster", "$"+total)
+	tw.Flush()
+}
+
+// ---- errors ----
+
+type apiShape struct {
+	Accelerator string `json:"accelerator"`
+	Nodes       int    `json:"nodes"`
+	GPUsPerNode int    `json:"gpusPerNode"`
+	Storage     struct {
+		PersistentGB int `json:"persistentGb"`
+	} `json:"storage"`
+	MaxHourlyPrice   string `json:"maxHourlyPrice"`
+	Location         string `json:"location"`
+	OfferID          string `json:"offerId"`
+	IncludeCommunity bool   `json:"include_community"`
+}
+
+func (s apiShape) String() string {
+	parts := []string{fmt.Sprintf("%d × %d GPUs %s", s.Nodes, s.GPUsPerNode, s.Accelerator)}
+	if s.Storage.PersistentGB > 0 {
+		parts = append(parts, fmt.Sprintf("volume %d GB", s.Storage.PersistentGB))
+	}
+	if s.MaxHourlyPrice != "" {
+		parts = append(parts, "ceiling "+perHour(s.MaxHourlyPrice))
+	}
+	if s.Location != "" {
+		parts = append(parts, "location "+s.Location)
+	}
+	if s.OfferID != "" {
+		parts = append(parts, "offer "+s.OfferID)
+	}
+	if s.IncludeCommunity {
+		parts = append(parts, "community hosts allowed")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// extra decodes one of the error's extra fields; false when absent or odd.
+func (e *apiError) extra(name string, v any) bool {
+	raw, ok := e.Extra[name]
+	return ok && json.Unmarshal(raw, v) == nil
+}
+
+// printAPIError is the API's message, its field errors and what the code
+// carries (Q4's reason, shape and advice; X1's old and new price).
+func (c *gpuCLI) printAPIError(e *apiError) {
+	w := c.stderr
+	fmt.Fprintf(w, "clusterdeck: %s (%s, HTTP %d)\n", e.Message, e.Code, e.Status)
+	names := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		fmt.Fprintf(w, "  %s: %s\n", k, e.Fields[k])
+	}
+	var reason string
+	e.extra("reason", &reason)
+	switch e.Code {
+	case "no_capacity":
+		if reason != "" {
+			fmt.Fprintf(w, "  reason: %s\n", reason)
+		}
+		var shape apiShape
+		if e.extra("shape", &shape) {
+			fmt.Fprintf(w, "  shape:  %s\n", shape)
+		}
+		var advice []string
+		if e.extra("advice", &advice) && len(advice) > 0 {
+			fmt.Fprintln(w, "  what to do:")
+			for _, a := range advice {
+				fmt.Fprintf(w, "    - %s\n", a)
+			}
+		}
+	case "price_changed":
+		if reason != "" {
+			fmt.Fprintf(w, "  reason: %s\n", reason)
+		}
+		var old, nq apiQuote
+		if e.extra("old", &old) {
+			fmt.Fprintf(w, "\nQuoted before (%s): %s\n", old.ID, perHour(old.USDPerHour))
+			printLineItems(w, old.LineItems, old.USDPerHour)
+		}
+		if e.extra("new", &nq) && nq.ID != "" {
+			fmt.Fprintf(w, "\nThe price now (%s, locked until %s): %s\n", nq.ID, fmtTime(nq.ExpiresAt), perHour(nq.USDPerHour))
+			printLineItems(w, nq.LineItems, nq.USDPerHour)
+			fmt.Fprintf(w, "\nLaunch at the new price with --quote-id %s, or request a fresh quote.\n", nq.ID)
+		} else {
+			fmt.Fprintln(w, "  Request a fresh quote: clusterdeck gpu clusters quote …")
+		}
+	case "insufficient_balance":
+		var bal, req, short string
+		if e.extra("balance", &bal) && e.extra("required", &req) && e.extra("shortfall", &short) {
+			fmt.Fprintf(w, "  balance $%s, required $%s, add $%s (Billing in the dashboard)\n", bal, req, short)
+		}
+	case "unauthorized", "invalid_api_key":
+		fmt.Fprintln(w, "  Check --key or CLUSTERDECK_API_KEY (API keys are under Settings → API keys).")
+	case "not_connectable":
+		fmt.Fprintln(w, "  \"clusterdeck gpu clusters get ID\" shows where it is; launch --wait follows it until ready.")
+	}
+}
+
+// ---- clusters ----
+
+func printClusterList(w io.Writer, clusters []apiCluster) {
+	if len(clusters) == 0 {
+		fmt.Fprintln(w, "No clusters yet. See what can start: clusterdeck gpu offers --accelerator H100_80GB --nodes 2")
+		return
+	}
+	tw := table(w)
+	row(tw, "ID", "NAME", "STATUS", "SHAPE", "$/H", "READY AT", "CREATED")
+	for _, cl := range clusters {
+		row(tw, cl.ID, cl.Name, statusText(cl), clusterShape(cl), perHour(cl.USDPerHour), fmtTimePtr(cl.ReadyAt), fmtTime(cl.CreatedAt))
+	}
+	tw.Flush()
+}
+
+func printCluster(w io.Writer, cl apiCluster) {
+	tw := table(w)
+	fmt.Fprintf(tw, "Cluster\t%s %q\n", cl.ID, cl.Name)
+	fmt.Fprintf(tw, "Status\t%s\n", statusText(cl))
+	fmt.Fprintf(tw, "Shape\t%s (%s, %s, provider %s)\n", clusterShape(cl), cl.MachineKind, cl.Interconnect, cl.Provider)
+	if cl.Software != "" {
+		fmt.Fprintf(tw, "Software\t%s\n", cl.Software)
+	}
+	fmt.Fprintf(tw, "Price\t%s for the whole cluster (%s per machine), locked by quote %s\n", perHour(cl.USDPerHour), perHour(cl.USDPerMachineHour), cl.QuoteID)
+	fmt.Fprintf(tw, "Created\t%s\n", fmtTime(cl.CreatedAt))
+	if cl.ReadyAt != nil {
+		fmt.Fprintf(tw, "Ready at\t%s (billing since)\n", fmtTimePtr(cl.ReadyAt))
+	} else {
+		fmt.Fprintf(tw, "Ready at\t— (not billed)\n")
+	}
+	if cl.TerminateRequestedAt != nil {
+		fmt.Fprintf(tw, "Terminate requested\t%s\n", fmtTimePtr(cl.TerminateRequestedAt))
+	}
+	if cl.EndedAt != nil {
+		fmt.Fprintf(tw, "Ended\t%s\n", fmtTimePtr(cl.EndedAt))
+	}
+	if le := cl.lastError(); le != "" {
+		fmt.Fprintf(tw, "Last error\t%s\n", le)
+	}
+	tw.Flush()
+	if len(cl.Nodes) > 0 {
+		fmt.Fprintln(w)
+		tw = table(w)
+		row(tw, "NODE", "RANK", "STATUS", "STEP", "ADDRESS", "PUBLIC HOST")
+		for _, n := range cl.Nodes {
+			row(tw, n.Name, fmt.Sprint(n.Rank), n.Status, stepLabel(n.Step), n.Address, n.PublicHost)
+		}
+		tw.Flush()
+	}
+	if len(cl.Events) > 0 {
+		fmt.Fprintln(w, "\nEvents:")
+		for _, e := range cl.Events {
+			fmt.Fprintln(w, "  "+eventLine(e))
+		}
+	}
+}
+
+func printConnections(w io.Writer, c apiConnections) {
+	fmt.Fprintf(w, "Cluster %s (%s)\n", c.Cluster, c.Status)
+	if c.Primary != nil {
+		fmt.Fprintf(w, "Primary (%s):  %s\n", c.Primary.Name, c.Primary.SSH)
+	}
+	if c.Gateway != nil && *c.Gateway != "" {
+		fmt.Fprintf(w, "Gateway:  %s (nodes without public addresses are reached through it with -J)\n", *c.Gateway)
+	}
+	if len(c.Nodes) > 0 {
+		fmt.Fprintln(w)
+		tw := table(w)
+		row(tw, "NODE", "RANK", "ADDRESS", "SSH")
+		for _, n := range c.Nodes {
+			row(tw, n.Name, fmt.Sprint(n.Rank), n.Address, n.SSH)
+		}
+		tw.Flush()
+	}
+	if c.EnvBlock != "" {
+		fmt.Fprintf(w, "\nEnvironment on node-0 (%s):\n", strings.TrimSuffix(c.EnvNote, "."))
+		fmt.Fprint(w, indent(c.EnvBlock, "  "))
+	}
+	if c.Hostfile != "" {
+		fmt.Fprintf(w, "\nHostfile (%s):\n", c.HostfilePath)
+		fmt.Fprint(w, indent(c.Hostfile, "  "))
+	}
+	if len(c.Commands) > 0 {
+		fmt.Fprintln(w, "\nCommands:")
+		for _, cmd := range c.Commands {
+			fmt.Fprintf(w, "  # %s (run on %s)\n", cmd.Name, cmd.RunOn)
+			fmt.Fprint(w, indent(cmd.Command, "  "))
+			if cmd.Note != "" {
+				fmt.Fprint(w, indent(cmd.Note, "  # "))
+			}
+		}
+	}
+	for _, note := range []string{c.MallocHint, c.Readiness} {
+		if note != "" {
+			fmt.Fprintln(w)
+			fmt.Fprint(w, indent(note, ""))
+		}
+	}
+	if c.ReadinessScript != "" {
+		fmt.Fprintln(w)
+		fmt.Fprint(w, indent(c.ReadinessScript, "  "))
+	}
+}
+
+// indent prefixes every line and ends with a newline.
+func indent(s, prefix string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
+}
