@@ -354,17 +354,14 @@ func formHash(f launchForm) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// sshKeysFor resolves the caller's own SSH key ids to public keys.
+// sshKeysFor resolves the caller's own SSH key ids to public keys: the
+// signed-in user's, or with an API key its creator's.
 func (h *handler) sshKeysFor(c echo.Context, ids []string) ([]string, error) {
 	p := principal(c)
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	userID := ""
-	if p.User != nil {
-		userID = p.User.ID
-	}
-	keys, err := h.Store.SSHKeysForUser(c.Request().Context(), p.Org.ID, userID, ids)
+	keys, err := h.Store.SSHKeysForUser(c.Request().Context(), p.Org.ID, p.UserID, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -570,3 +570,38 @@ func TestAgentAuth(t *testing.T) {
 		}
 	})
 }
+
+// An API key launches with its creator's SSH keys; another user's key id is refused.
+func TestAPILaunchWithSSHKeys(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("k@example.com", "Keyholders")
+		mate := app.joinAccount(acc, "mate@example.com", models.RoleMember)
+		tok := apiKeyFor(t, app, acc)
+		mine, err := app.store.AddSSHKey(ctx, acc.org.ID, acc.user.ID, "laptop", testSSHKey(t, "k@laptop"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := app.store.AddSSHKey(ctx, acc.org.ID, mate.user.ID, "desk", testSSHKey(t, "mate@desk"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		app.store.Deposit(ctx, acc.org.ID, 100*models.Micro, "dep", "t")
+		launch := func(keyID string) (int, map[string]any) {
+			return apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, fmt.Sprintf(
+				`{"offerId":"sim:h100x8","accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"sshKeyIds":[%q]}`, keyID))
+		}
+		if code, body := launch(theirs.ID); code != http.StatusUnprocessableEntity {
+			t.Errorf("another user's SSH key: %d %v", code, body)
+		}
+		code, body := launch(mine.ID)
+		if code != http.StatusCreated {
+			t.Fatalf("own SSH key: %d %v", code, body)
+		}
+		cl, _ := app.store.ClusterForOrg(ctx, acc.org.ID, body["id"].(string))
+		if keys := cl.SSHKeys(); len(keys) != 1 || keys[0] != mine.PublicKey {
+			t.Errorf("installed keys %v", keys)
+		}
+	})
+}

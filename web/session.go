@@ -39,6 +39,7 @@ const (
 type Principal struct {
 	Org      models.Org
 	User     *models.User
+	UserID   string // the acting person: the signed-in user, or the API key's creator
 	Role     models.Role
 	Env      models.Environment
 	Actor    string
@@ -218,7 +219,7 @@ func (h *handler) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		u := sc.User
-		c.Set(principalKey, &Principal{Org: sc.Org, User: &u, Role: sc.Role, Env: sc.Env, Actor: u.Email})
+		c.Set(principalKey, &Principal{Org: sc.Org, User: &u, UserID: u.ID, Role: sc.Role, Env: sc.Env, Actor: u.Email})
 		c.Set(userNavKey, &views.UserNav{Email: u.Email, OrgName: sc.Org.Name, CanBilling: sc.Role.CanManage(),
 			CanTeam: sc.Role.CanManage(), IsOperator: u.IsOperator})
 		return next(c)
@@ -316,7 +317,7 @@ func (h *handler) authenticateBearer(c echo.Context, header string) error {
 	if err != nil {
 		return err
 	}
-	c.Set(principalKey, &Principal{Org: auth.Org, Role: auth.Role, Env: auth.Env,
+	c.Set(principalKey, &Principal{Org: auth.Org, UserID: auth.Key.CreatedBy, Role: auth.Role, Env: auth.Env,
 		Actor: "api_key:" + auth.Key.Prefix, APIKeyID: auth.Key.ID})
 	return nil
 }
