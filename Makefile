@@ -22,7 +22,7 @@ run: build ## Print the demo log-in (email, password, api_key), then serve on th
 generate: templ css ## Regenerate views/*_templ.go and static/css/app.css
 
 templ: ## Regenerate views/*_templ.go
-	$(GO) tool templ generate -include-version=false
+	$(GO) tool templ generate
 
 $(TAILWIND): package.json
 	npm install --no-audit --no-fund
