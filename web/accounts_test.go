@@ -700,7 +700,11 @@ func TestInviteFlowThroughTheOutbox(t *testing.T) {
 		link = strings.TrimSpace(strings.SplitN(link, "\n", 2)[0])
 		path := strings.TrimPrefix(link, "http://127.0.0.1")
 
-		// The dev mailbox lists it.
+		// The dev mailbox lists it (to loopback clients only).
+		if rec := oc.get("/dev/mailbox"); rec.Code != http.StatusForbidden {
+			t.Errorf("dev mailbox from another machine: %d, want 403", rec.Code)
+		}
+		oc.ip = "127.0.0.1"
 		d := doc(t, oc.get("/dev/mailbox"))
 		if d.Find(`[data-testid=mail-row]`).Length() != 1 {
 			t.Error("dev mailbox does not list the invite")
@@ -818,8 +822,13 @@ func TestAdminArea(t *testing.T) {
 
 func TestDevMailboxOnlyInDevelopment(t *testing.T) {
 	app := newTestApp(t, openSQLite(t))
-	if rec := app.get("/dev/mailbox"); rec.Code != 200 {
-		t.Errorf("development: %d", rec.Code)
+	local := httptest.NewRequest(http.MethodGet, "/dev/mailbox", nil)
+	local.RemoteAddr = "127.0.0.1:5555"
+	if rec := app.do(local); rec.Code != 200 {
+		t.Errorf("development, from loopback: %d", rec.Code)
+	}
+	if rec := app.get("/dev/mailbox"); rec.Code != http.StatusForbidden {
+		t.Errorf("development, from another machine: %d, want 403", rec.Code)
 	}
 	prod := New(Deps{Config: Config{Production: true, BaseURL: "https://deck.example"}, Store: app.store,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Static: fstest.MapFS{}})

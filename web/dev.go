@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,8 +12,20 @@ import (
 )
 
 // Development-only routes (never registered in production): the fake clock,
-// running a job's tick now, and the simulated cloud's fault script. They are
-// for demos and black-box tests, and speak JSON.
+// running a job's tick now, the simulated cloud's fault script and the mail
+// outbox. They are for demos and black-box tests on the developer's own
+// machine, so they answer loopback clients only: a development server that
+// is reachable from elsewhere does not hand out every organisation's mail.
+
+// localOnly refuses /dev/… requests that do not come from this machine.
+func localOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if ip := net.ParseIP(c.RealIP()); ip == nil || !ip.IsLoopback() {
+			return echo.NewHTTPError(http.StatusForbidden, "Development routes answer only on this machine (loopback).")
+		}
+		return next(c)
+	}
+}
 
 // devClock is GET /dev/clock.
 func (h *handler) devClock(c echo.Context) error {

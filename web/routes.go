@@ -88,7 +88,7 @@ func (h *handler) routes(e *echo.Echo) {
 
 	// Development-only routes: never registered in production.
 	if !h.Config.Production {
-		dev := e.Group("/dev")
+		dev := e.Group("/dev", localOnly)
 		dev.GET("/clock", h.devClock)
 		dev.POST("/clock", h.devAdvanceClock)
 		dev.POST("/jobs/:name/run", h.devRunJob)
