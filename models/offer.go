@@ -283,10 +283,23 @@ type CatalogHealth struct {
 }
 
 // CatalogHealthByProvider reports each provider's row count and last refresh.
+// The newest refresh is read per provider (there are few), because SQLite
+// returns MAX() of a time column as text.
 func (s *Store) CatalogHealthByProvider(ctx context.Context) ([]CatalogHealth, error) {
 	var out []CatalogHealth
-	err := s.db.WithContext(ctx).Model(&Offer{}).
-		Select("provider, count(*) AS offers, max(refreshed_at) AS refreshed_at").
+	err := s.db.WithContext(ctx).Model(&Offer{}).Select("provider, count(*) AS offers").
 		Group("provider").Order("provider").Scan(&out).Error
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		var newest Offer
+		err := s.db.WithContext(ctx).Select("refreshed_at").Where("provider = ?", out[i].Provider).
+			Order("refreshed_at DESC").Take(&newest).Error
+		if err != nil {
+			return nil, err
+		}
+		out[i].RefreshedAt = newest.RefreshedAt
+	}
+	return out, nil
 }

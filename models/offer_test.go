@@ -211,10 +211,10 @@ func TestLeaseIsExclusive(t *testing.T) {
 		if len(runs) != 1 || runs[0].Runs != 2 || runs[0].Failures != 1 || runs[0].Error != "boom" {
 			t.Errorf("job runs = %+v", runs)
 		}
+		seedCatalog(t, s, offer("x", "l", 8, 1, nil), offer("y", "l", 8, 1, nil))
 		health, err := s.CatalogHealthByProvider(ctx)
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || len(health) != 1 || health[0].Offers != 2 || !health[0].RefreshedAt.Equal(clock.Now()) {
+			t.Errorf("catalog health = %+v, %v", health, err)
 		}
-		_ = health
 	})
 }

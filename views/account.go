@@ -219,6 +219,21 @@ type AdminPage struct {
 	Meta             Meta
 	Orgs             []AdminOrgRow
 	NewQuoteRequests int // requests in the inbox no one has answered yet
+	Providers        []AdminProviderRow
+	Jobs             []AdminJobRow
+}
+
+// AdminProviderRow is one provider's stored catalog (OP2).
+type AdminProviderRow struct {
+	Name, Refreshed string
+	Offers          int
+	Stale           bool // older than the freshness window: its offers are not startable
+}
+
+// AdminJobRow is one job's last run (OP2).
+type AdminJobRow struct {
+	Name, LastRun, Duration, LastError string
+	Runs, Failures                     int64
 }
 
 // AdminOrgRow is one organisation; MaxMachines/MaxGPUs are as typed.

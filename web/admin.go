@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
@@ -33,6 +34,9 @@ func (h *handler) showAdmin(c echo.Context) error {
 	p := views.AdminPage{Meta: h.meta(c, "Admin"), NewQuoteRequests: counts[models.CapacityNew]}
 	for _, o := range orgs {
 		p.Orgs = append(p.Orgs, adminOrgRow(o))
+	}
+	if err := h.adminHealth(c, &p); err != nil {
+		return err
 	}
 	return page(c, http.StatusOK, views.AdminPageView(p), views.AdminPageView(p))
 }
@@ -80,4 +84,27 @@ func (h *handler) setOrgQuota(c echo.Context) error {
 	}
 	_ = h.flash(c, views.FlashSuccess, "Quota of "+before.Name+" saved.")
 	return redirect(c, "/admin")
+}
+
+// adminHealth adds each provider's catalog health and each job's last run (OP2).
+func (h *handler) adminHealth(c echo.Context, p *views.AdminPage) error {
+	ctx := c.Request().Context()
+	catalogs, err := h.Store.CatalogHealthByProvider(ctx)
+	if err != nil {
+		return err
+	}
+	now := h.Store.Now()
+	for _, ch := range catalogs {
+		p.Providers = append(p.Providers, views.AdminProviderRow{Name: ch.Provider, Offers: ch.Offers,
+			Refreshed: views.FormatTime(ch.RefreshedAt), Stale: now.Sub(ch.RefreshedAt) > models.OfferFreshness})
+	}
+	runs, err := h.Store.JobRuns(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		p.Jobs = append(p.Jobs, views.AdminJobRow{Name: r.Name, LastRun: views.FormatTime(r.StartedAt),
+			Duration: r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String(), Runs: r.Runs, Failures: r.Failures, LastError: r.Error})
+	}
+	return nil
 }
