@@ -36,6 +36,8 @@ type config struct {
 	MailFrom   string // MAIL_FROM: sender address (default "Clusterdeck <noreply@clusterdeck.local>")
 	SalesEmail string // SALES_EMAIL: receives every new quote request (default "sales@clusterdeck.local")
 
+	MetricsToken string // METRICS_TOKEN: bearer token for /metrics; unset = loopback scrapes only
+
 	DefaultMaxMachines int          // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
 	DefaultMaxGPUs     int          // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
 	TrustedProxies     []*net.IPNet // TRUSTED_PROXIES: comma list of CIDRs whose X-Forwarded-For is believed
@@ -51,15 +53,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return def
 	}
 	c := config{
-		Addr:        get("ADDR", "127.0.0.1:8080"),
-		DatabaseURL: get("DATABASE_URL", ""),
-		DataDir:     get("DATA_DIR", "data"),
-		LogFormat:   get("LOG_FORMAT", "text"),
-		LogLevel:    get("LOG_LEVEL", "info"),
-		SimConfig:   get("SIM_CONFIG", ""),
-		SMTPURL:     get("SMTP_URL", ""),
-		MailFrom:    get("MAIL_FROM", "Clusterdeck <noreply@clusterdeck.local>"),
-		SalesEmail:  models.NormalizeEmail(get("SALES_EMAIL", models.DefaultSalesEmail)),
+		Addr:         get("ADDR", "127.0.0.1:8080"),
+		DatabaseURL:  get("DATABASE_URL", ""),
+		DataDir:      get("DATA_DIR", "data"),
+		LogFormat:    get("LOG_FORMAT", "text"),
+		LogLevel:     get("LOG_LEVEL", "info"),
+		SimConfig:    get("SIM_CONFIG", ""),
+		SMTPURL:      get("SMTP_URL", ""),
+		MailFrom:     get("MAIL_FROM", "Clusterdeck <noreply@clusterdeck.local>"),
+		SalesEmail:   models.NormalizeEmail(get("SALES_EMAIL", models.DefaultSalesEmail)),
+		MetricsToken: get("METRICS_TOKEN", ""),
 	}
 	if models.EmailProblem(c.SalesEmail) != "" {
 		return c, fmt.Errorf("SALES_EMAIL must be one plain address like sales@example.com, not %q", c.SalesEmail)

@@ -179,7 +179,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
 				SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 				DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
-				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail},
+				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken},
 			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -41,6 +41,7 @@ func (h *handler) middleware(e *echo.Echo) {
 		},
 	}))
 	e.Use(middleware.Recover())
+	e.Use(h.countRequests)
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection:         "0",
 		ContentTypeNosniff:    "nosniff",

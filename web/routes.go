@@ -11,6 +11,7 @@ import (
 func (h *handler) routes(e *echo.Echo) {
 	e.GET("/healthz", h.healthz)
 	e.GET("/readyz", h.readyz)
+	e.GET("/metrics", h.metrics)
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/offers") })
 	e.StaticFS("/static", h.Static)
 

@@ -177,6 +177,7 @@ var walkPublic = map[string]bool{
 	"/":               true,
 	"/healthz":        true,
 	"/readyz":         true,
+	"/metrics":        true, // loopback or METRICS_TOKEN only: TestMetrics
 	"/static*":        true,
 	"/offers":         true,
 	"/signup":         true,

@@ -30,6 +30,7 @@ type Config struct {
 	TrustedProxies     []*net.IPNet // proxies whose X-Forwarded-For is believed (client IPs for throttling and audit)
 	SMTP               bool         // mail leaves by SMTP (SMTP_URL set); else the dev mailbox shows it
 	SalesEmail         string       // receives every new quote request (SALES_EMAIL; "" = models.DefaultSalesEmail)
+	MetricsToken       string       // bearer token for /metrics; "" = loopback clients only
 }
 
 // JobRunner runs a job's tick now (development routes, "recover now").
@@ -58,6 +59,7 @@ type Deps struct {
 type handler struct {
 	Deps
 	sessions *sessions.CookieStore
+	requests requestCounts
 }
 
 // New builds the echo server with every route.

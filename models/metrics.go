@@ -1,0 +1,47 @@
+package models
+
+import (
+	"context"
+	"time"
+)
+
+// Gauges is what /metrics reports from the database, so every instance
+// reports the same shared state (OP3, OP4).
+type Gauges struct {
+	ClustersByStatus map[ClusterStatus]int64
+	MailPending      int64 // queued, not yet sent nor given up
+	MailFailed       int64 // given up after every attempt
+	Catalog          []CatalogHealth
+	Jobs             []JobRun
+}
+
+// MetricsGauges reads every gauge in a handful of queries.
+func (s *Store) MetricsGauges(ctx context.Context) (Gauges, error) {
+	g := Gauges{ClustersByStatus: map[ClusterStatus]int64{}}
+	var rows []struct {
+		Status ClusterStatus
+		N      int64
+	}
+	if err := s.db.WithContext(ctx).Model(&Cluster{}).Select("status, count(*) AS n").Group("status").Scan(&rows).Error; err != nil {
+		return g, err
+	}
+	for _, r := range rows {
+		g.ClustersByStatus[r.Status] = r.N
+	}
+	db := s.db.WithContext(ctx).Model(&OutboxMail{})
+	if err := db.Where("sent_at IS NULL AND failed_at IS NULL").Count(&g.MailPending).Error; err != nil {
+		return g, err
+	}
+	if err := s.db.WithContext(ctx).Model(&OutboxMail{}).Where("failed_at IS NOT NULL").Count(&g.MailFailed).Error; err != nil {
+		return g, err
+	}
+	var err error
+	if g.Catalog, err = s.CatalogHealthByProvider(ctx); err != nil {
+		return g, err
+	}
+	g.Jobs, err = s.JobRuns(ctx)
+	return g, err
+}
+
+// CatalogAge is how long ago a provider's catalog was refreshed.
+func (c CatalogHealth) CatalogAge(now time.Time) time.Duration { return now.Sub(c.RefreshedAt) }
