@@ -1,6 +1,7 @@
 package web
 
 import (
+	"io/fs"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -28,6 +29,7 @@ func (h *handler) routes(e *echo.Echo) {
 
 	// Public REST API v1 (an API key is optional there).
 	e.GET("/v1/gpu/offers", h.apiListOffers, h.optionalAPI)
+	e.GET("/v1/openapi.json", h.openAPI) // API1: the document describing every /v1 route
 
 	// Signed-in pages (app) and the authenticated API (api). Every handler
 	// below loads what it touches through principal(c).Org: another org's id
@@ -97,4 +99,15 @@ func (h *handler) routes(e *echo.Echo) {
 		dev.GET("/mailbox", h.devMailbox)
 		dev.GET("/mailbox/:id", h.devMail)
 	}
+}
+
+// openAPI is GET /v1/openapi.json: the hand-written OpenAPI 3.1 document
+// (static/openapi.json). TestOpenAPICoversEveryRoute keeps it in step with
+// the routes above.
+func (h *handler) openAPI(c echo.Context) error {
+	doc, err := fs.ReadFile(h.Static, "openapi.json")
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, doc)
 }

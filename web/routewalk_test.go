@@ -174,17 +174,18 @@ func walkRoutes(t walkT, f *walkFixture) int {
 // walkPublic lists routes anyone may use signed out. Everything else must
 // refuse a signed-out visitor.
 var walkPublic = map[string]bool{
-	"/":               true,
-	"/healthz":        true,
-	"/readyz":         true,
-	"/metrics":        true, // loopback or METRICS_TOKEN only: TestMetrics
-	"/static*":        true,
-	"/offers":         true,
-	"/signup":         true,
-	"/login":          true,
-	"/logout":         true,
-	"/invites/:token": true, // the token is the capability (see walkCapability)
-	"/v1/gpu/offers":  true,
+	"/":                true,
+	"/healthz":         true,
+	"/readyz":          true,
+	"/metrics":         true, // loopback or METRICS_TOKEN only: TestMetrics
+	"/static*":         true,
+	"/offers":          true,
+	"/signup":          true,
+	"/login":           true,
+	"/logout":          true,
+	"/invites/:token":  true, // the token is the capability (see walkCapability)
+	"/v1/gpu/offers":   true,
+	"/v1/openapi.json": true,
 }
 
 // walkCapability lists routes whose parameter is a secret token rather than
