@@ -477,12 +477,9 @@ func (h *handler) apiGetCluster(c echo.Context) error {
 
 // apiTerminate is POST /v1/gpu/clusters/{id}/terminate (L7): accepted in every state.
 func (h *handler) apiTerminate(c echo.Context) error {
-	p := principal(c)
-	cl, err := h.Store.RequestTerminate(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
+	cl, err := h.requestTerminate(c)
 	if err != nil {
 		return err
 	}
-	h.audit(c, "cluster.terminate", cl.ID, cl.Name)
-	h.kick(c, "provision")
 	return h.clusterJSONResponse(c, http.StatusAccepted, cl)
 }

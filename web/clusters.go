@@ -297,15 +297,9 @@ func (h *handler) createCluster(c echo.Context) error {
 
 // alreadyLaunched answers a repeated launch form with the cluster it made.
 func (h *handler) alreadyLaunched(c echo.Context, q models.Quote, view views.LaunchForm, cl models.Cluster, err error) error {
-	if err != nil {
-		clusters, lerr := h.Store.ClustersForOrg(c.Request().Context(), principal(c).Org.ID)
-		if lerr != nil {
-			return lerr
-		}
-		for _, x := range clusters {
-			if x.QuoteID == q.ID {
-				cl = x
-			}
+	if err != nil && q.UsedByCluster != "" { // the earlier launch of this form used the quote
+		if cl, err = h.Store.ClusterForOrg(c.Request().Context(), principal(c).Org.ID, q.UsedByCluster); err != nil {
+			return err
 		}
 	}
 	lp, lerr := h.launchPage(c, q, view, nil)
@@ -514,16 +508,26 @@ func (h *handler) alternatives(c echo.Context, cl models.Cluster) ([]views.Offer
 	return out, nil
 }
 
-// terminateCluster is POST /clusters/{id}/terminate (L7): it records the
-// intent; the provision job releases every machine together.
-func (h *handler) terminateCluster(c echo.Context) error {
+// requestTerminate records the intent to terminate the caller's cluster
+// (L7), audits it and wakes the provision job, which releases every machine
+// together. The page and the API answer it each their own way.
+func (h *handler) requestTerminate(c echo.Context) (models.Cluster, error) {
 	p := principal(c)
 	cl, err := h.Store.RequestTerminate(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
 	if err != nil {
-		return err
+		return cl, err
 	}
 	h.audit(c, "cluster.terminate", cl.ID, cl.Name)
 	h.kick(c, "provision")
+	return cl, nil
+}
+
+// terminateCluster is POST /clusters/{id}/terminate (L7).
+func (h *handler) terminateCluster(c echo.Context) error {
+	cl, err := h.requestTerminate(c)
+	if err != nil {
+		return err
+	}
 	if isPartial(c) {
 		cp, err := h.clusterPage(c, cl)
 		if err != nil {

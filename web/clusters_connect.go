@@ -141,27 +141,34 @@ func nilIfEmpty(s string) *string {
 	return &s
 }
 
-// retryInstall is POST /clusters/{id}/retry-install (L6).
-func (h *handler) retryInstall(c echo.Context) error {
+// requestRetryInstall records a retry of a failed install (L6), audits it
+// and wakes the install job.
+func (h *handler) requestRetryInstall(c echo.Context) (models.Cluster, error) {
 	p := principal(c)
 	cl, err := h.Store.RetryInstall(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
 	if err != nil {
-		return err
+		return cl, err
 	}
 	h.audit(c, "cluster.retry_install", cl.ID, cl.Name)
 	h.kick(c, "install")
+	return cl, nil
+}
+
+// retryInstall is POST /clusters/{id}/retry-install (L6).
+func (h *handler) retryInstall(c echo.Context) error {
+	cl, err := h.requestRetryInstall(c)
+	if err != nil {
+		return err
+	}
 	return redirect(c, "/clusters/"+cl.ID)
 }
 
 // apiRetryInstall is POST /v1/gpu/clusters/{id}/retry-install (L6).
 func (h *handler) apiRetryInstall(c echo.Context) error {
-	p := principal(c)
-	cl, err := h.Store.RetryInstall(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
+	cl, err := h.requestRetryInstall(c)
 	if err != nil {
 		return err
 	}
-	h.audit(c, "cluster.retry_install", cl.ID, cl.Name)
-	h.kick(c, "install")
 	return h.clusterJSONResponse(c, http.StatusAccepted, cl)
 }
 

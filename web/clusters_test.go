@@ -274,6 +274,12 @@ func TestLaunchFromDashboard(t *testing.T) {
 		if rec.Code != 200 || !strings.Contains(doc(t, rec).Find(`[data-testid=already-launched]`).Text(), "Already launched as my-train") {
 			t.Errorf("second submit: %d %s", rec.Code, rec.Body)
 		}
+		// A second tab with the same locked price (another form token) lands on it too.
+		form.Set("form_token", "another-tab-token-0123456789")
+		rec = c.post("/clusters", form)
+		if rec.Code != 200 || !strings.Contains(doc(t, rec).Find(`[data-testid=already-launched]`).Text(), "Already launched as my-train") {
+			t.Errorf("second tab: %d %s", rec.Code, rec.Body)
+		}
 		if clusterCount(t, app) != 1 {
 			t.Errorf("%d clusters after a double submit", clusterCount(t, app))
 		}
