@@ -195,8 +195,7 @@ func (d *deck) launch(t *testing.T, name string) models.Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, _, err := d.store.LaunchCluster(ctx, models.LaunchParams{OrgID: d.org.ID, EnvID: d.env.ID, QuoteID: q.ID,
-		Name: name, Software: "none", Actor: "test", Env: map[string]string{"HF_TOKEN": "x y"}})
+	cl, _, err := d.store.LaunchCluster(ctx, models.LaunchParams{OrgID: d.org.ID, EnvID: d.env.ID, QuoteID: q.ID, Actor: "test", Workload: models.Workload{Name: name, Software: "none", Env: map[string]string{"HF_TOKEN": "x y"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -474,8 +474,7 @@ func TestSoftwareRefusedAtLaunch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, created, err := w.store.LaunchCluster(ctx, models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID,
-				Name: "k8s", Software: tc.software, Actor: "test", IdemKey: "k-" + tc.software})
+			_, created, err := w.store.LaunchCluster(ctx, models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID, Actor: "test", IdemKey: "k-" + tc.software, Workload: models.Workload{Name: "k8s", Software: tc.software}})
 			var fe models.FieldErrors
 			if !errors.As(err, &fe) || fe["software"] != tc.want || created {
 				t.Errorf("%s on %s: %v (created %v), want software: %q", tc.software, tc.accel, err, created, tc.want)

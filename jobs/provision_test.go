@@ -109,8 +109,7 @@ func (w *world) launchWith(accel string, nodes, gpus int, software string) model
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	c, _, err := w.store.LaunchCluster(ctx, models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID,
-		Name: "train", Software: software, Actor: "test@example.com"})
+	c, _, err := w.store.LaunchCluster(ctx, models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID, Actor: "test@example.com", Workload: models.Workload{Name: "train", Software: software}})
 	if err != nil {
 		w.t.Fatal(err)
 	}

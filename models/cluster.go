@@ -313,14 +313,9 @@ type LaunchParams struct {
 	QuoteID      string
 	IdemKey      string // "" = none
 	RequestHash  string // hash of the request body, for L1's same-key-different-body check
-	Name         string
-	Software     string
-	Image        string
-	StartCommand string
-	Env          map[string]string
-	Ports        []int
-	SSHKeys      []string // OpenSSH public keys
-	Actor        string
+	Workload
+	SSHKeys []string // OpenSSH public keys
+	Actor   string
 }
 
 // Launch refusals the API maps onto its error codes (API2).
@@ -403,8 +398,7 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if q.UsedByCluster != "" {
 			return ErrQuoteUsed
 		}
-		w := Workload{Name: p.Name, Software: p.Software, Image: p.Image, StartCommand: p.StartCommand, Env: p.Env, Ports: p.Ports}
-		if fe := w.Validate(q.MachineKind); len(fe) > 0 {
+		if fe := p.Workload.Validate(q.MachineKind); len(fe) > 0 {
 			return fe
 		}
 		if q.Expired(tx.Now()) {

@@ -55,8 +55,7 @@ func (e *launchEnv) quote(t *testing.T, r models.QuoteRequest) models.Quote {
 }
 
 func (e *launchEnv) launch(q models.Quote, key, hash string) (models.Cluster, bool, error) {
-	return e.s.LaunchCluster(context.Background(), models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID,
-		IdemKey: key, RequestHash: hash, Name: "train", Software: "none", Actor: "t"})
+	return e.s.LaunchCluster(context.Background(), models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID, IdemKey: key, RequestHash: hash, Actor: "t", Workload: models.Workload{Name: "train", Software: "none"}})
 }
 
 // Q1–Q4: the cheapest fitting offer, the Q3 price with line items that add
@@ -234,14 +233,14 @@ func TestLaunchValidatesWorkload(t *testing.T) {
 			p     models.LaunchParams
 			field string
 		}{
-			{models.LaunchParams{Name: "ok", Software: "kubernetes"}, "software"},
-			{models.LaunchParams{Name: "ok", Software: "windows"}, "software"},
-			{models.LaunchParams{Name: "Bad Name!", Software: "none"}, "name"},
-			{models.LaunchParams{Name: "ok", Software: "none", Env: map[string]string{"MASTER_ADDR": "x"}}, "env"},
-			{models.LaunchParams{Name: "ok", Software: "none", Env: map[string]string{"1BAD": "x"}}, "env"},
-			{models.LaunchParams{Name: "ok", Software: "none", Ports: []int{0}}, "ports"},
-			{models.LaunchParams{Name: "ok", Software: "none", Ports: []int{22, 22}}, "ports"},
-			{models.LaunchParams{Name: "ok", Software: "none", Image: "has space"}, "image"},
+			{models.LaunchParams{Workload: models.Workload{Name: "ok", Software: "kubernetes"}}, "software"},
+			{models.LaunchParams{Workload: models.Workload{Name: "ok", Software: "windows"}}, "software"},
+			{models.LaunchParams{Workload: models.Workload{Name: "Bad Name!", Software: "none"}}, "name"},
+			{models.LaunchParams{Workload: models.Workload{Name: "ok", Software: "none", Env: map[string]string{"MASTER_ADDR": "x"}}}, "env"},
+			{models.LaunchParams{Workload: models.Workload{Name: "ok", Software: "none", Env: map[string]string{"1BAD": "x"}}}, "env"},
+			{models.LaunchParams{Workload: models.Workload{Name: "ok", Software: "none", Ports: []int{0}}}, "ports"},
+			{models.LaunchParams{Workload: models.Workload{Name: "ok", Software: "none", Ports: []int{22, 22}}}, "ports"},
+			{models.LaunchParams{Workload: models.Workload{Name: "ok", Software: "none", Image: "has space"}}, "image"},
 		}
 		for _, tt := range tests {
 			tt.p.OrgID, tt.p.EnvID, tt.p.QuoteID = e.org.ID, e.env.ID, q.ID
@@ -256,8 +255,7 @@ func TestLaunchValidatesWorkload(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%d clusters created from bad input", n)
 		}
-		if _, _, err := e.s.LaunchCluster(context.Background(), models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID,
-			QuoteID: q.ID, Name: "fine", Software: "slurm", Env: map[string]string{"HF_TOKEN": "x"}, Ports: []int{8888}}); err != nil {
+		if _, _, err := e.s.LaunchCluster(context.Background(), models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID, Workload: models.Workload{Name: "fine", Software: "slurm", Env: map[string]string{"HF_TOKEN": "x"}, Ports: []int{8888}}}); err != nil {
 			t.Errorf("valid launch on containers (slurm) refused: %v", err)
 		}
 	})

@@ -253,8 +253,9 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	sum := sha256.Sum256(raw)
 	cl, created, err := h.Store.LaunchCluster(ctx, models.LaunchParams{
 		OrgID: p.Org.ID, EnvID: p.Env.ID, QuoteID: q.ID, IdemKey: key, RequestHash: hex.EncodeToString(sum[:]),
-		Name: body.Name, Software: body.Software, Image: body.Image, StartCommand: body.StartCommand,
-		Env: body.Env, Ports: body.Ports, SSHKeys: keys, Actor: p.Actor,
+		SSHKeys: keys, Actor: p.Actor,
+		Workload: models.Workload{Name: body.Name, Software: body.Software, Image: body.Image,
+			StartCommand: body.StartCommand, Env: body.Env, Ports: body.Ports},
 	})
 	if err != nil {
 		return launchError(err)

@@ -273,8 +273,9 @@ func (h *handler) createCluster(c echo.Context) error {
 	if len(problems) == 0 {
 		cl, created, err := h.Store.LaunchCluster(ctx, models.LaunchParams{
 			OrgID: p.Org.ID, EnvID: p.Env.ID, QuoteID: q.ID, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f),
-			Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
-			StartCommand: f.StartCommand, Env: env, Ports: ports, SSHKeys: keys, Actor: p.Actor,
+			SSHKeys: keys, Actor: p.Actor,
+			Workload: models.Workload{Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
+				StartCommand: f.StartCommand, Env: env, Ports: ports},
 		})
 		switch {
 		case err == nil && created:

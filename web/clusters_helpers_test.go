@@ -20,8 +20,7 @@ func launchFor(t testing.TB, app *testApp, acc account, name string) models.Clus
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, _, err := app.store.LaunchCluster(ctx, models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID,
-		Name: name, Software: "none", Actor: acc.user.Email})
+	cl, _, err := app.store.LaunchCluster(ctx, models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID, Actor: acc.user.Email, Workload: models.Workload{Name: name, Software: "none"}})
 	if err != nil {
 		t.Fatal(err)
 	}
