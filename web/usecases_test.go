@@ -55,6 +55,9 @@ func TestUseCasesCommitWithTheirAuditEntry(t *testing.T) {
 		{name: "create API key", audit: "api_key.create", setup: createAPIKeyCase},
 		{name: "revoke API key", audit: "api_key.revoke", setup: revokeAPIKeyCase},
 		{name: "create environment", audit: "environment.create", setup: createEnvironmentCase},
+		{name: "quote request", audit: "quote_request.create", setup: quoteRequestCase},
+		{name: "quote request without its mails", table: "mail_outbox", audit: "quote_request.create", setup: quoteRequestCase},
+		{name: "answer a quote request (operator)", audit: "quote_request.status", setup: quoteRequestStatusCase},
 		{name: "change quota (operator)", audit: "org.quota_change", setup: quotaCase},
 		{name: "log out everywhere", audit: "user.sessions_revoke", setup: revokeSessionsCase},
 		{name: "change password", audit: "user.password_change", setup: changePasswordCase},
@@ -139,7 +142,7 @@ func (f *useCaseFixture) rowCounts(t *testing.T) string {
 	t.Helper()
 	var parts []string
 	for _, table := range []string{"clusters", "cluster_nodes", "cluster_events", "cluster_software", "quotes",
-		"mail_outbox", "invites", "memberships", "ssh_keys", "api_keys", "environments"} {
+		"mail_outbox", "capacity_requests", "invites", "memberships", "ssh_keys", "api_keys", "environments"} {
 		var n int64
 		if err := f.app.db.Table(table).Count(&n).Error; err != nil {
 			t.Fatal(err)
@@ -361,5 +364,32 @@ func changePasswordCase(t *testing.T, f *useCaseFixture) (func() int, func() boo
 		}, func() bool {
 			_, err := f.app.store.Authenticate(context.Background(), f.owner.user.Email, next)
 			return err == nil
+		}
+}
+
+func quoteRequestCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
+	form := validQuoteForm()
+	form.Set("notes", models.NewID("notes"))
+	return func() int { return f.post("/quote-requests", form) },
+		func() bool {
+			var n int64
+			f.app.db.Model(&models.CapacityRequest{}).Where("notes = ?", form.Get("notes")).Count(&n)
+			return n > 0
+		}
+}
+
+func quoteRequestStatusCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
+	form := validQuoteForm()
+	r, err := f.app.store.As(models.Actor{OrgID: f.owner.org.ID, EnvID: f.owner.env.ID, UserID: f.owner.user.ID, Name: f.owner.user.Email}).
+		RequestCapacity(context.Background(), models.CapacityRequestInput{Accelerator: form.Get("accelerator"), Nodes: 128, GPUsPerNode: 8,
+			Fabric: "infiniband", Location: "us-east", StartDate: form.Get("start_date"), Duration: 6, DurationUnit: "weeks",
+			Budget: "900", ContactName: "Ada", ContactEmail: "ada@example.com"}, models.CapacityNotify{BaseURL: "http://127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() int { return f.post("/admin/quote-requests/"+r.ID+"/status", url.Values{"status": {"contacted"}}) },
+		func() bool {
+			now, err := f.app.store.CapacityRequestByID(context.Background(), r.ID)
+			return err == nil && now.Status == models.CapacityContacted
 		}
 }
