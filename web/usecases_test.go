@@ -387,7 +387,9 @@ func quoteRequestStatusCase(t *testing.T, f *useCaseFixture) (func() int, func()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func() int { return f.post("/admin/quote-requests/"+r.ID+"/status", url.Values{"status": {"contacted"}}) },
+	return func() int {
+			return f.post("/admin/quote-requests/"+r.ID+"/status", url.Values{"status": {"contacted"}})
+		},
 		func() bool {
 			now, err := f.app.store.CapacityRequestByID(context.Background(), r.ID)
 			return err == nil && now.Status == models.CapacityContacted
