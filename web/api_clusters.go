@@ -30,44 +30,14 @@ type quoteBody struct {
 	IncludeCommunity *bool   `json:"include_community"`
 }
 
-// request turns the body into a QuoteRequest, with field problems.
-func (b quoteBody) request() (models.QuoteRequest, models.FieldErrors) {
-	fe := models.FieldErrors{}
-	r := models.QuoteRequest{}
-	if b.Accelerator != nil {
-		r.Accelerator = *b.Accelerator
+// fields are the body's priced fields as sent.
+func (b quoteBody) fields() models.QuoteFields {
+	f := models.QuoteFields{Accelerator: b.Accelerator, Nodes: b.Nodes, GPUsPerNode: b.GPUsPerNode,
+		MaxHourlyPrice: b.MaxHourlyPrice, Location: b.Location, OfferID: b.OfferID, IncludeCommunity: b.IncludeCommunity}
+	if b.Storage != nil {
+		f.VolumeGB = b.Storage.PersistentGB
 	}
-	if b.Nodes != nil {
-		r.Nodes = *b.Nodes
-	}
-	if b.GPUsPerNode != nil {
-		r.GPUsPerNode = *b.GPUsPerNode
-	}
-	if b.Storage != nil && b.Storage.PersistentGB != nil {
-		r.VolumeGB = *b.Storage.PersistentGB
-	}
-	if b.MaxHourlyPrice != nil && *b.MaxHourlyPrice != "" {
-		m, err := models.ParseUSD(*b.MaxHourlyPrice)
-		if err != nil {
-			fe["maxHourlyPrice"] = "a decimal dollar string like \"100\" or \"99.50\""
-		}
-		r.MaxHourlyPrice = m
-	}
-	if b.Location != nil {
-		r.Location = *b.Location
-	}
-	if b.OfferID != nil {
-		r.OfferID = *b.OfferID
-	}
-	if b.IncludeCommunity != nil {
-		r.IncludeCommunity = *b.IncludeCommunity
-	}
-	for k, v := range r.Validate() {
-		if _, ok := fe[k]; !ok {
-			fe[k] = v
-		}
-	}
-	return r, fe
+	return f
 }
 
 type lineItemJSON struct {
@@ -197,7 +167,7 @@ func (h *handler) apiQuote(c echo.Context) error {
 	if _, err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	r, fe := body.request()
+	r, fe := body.fields().Request()
 	if len(fe) > 0 {
 		return invalid(fe)
 	}
@@ -225,8 +195,6 @@ type launchBody struct {
 
 // apiLaunch is POST /v1/gpu/clusters with an Idempotency-Key header (L1).
 func (h *handler) apiLaunch(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
 	var body launchBody
 	raw, err := decodeJSON(c, &body)
 	if err != nil {
@@ -236,24 +204,10 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	if len(key) > 191 {
 		return invalid(models.FieldErrors{"Idempotency-Key": "at most 191 characters"})
 	}
-	q, err := h.quoteForLaunch(c, body)
-	if err != nil {
-		return launchError(err)
-	}
-	keys, err := h.sshKeysFor(c, body.SSHKeyIDs)
-	if err != nil {
-		return invalid(models.FieldErrors{"sshKeyIds": "unknown SSH key ids; list yours in the dashboard's settings"})
-	}
-	if body.Software == "" {
-		body.Software = "none"
-	}
-	if body.Name == "" {
-		body.Name = defaultClusterName(q.Accelerator, q.Nodes)
-	}
 	sum := sha256.Sum256(raw)
-	cl, created, err := h.Store.LaunchCluster(ctx, models.LaunchParams{
-		OrgID: p.Org.ID, EnvID: p.Env.ID, QuoteID: q.ID, IdemKey: key, RequestHash: hex.EncodeToString(sum[:]),
-		SSHKeys: keys, Actor: p.Actor,
+	cl, created, err := h.act(c).Launch(c.Request().Context(), models.LaunchInput{
+		QuoteID: body.QuoteID, Priced: body.fields(), FreshQuote: true, DefaultName: true,
+		IdemKey: key, RequestHash: hex.EncodeToString(sum[:]), SSHKeyIDs: body.SSHKeyIDs,
 		Workload: models.Workload{Name: body.Name, Software: body.Software, Image: body.Image,
 			StartCommand: body.StartCommand, Env: body.Env, Ports: body.Ports},
 	})
@@ -263,108 +217,9 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		h.audit(c, "cluster.launch", cl.ID, cl.Name)
 		h.kick(c, "provision")
 	}
 	return h.clusterJSONResponse(c, status, cl)
-}
-
-// quoteForLaunch finds the quote a launch uses: the given quote (checking
-// repeated priced fields, Q5) or a fresh one from an offer and a size (L1).
-func (h *handler) quoteForLaunch(c echo.Context, body launchBody) (models.Quote, error) {
-	p := principal(c)
-	ctx := c.Request().Context()
-	if body.QuoteID == "" {
-		r, fe := body.quoteBody.request()
-		if body.OfferID == nil || *body.OfferID == "" {
-			fe["quoteId"] = "send a quoteId, or an offerId with nodes and gpusPerNode"
-		}
-		if len(fe) > 0 {
-			return models.Quote{}, fe
-		}
-		return h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, r)
-	}
-	q, err := h.Store.QuoteForOrg(ctx, p.Org.ID, body.QuoteID)
-	if err != nil {
-		return q, err
-	}
-	if field := changedPricedField(q, body.quoteBody); field != "" {
-		pc := &models.PriceChangedError{Reason: "field:" + field, Old: q}
-		if r, fe := mergedRequest(q, body.quoteBody); len(fe) == 0 {
-			if nq, err := h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, r); err == nil {
-				pc.New = &nq
-			}
-		}
-		return q, pc
-	}
-	if q.Expired(h.Store.Now()) && q.UsedByCluster == "" {
-		pc := &models.PriceChangedError{Reason: "expired", Old: q}
-		if nq, err := h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, q.Request()); err == nil {
-			pc.New = &nq
-		}
-		return q, pc
-	}
-	return q, nil
-}
-
-// changedPricedField names the first priced field the body repeats with a
-// different value than the quote's, or "".
-func changedPricedField(q models.Quote, b quoteBody) string {
-	switch {
-	case b.Accelerator != nil && *b.Accelerator != q.Accelerator:
-		return "accelerator"
-	case b.Nodes != nil && *b.Nodes != q.Nodes:
-		return "nodes"
-	case b.GPUsPerNode != nil && *b.GPUsPerNode != q.GPUsPerNode:
-		return "gpusPerNode"
-	case b.Storage != nil && b.Storage.PersistentGB != nil && *b.Storage.PersistentGB != q.VolumeGB:
-		return "storage.persistentGb"
-	case b.Location != nil && *b.Location != q.Location:
-		return "location"
-	case b.OfferID != nil && *b.OfferID != q.OfferID:
-		return "offerId"
-	case b.IncludeCommunity != nil && *b.IncludeCommunity != q.IncludeCommunity:
-		return "include_community"
-	}
-	if b.MaxHourlyPrice != nil {
-		m, err := models.ParseUSD(*b.MaxHourlyPrice)
-		if err != nil || m != q.MaxHourlyPrice {
-			return "maxHourlyPrice"
-		}
-	}
-	return ""
-}
-
-// mergedRequest is the quote's shape with the body's priced fields applied.
-func mergedRequest(q models.Quote, b quoteBody) (models.QuoteRequest, models.FieldErrors) {
-	r := q.Request()
-	override, _ := b.request()
-	if b.Accelerator != nil {
-		r.Accelerator = override.Accelerator
-	}
-	if b.Nodes != nil {
-		r.Nodes = override.Nodes
-	}
-	if b.GPUsPerNode != nil {
-		r.GPUsPerNode = override.GPUsPerNode
-	}
-	if b.Storage != nil && b.Storage.PersistentGB != nil {
-		r.VolumeGB = override.VolumeGB
-	}
-	if b.MaxHourlyPrice != nil {
-		r.MaxHourlyPrice = override.MaxHourlyPrice
-	}
-	if b.Location != nil {
-		r.Location = override.Location
-		r.OfferID = ""
-	}
-	if b.OfferID != nil {
-		r.OfferID = override.OfferID
-	}
-	if b.IncludeCommunity != nil {
-		r.IncludeCommunity = override.IncludeCommunity
-	}
-	return r, r.Validate()
 }
 
 type nodeJSON struct {

@@ -141,15 +141,13 @@ func nilIfEmpty(s string) *string {
 	return &s
 }
 
-// requestRetryInstall records a retry of a failed install (L6), audits it
-// and wakes the install job.
+// requestRetryInstall records a retry of a failed install (L6) and wakes
+// the install job.
 func (h *handler) requestRetryInstall(c echo.Context) (models.Cluster, error) {
-	p := principal(c)
-	cl, err := h.Store.RetryInstall(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
+	cl, err := h.act(c).RetryInstall(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return cl, err
 	}
-	h.audit(c, "cluster.retry_install", cl.ID, cl.Name)
 	h.kick(c, "install")
 	return cl, nil
 }
@@ -173,14 +171,12 @@ func (h *handler) apiRetryInstall(c echo.Context) error {
 }
 
 // downloadKubeconfig is GET …/kubeconfig: the Kubernetes cluster's
-// kubeconfig, for its own organisation only (S1).
+// kubeconfig, for its own organisation only, audited (S1).
 func (h *handler) downloadKubeconfig(c echo.Context) error {
-	p := principal(c)
-	kc, err := h.Store.Kubeconfig(c.Request().Context(), p.Org.ID, c.Param("id"))
+	kc, err := h.act(c).Kubeconfig(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	h.audit(c, "cluster.kubeconfig", c.Param("id"), "downloaded")
 	c.Response().Header().Set("Content-Disposition", `attachment; filename="kubeconfig-`+c.Param("id")+`.yaml"`)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.Blob(http.StatusOK, "application/yaml", []byte(kc))

@@ -33,11 +33,14 @@ func classify(err error) *APIError {
 	var ae *APIError
 	var fe models.FieldErrors
 	var he *echo.HTTPError
+	var fb *models.ForbiddenError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &fe):
 		return invalid(fe)
+	case errors.As(err, &fb):
+		return &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: fb.Message}
 	case errors.Is(err, models.ErrNotFound):
 		return &APIError{Status: http.StatusNotFound, Code: "not_found", Message: "We could not find that."}
 	case errors.Is(err, models.ErrConflict):

@@ -37,17 +37,8 @@ func (h *handler) listSSHKeys(c echo.Context) error {
 
 // addSSHKey is POST /settings/ssh-keys: real OpenSSH public keys only.
 func (h *handler) addSSHKey(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
 	form := views.SSHKeyForm{Name: trimForm(c, "name"), PublicKey: trimForm(c, "public_key")}
-	var key models.SSHKey
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if key, err = tx.AddSSHKey(ctx, p.Org.ID, p.User.ID, form.Name, form.PublicKey); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "ssh_key.add", key.Name, key.Fingerprint))
-	})
+	key, err := h.act(c).AddSSHKey(c.Request().Context(), form.Name, form.PublicKey)
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		sp, err := h.sshKeysPage(c)
@@ -66,16 +57,7 @@ func (h *handler) addSSHKey(c echo.Context) error {
 
 // deleteSSHKey is POST /settings/ssh-keys/{id}/delete (your own keys only).
 func (h *handler) deleteSSHKey(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
-	var key models.SSHKey
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if key, err = tx.DeleteSSHKey(ctx, p.Org.ID, p.User.ID, c.Param("id")); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "ssh_key.delete", key.Name, key.Fingerprint))
-	})
+	key, err := h.act(c).DeleteSSHKey(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -110,7 +92,11 @@ func (h *handler) apiKeysPage(c echo.Context) (views.APIKeysPage, error) {
 
 // canRevokeKey: owners and admins revoke any key; members their own.
 func canRevokeKey(p *Principal, k models.APIKey) bool {
-	return p.Role.CanManage() || (p.User != nil && k.CreatedBy == p.User.ID)
+	uid := ""
+	if p.User != nil {
+		uid = p.User.ID
+	}
+	return models.CanRevokeAPIKey(p.Role, uid, k)
 }
 
 // listAPIKeys is GET /settings/api-keys.
@@ -128,15 +114,7 @@ func (h *handler) createAPIKey(c echo.Context) error {
 	p := principal(c)
 	ctx := c.Request().Context()
 	form := views.APIKeyForm{Name: trimForm(c, "name"), Environment: trimForm(c, "environment")}
-	var key models.APIKey
-	var token string
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if key, token, err = tx.CreateAPIKey(ctx, p.Org.ID, form.Environment, p.User.ID, form.Name); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "api_key.create", key.Prefix, key.Name))
-	})
+	key, token, err := h.act(c).CreateAPIKey(ctx, form.Environment, form.Name)
 	var fe models.FieldErrors
 	status := http.StatusOK
 	if errors.As(err, &fe) {
@@ -160,21 +138,7 @@ func (h *handler) createAPIKey(c echo.Context) error {
 
 // revokeAPIKey is POST /settings/api-keys/{id}/revoke.
 func (h *handler) revokeAPIKey(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
-	k, err := h.Store.APIKeyForOrg(ctx, p.Org.ID, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	if !canRevokeKey(p, k) {
-		return echo.NewHTTPError(http.StatusForbidden, "Members can revoke only the keys they created. Ask an owner or admin.")
-	}
-	err = h.Store.Tx(ctx, func(tx *models.Store) error {
-		if _, err := tx.RevokeAPIKey(ctx, p.Org.ID, k.ID); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "api_key.revoke", k.Prefix, k.Name))
-	})
+	k, err := h.act(c).RevokeAPIKey(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}

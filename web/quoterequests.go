@@ -52,23 +52,6 @@ func atoi(s string) int {
 	return n
 }
 
-// capacityInput fills who asks from the request's principal.
-func (h *handler) capacityInput(c echo.Context) (models.CapacityRequestInput, error) {
-	p := principal(c)
-	in := models.CapacityRequestInput{OrgID: p.Org.ID, EnvID: p.Env.ID, Requester: p.Actor}
-	switch {
-	case p.User != nil:
-		in.UserID = p.User.ID
-	case p.APIKeyID != "":
-		k, err := h.Store.APIKeyForOrg(c.Request().Context(), p.Org.ID, p.APIKeyID)
-		if err != nil {
-			return in, err
-		}
-		in.UserID = k.CreatedBy
-	}
-	return in, nil
-}
-
 func (h *handler) capacityNotify() models.CapacityNotify {
 	return models.CapacityNotify{BaseURL: h.Config.BaseURL, SalesEmail: h.Config.SalesEmail}
 }
@@ -116,14 +99,11 @@ func (h *handler) createQuoteRequest(c echo.Context) error {
 	if err := c.Bind(&f); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
-	in, err := h.capacityInput(c)
-	if err != nil {
-		return err
-	}
+	var in models.CapacityRequestInput
 	in.Accelerator, in.Nodes, in.GPUsPerNode, in.Fabric, in.Location = f.Accelerator, atoi(f.Nodes), atoi(f.GPUsPerNode), f.Fabric, f.Location
 	in.StartDate, in.Duration, in.DurationUnit, in.Budget = f.StartDate, atoi(f.Duration), f.DurationUnit, f.Budget
 	in.ContactName, in.ContactEmail, in.ContactPhone, in.Notes = f.ContactName, f.ContactEmail, f.ContactPhone, f.Notes
-	r, err := h.Store.CreateCapacityRequest(c.Request().Context(), in, h.capacityNotify(), h.auditEntry(c, "", "", ""))
+	r, err := h.act(c).RequestCapacity(c.Request().Context(), in, h.capacityNotify())
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		pg := h.newQuoteRequestPage(c, f.view(), fe)
@@ -238,20 +218,17 @@ func (h *handler) apiCreateQuoteRequest(c echo.Context) error {
 	if _, err := decodeJSON(c, &b); err != nil {
 		return err
 	}
-	in, err := h.capacityInput(c)
-	if err != nil {
-		return err
-	}
+	var in models.CapacityRequestInput
 	in.Accelerator, in.Nodes, in.GPUsPerNode, in.Fabric, in.Location = b.Accelerator, b.Nodes, b.GPUsPerNode, b.Fabric, b.Location
 	in.StartDate, in.Duration, in.DurationUnit, in.Budget, in.Notes = b.StartDate, b.DurationDays, "days", b.BudgetPerHour, b.Notes
 	if b.Contact != nil {
 		in.ContactName, in.ContactEmail, in.ContactPhone = b.Contact.Name, b.Contact.Email, b.Contact.Phone
-	} else if in.UserID != "" {
-		if u, err := h.Store.UserByID(ctx, in.UserID); err == nil {
+	} else if uid := principal(c).UserID; uid != "" {
+		if u, err := h.Store.UserByID(ctx, uid); err == nil {
 			in.ContactName, in.ContactEmail = u.Name, u.Email
 		}
 	}
-	r, err := h.Store.CreateCapacityRequest(ctx, in, h.capacityNotify(), h.auditEntry(c, "", "", ""))
+	r, err := h.act(c).RequestCapacity(ctx, in, h.capacityNotify())
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		out := models.FieldErrors{}
@@ -342,7 +319,7 @@ func (h *handler) adminQuoteRequests(c echo.Context) error {
 func (h *handler) setQuoteRequestStatus(c echo.Context) error {
 	ctx := c.Request().Context()
 	status, note := trimForm(c, "status"), c.FormValue("operator_note")
-	r, changed, err := h.Store.SetCapacityRequestStatus(ctx, c.Param("id"), status, note, h.capacityNotify(), h.auditEntry(c, "", "", ""))
+	r, changed, err := h.act(c).SetCapacityRequestStatus(ctx, c.Param("id"), status, note, h.capacityNotify())
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		before, lerr := h.Store.CapacityRequestByID(ctx, c.Param("id"))
