@@ -72,13 +72,17 @@ func shortHash(s string) string {
 func clusterMailText(c Cluster, baseURL string) (subject, body string, ok bool) {
 	link := strings.TrimRight(baseURL, "/") + "/clusters/" + c.ID
 	shape := fmt.Sprintf("%d × %d × %s in %s", c.Nodes, c.GPUsPerNode, c.Accelerator, c.LocationName)
+	since := "now"
+	if c.ReadyAt != nil {
+		since = "at " + c.ReadyAt.Format("2006-01-02 15:04 MST")
+	}
 	switch c.Status {
 	case StatusReady:
 		return fmt.Sprintf("Cluster %s is ready", c.Name),
 			fmt.Sprintf("Your cluster %s (%s) is ready: every machine is up and joined.\n\n"+
-				"Billing started at %s for all machines at %s per hour.\n"+
+				"Billing started %s for all machines at %s per hour.\n"+
 				"Ready means infrastructure readiness only; run your own application check before sending traffic.\n\n"+
-				"Connect: %s\n", c.Name, shape, c.ReadyAt.Format("2006-01-02 15:04 MST"), USD(c.USDPerHour), link), true
+				"Connect: %s\n", c.Name, shape, since, USD(c.USDPerHour), link), true
 	case StatusFailed:
 		return fmt.Sprintf("Cluster %s failed to start", c.Name),
 			fmt.Sprintf("Your cluster %s (%s) did not come up whole: %s.\n\n"+
