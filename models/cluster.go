@@ -320,7 +320,7 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 			return res.Error
 		}
 		if res.RowsAffected != 1 {
-			return fmt.Errorf("models: cluster %s: %s is legal only from %v: %w", id, ch.event, from, ErrConflict)
+			return fmt.Errorf("models: cluster %s: event %s refused (legal from %v): %w", id, ch.event, from, ErrConflict)
 		}
 		if ch.nodes != nil {
 			if err := ch.nodes(tx); err != nil {
@@ -338,6 +338,9 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		}
 		if err := tx.addEvent(ctx, c, c.Status, kind, ch.node, ch.step, ch.msg); err != nil {
 			return err
+		}
+		if to == "" {
+			return nil // the status stays: nothing to mail
 		}
 		return tx.queueClusterMail(ctx, ch.notify, c, ch.try)
 	})
