@@ -19,12 +19,12 @@ type Deps struct {
 // Register adds every job. Like web/routes.go for URLs, this is the one place
 // every schedule can be read.
 func Register(s *Scheduler, d Deps) error {
-	mail := &ClusterMail{Store: d.Store, BaseURL: d.BaseURL}
+	mail := &models.ClusterNotify{BaseURL: d.BaseURL}
 	for _, e := range []entry{
 		{"@every 1m", &Catalog{Store: d.Store, Providers: d.Providers}, 50 * time.Second},
 		{"17 * * * *", &PruneLoginThrottles{Store: d.Store}, time.Minute},
-		{"@every 5s", &Provision{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL, Notify: mail.Notify}, 2 * time.Minute},
-		{"@every 5s", &Install{Store: d.Store, Notify: mail.Notify}, 30 * time.Second},
+		{"@every 5s", &Provision{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL, Mail: mail}, 2 * time.Minute},
+		{"@every 5s", &Install{Store: d.Store, Mail: mail}, 30 * time.Second},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)

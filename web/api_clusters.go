@@ -278,7 +278,7 @@ func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []model
 		j.LastError = &cl.LastError
 	}
 	for _, n := range nodes {
-		j.Nodes = append(j.Nodes, nodeJSON{Name: n.Name, Rank: n.Rank, Status: n.Status, Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost})
+		j.Nodes = append(j.Nodes, nodeJSON{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost})
 	}
 	for _, e := range events {
 		j.Events = append(j.Events, eventJSON{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})

@@ -412,7 +412,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 // nodeView is one node's timeline: each step done (with when), the one it
 // waits for (with the time left before its deadline), or failed (X3).
 func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.NodeView {
-	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: n.Status, Address: n.PrivateIP, Message: n.Message}
+	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Address: n.PrivateIP, Message: n.Message}
 	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
 	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
 	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(cl.PlacedAt != nil, "done", "active"), At: clock(cl.PlacedAt)})
@@ -425,7 +425,7 @@ func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.Node
 		switch {
 		case stamp[step] != nil:
 			sv.State, sv.At = "done", clock(stamp[step])
-		case n.Step == step && (n.Status == "failed" || n.Status == "lost"):
+		case n.Step == step && (n.Status == models.NodeFailed || n.Status == models.NodeLost):
 			sv.State = "failed"
 		case n.Step == step && cl.Status == models.StatusProvisioning && !deadline.IsZero():
 			sv.State = "active"

@@ -309,7 +309,7 @@ func makeJoined(t testing.TB, app *testApp, cl models.Cluster, publicHosts bool)
 			}
 		}
 	}
-	out, err := app.store.MarkJoined(ctx, cl.ID)
+	out, err := app.store.MarkJoined(ctx, cl.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestFailedClusterOffersAlternatives(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		acc := app.signupAccount("f@example.com", "Failers")
 		cl := launchFor(t, app, acc, "failer")
-		if _, err := app.store.FailCluster(context.Background(), cl.ID, "provider_rejected:no_capacity", "", "reserved", "no room"); err != nil {
+		if _, err := app.store.FailCluster(context.Background(), cl.ID, "provider_rejected:no_capacity", "", "reserved", "no room", nil); err != nil {
 			t.Fatal(err)
 		}
 		d := doc(t, app.login(acc).get("/clusters/"+cl.ID))
