@@ -96,8 +96,24 @@ type Cluster struct {
 	TerminateRequestedAt *time.Time
 	EndedAt              *time.Time // failed or terminated
 	ReleasedAt           *time.Time // every machine confirmed released at the provider
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
+	ReconciledAt         *time.Time // every machine proven gone at the provider (X10)
+
+	// Health and recovery (R1–R5): the opt-in policy and the current
+	// unhealthy episode (see health.go).
+	RecoveryMode            string `gorm:"size:16"` // RecoveryRestart or "" (off)
+	RecoveryMaxAttempts     int
+	RecoveryCooldownMinutes int
+	DegradedFrom            string     `gorm:"size:16"` // the status a machine loss degraded it from; "" = not by health
+	Episodes                int        // unhealthy episodes so far
+	EpisodeStartedAt        *time.Time // the open episode; nil = healthy
+	RecoveryAttempts        int        // attempts used in the open episode
+	RecoveryLastAt          *time.Time
+	RecoveryNextAt          *time.Time // cooldown: no automatic attempt before
+	RecoveryOutcome         string     `gorm:"type:text"` // JSON []MachineOutcome of the last attempt
+	RecoverRequestedAt      *time.Time // "recover now" waiting for the recovery job
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Env decodes the user's environment.
@@ -172,7 +188,10 @@ type ClusterNode struct {
 	MeshAt         *time.Time
 	SoftwareAt     *time.Time
 	HeartbeatAt    *time.Time
-	Message        string `gorm:"size:1000"`
+	Message        string     `gorm:"size:1000"`
+	DownSince      *time.Time // a health pass first saw it unwell (R1); nil = well
+	DownPasses     int        // consecutive passes that saw it unwell
+	Seen           string     `gorm:"size:255"` // what the last pass saw when unwell
 }
 
 // ClusterEvent is one entry of a cluster's history: every transition and
@@ -282,12 +301,14 @@ type change struct {
 	event  Event
 	set    map[string]any // extra cluster columns
 	guard  string         // extra SQL condition on the cluster row (a constant), e.g. "placed_at IS NULL"
+	args   []any          // the guard's parameters
 	kind   string         // the event entry's kind; "" = status
 	node   string
 	step   string
 	msg    string
 	nodes  func(tx *Store) error // node rows, in the same transaction
 	notify *ClusterNotify        // outcome mail (E1); nil = none
+	always bool                  // mail even though the status stays (recovery exhausted)
 	try    int                   // the install attempt the mail belongs to
 }
 
@@ -313,7 +334,7 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		}
 		q := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND status IN ?", id, from)
 		if ch.guard != "" {
-			q = q.Where(ch.guard)
+			q = q.Where(ch.guard, ch.args...)
 		}
 		res := q.Updates(set)
 		if res.Error != nil {
@@ -339,7 +360,7 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		if err := tx.addEvent(ctx, c, c.Status, kind, ch.node, ch.step, ch.msg); err != nil {
 			return err
 		}
-		if to == "" {
+		if to == "" && !ch.always {
 			return nil // the status stays: nothing to mail
 		}
 		return tx.queueClusterMail(ctx, ch.notify, c, ch.try)

@@ -33,8 +33,15 @@ func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluste
 	if err != nil {
 		return err
 	}
+	topic := string(c.Status)
+	switch {
+	case c.LastError == LastErrorRecoveryExhausted:
+		topic = LastErrorRecoveryExhausted
+	case strings.HasPrefix(c.LastError, LastErrorNodeDown):
+		topic = "node_down"
+	}
 	for _, addr := range to {
-		m := Mail{Key: fmt.Sprintf("cluster-%s:%s:%d:%s", c.Status, c.ID, attempt, shortHash(addr)),
+		m := Mail{Key: fmt.Sprintf("cluster-%s:%s:%d:%s", topic, c.ID, attempt, shortHash(addr)),
 			To: strings.TrimSpace(addr), Subject: subject, Text: body}
 		if m.check() != nil {
 			continue
@@ -89,9 +96,31 @@ func clusterMailText(c Cluster, baseURL string) (subject, body string, ok bool) 
 				"Every machine was released and nothing was billed. Nothing is retried without you.\n"+
 				"See what happened and what can start now: %s\n", c.Name, shape, c.LastError, link), true
 	case StatusDegraded:
+		if text, ok := healthMailText(c, shape, link); ok {
+			return fmt.Sprintf(text[0], c.Name), text[1], true
+		}
 		return fmt.Sprintf("Cluster %s is degraded", c.Name),
 			fmt.Sprintf("Your cluster %s (%s) is degraded: %s.\n\n"+
 				"The machines stay up and billing continues. Retry the install or terminate: %s\n", c.Name, shape, c.LastError, link), true
 	}
 	return "", "", false
+}
+
+// healthMailText is the degraded and recovery-exhausted mails of R2 and R5:
+// the subject (with %s for the name) and the body.
+func healthMailText(c Cluster, shape, link string) ([2]string, bool) {
+	switch {
+	case c.LastError == LastErrorRecoveryExhausted:
+		return [2]string{"Recovery of cluster %s gave up",
+			fmt.Sprintf("Every recovery attempt for your cluster %s (%s) is spent and a machine is still down.\n\n"+
+				"The cluster stays degraded and billing continues at %s per hour. Terminate it, or try recover now: %s\n",
+				c.Name, shape, USD(c.USDPerHour), link)}, true
+	case strings.HasPrefix(c.LastError, LastErrorNodeDown):
+		return [2]string{"Cluster %s is degraded: a machine is down",
+			fmt.Sprintf("A machine of your cluster %s (%s) left running: %s.\n\n"+
+				"The other machines stay up and billing continues at %s per hour. %s\n"+
+				"See the machine's status, recover now or terminate: %s\n",
+				c.Name, shape, strings.TrimPrefix(c.LastError, LastErrorNodeDown), USD(c.USDPerHour), c.recoveryLine(), link)}, true
+	}
+	return [2]string{}, false
 }

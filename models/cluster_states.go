@@ -17,6 +17,8 @@ const (
 	NodeFailed       NodeStatus = "failed"
 	NodeTerminated   NodeStatus = "terminated"
 	NodeLost         NodeStatus = "lost"
+	NodeDown         NodeStatus = "down"       // left running after admission (R2)
+	NodeRestarting   NodeStatus = "restarting" // a recovery attempt restarted it (R3)
 )
 
 // liveNodeStatuses are the nodes still taking steps.
@@ -39,6 +41,13 @@ const (
 	EventReleased           Event = "released"            // the provider confirmed a failed cluster's machines released (L4)
 	EventTerminateRequested Event = "terminate_requested" // the customer asks to terminate (L7)
 	EventTerminated         Event = "terminated"          // every machine released after a terminate request (L7)
+
+	EventMachineDown       Event = "machine_down"       // a machine left running after admission (R2)
+	EventHealthNoted       Event = "health_noted"       // machines down or healthy again in a cluster that stays degraded (R2)
+	EventHealthy           Event = "healthy"            // every machine healthy again (R2)
+	EventHealthyInstall    Event = "healthy_install"    // every machine healthy again; the install goes on (R2, L6)
+	EventRecoveryAttempt   Event = "recovery_attempt"   // one recovery attempt made (R3, R5)
+	EventRecoveryExhausted Event = "recovery_exhausted" // every attempt spent, still unhealthy (R5)
 )
 
 // ClusterTransition is one legal move: an event in status From leads to To.
@@ -63,6 +72,14 @@ var ClusterTransitions = []ClusterTransition{
 	{StatusDegraded, EventRetryInstall, StatusInstalling},
 	{StatusFailed, EventReleased, StatusFailed},
 
+	{StatusReady, EventMachineDown, StatusDegraded},
+	{StatusInstalling, EventMachineDown, StatusDegraded},
+	{StatusDegraded, EventHealthNoted, StatusDegraded},
+	{StatusDegraded, EventHealthy, StatusReady},
+	{StatusDegraded, EventHealthyInstall, StatusInstalling},
+	{StatusDegraded, EventRecoveryAttempt, StatusDegraded},
+	{StatusDegraded, EventRecoveryExhausted, StatusDegraded},
+
 	{StatusProvisioning, EventTerminateRequested, StatusProvisioning},
 	{StatusInstalling, EventTerminateRequested, StatusInstalling},
 	{StatusReady, EventTerminateRequested, StatusReady},
@@ -82,7 +99,8 @@ var ClusterStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, Stat
 
 // Events lists every event.
 var Events = []Event{EventPlaced, EventJoined, EventJoinedInstall, EventSoftwareReady, EventDegrade,
-	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated}
+	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated,
+	EventMachineDown, EventHealthNoted, EventHealthy, EventHealthyInstall, EventRecoveryAttempt, EventRecoveryExhausted}
 
 // NextStatus is where ev leads from status from, and whether it is legal there.
 func NextStatus(from ClusterStatus, ev Event) (ClusterStatus, bool) {

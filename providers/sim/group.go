@@ -32,7 +32,10 @@ type node struct {
 	dieAfter        time.Duration // after bootAt
 	agentSilent     bool
 	peerUnreachable bool
-	checkFails      []string // software whose check reports this node unhealthy ("" = all)
+	checkFails      []string  // software whose check reports this node unhealthy ("" = all)
+	downAt          time.Time // stopped from then until restarted (zero = never)
+	unrecoverable   bool      // every restart is refused
+	silentAt        time.Time // the agent stops from then until restarted (zero = never)
 
 	installed  map[string]time.Time // software → when its install succeeded
 	agent      MachineAgent
@@ -83,6 +86,10 @@ func (n *node) state(t time.Time) (providers.NodeState, string) {
 		return providers.NodePending, "booting"
 	case t.Before(n.restartUntil):
 		return providers.NodeRestarting, "rebooting"
+	case !n.downAt.IsZero() && !t.Before(n.downAt) && n.unrecoverable:
+		return providers.NodeFailed, "host hardware fault"
+	case !n.downAt.IsZero() && !t.Before(n.downAt):
+		return providers.NodeStopped, "instance stopped"
 	default:
 		return providers.NodeRunning, ""
 	}
