@@ -34,6 +34,7 @@ type ClusterPage struct {
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
+	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
 }
 
 // ClusterView is the cluster's header.

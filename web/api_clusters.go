@@ -229,6 +229,7 @@ type nodeJSON struct {
 	Step       string `json:"step"`
 	Address    string `json:"address"`
 	PublicHost string `json:"publicHost,omitempty"`
+	Message    string `json:"message,omitempty"` // what the last health pass saw, or why it failed
 }
 
 type eventJSON struct {
@@ -241,28 +242,29 @@ type eventJSON struct {
 }
 
 type clusterJSON struct {
-	ID                   string      `json:"id"`
-	Name                 string      `json:"name"`
-	Status               string      `json:"status"`
-	Accelerator          string      `json:"accelerator"`
-	NodeCount            int         `json:"nodeCount"`
-	GPUsPerNode          int         `json:"gpusPerNode"`
-	Location             string      `json:"location"`
-	Provider             string      `json:"provider"`
-	OfferID              string      `json:"offerId"`
-	QuoteID              string      `json:"quoteId"`
-	MachineKind          string      `json:"machineKind"`
-	Interconnect         string      `json:"interconnect"`
-	Software             string      `json:"software"`
-	USDPerHour           string      `json:"usdPerHour"`
-	USDPerMachineHour    string      `json:"usdPerMachineHour"`
-	ReadyAt              *time.Time  `json:"readyAt"`
-	LastError            *string     `json:"lastError"`
-	CreatedAt            time.Time   `json:"createdAt"`
-	TerminateRequestedAt *time.Time  `json:"terminateRequestedAt,omitempty"`
-	EndedAt              *time.Time  `json:"endedAt,omitempty"`
-	Nodes                []nodeJSON  `json:"nodes"`
-	Events               []eventJSON `json:"events,omitempty"`
+	ID                   string       `json:"id"`
+	Name                 string       `json:"name"`
+	Status               string       `json:"status"`
+	Accelerator          string       `json:"accelerator"`
+	NodeCount            int          `json:"nodeCount"`
+	GPUsPerNode          int          `json:"gpusPerNode"`
+	Location             string       `json:"location"`
+	Provider             string       `json:"provider"`
+	OfferID              string       `json:"offerId"`
+	QuoteID              string       `json:"quoteId"`
+	MachineKind          string       `json:"machineKind"`
+	Interconnect         string       `json:"interconnect"`
+	Software             string       `json:"software"`
+	USDPerHour           string       `json:"usdPerHour"`
+	USDPerMachineHour    string       `json:"usdPerMachineHour"`
+	ReadyAt              *time.Time   `json:"readyAt"`
+	LastError            *string      `json:"lastError"`
+	CreatedAt            time.Time    `json:"createdAt"`
+	TerminateRequestedAt *time.Time   `json:"terminateRequestedAt,omitempty"`
+	EndedAt              *time.Time   `json:"endedAt,omitempty"`
+	Nodes                []nodeJSON   `json:"nodes"`
+	Recovery             recoveryJSON `json:"recovery"`
+	Events               []eventJSON  `json:"events,omitempty"`
 }
 
 func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent) clusterJSON {
@@ -272,13 +274,13 @@ func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []model
 		MachineKind: cl.MachineKind, Interconnect: cl.Interconnect, Software: cl.Software,
 		USDPerHour: models.DecimalUSD(cl.USDPerHour), USDPerMachineHour: models.DecimalUSD(cl.MachineHour),
 		ReadyAt: cl.ReadyAt, CreatedAt: cl.CreatedAt, TerminateRequestedAt: cl.TerminateRequestedAt, EndedAt: cl.EndedAt,
-		Nodes: []nodeJSON{},
+		Nodes: []nodeJSON{}, Recovery: toRecoveryJSON(cl.Recovery()),
 	}
 	if cl.LastError != "" {
 		j.LastError = &cl.LastError
 	}
 	for _, n := range nodes {
-		j.Nodes = append(j.Nodes, nodeJSON{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost})
+		j.Nodes = append(j.Nodes, nodeJSON{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost, Message: n.Message})
 	}
 	for _, e := range events {
 		j.Events = append(j.Events, eventJSON{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})

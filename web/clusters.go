@@ -34,6 +34,7 @@ func (h *handler) clusterRoutes(app, api *echo.Group) {
 	api.POST("/gpu/clusters/:id/terminate", h.apiTerminate)
 
 	h.connectRoutes(app, api)
+	h.recoveryRoutes(app, api)
 }
 
 // listClusters is GET /clusters: the list, or for htmx polling only its rows.
@@ -387,6 +388,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 			return cp, err
 		}
 	}
+	cp.Recovery = recoveryView(cl, now, nil)
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}
