@@ -119,3 +119,38 @@ func TestRecoveryPanelOnPage(t *testing.T) {
 		}
 	})
 }
+
+// X10: the operators' leaks page lists each leaked machine with when it was
+// found and released; customers get 403.
+func TestAdminLeaksPage(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		cust := app.signupAccount("cust@example.com", "Acme")
+		op := app.signupAccount("op@example.com", "Ops")
+		if _, err := app.store.SetOperator(ctx, op.user.Email, true); err != nil {
+			t.Fatal(err)
+		}
+		if rec := app.login(cust).get("/admin/leaks"); rec.Code != http.StatusForbidden {
+			t.Errorf("customer: %d", rec.Code)
+		}
+		oc := app.login(op)
+		if d := doc(t, oc.get("/admin/leaks")); d.Find(`[data-testid=admin-leaks-empty]`).Length() != 1 {
+			t.Error("no empty state")
+		}
+		if err := app.store.RecordLeaks(ctx, []models.ProviderLeak{{ClusterID: "cl_x", OrgID: cust.org.ID, Provider: "sim",
+			GroupName: "cl_x", NodeID: "sim-abc", State: "running"}}); err != nil {
+			t.Fatal(err)
+		}
+		d := doc(t, oc.get("/admin/leaks"))
+		if row := d.Find(`[data-testid=leak-row][data-machine=sim-abc]`); row.Length() != 1 || !strings.Contains(row.Find(`[data-testid=leak-released]`).Text(), "not yet") {
+			t.Errorf("leak row missing or released: %q", row.Text())
+		}
+		if err := app.store.MarkLeaksReleased(ctx, "cl_x"); err != nil {
+			t.Fatal(err)
+		}
+		d = doc(t, oc.get("/admin/leaks"))
+		if got := d.Find(`[data-testid=leak-released]`).Text(); strings.Contains(got, "not yet") || strings.TrimSpace(got) == "" {
+			t.Errorf("released column %q", got)
+		}
+	})
+}

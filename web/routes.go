@@ -80,6 +80,7 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.POST("/orgs/:id/quota", h.setOrgQuota)
 	admin.GET("/quote-requests", h.adminQuoteRequests)
 	admin.POST("/quote-requests/:id/status", h.setQuoteRequestStatus)
+	admin.GET("/leaks", h.adminLeaks)
 
 	api.GET("/me", h.apiMe)
 
