@@ -68,7 +68,7 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 	for i, c := range cs {
 		ids[i] = c.ID
 	}
-	nodes, err := j.Store.NodesForClusters(ctx, ids)
+	nodes, err := j.Store.HealthNodes(ctx, ids)
 	if err != nil {
 		return err
 	}

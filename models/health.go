@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -121,12 +122,35 @@ func (c Cluster) RecoverySpent(now time.Time) bool {
 // ---- health passes (R1, R2) ----
 
 // LiveClustersAfter is one batch of a health pass: clusters whose machines
-// are checked, by id after afterID.
+// are checked, by id after afterID, with the columns a pass decides on.
 func (s *Store) LiveClustersAfter(ctx context.Context, afterID string, limit int) ([]Cluster, error) {
 	var out []Cluster
-	err := s.db.WithContext(ctx).Where("status IN ? AND id > ?", HealthStatuses, afterID).
+	err := s.db.WithContext(ctx).Select("id, org_id, status, provider, episodes, episode_started_at, degraded_from, "+
+		"terminate_requested_at, last_error").Where("status IN ? AND id > ?", HealthStatuses, afterID).
 		Order("id").Limit(limit).Find(&out).Error
 	return out, err
+}
+
+// HealthNodes loads the machines of a batch of clusters in one query, with
+// the columns a pass decides on (scanned by hand: a pass reads every
+// machine of the fleet, and reflection per row is most of its cost).
+func (s *Store) HealthNodes(ctx context.Context, clusterIDs []string) (map[string][]ClusterNode, error) {
+	out := make(map[string][]ClusterNode, len(clusterIDs))
+	rows, err := s.db.WithContext(ctx).Model(&ClusterNode{}).
+		Select("id, cluster_id, rank, name, status, mesh_at, heartbeat_at, down_since, COALESCE(down_passes, 0)").
+		Where("cluster_id IN ?", clusterIDs).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n ClusterNode
+		if err := rows.Scan(&n.ID, &n.ClusterID, &n.Rank, &n.Name, &n.Status, &n.MeshAt, &n.HeartbeatAt, &n.DownSince, &n.DownPasses); err != nil {
+			return nil, err
+		}
+		out[n.ClusterID] = append(out[n.ClusterID], n)
+	}
+	return out, rows.Err()
 }
 
 // HealthMarks is what one health pass writes for a batch in at most two
@@ -141,7 +165,7 @@ type HealthMarks struct {
 func (s *Store) MarkHealth(ctx context.Context, m HealthMarks) error {
 	db := s.db.WithContext(ctx)
 	if len(m.Unwell) > 0 {
-		if err := db.Exec("UPDATE cluster_nodes SET down_since = COALESCE(down_since, ?), down_passes = down_passes + 1 WHERE id IN ?",
+		if err := db.Exec("UPDATE cluster_nodes SET down_since = COALESCE(down_since, ?), down_passes = COALESCE(down_passes, 0) + 1 WHERE id IN ?",
 			s.Now(), m.Unwell).Error; err != nil {
 			return err
 		}
@@ -166,6 +190,7 @@ type DownMachine struct {
 // one mail); a degraded one records them. Each machine reads down with what
 // was seen; billing is untouched.
 func (s *Store) MarkMachinesDown(ctx context.Context, c Cluster, downs []DownMachine, n *ClusterNotify) (Cluster, error) {
+	slices.SortFunc(downs, func(a, b DownMachine) int { return a.Rank - b.Rank })
 	names := make([]string, len(downs))
 	for i, d := range downs {
 		names[i] = d.Name + ": " + d.Seen
