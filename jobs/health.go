@@ -120,7 +120,7 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 		case len(v.downs) > 0:
 			_, err = j.Store.MarkMachinesDown(ctx, v.c, v.downs, j.Mail)
 		case v.well && v.c.EpisodeStartedAt != nil:
-			_, err = j.Store.MarkHealthy(ctx, v.c)
+			_, err = j.Store.MarkHealthy(ctx, v.c, j.Mail)
 		}
 		if err != nil && !errors.Is(err, models.ErrConflict) {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", v.c.ID, err))

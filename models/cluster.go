@@ -309,6 +309,7 @@ type change struct {
 	nodes  func(tx *Store) error // node rows, in the same transaction
 	notify *ClusterNotify        // outcome mail (E1); nil = none
 	always bool                  // mail even though the status stays (recovery exhausted)
+	topic  string                // the mail when the status alone does not say it ("healthy"); "" = by status
 	try    int                   // the install attempt the mail belongs to
 }
 
@@ -363,7 +364,7 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		if to == "" && !ch.always {
 			return nil // the status stays: nothing to mail
 		}
-		return tx.queueClusterMail(ctx, ch.notify, c, ch.try)
+		return tx.queueClusterMail(ctx, ch.notify, c, ch.try, ch.topic)
 	})
 	return out, err
 }
@@ -649,14 +650,19 @@ func stepColumn(step string) (col, next string) {
 }
 
 // FailCluster ends a starting cluster (L4): status failed with lastError, an
-// event naming the node and the step, every node failed (a lost one stays
-// lost), nothing billed (readyAt stays unset) and the failure mail, in one
+// event naming the node and the step, that node failed and every other one
+// terminated (released with it; a lost one stays lost), nothing billed (readyAt stays unset) and the failure mail, in one
 // transaction. The provision job releases the machines.
 func (s *Store) FailCluster(ctx context.Context, id, lastError, node, step, msg string, n *ClusterNotify) (Cluster, error) {
 	return s.transition(ctx, id, change{event: EventFail, notify: n, node: node, step: step, msg: msg,
 		set: map[string]any{"last_error": truncate(lastError, 255), "ended_at": s.Now()},
 		nodes: func(tx *Store) error {
-			return tx.nodeRows(ctx, id, map[string]any{"status": NodeFailed}, "status <> ?", NodeLost)
+			// Only the node that failed reads failed; the others are released
+			// with the cluster, and a lost one stays lost.
+			if err := tx.nodeRows(ctx, id, map[string]any{"status": NodeTerminated}, "status <> ? AND name <> ?", NodeLost, node); err != nil {
+				return err
+			}
+			return tx.nodeRows(ctx, id, map[string]any{"status": NodeFailed}, "status <> ? AND name = ?", NodeLost, node)
 		}})
 }
 

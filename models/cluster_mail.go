@@ -18,14 +18,15 @@ type ClusterNotify struct {
 
 // queueClusterMail queues c's outcome mail to every recipient through the
 // outbox (E2). The key names the status, the cluster, the install attempt
-// (a second degradation after a retry mails again) and a hash of the
+// (a second degradation after a retry mails again; for health mails the
+// unhealthy episode) and a hash of the
 // recipient, so it stays short and a retried tick queues each mail once. A
 // recipient the outbox refuses is skipped: it never stops the others.
-func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluster, attempt int) error {
+func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluster, attempt int, topic string) error {
 	if n == nil {
 		return nil
 	}
-	subject, body, ok := clusterMailText(c, n.BaseURL)
+	subject, body, ok := clusterMailText(c, n.BaseURL, topic)
 	if !ok {
 		return nil
 	}
@@ -33,7 +34,9 @@ func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluste
 	if err != nil {
 		return err
 	}
-	topic := string(c.Status)
+	if topic == "" {
+		topic = string(c.Status)
+	}
 	switch {
 	case c.LastError == LastErrorRecoveryExhausted:
 		topic = LastErrorRecoveryExhausted
@@ -76,7 +79,7 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-func clusterMailText(c Cluster, baseURL string) (subject, body string, ok bool) {
+func clusterMailText(c Cluster, baseURL, topic string) (subject, body string, ok bool) {
 	link := strings.TrimRight(baseURL, "/") + "/clusters/" + c.ID
 	shape := fmt.Sprintf("%d × %d × %s in %s", c.Nodes, c.GPUsPerNode, c.Accelerator, c.LocationName)
 	since := "now"
@@ -85,6 +88,11 @@ func clusterMailText(c Cluster, baseURL string) (subject, body string, ok bool) 
 	}
 	switch c.Status {
 	case StatusReady:
+		if topic == "healthy" {
+			return fmt.Sprintf("Cluster %s is healthy again", c.Name),
+				fmt.Sprintf("Every machine of your cluster %s (%s) is running again; the cluster is ready.\n\n"+
+					"Billing continued throughout at %s per hour.\n\nDetails: %s\n", c.Name, shape, USD(c.USDPerHour), link), true
+		}
 		return fmt.Sprintf("Cluster %s is ready", c.Name),
 			fmt.Sprintf("Your cluster %s (%s) is ready: every machine is up and joined.\n\n"+
 				"Billing started %s for all machines at %s per hour.\n"+

@@ -222,9 +222,10 @@ func (s *Store) MarkMachinesDown(ctx context.Context, c Cluster, downs []DownMac
 }
 
 // MarkHealthy closes an unhealthy episode: every machine is healthy again.
-// A cluster degraded by a machine returns to where it was (ready, or
-// installing); one degraded by its software stays degraded (L6).
-func (s *Store) MarkHealthy(ctx context.Context, c Cluster) (Cluster, error) {
+// A cluster degraded by a machine returns to where it was (ready, with a
+// "healthy again" mail, or installing); one degraded by its software stays
+// degraded (L6).
+func (s *Store) MarkHealthy(ctx context.Context, c Cluster, n *ClusterNotify) (Cluster, error) {
 	set := map[string]any{"episode_started_at": nil, "recovery_attempts": 0, "recovery_next_at": nil,
 		"recover_requested_at": nil, "degraded_from": ""}
 	msg := "Every machine is healthy again."
@@ -235,7 +236,7 @@ func (s *Store) MarkHealthy(ctx context.Context, c Cluster) (Cluster, error) {
 			ev = EventHealthyInstall
 		}
 		set["last_error"] = ""
-		return s.transition(ctx, c.ID, change{event: ev, set: set, msg: msg, step: "health",
+		return s.transition(ctx, c.ID, change{event: ev, set: set, msg: msg, step: "health", notify: n, try: c.Episodes, topic: "healthy",
 			guard: "degraded_from = ? AND episode_started_at IS NOT NULL", args: []any{c.DegradedFrom}})
 	}
 	return s.transition(ctx, c.ID, change{event: EventHealthNoted, set: set, kind: "info", step: "health",
