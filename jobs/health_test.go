@@ -394,3 +394,57 @@ func TestReconcileReleasesPlantedLeak(t *testing.T) {
 		}
 	})
 }
+
+// forgetful is a provider that no longer knows any group: every machine
+// reads "not found".
+type forgetful struct{ *sim.Cloud }
+
+func (forgetful) DescribeGroups(context.Context, []string) (map[string]providers.Group, error) {
+	return map[string]providers.Group{}, nil
+}
+
+// Issue 10: a provider's "not found" for a machine we placed is confirmed
+// on the next pass before the cluster is degraded for it, however short the
+// hold time.
+func TestHealthConfirmsNotFoundOnNextPass(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHealthWorld(t, db)
+		h.health.Providers = providers.Registry{"sim": forgetful{h.cloud}}
+		h.health.UnhealthyAfter = time.Nanosecond
+		if c := h.pass(time.Second); c.Status != models.StatusReady {
+			t.Fatalf("degraded on one 'not found' answer: %s", c.Status)
+		}
+		c := h.pass(time.Second)
+		if c.Status != models.StatusDegraded || !strings.Contains(c.LastError, "not found at the provider") {
+			t.Fatalf("status %s lastError %q", c.Status, c.LastError)
+		}
+	})
+}
+
+// A describe call held past the pass's deadline decides nothing: no
+// machine is marked, the cluster stays as it was.
+func TestHealthSlowDescribeDecidesNothing(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHealthWorld(t, db)
+		h.inject(sim.FaultGoesDown, 1)
+		if err := h.cloud.Inject(sim.Fault{Kind: sim.FaultDescribeDelay, Delay: sim.Duration(time.Minute), Count: 2}); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(2 * time.Minute)
+		for range 2 {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			err := h.health.Run(ctx)
+			cancel()
+			if err == nil {
+				t.Fatal("a pass whose describe timed out reported success")
+			}
+		}
+		if n := h.node(1); n.DownSince != nil || h.cluster(h.c.ID).Status != models.StatusReady {
+			t.Errorf("a pass without an answer decided: down since %v, status %s", n.DownSince, h.cluster(h.c.ID).Status)
+		}
+		h.pass(time.Second)
+		if c := h.pass(time.Minute); c.Status != models.StatusDegraded {
+			t.Errorf("once answered: %s", c.Status)
+		}
+	})
+}

@@ -691,7 +691,9 @@ func (s *Store) MarkJoined(ctx context.Context, id string, n *ClusterNotify) (Cl
 	if c.Software != "" && c.Software != "none" {
 		ch.event = EventJoinedInstall
 		ch.msg = "Every machine is up and reached every other; billing starts now. Installing " + c.Software + "."
-		ch.nodes = func(tx *Store) error { return tx.nodeRows(ctx, id, map[string]any{"step": StepSoftware}) }
+		ch.nodes = func(tx *Store) error {
+			return tx.nodeRows(ctx, id, map[string]any{"status": NodeInstalling, "step": StepSoftware})
+		}
 	}
 	return s.transition(ctx, id, ch)
 }

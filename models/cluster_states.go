@@ -8,8 +8,10 @@ import (
 // NodeStatus is one machine's state inside its cluster.
 type NodeStatus string
 
-// Node statuses. A node is provisioning until its cluster is ready (its
-// software included), then ready; it ends failed or terminated with its
+// Node statuses. A node is provisioning until it joined, installing while
+// its cluster's software installs, then ready; down when it left running
+// after admission and restarting while recovery brings it back; it ends
+// failed (the node that failed its cluster) or terminated with its
 // cluster, or lost when it vanished at the provider first.
 const (
 	NodeProvisioning NodeStatus = "provisioning"
@@ -17,12 +19,13 @@ const (
 	NodeFailed       NodeStatus = "failed"
 	NodeTerminated   NodeStatus = "terminated"
 	NodeLost         NodeStatus = "lost"
+	NodeInstalling   NodeStatus = "installing" // up and joined; its software installs (L5)
 	NodeDown         NodeStatus = "down"       // left running after admission (R2)
 	NodeRestarting   NodeStatus = "restarting" // a recovery attempt restarted it (R3)
 )
 
 // liveNodeStatuses are the nodes still taking steps.
-var liveNodeStatuses = []NodeStatus{NodeProvisioning, NodeReady}
+var liveNodeStatuses = []NodeStatus{NodeProvisioning, NodeInstalling, NodeReady}
 
 // Event is what moves a cluster (L8). Every change of a cluster's status,
 // and every change that only the current status allows, names its event;

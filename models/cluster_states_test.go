@@ -193,7 +193,7 @@ func checkLegal(t *testing.T, ev models.Event, to models.ClusterStatus, err erro
 	if want := mails[to] && to != before.cluster.Status || ev == models.EventRecoveryExhausted; (after.mails > before.mails) != want {
 		t.Errorf("%s: %d mails queued, want a mail: %v", ev, after.mails-before.mails, want)
 	}
-	nodeStatus := map[models.Event]models.NodeStatus{models.EventJoined: models.NodeReady,
+	nodeStatus := map[models.Event]models.NodeStatus{models.EventJoined: models.NodeReady, models.EventJoinedInstall: models.NodeInstalling,
 		models.EventSoftwareReady: models.NodeReady, models.EventFail: models.NodeFailed, models.EventTerminated: models.NodeTerminated,
 		models.EventMachineDown: models.NodeDown, models.EventHealthNoted: models.NodeDown}
 	for i, n := range after.nodes {

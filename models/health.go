@@ -171,9 +171,9 @@ func (s *Store) MarkHealth(ctx context.Context, m HealthMarks) error {
 		}
 	}
 	if len(m.Well) > 0 {
-		return db.Exec("UPDATE cluster_nodes SET down_since = NULL, down_passes = 0, seen = '', "+
-			"status = CASE WHEN status IN (?, ?) THEN ? ELSE status END WHERE id IN ?",
-			NodeDown, NodeRestarting, NodeReady, m.Well).Error
+		return db.Exec("UPDATE cluster_nodes SET down_since = NULL, down_passes = 0, seen = '', message = '', "+
+			"status = CASE WHEN status NOT IN (?, ?) THEN status WHEN step = ? THEN ? ELSE ? END WHERE id IN ?",
+			NodeDown, NodeRestarting, StepSoftware, NodeInstalling, NodeReady, m.Well).Error
 	}
 	return nil
 }
