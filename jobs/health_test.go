@@ -119,6 +119,11 @@ func TestHealthDegradesOnMachineLoss(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		h := newHealthWorld(t, db)
 		readyAt := *h.cluster(h.c.ID).ReadyAt
+		// Off, even with attempts and a cooldown filled in (R2: by default nothing else happens).
+		if _, err := h.store.As(h.actor).SetRecoveryPolicy(context.Background(), h.c.ID,
+			models.RecoveryPolicy{Mode: models.RecoveryOff, MaxAttempts: 3, CooldownMinutes: 5}); err != nil {
+			t.Fatal(err)
+		}
 		h.inject(sim.FaultGoesDown, 1)
 		if c := h.pass(30 * time.Second); c.Status != models.StatusReady {
 			t.Fatalf("degraded on the first sighting: %s", c.Status)
@@ -445,6 +450,54 @@ func TestHealthSlowDescribeDecidesNothing(t *testing.T) {
 		h.pass(time.Second)
 		if c := h.pass(time.Minute); c.Status != models.StatusDegraded {
 			t.Errorf("once answered: %s", c.Status)
+		}
+	})
+}
+
+// R1: a machine is declared down only once its condition held for the
+// hold time, however many passes saw it before.
+func TestHealthHoldsBeforeDeclaring(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHealthWorld(t, db)
+		h.inject(sim.FaultGoesDown, 2)
+		for range 5 { // 50 seconds of passes: under the minute
+			if c := h.pass(10 * time.Second); c.Status != models.StatusReady {
+				t.Fatalf("declared down before the hold time: %s", c.Status)
+			}
+		}
+		if c := h.pass(20 * time.Second); c.Status != models.StatusDegraded {
+			t.Fatalf("not declared after the hold time: %s", c.Status)
+		}
+	})
+}
+
+// OP4: two instances running the recovery job at once make one attempt:
+// an attempt is claimed by a compare-and-swap on the attempts used, so a
+// claim from a stale read is refused.
+func TestRecoveryAttemptClaimedOnce(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHealthWorld(t, db)
+		ctx := context.Background()
+		h.setPolicy(3, 5)
+		h.inject(sim.FaultGoesDown, 1)
+		h.pass(30 * time.Second)
+		h.pass(time.Minute)
+		stale := h.cluster(h.c.ID)
+		other := &jobs.Recovery{Store: h.store, Providers: h.recovery.Providers}
+		done := make(chan error, 2)
+		for _, j := range []*jobs.Recovery{h.recovery, other} {
+			go func() { done <- j.Run(ctx) }()
+		}
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := h.count("Recovery attempt done"); n != 1 || h.cluster(h.c.ID).RecoveryAttempts != 1 {
+			t.Errorf("%d attempts made, %d counted; want one\n%s", n, h.cluster(h.c.ID).RecoveryAttempts, h.events(h.c.ID))
+		}
+		if _, err := h.store.BeginRecoveryAttempt(ctx, stale); !errors.Is(err, models.ErrConflict) {
+			t.Errorf("a claim from a stale read: %v, want ErrConflict", err)
 		}
 	})
 }
