@@ -42,6 +42,8 @@ Usage:
   clusterdeck gpu clusters connections ID
   clusterdeck gpu clusters logs ID [--node N] [--follow=false]
   clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]
+  clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
 
 Every command takes:
   --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
@@ -53,8 +55,8 @@ error; 3 refused: no_capacity, price_changed, quota_exceeded, insufficient_balan
 A launch without --idempotency-key gets a fresh one, printed on stderr: repeat the
 launch with it to retry safely (the same key and body give the same cluster, L1).
 
-Not available yet: "clusters recovery" and "clusters recover" (SPEC API1/API3) —
-the server has no recovery API yet; terminate is the way out of a degraded cluster.
+"clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
+one recovery attempt at once (R5).
 
 "clusterdeck gpu clusters launch --help" (and so on) lists every flag.
 `
@@ -136,7 +138,7 @@ func runGPU(ctx context.Context, args []string, getenv func(string) string, stdo
 		return c.fail(c.offers(rest))
 	case "clusters", "cluster":
 		if len(rest) == 0 {
-			return c.fail(usageError("name a clusters command: quote, launch, list, get, connections, logs or terminate"))
+			return c.fail(usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery or recover"))
 		}
 		sub, rest := rest[0], rest[1:]
 		var err error
@@ -155,8 +157,10 @@ func runGPU(ctx context.Context, args []string, getenv func(string) string, stdo
 			err = c.logs(rest)
 		case "terminate":
 			err = c.terminate(rest)
-		case "recovery", "recover":
-			err = usageError("\"clusters " + sub + "\" is not available yet: the server has no recovery API; terminate a degraded cluster instead")
+		case "recovery":
+			err = c.recoveryPolicy(rest)
+		case "recover":
+			err = c.recoverNow(rest)
 		case "help", "-h", "--help":
 			fmt.Fprint(stdout, gpuUsage)
 		default:
@@ -535,28 +539,29 @@ type apiEvent struct {
 }
 
 type apiCluster struct {
-	ID                   string     `json:"id"`
-	Name                 string     `json:"name"`
-	Status               string     `json:"status"`
-	Accelerator          string     `json:"accelerator"`
-	NodeCount            int        `json:"nodeCount"`
-	GPUsPerNode          int        `json:"gpusPerNode"`
-	Location             string     `json:"location"`
-	Provider             string     `json:"provider"`
-	OfferID              string     `json:"offerId"`
-	QuoteID              string     `json:"quoteId"`
-	MachineKind          string     `json:"machineKind"`
-	Interconnect         string     `json:"interconnect"`
-	Software             string     `json:"software"`
-	USDPerHour           string     `json:"usdPerHour"`
-	USDPerMachineHour    string     `json:"usdPerMachineHour"`
-	ReadyAt              *time.Time `json:"readyAt"`
-	LastError            *string    `json:"lastError"`
-	CreatedAt            time.Time  `json:"createdAt"`
-	TerminateRequestedAt *time.Time `json:"terminateRequestedAt"`
-	EndedAt              *time.Time `json:"endedAt"`
-	Nodes                []apiNode  `json:"nodes"`
-	Events               []apiEvent `json:"events"`
+	ID                   string      `json:"id"`
+	Name                 string      `json:"name"`
+	Status               string      `json:"status"`
+	Accelerator          string      `json:"accelerator"`
+	NodeCount            int         `json:"nodeCount"`
+	GPUsPerNode          int         `json:"gpusPerNode"`
+	Location             string      `json:"location"`
+	Provider             string      `json:"provider"`
+	OfferID              string      `json:"offerId"`
+	QuoteID              string      `json:"quoteId"`
+	MachineKind          string      `json:"machineKind"`
+	Interconnect         string      `json:"interconnect"`
+	Software             string      `json:"software"`
+	USDPerHour           string      `json:"usdPerHour"`
+	USDPerMachineHour    string      `json:"usdPerMachineHour"`
+	ReadyAt              *time.Time  `json:"readyAt"`
+	LastError            *string     `json:"lastError"`
+	CreatedAt            time.Time   `json:"createdAt"`
+	TerminateRequestedAt *time.Time  `json:"terminateRequestedAt"`
+	EndedAt              *time.Time  `json:"endedAt"`
+	Nodes                []apiNode   `json:"nodes"`
+	Recovery             apiRecovery `json:"recovery"`
+	Events               []apiEvent  `json:"events"`
 }
 
 func (cl apiCluster) lastError() string {
