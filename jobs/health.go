@@ -11,9 +11,9 @@ import (
 )
 
 // Health defaults (R1): an agent is late after three minutes without a
-// heartbeat; a machine is unhealthy once its condition held for a minute
-// and was seen on two passes (no flapping on one missed heartbeat, and a
-// "not found" answer is confirmed before anything is decided on it).
+// heartbeat; a machine is unhealthy once its condition held for a minute,
+// which takes at least two passes (no flapping on one missed heartbeat,
+// and a "not found" answer is confirmed before anything is decided on it).
 const (
 	DefaultHeartbeatLate  = 3 * time.Minute
 	DefaultUnhealthyAfter = time.Minute
@@ -104,7 +104,10 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 			if n.DownSince != nil {
 				since = *n.DownSince
 			}
-			if n.DownPasses+1 >= 2 && now.Sub(since) >= cmp(j.UnhealthyAfter, DefaultUnhealthyAfter) &&
+			// The hold time is positive and its clock starts at the first
+			// sighting, so nothing (a "not found" answer included) is
+			// declared before a later pass confirms it.
+			if now.Sub(since) >= cmp(j.UnhealthyAfter, DefaultUnhealthyAfter) &&
 				n.Status != models.NodeDown && n.Status != models.NodeRestarting {
 				v.downs = append(v.downs, models.DownMachine{Rank: n.Rank, Name: n.Name, Seen: seen})
 			}

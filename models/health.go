@@ -200,7 +200,7 @@ func (s *Store) MarkMachinesDown(ctx context.Context, c Cluster, downs []DownMac
 	ch := change{event: EventMachineDown, node: downs[0].Name, step: "health", msg: msg, set: set,
 		guard: "terminate_requested_at IS NULL", notify: n, try: c.Episodes + 1}
 	if c.Status == StatusDegraded {
-		ch.event, ch.notify = EventHealthNoted, nil
+		ch.event, ch.notify, ch.kind = EventHealthNoted, nil, "error"
 	} else {
 		set["degraded_from"] = string(c.Status)
 		set["last_error"] = truncate(LastErrorNodeDown+strings.Join(names, "; "), 255)
