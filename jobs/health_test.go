@@ -232,6 +232,9 @@ func TestRecoveryRestartsOneByOneAndResets(t *testing.T) {
 		if !strings.Contains(h.events(c.ID), "status|ready||health|Every machine is healthy again.") {
 			t.Errorf("no healthy event:\n%s", h.events(c.ID))
 		}
+		if got := h.mails("Cluster train is healthy again"); len(got) != 1 {
+			t.Errorf("healthy-again mails %v, want one", got)
+		}
 		for i := range 3 {
 			if n := h.node(i); n.Status != models.NodeReady || n.PrivateIP != "10.77.0."+string(rune('1'+i)) {
 				t.Errorf("%s: %s %s", n.Name, n.Status, n.PrivateIP)
