@@ -6,8 +6,9 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// PruneLoginThrottles forgets failed log-in counts whose window has passed,
-// so the throttle table stays small.
+// PruneLoginThrottles forgets failed log-in counts whose window has passed
+// and logged-out sessions whose cookies have expired, so both tables stay
+// small.
 type PruneLoginThrottles struct {
 	Store *models.Store
 }
@@ -17,6 +18,9 @@ func (j *PruneLoginThrottles) Name() string { return "login-throttle-prune" }
 
 // Run implements Job.
 func (j *PruneLoginThrottles) Run(ctx context.Context) error {
-	_, err := j.Store.PruneLoginThrottles(ctx)
+	if _, err := j.Store.PruneLoginThrottles(ctx); err != nil {
+		return err
+	}
+	_, err := j.Store.PruneEndedSessions(ctx)
 	return err
 }

@@ -309,7 +309,9 @@ func TestAPISessionNeedsCSRFForUnsafeMethods(t *testing.T) {
 	app := newTestApp(t, openSQLite(t))
 	acc := app.signupAccount("ada@example.com", "Ada Labs")
 	c := app.login(acc)
-	h := &handler{Deps: Deps{Store: app.store}, sessions: newSessionStore(Config{})}
+	// The app's session keys: the token is checked against the session.
+	h := &handler{Deps: Deps{Store: app.store}, sessions: newSessionStore(Config{
+		SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))})}
 	e := echo.New()
 	ok := func(c echo.Context) error { return c.NoContent(http.StatusNoContent) }
 	run := func(method string, headers ...string) int {

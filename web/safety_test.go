@@ -1,0 +1,154 @@
+package web
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/clusterdeck/clusterdeck/models"
+)
+
+// Issue 11 (A1): an attempt is counted before its password is checked, so 40
+// parallel wrong log-ins for one account (real HTTP, real router) check at
+// most as many passwords as the throttle lets through before it slows the
+// account, and the right password right after is refused too.
+func TestLoginThrottleHoldsUnderConcurrency(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("ada@example.com", "Ada Labs")
+		srv := httptest.NewServer(app.e)
+		defer srv.Close()
+		post := formPoster(t, srv)
+		const n = 40
+		codes := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i] = post("/login", url.Values{"email": {acc.user.Email}, "password": {"wrong password " + strings.Repeat("x", i)}})
+			}()
+		}
+		wg.Wait()
+		checked, refused := 0, 0
+		for _, c := range codes {
+			switch c {
+			case http.StatusUnprocessableEntity:
+				checked++
+			case http.StatusTooManyRequests:
+				refused++
+			default:
+				t.Errorf("unexpected status %d", c)
+			}
+		}
+		if checked > models.AccountThrottle.SlowAfter || checked+refused != n {
+			t.Errorf("%d passwords checked, %d refused; want at most %d checked (the throttle's burst)",
+				checked, refused, models.AccountThrottle.SlowAfter)
+		}
+		if code := post("/login", url.Values{"email": {acc.user.Email}, "password": {testPassword}}); code != http.StatusTooManyRequests {
+			t.Errorf("the right password right after the burst: %d, want 429", code)
+		}
+	})
+}
+
+// formPoster fetches a page over real HTTP (session and CSRF token) and
+// returns a function that POSTs forms with that session, concurrently safe,
+// without following redirects or keeping new cookies.
+func formPoster(t *testing.T, srv *httptest.Server) func(path string, form url.Values) int {
+	t.Helper()
+	res, err := http.Get(srv.URL + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var cookies []string
+	token := ""
+	for _, ck := range res.Cookies() {
+		cookies = append(cookies, ck.Name+"="+ck.Value)
+		if ck.Name == csrfCookie {
+			token = ck.Value
+		}
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return func(path string, form url.Values) int {
+		form.Set("_csrf", token)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Cookie", strings.Join(cookies, "; "))
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+}
+
+// Issue 11 (A2): log-out ends the session on the server: a copy of the
+// cookie taken before stops working; other sessions go on, and "log out
+// everywhere" still ends them.
+func TestLogoutEndsTheSessionServerSide(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("ada@example.com", "Ada Labs")
+		laptop, phone := app.login(acc), app.login(acc)
+		stolen := cloneJar(laptop)
+		if rec := laptop.post("/logout", nil); rec.Code != http.StatusSeeOther {
+			t.Fatalf("logout: %d", rec.Code)
+		}
+		if rec := stolen.get("/settings"); rec.Code != http.StatusSeeOther || !strings.HasPrefix(location(rec), "/login") {
+			t.Errorf("a copy of the logged-out cookie: GET /settings = %d (Location %q), want a redirect to /login", rec.Code, location(rec))
+		}
+		if rec := phone.get("/settings"); rec.Code != http.StatusOK {
+			t.Fatalf("the other session after log-out on the laptop: %d", rec.Code)
+		}
+		if rec := phone.post("/settings/sessions/revoke", nil); rec.Code >= 400 {
+			t.Fatalf("log out everywhere: %d", rec.Code)
+		}
+		other := app.login(acc)
+		if rec := app.login(acc).post("/settings/sessions/revoke", nil); rec.Code >= 400 {
+			t.Fatalf("log out everywhere: %d", rec.Code)
+		}
+		if rec := other.get("/settings"); rec.Code != http.StatusSeeOther {
+			t.Errorf("a session after log out everywhere: %d", rec.Code)
+		}
+	})
+}
+
+func cloneJar(c *client) *client {
+	out := c.app.client()
+	for k, v := range c.jar {
+		ck := *v
+		out.jar[k] = &ck
+	}
+	return out
+}
+
+// Issue 11: the CSRF token is the session's, not whatever _csrf cookie the
+// browser holds: a planted cookie with the same form value is refused.
+func TestCSRFTokenBoundToSession(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("ada@example.com", "Ada Labs")
+		victim := app.login(acc)
+		planted := strings.Repeat("A", 43)
+		victim.jar[csrfCookie] = &http.Cookie{Name: csrfCookie, Value: planted}
+		rec := victim.post("/settings/profile", url.Values{"name": {"Mallory was here"}, "_csrf": {planted}})
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("planted _csrf cookie and form value: %d, want 403", rec.Code)
+		}
+		// The API's session path checks the same token.
+		req := httptest.NewRequest(http.MethodPost, "/v1/quote-requests", strings.NewReader("{}"))
+		req.Header.Set("X-CSRF-Token", planted)
+		req.Header.Set("Content-Type", "application/json")
+		if rec := victim.do(req); rec.Code != http.StatusForbidden {
+			t.Errorf("API with a planted token: %d, want 403", rec.Code)
+		}
+		// The real token still works.
+		fresh := app.login(acc)
+		if rec := fresh.post("/settings/profile", url.Values{"name": {"Ada"}}); rec.Code >= 400 {
+			t.Errorf("the session's own token: %d", rec.Code)
+		}
+	})
+}
