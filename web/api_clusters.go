@@ -285,6 +285,9 @@ func (h *handler) quoteForLaunch(c echo.Context, body launchBody) (models.Quote,
 		return h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, r)
 	}
 	q, err := h.Store.QuoteForOrg(ctx, p.Org.ID, body.QuoteID)
+	if err == nil {
+		err = checkKeyEnv(p, q.EnvID, q.ID)
+	}
 	if err != nil {
 		return q, err
 	}
@@ -452,6 +455,7 @@ func (h *handler) apiListClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	clusters = inKeyEnv(p, clusters, func(cl models.Cluster) string { return cl.EnvID })
 	ids := make([]string, len(clusters))
 	for i, cl := range clusters {
 		ids[i] = cl.ID

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -149,6 +151,46 @@ func TestCSRFTokenBoundToSession(t *testing.T) {
 		fresh := app.login(acc)
 		if rec := fresh.post("/settings/profile", url.Values{"name": {"Ada"}}); rec.Code >= 400 {
 			t.Errorf("the session's own token: %d", rec.Code)
+		}
+	})
+}
+
+// Issue 11 (A3): a key made for one environment does not reach another
+// environment's quotes and clusters (the route walk covers every :id route;
+// this covers a quote handed to a launch and the terminate leaving no trace).
+func TestAPIKeyActsInItsEnvironmentOnly(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("ada@example.com", "Ada Labs")
+		cl := launchFor(t, app, acc, "train")
+		prod, err := app.store.CreateEnvironment(ctx, acc.org.ID, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, prodKey, err := app.store.CreateAPIKey(ctx, acc.org.ID, prod.ID, acc.user.ID, "prod-ci")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defaultKey := apiKeyFor(t, app, acc)
+		code, q := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", defaultKey, `{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8}`)
+		if code != http.StatusCreated {
+			t.Fatalf("quote: %d %v", code, q)
+		}
+		launch := fmt.Sprintf(`{"quoteId":%q,"name":"sneaky"}`, q["id"])
+		if code, body := apiJSON(t, app, "POST", "/v1/gpu/clusters", prodKey, launch, "Idempotency-Key", "k"); code != http.StatusNotFound {
+			t.Errorf("launch with the default environment's quote through prod's key: %d %v", code, body)
+		}
+		if code, _ := apiJSON(t, app, "POST", "/v1/gpu/clusters/"+cl.ID+"/terminate", prodKey, ""); code != http.StatusNotFound {
+			t.Errorf("terminate through prod's key: %d", code)
+		}
+		if code, body := apiJSON(t, app, "GET", "/v1/gpu/clusters", prodKey, ""); code != http.StatusOK || len(body["clusters"].([]any)) != 0 {
+			t.Errorf("list through prod's key: %d %v", code, body)
+		}
+		if got, _ := app.store.ClusterForOrg(ctx, acc.org.ID, cl.ID); got.TerminateRequestedAt != nil {
+			t.Errorf("the cluster was asked to terminate through another environment's key")
+		}
+		if code, body := apiJSON(t, app, "GET", "/v1/gpu/clusters/"+cl.ID, defaultKey, ""); code != http.StatusOK {
+			t.Errorf("the cluster through its own environment's key: %d %v", code, body)
 		}
 	})
 }

@@ -365,6 +365,9 @@ func (h *handler) requireAPI(next echo.HandlerFunc) echo.HandlerFunc {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="clusterdeck"`)
 				return err
 			}
+			if err := h.keyEnvScope(c); err != nil {
+				return err
+			}
 			return next(c)
 		}
 		if p := principal(c); p != nil && p.User != nil {
