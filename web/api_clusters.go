@@ -3,10 +3,8 @@ package web
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -48,8 +46,11 @@ func (b quoteBody) request() (models.QuoteRequest, models.FieldErrors) {
 	}
 	if b.MaxHourlyPrice != nil && *b.MaxHourlyPrice != "" {
 		m, err := models.ParseUSD(*b.MaxHourlyPrice)
-		if err != nil {
+		switch {
+		case err != nil:
 			fe["maxHourlyPrice"] = "a decimal dollar string like \"100\" or \"99.50\""
+		case m <= 0:
+			fe["maxHourlyPrice"] = "must be more than 0; leave maxHourlyPrice out for no ceiling"
 		}
 		r.MaxHourlyPrice = m
 	}
@@ -116,28 +117,6 @@ func toQuoteJSON(q models.Quote) quoteJSON {
 		j.LineItems = append(j.LineItems, lineItemJSON{Name: li.Name, Quantity: li.Quantity, USDPerHour: models.DecimalUSD(li.USDPerHour)})
 	}
 	return j
-}
-
-// decodeJSON reads a JSON body strictly: unknown fields are problems too.
-func decodeJSON(c echo.Context, v any) ([]byte, error) {
-	raw, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return nil, &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "The body is not valid JSON for this endpoint: " + jsonProblem(err)}
-	}
-	return raw, nil
-}
-
-func jsonProblem(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "json: "); i >= 0 {
-		msg = msg[i+6:]
-	}
-	return msg
 }
 
 // noCapacity is Q4's 409 with reason, shape and advice.

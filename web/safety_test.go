@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -191,6 +192,47 @@ func TestAPIKeyActsInItsEnvironmentOnly(t *testing.T) {
 		}
 		if code, body := apiJSON(t, app, "GET", "/v1/gpu/clusters/"+cl.ID, defaultKey, ""); code != http.StatusOK {
 			t.Errorf("the cluster through its own environment's key: %d %v", code, body)
+		}
+	})
+}
+
+// Issue 11 (item 10, API2): JSON field names are exact; unknown, repeated
+// and mistyped fields are 422s naming the API's field, never a Go type; a
+// zero price ceiling is refused.
+func TestStrictJSONBodies(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("ada@example.com", "Ada Labs")
+		tok := apiKeyFor(t, app, acc)
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		cases := []struct{ body, field, want string }{
+			{`{"accelerator":"H100_80GB","Nodes":2,"gpusPerNode":8}`, "Nodes", "not a field"},
+			{`{"accelerator":"H100_80GB","nodes":2,"nodes":3,"gpusPerNode":8}`, "nodes", "twice"},
+			{`{"accelerator":"H100_80GB","nodez":2,"gpusPerNode":8}`, "nodez", "not a field"},
+			{`{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"storage":{"persistentGB":1}}`, "storage.persistentGB", "not a field"},
+			{`{"accelerator":"H100_80GB","nodes":"two","gpusPerNode":8}`, "nodes", "whole number"},
+			{`{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"maxHourlyPrice":"0"}`, "maxHourlyPrice", "more than 0"},
+			{`{"accelerator":"H100_80GB\u0000","nodes":2,"gpusPerNode":8}`, "accelerator", "NUL"},
+		}
+		for _, tc := range cases {
+			req := httptest.NewRequest("POST", "/v1/gpu/clusters/quote", strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			rec := app.do(req)
+			var out struct {
+				Error struct {
+					Message string            `json:"message"`
+					Fields  map[string]string `json:"fields"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(rec.Body.Bytes(), &out)
+			if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(out.Error.Fields[tc.field], tc.want) {
+				t.Errorf("%s: %d %s; want 422 with %s: …%s…", tc.body, rec.Code, rec.Body, tc.field, tc.want)
+			}
+			for _, goName := range []string{"Go ", "quoteBody", "struct", "type int", "*"} {
+				if strings.Contains(rec.Body.String(), goName) {
+					t.Errorf("%s: the error names Go's %q: %s", tc.body, goName, rec.Body)
+				}
+			}
 		}
 	})
 }
