@@ -236,3 +236,49 @@ func TestStrictJSONBodies(t *testing.T) {
 		}
 	})
 }
+
+// Issue 11 (item 15): answers that carry secrets are never stored by a
+// cache, and the cluster page masks the customer's environment values until
+// the reader reveals them.
+func TestSecretsAreNotCachedAndMasked(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("ada@example.com", "Ada Labs")
+		tok := apiKeyFor(t, app, acc)
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		app.store.Deposit(ctx, acc.org.ID, 500*models.Micro, "dep", "t")
+		q, _ := app.store.CreateQuote(ctx, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		cl, _, err := app.store.LaunchCluster(ctx, models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID,
+			Workload: models.Workload{Name: "conn", Software: "none", Env: map[string]string{"HF_TOKEN": "hf_SeCrEt42"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		makeJoined(t, app, cl, true)
+		browser := app.login(acc)
+		page := browser.get("/clusters/" + cl.ID)
+		if page.Code != http.StatusOK {
+			t.Fatalf("cluster page: %d", page.Code)
+		}
+		d := doc(t, page)
+		if masked := d.Find("[data-testid=env-masked]").Text(); strings.Contains(masked, "hf_SeCrEt42") ||
+			!strings.Contains(masked, "HF_TOKEN="+maskedEnvText) || !strings.Contains(masked, "MASTER_ADDR=") {
+			t.Errorf("masked environment block:\n%s", masked)
+		}
+		if d.Find("details[data-testid=env-reveal]:not([open]) [data-testid=env-block]").Length() != 1 {
+			t.Errorf("the clear values are not behind a closed reveal")
+		}
+		keyPage := browser.post("/settings/api-keys", url.Values{"name": {"ci"}, "environment": {acc.env.ID}})
+		answers := map[string]*httptest.ResponseRecorder{
+			"cluster page":         page,
+			"new API key":          keyPage,
+			"settings":             browser.get("/settings"),
+			"API connections":      app.apiGet("/v1/gpu/clusters/"+cl.ID+"/connections", tok),
+			"API cluster with env": app.apiGet("/v1/gpu/clusters/"+cl.ID, tok),
+		}
+		for what, rec := range answers {
+			if rec.Code >= 400 || rec.Header().Get("Cache-Control") != "no-store" {
+				t.Errorf("%s: %d, Cache-Control %q; want no-store", what, rec.Code, rec.Header().Get("Cache-Control"))
+			}
+		}
+	})
+}

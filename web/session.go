@@ -277,6 +277,7 @@ func (h *handler) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if p := principal(c); p != nil && p.User != nil {
+			noStore(c) // signed-in pages carry private data and secrets (issue 11)
 			return next(c)
 		}
 		r := c.Request()
@@ -358,7 +359,7 @@ func (h *handler) requireAPI(next echo.HandlerFunc) echo.HandlerFunc {
 		if isGroupCatchAll(c) {
 			return next(c)
 		}
-		c.Response().Header().Set("Cache-Control", "no-store")
+		noStore(c)
 		r := c.Request()
 		if authz := r.Header.Get("Authorization"); authz != "" {
 			if err := h.authenticateBearer(c, authz); err != nil {
