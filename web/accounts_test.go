@@ -711,11 +711,11 @@ func TestInviteFlowThroughTheOutbox(t *testing.T) {
 			t.Errorf("dev mailbox from another machine: %d, want 403", rec.Code)
 		}
 		oc.ip = "127.0.0.1"
-		d := doc(t, oc.get("/dev/mailbox"))
+		d := doc(t, oc.get("http://localhost:8080/dev/mailbox"))
 		if d.Find(`[data-testid=mail-row]`).Length() != 1 {
 			t.Error("dev mailbox does not list the invite")
 		}
-		if rec := oc.get("/dev/mailbox/" + mails[0].ID); rec.Code != 200 || !strings.Contains(rec.Body.String(), path) {
+		if rec := oc.get("http://localhost:8080/dev/mailbox/" + mails[0].ID); rec.Code != 200 || !strings.Contains(rec.Body.String(), path) {
 			t.Errorf("dev mail page: %d", rec.Code)
 		}
 
@@ -828,7 +828,7 @@ func TestAdminArea(t *testing.T) {
 
 func TestDevMailboxOnlyInDevelopment(t *testing.T) {
 	app := newTestApp(t, openSQLite(t))
-	local := httptest.NewRequest(http.MethodGet, "/dev/mailbox", nil)
+	local := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8080/dev/mailbox", nil)
 	local.RemoteAddr = "127.0.0.1:5555"
 	if rec := app.do(local); rec.Code != 200 {
 		t.Errorf("development, from loopback: %d", rec.Code)

@@ -282,3 +282,42 @@ func TestSecretsAreNotCachedAndMasked(t *testing.T) {
 		}
 	})
 }
+
+// Issue 11 (item 8): development routes answer loopback clients that name a
+// loopback host, and refuse what a browser marks as cross-site (DNS
+// rebinding, a page of another site posting to the developer's server).
+func TestDevRoutesRefuseRebindingAndCrossSite(t *testing.T) {
+	app := newTestApp(t, openSQLite(t))
+	try := func(method, target string, headers ...string) int {
+		req := httptest.NewRequest(method, target, strings.NewReader("minutes=5"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr = "127.0.0.1:5555"
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		return app.do(req).Code
+	}
+	for _, host := range []string{"http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080"} {
+		if code := try("GET", host+"/dev/clock"); code != http.StatusOK {
+			t.Errorf("GET %s/dev/clock: %d", host, code)
+		}
+	}
+	refused := []struct {
+		name, method, target string
+		headers              []string
+	}{
+		{"rebound Host", "GET", "http://evil.example:8080/dev/mailbox", nil},
+		{"rebound Host, POST", "POST", "http://attacker.example/dev/clock", nil},
+		{"cross-site POST", "POST", "http://127.0.0.1:8080/dev/clock", []string{"Sec-Fetch-Site", "cross-site"}},
+		{"same-site other port", "POST", "http://127.0.0.1:8080/dev/jobs/provision/run", []string{"Sec-Fetch-Site", "same-site"}},
+		{"foreign Origin", "POST", "http://127.0.0.1:8080/dev/clock", []string{"Origin", "http://evil.example"}},
+	}
+	for _, tc := range refused {
+		if code := try(tc.method, tc.target, tc.headers...); code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", tc.name, code)
+		}
+	}
+	if code := try("POST", "http://localhost:8080/dev/clock", "Origin", "http://localhost:8080", "Sec-Fetch-Site", "same-origin"); code == http.StatusForbidden {
+		t.Errorf("a same-origin POST from the developer's browser: %d", code)
+	}
+}
