@@ -162,9 +162,9 @@ func (s *Store) ReserveSignup(ctx context.Context, ip string) (*LoginBlock, erro
 	return s.reserve(ctx, []throttleKey{{"signup:" + ip, SignupThrottle, true}})
 }
 
-// SignupThrottle slows an address after 5 sign-ups an hour and refuses it
-// for an hour after 20.
-var SignupThrottle = ThrottlePolicy{SlowAfter: 5, BaseDelay: 10 * time.Second, LockAfter: 20, Lock: time.Hour, Window: time.Hour}
+// SignupThrottle counts every sign-up attempt of an address: slowed after 10
+// an hour (5 s, doubling), refused for an hour after 30.
+var SignupThrottle = ThrottlePolicy{SlowAfter: 10, BaseDelay: 5 * time.Second, LockAfter: 30, Lock: time.Hour, Window: time.Hour}
 
 type throttleKey struct {
 	key    string

@@ -128,6 +128,18 @@ func (h *handler) auditFailedLogin(c echo.Context, email, ip string) error {
 	return nil
 }
 
+// signupThrottled counts a sign-up attempt from the caller's address, or
+// returns why it is refused (issue 11: sign-up is throttled like log-in).
+func (h *handler) signupThrottled(c echo.Context) (string, error) {
+	block, err := h.Store.ReserveSignup(c.Request().Context(), c.RealIP())
+	if err != nil || block == nil {
+		return "", err
+	}
+	throttled(c, *block, h.Store.Now())
+	wait := int(block.Wait(h.Store.Now()).Round(time.Minute).Minutes())
+	return fmt.Sprintf("Too many sign-ups from your network address. Try again in %d minute%s.", max(wait, 1), plural(max(wait, 1))), nil
+}
+
 // throttled sets Retry-After for a refused attempt and returns its message.
 func throttled(c echo.Context, b models.LoginBlock, now time.Time) string {
 	wait := b.Wait(now)
@@ -220,6 +232,13 @@ func (h *handler) signup(c echo.Context) error {
 	in.Normalize()
 	p := views.SignupPage{Meta: h.meta(c, "Sign up"), Form: views.SignupFields{Email: in.Email, Name: in.Name,
 		OrgName: in.OrgName, Next: safeNext(f.Next), InviteToken: in.InviteToken}}
+	if msg, err := h.signupThrottled(c); err != nil || msg != "" {
+		if err != nil {
+			return err
+		}
+		p.Problems = map[string]string{"email": msg}
+		return page(c, http.StatusTooManyRequests, views.SignupPageView(p), views.SignupForm(p))
+	}
 	if in.InviteToken != "" {
 		inv, org, err := h.Store.InviteByToken(ctx, in.InviteToken)
 		if err != nil {

@@ -321,3 +321,43 @@ func TestDevRoutesRefuseRebindingAndCrossSite(t *testing.T) {
 		t.Errorf("a same-origin POST from the developer's browser: %d", code)
 	}
 }
+
+// Issue 11 (item 7): sign-up is throttled per address like log-in, even
+// under concurrency, and common passwords are refused with a clear message.
+func TestSignupThrottledAndCommonPasswordsRefused(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		c := app.client()
+		rec := c.post("/signup", url.Values{"email": {"ada@example.com"}, "name": {"Ada"}, "password": {"password12"}})
+		if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "too common") {
+			t.Errorf("password12: %d, want 422 saying it is too common", rec.Code)
+		}
+		srv := httptest.NewServer(app.e)
+		defer srv.Close()
+		post := formPoster(t, srv)
+		const n = 30
+		codes := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i] = post("/signup", url.Values{"email": {fmt.Sprintf("user%d@example.com", i)}, "name": {"U"},
+					"password": {"plum river 0427"}})
+			}()
+		}
+		wg.Wait()
+		created := 0
+		for _, code := range codes {
+			switch code {
+			case http.StatusSeeOther:
+				created++
+			case http.StatusTooManyRequests:
+			default:
+				t.Errorf("sign-up answered %d", code)
+			}
+		}
+		if created > models.SignupThrottle.SlowAfter {
+			t.Errorf("%d parallel sign-ups from one address created %d accounts; want at most %d", n, created, models.SignupThrottle.SlowAfter)
+		}
+	})
+}
