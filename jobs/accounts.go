@@ -6,9 +6,9 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// PruneLoginThrottles forgets failed log-in counts whose window has passed
-// and logged-out sessions whose cookies have expired, so both tables stay
-// small.
+// PruneLoginThrottles forgets failed log-in counts whose window has passed,
+// logged-out sessions whose cookies have expired and long-expired unused
+// quotes, so these tables stay small.
 type PruneLoginThrottles struct {
 	Store *models.Store
 }
@@ -21,6 +21,9 @@ func (j *PruneLoginThrottles) Run(ctx context.Context) error {
 	if _, err := j.Store.PruneLoginThrottles(ctx); err != nil {
 		return err
 	}
-	_, err := j.Store.PruneEndedSessions(ctx)
+	if _, err := j.Store.PruneEndedSessions(ctx); err != nil {
+		return err
+	}
+	_, err := j.Store.PruneQuotes(ctx)
 	return err
 }

@@ -261,7 +261,7 @@ func (h *handler) quoteForLaunch(c echo.Context, body launchBody) (models.Quote,
 		if len(fe) > 0 {
 			return models.Quote{}, fe
 		}
-		return h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, r)
+		return h.Store.ReuseQuote(ctx, p.Org.ID, p.Env.ID, r)
 	}
 	q, err := h.Store.QuoteForOrg(ctx, p.Org.ID, body.QuoteID)
 	if err == nil {

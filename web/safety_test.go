@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 )
@@ -358,6 +359,53 @@ func TestSignupThrottledAndCommonPasswordsRefused(t *testing.T) {
 		}
 		if created > models.SignupThrottle.SlowAfter {
 			t.Errorf("%d parallel sign-ups from one address created %d accounts; want at most %d", n, created, models.SignupThrottle.SlowAfter)
+		}
+	})
+}
+
+// Issue 11 (item 11): reloading a launch page or retrying a launch straight
+// from an offer reuses the organisation's valid quote instead of writing a
+// new one each time, and long-expired unused quotes are pruned.
+func TestLaunchPagesReuseQuotes(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("ada@example.com", "Ada Labs")
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		var offerIDs []string
+		if err := app.db.Table("offers").Pluck("id", &offerIDs).Error; err != nil || len(offerIDs) != 1 {
+			t.Fatalf("offers: %v %v", offerIDs, err)
+		}
+		quotes := func() int64 {
+			var n int64
+			if err := app.db.Table("quotes").Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		browser := app.login(acc)
+		page := "/clusters/new?offer=" + url.QueryEscape(offerIDs[0]) + "&nodes=2"
+		for range 5 {
+			if rec := browser.get(page); rec.Code != http.StatusOK {
+				t.Fatalf("launch page: %d", rec.Code)
+			}
+		}
+		tok := apiKeyFor(t, app, acc)
+		launch := fmt.Sprintf(`{"offerId":%q,"nodes":2,"gpusPerNode":8,"name":"x"}`, offerIDs[0])
+		for i := range 5 { // no balance: refused, and retried
+			apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, launch, "Idempotency-Key", fmt.Sprint("k", i))
+		}
+		if n := quotes(); n != 1 {
+			t.Errorf("5 views of a launch page and 5 launches from the offer wrote %d quotes, want 1", n)
+		}
+		app.clock.Advance(models.QuoteTTL / 2)
+		browser.get(page)
+		if n := quotes(); n != 2 {
+			t.Errorf("after half the lock a view makes a fresh quote: %d quotes, want 2", n)
+		}
+		app.clock.Advance(models.QuotePruneAfter + models.QuoteTTL + time.Minute)
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20))) // the catalog stays fresh
+		browser.get(page)
+		if n := quotes(); n != 1 {
+			t.Errorf("long-expired unused quotes are not pruned: %d quotes, want 1", n)
 		}
 	})
 }
