@@ -58,7 +58,7 @@ func (h *handler) agentRoutes(e *echo.Echo) {
 	g.POST("/checkin", h.agentCheckin)
 	g.POST("/peers", h.agentPeers)
 	g.POST("/heartbeat", h.agentHeartbeat)
-	g.POST("/logs", h.agentLogs)
+	g.POST("/logs", h.agentLogs, newLogLimiter(h.Store.Now).limitLogs)
 	g.POST("/tasks/:task", h.agentTaskResult)
 }
 

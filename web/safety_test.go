@@ -409,3 +409,41 @@ func TestLaunchPagesReuseQuotes(t *testing.T) {
 		}
 	})
 }
+
+// Issue 11 (item 12): log shipping is rate-limited per node: past the burst
+// a request is refused whole with 429 and a Retry-After after which it
+// fits; another node is not affected.
+func TestAgentLogShippingIsRateLimited(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("ada@example.com", "Ada Labs")
+		cl := launchFor(t, app, acc, "train")
+		nodes, _ := app.store.NodesFor(context.Background(), cl.ID)
+		lines := make([]map[string]string, 500)
+		for i := range lines {
+			lines[i] = map[string]string{"text": fmt.Sprint("line ", i)}
+		}
+		body, _ := json.Marshal(map[string]any{"lines": lines})
+		ship := func(node models.ClusterNode) *httptest.ResponseRecorder {
+			req := httptest.NewRequest("POST", "/v1/agent/logs", strings.NewReader(string(body)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+models.AgentToken(cl, node))
+			return app.do(req)
+		}
+		for i := range AgentLogBurst / 500 {
+			if rec := ship(nodes[0]); rec.Code != http.StatusNoContent {
+				t.Fatalf("request %d within the burst: %d %s", i, rec.Code, rec.Body)
+			}
+		}
+		rec := ship(nodes[0])
+		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "25" {
+			t.Fatalf("past the burst: %d, Retry-After %q; want 429 after 25 s", rec.Code, rec.Header().Get("Retry-After"))
+		}
+		if rec := ship(nodes[1]); rec.Code != http.StatusNoContent {
+			t.Errorf("another node: %d", rec.Code)
+		}
+		app.clock.Advance(25 * time.Second)
+		if rec := ship(nodes[0]); rec.Code != http.StatusNoContent {
+			t.Errorf("after Retry-After: %d", rec.Code)
+		}
+	})
+}
