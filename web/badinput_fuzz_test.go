@@ -63,6 +63,16 @@ var badInputTargets = []badInputTarget{
 	{"login form email", func(f *badInputApp, s string) *http.Request {
 		return f.form("/login", url.Values{"email": {s}, "password": {"x"}})
 	}},
+	{"agent log line", func(f *badInputApp, s string) *http.Request {
+		r := f.api("POST", "/v1/agent/logs", `{"lines":[{"text":"`+s+`"}]}`)
+		r.Header.Set("Authorization", "Bearer "+f.nodeToken)
+		return r
+	}},
+	{"agent peer error", func(f *badInputApp, s string) *http.Request {
+		r := f.api("POST", "/v1/agent/peers", `{"reached":[],"unreachable":[{"address":"10.77.0.2","error":"`+s+`"}]}`)
+		r.Header.Set("Authorization", "Bearer "+f.nodeToken)
+		return r
+	}},
 	{"offers query", func(f *badInputApp, s string) *http.Request {
 		return httptest.NewRequest("GET", "/offers?location="+url.QueryEscape(s), nil)
 	}},
@@ -75,6 +85,8 @@ type badInputApp struct {
 	browser *client
 	token   string
 	offerID string
+	// nodeToken is node-0's agent token.
+	nodeToken string
 }
 
 func (f *badInputApp) api(method, path, body string) *http.Request {
@@ -99,7 +111,12 @@ func newBadInputApp(f *testing.F, dialect string) *badInputApp {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return &badInputApp{name: dialect, app: app, browser: app.login(acc), token: apiKeyFor(f, app, acc), offerID: q.OfferID}
+	nodes, err := app.store.NodesFor(context.Background(), cl.ID)
+	if err != nil || len(nodes) == 0 {
+		f.Fatalf("nodes: %v", err)
+	}
+	return &badInputApp{name: dialect, app: app, browser: app.login(acc), token: apiKeyFor(f, app, acc), offerID: q.OfferID,
+		nodeToken: models.AgentToken(cl, nodes[0])}
 }
 
 // Issue 11 (item 9): invalid UTF-8 and NUL bytes anywhere a request carries
