@@ -35,7 +35,8 @@ check-generated: generate ## Fail if committed generated files are stale
 	@git diff --exit-code --stat -- views static/css/app.css || \
 		(echo "generated files are stale: run 'make generate' and commit" >&2; exit 1)
 
-lint: ## gofmt, go vet, templ fmt
+lint: ## gofmt, go vet, templ fmt, go mod tidy
+	@$(GO) mod tidy -diff >/dev/null || (echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit" >&2; exit 1)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1)
 	$(GO) vet ./...
 	$(GO) tool templ fmt -fail views
