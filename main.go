@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -38,7 +39,8 @@ Usage:
                           run the cluster agent on a node
   clusterdeck gpu offers|clusters quote|launch|list|get|connections|logs|terminate
                           the REST API from the command line (clusterdeck gpu help)
-  clusterdeck help        this text
+  clusterdeck version     the version and commit this binary was built from
+  clusterdeck help        this text; clusterdeck COMMAND --help for one command
 
 Configuration comes from environment variables; see README.md.
 `
@@ -65,6 +67,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
 		fmt.Fprint(stdout, usage)
 		return nil
+	}
+	if cmd == "version" || cmd == "--version" {
+		fmt.Fprint(stdout, versionText(debug.ReadBuildInfo()))
+		return nil
+	}
+	if cmd != "gpu" && wantsHelp(args) && printHelp(stdout, cmd) {
+		return nil
+	}
+	if _, ok := commandHelp[cmd]; ok && cmd != "admin" && len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments: configuration comes from environment variables\n\n%s", cmd, commandHelp[cmd])
 	}
 	if cmd == "agent" { // runs on a node: no database, no server config
 		return runAgent(ctx, args, stderr)
