@@ -12,13 +12,17 @@ import (
 type Deps struct {
 	Store     *models.Store
 	Providers providers.Registry
-	Mailer    Mailer // nil: mails stay queued in the outbox (no "mail" job)
-	BaseURL   string // the server's public URL: agents call it, mails link to it
+	Mailer    Mailer   // nil: mails stay queued in the outbox (no "mail" job)
+	BaseURL   string   // the server's public URL: agents call it, mails link to it
+	Metrics   *Metrics // nil: no job or provider metrics
 }
 
 // Register adds every job. Like web/routes.go for URLs, this is the one place
-// every schedule can be read.
+// every schedule can be read. With d.Metrics set, every tick and every failed
+// provider call is counted.
 func Register(s *Scheduler, d Deps) error {
+	s.metrics = d.Metrics
+	d.Providers = d.Metrics.instrument(d.Providers)
 	mail := &models.ClusterNotify{BaseURL: d.BaseURL}
 	for _, e := range []entry{
 		{"@every 1m", &Catalog{Store: d.Store, Providers: d.Providers}, 50 * time.Second},
