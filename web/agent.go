@@ -23,16 +23,6 @@ const (
 	agentNodeKey    = "agent_node"
 )
 
-// agentRoutes registers the agent protocol outside the customer API's auth.
-func (h *handler) agentRoutes(e *echo.Echo) {
-	g := e.Group("/v1/agent", h.agentAuth)
-	g.POST("/checkin", h.agentCheckin)
-	g.POST("/peers", h.agentPeers)
-	g.POST("/heartbeat", h.agentHeartbeat)
-	g.POST("/logs", h.agentLogs)
-	g.POST("/tasks/:task", h.agentTaskResult)
-}
-
 // agentAuth authenticates a node by its token.
 func (h *handler) agentAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {

@@ -15,19 +15,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// connectRoutes registers connections, logs, kubeconfig and retry install (issue 5).
-func (h *handler) connectRoutes(app, api *echo.Group) {
-	app.POST("/clusters/:id/retry-install", h.retryInstall)
-	app.GET("/clusters/:id/kubeconfig", h.downloadKubeconfig)
-	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
-	app.GET("/clusters/:id/logs/panel", h.logPanel)
-
-	api.GET("/gpu/clusters/:id/connections", h.apiConnections)
-	api.GET("/gpu/clusters/:id/logs", h.apiLogs)
-	api.GET("/gpu/clusters/:id/kubeconfig", h.downloadKubeconfig)
-	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
-}
-
 // connectable reports whether the cluster's machines are up to be reached.
 func connectable(cl models.Cluster) bool {
 	switch cl.Status {
