@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/internal/cli"
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/static"
@@ -49,7 +50,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		var code cliExit // `gpu` printed its own message
+		var code cli.Exit // `gpu` printed its own message
 		if errors.As(err, &code) {
 			os.Exit(int(code))
 		}
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runAgent(ctx, args, stderr)
 	}
 	if cmd == "gpu" { // the API's client: no database, no server config
-		return runGPU(ctx, args, getenv, stdout, stderr)
+		return cli.Run(ctx, args, getenv, stdout, stderr)
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {

@@ -19,23 +19,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// clusterRoutes registers the cluster pages and API (issues 4 and 5).
-func (h *handler) clusterRoutes(app, api *echo.Group) {
-	app.GET("/clusters", h.listClusters)
-	app.GET("/clusters/new", h.newCluster)
-	app.POST("/clusters", h.createCluster)
-	app.GET("/clusters/:id", h.showCluster)
-	app.POST("/clusters/:id/terminate", h.terminateCluster)
-
-	api.POST("/gpu/clusters/quote", h.apiQuote)
-	api.POST("/gpu/clusters", h.apiLaunch)
-	api.GET("/gpu/clusters", h.apiListClusters)
-	api.GET("/gpu/clusters/:id", h.apiGetCluster)
-	api.POST("/gpu/clusters/:id/terminate", h.apiTerminate)
-
-	h.connectRoutes(app, api)
-}
-
 // listClusters is GET /clusters: the list, or for htmx polling only its rows.
 func (h *handler) listClusters(c echo.Context) error {
 	p := principal(c)

@@ -501,7 +501,7 @@ func TestLogs(t *testing.T) {
 		}
 
 		// Streamed: the backlog, then new lines in order as they arrive.
-		srv := httptest.NewServer(app.e)
+		srv := httptest.NewServer(validating(t, app.e))
 		defer srv.Close()
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
