@@ -119,7 +119,7 @@ func walkJSON(dec *json.Decoder, t reflect.Type, path string, fe models.FieldErr
 func walkObject(dec *json.Decoder, t reflect.Type, path string, fe models.FieldErrors) error {
 	var fields map[string]reflect.Type
 	if t != nil && t.Kind() == reflect.Struct {
-		fields = jsonFields(t)
+		fields = wireFields(t)
 	}
 	seen := map[string]bool{}
 	for dec.More() {
@@ -162,9 +162,9 @@ func orBody(path string) string {
 	return path
 }
 
-// jsonFields maps a struct's JSON names (with embedded structs' promoted
+// wireFields maps a struct's JSON names (with embedded structs' promoted
 // fields) to their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
+func wireFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -174,7 +174,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 			continue
 		}
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for k, v := range jsonFields(f.Type) {
+			for k, v := range wireFields(f.Type) {
 				out[k] = v
 			}
 			continue

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/api/agentapi"
 	"github.com/clusterdeck/clusterdeck/providers"
 )
 
@@ -43,73 +44,6 @@ const Version = "1"
 // cluster ended): the agent should stop.
 var ErrRevoked = errors.New("agent: token revoked")
 
-// Wire types of the agent protocol. The server declares its own copies; the
-// end-to-end tests prove they agree.
-type (
-	// CheckinRequest is POST /v1/agent/checkin.
-	CheckinRequest struct {
-		Hostname  string `json:"hostname"`
-		PrivateIP string `json:"privateIp"`
-		Version   string `json:"version"`
-	}
-	// Peer is another node of the cluster.
-	Peer struct {
-		Name    string `json:"name"`
-		Rank    int    `json:"rank"`
-		Address string `json:"address"`
-	}
-	// CheckinResponse tells the node who it is and who its peers are.
-	CheckinResponse struct {
-		Cluster          string `json:"cluster"`
-		Node             string `json:"node"`
-		Rank             int    `json:"rank"`
-		Peers            []Peer `json:"peers"`
-		HeartbeatSeconds int    `json:"heartbeatSeconds"`
-	}
-	// Unreachable is a peer this node could not reach, and why.
-	Unreachable struct {
-		Address string `json:"address"`
-		Error   string `json:"error"`
-	}
-	// PeersRequest is POST /v1/agent/peers.
-	PeersRequest struct {
-		Reached     []string      `json:"reached"`
-		Unreachable []Unreachable `json:"unreachable"`
-	}
-	// PeersResponse says whether this node's mesh step is complete.
-	PeersResponse struct {
-		MeshComplete bool `json:"meshComplete"`
-	}
-	// Task is work the server hands a node: install or check its software.
-	Task struct {
-		ID       string            `json:"id"`
-		Kind     string            `json:"kind"` // install or check
-		Software string            `json:"software"`
-		Role     string            `json:"role"`
-		Files    map[string]string `json:"files,omitempty"` // path → content to write first
-		Env      map[string]string `json:"env,omitempty"`
-		Script   string            `json:"script"`
-	}
-	// HeartbeatResponse may carry a task.
-	HeartbeatResponse struct {
-		Task *Task `json:"task,omitempty"`
-	}
-	// TaskResult is POST /v1/agent/tasks/{id}.
-	TaskResult struct {
-		OK     bool   `json:"ok"`
-		Output string `json:"output"`
-	}
-	// LogLine is one line of the node's log.
-	LogLine struct {
-		At   time.Time `json:"at"`
-		Text string    `json:"text"`
-	}
-	// LogsRequest is POST /v1/agent/logs.
-	LogsRequest struct {
-		Lines []LogLine `json:"lines"`
-	}
-)
-
 // Config builds an Agent.
 type Config struct {
 	Server    string // e.g. https://deck.example.com
@@ -127,8 +61,8 @@ type Agent struct {
 	mu        sync.Mutex
 	checkedIn bool
 	meshDone  bool
-	self      CheckinResponse
-	logs      []LogLine
+	self      agentapi.CheckinResponse
+	logs      []agentapi.LogLine
 	logsAfter time.Time // the server asked to wait until then (429 Retry-After)
 }
 
@@ -148,7 +82,7 @@ func New(cfg Config) *Agent {
 func (a *Agent) Log(format string, args ...any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.logs = append(a.logs, LogLine{At: a.cfg.Now().UTC(), Text: fmt.Sprintf(format, args...)})
+	a.logs = append(a.logs, agentapi.LogLine{At: a.cfg.Now().UTC(), Text: fmt.Sprintf(format, args...)})
 }
 
 // Step does one round: check in, report peers until the mesh is complete,
@@ -163,8 +97,8 @@ func (a *Agent) Step(ctx context.Context) error {
 
 func (a *Agent) step(ctx context.Context) error {
 	if !a.checkedIn {
-		var resp CheckinResponse
-		req := CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version}
+		var resp agentapi.CheckinResponse
+		req := agentapi.CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version}
 		if err := a.post(ctx, "/v1/agent/checkin", req, &resp); err != nil {
 			return err
 		}
@@ -176,7 +110,7 @@ func (a *Agent) step(ctx context.Context) error {
 			return err
 		}
 	}
-	var hb HeartbeatResponse
+	var hb agentapi.HeartbeatResponse
 	if err := a.post(ctx, "/v1/agent/heartbeat", struct{}{}, &hb); err != nil {
 		return err
 	}
@@ -187,18 +121,18 @@ func (a *Agent) step(ctx context.Context) error {
 }
 
 func (a *Agent) reportPeers(ctx context.Context) error {
-	req := PeersRequest{Reached: []string{}, Unreachable: []Unreachable{}}
+	req := agentapi.PeersRequest{Reached: []string{}, Unreachable: []agentapi.Unreachable{}}
 	for _, p := range a.self.Peers {
 		if p.Rank == a.self.Rank {
 			continue
 		}
 		if err := a.cfg.Exec.Reach(ctx, p.Address); err != nil {
-			req.Unreachable = append(req.Unreachable, Unreachable{Address: p.Address, Error: err.Error()})
+			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: p.Address, Error: err.Error()})
 			continue
 		}
 		req.Reached = append(req.Reached, p.Address)
 	}
-	var resp PeersResponse
+	var resp agentapi.PeersResponse
 	if err := a.post(ctx, "/v1/agent/peers", req, &resp); err != nil {
 		return err
 	}
@@ -211,7 +145,7 @@ func (a *Agent) reportPeers(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agent) runTask(ctx context.Context, t Task) error {
+func (a *Agent) runTask(ctx context.Context, t agentapi.Task) error {
 	a.Log("task %s: %s %s as %s", t.ID, t.Kind, t.Software, t.Role)
 	script := t.Script
 	if len(t.Files) > 0 || len(t.Env) > 0 {
@@ -223,7 +157,7 @@ func (a *Agent) runTask(ctx context.Context, t Task) error {
 			a.Log("%s", line)
 		}
 	}
-	res := TaskResult{OK: err == nil, Output: out}
+	res := agentapi.TaskResult{OK: err == nil, Output: out}
 	if err != nil {
 		res.Output = strings.TrimRight(out, "\n") + "\n" + err.Error()
 		a.Log("task %s failed: %v", t.ID, err)
@@ -265,7 +199,7 @@ func loggable(out string) []string {
 }
 
 // prelude writes the task's files and exports its env before its script.
-func prelude(t Task) string {
+func prelude(t agentapi.Task) string {
 	var b strings.Builder
 	for k, v := range t.Env {
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
@@ -293,7 +227,7 @@ func (a *Agent) flushLogs(ctx context.Context) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	err := a.post(ctx, "/v1/agent/logs", LogsRequest{Lines: lines}, nil)
+	err := a.post(ctx, "/v1/agent/logs", agentapi.LogsRequest{Lines: lines}, nil)
 	if err == nil {
 		return nil
 	}

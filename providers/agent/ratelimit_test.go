@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/clusterdeck/clusterdeck/api/agentapi"
 )
 
 // Issue 11 (item 12): a 429 on log shipping keeps the lines and sends
@@ -21,9 +23,9 @@ func TestAgentHonoursLogRateLimit(t *testing.T) {
 		defer mu.Unlock()
 		switch r.URL.Path {
 		case "/v1/agent/checkin":
-			json.NewEncoder(w).Encode(CheckinResponse{Cluster: "cl_x", Node: "node-0"})
+			json.NewEncoder(w).Encode(agentapi.CheckinResponse{Cluster: "cl_x", Node: "node-0"})
 		case "/v1/agent/peers":
-			json.NewEncoder(w).Encode(PeersResponse{MeshComplete: true})
+			json.NewEncoder(w).Encode(agentapi.PeersResponse{MeshComplete: true})
 		case "/v1/agent/heartbeat":
 			w.Write([]byte(`{"task":null}`))
 		case "/v1/agent/logs":
@@ -33,7 +35,7 @@ func TestAgentHonoursLogRateLimit(t *testing.T) {
 				w.WriteHeader(http.StatusTooManyRequests)
 				return
 			}
-			var req LogsRequest
+			var req agentapi.LogsRequest
 			json.NewDecoder(r.Body).Decode(&req)
 			shipped = append(shipped, len(req.Lines))
 			w.WriteHeader(http.StatusNoContent)
