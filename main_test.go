@@ -16,7 +16,8 @@ const module = "github.com/clusterdeck/clusterdeck/"
 // new package must declare what it may import.
 func TestImportRules(t *testing.T) {
 	allowed := map[string][]string{
-		"models":            {"models/nodespec", "models/readiness"},
+		"models":            {"models/nodespec", "models/readiness", "models/software"},
+		"models/software":   {"models/nodespec", "models/readiness"},
 		"models/modelstest": {"models"},
 		"models/readiness":  {},
 		"models/nodespec":   {},
@@ -26,8 +27,8 @@ func TestImportRules(t *testing.T) {
 		"providers/mail":    {},
 		"static":            {},
 		"views":             {"models"},
-		"web":               {"models", "models/nodespec", "views"},
-		"jobs":              {"models", "models/readiness", "models/nodespec", "providers"},
+		"web":               {"models", "models/nodespec", "models/software", "views"},
+		"jobs":              {"models", "models/readiness", "models/nodespec", "models/software", "providers"},
 	}
 	out, err := exec.Command("go", "list", "./...").Output()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/software"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
@@ -157,16 +158,16 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 	return lp, nil
 }
 
-// softwareOptions lists S1's choices; Kubernetes is hidden on containers.
+// softwareOptions lists S1's choices: none, then every registered software
+// that runs on kind (Kubernetes is hidden on containers).
 func softwareOptions(kind string) []views.SoftwareOption {
 	opts := []views.SoftwareOption{
-		{Value: "none", Label: "None", Help: "Machines, private network, hostfile and ready-made torchrun, mpirun and DeepSpeed commands."},
-		{Value: "slurm", Label: "Slurm", Help: "Controller on node-0, compute on every node: sbatch, srun, squeue."},
-		{Value: "kubernetes", Label: "Kubernetes", Help: "Control plane on node-0, GPU scheduling, a kubeconfig to download."},
-		{Value: "ray", Label: "Ray", Help: "Head on node-0 and every node joined."},
+		{Value: software.None, Label: "None", Help: "Machines, private network, hostfile and ready-made torchrun, mpirun and DeepSpeed commands."},
 	}
-	if kind == "container" {
-		opts = append(opts[:2], opts[3])
+	for _, sw := range software.All() {
+		if kind == "" || sw.RunsOn(kind) {
+			opts = append(opts, views.SoftwareOption{Value: sw.Name, Label: sw.Label, Help: sw.Help})
+		}
 	}
 	return opts
 }
