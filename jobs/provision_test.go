@@ -275,6 +275,8 @@ func TestProvisionFailsWhole(t *testing.T) {
 			"node_lost:", "node-1", ""},
 		{"slow kind capped at 25 minutes", sim.Fault{Kind: sim.FaultPeerUnreachable, Node: 1}, "A100_80GB", "a100.4x.slow", 30 * time.Minute,
 			"timeout:mesh", "node-1", "mesh"},
+		{"a GPU missing", sim.Fault{Kind: sim.FaultGPUMissing, Node: 1}, "H100_80GB", "h100.8x.vm", 8 * time.Minute,
+			"gpu_mismatch:node-1", "node-1", "agent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

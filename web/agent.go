@@ -15,6 +15,10 @@ import (
 // stops working once the cluster ends or its terminate was requested (410).
 // These wire types mirror providers/agent's; the end-to-end tests prove they agree.
 
+type agentCheckinReq struct {
+	NvidiaSMI *string `json:"nvidiaSmi"` // nodespec.GPUQuery's output
+}
+
 type agentCheckinResp struct {
 	Cluster          string      `json:"cluster"`
 	Node             string      `json:"node"`
@@ -91,7 +95,11 @@ func agentOf(c echo.Context) (models.Cluster, models.ClusterNode) {
 // agentCheckin is POST /v1/agent/checkin: step (b).
 func (h *handler) agentCheckin(c echo.Context) error {
 	cl, node := agentOf(c)
-	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node)
+	var req agentCheckinReq
+	if err := c.Bind(&req); err != nil {
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {hostname, privateIp, version, nvidiaSmi}."}
+	}
+	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node, req.NvidiaSMI)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,10 @@ import (
 // Version is sent at check-in.
 const Version = "1"
 
+// GPUQuery is the nvidia-smi command run before checking in; the server
+// reads its output (models/nodespec.GPUQuery, the same command).
+const GPUQuery = "nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv"
+
 // ErrRevoked means the server no longer accepts this node's token (the
 // cluster ended): the agent should stop.
 var ErrRevoked = errors.New("agent: token revoked")
@@ -36,6 +40,9 @@ type (
 		Hostname  string `json:"hostname"`
 		PrivateIP string `json:"privateIp"`
 		Version   string `json:"version"`
+		// NvidiaSMI is what GPUQuery printed (and its error, if it
+		// failed): the server checks the GPUs against the offer.
+		NvidiaSMI *string `json:"nvidiaSmi,omitempty"`
 	}
 	// Peer is another node of the cluster.
 	Peer struct {
@@ -148,7 +155,7 @@ func (a *Agent) Step(ctx context.Context) error {
 func (a *Agent) step(ctx context.Context) error {
 	if !a.checkedIn {
 		var resp CheckinResponse
-		req := CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version}
+		req := CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version, NvidiaSMI: a.gpus(ctx)}
 		if err := a.post(ctx, "/v1/agent/checkin", req, &resp); err != nil {
 			return err
 		}
@@ -168,6 +175,16 @@ func (a *Agent) step(ctx context.Context) error {
 		return a.runTask(ctx, *hb.Task)
 	}
 	return nil
+}
+
+// gpus runs GPUQuery; a failure is reported with its output, so the
+// server can say why the node has no usable GPUs.
+func (a *Agent) gpus(ctx context.Context) *string {
+	out, err := a.cfg.Exec.Run(ctx, "gpus", GPUQuery)
+	if err != nil {
+		out = strings.TrimRight(out, "\n") + "\n" + GPUQuery + ": " + err.Error() + "\n"
+	}
+	return &out
 }
 
 func (a *Agent) reportPeers(ctx context.Context) error {

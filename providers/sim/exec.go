@@ -59,11 +59,15 @@ func (e *executor) Reach(ctx context.Context, addr string) error {
 }
 
 // Run plays one step: "install:<software>" installs it on this machine,
-// "check:<software>" prints the software's own status listing. A failed
+// "check:<software>" prints the software's own status listing, "gpus"
+// prints nvidia-smi's GPU query. A failed
 // step returns its output and an "exit status N" error.
 func (e *executor) Run(ctx context.Context, step, script string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
+	}
+	if step == GPUStep {
+		return e.gpus()
 	}
 	kind, software, _ := strings.Cut(step, ":")
 	if (kind != "install" && kind != "check") || !knownSoftware(software) {
@@ -80,6 +84,17 @@ func (e *executor) Run(ctx context.Context, step, script string) (string, error)
 		return e.install(software, now)
 	}
 	return e.check(software, now)
+}
+
+// gpus plays nvidia-smi's GPU query on this machine.
+func (e *executor) gpus() (string, error) {
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := e.up(c.now()); err != nil {
+		return "", err
+	}
+	return e.nvidiaSMI(), nil
 }
 
 // up fails when this machine is not running (its agent would not be either).

@@ -35,11 +35,14 @@ const (
 	FaultInstallFails FaultKind = "install_fails"
 	// FaultCheckFails: the software check reports machine Node unhealthy.
 	FaultCheckFails FaultKind = "check_fails"
+	// FaultGPUMissing: machine Node's nvidia-smi lists one GPU fewer than
+	// its offer has (a GPU fell off the bus).
+	FaultGPUMissing FaultKind = "gpu_missing"
 )
 
 var faultKinds = []FaultKind{
 	FaultRefuseCapacity, FaultRefuseValidation, FaultNeverBoots, FaultDies,
-	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails,
+	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails, FaultGPUMissing,
 }
 
 // Fault scripts one failure. Offer, Location and Group narrow which
@@ -265,6 +268,8 @@ func (c *Cloud) applyNodeFaults(g *group) {
 			n.peerUnreachable = true
 		case FaultCheckFails:
 			n.checkFails = append(n.checkFails, f.Software)
+		case FaultGPUMissing:
+			n.gpuMissing = true
 		}
 		before := len(c.faults)
 		c.use(i)

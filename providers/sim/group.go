@@ -33,6 +33,7 @@ type node struct {
 	agentSilent     bool
 	peerUnreachable bool
 	checkFails      []string // software whose check reports this node unhealthy ("" = all)
+	gpuMissing      bool     // nvidia-smi lists one GPU fewer than the offer has
 
 	installed  map[string]time.Time // software → when its install succeeded
 	agent      MachineAgent
