@@ -52,6 +52,7 @@ type world struct {
 	srv     *httptest.Server
 	job     *jobs.Provision
 	install *jobs.Install
+	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
 	cat     *jobs.Catalog
 	org     models.Org
 	env     models.Environment
@@ -139,6 +140,11 @@ func (w *world) runJobs() {
 	}
 	if err := w.install.Run(ctx); err != nil {
 		w.t.Fatalf("install: %v", err)
+	}
+	if w.nccl != nil {
+		if err := w.nccl.Run(ctx); err != nil {
+			w.t.Fatalf("nccl: %v", err)
+		}
 	}
 }
 

@@ -8,8 +8,9 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// agentTask is a software task for one node (S1, S2): install the node's
-// role of the cluster's software, or run the software's own check. The
+// agentTask is a task for one node: install the node's role of the
+// cluster's software, run the software's own check (S1, S2), or on node-0
+// of a ready cluster the NCCL check (X4). The
 // agent writes Files, exports Env, runs Script as Exec.Run(kind+":"+software)
 // and posts {ok, output} to /v1/agent/tasks/{id}.
 type agentTask struct {
@@ -30,9 +31,17 @@ type agentTaskResultReq struct {
 
 // nextAgentTask hands a node its next software task, if any, and marks it sent.
 func (h *handler) nextAgentTask(c echo.Context, cl models.Cluster, node models.ClusterNode) (*agentTask, error) {
-	t, err := h.Store.NextSoftwareTask(c.Request().Context(), cl, node)
-	if err != nil || t == nil {
+	ctx := c.Request().Context()
+	t, err := h.Store.NextSoftwareTask(ctx, cl, node)
+	if err != nil {
 		return nil, err
+	}
+	if t == nil {
+		nc, err := h.Store.NextNCCLTask(ctx, cl, node)
+		if err != nil || nc == nil {
+			return nil, err
+		}
+		return &agentTask{ID: nc.TaskID, Kind: models.NCCLTaskKind, Software: models.NCCLTaskSoftware, Role: node.Name, Script: nc.Script}, nil
 	}
 	p := t.Decode()
 	return &agentTask{ID: t.ID, Kind: t.Kind, Software: t.Software, Role: t.Role,
@@ -47,6 +56,15 @@ func (h *handler) agentTaskResult(c echo.Context) error {
 	var req agentTaskResultReq
 	if err := c.Bind(&req); err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {ok, output}."}
+	}
+	if id := c.Param("task"); models.IsNCCLTask(id) {
+		check, err := h.Store.RecordNCCLResult(c.Request().Context(), cl, node, id, req.OK, req.Output)
+		if errors.Is(err, models.ErrNotFound) {
+			return &APIError{Status: http.StatusNotFound, Code: "not_found", Message: "No such task for this node."}
+		} else if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]string{"id": check.TaskID, "status": check.Status})
 	}
 	t, err := h.Store.RecordSoftwareTaskResult(c.Request().Context(), cl, node, c.Param("task"), req.OK, req.Output)
 	switch {
