@@ -42,7 +42,7 @@ type NCCLCheck struct {
 	TaskID         string  `gorm:"size:32;uniqueIndex"` // the agent's task id, "nc_…"
 	Status         string  `gorm:"size:16"`
 	Script         string  `gorm:"type:text"`
-	Output         string  `gorm:"type:text"` // bounded, see MaxCheckOutput
+	Output         string  `gorm:"type:text"`              // bounded, see MaxCheckOutput
 	BusBW          float64 `gorm:"column:bus_bw"`          // GB/s at the largest message size
 	ExpectedBusBW  float64 `gorm:"column:expected_bus_bw"` // GB/s the advertised interconnect allows
 	AdvertisedGbps int     `gorm:"column:advertised_gbps"` // per node
