@@ -408,6 +408,32 @@ type clusterJSON struct {
 	EndedAt              *time.Time  `json:"endedAt,omitempty"`
 	Nodes                []nodeJSON  `json:"nodes"`
 	Events               []eventJSON `json:"events,omitempty"`
+	NCCL                 *ncclJSON   `json:"nccl,omitempty"`
+}
+
+// ncclJSON is the automatic NCCL check (X4) beside what the interconnect
+// advertises.
+type ncclJSON struct {
+	Status                   string     `json:"status"`
+	BusBandwidthGBps         *float64   `json:"busBandwidthGBps"`
+	ExpectedBusBandwidthGBps *float64   `json:"expectedBusBandwidthGBps"`
+	AdvertisedGbpsPerNode    *int       `json:"advertisedGbpsPerNode"`
+	PercentOfExpected        *int       `json:"percentOfExpected"`
+	Warning                  string     `json:"warning,omitempty"`
+	Summary                  string     `json:"summary,omitempty"`
+	MeasuredAt               *time.Time `json:"measuredAt"`
+}
+
+func toNCCLJSON(ch *models.NCCLCheck) *ncclJSON {
+	if ch == nil {
+		return nil
+	}
+	j := &ncclJSON{Status: ch.Status, Warning: ch.Warning, Summary: ch.Summary}
+	if ch.Status == models.NCCLMeasured {
+		j.BusBandwidthGBps, j.ExpectedBusBandwidthGBps = &ch.BusBW, &ch.ExpectedBusBW
+		j.AdvertisedGbpsPerNode, j.PercentOfExpected, j.MeasuredAt = &ch.AdvertisedGbps, &ch.Percent, ch.FinishedAt
+	}
+	return j
 }
 
 func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent) clusterJSON {
@@ -441,7 +467,13 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, toClusterJSON(cl, nodes, events))
+	nccl, err := h.Store.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	j := toClusterJSON(cl, nodes, events)
+	j.NCCL = toNCCLJSON(nccl)
+	return c.JSON(status, j)
 }
 
 // apiListClusters is GET /v1/gpu/clusters.

@@ -416,7 +416,36 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}
+	nccl, err := h.Store.NCCLCheckFor(c.Request().Context(), cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	cp.NCCL = ncclView(cl, nccl)
 	return cp, nil
+}
+
+// ncclView shows the NCCL check beside what the interconnect advertises (X4).
+func ncclView(cl models.Cluster, ch *models.NCCLCheck) *views.NCCLView {
+	if ch == nil {
+		return nil
+	}
+	v := &views.NCCLView{State: ch.Status, Warning: ch.Warning, Message: ch.Summary}
+	if ch.Status == models.NCCLMeasured {
+		v.Measured = fmt.Sprintf("%.1f GB/s bus bandwidth", ch.BusBW)
+		v.Percent = fmt.Sprintf("%d %%", ch.Percent)
+		v.Expected = fmt.Sprintf("%.1f GB/s expected from %s at %s per node", ch.ExpectedBusBW,
+			views.InterconnectLabel(cl.Interconnect), gbits(ch.AdvertisedGbps))
+		v.MeasuredAt = clock(ch.FinishedAt)
+	}
+	return v
+}
+
+// gbits formats Gbit/s: "2 Gbit/s", "3.2 Tbit/s".
+func gbits(g int) string {
+	if g >= 1000 {
+		return strconv.FormatFloat(float64(g)/1000, 'f', -1, 64) + " Tbit/s"
+	}
+	return strconv.Itoa(g) + " Gbit/s"
 }
 
 func clusterView(cl models.Cluster) views.ClusterView {
