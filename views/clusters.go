@@ -71,6 +71,7 @@ type NodeView struct {
 	Rank    int
 	Status  string
 	Address string
+	GPUs    string // what nvidia-smi showed at check-in
 	Steps   []StepView
 	Message string
 }

@@ -374,6 +374,7 @@ type nodeJSON struct {
 	Step       string `json:"step"`
 	Address    string `json:"address"`
 	PublicHost string `json:"publicHost,omitempty"`
+	GPUs       string `json:"gpus,omitempty"` // what nvidia-smi showed at check-in
 }
 
 type eventJSON struct {
@@ -471,7 +472,18 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 	if err != nil {
 		return err
 	}
+	gpus, err := h.Store.GPUChecks(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
 	j := toClusterJSON(cl, nodes, events)
+	for _, g := range gpus {
+		for i := range j.Nodes {
+			if j.Nodes[i].Rank == g.Rank {
+				j.Nodes[i].GPUs = g.Summary
+			}
+		}
+	}
 	j.NCCL = toNCCLJSON(nccl)
 	return c.JSON(status, j)
 }

@@ -416,7 +416,18 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}
-	nccl, err := h.Store.NCCLCheckFor(c.Request().Context(), cl.OrgID, cl.ID)
+	gpus, err := h.Store.GPUChecks(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	for _, g := range gpus {
+		for i := range cp.Nodes {
+			if cp.Nodes[i].Rank == g.Rank {
+				cp.Nodes[i].GPUs = g.Summary
+			}
+		}
+	}
+	nccl, err := h.Store.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
 	if err != nil {
 		return cp, err
 	}

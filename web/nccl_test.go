@@ -72,3 +72,38 @@ func TestNCCLCheckShown(t *testing.T) {
 		}
 	})
 }
+
+// L4, issue 8: what each node's nvidia-smi showed at check-in is on the
+// cluster page and in the API, node by node.
+func TestNodeGPUsShown(t *testing.T) {
+	o := loadOpenAPI(t)
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("gpus@example.com", "GPUs")
+		tok := apiKeyFor(t, app, acc)
+		cl := launchFor(t, app, acc, "gpus") // 2 × 8 H100_80GB
+		if err := app.store.MarkPlaced(ctx, cl.ID, []models.PlacedNode{{Rank: 0, PrivateIP: "10.77.0.1"}, {Rank: 1, PrivateIP: "10.77.0.2"}}); err != nil {
+			t.Fatal(err)
+		}
+		cl, _ = app.store.ClusterForOrg(ctx, acc.org.ID, cl.ID)
+		nodes, _ := app.store.NodesFor(ctx, cl.ID)
+		smi := "index, name, memory.total [MiB], driver_version\n" + strings.Repeat("0, NVIDIA H100 80GB HBM3, 81559 MiB, 550.90.07\n", 8)
+		body, _ := json.Marshal(map[string]any{"hostname": "node-1", "privateIp": "10.77.0.2", "version": "1", "nvidiaSmi": smi})
+		if rec, _ := o.call(t, app, "POST", "/v1/agent/checkin", models.AgentToken(cl, nodes[1]), string(body)); rec.Code != 200 {
+			t.Fatalf("check-in: %d %s", rec.Code, rec.Body)
+		}
+		const want = "8 × NVIDIA H100 80GB HBM3 (81559 MiB), driver 550.90.07"
+		_, got := o.call(t, app, "GET", "/v1/gpu/clusters/"+cl.ID, tok, "")
+		ns, _ := got["nodes"].([]any)
+		if len(ns) != 2 || ns[1].(map[string]any)["gpus"] != want || ns[0].(map[string]any)["gpus"] != nil {
+			t.Errorf("API nodes: %v", ns)
+		}
+		d := doc(t, app.login(acc).get("/clusters/"+cl.ID))
+		if got := d.Find(`[data-node=node-1] [data-testid=node-gpus]`).Text(); got != want {
+			t.Errorf("page node-1 GPUs: %q", got)
+		}
+		if step := d.Find(`[data-node=node-1] [data-step=agent]`).AttrOr("data-state", ""); step != "done" {
+			t.Errorf("node-1's agent step is %q after a matching check-in", step)
+		}
+	})
+}
