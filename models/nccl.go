@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -151,7 +152,7 @@ func (s *Store) NextNCCLTask(ctx context.Context, c Cluster, n ClusterNode) (*NC
 }
 
 // IsNCCLTask reports whether an agent's task id is an NCCL check's.
-func IsNCCLTask(taskID string) bool { return len(taskID) > 3 && taskID[:3] == "nc_" }
+func IsNCCLTask(taskID string) bool { return strings.HasPrefix(taskID, "nc_") }
 
 // RecordNCCLResult stores what node-0's agent reported for the NCCL check
 // and reads it against the interconnect. Only node-0 of that cluster may
