@@ -28,8 +28,8 @@ const checkStale = 2 * time.Minute
 // node and quoting the tool. Agents take the tasks and post their output
 // through the agent protocol; this job makes every decision.
 type Install struct {
-	Store  *models.Store
-	Notify func(ctx context.Context, c models.Cluster) error // E1 mails on ready/degraded; nil = none
+	Store *models.Store
+	Mail  *models.ClusterNotify // E1 mails on ready/degraded, queued with the change; nil = none
 }
 
 // Name implements Job.
@@ -216,11 +216,8 @@ func (a *attempt) verdict(output string) (readiness.Report, error) {
 // ready is L5: the software passed its check on every node.
 func (j *Install) ready(ctx context.Context, a *attempt, summary string) error {
 	msg := fmt.Sprintf("%s passed its check on every node (%s). The cluster is ready.", a.sw.Label, summary)
-	c, err := j.Store.MarkSoftwareReady(ctx, a.c.ID, a.run.Attempt, msg)
-	if err != nil {
-		return err
-	}
-	return j.notify(ctx, c)
+	_, err := j.Store.MarkSoftwareReady(ctx, a.c.ID, a.run.Attempt, msg, j.Mail)
+	return err
 }
 
 // timeout is L6 at the deadline: a node still installing, or a check that
@@ -274,18 +271,8 @@ func installFailure(a *attempt, t models.SoftwareTask) string {
 // degrade is L6: machines stay up and billing runs; the customer retries
 // the install or terminates.
 func (j *Install) degrade(ctx context.Context, a *attempt, lastError, node, msg string) error {
-	c, err := j.Store.DegradeSoftware(ctx, a.c.ID, a.run.Attempt, lastError, node, msg)
-	if err != nil {
-		return err
-	}
-	return j.notify(ctx, c)
-}
-
-func (j *Install) notify(ctx context.Context, c models.Cluster) error {
-	if j.Notify == nil {
-		return nil
-	}
-	return j.Notify(ctx, c)
+	_, err := j.Store.DegradeSoftware(ctx, a.c.ID, a.run.Attempt, lastError, node, msg, j.Mail)
+	return err
 }
 
 // tailString keeps the last n bytes of s (at a line start when one is near).

@@ -222,7 +222,7 @@ func TestProvisionHappyPath(t *testing.T) {
 		}
 		nodes, _ := w.store.NodesFor(context.Background(), c.ID)
 		for _, n := range nodes {
-			if n.RunningAt == nil || n.AgentAt == nil || n.MeshAt == nil || n.Status != "ready" || n.HeartbeatAt == nil {
+			if n.RunningAt == nil || n.AgentAt == nil || n.MeshAt == nil || n.Status != models.NodeReady || n.HeartbeatAt == nil {
 				t.Errorf("%s: running %v agent %v mesh %v status %s", n.Name, n.RunningAt, n.AgentAt, n.MeshAt, n.Status)
 			}
 			if n.MeshAt.After(*c.ReadyAt) {

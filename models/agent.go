@@ -102,9 +102,24 @@ type NodeLogLine struct {
 	Text      string `gorm:"size:4000"`
 }
 
+// Frozen copies of the tables as migration 0203 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	nodeLogLineV0203 struct {
+		ID        int64  `gorm:"primaryKey;autoIncrement"`
+		ClusterID string `gorm:"size:32;index:idx_node_logs,priority:1"`
+		OrgID     string `gorm:"size:32"`
+		Rank      int    `gorm:"index:idx_node_logs,priority:2"`
+		At        time.Time
+		Text      string `gorm:"size:4000"`
+	}
+)
+
+func (nodeLogLineV0203) TableName() string { return "node_log_lines" }
+
 func init() {
 	register(Migration{ID: "0203_node_logs", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&NodeLogLine{})
+		return tx.Migrator().CreateTable(&nodeLogLineV0203{})
 	}})
 }
 

@@ -25,13 +25,6 @@ const (
 	NCCLFailed   = "failed"   // the test failed or its output could not be read
 )
 
-// NCCLTaskKind and NCCLTaskSoftware name the check for the agent, which
-// runs it as the step "nccl:nccl-tests".
-const (
-	NCCLTaskKind     = "nccl"
-	NCCLTaskSoftware = "nccl-tests"
-)
-
 // NCCLTaskLease is how long a handed-out check may stay unanswered before
 // it is handed out again (8 GB messages on a large cluster take minutes).
 const NCCLTaskLease = 30 * time.Minute

@@ -410,19 +410,19 @@ func (s *Store) RecordCheckVerdict(ctx context.Context, c Cluster, t SoftwareTas
 
 // MarkSoftwareReady is L5's end: the software passed its check on every
 // node, so the cluster goes installing → ready; every node is ready with
-// its software step done.
-func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt int, msg string) (Cluster, error) {
+// its software step done, and the ready mail is queued, all at once.
+func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt int, msg string, n *ClusterNotify) (Cluster, error) {
 	var c Cluster
 	err := s.Tx(ctx, func(tx *Store) error {
 		if err := tx.holdAttempt(ctx, clusterID, attempt); err != nil {
 			return err
 		}
 		var err error
-		if c, err = tx.transition(ctx, clusterID, []ClusterStatus{StatusInstalling}, StatusReady, nil, "", StepSoftware, msg); err != nil {
-			return err
-		}
-		return tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", clusterID).
-			Updates(map[string]any{"status": "ready", "step": "done", "software_at": tx.Now(), "message": ""}).Error
+		c, err = tx.transition(ctx, clusterID, change{event: EventSoftwareReady, step: StepSoftware, msg: msg,
+			notify: n, try: attempt, nodes: func(tx *Store) error {
+				return tx.nodeRows(ctx, clusterID, map[string]any{"status": NodeReady, "step": "done", "software_at": tx.Now(), "message": ""})
+			}})
+		return err
 	})
 	return c, err
 }
@@ -430,21 +430,24 @@ func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt
 // DegradeSoftware is L6: the software failed to install or to pass its
 // check in time, so the cluster goes installing → degraded with lastError
 // (install_failed:node-N or check_failed:<software>). The machines stay up
-// and billing runs; the named node keeps the reason.
-func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt int, lastError, node, msg string) (Cluster, error) {
+// and billing runs; the named node keeps the reason; the degraded mail of
+// this attempt is queued with the change.
+func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt int, lastError, node, msg string, n *ClusterNotify) (Cluster, error) {
 	var c Cluster
 	err := s.Tx(ctx, func(tx *Store) error {
 		if err := tx.holdAttempt(ctx, clusterID, attempt); err != nil {
 			return err
 		}
 		var err error
-		c, err = tx.transition(ctx, clusterID, []ClusterStatus{StatusInstalling}, StatusDegraded,
-			map[string]any{"last_error": truncate(lastError, 255)}, node, StepSoftware, msg)
-		if err != nil || node == "" {
-			return err
-		}
-		return tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ? AND name = ?", clusterID, node).
-			Update("message", truncate(msg, 1000)).Error
+		c, err = tx.transition(ctx, clusterID, change{event: EventDegrade, node: node, step: StepSoftware, msg: msg,
+			set: map[string]any{"last_error": truncate(lastError, 255)}, notify: n, try: attempt,
+			nodes: func(tx *Store) error {
+				if node == "" {
+					return nil
+				}
+				return tx.nodeRows(ctx, clusterID, map[string]any{"message": truncate(msg, 1000)}, "name = ?", node)
+			}})
+		return err
 	})
 	return c, err
 }
@@ -488,12 +491,11 @@ func (s *Store) RetryInstall(ctx context.Context, orgID, clusterID, actor string
 		}
 		msg := fmt.Sprintf("Install retry requested by %s after %s: installing %s again (attempt %d) by %s.",
 			actor, cur.LastError, cur.Software, run.Attempt+1, deadline.Format(time.RFC3339))
-		if c, err = tx.transition(ctx, clusterID, []ClusterStatus{StatusDegraded}, StatusInstalling,
-			map[string]any{"last_error": ""}, "", StepSoftware, msg); err != nil {
-			return err
-		}
-		return tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", clusterID).
-			Updates(map[string]any{"step": StepSoftware, "message": ""}).Error
+		c, err = tx.transition(ctx, clusterID, change{event: EventRetryInstall, step: StepSoftware, msg: msg,
+			set: map[string]any{"last_error": ""}, nodes: func(tx *Store) error {
+				return tx.nodeRows(ctx, clusterID, map[string]any{"step": StepSoftware, "message": ""})
+			}})
+		return err
 	})
 	return c, err
 }

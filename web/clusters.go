@@ -20,23 +20,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// clusterRoutes registers the cluster pages and API (issues 4 and 5).
-func (h *handler) clusterRoutes(app, api *echo.Group) {
-	app.GET("/clusters", h.listClusters)
-	app.GET("/clusters/new", h.newCluster)
-	app.POST("/clusters", h.createCluster)
-	app.GET("/clusters/:id", h.showCluster)
-	app.POST("/clusters/:id/terminate", h.terminateCluster)
-
-	api.POST("/gpu/clusters/quote", h.apiQuote)
-	api.POST("/gpu/clusters", h.apiLaunch)
-	api.GET("/gpu/clusters", h.apiListClusters)
-	api.GET("/gpu/clusters/:id", h.apiGetCluster)
-	api.POST("/gpu/clusters/:id/terminate", h.apiTerminate)
-
-	h.connectRoutes(app, api)
-}
-
 // listClusters is GET /clusters: the list, or for htmx polling only its rows.
 func (h *handler) listClusters(c echo.Context) error {
 	p := principal(c)
@@ -114,16 +97,12 @@ func (h *handler) newCluster(c echo.Context) error {
 		return err
 	}
 	form := views.LaunchForm{QuoteID: q.ID, FormToken: newToken(18), Software: "none",
-		Name: defaultClusterName(o.Accelerator, nodes)}
+		Name: models.DefaultClusterName(o.Accelerator, nodes)}
 	lp, err := h.launchPage(c, q, form, nil)
 	if err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, views.LaunchPageView(lp))
-}
-
-func defaultClusterName(accel string, nodes int) string {
-	return strings.ToLower(strings.ReplaceAll(strings.Split(accel, "_")[0], "_", "-")) + "-x" + strconv.Itoa(nodes)
 }
 
 // launchPage builds the launch page's view for a quote and a form as typed.
@@ -264,23 +243,17 @@ func (h *handler) createCluster(c echo.Context) error {
 	if msg != "" {
 		problems["ports"] = msg
 	}
-	keys, err := h.sshKeysFor(c, f.SSHKeyIDs)
-	if err != nil {
-		problems["sshKeyIds"] = "choose your own SSH keys"
-	}
 	if len(f.FormToken) < 16 {
 		problems["quote"] = "This form is incomplete; open the launch page again."
 	}
 	if len(problems) == 0 {
-		cl, created, err := h.Store.LaunchCluster(ctx, models.LaunchParams{
-			OrgID: p.Org.ID, EnvID: p.Env.ID, QuoteID: q.ID, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f),
-			SSHKeys: keys, Actor: p.Actor,
+		cl, created, err := h.act(c).Launch(ctx, models.LaunchInput{
+			QuoteID: q.ID, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
 			Workload: models.Workload{Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
 				StartCommand: f.StartCommand, Env: env, Ports: ports},
 		})
 		switch {
 		case err == nil && created:
-			h.audit(c, "cluster.launch", cl.ID, cl.Name)
 			h.kick(c, "provision")
 			return redirect(c, "/clusters/"+cl.ID)
 		case err == nil, errors.Is(err, models.ErrIdempotencyMismatch) || errors.Is(err, models.ErrQuoteUsed):
@@ -327,6 +300,9 @@ func launchProblem(err error, problems map[string]string) bool {
 		for k, v := range fe {
 			problems[k] = v
 		}
+		if fe["sshKeyIds"] != "" {
+			problems["sshKeyIds"] = "choose your own SSH keys"
+		}
 	case errors.As(err, &pc):
 		problems["quote"] = "The locked price expired. Go back to the offers to lock a fresh price."
 	case errors.As(err, &qe):
@@ -348,24 +324,6 @@ func formHash(f launchForm) string {
 		"e": {f.Env}, "p": {f.Ports}, "k": keys}
 	sum := sha256.Sum256([]byte(v.Encode()))
 	return hex.EncodeToString(sum[:])
-}
-
-// sshKeysFor resolves the caller's own SSH key ids to public keys: the
-// signed-in user's, or with an API key its creator's.
-func (h *handler) sshKeysFor(c echo.Context, ids []string) ([]string, error) {
-	p := principal(c)
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	keys, err := h.Store.SSHKeysForUser(c.Request().Context(), p.Org.ID, p.UserID, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k.PublicKey)
-	}
-	return out, nil
 }
 
 // showCluster is GET /clusters/{id}: the cluster page, or for htmx polling
@@ -478,7 +436,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 // nodeView is one node's timeline: each step done (with when), the one it
 // waits for (with the time left before its deadline), or failed (X3).
 func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.NodeView {
-	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: n.Status, Address: n.PrivateIP, Message: n.Message}
+	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Address: n.PrivateIP, Message: n.Message}
 	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
 	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
 	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(cl.PlacedAt != nil, "done", "active"), At: clock(cl.PlacedAt)})
@@ -491,7 +449,7 @@ func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.Node
 		switch {
 		case stamp[step] != nil:
 			sv.State, sv.At = "done", clock(stamp[step])
-		case n.Step == step && (n.Status == "failed" || n.Status == "lost"):
+		case n.Step == step && (n.Status == models.NodeFailed || n.Status == models.NodeLost):
 			sv.State = "failed"
 		case n.Step == step && cl.Status == models.StatusProvisioning && !deadline.IsZero():
 			sv.State = "active"
@@ -551,15 +509,13 @@ func (h *handler) alternatives(c echo.Context, cl models.Cluster) ([]views.Offer
 }
 
 // requestTerminate records the intent to terminate the caller's cluster
-// (L7), audits it and wakes the provision job, which releases every machine
-// together. The page and the API answer it each their own way.
+// (L7) and wakes the provision job, which releases every machine together.
+// The page and the API answer it each their own way.
 func (h *handler) requestTerminate(c echo.Context) (models.Cluster, error) {
-	p := principal(c)
-	cl, err := h.Store.RequestTerminate(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
+	cl, err := h.act(c).Terminate(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return cl, err
 	}
-	h.audit(c, "cluster.terminate", cl.ID, cl.Name)
 	h.kick(c, "provision")
 	return cl, nil
 }
@@ -578,14 +534,6 @@ func (h *handler) terminateCluster(c echo.Context) error {
 		return render(c, http.StatusOK, views.ClusterLive(cp))
 	}
 	return redirect(c, "/clusters/"+cl.ID)
-}
-
-// audit records an audit entry for this request; a failure to record is
-// logged, not shown (the action already happened).
-func (h *handler) audit(c echo.Context, action, target, detail string) {
-	if err := h.Store.AuditLog(c.Request().Context(), h.auditEntry(c, action, target, detail)); err != nil {
-		h.Log.Error("audit log", "action", action, "error", err)
-	}
 }
 
 // kick runs a job's tick soon, so the customer does not wait for the next

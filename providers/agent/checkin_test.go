@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/clusterdeck/clusterdeck/api/agentapi"
 )
 
 // gpuExec answers the GPU query as a broken driver does and reaches nobody.
@@ -23,7 +25,7 @@ func (e *gpuExec) Run(_ context.Context, step, script string) (string, error) {
 // The agent checks in with what nvidia-smi printed, its error included, so
 // the server can say why a node has no usable GPUs (L4, issue 8).
 func TestCheckinSendsNvidiaSMI(t *testing.T) {
-	var got CheckinRequest
+	var got agentapi.CheckinRequest
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/agent/checkin" {
 			_ = json.NewDecoder(r.Body).Decode(&got)
