@@ -19,7 +19,8 @@ const module = "github.com/clusterdeck/clusterdeck/"
 // package must declare what it may import.
 func TestImportRules(t *testing.T) {
 	allowed := map[string][]string{
-		"models":            {"models/nodespec", "models/readiness"},
+		"models":            {"models/nodespec", "models/readiness", "models/software"},
+		"models/software":   {"models/nodespec", "models/readiness"},
 		"models/modelstest": {"models"},
 		"models/readiness":  {},
 		"models/nodespec":   {},
@@ -33,8 +34,8 @@ func TestImportRules(t *testing.T) {
 		"providers/mail":    {},
 		"static":            {},
 		"views":             {"models"},
-		"web":               {"models", "models/nodespec", "views", "api", "api/agentapi"},
-		"jobs":              {"models", "models/readiness", "models/nodespec", "providers"},
+		"web":               {"models", "models/nodespec", "models/software", "views", "api", "api/agentapi"},
+		"jobs":              {"models", "models/readiness", "models/nodespec", "models/software", "providers"},
 	}
 	out, err := exec.Command("go", "list", "./...").Output()
 	if err != nil {

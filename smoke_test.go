@@ -305,6 +305,10 @@ func get(t *testing.T, c *http.Client, u string) string {
 // simulated agent silenced (a fault narrowed by the offer id the API shows),
 // runs `clusterdeck agent` with node-1's token, and requires the server to
 // see it check in, heartbeat and ship its log, and the agent to exit cleanly.
+// The agent checks in with what nvidia-smi prints, and a node whose GPUs are
+// not its offer's — or that has no nvidia-smi at all — fails its cluster
+// (L4), so the agent's PATH gets an nvidia-smi that prints the offer's one
+// RTX 4090, and the test requires the server to show it.
 func TestAgentSmoke(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, databaseURL string) {
 		s := startServer(t, databaseURL)
@@ -330,7 +334,7 @@ func TestAgentSmoke(t *testing.T) {
 		store := openStore(t, s)
 		token := models.AgentToken(node(t, store, cl.ID, 1))
 
-		agent := start(t, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dataDir},
+		agent := start(t, []string{"PATH=" + fakeNvidiaSMI(t) + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + s.dataDir},
 			"agent", "--server", s.url, "--token", token, "--every", "200ms")
 		var first time.Time
 		waitFor(t, agent, "node-1 to check in and heartbeat twice", func() bool {
@@ -353,9 +357,31 @@ func TestAgentSmoke(t *testing.T) {
 			}
 			return false
 		})
+		var got struct {
+			Nodes []struct {
+				Rank int
+				GPUs string
+			}
+		}
+		s.api(t, http.MethodGet, "/v1/gpu/clusters/"+cl.ID, nil, &got)
+		if len(got.Nodes) != 2 || got.Nodes[1].GPUs != "1 × NVIDIA GeForce RTX 4090 (24564 MiB), driver 550.90.07" {
+			t.Errorf("node-1's GPUs as the API shows them: %+v", got.Nodes)
+		}
 		agent.stop(t)
 		s.stop(t)
 	})
+}
+
+// fakeNvidiaSMI is a directory holding an nvidia-smi that answers the
+// agent's GPU query as a machine with one RTX 4090 does.
+func fakeNvidiaSMI(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := "#!/bin/sh\nprintf 'index, name, memory.total [MiB], driver_version\\n0, NVIDIA GeForce RTX 4090, 24564 MiB, 550.90.07\\n'\n"
+	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func openStore(t *testing.T, s *server) *models.Store {

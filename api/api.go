@@ -122,6 +122,7 @@ type ClusterNode struct {
 	Step       string `json:"step"`
 	Address    string `json:"address"`
 	PublicHost string `json:"publicHost,omitempty"`
+	GPUs       string `json:"gpus,omitempty"` // what nvidia-smi showed at check-in (L4)
 }
 
 // ClusterEvent is one entry of a cluster's history.
@@ -158,6 +159,21 @@ type Cluster struct {
 	EndedAt              *time.Time     `json:"endedAt,omitempty"`
 	Nodes                []ClusterNode  `json:"nodes"`
 	Events               []ClusterEvent `json:"events,omitempty"`
+	NCCL                 *NCCLCheck     `json:"nccl,omitempty"`
+}
+
+// NCCLCheck is the automatic NCCL all-reduce check run once the cluster is
+// ready (X4), beside what the interconnect advertises. The measured fields
+// are null until Status is "measured".
+type NCCLCheck struct {
+	Status                   string     `json:"status"` // pending, sent, measured or failed
+	BusBandwidthGBps         *float64   `json:"busBandwidthGBps"`
+	ExpectedBusBandwidthGBps *float64   `json:"expectedBusBandwidthGBps"`
+	AdvertisedGbpsPerNode    *int       `json:"advertisedGbpsPerNode"`
+	PercentOfExpected        *int       `json:"percentOfExpected"`
+	Warning                  string     `json:"warning,omitempty"`
+	Summary                  string     `json:"summary,omitempty"`
+	MeasuredAt               *time.Time `json:"measuredAt"`
 }
 
 // ClusterList is GET /v1/gpu/clusters.

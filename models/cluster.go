@@ -36,9 +36,6 @@ func (s ClusterStatus) Terminal() bool { return s == StatusFailed || s == Status
 // liveStatuses hold machines (quotas count them, L2).
 var liveStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded}
 
-// Software a cluster can run (S1).
-var SoftwareChoices = []string{"none", "slurm", "kubernetes", "ray"}
-
 // Provisioning steps every node goes through (L4, L11), in order.
 const (
 	StepRunning  = "running"  // (a) the machine is running

@@ -52,7 +52,11 @@ func agentOf(c echo.Context) (models.Cluster, models.ClusterNode) {
 // agentCheckin is POST /v1/agent/checkin: step (b).
 func (h *handler) agentCheckin(c echo.Context) error {
 	cl, node := agentOf(c)
-	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node)
+	var req agentapi.CheckinRequest
+	if err := c.Bind(&req); err != nil {
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {hostname, privateIp, version, nvidiaSmi}."}
+	}
+	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node, req.NvidiaSMI)
 	if err != nil {
 		return err
 	}

@@ -165,6 +165,20 @@ func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []model
 	return j
 }
 
+// toNCCLJSON is the automatic NCCL check (X4) beside what the interconnect
+// advertises; nil before the cluster is ready.
+func toNCCLJSON(ch *models.NCCLCheck) *api.NCCLCheck {
+	if ch == nil {
+		return nil
+	}
+	j := &api.NCCLCheck{Status: ch.Status, Warning: ch.Warning, Summary: ch.Summary}
+	if ch.Status == models.NCCLMeasured {
+		j.BusBandwidthGBps, j.ExpectedBusBandwidthGBps = &ch.BusBW, &ch.ExpectedBusBW
+		j.AdvertisedGbpsPerNode, j.PercentOfExpected, j.MeasuredAt = &ch.AdvertisedGbps, &ch.Percent, ch.FinishedAt
+	}
+	return j
+}
+
 func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Cluster) error {
 	ctx := c.Request().Context()
 	nodes, err := h.Store.NodesFor(ctx, cl.ID)
@@ -175,7 +189,24 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, toClusterJSON(cl, nodes, events))
+	nccl, err := h.Store.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	gpus, err := h.Store.GPUChecks(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	j := toClusterJSON(cl, nodes, events)
+	for _, g := range gpus {
+		for i := range j.Nodes {
+			if j.Nodes[i].Rank == g.Rank {
+				j.Nodes[i].GPUs = g.Summary
+			}
+		}
+	}
+	j.NCCL = toNCCLJSON(nccl)
+	return c.JSON(status, j)
 }
 
 // apiListClusters is GET /v1/gpu/clusters.

@@ -11,6 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
+	"github.com/clusterdeck/clusterdeck/models/software"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
@@ -34,7 +35,8 @@ func (h *handler) spec(c echo.Context, cl models.Cluster, nodes []models.Cluster
 // how to connect, the logs, and the software actions.
 func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes []models.ClusterNode, cp *views.ClusterPage) error {
 	cp.CanRetry = cl.Status == models.StatusDegraded && models.SoftwareFailure(cl.LastError)
-	cp.C.Kubeconfig = cl.Software == "kubernetes" && cl.ReadyAt != nil && !cl.Status.Terminal()
+	sw := software.Lookup(cl.Software)
+	cp.C.Kubeconfig = sw != nil && sw.HeadReports && cl.ReadyAt != nil && !cl.Status.Terminal()
 	if cl.PlacedAt != nil {
 		for _, n := range nodes {
 			cp.LogRanks = append(cp.LogRanks, n.Rank)

@@ -26,7 +26,7 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"ConnectionNode": api.ConnectionNode{}, "Command": api.Command{}, "Connections": api.Connections{},
 		"LogLine": api.LogLine{}, "LogLines": api.LogLines{}, "Me": api.Me{},
 		"QuoteRequestBody": api.QuoteRequestBody{}, "QuoteRequest": api.QuoteRequest{}, "QuoteRequestList": api.QuoteRequestList{},
-		"Error": api.Error{}, "ErrorBody": api.ErrorBody{}, "Shape": api.Shape{},
+		"Error": api.Error{}, "ErrorBody": api.ErrorBody{}, "Shape": api.Shape{}, "NCCLCheck": api.NCCLCheck{},
 
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},

@@ -11,6 +11,11 @@ type CheckinRequest struct {
 	Hostname  string `json:"hostname"`
 	PrivateIP string `json:"privateIp"`
 	Version   string `json:"version"`
+	// NvidiaSMI is what `nvidia-smi --query-gpu=index,name,memory.total,
+	// driver_version --format=csv` printed, with its error when it failed
+	// (L4): the server checks the node's GPUs against the offer. Absent, no
+	// GPU check is made.
+	NvidiaSMI *string `json:"nvidiaSmi,omitempty"`
 }
 
 // Peer is another node of the cluster.
@@ -46,13 +51,25 @@ type PeersResponse struct {
 	MeshComplete bool `json:"meshComplete"`
 }
 
-// Task is a software task for one node (S1, S2): install the node's role of
-// the cluster's software, or run the software's own check. The agent writes
-// Files, exports Env, runs Script and posts a TaskResult to
-// /v1/agent/tasks/{id}.
+// Task kinds.
+const (
+	TaskInstall = "install" // install the node's role of the cluster's software (S1)
+	TaskCheck   = "check"   // run the software's own check (S2)
+	TaskNCCL    = "nccl"    // node-0 of a ready cluster: the NCCL all-reduce check (X4)
+)
+
+// NCCLSoftware is the Software of a TaskNCCL task: the agent runs it as the
+// step "nccl:nccl-tests".
+const NCCLSoftware = "nccl-tests"
+
+// Task is work for one node: a software task (S1, S2) — install the node's
+// role of the cluster's software, or run the software's own check — or, on
+// node-0 of a ready cluster, the NCCL check (X4). The agent writes Files,
+// exports Env, runs Script as the step Kind+":"+Software and posts a
+// TaskResult to /v1/agent/tasks/{id}.
 type Task struct {
 	ID       string            `json:"id"`
-	Kind     string            `json:"kind"` // install or check
+	Kind     string            `json:"kind"` // TaskInstall, TaskCheck or TaskNCCL
 	Software string            `json:"software"`
 	Role     string            `json:"role"`
 	Files    map[string]string `json:"files,omitempty"` // path → content to write first

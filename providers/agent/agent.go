@@ -1,8 +1,9 @@
 // Package agent is the cluster agent that runs on every node
-// (`clusterdeck agent --server URL --token T`): it checks in, reports which
-// peers it reaches on the private network, sends heartbeats, runs the
-// software install and check tasks the server hands it and returns their raw
-// output, and ships its log lines. The simulated cloud runs the same code
+// (`clusterdeck agent --server URL --token T`): it checks in with what
+// nvidia-smi shows, reports which peers it reaches on the private network,
+// sends heartbeats, runs the software install and check tasks and the NCCL
+// check the server hands it and returns their raw output, and ships its log
+// lines. The simulated cloud runs the same code
 // in-process, against the same /v1/agent/… endpoints.
 package agent
 
@@ -39,6 +40,10 @@ const MaxQueuedLogLines = 10000
 
 // Version is sent at check-in.
 const Version = "1"
+
+// GPUQuery is the nvidia-smi command run before checking in; the server
+// reads its output (models/nodespec.GPUQuery, the same command).
+const GPUQuery = "nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv"
 
 // ErrRevoked means the server no longer accepts this node's token (the
 // cluster ended): the agent should stop.
@@ -98,7 +103,7 @@ func (a *Agent) Step(ctx context.Context) error {
 func (a *Agent) step(ctx context.Context) error {
 	if !a.checkedIn {
 		var resp agentapi.CheckinResponse
-		req := agentapi.CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version}
+		req := agentapi.CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version, NvidiaSMI: a.gpus(ctx)}
 		if err := a.post(ctx, "/v1/agent/checkin", req, &resp); err != nil {
 			return err
 		}
@@ -118,6 +123,16 @@ func (a *Agent) step(ctx context.Context) error {
 		return a.runTask(ctx, *hb.Task)
 	}
 	return nil
+}
+
+// gpus runs GPUQuery; a failure is reported with its output, so the
+// server can say why the node has no usable GPUs.
+func (a *Agent) gpus(ctx context.Context) *string {
+	out, err := a.cfg.Exec.Run(ctx, "gpus", GPUQuery)
+	if err != nil {
+		out = strings.TrimRight(out, "\n") + "\n" + GPUQuery + ": " + err.Error() + "\n"
+	}
+	return &out
 }
 
 func (a *Agent) reportPeers(ctx context.Context) error {
@@ -152,7 +167,7 @@ func (a *Agent) runTask(ctx context.Context, t agentapi.Task) error {
 		script = prelude(t) + script
 	}
 	out, err := a.cfg.Exec.Run(ctx, t.Kind+":"+t.Software, script)
-	if t.Kind == "install" {
+	if t.Kind == agentapi.TaskInstall {
 		for _, line := range loggable(out) {
 			a.Log("%s", line)
 		}

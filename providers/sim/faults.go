@@ -35,11 +35,18 @@ const (
 	FaultInstallFails FaultKind = "install_fails"
 	// FaultCheckFails: the software check reports machine Node unhealthy.
 	FaultCheckFails FaultKind = "check_fails"
+	// FaultGPUMissing: machine Node's nvidia-smi lists one GPU fewer than
+	// its offer has (a GPU fell off the bus).
+	FaultGPUMissing FaultKind = "gpu_missing"
+	// FaultNCCLSlow: the NCCL check on a group with machine Node measures
+	// 30 % of what the interconnect advertises.
+	FaultNCCLSlow FaultKind = "nccl_slow"
 )
 
 var faultKinds = []FaultKind{
 	FaultRefuseCapacity, FaultRefuseValidation, FaultNeverBoots, FaultDies,
-	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails,
+	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails, FaultGPUMissing,
+	FaultNCCLSlow,
 }
 
 // Fault scripts one failure. Offer, Location and Group narrow which
@@ -298,6 +305,10 @@ func (c *Cloud) applyNodeFaults(g *group) {
 			n.peerUnreachable = true
 		case FaultCheckFails:
 			n.checkFails = append(n.checkFails, f.Software)
+		case FaultGPUMissing:
+			n.gpuMissing = true
+		case FaultNCCLSlow:
+			n.ncclSlow = true
 		}
 		before := len(c.faults)
 		c.use(i)
