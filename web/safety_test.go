@@ -389,9 +389,11 @@ func TestLaunchPagesReuseQuotes(t *testing.T) {
 			}
 		}
 		tok := apiKeyFor(t, app, acc)
-		launch := fmt.Sprintf(`{"offerId":%q,"nodes":2,"gpusPerNode":8,"name":"x"}`, offerIDs[0])
-		for i := range 5 { // no balance: refused, and retried
-			apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, launch, "Idempotency-Key", fmt.Sprint("k", i))
+		launch := fmt.Sprintf(`{"offerId":%q,"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"name":"x"}`, offerIDs[0])
+		for i := range 5 { // no balance: priced, refused, and retried
+			if code, body := apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, launch, "Idempotency-Key", fmt.Sprint("k", i)); code != http.StatusPaymentRequired {
+				t.Fatalf("launch from the offer without balance: %d %v, want 402", code, body)
+			}
 		}
 		if n := quotes(); n != 1 {
 			t.Errorf("5 views of a launch page and 5 launches from the offer wrote %d quotes, want 1", n)

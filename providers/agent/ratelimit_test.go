@@ -43,7 +43,7 @@ func TestAgentHonoursLogRateLimit(t *testing.T) {
 	}))
 	defer srv.Close()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	a := New(Config{Server: srv.URL, Token: "cdn_x_y", Now: func() time.Time { return now }})
+	a := New(Config{Server: srv.URL, Token: "cdn_x_y", Exec: &gpuExec{}, Now: func() time.Time { return now }})
 	ctx := context.Background()
 	if err := a.Step(ctx); err != nil { // check-in line: refused with 429
 		t.Fatalf("step with a 429 on logs: %v", err)
