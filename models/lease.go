@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -96,6 +97,7 @@ func (s *Store) JobRuns(ctx context.Context) ([]JobRun, error) {
 }
 
 func truncate(s string, n int) string {
+	s = cleanOutput(s) // text from agents reaches SQL: UTF-8, no NUL (issue 11)
 	if len(s) <= n {
 		return s
 	}
@@ -103,4 +105,10 @@ func truncate(s string, n int) string {
 		n-- // never cut a character in two: PostgreSQL rejects invalid UTF-8
 	}
 	return s[:n]
+}
+
+// CleanString reports whether s can reach SQL as it is: valid UTF-8 without
+// NUL bytes (PostgreSQL refuses both; issue 11).
+func CleanString(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }

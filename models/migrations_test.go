@@ -21,7 +21,7 @@ var allModels = []any{
 	&models.LedgerEntry{}, &models.Quote{},
 	&models.Cluster{}, &models.ClusterNode{}, &models.ClusterEvent{}, &models.NodeLogLine{},
 	&models.SoftwareRun{}, &models.SoftwareTask{},
-	&models.CapacityRequest{},
+	&models.CapacityRequest{}, &models.EndedSession{},
 	&models.NodeGPUCheck{}, &models.NCCLCheck{},
 }
 

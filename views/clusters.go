@@ -109,6 +109,7 @@ type ConnectView struct {
 	PrimarySSH string
 	Nodes      []ConnectNode
 	EnvBlock   string
+	EnvMasked  string // EnvBlock with the customer's values masked; "" when they gave none
 	Hostfile   string
 	Commands   []CommandView
 	Readiness  string

@@ -3,10 +3,8 @@ package web
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -46,28 +44,6 @@ func toQuoteJSON(q models.Quote) api.Quote {
 		j.LineItems = append(j.LineItems, api.LineItem{Name: li.Name, Quantity: li.Quantity, USDPerHour: models.DecimalUSD(li.USDPerHour)})
 	}
 	return j
-}
-
-// decodeJSON reads a JSON body strictly: unknown fields are problems too.
-func decodeJSON(c echo.Context, v any) ([]byte, error) {
-	raw, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return nil, &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "The body is not valid JSON for this endpoint: " + jsonProblem(err)}
-	}
-	return raw, nil
-}
-
-func jsonProblem(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "json: "); i >= 0 {
-		msg = msg[i+6:]
-	}
-	return msg
 }
 
 // noCapacity is Q4's 409 with reason, shape and advice.
@@ -152,7 +128,8 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	sum := sha256.Sum256(raw)
 	cl, created, err := h.act(c).Launch(c.Request().Context(), models.LaunchInput{
 		QuoteID: body.QuoteID, Priced: quoteBody(body.QuoteBody).fields(), FreshQuote: true, DefaultName: true,
-		IdemKey: key, RequestHash: hex.EncodeToString(sum[:]), SSHKeyIDs: body.SSHKeyIDs,
+		OwnEnvQuote: principal(c).APIKeyID != "",
+		IdemKey:     key, RequestHash: hex.EncodeToString(sum[:]), SSHKeyIDs: body.SSHKeyIDs,
 		Workload: models.Workload{Name: body.Name, Software: body.Software, Image: body.Image,
 			StartCommand: body.StartCommand, Env: body.Env, Ports: body.Ports},
 	})
@@ -240,6 +217,7 @@ func (h *handler) apiListClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	clusters = inKeyEnv(p, clusters, func(cl models.Cluster) string { return cl.EnvID })
 	ids := make([]string, len(clusters))
 	for i, cl := range clusters {
 		ids[i] = cl.ID

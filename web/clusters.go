@@ -82,7 +82,7 @@ func (h *handler) newCluster(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, models.QuoteRequest{
+	q, err := h.Store.ReuseQuote(ctx, p.Org.ID, p.Env.ID, models.QuoteRequest{
 		Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
 		Location: o.Location, IncludeCommunity: o.Community})
 	var nc *models.NoCapacityError

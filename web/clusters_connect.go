@@ -47,7 +47,7 @@ func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes [
 	}
 	s := h.spec(c, cl, nodes)
 	cv := &views.ConnectView{
-		PrimarySSH: s.PrimarySSH().Command, EnvBlock: s.EnvBlock(0),
+		PrimarySSH: s.PrimarySSH().Command, EnvBlock: s.EnvBlock(0), EnvMasked: maskedEnvBlock(s, cl.Env()),
 		Readiness: nodespec.ReadinessNote, Malloc: nodespec.MallocHint,
 	}
 	if s.HasSharedFolder() {

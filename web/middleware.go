@@ -52,6 +52,7 @@ func (h *handler) middleware(e *echo.Echo) {
 	}))
 	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Skipper: isStream}))
 	e.Use(middleware.BodyLimit("1M"))
+	e.Use(h.guardText)
 	e.Use(h.csrf)
 	e.Use(h.loadSession)
 }

@@ -218,6 +218,7 @@ func (h *handler) apiListQuoteRequests(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	rs = inKeyEnv(principal(c), rs, func(r models.CapacityRequest) string { return r.EnvID })
 	out := make([]api.QuoteRequest, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, toQuoteRequestJSON(r))

@@ -110,7 +110,7 @@ func (h *handler) routes(e *echo.Echo) {
 	agent.POST("/checkin", h.agentCheckin)
 	agent.POST("/peers", h.agentPeers)
 	agent.POST("/heartbeat", h.agentHeartbeat)
-	agent.POST("/logs", h.agentLogs)
+	agent.POST("/logs", h.agentLogs, newLogLimiter(h.Store.Now).limitLogs) // N6: per node
 	agent.POST("/tasks/:task", h.agentTaskResult)
 
 	// Development-only routes: never registered in production.

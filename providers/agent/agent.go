@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,20 @@ import (
 	"github.com/clusterdeck/clusterdeck/api/agentapi"
 	"github.com/clusterdeck/clusterdeck/providers"
 )
+
+// RateLimitedError is a 429 from the server: try again after RetryAfter.
+type RateLimitedError struct {
+	Path       string
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("agent: %s: rate limited, retry after %s", e.Path, e.RetryAfter)
+}
+
+// MaxQueuedLogLines bounds the lines an agent keeps while the server refuses
+// them (rate limit, outage); the oldest are dropped first.
+const MaxQueuedLogLines = 10000
 
 // Version is sent at check-in.
 const Version = "1"
@@ -53,6 +68,7 @@ type Agent struct {
 	meshDone  bool
 	self      agentapi.CheckinResponse
 	logs      []agentapi.LogLine
+	logsAfter time.Time // the server asked to wait until then (429 Retry-After)
 }
 
 // New builds an agent.
@@ -216,19 +232,32 @@ func (a *Agent) flushLogs(ctx context.Context) error {
 		return nil // the server knows no node to file them under yet
 	}
 	a.mu.Lock()
+	if a.cfg.Now().Before(a.logsAfter) {
+		a.mu.Unlock()
+		return nil // honour the server's Retry-After: the lines wait
+	}
 	lines := a.logs
 	a.logs = nil
 	a.mu.Unlock()
 	if len(lines) == 0 {
 		return nil
 	}
-	if err := a.post(ctx, "/v1/agent/logs", agentapi.LogsRequest{Lines: lines}, nil); err != nil {
-		a.mu.Lock()
-		a.logs = append(lines, a.logs...)
-		a.mu.Unlock()
-		return err
+	err := a.post(ctx, "/v1/agent/logs", agentapi.LogsRequest{Lines: lines}, nil)
+	if err == nil {
+		return nil
 	}
-	return nil
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.logs = append(lines, a.logs...)
+	if n := len(a.logs) - MaxQueuedLogLines; n > 0 {
+		a.logs = a.logs[n:]
+	}
+	var rl *RateLimitedError
+	if errors.As(err, &rl) {
+		a.logsAfter = a.cfg.Now().Add(rl.RetryAfter)
+		return nil
+	}
+	return err
 }
 
 // Run steps every interval until ctx ends or the token is revoked.
@@ -267,6 +296,12 @@ func (a *Agent) post(ctx context.Context, path string, body, out any) error {
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusGone:
 		return ErrRevoked
+	case resp.StatusCode == http.StatusTooManyRequests:
+		secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || secs < 1 {
+			secs = 60
+		}
+		return &RateLimitedError{Path: path, RetryAfter: time.Duration(secs) * time.Second}
 	case resp.StatusCode >= 300:
 		return fmt.Errorf("agent: %s: %s: %s", path, resp.Status, strings.TrimSpace(string(raw)))
 	}
