@@ -101,6 +101,12 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 			}
 		}
 	}
+	if bad, err := j.Store.GPUMismatch(ctx, c.ID); err != nil || bad != nil {
+		if err != nil {
+			return err
+		}
+		return j.fail(ctx, c, "gpu_mismatch:"+bad.Node, bad.Node, models.StepAgent, bad.Mismatch)
+	}
 	if failed, err := j.checkDeadlines(ctx, c); failed || err != nil {
 		return err
 	}

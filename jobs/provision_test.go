@@ -52,6 +52,7 @@ type world struct {
 	srv     *httptest.Server
 	job     *jobs.Provision
 	install *jobs.Install
+	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
 	cat     *jobs.Catalog
 	org     models.Org
 	env     models.Environment
@@ -139,6 +140,11 @@ func (w *world) runJobs() {
 	}
 	if err := w.install.Run(ctx); err != nil {
 		w.t.Fatalf("install: %v", err)
+	}
+	if w.nccl != nil {
+		if err := w.nccl.Run(ctx); err != nil {
+			w.t.Fatalf("nccl: %v", err)
+		}
 	}
 }
 
@@ -275,6 +281,8 @@ func TestProvisionFailsWhole(t *testing.T) {
 			"node_lost:", "node-1", ""},
 		{"slow kind capped at 25 minutes", sim.Fault{Kind: sim.FaultPeerUnreachable, Node: 1}, "A100_80GB", "a100.4x.slow", 30 * time.Minute,
 			"timeout:mesh", "node-1", "mesh"},
+		{"a GPU missing", sim.Fault{Kind: sim.FaultGPUMissing, Node: 1}, "H100_80GB", "h100.8x.vm", 8 * time.Minute,
+			"gpu_mismatch:node-1", "node-1", "agent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

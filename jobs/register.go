@@ -12,16 +12,20 @@ import (
 type Deps struct {
 	Store     *models.Store
 	Providers providers.Registry
-	Mailer    Mailer // nil: mails stay queued in the outbox (no "mail" job)
-	BaseURL   string // the server's public URL: agents call it, mails link to it
+	Mailer    Mailer   // nil: mails stay queued in the outbox (no "mail" job)
+	BaseURL   string   // the server's public URL: agents call it, mails link to it
+	Metrics   *Metrics // nil: no job or provider metrics
 
 	HeartbeatLate  time.Duration // an agent is late after this long without a heartbeat (R1); 0 = 3m
 	UnhealthyAfter time.Duration // a machine's condition must hold this long (R1); 0 = 1m
 }
 
 // Register adds every job. Like web/routes.go for URLs, this is the one place
-// every schedule can be read.
+// every schedule can be read. With d.Metrics set, every tick and every failed
+// provider call is counted.
 func Register(s *Scheduler, d Deps) error {
+	s.metrics = d.Metrics
+	d.Providers = d.Metrics.instrument(d.Providers)
 	mail := &models.ClusterNotify{BaseURL: d.BaseURL}
 	for _, e := range []entry{
 		{"@every 1m", &Catalog{Store: d.Store, Providers: d.Providers}, 50 * time.Second},
@@ -32,6 +36,7 @@ func Register(s *Scheduler, d Deps) error {
 			HeartbeatLate: d.HeartbeatLate, UnhealthyAfter: d.UnhealthyAfter}, 2 * time.Minute},
 		{"@every 30s", &Recovery{Store: d.Store, Providers: d.Providers, Mail: mail}, 2 * time.Minute},
 		{"@every 10m", &Reconcile{Store: d.Store, Providers: d.Providers}, 5 * time.Minute},
+		{"@every 30s", &NCCLCheck{Store: d.Store}, 30 * time.Second},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)

@@ -36,9 +36,6 @@ func (s ClusterStatus) Terminal() bool { return s == StatusFailed || s == Status
 // liveStatuses hold machines (quotas count them, L2).
 var liveStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded}
 
-// Software a cluster can run (S1).
-var SoftwareChoices = []string{"none", "slurm", "kubernetes", "ray"}
-
 // Provisioning steps every node goes through (L4, L11), in order.
 const (
 	StepRunning  = "running"  // (a) the machine is running
@@ -208,9 +205,93 @@ type ClusterEvent struct {
 	Message   string `gorm:"size:2000"`
 }
 
+// Frozen copies of the tables as migration 0202 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	clusterV0202 struct {
+		ID           string `gorm:"primaryKey;size:32"`
+		OrgID        string `gorm:"size:32;index"`
+		EnvID        string `gorm:"size:32;index"`
+		Name         string `gorm:"size:63"`
+		Status       string `gorm:"size:16;index"`
+		Provider     string `gorm:"size:64"`
+		OfferID      string `gorm:"size:191"`
+		QuoteID      string `gorm:"size:32"`
+		Location     string `gorm:"size:128"`
+		LocationName string `gorm:"size:191"`
+		Accelerator  string `gorm:"size:64"`
+		MachineKind  string `gorm:"size:32"`
+		Interconnect string `gorm:"size:32"`
+		Nodes        int
+		GPUsPerNode  int   `gorm:"column:gpus_per_node"`
+		VolumeGB     int   `gorm:"column:volume_gb"`
+		USDPerHour   int64 `gorm:"column:usd_per_hour"`
+		MachineHour  int64
+		BootSeconds  int
+		PublicIPs    bool   `gorm:"column:public_ips"`
+		Gateway      string `gorm:"size:255"`
+
+		Software     string `gorm:"size:16"`
+		Image        string `gorm:"size:255"`
+		StartCommand string `gorm:"size:4000"`
+		EnvJSON      string `gorm:"column:env_json;type:text"`
+		PortsJSON    string `gorm:"column:ports_json;size:1000"`
+		SSHKeysJSON  string `gorm:"column:ssh_keys_json;type:text"`
+
+		IdemKey     *string `gorm:"size:191"`
+		RequestHash string  `gorm:"size:64"`
+		AgentSecret string  `gorm:"size:64"`
+		CreatedBy   string  `gorm:"size:191"`
+
+		LastError            string `gorm:"size:255"`
+		PlacedAt             *time.Time
+		ReadyAt              *time.Time
+		TerminateRequestedAt *time.Time
+		EndedAt              *time.Time
+		ReleasedAt           *time.Time
+		CreatedAt            time.Time
+		UpdatedAt            time.Time
+	}
+	clusterNodeV0202 struct {
+		ID             string `gorm:"primaryKey;size:32"`
+		ClusterID      string `gorm:"size:32;index"`
+		OrgID          string `gorm:"size:32;index"`
+		Rank           int
+		Name           string `gorm:"size:32"`
+		Status         string `gorm:"size:16"`
+		Step           string `gorm:"size:16"`
+		ProviderNodeID string `gorm:"size:128"`
+		PrivateIP      string `gorm:"column:private_ip;size:64"`
+		PublicHost     string `gorm:"size:255"`
+		SSHPort        int    `gorm:"column:ssh_port"`
+		SSHUser        string `gorm:"column:ssh_user;size:64"`
+		RunningAt      *time.Time
+		AgentAt        *time.Time
+		MeshAt         *time.Time
+		SoftwareAt     *time.Time
+		HeartbeatAt    *time.Time
+		Message        string `gorm:"size:1000"`
+	}
+	clusterEventV0202 struct {
+		ID        int64  `gorm:"primaryKey;autoIncrement"`
+		ClusterID string `gorm:"size:32;index"`
+		OrgID     string `gorm:"size:32"`
+		At        time.Time
+		Kind      string `gorm:"size:32"`
+		Status    string `gorm:"size:16"`
+		Node      string `gorm:"size:32"`
+		Step      string `gorm:"size:16"`
+		Message   string `gorm:"size:2000"`
+	}
+)
+
+func (clusterV0202) TableName() string      { return "clusters" }
+func (clusterNodeV0202) TableName() string  { return "cluster_nodes" }
+func (clusterEventV0202) TableName() string { return "cluster_events" }
+
 func init() {
 	register(Migration{ID: "0202_clusters", Up: func(tx *gorm.DB) error {
-		if err := tx.Migrator().CreateTable(&Cluster{}, &ClusterNode{}, &ClusterEvent{}); err != nil {
+		if err := tx.Migrator().CreateTable(&clusterV0202{}, &clusterNodeV0202{}, &clusterEventV0202{}); err != nil {
 			return err
 		}
 		return tx.Exec("CREATE UNIQUE INDEX idx_clusters_org_idem ON clusters (org_id, idem_key)").Error

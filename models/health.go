@@ -137,7 +137,7 @@ func (s *Store) LiveClustersAfter(ctx context.Context, afterID string, limit int
 func (s *Store) HealthNodes(ctx context.Context, clusterIDs []string) (map[string][]ClusterNode, error) {
 	out := make(map[string][]ClusterNode, len(clusterIDs))
 	rows, err := s.db.WithContext(ctx).Model(&ClusterNode{}).
-		Select("id, cluster_id, rank, name, status, mesh_at, heartbeat_at, down_since, COALESCE(down_passes, 0)").
+		Select("id, cluster_id, rank, name, status, mesh_at, heartbeat_at, down_since, down_passes").
 		Where("cluster_id IN ?", clusterIDs).Rows()
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ type HealthMarks struct {
 func (s *Store) MarkHealth(ctx context.Context, m HealthMarks) error {
 	db := s.db.WithContext(ctx)
 	if len(m.Unwell) > 0 {
-		if err := db.Exec("UPDATE cluster_nodes SET down_since = COALESCE(down_since, ?), down_passes = COALESCE(down_passes, 0) + 1 WHERE id IN ?",
+		if err := db.Exec("UPDATE cluster_nodes SET down_since = COALESCE(down_since, ?), down_passes = down_passes + 1 WHERE id IN ?",
 			s.Now(), m.Unwell).Error; err != nil {
 			return err
 		}

@@ -7,9 +7,8 @@ import (
 )
 
 // 0500: health, recovery and reconcile (R1–R5, X10). Plain SQL per
-// dialect, frozen here: later model changes never rewrite it. A column is
-// added only where it is missing, because 0202 still creates its tables
-// from the live structs (a fresh database already has them).
+// dialect, frozen here: later model changes never rewrite it. 0202 created
+// its tables from frozen structs, so every database gets these columns here.
 func init() {
 	register(Migration{ID: "0500_cluster_health", Up: func(tx *gorm.DB) error {
 		ts, serial := "datetime", "INTEGER PRIMARY KEY AUTOINCREMENT"
@@ -34,9 +33,6 @@ func init() {
 			{"cluster_nodes", "seen", "varchar(255) NOT NULL DEFAULT ''"},
 		}
 		for _, c := range columns {
-			if tx.Migrator().HasColumn(c.table, c.name) {
-				continue
-			}
 			def := strings.Replace(c.def, "TS", ts, 1)
 			if err := tx.Exec("ALTER TABLE " + c.table + " ADD COLUMN " + c.name + " " + def).Error; err != nil {
 				return err

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -34,8 +35,11 @@ func (f QuoteFields) Request() (QuoteRequest, FieldErrors) {
 	set(&r.IncludeCommunity, f.IncludeCommunity)
 	if f.MaxHourlyPrice != nil && *f.MaxHourlyPrice != "" {
 		m, err := ParseUSD(*f.MaxHourlyPrice)
-		if err != nil {
+		switch {
+		case err != nil:
 			fe["maxHourlyPrice"] = "a decimal dollar string like \"100\" or \"99.50\""
+		case m <= 0:
+			fe["maxHourlyPrice"] = "must be more than 0; leave maxHourlyPrice out for no ceiling"
 		}
 		r.MaxHourlyPrice = m
 	}
@@ -122,6 +126,10 @@ type LaunchInput struct {
 	// requested shape (the API's answer to Q5; the page sends people back to
 	// the offers instead).
 	FreshQuote bool
+	// OwnEnvQuote refuses (ErrNotFound, like another organisation's) a
+	// quote of another environment than the actor's: an API key acts on its
+	// own environment only (A3). A dashboard session sees the whole org.
+	OwnEnvQuote bool
 	// DefaultName names a cluster sent without a name "<accelerator>-x<nodes>"
 	// (the API's default; the page's form always holds one).
 	DefaultName bool
@@ -173,8 +181,9 @@ func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created
 	return c, created, nil
 }
 
-// launchQuote is the quote a launch uses: a fresh one for an offer and a
-// size, or the given one unless a repeated priced field differs or it
+// launchQuote is the quote a launch uses: for an offer and a size a fresh
+// one, or a reusable unused one of the same price (issue 11: retried offer
+// launches do not grow the quotes table), or the given one unless a repeated priced field differs or it
 // expired unused (Q5).
 func (x Actions) launchQuote(ctx context.Context, in LaunchInput) (Quote, error) {
 	if in.QuoteID == "" {
@@ -185,9 +194,12 @@ func (x Actions) launchQuote(ctx context.Context, in LaunchInput) (Quote, error)
 		if len(fe) > 0 {
 			return Quote{}, fe
 		}
-		return x.s.CreateQuote(ctx, x.a.OrgID, x.a.EnvID, r)
+		return x.s.ReuseQuote(ctx, x.a.OrgID, x.a.EnvID, r)
 	}
 	q, err := x.s.QuoteForOrg(ctx, x.a.OrgID, in.QuoteID)
+	if err == nil && in.OwnEnvQuote && q.EnvID != x.a.EnvID {
+		err = fmt.Errorf("models: quote %s is in another environment than the actor's: %w", q.ID, ErrNotFound)
+	}
 	if err != nil {
 		return q, err
 	}

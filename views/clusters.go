@@ -35,6 +35,18 @@ type ClusterPage struct {
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
 	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
+	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
+}
+
+// NCCLView is the NCCL check beside what the interconnect advertises.
+type NCCLView struct {
+	State      string // pending, sent, measured, failed
+	Measured   string // "338.8 GB/s bus bandwidth"
+	Expected   string // "375.0 GB/s expected from InfiniBand at 3.2 Tbit/s per node"
+	Percent    string // "90 %"
+	Warning    string
+	Message    string // why there is no measurement
+	MeasuredAt string
 }
 
 // ClusterView is the cluster's header.
@@ -62,6 +74,7 @@ type NodeView struct {
 	Rank    int
 	Status  string
 	Address string
+	GPUs    string // what nvidia-smi showed at check-in
 	Steps   []StepView
 	Message string
 }
@@ -97,6 +110,7 @@ type ConnectView struct {
 	PrimarySSH string
 	Nodes      []ConnectNode
 	EnvBlock   string
+	EnvMasked  string // EnvBlock with the customer's values masked; "" when they gave none
 	Hostfile   string
 	Commands   []CommandView
 	Readiness  string

@@ -15,27 +15,10 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/software"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
-
-// clusterRoutes registers the cluster pages and API (issues 4 and 5).
-func (h *handler) clusterRoutes(app, api *echo.Group) {
-	app.GET("/clusters", h.listClusters)
-	app.GET("/clusters/new", h.newCluster)
-	app.POST("/clusters", h.createCluster)
-	app.GET("/clusters/:id", h.showCluster)
-	app.POST("/clusters/:id/terminate", h.terminateCluster)
-
-	api.POST("/gpu/clusters/quote", h.apiQuote)
-	api.POST("/gpu/clusters", h.apiLaunch)
-	api.GET("/gpu/clusters", h.apiListClusters)
-	api.GET("/gpu/clusters/:id", h.apiGetCluster)
-	api.POST("/gpu/clusters/:id/terminate", h.apiTerminate)
-
-	h.connectRoutes(app, api)
-	h.recoveryRoutes(app, api)
-}
 
 // listClusters is GET /clusters: the list, or for htmx polling only its rows.
 func (h *handler) listClusters(c echo.Context) error {
@@ -99,7 +82,7 @@ func (h *handler) newCluster(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, models.QuoteRequest{
+	q, err := h.Store.ReuseQuote(ctx, p.Org.ID, p.Env.ID, models.QuoteRequest{
 		Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
 		Location: o.Location, IncludeCommunity: o.Community})
 	var nc *models.NoCapacityError
@@ -154,16 +137,16 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 	return lp, nil
 }
 
-// softwareOptions lists S1's choices; Kubernetes is hidden on containers.
+// softwareOptions lists S1's choices: none, then every registered software
+// that runs on kind (Kubernetes is hidden on containers).
 func softwareOptions(kind string) []views.SoftwareOption {
 	opts := []views.SoftwareOption{
-		{Value: "none", Label: "None", Help: "Machines, private network, hostfile and ready-made torchrun, mpirun and DeepSpeed commands."},
-		{Value: "slurm", Label: "Slurm", Help: "Controller on node-0, compute on every node: sbatch, srun, squeue."},
-		{Value: "kubernetes", Label: "Kubernetes", Help: "Control plane on node-0, GPU scheduling, a kubeconfig to download."},
-		{Value: "ray", Label: "Ray", Help: "Head on node-0 and every node joined."},
+		{Value: software.None, Label: "None", Help: "Machines, private network, hostfile and ready-made torchrun, mpirun and DeepSpeed commands."},
 	}
-	if kind == "container" {
-		opts = append(opts[:2], opts[3])
+	for _, sw := range software.All() {
+		if kind == "" || sw.RunsOn(kind) {
+			opts = append(opts, views.SoftwareOption{Value: sw.Name, Label: sw.Label, Help: sw.Help})
+		}
 	}
 	return opts
 }
@@ -392,7 +375,47 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}
+	gpus, err := h.Store.GPUChecks(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	for _, g := range gpus {
+		for i := range cp.Nodes {
+			if cp.Nodes[i].Rank == g.Rank {
+				cp.Nodes[i].GPUs = g.Summary
+			}
+		}
+	}
+	nccl, err := h.Store.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	cp.NCCL = ncclView(cl, nccl)
 	return cp, nil
+}
+
+// ncclView shows the NCCL check beside what the interconnect advertises (X4).
+func ncclView(cl models.Cluster, ch *models.NCCLCheck) *views.NCCLView {
+	if ch == nil {
+		return nil
+	}
+	v := &views.NCCLView{State: ch.Status, Warning: ch.Warning, Message: ch.Summary}
+	if ch.Status == models.NCCLMeasured {
+		v.Measured = fmt.Sprintf("%.1f GB/s bus bandwidth", ch.BusBW)
+		v.Percent = fmt.Sprintf("%d %%", ch.Percent)
+		v.Expected = fmt.Sprintf("%.1f GB/s expected from %s at %s per node", ch.ExpectedBusBW,
+			views.InterconnectLabel(cl.Interconnect), gbits(ch.AdvertisedGbps))
+		v.MeasuredAt = clock(ch.FinishedAt)
+	}
+	return v
+}
+
+// gbits formats Gbit/s: "2 Gbit/s", "3.2 Tbit/s".
+func gbits(g int) string {
+	if g >= 1000 {
+		return strconv.FormatFloat(float64(g)/1000, 'f', -1, 64) + " Tbit/s"
+	}
+	return strconv.Itoa(g) + " Gbit/s"
 }
 
 func clusterView(cl models.Cluster) views.ClusterView {

@@ -7,45 +7,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
 
-// recoveryRoutes registers the recovery policy and "recover now" (R3, R5).
-func (h *handler) recoveryRoutes(app, api *echo.Group) {
-	app.POST("/clusters/:id/recovery", h.setRecovery)
-	app.POST("/clusters/:id/recover", h.recoverNow)
-	api.PUT("/gpu/clusters/:id/recovery", h.apiSetRecovery)
-	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
-}
-
-// recoveryJSON is the cluster's recovery object (R4).
-type recoveryJSON struct {
-	Mode             string           `json:"mode"`
-	MaxAttempts      int              `json:"maxAttempts"`
-	CooldownMinutes  int              `json:"cooldownMinutes"`
-	EpisodeStartedAt *time.Time       `json:"episodeStartedAt"`
-	AttemptsUsed     int              `json:"attemptsUsed"`
-	LastAttemptAt    *time.Time       `json:"lastAttemptAt"`
-	Outcomes         []machineOutcome `json:"outcomes"`
-	NextAttemptAt    *time.Time       `json:"nextAttemptNotBefore"`
-	Requested        bool             `json:"recoverNowRequested"`
-	Exhausted        bool             `json:"exhausted"`
-}
-
-type machineOutcome struct {
-	Node    string `json:"node"`
-	Outcome string `json:"outcome"`
-	Message string `json:"message,omitempty"`
-}
-
-func toRecoveryJSON(r models.Recovery) recoveryJSON {
-	j := recoveryJSON{Mode: r.Mode, MaxAttempts: r.MaxAttempts, CooldownMinutes: r.CooldownMinutes,
+// toRecoveryJSON is the cluster's recovery object (R4).
+func toRecoveryJSON(r models.Recovery) api.Recovery {
+	j := api.Recovery{Mode: r.Mode, MaxAttempts: r.MaxAttempts, CooldownMinutes: r.CooldownMinutes,
 		EpisodeStartedAt: r.EpisodeStartedAt, AttemptsUsed: r.AttemptsUsed, LastAttemptAt: r.LastAttemptAt,
-		NextAttemptAt: r.NextAttemptAt, Requested: r.Requested, Exhausted: r.Exhausted, Outcomes: []machineOutcome{}}
+		NextAttemptAt: r.NextAttemptAt, Requested: r.Requested, Exhausted: r.Exhausted, Outcomes: []api.MachineOutcome{}}
 	for _, o := range r.Outcomes {
-		j.Outcomes = append(j.Outcomes, machineOutcome(o))
+		j.Outcomes = append(j.Outcomes, api.MachineOutcome(o))
 	}
 	return j
 }
@@ -157,11 +131,7 @@ func (h *handler) recoverNow(c echo.Context) error {
 
 // apiSetRecovery is PUT /v1/gpu/clusters/{id}/recovery (R3).
 func (h *handler) apiSetRecovery(c echo.Context) error {
-	var body struct {
-		Mode            *string `json:"mode"`
-		MaxAttempts     *int    `json:"maxAttempts"`
-		CooldownMinutes *int    `json:"cooldownMinutes"`
-	}
+	var body api.RecoveryPolicy
 	if _, err := h.Store.ClusterForOrg(c.Request().Context(), principal(c).Org.ID, c.Param("id")); err != nil {
 		return err // another organisation's cluster is not found, whatever the body
 	}

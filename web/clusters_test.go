@@ -100,8 +100,8 @@ func TestAPIQuote(t *testing.T) {
 				t.Errorf("%s: %d %v", bad.body, code, body)
 			}
 		}
-		if code, _ := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodez":2}`); code != http.StatusBadRequest {
-			t.Errorf("unknown field: %d, want 400", code)
+		if code, _ := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodez":2}`); code != http.StatusUnprocessableEntity {
+			t.Errorf("unknown field: %d, want 422", code)
 		}
 		if code, _ := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", "cdk_nope", `{}`); code != http.StatusUnauthorized {
 			t.Errorf("bad key: %d", code)
@@ -501,7 +501,7 @@ func TestLogs(t *testing.T) {
 		}
 
 		// Streamed: the backlog, then new lines in order as they arrive.
-		srv := httptest.NewServer(app.e)
+		srv := httptest.NewServer(validating(t, app.e))
 		defer srv.Close()
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()

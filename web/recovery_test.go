@@ -26,7 +26,8 @@ func recoverNowCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
 }
 
 // R3: PUT …/recovery validates every field (422 with field errors, nothing
-// changed), rejects unknown fields (400), and sets the policy shown in the
+// changed), rejects unknown, repeated and mistyped fields (422 naming the
+// field, API2), and sets the policy shown in the
 // cluster's recovery object. R5: POST …/recover needs a machine down.
 func TestRecoveryAPI(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
@@ -44,8 +45,16 @@ func TestRecoveryAPI(t *testing.T) {
 		if code, _ := apiJSON(t, app, http.MethodPut, path, tok, `{"mode":"restart","maxAttempts":3}`); code != http.StatusUnprocessableEntity {
 			t.Errorf("missing cooldown: %d", code)
 		}
-		if code, _ := apiJSON(t, app, http.MethodPut, path, tok, `{"mode":"restart","maxAttempts":3,"cooldownMinutes":5,"x":1}`); code != http.StatusBadRequest {
-			t.Errorf("unknown field: %d", code)
+		for body, field := range map[string]string{
+			`{"mode":"restart","maxAttempts":3,"cooldownMinutes":5,"x":1}`:           "x",
+			`{"mode":"restart","maxAttempts":3,"maxAttempts":4,"cooldownMinutes":5}`: "maxAttempts",
+			`{"mode":"restart","maxAttempts":"3","cooldownMinutes":5}`:               "maxAttempts",
+		} {
+			code, out := apiJSON(t, app, http.MethodPut, path, tok, body)
+			fields, _ := out["error"].(map[string]any)["fields"].(map[string]any)
+			if code != http.StatusUnprocessableEntity || fields[field] == nil {
+				t.Errorf("%s: %d %v, want 422 naming %s", body, code, out, field)
+			}
 		}
 		if got, _ := app.store.ClusterByID(context.Background(), cl.ID); got.RecoveryMode != "" {
 			t.Fatalf("a refused policy changed the cluster: %q", got.RecoveryMode)

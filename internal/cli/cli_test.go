@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -105,7 +105,7 @@ func (d *deck) getenv(k string) string {
 }
 
 func exitCode(err error) int {
-	var code cliExit
+	var code Exit
 	switch {
 	case err == nil:
 		return 0
@@ -119,7 +119,7 @@ func exitCode(err error) int {
 func (d *deck) gpu(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), append([]string{"gpu"}, args...), d.getenv, &out, &errOut)
+	err := Run(context.Background(), args, d.getenv, &out, &errOut)
 	return out.String(), errOut.String(), exitCode(err)
 }
 
@@ -171,7 +171,7 @@ func (b *watchBuffer) waitFor(t *testing.T, re *regexp.Regexp, done <-chan int) 
 func (d *deck) background(ctx context.Context, args ...string) (out, errOut *watchBuffer, done chan int) {
 	out, errOut, done = newWatchBuffer(), newWatchBuffer(), make(chan int, 1)
 	go func() {
-		done <- exitCode(run(ctx, append([]string{"gpu"}, args...), d.getenv, out, errOut))
+		done <- exitCode(Run(ctx, args, d.getenv, out, errOut))
 	}()
 	return out, errOut, done
 }

@@ -1,34 +1,16 @@
-package main
+package cli
 
 import (
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strings"
-	"time"
+
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/client"
 )
 
-// apiRecovery is the cluster's recovery object (R4).
-type apiRecovery struct {
-	Mode             string     `json:"mode"`
-	MaxAttempts      int        `json:"maxAttempts"`
-	CooldownMinutes  int        `json:"cooldownMinutes"`
-	EpisodeStartedAt *time.Time `json:"episodeStartedAt"`
-	AttemptsUsed     int        `json:"attemptsUsed"`
-	LastAttemptAt    *time.Time `json:"lastAttemptAt"`
-	Outcomes         []struct {
-		Node    string `json:"node"`
-		Outcome string `json:"outcome"`
-		Message string `json:"message"`
-	} `json:"outcomes"`
-	NextAttemptAt *time.Time `json:"nextAttemptNotBefore"`
-	Requested     bool       `json:"recoverNowRequested"`
-	Exhausted     bool       `json:"exhausted"`
-}
-
 // printRecovery is the recovery part of "clusters get" and of the recovery commands.
-func printRecovery(w io.Writer, r apiRecovery) {
+func printRecovery(w io.Writer, r api.Recovery) {
 	policy := "off (nothing happens when a machine goes down but the degraded status and a mail)"
 	if r.Mode == "restart" {
 		policy = fmt.Sprintf("restart, %d attempts per episode, %d minutes apart", r.MaxAttempts, r.CooldownMinutes)
@@ -59,25 +41,26 @@ func printRecovery(w io.Writer, r apiRecovery) {
 	}
 }
 
-// recoveryPolicy is "clusters recovery ID --mode restart --max-attempts 3
-// --cooldown-minutes 5" (R3).
+// recoveryPolicy is `gpu clusters recovery ID --mode restart --max-attempts 3
+// --cooldown-minutes 5` (R3).
 func (c *gpuCLI) recoveryPolicy(args []string) error {
 	fs := c.flagSet("recovery", "clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]")
 	mode := fs.String("mode", "", "restart: bring machines that go down back one by one; off: only report (required)")
 	maxAttempts := fs.Int("max-attempts", 3, "attempts per unhealthy episode (1–10)")
 	cooldown := fs.Int("cooldown-minutes", 5, "minutes between attempts (1–120)")
-	id, err := c.oneID(fs, args)
+	id, err := oneID(fs, args)
 	if err != nil {
 		return err
 	}
 	if *mode == "" {
 		return usageError("--mode is required: restart or off")
 	}
-	if err := c.needKey(); err != nil {
+	sdk, err := c.sdk(true)
+	if err != nil {
 		return err
 	}
-	body := map[string]any{"mode": *mode, "maxAttempts": *maxAttempts, "cooldownMinutes": *cooldown}
-	_, raw, err := c.call(http.MethodPut, "/v1/gpu/clusters/"+url.PathEscape(id)+"/recovery", nil, body, nil)
+	var raw []byte
+	cl, err := sdk.SetRecovery(c.ctx, id, client.RecoveryPolicyOf(*mode, *maxAttempts, *cooldown), client.Raw(&raw))
 	if err != nil {
 		return err
 	}
@@ -85,55 +68,41 @@ func (c *gpuCLI) recoveryPolicy(args []string) error {
 		c.printRaw(raw)
 		return nil
 	}
-	var cl apiCluster
-	if err := decodeInto(raw, &cl); err != nil {
-		return err
-	}
 	fmt.Fprintf(c.stdout, "Recovery policy of %s %q saved.\n", cl.ID, cl.Name)
 	printRecovery(c.stdout, cl.Recovery)
 	return nil
 }
 
-// recoverNow is "clusters recover ID [--wait]" (R5): one attempt at once.
+// recoverNow is `gpu clusters recover ID [--wait]` (R5): one attempt at once.
 func (c *gpuCLI) recoverNow(args []string) error {
 	fs := c.flagSet("recover", "clusters recover ID [--wait]")
 	var w waitFlags
 	w.register(fs, "through its recovery attempt")
-	id, err := c.oneID(fs, args)
+	id, err := oneID(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := c.needKey(); err != nil {
-		return err
-	}
-	_, raw, err := c.call(http.MethodPost, "/v1/gpu/clusters/"+url.PathEscape(id)+"/recover", nil, nil, nil)
+	sdk, err := c.sdk(true)
 	if err != nil {
 		return err
 	}
-	cl, err := decodeCluster(raw)
+	var raw []byte
+	cl, err := sdk.Recover(c.ctx, id, client.Raw(&raw))
 	if err != nil {
 		return err
 	}
-	progress := c.stdout
-	if c.json {
-		progress = c.stderr
-		if !w.wait {
-			c.printRaw(raw)
-			return nil
-		}
+	progress := c.progress(w.wait, raw)
+	if progress == nil {
+		return nil
 	}
 	fmt.Fprintf(progress, "Recover now accepted for %s %q: the machines that are down are restarted one by one.\n", cl.ID, cl.Name)
 	if !w.wait {
 		return nil
 	}
 	before := cl.Recovery.AttemptsUsed
-	final, finalRaw, err := c.watch(cl, raw, w, progress, true, func(cl apiCluster) bool { return recoverDone(cl, before) })
+	final, err := c.watchAndPrint(sdk, cl, raw, w, progress, true, func(cl api.Cluster) bool { return recoverDone(cl, before) })
 	if err != nil {
 		return err
-	}
-	if c.json {
-		c.printRaw(finalRaw)
-		return nil
 	}
 	fmt.Fprintf(progress, "Cluster %s is %s.\n", final.ID, statusText(final))
 	printRecovery(progress, final.Recovery)
@@ -142,7 +111,7 @@ func (c *gpuCLI) recoverNow(args []string) error {
 
 // recoverDone: the cluster left degraded, or the attempt was made and no
 // machine is still coming back.
-func recoverDone(cl apiCluster, attemptsBefore int) bool {
+func recoverDone(cl api.Cluster, attemptsBefore int) bool {
 	if cl.Status != "degraded" {
 		return true
 	}
