@@ -212,7 +212,7 @@ func TestLaunchPageRefusals(t *testing.T) {
 			d := doc(t, c.get("/clusters/new?offer=sim:h100x8-eu&nodes=2"))
 			forms[i] = url.Values{"quote_id": {d.Find(`input[name=quote_id]`).AttrOr("value", "")},
 				"form_token": {d.Find(`input[name=form_token]`).AttrOr("value", "")},
-				"name": {fmt.Sprintf("train-%d", i)}, "software": {"none"}}
+				"name":       {fmt.Sprintf("train-%d", i)}, "software": {"none"}}
 		}
 		if rec := c.post("/clusters", forms[0]); rec.Code != http.StatusSeeOther {
 			t.Fatalf("first launch: %d", rec.Code)
