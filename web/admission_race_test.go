@@ -38,7 +38,7 @@ type launcher struct {
 	quotes []string
 }
 
-func newLauncher(t *testing.T, app *testApp, email string, deposit models.Money, quotes int, shape string) launcher {
+func newLauncher(t *testing.T, app *testApp, email string, deposit models.Money, quotes int, shapes ...string) launcher {
 	t.Helper()
 	acc := app.signupAccount(email, "Org "+email)
 	if _, err := app.store.SetOrgQuota(context.Background(), acc.org.ID, 1000, 10_000); err != nil {
@@ -48,8 +48,8 @@ func newLauncher(t *testing.T, app *testApp, email string, deposit models.Money,
 		t.Fatal(err)
 	}
 	l := launcher{token: apiKeyFor(t, app, acc)}
-	for range quotes {
-		code, q := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", l.token, shape)
+	for i := range quotes {
+		code, q := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", l.token, shapes[i%len(shapes)])
 		if code != http.StatusCreated {
 			t.Fatalf("quote: %d %v", code, q)
 		}
@@ -173,10 +173,18 @@ func TestConcurrentLaunchesNeverOversellStock(t *testing.T) {
 // and the top-up link, and what runs never exceeds the balance.
 func TestConcurrentLaunchesCannotOverdraw(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
-		o := testOffer("l40s", "us-east", 1, 4_000_000, nil) // yes/no stock: not counted
-		o.Accelerator = "L40S"
-		app.seedOffers(o)
-		l := newLauncher(t, app, "burn@example.com", 100*models.Micro, 30, `{"accelerator":"L40S","nodes":2,"gpusPerNode":1}`)
+		// Three offers (yes/no stock, not counted), so the launches do not
+		// queue on one offer's row: only the organisation's lock orders them.
+		var offers []models.Offer
+		var shapes []string
+		for _, loc := range []string{"us-east", "eu-west", "ap-south"} {
+			o := testOffer("l40s-"+loc, loc, 1, 4_000_000, nil)
+			o.Accelerator = "L40S"
+			offers = append(offers, o)
+			shapes = append(shapes, `{"accelerator":"L40S","nodes":2,"gpusPerNode":1,"offerId":"sim:l40s-`+loc+`"}`)
+		}
+		app.seedOffers(offers...)
+		l := newLauncher(t, app, "burn@example.com", 100*models.Micro, 30, shapes...)
 		answers := launchAll(t, app, []launcher{l})
 		got := tally(answers)
 		if got["201 created"] != 12 || got["402 insufficient_balance"] != 18 || len(got) != 2 {
