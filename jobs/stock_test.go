@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 	"gorm.io/gorm"
 )
@@ -164,6 +166,51 @@ func TestLaunchesHoldCountedStock(t *testing.T) {
 			if got := w.free(); got != 2 {
 				t.Errorf("after a cluster failed (%s) and a refresh: %d free, want 2", f.Kind, got)
 			}
+		}
+	})
+}
+
+// racingList is a provider whose catalog answer is followed, before the
+// catalog job writes it, by whatever then does (a placement, time passing).
+type racingList struct {
+	providers.Provider
+	then func()
+}
+
+func (r racingList) ListOffers(ctx context.Context) ([]providers.Offer, error) {
+	offers, err := r.Provider.ListOffers(ctx)
+	r.then()
+	return offers, err
+}
+
+// A placement between the provider's answer and the catalog job's write is
+// not in the count the job stores, so it must still be held: the refresh is
+// stamped before the provider is asked.
+func TestRefreshRacingAPlacementMissesNothing(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		for range 4 {
+			if _, err := w.launchQuote(w.quote()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.clock.Advance(time.Minute)
+		cat := &jobs.Catalog{Store: w.store, Providers: providers.Registry{"sim": racingList{Provider: w.cloud, then: func() {
+			w.clock.Advance(time.Second)
+			if err := w.job.Run(ctx); err != nil { // places all 8 machines
+				t.Error(err)
+			}
+			w.clock.Advance(time.Second)
+		}}}}
+		if err := cat.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.stock("h100.8x.vm"); got != 2 {
+			t.Fatalf("provider stock %d, want 2 after placing 8", got)
+		}
+		if got := w.free(); got != 2 {
+			t.Errorf("after a refresh racing the placement: %d free, want 2", got)
 		}
 	})
 }
