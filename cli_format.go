@@ -287,8 +287,11 @@ func (c *gpuCLI) printAPIError(e *apiError) {
 			fmt.Fprintln(w, "  Request a fresh quote: clusterdeck gpu clusters quote …")
 		}
 	case "insufficient_balance":
-		var bal, req, short string
+		var bal, committed, req, short string
 		if e.extra("balance", &bal) && e.extra("required", &req) && e.extra("shortfall", &short) {
+			if e.extra("committed", &committed) && committed != "0.00" {
+				bal += ", less $" + committed + "/h already running or starting"
+			}
 			fmt.Fprintf(w, "  balance $%s, required $%s, add $%s (Billing in the dashboard)\n", bal, req, short)
 		}
 	case "unauthorized", "invalid_api_key":
