@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
 )
 
 // apiOver calls the API over a real connection to srv and decodes the answer.
@@ -65,12 +66,16 @@ type answer struct {
 }
 
 // launchAll fires one launch per quote of every launcher at once over real
-// HTTP against the real router.
+// HTTP against the real router, alternately on app and on a second instance
+// with its own connection pool on the same database (OP4; on PostgreSQL).
 func launchAll(t *testing.T, app *testApp, ls []launcher) []answer {
 	t.Helper()
-	srv := httptest.NewServer(app.e)
-	defer srv.Close()
-	hc := srv.Client()
+	srvs := []*httptest.Server{httptest.NewServer(app.e),
+		httptest.NewServer(newTestApp(t, modelstest.SecondInstance(t, app.db)).e)}
+	for _, srv := range srvs {
+		defer srv.Close()
+	}
+	hc := srvs[0].Client()
 	var jobs []struct{ token, quote string }
 	for _, l := range ls {
 		for _, q := range l.quotes {
@@ -87,7 +92,7 @@ func launchAll(t *testing.T, app *testApp, ls []launcher) []answer {
 			defer wg.Done()
 			<-start
 			body := fmt.Sprintf(`{"quoteId":%q,"name":"race-%d"}`, j.quote, i)
-			out[i].code, out[i].body, errs[i] = apiOver(hc, srv, "/v1/gpu/clusters", j.token, body)
+			out[i].code, out[i].body, errs[i] = apiOver(hc, srvs[i%2], "/v1/gpu/clusters", j.token, body)
 		}()
 	}
 	close(start)
@@ -115,8 +120,8 @@ func tally(as []answer) map[string]int {
 
 // Issue 11 item 1: counted stock is held by the launch transaction. 100
 // launches from five organisations at once against an offer with room for
-// ten 2-machine clusters: exactly 10 are accepted and 90 answer 409
-// no_capacity at once, and the clusters hold exactly the 20 machines. Three
+// ten 2-machine clusters, spread over two instances: exactly 10 are
+// accepted and 90 answer 409 no_capacity at once, and the clusters hold exactly the 20 machines. Three
 // launches in a row against 2 free machines: the first starts, the others
 // are refused the same way.
 func TestConcurrentLaunchesNeverOversellStock(t *testing.T) {
@@ -167,10 +172,11 @@ func TestConcurrentLaunchesNeverOversellStock(t *testing.T) {
 
 // Issue 9, L2: a launch is admitted only if the balance less one hour of
 // every live cluster covers one hour of the new one and at least $10,
-// decided under the organisation's lock. 30 launches at once of $8.10/h
-// clusters on a $100 balance: exactly 12 start (the 12th leaves $10.90 before
-// it, the 13th would have $2.80), the others answer 402 with the shortfall
-// and the top-up link, and what runs never exceeds the balance.
+// decided under the organisation's lock. Four organisations with $100 each
+// launch 30 $8.10/h clusters each, all 120 at once on two instances: in each
+// exactly 12 start (the 12th leaves $10.90 before it, the 13th would have
+// $2.80), the others answer 402 with the shortfall and the top-up link, and
+// what runs never exceeds the balance.
 func TestConcurrentLaunchesCannotOverdraw(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		// Three offers (yes/no stock, not counted), so the launches do not
@@ -184,11 +190,17 @@ func TestConcurrentLaunchesCannotOverdraw(t *testing.T) {
 			shapes = append(shapes, `{"accelerator":"L40S","nodes":2,"gpusPerNode":1,"offerId":"sim:l40s-`+loc+`"}`)
 		}
 		app.seedOffers(offers...)
-		l := newLauncher(t, app, "burn@example.com", 100*models.Micro, 30, shapes...)
-		answers := launchAll(t, app, []launcher{l})
-		got := tally(answers)
-		if got["201 created"] != 12 || got["402 insufficient_balance"] != 18 || len(got) != 2 {
-			t.Errorf("30 concurrent $8.10/h launches on $100: %v, want 12 created and 18 402 insufficient_balance", got)
+		const orgs, each = 4, 30
+		var ls []launcher
+		for i := range orgs {
+			ls = append(ls, newLauncher(t, app, fmt.Sprintf("burn%d@example.com", i), 100*models.Micro, each, shapes...))
+		}
+		answers := launchAll(t, app, ls)
+		for i := range orgs {
+			mine := answers[i*each : (i+1)*each]
+			if got := tally(mine); got["201 created"] != 12 || got["402 insufficient_balance"] != 18 || len(got) != 2 {
+				t.Errorf("org %d: 30 concurrent $8.10/h launches on $100: %v, want 12 created and 18 402 insufficient_balance", i, got)
+			}
 		}
 		for _, a := range answers {
 			e, _ := a.body["error"].(map[string]any)
@@ -200,8 +212,8 @@ func TestConcurrentLaunchesCannotOverdraw(t *testing.T) {
 		}
 		var burn models.Money
 		app.db.Model(&models.Cluster{}).Select("COALESCE(SUM(usd_per_hour), 0)").Scan(&burn)
-		if burn != 97_200_000 {
-			t.Errorf("clusters burn %s/h on a $100 balance, want $97.20", models.USD(burn))
+		if burn != orgs*97_200_000 {
+			t.Errorf("clusters burn %s/h on four $100 balances, want 4 × $97.20", models.USD(burn))
 		}
 	})
 }
