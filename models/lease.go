@@ -28,9 +28,30 @@ type JobRun struct {
 	Failures   int64
 }
 
+// Frozen copies of the tables as migration 0002 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	jobLeaseV0002 struct {
+		Name      string `gorm:"primaryKey;size:64"`
+		Holder    string `gorm:"size:128"`
+		ExpiresAt time.Time
+	}
+	jobRunV0002 struct {
+		Name       string `gorm:"primaryKey;size:64"`
+		StartedAt  time.Time
+		FinishedAt time.Time
+		Error      string `gorm:"size:2000"`
+		Runs       int64
+		Failures   int64
+	}
+)
+
+func (jobLeaseV0002) TableName() string { return "job_leases" }
+func (jobRunV0002) TableName() string   { return "job_runs" }
+
 func init() {
 	register(Migration{ID: "0002_job_leases", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&JobLease{}, &JobRun{})
+		return tx.Migrator().CreateTable(&jobLeaseV0002{}, &jobRunV0002{})
 	}})
 }
 

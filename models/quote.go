@@ -109,9 +109,43 @@ type Quote struct {
 	CreatedAt        time.Time
 }
 
+// Frozen copies of the tables as migration 0201 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	quoteV0201 struct {
+		ID               string `gorm:"primaryKey;size:32"`
+		OrgID            string `gorm:"size:32;index"`
+		EnvID            string `gorm:"size:32"`
+		OfferID          string `gorm:"size:191"`
+		Provider         string `gorm:"size:64"`
+		Location         string `gorm:"size:128"`
+		LocationName     string `gorm:"size:191"`
+		Accelerator      string `gorm:"size:64"`
+		MachineKind      string `gorm:"size:32"`
+		Interconnect     string `gorm:"size:32"`
+		Community        bool
+		Nodes            int
+		GPUsPerNode      int   `gorm:"column:gpus_per_node"`
+		VolumeGB         int   `gorm:"column:volume_gb"`
+		PerGPUHour       int64 `gorm:"column:per_gpu_hour"`
+		RootDiskGB       int   `gorm:"column:root_disk_gb"`
+		DiskGBHour       int64 `gorm:"column:disk_gb_hour"`
+		VolumeGBHour     int64 `gorm:"column:volume_gb_hour"`
+		USDPerHour       int64 `gorm:"column:usd_per_hour"`
+		MaxHourlyPrice   int64
+		IncludeCommunity bool
+		Availability     string `gorm:"size:32"`
+		ExpiresAt        time.Time
+		UsedByCluster    string `gorm:"size:32"`
+		CreatedAt        time.Time
+	}
+)
+
+func (quoteV0201) TableName() string { return "quotes" }
+
 func init() {
 	register(Migration{ID: "0201_quotes", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&Quote{})
+		return tx.Migrator().CreateTable(&quoteV0201{})
 	}})
 }
 

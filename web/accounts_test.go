@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/crypto/ssh"
@@ -549,7 +550,7 @@ func TestAPIKeysShownOnceAndBearer(t *testing.T) {
 
 		// Bearer works on /v1, as the key's org and environment.
 		rec = app.apiGet("/v1/me", token)
-		var me meJSON
+		var me api.Me
 		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &me) != nil || me.Org.ID != owner.org.ID ||
 			me.Environment.ID != owner.env.ID || me.Actor != "api_key:"+token[:12] || me.Role != "owner" {
 			t.Fatalf("/v1/me: %d %s", rec.Code, rec.Body)

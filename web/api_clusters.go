@@ -9,26 +9,15 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
 )
 
-// quoteBody is POST /v1/gpu/clusters/quote's body, with the seeds' names.
-// Launch bodies may repeat these priced fields (Q5).
-type quoteBody struct {
-	Accelerator *string `json:"accelerator"`
-	Nodes       *int    `json:"nodes"`
-	GPUsPerNode *int    `json:"gpusPerNode"`
-	Storage     *struct {
-		PersistentGB *int `json:"persistentGb"`
-	} `json:"storage"`
-	MaxHourlyPrice   *string `json:"maxHourlyPrice"`
-	Location         *string `json:"location"`
-	OfferID          *string `json:"offerId"`
-	IncludeCommunity *bool   `json:"include_community"`
-}
+// quoteBody is POST /v1/gpu/clusters/quote's body (api.QuoteBody), with
+// the server's reading of it. Launch bodies may repeat these priced fields (Q5).
+type quoteBody api.QuoteBody
 
 // fields are the body's priced fields as sent.
 func (b quoteBody) fields() models.QuoteFields {
@@ -40,37 +29,8 @@ func (b quoteBody) fields() models.QuoteFields {
 	return f
 }
 
-type lineItemJSON struct {
-	Name       string `json:"name"`
-	Quantity   string `json:"quantity"`
-	USDPerHour string `json:"usdPerHour"`
-}
-
-type quoteJSON struct {
-	ID                string         `json:"id"`
-	Accelerator       string         `json:"accelerator"`
-	Nodes             int            `json:"nodes"`
-	GPUsPerNode       int            `json:"gpusPerNode"`
-	Storage           map[string]int `json:"storage"`
-	MaxHourlyPrice    *string        `json:"maxHourlyPrice"`
-	Location          string         `json:"location"`
-	OfferID           string         `json:"offerId"`
-	Provider          string         `json:"provider"`
-	MachineKind       string         `json:"machineKind"`
-	Interconnect      string         `json:"interconnect"`
-	IncludeCommunity  bool           `json:"include_community"`
-	USDPerHour        string         `json:"usdPerHour"`
-	USDPerMachineHour string         `json:"usdPerMachineHour"`
-	PerGPUUSDPerHour  string         `json:"perGpuUsdPerHour"`
-	DiskGBPerNode     int            `json:"diskGbPerNode"`
-	RootDiskRate      string         `json:"rootDiskRate"`
-	LineItems         []lineItemJSON `json:"lineItems"`
-	Availability      string         `json:"availability"`
-	ExpiresAt         time.Time      `json:"expiresAt"`
-}
-
-func toQuoteJSON(q models.Quote) quoteJSON {
-	j := quoteJSON{
+func toQuoteJSON(q models.Quote) api.Quote {
+	j := api.Quote{
 		ID: q.ID, Accelerator: q.Accelerator, Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode,
 		Storage: map[string]int{"persistentGb": q.VolumeGB}, Location: q.Location, OfferID: q.OfferID,
 		Provider: q.Provider, MachineKind: q.MachineKind, Interconnect: q.Interconnect, IncludeCommunity: q.IncludeCommunity,
@@ -83,7 +43,7 @@ func toQuoteJSON(q models.Quote) quoteJSON {
 		j.MaxHourlyPrice = &s
 	}
 	for _, li := range q.LineItems() {
-		j.LineItems = append(j.LineItems, lineItemJSON{Name: li.Name, Quantity: li.Quantity, USDPerHour: models.DecimalUSD(li.USDPerHour)})
+		j.LineItems = append(j.LineItems, api.LineItem{Name: li.Name, Quantity: li.Quantity, USDPerHour: models.DecimalUSD(li.USDPerHour)})
 	}
 	return j
 }
@@ -112,16 +72,11 @@ func jsonProblem(err error) string {
 
 // noCapacity is Q4's 409 with reason, shape and advice.
 func noCapacity(nc *models.NoCapacityError) *APIError {
-	shape := map[string]any{"accelerator": nc.Shape.Accelerator, "nodes": nc.Shape.Nodes, "gpusPerNode": nc.Shape.GPUsPerNode,
-		"storage": map[string]int{"persistentGb": nc.Shape.VolumeGB}, "include_community": nc.Shape.IncludeCommunity}
+	shape := api.Shape{Accelerator: nc.Shape.Accelerator, Nodes: nc.Shape.Nodes, GPUsPerNode: nc.Shape.GPUsPerNode,
+		Storage: api.ShapeStorage{PersistentGB: nc.Shape.VolumeGB}, IncludeCommunity: nc.Shape.IncludeCommunity,
+		Location: nc.Shape.Location, OfferID: nc.Shape.OfferID}
 	if nc.Shape.MaxHourlyPrice > 0 {
-		shape["maxHourlyPrice"] = models.DecimalUSD(nc.Shape.MaxHourlyPrice)
-	}
-	if nc.Shape.Location != "" {
-		shape["location"] = nc.Shape.Location
-	}
-	if nc.Shape.OfferID != "" {
-		shape["offerId"] = nc.Shape.OfferID
+		shape.MaxHourlyPrice = models.DecimalUSD(nc.Shape.MaxHourlyPrice)
 	}
 	ae := &APIError{Status: http.StatusConflict, Code: "no_capacity",
 		Message: "No offer can start this shape now: " + strings.ReplaceAll(nc.Reason, "_", " ") + ".",
@@ -181,20 +136,10 @@ func (h *handler) apiQuote(c echo.Context) error {
 	return c.JSON(http.StatusCreated, toQuoteJSON(q))
 }
 
-// launchBody is POST /v1/gpu/clusters: a quote id (or an offer and a size)
-// and the workload. Priced fields may be repeated; a different value than the
-// quote's answers price_changed (Q5).
-type launchBody struct {
-	quoteBody
-	QuoteID      string            `json:"quoteId"`
-	Name         string            `json:"name"`
-	Software     string            `json:"software"`
-	Env          map[string]string `json:"env"`
-	Ports        []int             `json:"ports"`
-	SSHKeyIDs    []string          `json:"sshKeyIds"`
-	Image        string            `json:"image"`
-	StartCommand string            `json:"startCommand"`
-}
+// launchBody is POST /v1/gpu/clusters (api.LaunchBody): a quote id (or an
+// offer and a size) and the workload. Priced fields may be repeated; a
+// different value than the quote's answers price_changed (Q5).
+type launchBody api.LaunchBody
 
 // apiLaunch is POST /v1/gpu/clusters with an Idempotency-Key header (L1).
 func (h *handler) apiLaunch(c echo.Context) error {
@@ -209,7 +154,7 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	}
 	sum := sha256.Sum256(raw)
 	cl, created, err := h.act(c).Launch(c.Request().Context(), models.LaunchInput{
-		QuoteID: body.QuoteID, Priced: body.fields(), FreshQuote: true, DefaultName: true,
+		QuoteID: body.QuoteID, Priced: quoteBody(body.QuoteBody).fields(), FreshQuote: true, DefaultName: true,
 		IdemKey: key, RequestHash: hex.EncodeToString(sum[:]), SSHKeyIDs: body.SSHKeyIDs,
 		Workload: models.Workload{Name: body.Name, Software: body.Software, Image: body.Image,
 			StartCommand: body.StartCommand, Env: body.Env, Ports: body.Ports},
@@ -225,66 +170,37 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	return h.clusterJSONResponse(c, status, cl)
 }
 
-type nodeJSON struct {
-	Name       string `json:"name"`
-	Rank       int    `json:"rank"`
-	Status     string `json:"status"`
-	Step       string `json:"step"`
-	Address    string `json:"address"`
-	PublicHost string `json:"publicHost,omitempty"`
-}
-
-type eventJSON struct {
-	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"`
-	Status  string    `json:"status"`
-	Node    string    `json:"node,omitempty"`
-	Step    string    `json:"step,omitempty"`
-	Message string    `json:"message"`
-}
-
-type clusterJSON struct {
-	ID                   string      `json:"id"`
-	Name                 string      `json:"name"`
-	Status               string      `json:"status"`
-	Accelerator          string      `json:"accelerator"`
-	NodeCount            int         `json:"nodeCount"`
-	GPUsPerNode          int         `json:"gpusPerNode"`
-	Location             string      `json:"location"`
-	Provider             string      `json:"provider"`
-	OfferID              string      `json:"offerId"`
-	QuoteID              string      `json:"quoteId"`
-	MachineKind          string      `json:"machineKind"`
-	Interconnect         string      `json:"interconnect"`
-	Software             string      `json:"software"`
-	USDPerHour           string      `json:"usdPerHour"`
-	USDPerMachineHour    string      `json:"usdPerMachineHour"`
-	ReadyAt              *time.Time  `json:"readyAt"`
-	LastError            *string     `json:"lastError"`
-	CreatedAt            time.Time   `json:"createdAt"`
-	TerminateRequestedAt *time.Time  `json:"terminateRequestedAt,omitempty"`
-	EndedAt              *time.Time  `json:"endedAt,omitempty"`
-	Nodes                []nodeJSON  `json:"nodes"`
-	Events               []eventJSON `json:"events,omitempty"`
-}
-
-func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent) clusterJSON {
-	j := clusterJSON{
+func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent) api.Cluster {
+	j := api.Cluster{
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status), Accelerator: cl.Accelerator, NodeCount: cl.Nodes,
 		GPUsPerNode: cl.GPUsPerNode, Location: cl.Location, Provider: cl.Provider, OfferID: cl.OfferID, QuoteID: cl.QuoteID,
 		MachineKind: cl.MachineKind, Interconnect: cl.Interconnect, Software: cl.Software,
 		USDPerHour: models.DecimalUSD(cl.USDPerHour), USDPerMachineHour: models.DecimalUSD(cl.MachineHour),
 		ReadyAt: cl.ReadyAt, CreatedAt: cl.CreatedAt, TerminateRequestedAt: cl.TerminateRequestedAt, EndedAt: cl.EndedAt,
-		Nodes: []nodeJSON{},
+		Nodes: []api.ClusterNode{},
 	}
 	if cl.LastError != "" {
 		j.LastError = &cl.LastError
 	}
 	for _, n := range nodes {
-		j.Nodes = append(j.Nodes, nodeJSON{Name: n.Name, Rank: n.Rank, Status: n.Status, Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost})
+		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost})
 	}
 	for _, e := range events {
-		j.Events = append(j.Events, eventJSON{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})
+		j.Events = append(j.Events, api.ClusterEvent{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})
+	}
+	return j
+}
+
+// toNCCLJSON is the automatic NCCL check (X4) beside what the interconnect
+// advertises; nil before the cluster is ready.
+func toNCCLJSON(ch *models.NCCLCheck) *api.NCCLCheck {
+	if ch == nil {
+		return nil
+	}
+	j := &api.NCCLCheck{Status: ch.Status, Warning: ch.Warning, Summary: ch.Summary}
+	if ch.Status == models.NCCLMeasured {
+		j.BusBandwidthGBps, j.ExpectedBusBandwidthGBps = &ch.BusBW, &ch.ExpectedBusBW
+		j.AdvertisedGbpsPerNode, j.PercentOfExpected, j.MeasuredAt = &ch.AdvertisedGbps, &ch.Percent, ch.FinishedAt
 	}
 	return j
 }
@@ -299,7 +215,24 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, toClusterJSON(cl, nodes, events))
+	nccl, err := h.Store.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	gpus, err := h.Store.GPUChecks(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	j := toClusterJSON(cl, nodes, events)
+	for _, g := range gpus {
+		for i := range j.Nodes {
+			if j.Nodes[i].Rank == g.Rank {
+				j.Nodes[i].GPUs = g.Summary
+			}
+		}
+	}
+	j.NCCL = toNCCLJSON(nccl)
+	return c.JSON(status, j)
 }
 
 // apiListClusters is GET /v1/gpu/clusters.
@@ -318,11 +251,11 @@ func (h *handler) apiListClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]clusterJSON, 0, len(clusters))
+	out := make([]api.Cluster, 0, len(clusters))
 	for _, cl := range clusters {
 		out = append(out, toClusterJSON(cl, nodes[cl.ID], nil))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"clusters": out})
+	return c.JSON(http.StatusOK, api.ClusterList{Clusters: out})
 }
 
 // apiGetCluster is GET /v1/gpu/clusters/{id}.

@@ -15,26 +15,10 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/software"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
-
-// clusterRoutes registers the cluster pages and API (issues 4 and 5).
-func (h *handler) clusterRoutes(app, api *echo.Group) {
-	app.GET("/clusters", h.listClusters)
-	app.GET("/clusters/new", h.newCluster)
-	app.POST("/clusters", h.createCluster)
-	app.GET("/clusters/:id", h.showCluster)
-	app.POST("/clusters/:id/terminate", h.terminateCluster)
-
-	api.POST("/gpu/clusters/quote", h.apiQuote)
-	api.POST("/gpu/clusters", h.apiLaunch)
-	api.GET("/gpu/clusters", h.apiListClusters)
-	api.GET("/gpu/clusters/:id", h.apiGetCluster)
-	api.POST("/gpu/clusters/:id/terminate", h.apiTerminate)
-
-	h.connectRoutes(app, api)
-}
 
 // listClusters is GET /clusters: the list, or for htmx polling only its rows.
 func (h *handler) listClusters(c echo.Context) error {
@@ -156,16 +140,16 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 	return lp, nil
 }
 
-// softwareOptions lists S1's choices; Kubernetes is hidden on containers.
+// softwareOptions lists S1's choices: none, then every registered software
+// that runs on kind (Kubernetes is hidden on containers).
 func softwareOptions(kind string) []views.SoftwareOption {
 	opts := []views.SoftwareOption{
-		{Value: "none", Label: "None", Help: "Machines, private network, hostfile and ready-made torchrun, mpirun and DeepSpeed commands."},
-		{Value: "slurm", Label: "Slurm", Help: "Controller on node-0, compute on every node: sbatch, srun, squeue."},
-		{Value: "kubernetes", Label: "Kubernetes", Help: "Control plane on node-0, GPU scheduling, a kubeconfig to download."},
-		{Value: "ray", Label: "Ray", Help: "Head on node-0 and every node joined."},
+		{Value: software.None, Label: "None", Help: "Machines, private network, hostfile and ready-made torchrun, mpirun and DeepSpeed commands."},
 	}
-	if kind == "container" {
-		opts = append(opts[:2], opts[3])
+	for _, sw := range software.All() {
+		if kind == "" || sw.RunsOn(kind) {
+			opts = append(opts, views.SoftwareOption{Value: sw.Name, Label: sw.Label, Help: sw.Help})
+		}
 	}
 	return opts
 }
@@ -399,7 +383,47 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}
+	gpus, err := h.Store.GPUChecks(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	for _, g := range gpus {
+		for i := range cp.Nodes {
+			if cp.Nodes[i].Rank == g.Rank {
+				cp.Nodes[i].GPUs = g.Summary
+			}
+		}
+	}
+	nccl, err := h.Store.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	cp.NCCL = ncclView(cl, nccl)
 	return cp, nil
+}
+
+// ncclView shows the NCCL check beside what the interconnect advertises (X4).
+func ncclView(cl models.Cluster, ch *models.NCCLCheck) *views.NCCLView {
+	if ch == nil {
+		return nil
+	}
+	v := &views.NCCLView{State: ch.Status, Warning: ch.Warning, Message: ch.Summary}
+	if ch.Status == models.NCCLMeasured {
+		v.Measured = fmt.Sprintf("%.1f GB/s bus bandwidth", ch.BusBW)
+		v.Percent = fmt.Sprintf("%d %%", ch.Percent)
+		v.Expected = fmt.Sprintf("%.1f GB/s expected from %s at %s per node", ch.ExpectedBusBW,
+			views.InterconnectLabel(cl.Interconnect), gbits(ch.AdvertisedGbps))
+		v.MeasuredAt = clock(ch.FinishedAt)
+	}
+	return v
+}
+
+// gbits formats Gbit/s: "2 Gbit/s", "3.2 Tbit/s".
+func gbits(g int) string {
+	if g >= 1000 {
+		return strconv.FormatFloat(float64(g)/1000, 'f', -1, 64) + " Tbit/s"
+	}
+	return strconv.Itoa(g) + " Gbit/s"
 }
 
 func clusterView(cl models.Cluster) views.ClusterView {
@@ -421,7 +445,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 // nodeView is one node's timeline: each step done (with when), the one it
 // waits for (with the time left before its deadline), or failed (X3).
 func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.NodeView {
-	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: n.Status, Address: n.PrivateIP, Message: n.Message}
+	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Address: n.PrivateIP, Message: n.Message}
 	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
 	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
 	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(cl.PlacedAt != nil, "done", "active"), At: clock(cl.PlacedAt)})
@@ -434,7 +458,7 @@ func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.Node
 		switch {
 		case stamp[step] != nil:
 			sv.State, sv.At = "done", clock(stamp[step])
-		case n.Step == step && (n.Status == "failed" || n.Status == "lost"):
+		case n.Step == step && (n.Status == models.NodeFailed || n.Status == models.NodeLost):
 			sv.State = "failed"
 		case n.Step == step && cl.Status == models.StatusProvisioning && !deadline.IsZero():
 			sv.State = "active"

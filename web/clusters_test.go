@@ -310,7 +310,7 @@ func makeJoined(t testing.TB, app *testApp, cl models.Cluster, publicHosts bool)
 			}
 		}
 	}
-	out, err := app.store.MarkJoined(ctx, cl.ID)
+	out, err := app.store.MarkJoined(ctx, cl.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestFailedClusterOffersAlternatives(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		acc := app.signupAccount("f@example.com", "Failers")
 		cl := launchFor(t, app, acc, "failer")
-		if _, err := app.store.FailCluster(context.Background(), cl.ID, "provider_rejected:no_capacity", "", "reserved", "no room"); err != nil {
+		if _, err := app.store.FailCluster(context.Background(), cl.ID, "provider_rejected:no_capacity", "", "reserved", "no room", nil); err != nil {
 			t.Fatal(err)
 		}
 		d := doc(t, app.login(acc).get("/clusters/"+cl.ID))
@@ -502,7 +502,7 @@ func TestLogs(t *testing.T) {
 		}
 
 		// Streamed: the backlog, then new lines in order as they arrive.
-		srv := httptest.NewServer(app.e)
+		srv := httptest.NewServer(validating(t, app.e))
 		defer srv.Close()
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
@@ -147,12 +149,13 @@ func pageTitle(status int) string {
 }
 
 func writeAPIError(c echo.Context, ae *APIError) error {
-	body := map[string]any{"code": ae.Code, "message": ae.Message}
-	if len(ae.Fields) > 0 {
-		body["fields"] = ae.Fields
-	}
+	body := api.ErrorBody{Code: ae.Code, Message: ae.Message, Fields: ae.Fields, Extra: map[string]json.RawMessage{}}
 	for k, v := range ae.Extra {
-		body[k] = v
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		body.Extra[k] = raw
 	}
-	return c.JSON(ae.Status, map[string]any{"error": body})
+	return c.JSON(ae.Status, api.Error{Error: body})
 }

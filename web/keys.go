@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
@@ -146,27 +147,10 @@ func (h *handler) revokeAPIKey(c echo.Context) error {
 	return redirect(c, "/settings/api-keys")
 }
 
-// meJSON is who an API request acts as.
-type meJSON struct {
-	Org struct {
-		ID          string `json:"id"`
-		Name        string `json:"name"`
-		MaxMachines int    `json:"maxMachines"`
-		MaxGPUs     int    `json:"maxGpus"`
-	} `json:"org"`
-	Environment struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	} `json:"environment"`
-	Role  string `json:"role"`
-	Actor string `json:"actor"`
-	Email string `json:"email,omitempty"`
-}
-
 // apiMe is GET /v1/me: the org, environment and role the credentials act as.
 func (h *handler) apiMe(c echo.Context) error {
 	p := principal(c)
-	var out meJSON
+	var out api.Me
 	out.Org.ID, out.Org.Name, out.Org.MaxMachines, out.Org.MaxGPUs = p.Org.ID, p.Org.Name, p.Org.MaxMachines, p.Org.MaxGPUs
 	out.Environment.ID, out.Environment.Name = p.Env.ID, p.Env.Name
 	out.Role, out.Actor = string(p.Role), p.Actor

@@ -25,7 +25,9 @@ import (
 // The OpenAPI document (static/openapi.json, served at /v1/openapi.json)
 // is written by hand; these tests keep it honest (API1): it covers exactly
 // the registered /v1 routes, every $ref resolves, and real answers of the
-// server carry exactly the fields its schemas declare.
+// server carry exactly the fields its schemas declare. Besides,
+// openapi_validate_test.go validates every /v1 exchange of every test with
+// kin-openapi, and openapi_wire_test.go the wire types (api, api/agentapi).
 
 // openAPI is the parsed document with a small schema-field checker: object
 // fields declared and required, JSON types, enum/const and string patterns.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
@@ -155,24 +156,6 @@ func (h *handler) showQuoteRequest(c echo.Context) error {
 	return render(c, http.StatusOK, views.QuoteRequestDetailView(views.QuoteRequestPage{Meta: h.meta(c, "Quote request "+r.ID), R: quoteRequestView(r)}))
 }
 
-// quoteRequestBody is POST /v1/quote-requests's body (seeds-style names).
-type quoteRequestBody struct {
-	Accelerator   string `json:"accelerator"`
-	Nodes         int    `json:"nodes"`
-	GPUsPerNode   int    `json:"gpusPerNode"`
-	Fabric        string `json:"fabric"`
-	Location      string `json:"location"`
-	StartDate     string `json:"startDate"`
-	DurationDays  int    `json:"durationDays"`
-	BudgetPerHour string `json:"budgetPerHour"`
-	Contact       *struct {
-		Name  string `json:"name"`
-		Email string `json:"email"`
-		Phone string `json:"phone"`
-	} `json:"contact"`
-	Notes string `json:"notes"`
-}
-
 // apiFieldNames maps the models' form-named problems onto the body's names.
 var apiFieldNames = map[string]string{
 	"gpus_per_node": "gpusPerNode", "start_date": "startDate", "duration": "durationDays",
@@ -180,28 +163,11 @@ var apiFieldNames = map[string]string{
 	"contact_phone": "contact.phone",
 }
 
-type quoteRequestJSON struct {
-	ID            string         `json:"id"`
-	Status        string         `json:"status"`
-	Accelerator   string         `json:"accelerator"`
-	Nodes         int            `json:"nodes"`
-	GPUsPerNode   int            `json:"gpusPerNode"`
-	Fabric        string         `json:"fabric"`
-	Location      string         `json:"location"`
-	StartDate     string         `json:"startDate"`
-	DurationDays  int            `json:"durationDays"`
-	BudgetPerHour *string        `json:"budgetPerHour"` // dollars per hour, whole cluster; null when not given
-	Contact       map[string]any `json:"contact"`
-	Notes         string         `json:"notes"`
-	CreatedAt     time.Time      `json:"createdAt"`
-	UpdatedAt     time.Time      `json:"updatedAt"`
-}
-
-func toQuoteRequestJSON(r models.CapacityRequest) quoteRequestJSON {
-	j := quoteRequestJSON{ID: r.ID, Status: string(r.Status), Accelerator: r.Accelerator, Nodes: r.Nodes,
+func toQuoteRequestJSON(r models.CapacityRequest) api.QuoteRequest {
+	j := api.QuoteRequest{ID: r.ID, Status: string(r.Status), Accelerator: r.Accelerator, Nodes: r.Nodes,
 		GPUsPerNode: r.GPUsPerNode, Fabric: r.Fabric, Location: r.Location, StartDate: r.StartDay(),
 		DurationDays: r.DurationDays, Notes: r.Notes, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		Contact: map[string]any{"name": r.ContactName, "email": r.ContactEmail, "phone": r.ContactPhone}}
+		Contact: api.Contact{Name: r.ContactName, Email: r.ContactEmail, Phone: r.ContactPhone}}
 	if r.BudgetPerHour > 0 {
 		s := models.DecimalUSD(r.BudgetPerHour)
 		j.BudgetPerHour = &s
@@ -214,7 +180,7 @@ func toQuoteRequestJSON(r models.CapacityRequest) quoteRequestJSON {
 // creator is the contact.
 func (h *handler) apiCreateQuoteRequest(c echo.Context) error {
 	ctx := c.Request().Context()
-	var b quoteRequestBody
+	var b api.QuoteRequestBody
 	if _, err := decodeJSON(c, &b); err != nil {
 		return err
 	}
@@ -252,11 +218,11 @@ func (h *handler) apiListQuoteRequests(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]quoteRequestJSON, 0, len(rs))
+	out := make([]api.QuoteRequest, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, toQuoteRequestJSON(r))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"quoteRequests": out})
+	return c.JSON(http.StatusOK, api.QuoteRequestList{QuoteRequests: out})
 }
 
 // apiGetQuoteRequest is GET /v1/quote-requests/{id}.

@@ -10,11 +10,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/gorilla/sessions"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config is the web layer's slice of the process configuration.
@@ -54,12 +56,14 @@ type Deps struct {
 	FakeClock *models.FakeClock // set only with CLUSTERDECK_FAKE_CLOCK=1 in development
 	Sim       SimControl        // nil when the simulated cloud is not enabled
 	LogPoll   time.Duration     // how often a log stream looks for new lines (default 1 s)
+	Metrics   Metrics           // the registry /metrics serves (nil: a new one)
 }
 
 type handler struct {
 	Deps
-	sessions *sessions.CookieStore
-	requests requestCounts
+	sessions       *sessions.CookieStore
+	httpMetrics    *httpMetrics
+	metricsHandler http.Handler
 }
 
 // New builds the echo server with every route.
@@ -67,7 +71,11 @@ func New(d Deps) *echo.Echo {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
+	if d.Metrics == nil {
+		d.Metrics = prometheus.NewRegistry()
+	}
 	h := &handler{Deps: d, sessions: newSessionStore(d.Config)}
+	h.metricsHandler = h.newMetricsHandler(d.Metrics)
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true

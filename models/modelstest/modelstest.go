@@ -82,6 +82,24 @@ func PostgresURL(t testing.TB) string {
 
 func openPostgres(t testing.TB) *gorm.DB {
 	t.Helper()
+	db, err := models.Open(PostgresSchemaURL(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before the schema is dropped (cleanups run last first)
+		if sqlDB, err := db.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	return db
+}
+
+// PostgresSchemaURL creates an empty schema in the TEST_DATABASE_URL
+// database and returns a URL whose search_path is that schema, for a test
+// that runs its own server process; the schema is dropped at cleanup. Like
+// PostgresURL it skips outside CI when TEST_DATABASE_URL is unset.
+func PostgresSchemaURL(t testing.TB) string {
+	t.Helper()
 	base := PostgresURL(t)
 	admin, err := models.Open(base, "")
 	if err != nil {
@@ -91,20 +109,13 @@ func openPostgres(t testing.TB) *gorm.DB {
 	if err := admin.Exec("CREATE SCHEMA " + schema).Error; err != nil {
 		t.Fatalf("modelstest: create schema (is PostgreSQL running?): %v", err)
 	}
-	db, err := models.Open(withSearchPath(t, base, schema), "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		if sqlDB, err := db.DB(); err == nil {
-			sqlDB.Close()
-		}
 		admin.Exec("DROP SCHEMA " + schema + " CASCADE")
 		if sqlDB, err := admin.DB(); err == nil {
 			sqlDB.Close()
 		}
 	})
-	return db
+	return withSearchPath(t, base, schema)
 }
 
 func withSearchPath(t testing.TB, base, schema string) string {
