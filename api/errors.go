@@ -12,10 +12,10 @@ type Error struct {
 
 // ErrorBody is an error: Message is for people, Code for programs, Fields
 // names field-level problems (422). Some codes add members of their own,
-// kept in Extra: no_capacity's reason, shape (a Shape) and advice;
-// price_changed's reason, old and new (Quotes); quota_exceeded's resource,
-// limit, inUse and requested; insufficient_balance's balance, required and
-// shortfall.
+// kept in Extra: no_capacity's reason, shape (a Shape), advice and, with
+// reason not_in_stock, nodes_available; price_changed's reason, old and new
+// (Quotes); quota_exceeded's resource, limit, inUse and requested;
+// insufficient_balance's balance, committed, required, shortfall and topUpUrl.
 type ErrorBody struct {
 	Code    string                     `json:"code"`
 	Message string                     `json:"message"`

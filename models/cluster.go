@@ -500,18 +500,6 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("quota exceeded: %d %s in use + %d requested > limit %d", e.InUse, e.Resource, e.Requested, e.Limit)
 }
 
-// InsufficientBalanceError is L2's balance refusal (402-style).
-type InsufficientBalanceError struct {
-	Balance, Required Money
-}
-
-func (e *InsufficientBalanceError) Error() string {
-	return fmt.Sprintf("balance $%s is under the $%s a launch needs", DecimalUSD(e.Balance), DecimalUSD(e.Required))
-}
-
-// Shortfall is how much to add.
-func (e *InsufficientBalanceError) Shortfall() Money { return e.Required - e.Balance }
-
 // UsageInUse counts the machines and GPUs an organisation has in live clusters.
 func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus int, err error) {
 	var row struct {
@@ -525,7 +513,8 @@ func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus in
 }
 
 // LaunchCluster creates a cluster in provisioning from a quote, with every
-// check of L1, L2 and Q5, in one transaction serialised per organisation.
+// check of L1, L2 and Q5 and the offer's stock (admit), in one transaction
+// serialised per organisation.
 // created is false when an earlier launch with the same key is returned.
 func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, created bool, err error) {
 	err = s.Tx(ctx, func(tx *Store) error {
@@ -559,30 +548,9 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if q.Expired(tx.Now()) {
 			return &PriceChangedError{Reason: "expired", Old: q}
 		}
-		org, err := tx.orgQuota(ctx, p.OrgID)
+		offer, err := tx.admit(ctx, p.OrgID, q)
 		if err != nil {
 			return err
-		}
-		machines, gpus, err := tx.UsageInUse(ctx, p.OrgID)
-		if err != nil {
-			return err
-		}
-		if machines+q.Nodes > org.MaxMachines {
-			return &QuotaError{Resource: "machines", Limit: org.MaxMachines, InUse: machines, Requested: q.Nodes}
-		}
-		if gpus+q.Nodes*q.GPUsPerNode > org.MaxGPUs {
-			return &QuotaError{Resource: "gpus", Limit: org.MaxGPUs, InUse: gpus, Requested: q.Nodes * q.GPUsPerNode}
-		}
-		balance, err := tx.Balance(ctx, p.OrgID)
-		if err != nil {
-			return err
-		}
-		if need := RequiredBalance(q.USDPerHour); balance < need {
-			return &InsufficientBalanceError{Balance: balance, Required: need}
-		}
-		offer, err := tx.OfferByID(ctx, q.OfferID)
-		if err != nil {
-			return fmt.Errorf("models: the quote's offer is gone: %w", err)
 		}
 		c, err = tx.insertCluster(ctx, p, q, offer)
 		if err != nil {

@@ -153,6 +153,11 @@ func TestClusterTransitionTable(t *testing.T) {
 			Updates(map[string]any{"max_machines": 1000, "max_gpus": 8000}).Error; err != nil {
 			t.Fatal(err)
 		}
+		// Every launched cluster holds its machines (issue 11): count enough.
+		if err := db.Model(&models.Offer{}).Where("nodes_available IS NOT NULL").
+			Update("nodes_available", 1000).Error; err != nil {
+			t.Fatal(err)
+		}
 		addMember(t, e, "owner@acme.example", models.RoleOwner)
 		for _, from := range models.ClusterStatuses {
 			for _, ev := range models.Events {

@@ -77,8 +77,10 @@ func TestLaunchPriceChanged(t *testing.T) {
 			recs[0].Actor != "t@example.com" || recs[0].IP != "192.0.2.7" {
 			t.Errorf("audit entries %+v, %v", recs, err)
 		}
-		// The same key again returns the cluster and audits nothing more.
-		first, _, err := e.actions().Launch(ctx, models.LaunchInput{QuoteID: e.quote(t, q.Request()).ID, IdemKey: "k2",
+		// The same key again returns the cluster and audits nothing more
+		// (on us-east: the cluster above holds 2 of eu-west's 3 machines).
+		first, _, err := e.actions().Launch(ctx, models.LaunchInput{QuoteID: e.quote(t, models.QuoteRequest{
+			Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8}).ID, IdemKey: "k2",
 			Workload: models.Workload{Name: "again", Software: "none"}})
 		if err != nil {
 			t.Fatal(err)

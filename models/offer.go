@@ -221,8 +221,8 @@ type OfferGroup struct {
 	Cheapest     Money   // cheapest startable whole-cluster price, 0 when none can start
 }
 
-// PickOffers answers the picker from the stored catalog in one query (O6:
-// never a provider call). Offers outside the freshness window are left out;
+// PickOffers answers the picker from the stored catalog (O6: never a
+// provider call), counted stock less what clusters hold (stock.go). Offers outside the freshness window are left out;
 // community hosts only when asked (O5). Groups are ordered by their cheapest
 // startable whole-cluster price, groups that cannot start last; offers inside
 // a group by whole-cluster price, startable first.
@@ -249,6 +249,10 @@ func (s *Store) PickOffers(ctx context.Context, f OfferFilter) ([]OfferGroup, er
 	var offers []Offer
 	if err := q.Order("id").Find(&offers).Error; err != nil {
 		return nil, fmt.Errorf("models: pick offers: %w", err)
+	}
+	offers, err := s.withHolds(ctx, offers)
+	if err != nil {
+		return nil, err
 	}
 	return GroupOffers(offers, f), nil
 }

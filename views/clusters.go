@@ -199,7 +199,11 @@ type LaunchPage struct {
 	SSHKeys          []SSHKeyOption
 	Balance          string
 	BalanceAfterHour string
-	Shortfall        string // non-empty when the balance cannot cover the launch (L2)
+	Committed        string             // one hour of the organisation's live clusters, "" when none (L2)
+	Shortfall        string             // L2's refusal with how much to add, "" when the balance covers the launch
+	TopUpURL         string             // where to add funds, with Shortfall
+	Alternatives     []OfferAlternative // what can start now when the offer ran out (issue 11)
+	OffersURL        string             // the offers page for this shape, with Alternatives
 	Already          *ClusterRow
 	Software         []SoftwareOption
 }

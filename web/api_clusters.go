@@ -54,9 +54,14 @@ func noCapacity(nc *models.NoCapacityError) *APIError {
 	if nc.Shape.MaxHourlyPrice > 0 {
 		shape.MaxHourlyPrice = models.DecimalUSD(nc.Shape.MaxHourlyPrice)
 	}
-	return &APIError{Status: http.StatusConflict, Code: "no_capacity",
+	ae := &APIError{Status: http.StatusConflict, Code: "no_capacity",
 		Message: "No offer can start this shape now: " + strings.ReplaceAll(nc.Reason, "_", " ") + ".",
 		Extra:   map[string]any{"reason": nc.Reason, "shape": shape, "advice": nc.Advice()}}
+	if nc.Free != nil {
+		ae.Message = notInStockMessage(nc)
+		ae.Extra["nodes_available"] = *nc.Free
+	}
+	return ae
 }
 
 // launchError maps launch refusals onto API2's codes.
@@ -80,9 +85,7 @@ func launchError(err error) error {
 			Message: fmt.Sprintf("This launch needs %d %s; %d are in use and the limit is %d. Ask the operator to raise your organisation's limits.", qe.Requested, qe.Resource, qe.InUse, qe.Limit),
 			Extra:   map[string]any{"resource": qe.Resource, "limit": qe.Limit, "inUse": qe.InUse, "requested": qe.Requested}}
 	case errors.As(err, &ib):
-		return &APIError{Status: http.StatusPaymentRequired, Code: "insufficient_balance",
-			Message: fmt.Sprintf("A launch needs a balance of at least %s (one hour of the whole cluster, never less than $10); add %s.", models.USD(ib.Required), models.USD(ib.Shortfall())),
-			Extra:   map[string]any{"balance": models.DecimalUSD(ib.Balance), "required": models.DecimalUSD(ib.Required), "shortfall": models.DecimalUSD(ib.Shortfall())}}
+		return insufficientBalance(ib)
 	case errors.Is(err, models.ErrIdempotencyMismatch):
 		return &APIError{Status: http.StatusConflict, Code: "idempotency_key_reused", Message: "This Idempotency-Key was used with a different request body."}
 	case errors.Is(err, models.ErrQuoteUsed):

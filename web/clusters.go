@@ -109,16 +109,19 @@ func (h *handler) newCluster(c echo.Context) error {
 func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchForm, problems map[string]string) (views.LaunchPage, error) {
 	p := principal(c)
 	ctx := c.Request().Context()
-	balance, err := h.Store.Balance(ctx, p.Org.ID)
+	a, err := h.Store.AdmissionFor(ctx, p.Org.ID, q.USDPerHour)
 	if err != nil {
 		return views.LaunchPage{}, err
 	}
 	lp := views.LaunchPage{
 		Meta: h.meta(c, "Launch"), Quote: quoteView(q), Form: form, Problems: problems,
-		Balance: models.USD(balance), BalanceAfterHour: models.USD(balance - q.USDPerHour),
+		Balance: models.USD(a.Balance), BalanceAfterHour: models.USD(a.Balance - a.Committed - q.USDPerHour),
 	}
-	if need := models.RequiredBalance(q.USDPerHour); balance < need {
-		lp.Shortfall = models.USD(need - balance)
+	if a.Committed > 0 {
+		lp.Committed = models.USD(a.Committed) + "/h"
+	}
+	if a.Shortfall() > 0 {
+		lp.Shortfall, lp.TopUpURL = balanceProblem(a), topUpPath
 	}
 	for _, s := range softwareOptions(q.MachineKind) {
 		s.Checked = s.Value == form.Software
@@ -246,6 +249,7 @@ func (h *handler) createCluster(c echo.Context) error {
 	if len(f.FormToken) < 16 {
 		problems["quote"] = "This form is incomplete; open the launch page again."
 	}
+	var nc *models.NoCapacityError
 	if len(problems) == 0 {
 		cl, created, err := h.act(c).Launch(ctx, models.LaunchInput{
 			QuoteID: q.ID, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
@@ -261,6 +265,9 @@ func (h *handler) createCluster(c echo.Context) error {
 		}
 		if !launchProblem(err, problems) {
 			return err
+		}
+		if errors.As(err, &nc) {
+			return h.notInStock(c, q, view, problems)
 		}
 	}
 	lp, err := h.launchPage(c, q, view, problems)
@@ -295,6 +302,7 @@ func launchProblem(err error, problems map[string]string) bool {
 	var pc *models.PriceChangedError
 	var qe *models.QuotaError
 	var ib *models.InsufficientBalanceError
+	var nc *models.NoCapacityError
 	switch {
 	case errors.As(err, &fe):
 		for k, v := range fe {
@@ -309,8 +317,9 @@ func launchProblem(err error, problems map[string]string) bool {
 		problems["quote"] = fmt.Sprintf("This launch would use %d %s with %d already in use; your organisation's limit is %d. Ask the operator to raise it.",
 			qe.Requested, qe.Resource, qe.InUse, qe.Limit)
 	case errors.As(err, &ib):
-		problems["quote"] = fmt.Sprintf("Your balance is %s; a launch needs %s (one hour of the whole cluster, at least $10). Add %s.",
-			models.USD(ib.Balance), models.USD(ib.Required), models.USD(ib.Shortfall()))
+		problems["quote"] = balanceProblem(ib.Admission)
+	case errors.As(err, &nc):
+		problems["quote"] = notInStockMessage(nc)
 	default:
 		return false
 	}

@@ -131,7 +131,8 @@ func TestAPILaunch(t *testing.T) {
 		if code != http.StatusPaymentRequired || e["code"] != "insufficient_balance" || e["shortfall"] != "39.94" {
 			t.Fatalf("zero balance: %d %v", code, body)
 		}
-		app.store.Deposit(context.Background(), acc.org.ID, 100*models.Micro, "dep", "test")
+		// Three $39.94/h clusters are launched below: L2 counts the ones already live.
+		app.store.Deposit(context.Background(), acc.org.ID, 130*models.Micro, "dep", "test")
 
 		code, first := apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, launch, "Idempotency-Key", "k1")
 		if code != http.StatusCreated || first["status"] != "provisioning" || len(first["nodes"].([]any)) != 2 {

@@ -661,6 +661,17 @@ func TestGPUErrors(t *testing.T) {
 		if code != 3 || !strings.Contains(errOut, "insufficient_balance, HTTP 402") || !strings.Contains(errOut, "add $39.94") {
 			t.Errorf("balance: %d %s", code, errOut)
 		}
+		// L2 sets aside one hour of what already runs: $50 starts one $39.94/h
+		// cluster, and the second launch is refused with that hour named.
+		if _, err := d.store.Deposit(ctx, org.ID, 50*models.Micro, "poor-dep", "test"); err != nil {
+			t.Fatal(err)
+		}
+		launch := []string{"clusters", "launch", "--offer-id", "sim:h100x8", "--nodes", "2", "--gpus-per-node", "8", "--accelerator", "H100_80GB"}
+		if _, errOut, code := d.gpu(t, launch...); code != 0 {
+			t.Fatalf("first launch: %d %s", code, errOut)
+		}
+		_, errOut, code = d.gpu(t, launch...)
+		mustContain(t, "committed", errOut, "insufficient_balance, HTTP 402", "balance $50.00, less $39.94/h already running or starting", "add $29.88")
 		// Another organisation's cluster is not found (A3).
 		cl := d.launch(t, "not-yours")
 		if _, errOut, code := d.gpu(t, "clusters", "get", cl.ID); code != 1 || !strings.Contains(errOut, "not_found") {

@@ -276,8 +276,11 @@ func (c *gpuCLI) printAPIError(e *client.Error) {
 			fmt.Fprintln(w, "  Request a fresh quote: clusterdeck gpu clusters quote …")
 		}
 	case "insufficient_balance":
-		var bal, req, short string
+		var bal, committed, req, short string
 		if e.Extra("balance", &bal) && e.Extra("required", &req) && e.Extra("shortfall", &short) {
+			if e.Extra("committed", &committed) && committed != "0.00" {
+				bal += ", less $" + committed + "/h already running or starting"
+			}
 			fmt.Fprintf(w, "  balance $%s, required $%s, add $%s (Billing in the dashboard)\n", bal, req, short)
 		}
 	case "unauthorized", "invalid_api_key":

@@ -128,3 +128,27 @@ func withSearchPath(t testing.TB, base, schema string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// SecondInstance opens another connection pool on db's database, as a second
+// instance of the server would (OP4: several instances share one PostgreSQL).
+// SQLite serves one instance, so there it returns db itself.
+func SecondInstance(t testing.TB, db *gorm.DB) *gorm.DB {
+	t.Helper()
+	if db.Dialector.Name() != "postgres" {
+		return db
+	}
+	var schema string
+	if err := db.Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
+		t.Fatal(err)
+	}
+	second, err := models.Open(withSearchPath(t, PostgresURL(t), schema), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := second.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	return second
+}
