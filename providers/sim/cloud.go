@@ -32,7 +32,7 @@ type Cloud struct {
 	gens   map[string]int         // placements made per group name
 	faults []*activeFault         // injection order
 
-	stepMu sync.Mutex // serialises StepAgents
+	stepMu sync.Mutex           // serialises StepAgents
 	agents map[string]agentSlot // this process's running agents, by machine id
 
 	db        *gorm.DB // nil: the state lives in this process only

@@ -39,7 +39,7 @@ type node struct {
 	unrecoverable   bool      // every restart is refused
 	silentAt        time.Time // the agent stops from then until restarted (zero = never)
 
-	stopped         bool      // stopped by StopNode until started again
+	stopped bool // stopped by StopNode until started again
 
 	installed  map[string]time.Time // software → when its install succeeded
 	agentEpoch int                  // bumped when the machine reboots, so a stale agent is not kept
