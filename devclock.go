@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"time"
@@ -83,4 +85,56 @@ func (c *sharedClock) middleware(next http.Handler) http.Handler {
 			_ = c.store(context.WithoutCancel(r.Context()))
 		}
 	})
+}
+
+// devSessionKeyRow holds the generated development session keys of a
+// PostgreSQL database, so every instance on it signs and reads the same
+// cookies (OP4) without SESSION_AUTH_KEY and SESSION_ENC_KEY set.
+type devSessionKeyRow struct {
+	ID   int    `gorm:"primaryKey"`
+	Auth string `gorm:"size:128;not null"`
+	Enc  string `gorm:"size:64;not null"`
+}
+
+func (devSessionKeyRow) TableName() string { return "dev_session_keys" }
+
+// loadDevSessionKeys fills the session keys left unset in development:
+// from the database when it is PostgreSQL (shared by every instance), else
+// from DataDir (SQLite serves one instance).
+func (c *config) loadDevSessionKeys(ctx context.Context, db *gorm.DB) error {
+	if c.SessionAuthKey != nil && c.SessionEncKey != nil {
+		return nil
+	}
+	if c.DatabaseURL == "" {
+		return c.devSessionKeys()
+	}
+	m := db.WithContext(ctx).Migrator()
+	if !m.HasTable(&devSessionKeyRow{}) {
+		if err := m.CreateTable(&devSessionKeyRow{}); err != nil && !m.HasTable(&devSessionKeyRow{}) {
+			return err
+		}
+	}
+	buf := make([]byte, 64+32)
+	if _, err := rand.Read(buf); err != nil {
+		return err
+	}
+	row := devSessionKeyRow{ID: 1, Auth: hex.EncodeToString(buf[:64]), Enc: hex.EncodeToString(buf[64:])}
+	if err := db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+		return err
+	}
+	if err := db.WithContext(ctx).First(&row, 1).Error; err != nil {
+		return err
+	}
+	var err error
+	if c.SessionAuthKey == nil {
+		if c.SessionAuthKey, err = hexKey(row.Auth, 64); err != nil {
+			return fmt.Errorf("dev_session_keys: %w", err)
+		}
+	}
+	if c.SessionEncKey == nil {
+		if c.SessionEncKey, err = hexKey(row.Enc, 32); err != nil {
+			return fmt.Errorf("dev_session_keys: %w", err)
+		}
+	}
+	return nil
 }

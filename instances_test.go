@@ -21,12 +21,6 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 )
 
-// sharedKeys are the session keys every instance of one deployment shares.
-var sharedKeys = []string{
-	"SESSION_AUTH_KEY=" + strings.Repeat("ab", 64),
-	"SESSION_ENC_KEY=" + strings.Repeat("cd", 32),
-}
-
 // devRun runs one job tick on s (it may be skipped when another tick holds
 // the job's lease; callers loop until what they wait for happened).
 func (s *server) devRun(t *testing.T, job string) {
@@ -131,9 +125,10 @@ func noLeaks(t *testing.T, s *server) {
 // terminate on one is finished by the other and leaves no machine behind.
 func TestTwoInstancesBehaveAsOne(t *testing.T) {
 	databaseURL := modelstest.PostgresSchemaURL(t)
-	env := append([]string{"CLUSTERDECK_FAKE_CLOCK=1"}, sharedKeys...)
-	a := startServer(t, databaseURL, env...)
-	b := startServer(t, databaseURL, env...)
+	// No session keys configured: the development keys come from the
+	// database, so both instances share them.
+	a := startServer(t, databaseURL, "CLUSTERDECK_FAKE_CLOCK=1")
+	b := startServer(t, databaseURL, "CLUSTERDECK_FAKE_CLOCK=1")
 
 	id := a.launch(t, "twin")
 	b.devRun(t, "provision") // placed by the other instance

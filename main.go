@@ -147,16 +147,16 @@ func closeDB(db *gorm.DB) {
 
 // serve runs the web server and the jobs until ctx is cancelled.
 func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
-	if !cfg.Production {
-		if err := cfg.devSessionKeys(); err != nil {
-			return fmt.Errorf("development session keys: %w", err)
-		}
-	}
 	db, err := openDB(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeDB(db)
+	if !cfg.Production {
+		if err := cfg.loadDevSessionKeys(ctx, db); err != nil {
+			return fmt.Errorf("development session keys: %w", err)
+		}
+	}
 
 	var clock models.Clock = models.RealClock{}
 	var fake *models.FakeClock
