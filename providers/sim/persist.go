@@ -53,7 +53,7 @@ func (simCloud) TableName() string { return "sim_clouds" }
 // missing) instead of this process's memory. holder names this process for
 // the agent lease.
 func WithDB(db *gorm.DB, holder string) Option {
-	return func(c *Cloud) { c.db, c.holder = db, holder }
+	return func(c *Cloud) { c.db, c.holder, c.wall = db, holder, time.Now }
 }
 
 // stateDoc is the persisted state of the cloud.
@@ -329,7 +329,7 @@ func (c *Cloud) takeAgentLease(ctx context.Context) (bool, error) {
 	if err := c.ensureTable(ctx); err != nil {
 		return false, err
 	}
-	now := time.Now().UTC()
+	now := c.wall().UTC()
 	res := c.db.WithContext(ctx).Exec(
 		"UPDATE sim_clouds SET agent_holder = ?, agent_until = ? WHERE name = ? AND (agent_holder = ? OR agent_holder = '' OR agent_until IS NULL OR agent_until < ?)",
 		c.holder, now.Add(agentLease), c.name, c.holder, now)

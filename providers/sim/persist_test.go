@@ -158,3 +158,37 @@ func TestStopNode(t *testing.T) {
 		t.Fatalf("state after start = %s, want running", got)
 	}
 }
+
+// An instance that dies holding the agents (no release) loses them when its
+// lease lapses: another instance starts them afresh, and the dead one's
+// lease is not renewed behind its back.
+func TestPersistedCloudAgentLeaseLapses(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := newFakeClock()
+		wall := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		fa, fb := &fakeAgents{}, &fakeAgents{}
+		a := sharedCloud(db, clk, "a", WithAgents(fa.factory))
+		b := sharedCloud(modelstest.SecondInstance(t, db), clk, "b", WithAgents(fb.factory))
+		a.wall = func() time.Time { return wall }
+		b.wall = func() time.Time { return wall }
+		place(t, a, "cl_1", offCt, 1)
+		clk.Advance(2 * time.Minute)
+		step := func(c *Cloud) {
+			t.Helper()
+			if err := c.StepAgents(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		step(a)
+		wall = wall.Add(agentLease - time.Second)
+		step(b)
+		if len(fb.steps) != 0 {
+			t.Fatalf("the second instance ran an agent while the first one's lease held")
+		}
+		wall = wall.Add(2 * time.Second) // a died: no renewal
+		step(b)
+		if len(fb.started) != 1 || len(fb.steps) != 1 {
+			t.Fatalf("after the lease lapsed the second instance started %d agents, stepped %d; want 1 and 1", len(fb.started), len(fb.steps))
+		}
+	})
+}
