@@ -48,8 +48,11 @@ func openSharedClock(ctx context.Context, db *gorm.DB, now time.Time) (*sharedCl
 	if err != nil {
 		return nil, fmt.Errorf("dev clock: %w", err)
 	}
-	c := &sharedClock{fake: models.NewFakeClock(now), db: db}
-	return c, c.load(ctx)
+	var row devClockRow
+	if err := db.WithContext(ctx).First(&row, 1).Error; err != nil {
+		return nil, fmt.Errorf("dev clock: load: %w", err)
+	}
+	return &sharedClock{fake: models.NewFakeClock(row.Now), db: db}, nil
 }
 
 // load moves the clock to the stored time.
