@@ -35,13 +35,13 @@ type Cloud struct {
 	stepMu sync.Mutex           // serialises StepAgents
 	agents map[string]agentSlot // this process's running agents, by machine id
 
-	db        *gorm.DB         // nil: the state lives in this process only
-	holder    string           // this process, for the agent lease
-	wall      func() time.Time // the agent lease's clock: wall time, even under a fake clock
-	version   int64            // version of the persisted state the model holds
-	sess      *session         // the open operation's transaction
-	tableOnce sync.Once
-	tableErr  error
+	db      *gorm.DB         // nil: the state lives in this process only
+	holder  string           // this process, for the agent lease
+	wall    func() time.Time // the agent lease's clock: wall time, even under a fake clock
+	version int64            // version of the persisted state the model holds
+	sess    *session         // the open operation's transaction
+	tableMu sync.Mutex
+	tableOK bool
 }
 
 // agentSlot is a started agent and the boot of the machine it runs on.

@@ -302,21 +302,22 @@ func (c *Cloud) save(s *session) error {
 	return nil
 }
 
-// ensureTable creates sim_clouds once per process; the simulated cloud's
-// tables are its own, not the product's migrations.
+// ensureTable creates sim_clouds when missing (checked until it worked
+// once per process); the simulated cloud's tables are its own, not the
+// product's migrations.
 func (c *Cloud) ensureTable(ctx context.Context) error {
-	c.tableOnce.Do(func() {
-		m := c.db.WithContext(ctx).Migrator()
-		if !m.HasTable(&simCloud{}) {
-			c.tableErr = m.CreateTable(&simCloud{})
-			if c.tableErr != nil && m.HasTable(&simCloud{}) {
-				c.tableErr = nil // another instance created it meanwhile
-			}
-		}
-	})
-	if c.tableErr != nil {
-		return fmt.Errorf("sim: create sim_clouds: %w", c.tableErr)
+	c.tableMu.Lock()
+	defer c.tableMu.Unlock()
+	if c.tableOK {
+		return nil
 	}
+	m := c.db.WithContext(ctx).Migrator()
+	if !m.HasTable(&simCloud{}) {
+		if err := m.CreateTable(&simCloud{}); err != nil && !m.HasTable(&simCloud{}) {
+			return fmt.Errorf("sim: create sim_clouds: %w", err) // unless another instance just made it
+		}
+	}
+	c.tableOK = true
 	return nil
 }
 
