@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -113,6 +114,11 @@ func (c *Cloud) dueAgents(ctx context.Context) (_ []agentRun, err error) {
 			runs = append(runs, r)
 		}
 	}
+	due := make(map[string]bool, len(runs))
+	for _, r := range runs {
+		due[r.id] = true
+	}
+	maps.DeleteFunc(c.agents, func(id string, _ agentSlot) bool { return !due[id] }) // stopped machines' agents end
 	return runs, nil
 }
 
