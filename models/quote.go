@@ -30,6 +30,7 @@ type QuoteRequest struct {
 	Location         string `json:"location,omitempty"`
 	OfferID          string `json:"offerId,omitempty"`
 	IncludeCommunity bool   `json:"include_community"`
+	PrivateOfferID   string `json:"privateOfferId,omitempty"` // X9: the organisation's private offer
 }
 
 // Validate returns field problems keyed by the API's JSON names.
@@ -106,6 +107,7 @@ type Quote struct {
 	Availability     string `gorm:"size:32"`
 	ExpiresAt        time.Time
 	UsedByCluster    string `gorm:"size:32"`
+	PrivateOfferID   string `gorm:"size:32"` // X9; added by 0601_private_offers
 	CreatedAt        time.Time
 }
 
@@ -182,7 +184,8 @@ func (q Quote) Expired(now time.Time) bool { return !now.Before(q.ExpiresAt) }
 // Request is the shape the quote was made for, as priced fields (Q5).
 func (q Quote) Request() QuoteRequest {
 	return QuoteRequest{Accelerator: q.Accelerator, Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB,
-		MaxHourlyPrice: q.MaxHourlyPrice, Location: q.Location, OfferID: q.OfferID, IncludeCommunity: q.IncludeCommunity}
+		MaxHourlyPrice: q.MaxHourlyPrice, Location: q.Location, OfferID: q.OfferID, IncludeCommunity: q.IncludeCommunity,
+		PrivateOfferID: q.PrivateOfferID}
 }
 
 // priceQuote computes Q3 for offer o at the request's shape.
@@ -224,6 +227,9 @@ func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
 	if err != nil {
 		return Offer{}, err
 	}
+	if offers, err = s.customerPrices(ctx, offers); err != nil { // OP2: markup before the ceiling and the cheapest
+		return Offer{}, err
+	}
 	if len(offers) == 0 && r.OfferID != "" {
 		return Offer{}, &NoCapacityError{Reason: "offer_not_found", Shape: r}
 	}
@@ -260,24 +266,40 @@ func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
 	return best, nil
 }
 
+// quoteOffer is the offer a quote of the organisation prices r on, at the
+// rates the customer pays: its private offer's (X9), or the cheapest fitting
+// catalog offer with its provider's markup (OP2).
+func (s *Store) quoteOffer(ctx context.Context, orgID string, r QuoteRequest) (Offer, error) {
+	if r.PrivateOfferID != "" {
+		return s.privateOffer(ctx, orgID, r)
+	}
+	return s.FitOffer(ctx, r)
+}
+
 // CreateQuote prices the request on the cheapest fitting offer and locks it
 // for QuoteTTL (Q2).
 func (s *Store) CreateQuote(ctx context.Context, orgID, envID string, r QuoteRequest) (Quote, error) {
 	if fe := r.Validate(); len(fe) > 0 {
 		return Quote{}, fe
 	}
-	o, err := s.FitOffer(ctx, r)
+	o, err := s.quoteOffer(ctx, orgID, r)
 	if err != nil {
 		return Quote{}, err
 	}
 	now := s.Now()
+	expires := now.Add(QuoteTTL)
+	if until, err := s.privateValidUntil(ctx, orgID, r); err != nil {
+		return Quote{}, err
+	} else if !until.IsZero() && until.Before(expires) {
+		expires = until // a private offer's price is locked until its day ends, never past it
+	}
 	q := Quote{
 		ID: NewID("qt"), OrgID: orgID, EnvID: envID, OfferID: o.ID, Provider: o.Provider, Location: o.Location,
 		LocationName: o.LocationName, Accelerator: o.Accelerator, MachineKind: o.MachineKind, Interconnect: o.Interconnect,
 		Community: o.Community, Nodes: r.Nodes, GPUsPerNode: r.GPUsPerNode, VolumeGB: r.VolumeGB,
 		PerGPUHour: o.PerGPUHour, RootDiskGB: o.RootDiskGB, DiskGBHour: o.DiskGBHour, VolumeGBHour: VolumeGBHour,
 		USDPerHour: priceQuote(o, r), MaxHourlyPrice: r.MaxHourlyPrice, IncludeCommunity: r.IncludeCommunity,
-		Availability: availability(o), ExpiresAt: now.Add(QuoteTTL), CreatedAt: now,
+		Availability: availability(o), ExpiresAt: expires, PrivateOfferID: r.PrivateOfferID, CreatedAt: now,
 	}
 	if err := s.db.WithContext(ctx).Create(&q).Error; err != nil {
 		return Quote{}, fmt.Errorf("models: create quote: %w", err)
