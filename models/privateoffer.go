@@ -294,3 +294,27 @@ func (s *Store) PrivatePicks(ctx context.Context, orgID string, f OfferFilter) (
 	}
 	return out, nil
 }
+
+// CatalogOffers lists the stored catalog's rows of an accelerator at the
+// providers' own prices, by id (operators choose one for a private offer).
+func (s *Store) CatalogOffers(ctx context.Context, accelerator string) ([]Offer, error) {
+	var out []Offer
+	err := s.db.WithContext(ctx).Where("accelerator = ?", accelerator).Order("id").Limit(500).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: catalog offers: %w", err)
+	}
+	return out, nil
+}
+
+// PrivateOfferForOrg loads one of the organisation's private offers;
+// another organisation's is ErrNotFound.
+func (s *Store) PrivateOfferForOrg(ctx context.Context, orgID, id string) (PrivateOffer, error) {
+	var p PrivateOffer
+	err := s.db.WithContext(ctx).Where("id = ? AND org_id = ?", id, orgID).Take(&p).Error
+	return p, notFound(err, "private offer "+id)
+}
+
+// Request is the quote request that prices p for its organisation.
+func (p PrivateOffer) Request() QuoteRequest {
+	return QuoteRequest{Accelerator: p.Accelerator, Nodes: p.Nodes, GPUsPerNode: p.GPUsPerNode, PrivateOfferID: p.ID}
+}

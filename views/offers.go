@@ -6,6 +6,7 @@ type OffersPage struct {
 	Form          OfferForm
 	Problems      map[string]string
 	Groups        []OfferGroupView
+	Private       []PrivateOfferRow // X9: the signed-in organisation's own, above the rest
 	Shown         int // offers shown in all groups
 	Accelerators  []string
 	Interconnects []string
