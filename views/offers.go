@@ -7,7 +7,7 @@ type OffersPage struct {
 	Problems      map[string]string
 	Groups        []OfferGroupView
 	Private       []PrivateOfferRow // X9: the signed-in organisation's own, above the rest
-	Shown         int // offers shown in all groups
+	Shown         int               // offers shown in all groups
 	Accelerators  []string
 	Interconnects []string
 	Kinds         []string
