@@ -74,6 +74,10 @@ func (e *NoCapacityError) Advice() []string {
 		return []string{"Try another number of GPUs per machine (1, 2, 4 or 8).", "Try another location."}
 	case "above_max_hourly_price":
 		return []string{"Raise the price ceiling.", "Try fewer GPUs per machine.", "Try fewer machines."}
+	case PrivateOfferExpired:
+		return []string{"This private offer has expired.", "Request a new quote for reserved capacity."}
+	case "private_offer_shape":
+		return []string{"Send the private offer's own accelerator, nodes and gpusPerNode."}
 	case NotInStockReason:
 		return []string{"Other launches took these machines since the price was quoted.", "Try fewer machines.", "Try another offer or location.", "Request a quote for reserved capacity."}
 	default:
