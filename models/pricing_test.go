@@ -189,6 +189,9 @@ func TestPrivateOffer(t *testing.T) {
 		if q.USDPerHour != 4*18_400_000 || q.MachineHour() != 18_400_000 || q.PrivateOfferID != po.ID {
 			t.Errorf("quote %d/h, %d per machine, private %q", q.USDPerHour, q.MachineHour(), q.PrivateOfferID)
 		}
+		if li := q.LineItems(); len(li) != 1 || li[0].Name != "machines" || li[0].USDPerHour != q.USDPerHour {
+			t.Errorf("private line items %+v", li)
+		}
 		c, _, err := e.actions().Launch(ctx, models.LaunchInput{Priced: models.QuoteFields{Accelerator: ptr("H100_80GB"),
 			Nodes: ptr(4), GPUsPerNode: ptr(8), PrivateOfferID: ptr(po.ID)}, Workload: models.Workload{Name: "big", Software: "none"}})
 		if err != nil || c.USDPerHour != 4*18_400_000 || c.MachineHour != 18_400_000 || c.OfferID != "sim:h100x8" {

@@ -164,6 +164,15 @@ type LineItem struct {
 
 // LineItems breaks the quote down; they add up to USDPerHour (Q3).
 func (q Quote) LineItems() []LineItem {
+	if q.PrivateOfferID != "" { // X9: one price per machine, root disk included
+		items := []LineItem{{Name: "machines", Quantity: fmt.Sprintf("%d machines at $%s/machine-h, private offer %s (GPUs and root disk)",
+			q.Nodes, DecimalUSD(q.MachineHour()), q.PrivateOfferID), USDPerHour: int64(q.Nodes) * q.MachineHour()}}
+		if q.VolumeGB > 0 {
+			items = append(items, LineItem{Name: "volume", Quantity: fmt.Sprintf("%d GB at $%s/GB-h", q.VolumeGB, DecimalUSD(q.VolumeGBHour)),
+				USDPerHour: int64(q.VolumeGB) * q.VolumeGBHour})
+		}
+		return items
+	}
 	items := []LineItem{
 		{Name: "gpus", Quantity: fmt.Sprintf("%d × %d GPUs at $%s/GPU-h", q.Nodes, q.GPUsPerNode, DecimalUSD(q.PerGPUHour)),
 			USDPerHour: int64(q.GPUsPerNode) * int64(q.Nodes) * q.PerGPUHour},

@@ -189,6 +189,8 @@ func lineName(n string) string {
 	switch n {
 	case "gpus":
 		return "GPUs"
+	case "machines":
+		return "Machines"
 	case "root_disks":
 		return "Root disks"
 	case "volume":
