@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/static"
 )
 
 // operatorFor makes acc a site operator and logs them in.
@@ -229,6 +232,43 @@ func TestAdminBalanceAuditAndJobs(t *testing.T) {
 		job := doc(t, oc.get("/admin/jobs")).Find(`[data-testid=admin-job-row][data-job=catalog]`)
 		if !strings.Contains(job.Text(), "1.5s") || job.Find(`[data-testid=job-ok]`).Length() != 1 {
 			t.Errorf("jobs page: %q", job.Text())
+		}
+	})
+}
+
+// fakeJobs is the scheduler as web sees it (web never imports jobs).
+type fakeJobs struct{ ran []string }
+
+func (f *fakeJobs) RunNow(_ context.Context, name string) error {
+	f.ran = append(f.ran, name)
+	return nil
+}
+func (f *fakeJobs) Names() []string { return []string{"catalog", "mail"} }
+func (f *fakeJobs) Schedule(name string) string {
+	return map[string]string{"catalog": "@every 1m"}[name]
+}
+
+// OP2: the jobs page shows each scheduled job's schedule and "run now"
+// runs exactly that job through the JobRunner interface.
+func TestAdminRunJobNow(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		fj := &fakeJobs{}
+		app.e = New(Deps{
+			Config: Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
+			Store:  app.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FakeClock: app.clock,
+			Static: static.FS, Jobs: fj,
+		})
+		oc := operatorFor(t, app, app.signupAccount("op@deck.example", "Deck Ops"))
+		d := doc(t, oc.get("/admin/jobs"))
+		row := d.Find(`[data-testid=admin-job-row][data-job=catalog]`)
+		if !strings.Contains(row.Text(), "@every 1m") || !strings.Contains(row.Text(), "never ran") || row.Find(`[data-testid=run-job]`).Length() != 1 {
+			t.Errorf("catalog row: %q", row.Text())
+		}
+		if rec := oc.post("/admin/jobs/nope/run", nil); rec.Code != http.StatusNotFound {
+			t.Errorf("unknown job: %d", rec.Code)
+		}
+		if rec := oc.post("/admin/jobs/mail/run", nil); rec.Code != http.StatusSeeOther || len(fj.ran) != 1 || fj.ran[0] != "mail" {
+			t.Errorf("run now: %d, ran %v", rec.Code, fj.ran)
 		}
 	})
 }
