@@ -166,6 +166,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		log.Warn("fake clock enabled: move time with POST /dev/clock")
 	}
 	store := models.NewStore(db, clock)
+	store.DefaultMarkup = cfg.DefaultMarkup
 
 	cloud, err := buildProviders(cfg, clock)
 	if err != nil {
@@ -202,7 +203,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
 				SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 				DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
-				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken},
+				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
+				Providers: cfg.Providers},
 			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -44,11 +44,30 @@ type OfferGroup struct {
 
 // OffersResponse is GET /v1/gpu/offers.
 type OffersResponse struct {
-	Accelerator      string       `json:"accelerator,omitempty"`
-	Nodes            int          `json:"nodes"`
-	IncludeCommunity bool         `json:"include_community"`
-	Count            int          `json:"count"`
-	Groups           []OfferGroup `json:"groups"`
+	Accelerator      string         `json:"accelerator,omitempty"`
+	Nodes            int            `json:"nodes"`
+	IncludeCommunity bool           `json:"include_community"`
+	Count            int            `json:"count"`
+	Groups           []OfferGroup   `json:"groups"`
+	PrivateOffers    []PrivateOffer `json:"privateOffers,omitempty"` // X9: the caller's organisation's own
+}
+
+// PrivateOffer is an organisation's price-locked offer from a quote request
+// (X9): one size of one catalog offer, quoted and launched with its id.
+type PrivateOffer struct {
+	ID                string    `json:"id"`
+	OfferID           string    `json:"offerId"`
+	Provider          string    `json:"provider"`
+	Location          string    `json:"location"`
+	LocationName      string    `json:"locationName"`
+	Accelerator       string    `json:"accelerator"`
+	Interconnect      string    `json:"interconnect"`
+	MachineKind       string    `json:"machineKind"`
+	GPUsPerNode       int       `json:"gpusPerNode"`
+	Nodes             int       `json:"nodes"`
+	USDPerMachineHour string    `json:"usdPerMachineHour"`
+	USDPerHour        string    `json:"usdPerHour"`
+	ValidUntil        time.Time `json:"validUntil"`
 }
 
 // Storage is a quote's persistent volume, shared by every node.
@@ -67,6 +86,7 @@ type QuoteBody struct {
 	Location         *string  `json:"location,omitempty"`
 	OfferID          *string  `json:"offerId,omitempty"`
 	IncludeCommunity *bool    `json:"include_community,omitempty"`
+	PrivateOfferID   *string  `json:"privateOfferId,omitempty"` // X9
 }
 
 // LaunchBody is POST /v1/gpu/clusters (send an Idempotency-Key header, L1):
@@ -112,6 +132,7 @@ type Quote struct {
 	LineItems         []LineItem     `json:"lineItems"`
 	Availability      string         `json:"availability"`
 	ExpiresAt         time.Time      `json:"expiresAt"`
+	PrivateOfferID    string         `json:"privateOfferId,omitempty"` // X9
 }
 
 // ClusterNode is one machine of a cluster.

@@ -81,6 +81,15 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.GET("/quote-requests", h.adminQuoteRequests)
 	admin.POST("/quote-requests/:id/status", h.setQuoteRequestStatus)
 	admin.GET("/leaks", h.adminLeaks)
+	admin.GET("/quote-requests/:id/private-offer", h.showPrivateOfferForm)
+	admin.POST("/quote-requests/:id/private-offers", h.createPrivateOffer)
+	admin.GET("/orgs/:id/balance", h.adminBalance)
+	admin.POST("/orgs/:id/adjustments", h.adjustBalance)
+	admin.GET("/providers", h.adminProviders)
+	admin.POST("/providers/:name/markup", h.setProviderMarkup)
+	admin.GET("/jobs", h.adminJobs)
+	admin.POST("/jobs/:name/run", h.runJobNow)
+	admin.GET("/audit", h.adminAudit)
 
 	api.GET("/me", h.apiMe)
 

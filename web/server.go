@@ -33,6 +33,7 @@ type Config struct {
 	SMTP               bool         // mail leaves by SMTP (SMTP_URL set); else the dev mailbox shows it
 	SalesEmail         string       // receives every new quote request (SALES_EMAIL; "" = models.DefaultSalesEmail)
 	MetricsToken       string       // bearer token for /metrics; "" = loopback clients only
+	Providers          []string     // the GPU providers enabled by PROVIDERS (the admin's providers page)
 }
 
 // JobRunner runs a job's tick now (development routes, "recover now").
