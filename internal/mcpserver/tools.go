@@ -26,7 +26,7 @@ type OffersArgs struct {
 func (t *tools) listOffers(s *mcp.Server) {
 	schema := inputSchema[OffersArgs](map[string][]any{
 		"gpus_per_node": {1, 2, 4, 8},
-		"interconnect": {"ethernet", "infiniband", "roce"}, "machine_kind": {"vm", "bare_metal", "container"},
+		"interconnect":  {"ethernet", "infiniband", "roce"}, "machine_kind": {"vm", "bare_metal", "container"},
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "list_offers", InputSchema: schema, Annotations: readOnly("List offers"),
 		Description: "List the offers that can start a cluster of this size now, by location, with the whole-cluster price per hour."},
