@@ -61,7 +61,8 @@ func TestAPILaunchAIReserveDialect(t *testing.T) {
 			{`"startCommand":"a","dockerStartCmd":"b"`, "startCommand", "dockerStartCmd"},
 		} {
 			code, out := apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, fmt.Sprintf(`{"quoteId":%q,%s}`, quote(), tc.body))
-			fields, _ := out["error"].(map[string]any)["fields"].(map[string]any)
+			e, _ := out["error"].(map[string]any)
+			fields, _ := e["fields"].(map[string]any)
 			if code != http.StatusUnprocessableEntity || fields[tc.ours] == nil || fields[tc.theirs] == nil {
 				t.Errorf("%s: %d %v", tc.body, code, out)
 			}
