@@ -124,6 +124,10 @@ func refusalText(ae *client.Error) string {
 	if ae.Extra("shortfall", &shortfall) {
 		fmt.Fprintf(&b, "\namount to add: $%s", shortfall)
 	}
+	var topUp string
+	if ae.Extra("topUpUrl", &topUp) {
+		fmt.Fprintf(&b, " (add it at %s)", topUp)
+	}
 	var resource string
 	var limit, inUse, requested int
 	if ae.Extra("resource", &resource) && ae.Extra("limit", &limit) && ae.Extra("inUse", &inUse) && ae.Extra("requested", &requested) {
