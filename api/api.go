@@ -279,7 +279,7 @@ type QuoteRequestBody struct {
 	StartDate     string   `json:"startDate"`
 	DurationDays  int      `json:"durationDays"`
 	BudgetPerHour string   `json:"budgetPerHour"`
-	Contact       *Contact `json:"contact"`
+	Contact       *Contact `json:"contact,omitempty"` // nil: the key's creator
 	Notes         string   `json:"notes"`
 }
 

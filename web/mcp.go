@@ -14,6 +14,15 @@ func newMCP(api http.Handler) echo.HandlerFunc {
 	return echo.WrapHandler(mcpserver.Handler(api, mcpserver.BearerKey))
 }
 
+// mcpPostOnly answers GET and DELETE /mcp: a stateless endpoint has no
+// stream to open and no session to end, and Streamable HTTP clients expect
+// 405 then (a 404 would read as a lost session).
+func mcpPostOnly(c echo.Context) error {
+	c.Response().Header().Set("Allow", http.MethodPost)
+	return &APIError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+		Message: "This MCP endpoint is stateless: POST each message; there is no stream to GET and no session to DELETE."}
+}
+
 // requireAPIKey guards /mcp: an `Authorization: Bearer cdk_…` API key, and
 // nothing else (a dashboard session has no key for the tools to act with).
 // A missing, revoked or mistyped key is refused here, before any MCP.
