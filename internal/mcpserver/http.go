@@ -25,7 +25,7 @@ import (
 // does not have.
 func Handler(api http.Handler, keyOf func(*http.Request) string) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		c := client.New("http://"+r.Host, keyOf(r))
+		c := client.New("http://in-process", keyOf(r)) // the host is the caller's (inProcess)
 		c.HTTP, c.UserAgent = &http.Client{Transport: inProcess{api: api, from: r}}, "clusterdeck-mcp"
 		return New(c)
 	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
