@@ -27,14 +27,15 @@ import (
 	"gorm.io/gorm"
 )
 
-// testCloud is one location with an H100 VM offer (boot 4 m), 10 machines counted.
+// testCloud is one location with an H100 VM offer (boot 4 m), 40 machines counted
+// (launches hold them until they are released).
 const testCloud = `{
   "locations": [{
     "id": "test-1", "name": "Testville",
     "offers": [
       {"id": "h100.8x.vm", "accelerator": "H100_80GB", "machine_kind": "vm", "interconnect": "infiniband",
        "gpus_per_node": 8, "vcpus": 96, "memory_gb": 1000, "per_gpu_hour_usd": 2490000,
-       "root_disk_gb": 500, "disk_gb_hour_usd": 100, "nodes_available": 10, "boot_time": "4m"}
+       "root_disk_gb": 500, "disk_gb_hour_usd": 100, "nodes_available": 40, "boot_time": "4m"}
     ]}]}`
 
 // deck is a whole Clusterdeck at test scale on one fake clock: the real
