@@ -303,7 +303,7 @@ func TestBadArgumentsAndRefusals(t *testing.T) {
 			// no_capacity with reason and advice; insufficient balance with the amount to add.
 			refused(t, cs, "quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "max_hourly_price": "1"},
 				"no_capacity", "reason: above_max_hourly_price", "advice: Raise the price ceiling.")
-			refused(t, cs, "quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 12, "gpus_per_node": 8}, "no_capacity", "reason:", "advice:")
+			refused(t, cs, "quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 50, "gpus_per_node": 8}, "no_capacity", "reason:", "advice:")
 		}
 		poor := d.signup("poor@example.com", "Poor Co", 0)
 		cs := mustConnect(t, ways[1], d, poor.key)
