@@ -90,17 +90,21 @@ type QuoteBody struct {
 }
 
 // LaunchBody is POST /v1/gpu/clusters (send an Idempotency-Key header, L1):
-// a quote id, or an offer id with a size, and the workload.
+// a quote id, or an offer id with a size, and the workload. Orchestrator and
+// DockerStartCmd are AI Reserve's names for Software and StartCommand
+// (API4): the server reads either name; both with different values is a 422.
 type LaunchBody struct {
 	QuoteBody
-	QuoteID      string            `json:"quoteId,omitempty"`
-	Name         string            `json:"name,omitempty"`
-	Software     string            `json:"software,omitempty"`
-	Env          map[string]string `json:"env,omitempty"`
-	Ports        []int             `json:"ports,omitempty"`
-	SSHKeyIDs    []string          `json:"sshKeyIds,omitempty"`
-	Image        string            `json:"image,omitempty"`
-	StartCommand string            `json:"startCommand,omitempty"`
+	QuoteID        string            `json:"quoteId,omitempty"`
+	Name           string            `json:"name,omitempty"`
+	Software       string            `json:"software,omitempty"`
+	Orchestrator   string            `json:"orchestrator,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Ports          []int             `json:"ports,omitempty"`
+	SSHKeyIDs      []string          `json:"sshKeyIds,omitempty"`
+	Image          string            `json:"image,omitempty"`
+	StartCommand   string            `json:"startCommand,omitempty"`
+	DockerStartCmd string            `json:"dockerStartCmd,omitempty"`
 }
 
 // LineItem is one line of a quote's price.
@@ -327,7 +331,7 @@ type QuoteRequestBody struct {
 	StartDate     string   `json:"startDate"`
 	DurationDays  int      `json:"durationDays"`
 	BudgetPerHour string   `json:"budgetPerHour"`
-	Contact       *Contact `json:"contact"`
+	Contact       *Contact `json:"contact,omitempty"` // nil: the key's creator
 	Notes         string   `json:"notes"`
 }
 

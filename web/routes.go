@@ -31,6 +31,11 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET("/v1/gpu/offers", h.apiListOffers, h.optionalAPI)
 	e.GET("/v1/openapi.json", h.openAPI) // API1: the document describing every /v1 route
 
+	// MCP for AI agents (API5): the API's operations as tools over
+	// Streamable HTTP, stateless (POST only), with an API key.
+	e.POST("/mcp", h.mcp, h.requireAPIKey)
+	e.Match([]string{http.MethodGet, http.MethodDelete}, "/mcp", mcpPostOnly, h.requireAPIKey)
+
 	// Signed-in pages (app) and the authenticated API (api). Every handler
 	// below loads what it touches through principal(c).Org: another org's id
 	// answers 404. TestRouteWalk proves it for every registered route.

@@ -65,6 +65,7 @@ type handler struct {
 	sessions       *sessions.CookieStore
 	httpMetrics    *httpMetrics
 	metricsHandler http.Handler
+	mcp            echo.HandlerFunc // /mcp: the MCP tools over this server's own API
 }
 
 // New builds the echo server with every route.
@@ -83,6 +84,7 @@ func New(d Deps) *echo.Echo {
 	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	e.HTTPErrorHandler = h.errorHandler
 	h.middleware(e)
+	h.mcp = newMCP(e)
 	h.routes(e)
 	return e
 }
