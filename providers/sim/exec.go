@@ -72,6 +72,8 @@ func (e *executor) Run(ctx context.Context, step, script string) (string, error)
 		return e.gpus()
 	case NCCLStep:
 		return e.nccl()
+	case PortsStep:
+		return e.ports(script)
 	}
 	kind, software, _ := strings.Cut(step, ":")
 	if (kind != "install" && kind != "check") || !knownSoftware(software) {
