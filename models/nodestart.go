@@ -78,7 +78,7 @@ func (r StartReport) Validate() error {
 	case r.StartedAt.IsZero():
 		return errors.New("startedAt is required")
 	case r.State != StartRunning && (r.ExitCode == nil || r.EndedAt == nil):
-		return fmt.Errorf("a %s start command needs exitCode and endedAt", r.State)
+		return fmt.Errorf("state %q needs exitCode and endedAt", r.State)
 	}
 	return nil
 }
