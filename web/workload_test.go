@@ -103,3 +103,54 @@ func TestStartCommandStateShown(t *testing.T) {
 		}
 	})
 }
+
+// S1, issue 12: the kubeconfig offered is only ever node-0's. When node-0's
+// install printed none, nothing is offered (no made-up file with a
+// placeholder CA): the API answers 409 and the page says it is not
+// available yet.
+func TestNoKubeconfigUntilNodeZeroReportsIt(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("kc@example.com", "Kube")
+		tok := apiKeyFor(t, app, acc)
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		app.store.Deposit(ctx, acc.org.ID, 500*models.Micro, "dep", "t")
+		q, _ := app.store.CreateQuote(ctx, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		cl, _, err := app.store.LaunchCluster(ctx, models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID,
+			Workload: models.Workload{Name: "k", Software: "kubernetes"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl = makeJoined(t, app, cl, true)
+		run, err := app.store.SoftwareRunFor(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.store.AddSoftwareTasks(ctx, cl, run.Attempt, []models.NewSoftwareTask{{Kind: models.TaskInstall, Rank: 0,
+			Role: "control-plane", Payload: models.TaskPayload{Script: "kubeadm init"}}}); err != nil {
+			t.Fatal(err)
+		}
+		nodes, _ := app.store.NodesFor(ctx, cl.ID)
+		agent := models.AgentToken(cl, nodes[0])
+		_, hb := apiJSON(t, app, "POST", "/v1/agent/heartbeat", agent, `{}`)
+		task, _ := hb["task"].(map[string]any)
+		if task == nil {
+			t.Fatalf("no install task: %v", hb)
+		}
+		if code, res := apiJSON(t, app, "POST", "/v1/agent/tasks/"+task["id"].(string), agent, `{"ok":true,"output":"[init] ok\nYour Kubernetes control-plane has initialized successfully!\n"}`); code != 200 {
+			t.Fatalf("install result: %d %v", code, res)
+		}
+		code, res := apiJSON(t, app, "GET", "/v1/gpu/clusters/"+cl.ID+"/kubeconfig", tok, "")
+		if e, _ := res["error"].(map[string]any); code != http.StatusConflict || e["code"] != "kubeconfig_not_ready" {
+			t.Errorf("kubeconfig after an install that printed none: %d %v", code, res)
+		}
+		browser := app.login(acc)
+		d := doc(t, browser.get("/clusters/"+cl.ID))
+		if d.Find(`[data-testid=kubeconfig]`).Length() != 0 || !strings.Contains(d.Find(`[data-testid=kubeconfig-pending]`).Text(), "not available yet") {
+			t.Error("the page offers a kubeconfig node-0 did not report, or does not say it is not available yet")
+		}
+		if rec := browser.get("/clusters/" + cl.ID + "/kubeconfig"); rec.Code != http.StatusConflict || strings.Contains(rec.Body.String(), "kind: Config") {
+			t.Errorf("page download: %d", rec.Code)
+		}
+	})
+}
