@@ -77,7 +77,7 @@ type SoftwareRun struct {
 	JoinCommand      string `gorm:"size:1000"`
 	JoinSource       string `gorm:"size:16"` // node or derived
 	Kubeconfig       string `gorm:"type:text"`
-	KubeconfigSource string `gorm:"size:16"` // "node": node-0 reported it (earlier versions also stored "generated" ones, never served)
+	KubeconfigSource string `gorm:"size:16"` // "node": node-0 reported it
 	UpdatedAt        time.Time
 }
 
@@ -167,6 +167,11 @@ func (softwareTask0210) TableName() string { return "software_tasks" }
 func init() {
 	register(Migration{ID: "0210_software_tasks", Up: func(tx *gorm.DB) error {
 		return tx.Migrator().CreateTable(&softwareRun0210{}, &softwareTask0210{})
+	}})
+	// Earlier versions stored a made-up kubeconfig (placeholder CA, derived
+	// token) when node-0 printed none; only node-0's is ever offered now.
+	register(Migration{ID: "0231_drop_generated_kubeconfigs", Up: func(tx *gorm.DB) error {
+		return tx.Exec("UPDATE cluster_software SET kubeconfig = '', kubeconfig_source = '' WHERE kubeconfig_source = 'generated'").Error
 	}})
 }
 
