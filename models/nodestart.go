@@ -94,6 +94,13 @@ func (s *Store) RecordStart(ctx context.Context, c Cluster, n ClusterNode, r Sta
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("models: start report: %w", err)
 	}
+	// Compared at the precision every database keeps, so a report repeated
+	// with nanoseconds is the same start.
+	r.StartedAt = r.StartedAt.UTC().Truncate(time.Microsecond)
+	if r.EndedAt != nil {
+		ended := r.EndedAt.UTC().Truncate(time.Microsecond)
+		r.EndedAt = &ended
+	}
 	return s.Tx(ctx, func(tx *Store) error {
 		var old []NodeStart
 		if err := tx.db.WithContext(ctx).Where("cluster_id = ? AND rank = ?", c.ID, n.Rank).Limit(1).Find(&old).Error; err != nil {
@@ -106,7 +113,7 @@ func (s *Store) RecordStart(ctx context.Context, c Cluster, n ClusterNode, r Sta
 			}
 		}
 		row := NodeStart{ClusterID: c.ID, Rank: n.Rank, OrgID: c.OrgID, Node: n.Name, State: r.State,
-			StartedAt: r.StartedAt.UTC(), ExitCode: r.ExitCode, EndedAt: r.EndedAt, Error: truncate(r.Error, 1000), ReportedAt: tx.Now()}
+			StartedAt: r.StartedAt, ExitCode: r.ExitCode, EndedAt: r.EndedAt, Error: truncate(r.Error, 1000), ReportedAt: tx.Now()}
 		err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "cluster_id"}, {Name: "rank"}},
 			DoUpdates: clause.AssignmentColumns([]string{"state", "started_at", "exit_code", "ended_at", "error", "reported_at"}),

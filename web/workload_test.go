@@ -55,18 +55,18 @@ func TestStartCommandStateShown(t *testing.T) {
 		if env := order["env"].(map[string]any); env["NODE_RANK"] != "1" || env["MASTER_ADDR"] != "10.77.0.1" || env["NNODES"] != "2" {
 			t.Errorf("order env %v", env)
 		}
-		running := `{"start":{"state":"running","startedAt":"2026-12-01T10:00:00Z"}}`
+		running := `{"start":{"state":"running","startedAt":"2026-12-01T10:00:00.123456789Z"}}`
 		if code, res := beat(running); code != 200 || res["start"] != nil {
 			t.Errorf("heartbeat with a state: %d %v (the order again)", code, res)
 		}
 		beat(running) // the same state again: no second event
-		if st := node1(); st["state"] != "running" || st["startedAt"] != "2026-12-01T10:00:00Z" || st["exitCode"] != nil {
+		if st := node1(); st["state"] != "running" || st["startedAt"] != "2026-12-01T10:00:00.123456Z" || st["exitCode"] != nil {
 			t.Errorf("running: %v", st)
 		}
-		if code, _ := beat(`{"start":{"state":"exited","startedAt":"2026-12-01T10:00:00Z"}}`); code != http.StatusBadRequest {
+		if code, _ := beat(`{"start":{"state":"exited","startedAt":"2026-12-01T10:00:00.123456789Z"}}`); code != http.StatusBadRequest {
 			t.Errorf("an exit without its code: %d", code)
 		}
-		beat(`{"start":{"state":"exited","startedAt":"2026-12-01T10:00:00Z","exitCode":3,"endedAt":"2026-12-01T10:05:00Z"}}`)
+		beat(`{"start":{"state":"exited","startedAt":"2026-12-01T10:00:00.123456789Z","exitCode":3,"endedAt":"2026-12-01T10:05:00Z"}}`)
 		beat(running) // a late running report does not undo the exit
 		if st := node1(); st["state"] != "exited" || st["exitCode"] != float64(3) || st["endedAt"] != "2026-12-01T10:05:00Z" {
 			t.Errorf("exited: %v", st)
