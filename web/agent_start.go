@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/clusterdeck/clusterdeck/api/agentapi"
 	"github.com/clusterdeck/clusterdeck/models"
@@ -21,7 +22,7 @@ func (h *handler) recordStart(ctx context.Context, cl models.Cluster, node model
 	}
 	r := models.StartReport{State: st.State, StartedAt: st.StartedAt, ExitCode: st.ExitCode, EndedAt: st.EndedAt, Error: st.Error}
 	if err := r.Validate(); err != nil {
-		return &APIError{Status: 400, Code: "bad_request", Message: "start: " + err.Error() + "."}
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "start: " + err.Error() + "."}
 	}
 	return h.Store.RecordStart(ctx, cl, node, r)
 }

@@ -4,8 +4,8 @@
 // sends heartbeats, runs the software install and check tasks and the NCCL
 // check the server hands it and returns their raw output, opens the
 // workload's ports and starts its start command once per boot when the
-// cluster is ready, and ships its log lines. The simulated cloud runs the same code
-// in-process, against the same /v1/agent/… endpoints.
+// cluster is ready, and ships its log lines. The simulated cloud runs the
+// same code in-process, against the same /v1/agent/… endpoints.
 package agent
 
 import (
