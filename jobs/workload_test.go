@@ -12,7 +12,10 @@ import (
 	"gorm.io/gorm"
 )
 
-// launchWorkload launches a cluster of offer accel with the workload wl.
+// testKey is an SSH public key launched with a workload.
+const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq0cC9sYXB0b3Aga2V5IGZvciB0ZXN0cyBvbmx5 ada@laptop"
+
+// launchWorkload launches a cluster of offer accel with the workload wl and testKey.
 func (w *world) launchWorkload(accel string, nodes, gpus int, wl models.Workload) models.Cluster {
 	w.t.Helper()
 	ctx := context.Background()
@@ -20,14 +23,15 @@ func (w *world) launchWorkload(accel string, nodes, gpus int, wl models.Workload
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	c, _, err := w.store.LaunchCluster(ctx, models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID, Actor: "test@example.com", Workload: wl})
+	c, _, err := w.store.LaunchCluster(ctx, models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID, Actor: "test@example.com", Workload: wl,
+		SSHKeys: []string{testKey}})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	return c
 }
 
-// starts returns the start command runs of machine rank, and its ports steps.
+// ran returns the start command runs of machine rank, and its ports steps.
 func (w *world) ran(c models.Cluster, rank int) (starts, ports []sim.Ran) {
 	for _, r := range w.cloud.Ran(c.GroupName(), rank) {
 		switch r.Step {
@@ -38,6 +42,17 @@ func (w *world) ran(c models.Cluster, rank int) (starts, ports []sim.Ran) {
 		}
 	}
 	return starts, ports
+}
+
+// keySteps returns the SSH key steps of machine rank.
+func (w *world) keySteps(c models.Cluster, rank int) []sim.Ran {
+	var out []sim.Ran
+	for _, r := range w.cloud.Ran(c.GroupName(), rank) {
+		if r.Step == sim.KeysStep {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (w *world) nodeStarts(c models.Cluster) map[int]models.NodeStart {
@@ -107,6 +122,10 @@ func TestStartCommandAndPortsReachEveryNode(t *testing.T) {
 				if !strings.Contains(script, "publish_port "+p+"\n") {
 					t.Errorf("%s: port %s not published on a vm with public addresses:\n%s", n.Name, p, script)
 				}
+			}
+			if keys := w.keySteps(c, n.Rank); len(keys) != 1 || !strings.Contains(keys[0].Script, "user='ubuntu'\n") ||
+				!strings.Contains(keys[0].Script, "add_key '"+testKey+"'\n") {
+				t.Errorf("%s: SSH key steps %+v", n.Name, keys)
 			}
 		}
 		w.clock.Advance(10 * time.Second)

@@ -101,10 +101,10 @@ type StartState struct {
 }
 
 // StartOrder tells the agent the cluster is ready (every machine joined and
-// the software passed its check, L5): open the workload's ports to the peers
-// (and to everyone when Publish) and start the start command the machine
-// got at placement, once per boot, as User in Env. The server sends it
-// while the agent reports no StartState.
+// the software passed its check, L5): add the workload's SSH keys for User,
+// open the workload's ports to the peers (and to everyone when Publish) and
+// start the start command the machine got at placement, once per boot, as
+// User in Env. The server sends it while the agent reports no StartState.
 type StartOrder struct {
 	User    string            `json:"user"`    // the node's SSH user
 	Env     map[string]string `json:"env"`     // the node env: N2's variables and the user's

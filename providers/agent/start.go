@@ -12,15 +12,16 @@ import (
 )
 
 // The workload (N3): when the server says the cluster is ready, the agent
-// opens the ports to its peers (and publishes them where the machine kind
+// adds the SSH keys for the SSH user, opens the ports to its peers (and publishes them where the machine kind
 // allows), then starts the start command the machine got at placement —
 // once per boot: a later order in the same agent changes nothing, and the
 // real shell keeps a marker in /run, which every boot empties. The
 // command's output goes into the node's log; its state rides on every
 // heartbeat.
 
-// PortsStep and StartStep name the workload's steps on the executor.
+// KeysStep, PortsStep and StartStep name the workload's steps on the executor.
 const (
+	KeysStep  = "ssh-keys"
 	PortsStep = "ports"
 	StartStep = "start"
 )
@@ -48,6 +49,9 @@ func (a *Agent) startWorkload(ctx context.Context, o agentapi.StartOrder) {
 	}
 	a.start.ordered = true
 	w := a.cfg.Workload
+	if len(w.SSHKeys) > 0 {
+		a.runStep(ctx, KeysStep, KeysScript(o.User, w.SSHKeys), "could not install the SSH keys")
+	}
 	var peers []string
 	for _, p := range a.self.Peers {
 		if p.Rank != a.self.Rank {
@@ -55,13 +59,7 @@ func (a *Agent) startWorkload(ctx context.Context, o agentapi.StartOrder) {
 		}
 	}
 	if len(peers) > 0 || len(w.Ports) > 0 {
-		out, err := a.cfg.Exec.Run(ctx, PortsStep, PortsScript(peers, w.Ports, o.Publish))
-		if err != nil {
-			a.Log("could not open the ports: %v", err)
-		}
-		for _, line := range loggable(out) {
-			a.Log("%s", line)
-		}
+		a.runStep(ctx, PortsStep, PortsScript(peers, w.Ports, o.Publish), "could not open the ports")
 	}
 	if strings.TrimSpace(w.StartCommand) == "" {
 		a.start.state = &agentapi.StartState{State: agentapi.StartNone, StartedAt: a.cfg.Now().UTC()}
@@ -87,6 +85,37 @@ func (a *Agent) startWorkload(ctx context.Context, o agentapi.StartOrder) {
 	a.start.proc = proc
 	a.Log("start command started as %s", o.User)
 	a.followStart()
+}
+
+// runStep runs one workload step; its output and failure go to the log.
+func (a *Agent) runStep(ctx context.Context, step, script, failure string) {
+	out, err := a.cfg.Exec.Run(ctx, step, script)
+	for _, line := range loggable(out) {
+		a.Log("%s", line)
+	}
+	if err != nil {
+		a.Log("%s: %v", failure, err)
+	}
+}
+
+// KeysScript adds the workload's public keys to user's authorized_keys,
+// each once (the provider installs them at placement where it can; this
+// keeps every node's set the same, N3).
+func KeysScript(user string, keys []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "user=%s\n", shellQuote(user))
+	b.WriteString(`home=$(getent passwd "$user" | cut -d: -f6)
+[ -n "$home" ] || { echo "no user $user on this machine" >&2; exit 1; }
+install -d -m 700 -o "$user" "$home/.ssh"
+f="$home/.ssh/authorized_keys"
+touch "$f"
+add_key() { grep -qxF "$1" "$f" || printf '%s\n' "$1" >> "$f"; }
+`)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "add_key %s\n", shellQuote(strings.TrimSpace(k)))
+	}
+	b.WriteString(`chown "$user" "$f" && chmod 600 "$f"` + "\n")
+	return b.String()
 }
 
 func (a *Agent) startFailed(why string) {

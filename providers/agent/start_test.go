@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -192,4 +193,16 @@ func waitExit(t *testing.T, p providers.Process) ([]string, providers.Exit) {
 	}
 	t.Fatal(errors.New("the process did not end in 10 s"))
 	return nil, providers.Exit{}
+}
+
+// The workload's scripts are valid bash, whatever the keys and addresses hold.
+func TestWorkloadScriptsParse(t *testing.T) {
+	for name, script := range map[string]string{
+		"ports": PortsScript([]string{"10.77.0.1", "10.77.0.3"}, []int{8888, 6006}, true),
+		"keys":  KeysScript("ubuntu", []string{"ssh-ed25519 AAAA it's $(me) `x`", "ssh-rsa BBBB"}),
+	} {
+		if out, err := exec.Command("bash", "-n", "-c", script).CombinedOutput(); err != nil {
+			t.Errorf("%s script does not parse: %v\n%s\n%s", name, err, out, script)
+		}
+	}
 }

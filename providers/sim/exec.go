@@ -75,10 +75,12 @@ func (e *executor) Run(ctx context.Context, step, script string) (string, error)
 		return e.nccl()
 	case PortsStep:
 		return e.ports(script)
+	case KeysStep:
+		return e.keys(script)
 	}
 	kind, software, _ := strings.Cut(step, ":")
 	if (kind != "install" && kind != "check") || !knownSoftware(software) {
-		return "", fmt.Errorf("sim: unknown step %q (want gpus, nccl:nccl-tests, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
+		return "", fmt.Errorf("sim: unknown step %q (want gpus, nccl:nccl-tests, ports, ssh-keys, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
 	}
 	c := e.c
 	c.mu.Lock()

@@ -12,8 +12,12 @@ import (
 )
 
 // PortsStep is the step an agent runs to open the workload's ports between
-// the nodes (and publish them where the machine kind allows).
-const PortsStep = "ports"
+// the nodes (and publish them where the machine kind allows); KeysStep adds
+// the workload's SSH keys to the SSH user's authorized_keys.
+const (
+	PortsStep = "ports"
+	KeysStep  = "ssh-keys"
+)
 
 // Ran is one workload step a simulated machine's agent ran: the ports step
 // (Run) or the start command (Start), with the user and env it ran with.
@@ -35,6 +39,19 @@ func (c *Cloud) Ran(groupName string, index int) []Ran {
 		return nil
 	}
 	return append([]Ran(nil), g.nodes[index].ran...)
+}
+
+// keys plays adding the SSH keys (it prints nothing, like the script).
+func (e *executor) keys(script string) (string, error) {
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if err := e.up(now); err != nil {
+		return "", err
+	}
+	e.n.ran = append(e.n.ran, Ran{At: now, Step: KeysStep, Script: script})
+	return "", nil
 }
 
 // ports plays opening the ports: what ufw prints for each rule.
