@@ -149,6 +149,32 @@ type ClusterNode struct {
 	PublicHost string `json:"publicHost,omitempty"`
 	GPUs       string `json:"gpus,omitempty"`    // what nvidia-smi showed at check-in (L4)
 	Message    string `json:"message,omitempty"` // what the last health pass saw, or why it failed (R1)
+	// StartCommand is the start command's state on this node (N3); null
+	// when the cluster has no start command.
+	StartCommand *NodeStartCommand `json:"startCommand"`
+}
+
+// NodeStartCommand is the state of the start command on one node in its
+// current boot: "waiting" until the cluster is ready and the node's agent
+// started it, then "running", "exited" (with exitCode) or "failed" (it
+// could not start, or the machine stopped under it: exitCode -1).
+type NodeStartCommand struct {
+	State     string     `json:"state"`
+	StartedAt *time.Time `json:"startedAt"`
+	ExitCode  *int       `json:"exitCode"`
+	EndedAt   *time.Time `json:"endedAt"`
+	Error     string     `json:"error,omitempty"`
+}
+
+// Port is one of the workload's ports (N3): open between the nodes on
+// every machine, and published on each node's public address where the
+// machine kind allows; Tunnel reaches it on node-0 through SSH either way.
+type Port struct {
+	Port      int      `json:"port"`
+	Published bool     `json:"published"`
+	Addresses []string `json:"addresses"` // host:port per node, in rank order, when published
+	Tunnel    string   `json:"tunnel"`    // ssh -N -L port:localhost:port … to node-0
+	Note      string   `json:"note"`
 }
 
 // ClusterEvent is one entry of a cluster's history.
@@ -271,6 +297,7 @@ type Connections struct {
 	Nodes           []ConnectionNode  `json:"nodes"`
 	Primary         *ConnectionNode   `json:"primary"`
 	Commands        []Command         `json:"commands"`
+	Ports           []Port            `json:"ports"`
 }
 
 // LogLine is one line of a node's log: an element of LogLines, and the

@@ -75,7 +75,7 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	cloud := sim.New(cfg, sim.WithClock(clock.Now), sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
 		execs[m.Group+"/"+m.Name] = m.Exec
 		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec, HTTP: srv.Client(),
-			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now})
+			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now, Workload: m.Workload})
 	}))
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},

@@ -23,7 +23,7 @@ var allModels = []any{
 	&models.SoftwareRun{}, &models.SoftwareTask{},
 	&models.CapacityRequest{}, &models.EndedSession{},
 	&models.NodeGPUCheck{}, &models.NCCLCheck{}, &models.ProviderLeak{},
-	&models.ProviderSetting{}, &models.PrivateOffer{},
+	&models.ProviderSetting{}, &models.PrivateOffer{}, &models.NodeStart{},
 }
 
 // TestMigrationsCoverModels migrates an empty database and checks that every

@@ -176,7 +176,7 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	return h.clusterJSONResponse(c, status, cl)
 }
 
-func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent) api.Cluster {
+func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent, starts map[int]*models.NodeStart) api.Cluster {
 	j := api.Cluster{
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status), Accelerator: cl.Accelerator, NodeCount: cl.Nodes,
 		GPUsPerNode: cl.GPUsPerNode, Location: cl.Location, Provider: cl.Provider, OfferID: cl.OfferID, QuoteID: cl.QuoteID,
@@ -189,7 +189,8 @@ func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []model
 		j.LastError = &cl.LastError
 	}
 	for _, n := range nodes {
-		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost, Message: n.Message})
+		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost,
+			Message: n.Message, StartCommand: startJSON(cl, starts[n.Rank])})
 	}
 	for _, e := range events {
 		j.Events = append(j.Events, api.ClusterEvent{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})
@@ -229,7 +230,11 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 	if err != nil {
 		return err
 	}
-	j := toClusterJSON(cl, nodes, events)
+	starts, err := h.Store.NodeStarts(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	j := toClusterJSON(cl, nodes, events, startsByRank(starts))
 	for _, g := range gpus {
 		for i := range j.Nodes {
 			if j.Nodes[i].Rank == g.Rank {
@@ -258,9 +263,13 @@ func (h *handler) apiListClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	starts, err := h.Store.NodeStartsForClusters(ctx, p.Org.ID, ids)
+	if err != nil {
+		return err
+	}
 	out := make([]api.Cluster, 0, len(clusters))
 	for _, cl := range clusters {
-		out = append(out, toClusterJSON(cl, nodes[cl.ID], nil))
+		out = append(out, toClusterJSON(cl, nodes[cl.ID], nil, startsByRank(starts[cl.ID])))
 	}
 	return c.JSON(http.StatusOK, api.ClusterList{Clusters: out})
 }

@@ -31,6 +31,8 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},
 		"AgentHeartbeat": agentapi.HeartbeatResponse{}, "AgentLogsRequest": agentapi.LogsRequest{},
+		"AgentHeartbeatRequest": agentapi.HeartbeatRequest{}, "AgentStartState": agentapi.StartState{}, "AgentStartOrder": agentapi.StartOrder{},
+		"NodeStartCommand": api.NodeStartCommand{}, "Port": api.Port{},
 		"AgentTaskResultRequest": agentapi.TaskResult{}, "AgentTaskResult": agentapi.TaskStatus{},
 	} {
 		schema, ok := o.pointer("#/components/schemas/" + name)

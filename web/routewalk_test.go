@@ -263,8 +263,8 @@ func clusterA(f *walkFixture) map[string]string { return map[string]string{"id":
 // walkStateful lists GET routes whose answer to A depends on the cluster's
 // state, so the positive control does not apply (B still gets 404).
 var walkStateful = map[string]string{
-	"/clusters/:id/kubeconfig":         "404 until a Kubernetes install reports one",
-	"/v1/gpu/clusters/:id/kubeconfig":  "404 until a Kubernetes install reports one",
+	"/clusters/:id/kubeconfig":         "404 unless Kubernetes, 409 until node-0 reports its kubeconfig",
+	"/v1/gpu/clusters/:id/kubeconfig":  "404 unless Kubernetes, 409 until node-0 reports its kubeconfig",
 	"/v1/gpu/clusters/:id/connections": "409 until every machine is up",
 }
 
