@@ -25,6 +25,7 @@ func Register(s *Scheduler, d Deps) error {
 		{"17 * * * *", &PruneLoginThrottles{Store: d.Store}, time.Minute},
 		{"@every 5s", &Provision{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL, Notify: mail.Notify}, 2 * time.Minute},
 		{"@every 5s", &Install{Store: d.Store, Notify: mail.Notify}, 30 * time.Second},
+		{"@every 1m", &Billing{Store: d.Store}, 50 * time.Second},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)
