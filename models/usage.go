@@ -17,7 +17,7 @@ const UsagePeriod = time.Hour
 // Batch sizes of a metering pass: clusters read per page, ledger rows per
 // INSERT (SQLite binds every value; PostgreSQL takes arrays). Statements
 // grow with these batches, never with machines.
-const (
+var (
 	meterPageSize    = 1000
 	meterChunkRows   = 1000
 	meterChunkArrays = 10_000
