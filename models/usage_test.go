@@ -155,22 +155,26 @@ func TestMeterStartsAtReadyAtForEveryMachine(t *testing.T) {
 func TestMeterExactMinuteProration(t *testing.T) {
 	tests := []struct {
 		name        string
+		rate        models.Money
 		readyAfter  time.Duration // after 12:00
 		ran         time.Duration
 		wantMinutes int64
 		want        models.Money // per machine
 	}{
-		{"$2.49/h for 7 minutes", 10 * time.Minute, 7*time.Minute + 40*time.Second, 7, 290_500},
-		{"under a minute", 10 * time.Minute, 59 * time.Second, 0, 0},
-		{"across three hours", 55*time.Minute + 30*time.Second, 2*time.Hour + 13*time.Minute + 10*time.Second, 133, rate249 * 133 / 60},
-		{"a whole hour on the boundary", 0, time.Hour, 60, rate249},
+		{"$2.49/h for 7 minutes", rate249, 10 * time.Minute, 7*time.Minute + 40*time.Second, 7, 290_500},
+		{"under a minute", rate249, 10 * time.Minute, 59 * time.Second, 0, 0},
+		{"across three hours", rate249, 55*time.Minute + 30*time.Second, 2*time.Hour + 13*time.Minute + 10*time.Second, 133, rate249 * 133 / 60},
+		{"a whole hour on the boundary", rate249, 0, time.Hour, 60, rate249},
+		// 1,999,999 µ$/h does not divide by 60: rounding each period on its
+		// own would lose micro-dollars; cumulative rounding sums exactly.
+		{"an odd rate across hours", 1_999_999, 30 * time.Minute, 2*time.Hour + 1*time.Minute, 121, 1_999_999 * 121 / 60},
 	}
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := newMeterEnv(t, db)
 		for i, tc := range tests {
 			base := t0.Add(time.Duration(i) * 24 * time.Hour)
 			e.clock.Set(base.Add(tc.readyAfter))
-			c := e.ready(t, e.cluster(t, 2, rate249))
+			c := e.ready(t, e.cluster(t, 2, tc.rate))
 			// A pass every 7 minutes while it runs; the terminate closes the last period.
 			for end := base.Add(tc.readyAfter + tc.ran); e.clock.Now().Add(7 * time.Minute).Before(end); {
 				e.clock.Advance(7 * time.Minute)
