@@ -16,18 +16,19 @@ const module = "github.com/clusterdeck/clusterdeck/"
 // new package must declare what it may import.
 func TestImportRules(t *testing.T) {
 	allowed := map[string][]string{
-		"models":            {"models/nodespec", "models/readiness"},
-		"models/modelstest": {"models"},
-		"models/readiness":  {},
-		"models/nodespec":   {},
-		"providers":         {},
-		"providers/sim":     {"providers"},
-		"providers/agent":   {"providers"},
-		"providers/mail":    {},
-		"static":            {},
-		"views":             {"models"},
-		"web":               {"models", "models/nodespec", "views"},
-		"jobs":              {"models", "models/readiness", "models/nodespec", "providers"},
+		"models":             {"models/nodespec", "models/readiness"},
+		"models/modelstest":  {"models"},
+		"models/readiness":   {},
+		"models/nodespec":    {},
+		"providers":          {},
+		"providers/sim":      {"providers"},
+		"providers/agent":    {"providers"},
+		"providers/mail":     {},
+		"providers/payments": {},
+		"static":             {},
+		"views":              {"models"},
+		"web":                {"models", "models/nodespec", "views"},
+		"jobs":               {"models", "models/readiness", "models/nodespec", "providers"},
 	}
 	out, err := exec.Command("go", "list", "./...").Output()
 	if err != nil {
