@@ -62,40 +62,86 @@ func (s *Store) UsageForCluster(ctx context.Context, orgID, clusterID string) (C
 	if err != nil {
 		return ClusterUsage{}, err
 	}
-	nodes, err := s.NodesFor(ctx, c.ID)
+	out, err := s.usageOf(ctx, orgID, []Cluster{c})
 	if err != nil {
 		return ClusterUsage{}, err
 	}
-	entries, err := s.UsageEntries(ctx, orgID, c.ID)
+	return out[0], nil
+}
+
+// UsageForOrg is the usage of every cluster of the organisation that was
+// billed at or after since (the billing page's lines, B3), newest first, in
+// a fixed number of queries.
+func (s *Store) UsageForOrg(ctx context.Context, orgID string, since time.Time) ([]ClusterUsage, error) {
+	var cs []Cluster
+	err := s.db.WithContext(ctx).Where("org_id = ? AND ready_at IS NOT NULL AND (released_at IS NULL OR released_at >= ?)", orgID, since).
+		Order("ready_at DESC, id").Limit(500).Find(&cs).Error
 	if err != nil {
-		return ClusterUsage{}, err
+		return nil, fmt.Errorf("models: usage of %s: %w", orgID, err)
 	}
-	intervals, err := s.MachineIntervals(ctx, orgID, c.ID)
+	return s.usageOf(ctx, orgID, cs)
+}
+
+// usageOf builds the usage lines of clusters of one organisation: their
+// machines, written usage per machine, marks and intervals, one query each.
+func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster) ([]ClusterUsage, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	machines, err := s.machinesOf(ctx, ids)
 	if err != nil {
-		return ClusterUsage{}, err
+		return nil, err
 	}
-	var mark *time.Time
-	var marks []time.Time
-	if err := s.db.WithContext(ctx).Table("usage_marks").Where("cluster_id = ?", c.ID).Pluck("billed_until", &marks).Error; err != nil {
-		return ClusterUsage{}, fmt.Errorf("models: usage mark %s: %w", c.ID, err)
+	var sums []struct {
+		NodeID  string
+		Amount  Money
+		Minutes int64
 	}
-	if len(marks) == 1 {
-		mark = &marks[0]
+	err = s.db.WithContext(ctx).Table("ledger_entries").Select("node_id, SUM(amount) AS amount, SUM(minutes) AS minutes").
+		Where("org_id = ? AND kind = ? AND cluster_id IN ?", orgID, LedgerUsage, ids).Group("node_id").Scan(&sums).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: usage sums: %w", err)
 	}
-	accMin, acc := accumulating(c, mark, s.Now())
-	out := ClusterUsage{Cluster: c}
-	for _, n := range nodes {
-		m := MachineUsage{NodeID: n.ID, Name: n.Name, MachineHour: c.MachineHour,
-			AccumulatingMinutes: accMin, Accumulating: acc, Intervals: intervals[n.ID]}
-		for _, e := range entries {
-			if e.NodeID == n.ID {
-				m.Minutes += e.Minutes
-				m.Completed -= e.Amount
-			}
+	written := map[string][2]int64{}
+	for _, r := range sums {
+		written[r.NodeID] = [2]int64{-r.Amount, r.Minutes}
+	}
+	var marks []struct {
+		ClusterID   string
+		BilledUntil time.Time
+	}
+	if err := s.db.WithContext(ctx).Table("usage_marks").Where("cluster_id IN ?", ids).Scan(&marks).Error; err != nil {
+		return nil, fmt.Errorf("models: usage marks: %w", err)
+	}
+	markOf := map[string]*time.Time{}
+	for i := range marks {
+		markOf[marks[i].ClusterID] = &marks[i].BilledUntil
+	}
+	var ivs []MachineInterval
+	if err := s.db.WithContext(ctx).Where("org_id = ? AND cluster_id IN ?", orgID, ids).Order("started_at, id").Find(&ivs).Error; err != nil {
+		return nil, fmt.Errorf("models: intervals: %w", err)
+	}
+	intervals := map[string][]MachineInterval{}
+	for _, iv := range ivs {
+		intervals[iv.NodeID] = append(intervals[iv.NodeID], iv)
+	}
+	now := s.Now()
+	out := make([]ClusterUsage, len(cs))
+	for i, c := range cs {
+		accMin, acc := accumulating(c, markOf[c.ID], now)
+		out[i] = ClusterUsage{Cluster: c}
+		for _, n := range machines[c.ID] {
+			w := written[n.ID]
+			m := MachineUsage{NodeID: n.ID, Name: n.Name, MachineHour: c.MachineHour, Completed: w[0], Minutes: w[1],
+				AccumulatingMinutes: accMin, Accumulating: acc, Intervals: intervals[n.ID]}
+			out[i].Completed += m.Completed
+			out[i].Accumulating += m.Accumulating
+			out[i].Machines = append(out[i].Machines, m)
 		}
-		out.Completed += m.Completed
-		out.Accumulating += m.Accumulating
-		out.Machines = append(out.Machines, m)
 	}
 	return out, nil
 }

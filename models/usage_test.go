@@ -147,6 +147,13 @@ func TestMeterStartsAtReadyAtForEveryMachine(t *testing.T) {
 		if r := e.meter(t); r.Entries != 0 {
 			t.Errorf("a rerun in the same hour wrote %d entries", r.Entries)
 		}
+		all, err := e.s.UsageForOrg(e.ctx, e.org.ID, t0.Add(-24*time.Hour))
+		if err != nil || len(all) != 1 || fmt.Sprint(all[0].Machines) != fmt.Sprint(cu.Machines) || all[0].Completed != 3*want {
+			t.Errorf("org usage %+v %v, want the cluster's line %+v", all, err, cu)
+		}
+		if other, _ := e.s.UsageForOrg(e.ctx, "org_other", t0.Add(-24*time.Hour)); len(other) != 0 {
+			t.Error("usage leaks to another organisation")
+		}
 	})
 }
 
