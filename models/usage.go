@@ -275,8 +275,9 @@ func (s *Store) insertUsageArrays(ctx context.Context, rows []usageRow) (int64, 
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	amounts, minutes := make([]int64, n), make([]int64, n)
 	starts, ends := make([]time.Time, n), make([]time.Time, n)
+	prefix := NewID("le") // one random prefix, then a sequence: the rows land side by side in the primary key
 	for i, r := range rows {
-		ids[i], orgs[i], kinds[i], statuses[i] = NewID("le"), r.orgID, LedgerUsage, EntryCompleted
+		ids[i], orgs[i], kinds[i], statuses[i] = prefix+"_"+fmt.Sprintf("%05d", i), r.orgID, LedgerUsage, EntryCompleted
 		keys[i], descs[i], clusters[i], nodes[i] = UsageKey(r.nodeID, r.start), truncate(r.desc, 255), r.clusterID, r.nodeID
 		amounts[i], minutes[i], starts[i], ends[i] = -r.amount, r.minutes, r.start, r.end
 	}
