@@ -61,8 +61,10 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/settings/team/members/:id/remove", h.removeMember, h.requireManager)
 	app.GET("/settings/audit", h.showAudit, h.requireManager)
 
-	// Billing: owners and admins (members get 403).
+	// Billing: owners and admins (members get 403); top-ups and the
+	// payment webhook register in h.billingRoutes.
 	app.GET("/billing", h.showBilling, h.requireManager)
+	h.billingRoutes(e, api)
 
 	// Request a quote (RQ1, RQ2): any member asks; the org's requests are
 	// listed for all of its members.
