@@ -181,6 +181,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 				DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
 				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken},
 			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl,
+			Payments: webPayments(cfg),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
