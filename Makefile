@@ -10,12 +10,14 @@ PGURL    ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 .PHONY: help run build generate css templ check-generated lint test test-go test-pg bench clean
 
 help: ## List targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-16s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -v pgurl='$(PGURL)' 'BEGIN {FS = ":.*## "}; \
+		{ d = $$2; i = index(d, "$$(PGURL)"); if (i) d = substr(d, 1, i - 1) pgurl substr(d, i + 8); printf "  %-16s %s\n", $$1, d }'
 
 build: ## Build bin/clusterdeck (no Node needed)
+	@test -e $(BIN) || echo "Compiling bin/clusterdeck: the first build compiles every dependency and can take a few minutes (later builds take seconds)."
 	CGO_ENABLED=0 $(GO) build -o $(BIN) .
 
-run: build ## Print the demo log-in (email, password, api_key), then serve on the embedded defaults
+run: build ## Print the demo log-in (email, password, api_key), then serve (another port: ADDR=127.0.0.1:9090 make run)
 	./$(BIN) demo
 	./$(BIN) serve
 
@@ -35,15 +37,18 @@ check-generated: generate ## Fail if committed generated files are stale
 	@git diff --exit-code --stat -- views static/css/app.css || \
 		(echo "generated files are stale: run 'make generate' and commit" >&2; exit 1)
 
-lint: ## gofmt, go vet, templ fmt
+lint: ## gofmt, go vet, templ fmt, go mod tidy
+	@$(GO) mod tidy -diff >/dev/null || (echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit" >&2; exit 1)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1)
 	$(GO) vet ./...
 	$(GO) tool templ fmt -fail views
 
 test: check-generated lint test-go ## Every test (PostgreSQL too when TEST_DATABASE_URL is set)
 
+# testreport prints what go test prints, then one line counting skipped tests
+# (no TEST_DATABASE_URL, no Chromium) and why.
 test-go:
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) run ./internal/testreport -race -count=1 -timeout 20m ./...
 
 test-pg: ## Every test with PostgreSQL at $(PGURL)
 	TEST_DATABASE_URL='$(PGURL)' $(MAKE) test

@@ -13,13 +13,17 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/internal/cli"
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/static"
 	"github.com/clusterdeck/clusterdeck/web"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"gorm.io/gorm"
 )
 
@@ -36,7 +40,8 @@ Usage:
                           run the cluster agent on a node
   clusterdeck gpu offers|clusters quote|launch|list|get|connections|logs|terminate
                           the REST API from the command line (clusterdeck gpu help)
-  clusterdeck help        this text
+  clusterdeck version     the version and commit this binary was built from
+  clusterdeck help        this text; clusterdeck COMMAND --help for one command
 
 Configuration comes from environment variables; see README.md.
 `
@@ -45,7 +50,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		var code cliExit // `gpu` printed its own message
+		var code cli.Exit // `gpu` printed its own message
 		if errors.As(err, &code) {
 			os.Exit(int(code))
 		}
@@ -64,11 +69,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
+	if cmd == "version" || cmd == "--version" {
+		fmt.Fprint(stdout, versionText(debug.ReadBuildInfo()))
+		return nil
+	}
+	if cmd != "gpu" && wantsHelp(args) && printHelp(stdout, cmd) {
+		return nil
+	}
+	if _, ok := commandHelp[cmd]; ok && cmd != "admin" && len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments: configuration comes from environment variables\n\n%s", cmd, commandHelp[cmd])
+	}
 	if cmd == "agent" { // runs on a node: no database, no server config
 		return runAgent(ctx, args, stderr)
 	}
 	if cmd == "gpu" { // the API's client: no database, no server config
-		return runGPU(ctx, args, getenv, stdout, stderr)
+		return cli.Run(ctx, args, getenv, stdout, stderr)
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
@@ -160,8 +175,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	// One registry for /metrics: jobs and web each register their own metrics.
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	jobMetrics, err := jobs.NewMetrics(metrics)
+	if err != nil {
+		return err
+	}
 	sched := jobs.NewScheduler(store, log)
-	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL}); err != nil {
+	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics}); err != nil {
 		return err
 	}
 	// Fill the catalog before the first page view, then keep it fresh.
@@ -180,7 +202,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 				SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 				DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
 				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken},
-			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl,
+			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
 			Payments: webPayments(cfg),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers/agent"
 )
@@ -16,15 +15,18 @@ import (
 // runAgent is `clusterdeck agent --server URL --token T`: the cluster agent
 // a machine's start-up script runs on every node.
 func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs, f := agentFlags()
 	fs.SetOutput(stderr)
-	server := fs.String("server", "", "Clusterdeck's URL, e.g. https://deck.example.com")
-	token := fs.String("token", "", "this node's agent token (cdn_…)")
-	every := fs.Duration("every", 10*time.Second, "how often to check in for work")
-	privateIP := fs.String("private-ip", "", "this node's address on the private network")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // the flag package printed the usage
+		}
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("agent: unexpected argument %q (run clusterdeck agent --help)", fs.Arg(0))
+	}
+	server, token, every, privateIP := f.server, f.token, f.every, f.privateIP
 	if *server == "" || *token == "" {
 		return errors.New("agent: --server and --token are required")
 	}

@@ -64,6 +64,8 @@ func (s *simControl) InjectFaultsJSON(data []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.c.Inject(faults...)
+	if err := s.c.Inject(faults...); err != nil {
+		return 0, err
+	}
 	return len(faults), nil
 }

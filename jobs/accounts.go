@@ -7,7 +7,8 @@ import (
 )
 
 // PruneLoginThrottles forgets failed log-in counts whose window has passed,
-// so the throttle table stays small.
+// logged-out sessions whose cookies have expired and long-expired unused
+// quotes, so these tables stay small.
 type PruneLoginThrottles struct {
 	Store *models.Store
 }
@@ -17,6 +18,12 @@ func (j *PruneLoginThrottles) Name() string { return "login-throttle-prune" }
 
 // Run implements Job.
 func (j *PruneLoginThrottles) Run(ctx context.Context) error {
-	_, err := j.Store.PruneLoginThrottles(ctx)
+	if _, err := j.Store.PruneLoginThrottles(ctx); err != nil {
+		return err
+	}
+	if _, err := j.Store.PruneEndedSessions(ctx); err != nil {
+		return err
+	}
+	_, err := j.Store.PruneQuotes(ctx)
 	return err
 }

@@ -25,6 +25,9 @@ func (j *Catalog) Run(ctx context.Context) error {
 	var errs []error
 	for _, name := range j.Providers.Names() {
 		p := j.Providers[name]
+		// Stamped before asking: a placement the count may not show yet is
+		// then held against it (models' stock.go), never missed.
+		seen := j.Store.Now()
 		offers, err := p.ListOffers(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: list offers: %w", name, err))
@@ -34,7 +37,7 @@ func (j *Catalog) Run(ctx context.Context) error {
 		for _, o := range offers {
 			rows = append(rows, offerRow(o))
 		}
-		if err := j.Store.ReplaceOffers(ctx, name, rows, j.Store.Now()); err != nil {
+		if err := j.Store.ReplaceOffers(ctx, name, rows, seen); err != nil {
 			errs = append(errs, fmt.Errorf("%s: store: %w", name, err))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
 	"github.com/clusterdeck/clusterdeck/models/readiness"
+	"github.com/clusterdeck/clusterdeck/models/software"
 )
 
 // checkStale is how long a check handed to node-0 may stay unanswered
@@ -27,8 +28,8 @@ const checkStale = 2 * time.Minute
 // node and quoting the tool. Agents take the tasks and post their output
 // through the agent protocol; this job makes every decision.
 type Install struct {
-	Store  *models.Store
-	Notify func(ctx context.Context, c models.Cluster) error // E1 mails on ready/degraded; nil = none
+	Store *models.Store
+	Mail  *models.ClusterNotify // E1 mails on ready/degraded, queued with the change; nil = none
 }
 
 // Name implements Job.
@@ -58,6 +59,7 @@ type attempt struct {
 	run      models.SoftwareRun
 	nodes    []models.ClusterNode
 	spec     nodespec.Cluster
+	sw       *software.Software          // nil when the cluster's software is not registered
 	installs map[int]models.SoftwareTask // by rank
 	check    *models.SoftwareTask        // the latest check
 	judged   *models.SoftwareTask        // the latest check with a verdict
@@ -68,6 +70,9 @@ func (j *Install) advance(ctx context.Context, c models.Cluster) error {
 	a, err := j.load(ctx, c)
 	if err != nil {
 		return err
+	}
+	if a.sw == nil {
+		return j.degrade(ctx, a, "install_failed:config", "", fmt.Sprintf("The cluster asks for software %q, which Clusterdeck cannot install.", c.Software))
 	}
 	if err := a.spec.Validate(); err != nil {
 		return j.degrade(ctx, a, "install_failed:config", "", "The cluster's software configuration cannot be generated: "+err.Error())
@@ -110,7 +115,8 @@ func (j *Install) load(ctx context.Context, c models.Cluster) (*attempt, error) 
 	if err != nil {
 		return nil, err
 	}
-	a := &attempt{c: c, run: run, nodes: nodes, spec: models.ClusterSpec(c, nodes, offer), installs: map[int]models.SoftwareTask{}}
+	a := &attempt{c: c, run: run, nodes: nodes, spec: models.ClusterSpec(c, nodes, offer),
+		sw: software.Lookup(c.Software), installs: map[int]models.SoftwareTask{}}
 	for i, t := range tasks {
 		switch t.Kind {
 		case models.TaskInstall:
@@ -148,9 +154,9 @@ func (j *Install) plan(ctx context.Context, a *attempt) error {
 	case !a.installed():
 		return nil
 	case a.check == nil:
-		return j.add(ctx, a, checkTask(a.spec, a.c, 1))
+		return j.add(ctx, a, checkTask(a.spec, a.sw, 1))
 	case a.check.Summary != "" || a.checkStale(j.Store.Now()):
-		return j.add(ctx, a, checkTask(a.spec, a.c, a.check.Seq+1))
+		return j.add(ctx, a, checkTask(a.spec, a.sw, a.check.Seq+1))
 	}
 	return nil
 }
@@ -201,32 +207,17 @@ func (a *attempt) judge(t models.SoftwareTask) (readiness.Report, string) {
 	return rep, rep.Summary
 }
 
-// verdict parses check output against the expected nodes: names for Slurm
-// and Kubernetes (with every node's GPUs allocatable), the node count for
-// Ray, whose node ids we never learn.
+// verdict parses check output against the cluster's nodes, the way the
+// software reads its own check (models/software).
 func (a *attempt) verdict(output string) (readiness.Report, error) {
-	if a.c.Software == nodespec.SoftwareRay {
-		return readiness.RayCount(output, len(a.nodes))
-	}
-	names := make([]string, len(a.nodes))
-	for i, n := range a.nodes {
-		names[i] = n.Name
-	}
-	gpus := 0
-	if a.c.Software == nodespec.SoftwareKubernetes {
-		gpus = a.c.GPUsPerNode
-	}
-	return readiness.Check(a.c.Software, output, names, gpus)
+	return a.sw.Judge(output, a.spec)
 }
 
 // ready is L5: the software passed its check on every node.
 func (j *Install) ready(ctx context.Context, a *attempt, summary string) error {
-	msg := fmt.Sprintf("%s passed its check on every node (%s). The cluster is ready.", title(a.c.Software), summary)
-	c, err := j.Store.MarkSoftwareReady(ctx, a.c.ID, a.run.Attempt, msg)
-	if err != nil {
-		return err
-	}
-	return j.notify(ctx, c)
+	msg := fmt.Sprintf("%s passed its check on every node (%s). The cluster is ready.", a.sw.Label, summary)
+	_, err := j.Store.MarkSoftwareReady(ctx, a.c.ID, a.run.Attempt, msg, j.Mail)
+	return err
 }
 
 // timeout is L6 at the deadline: a node still installing, or a check that
@@ -253,7 +244,7 @@ func (j *Install) timeout(ctx context.Context, a *attempt) error {
 
 // checkFailure names the node the last verdict failed and quotes the check.
 func (a *attempt) checkFailure(window time.Duration) (string, string) {
-	head := fmt.Sprintf("%s did not pass its check within %s (attempt %d)", title(a.c.Software), window, a.run.Attempt)
+	head := fmt.Sprintf("%s did not pass its check within %s (attempt %d)", a.sw.Label, window, a.run.Attempt)
 	t := a.judged
 	if t == nil {
 		return "node-0", head + ": node-0 never answered a check."
@@ -263,65 +254,25 @@ func (a *attempt) checkFailure(window time.Duration) (string, string) {
 		node = a.failingNode(rep)
 	}
 	return node, fmt.Sprintf("%s: %s. Output of `%s` on node-0:\n%s",
-		head, t.Summary, strings.TrimSpace(checkCommands[a.c.Software]), tailString(t.Output, 1200))
+		head, t.Summary, strings.TrimSpace(a.sw.CheckCommand), tailString(t.Output, 1200))
 }
 
-// failingNode is the first node a report shows failing or missing. Ray
-// names failed nodes by address ("(ip: 10.77.0.2)"), which maps back to
-// our names; a Ray cluster merely short of nodes names none.
+// failingNode is the node a report blames, "" for none.
 func (a *attempt) failingNode(rep readiness.Report) string {
-	if a.c.Software == nodespec.SoftwareRay {
-		for _, line := range append(append([]string{}, rep.Failures...), rep.Pending...) {
-			for _, n := range a.nodes {
-				if strings.Contains(line, "ip: "+n.PrivateIP+")") || strings.HasPrefix(line, n.PrivateIP+":") {
-					return n.Name
-				}
-			}
-		}
-		return ""
-	}
-	if f := rep.Failing(); len(f) > 0 {
-		return f[0].Node
-	}
-	if len(rep.Missing) > 0 {
-		return rep.Missing[0]
-	}
-	return ""
+	return a.sw.Failing(rep, a.spec)
 }
 
 // installFailure is the degraded event's message for a failed install.
 func installFailure(a *attempt, t models.SoftwareTask) string {
 	return fmt.Sprintf("Installing %s failed on %s (%s, attempt %d). Output:\n%s",
-		title(a.c.Software), t.Node(), t.Role, t.Attempt, tailString(t.Output, 1500))
+		a.sw.Label, t.Node(), t.Role, t.Attempt, tailString(t.Output, 1500))
 }
 
 // degrade is L6: machines stay up and billing runs; the customer retries
 // the install or terminates.
 func (j *Install) degrade(ctx context.Context, a *attempt, lastError, node, msg string) error {
-	c, err := j.Store.DegradeSoftware(ctx, a.c.ID, a.run.Attempt, lastError, node, msg)
-	if err != nil {
-		return err
-	}
-	return j.notify(ctx, c)
-}
-
-func (j *Install) notify(ctx context.Context, c models.Cluster) error {
-	if j.Notify == nil {
-		return nil
-	}
-	return j.Notify(ctx, c)
-}
-
-func title(software string) string {
-	switch software {
-	case nodespec.SoftwareSlurm:
-		return "Slurm"
-	case nodespec.SoftwareKubernetes:
-		return "Kubernetes"
-	case nodespec.SoftwareRay:
-		return "Ray"
-	}
-	return software
+	_, err := j.Store.DegradeSoftware(ctx, a.c.ID, a.run.Attempt, lastError, node, msg, j.Mail)
+	return err
 }
 
 // tailString keeps the last n bytes of s (at a line start when one is near).

@@ -1,12 +1,13 @@
 package jobs
 
 import (
-	"encoding/base64"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
+	"github.com/clusterdeck/clusterdeck/models/software"
 )
 
 // What every node gets (N2–N4) and what each software's install and check
@@ -19,44 +20,27 @@ const (
 	envPath      = "/etc/clusterdeck/env"      // nodespec EnvBlock, sourced by every shell
 	hostsPath    = "/etc/clusterdeck/hosts"    // merged into /etc/hosts
 	hostfilePath = "/etc/clusterdeck/hostfile" // the hostfile, also at /shared/hostfile on vm and bare_metal
-	mungeKeyPath = "/etc/clusterdeck/munge.key.b64"
-	rayVersion   = "2.9.3"
-	kubeVersion  = "v1.30"
 )
 
-// checkCommands are the software's own checks (S2), run on node-0.
-var checkCommands = map[string]string{
-	"slurm":      `sinfo -N -h -o "%N %T"`,
-	"kubernetes": "kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes -o json",
-	"ray":        "ray status",
-}
-
-// installTask is node rank's install: the contract files, the software's
-// files, and a script for the node's role. join is Kubernetes workers'
-// join command (from node-0).
+// installTask is node rank's install: the contract files and script, then
+// what the cluster's software installs (models/software). join is what
+// node-0 handed to the others (Kubernetes' join command).
 func installTask(spec nodespec.Cluster, c models.Cluster, rank int, join string) models.NewSoftwareTask {
 	files := contractFiles(spec, rank)
-	var script strings.Builder
-	script.WriteString(contractScript(spec, rank))
-	switch c.Software {
-	case nodespec.SoftwareSlurm:
-		files["/etc/slurm/slurm.conf"] = spec.SlurmConf()
-		files["/etc/slurm/gres.conf"] = spec.GresConf()
-		files[mungeKeyPath] = base64.StdEncoding.EncodeToString(models.MungeKey(c))
-		script.WriteString(slurmScript(rank == 0))
-	case nodespec.SoftwareKubernetes:
-		script.WriteString(kubeScript(spec, c, rank, join))
-	case nodespec.SoftwareRay:
-		script.WriteString(rayScript(spec, rank))
+	script := contractScript(spec, rank)
+	if sw := software.Lookup(c.Software); sw != nil {
+		in := sw.Install(software.Input{Spec: spec, Rank: rank, Keys: models.SoftwareKeys(c), Join: join})
+		maps.Copy(files, in.Files)
+		script += in.Script
 	}
 	return models.NewSoftwareTask{Kind: models.TaskInstall, Rank: rank, Seq: 1, Role: spec.Role(rank),
-		Payload: models.TaskPayload{Files: files, Env: envMap(spec, rank), Script: script.String()}}
+		Payload: models.TaskPayload{Files: files, Env: envMap(spec, rank), Script: script}}
 }
 
 // checkTask is the software's own check on node-0, the seq-th of its attempt.
-func checkTask(spec nodespec.Cluster, c models.Cluster, seq int) models.NewSoftwareTask {
+func checkTask(spec nodespec.Cluster, sw *software.Software, seq int) models.NewSoftwareTask {
 	return models.NewSoftwareTask{Kind: models.TaskCheck, Rank: 0, Seq: seq, Role: spec.Role(0),
-		Payload: models.TaskPayload{Env: envMap(spec, 0), Script: checkCommands[c.Software] + "\n"}}
+		Payload: models.TaskPayload{Env: envMap(spec, 0), Script: sw.CheckCommand + "\n"}}
 }
 
 func envMap(spec nodespec.Cluster, rank int) map[string]string {
@@ -119,71 +103,4 @@ func nodeOf(spec nodespec.Cluster, rank int) nodespec.Node {
 		}
 	}
 	return nodespec.Node{Rank: rank, Name: nodespec.NodeName(rank)}
-}
-
-// slurmScript installs slurmctld on the controller and slurmd everywhere
-// (node-0 runs jobs too), with the shared munge key.
-func slurmScript(controller bool) string {
-	pkgs, units := "munge slurm-client slurmd", "munge slurmd"
-	if controller {
-		pkgs, units = pkgs+" slurmctld", "munge slurmctld slurmd"
-	}
-	return "export DEBIAN_FRONTEND=noninteractive\n" +
-		"apt-get update -q\n" +
-		"apt-get install -y -q " + pkgs + "\n" +
-		"install -d -m 700 -o munge -g munge /etc/munge\n" +
-		"base64 -d " + mungeKeyPath + " > /etc/munge/munge.key\n" +
-		"rm -f " + mungeKeyPath + "\n" +
-		"chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key\n" +
-		"install -d -o slurm -g slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm\n" +
-		"systemctl enable " + units + "\n" +
-		"systemctl restart " + units + "\n"
-}
-
-// kubeScript installs the control plane on node-0 (kubeadm init with the
-// cluster's bootstrap token, untainted so its GPUs take pods, a CNI and
-// NVIDIA's device plugin) and prints the workers' join command and the
-// kubeconfig between markers; workers run the join command.
-func kubeScript(spec nodespec.Cluster, c models.Cluster, rank int, join string) string {
-	self := nodeOf(spec, rank)
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	w("export DEBIAN_FRONTEND=noninteractive")
-	w("modprobe br_netfilter && sysctl -q -w net.bridge.bridge-nf-call-iptables=1 net.ipv4.ip_forward=1")
-	w("swapoff -a")
-	w("install -d -m 755 /etc/apt/keyrings")
-	w("curl -fsSL https://pkgs.k8s.io/core:/stable:/%s/deb/Release.key | gpg --batch --yes --dearmor -o /etc/apt/keyrings/kubernetes.gpg", kubeVersion)
-	w("echo 'deb [signed-by=/etc/apt/keyrings/kubernetes.gpg] https://pkgs.k8s.io/core:/stable:/%s/deb/ /' > /etc/apt/sources.list.d/kubernetes.list", kubeVersion)
-	w("apt-get update -q && apt-get install -y -q containerd kubelet kubeadm kubectl")
-	w("nvidia-ctk runtime configure --runtime=containerd --set-as-default && systemctl restart containerd")
-	if rank != 0 {
-		w("[ -f /etc/kubernetes/kubelet.conf ] || %s --node-name %s", join, self.Name)
-		return b.String()
-	}
-	sans := self.PrivateIP
-	if self.PublicHost != "" {
-		sans += "," + self.PublicHost
-	}
-	w("[ -f /etc/kubernetes/admin.conf ] || kubeadm init --token %s --token-ttl 0 --node-name %s \\", models.KubeBootstrapToken(c), self.Name)
-	w("  --apiserver-advertise-address %s --apiserver-cert-extra-sans %s --pod-network-cidr 10.244.0.0/16", self.PrivateIP, sans)
-	w("export KUBECONFIG=/etc/kubernetes/admin.conf")
-	w("kubectl taint nodes %s node-role.kubernetes.io/control-plane:NoSchedule- 2>/dev/null || true", self.Name)
-	w("kubectl apply -f https://github.com/flannel-io/flannel/releases/latest/download/kube-flannel.yml")
-	w("kubectl apply -f https://raw.githubusercontent.com/NVIDIA/k8s-device-plugin/v0.15.0/deployments/static/nvidia-device-plugin.yml")
-	w("hash=$(openssl x509 -pubkey -in /etc/kubernetes/pki/ca.crt | openssl rsa -pubin -outform der 2>/dev/null | sha256sum | cut -d' ' -f1)")
-	w("echo '%s'", models.BlockBegin("JOIN COMMAND"))
-	w("echo \"kubeadm join %s:6443 --token %s --discovery-token-ca-cert-hash sha256:$hash\"", self.PrivateIP, models.KubeBootstrapToken(c))
-	w("echo '%s'", models.BlockEnd("JOIN COMMAND"))
-	w("echo '%s'", models.BlockBegin("KUBECONFIG"))
-	w("cat /etc/kubernetes/admin.conf")
-	w("echo '%s'", models.BlockEnd("KUBECONFIG"))
-	return b.String()
-}
-
-// rayScript starts the Ray head on node-0 and joins every other node to it
-// with --address (nodespec.RayStart).
-func rayScript(spec nodespec.Cluster, rank int) string {
-	return "python3 -m pip install -q -U 'ray[default]==" + rayVersion + "'\n" +
-		"ray stop --force >/dev/null 2>&1 || true\n" +
-		spec.RayStart(rank) + "\n"
 }

@@ -112,7 +112,7 @@ func TestSoftwareReady(t *testing.T) {
 				}
 				nodes, _ := w.store.NodesFor(ctx, c.ID)
 				for _, n := range nodes {
-					if n.Status != "ready" || n.Step != "done" || n.SoftwareAt == nil {
+					if n.Status != models.NodeReady || n.Step != "done" || n.SoftwareAt == nil {
 						t.Errorf("%s: status %s step %s softwareAt %v", n.Name, n.Status, n.Step, n.SoftwareAt)
 					}
 				}

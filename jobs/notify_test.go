@@ -89,8 +89,7 @@ func TestClusterMailsThroughOutboxAndSMTP(t *testing.T) {
 		if err := db.Create(&models.Membership{OrgID: w.org.ID, UserID: owner.ID, Role: models.RoleOwner, CreatedAt: start}).Error; err != nil {
 			t.Fatal(err)
 		}
-		notify := &jobs.ClusterMail{Store: w.store, BaseURL: "https://deck.example"}
-		w.job.Notify = notify.Notify
+		w.job.Mail = &models.ClusterNotify{BaseURL: "https://deck.example"}
 
 		ok := w.launch("H100_80GB", 2, 8)
 		w.tick()
@@ -98,10 +97,7 @@ func TestClusterMailsThroughOutboxAndSMTP(t *testing.T) {
 		if c := w.cluster(ok.ID); c.Status != models.StatusReady {
 			t.Fatalf("status %s", c.Status)
 		}
-		// Run the outcome hook again, as a retried tick would: still one mail.
-		if err := notify.Notify(ctx, w.cluster(ok.ID)); err != nil {
-			t.Fatal(err)
-		}
+		w.tick() // more ticks after the outcome: still one mail
 		if err := w.cloud.Inject(sim.Fault{Kind: sim.FaultRefuseCapacity}); err != nil {
 			t.Fatal(err)
 		}

@@ -19,8 +19,8 @@ import (
 type Provision struct {
 	Store     *models.Store
 	Providers providers.Registry
-	ServerURL string                                            // where agents reach /v1/agent/…
-	Notify    func(ctx context.Context, c models.Cluster) error // E1–E2 mails on ready/failed; nil = none
+	ServerURL string                // where agents reach /v1/agent/…
+	Mail      *models.ClusterNotify // E1–E2 mails on ready/failed, queued with the change; nil = none
 }
 
 // Name implements Job.
@@ -101,6 +101,12 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 			}
 		}
 	}
+	if bad, err := j.Store.GPUMismatch(ctx, c.ID); err != nil || bad != nil {
+		if err != nil {
+			return err
+		}
+		return j.fail(ctx, c, "gpu_mismatch:"+bad.Node, bad.Node, models.StepAgent, bad.Mismatch)
+	}
 	if failed, err := j.checkDeadlines(ctx, c); failed || err != nil {
 		return err
 	}
@@ -142,14 +148,8 @@ func (j *Provision) maybeJoined(ctx context.Context, c models.Cluster) error {
 			return nil
 		}
 	}
-	joined, err := j.Store.MarkJoined(ctx, c.ID)
-	if err != nil {
-		return err
-	}
-	if j.Notify != nil && joined.Status == models.StatusReady {
-		return j.Notify(ctx, joined)
-	}
-	return nil
+	_, err = j.Store.MarkJoined(ctx, c.ID, j.Mail)
+	return err
 }
 
 // place reserves every machine at once (L3).
@@ -199,17 +199,11 @@ func providerMessage(err error) string {
 // fail is L4: the cluster fails whole, every reserved machine is released,
 // nothing is billed, nothing is retried.
 func (j *Provision) fail(ctx context.Context, c models.Cluster, lastError, node, step, msg string) error {
-	failed, err := j.Store.FailCluster(ctx, c.ID, lastError, node, step, msg)
+	failed, err := j.Store.FailCluster(ctx, c.ID, lastError, node, step, msg, j.Mail)
 	if err != nil {
 		return err
 	}
-	if err := j.release(ctx, failed); err != nil {
-		return err
-	}
-	if j.Notify != nil {
-		return j.Notify(ctx, failed)
-	}
-	return nil
+	return j.release(ctx, failed)
 }
 
 // release gives every machine of a failed cluster back (retried each tick until confirmed).

@@ -53,6 +53,7 @@ type world struct {
 	job     *jobs.Provision
 	install *jobs.Install
 	billing *jobs.Billing
+	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
 	cat     *jobs.Catalog
 	org     models.Org
 	env     models.Environment
@@ -144,6 +145,11 @@ func (w *world) runJobs() {
 	if err := w.billing.Run(ctx); err != nil {
 		w.t.Fatalf("billing: %v", err)
 	}
+	if w.nccl != nil {
+		if err := w.nccl.Run(ctx); err != nil {
+			w.t.Fatalf("nccl: %v", err)
+		}
+	}
 }
 
 // run advances the clock by step and ticks until d has passed.
@@ -220,7 +226,7 @@ func TestProvisionHappyPath(t *testing.T) {
 		}
 		nodes, _ := w.store.NodesFor(context.Background(), c.ID)
 		for _, n := range nodes {
-			if n.RunningAt == nil || n.AgentAt == nil || n.MeshAt == nil || n.Status != "ready" || n.HeartbeatAt == nil {
+			if n.RunningAt == nil || n.AgentAt == nil || n.MeshAt == nil || n.Status != models.NodeReady || n.HeartbeatAt == nil {
 				t.Errorf("%s: running %v agent %v mesh %v status %s", n.Name, n.RunningAt, n.AgentAt, n.MeshAt, n.Status)
 			}
 			if n.MeshAt.After(*c.ReadyAt) {
@@ -280,6 +286,8 @@ func TestProvisionFailsWhole(t *testing.T) {
 			"node_lost:", "node-1", ""},
 		{"slow kind capped at 25 minutes", sim.Fault{Kind: sim.FaultPeerUnreachable, Node: 1}, "A100_80GB", "a100.4x.slow", 30 * time.Minute,
 			"timeout:mesh", "node-1", "mesh"},
+		{"a GPU missing", sim.Fault{Kind: sim.FaultGPUMissing, Node: 1}, "H100_80GB", "h100.8x.vm", 8 * time.Minute,
+			"gpu_mismatch:node-1", "node-1", "agent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,19 +12,24 @@ import (
 type Deps struct {
 	Store     *models.Store
 	Providers providers.Registry
-	Mailer    Mailer // nil: mails stay queued in the outbox (no "mail" job)
-	BaseURL   string // the server's public URL: agents call it, mails link to it
+	Mailer    Mailer   // nil: mails stay queued in the outbox (no "mail" job)
+	BaseURL   string   // the server's public URL: agents call it, mails link to it
+	Metrics   *Metrics // nil: no job or provider metrics
 }
 
 // Register adds every job. Like web/routes.go for URLs, this is the one place
-// every schedule can be read.
+// every schedule can be read. With d.Metrics set, every tick and every failed
+// provider call is counted.
 func Register(s *Scheduler, d Deps) error {
-	mail := &ClusterMail{Store: d.Store, BaseURL: d.BaseURL}
+	s.metrics = d.Metrics
+	d.Providers = d.Metrics.instrument(d.Providers)
+	mail := &models.ClusterNotify{BaseURL: d.BaseURL}
 	for _, e := range []entry{
 		{"@every 1m", &Catalog{Store: d.Store, Providers: d.Providers}, 50 * time.Second},
 		{"17 * * * *", &PruneLoginThrottles{Store: d.Store}, time.Minute},
-		{"@every 5s", &Provision{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL, Notify: mail.Notify}, 2 * time.Minute},
-		{"@every 5s", &Install{Store: d.Store, Notify: mail.Notify}, 30 * time.Second},
+		{"@every 5s", &Provision{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL, Mail: mail}, 2 * time.Minute},
+		{"@every 5s", &Install{Store: d.Store, Mail: mail}, 30 * time.Second},
+		{"@every 30s", &NCCLCheck{Store: d.Store}, 30 * time.Second},
 		{"@every 1m", &Billing{Store: d.Store}, 50 * time.Second},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {

@@ -37,12 +37,13 @@ type entry struct {
 // database lease so a tick runs once across instances (OP4), and one log
 // line per tick.
 type Scheduler struct {
-	store  *models.Store
-	log    *slog.Logger
-	cron   *cron.Cron
-	holder string
-	mu     sync.Mutex
-	jobs   map[string]entry
+	store   *models.Store
+	log     *slog.Logger
+	cron    *cron.Cron
+	holder  string
+	mu      sync.Mutex
+	jobs    map[string]entry
+	metrics *Metrics // nil: not instrumented
 }
 
 // NewScheduler builds a stopped scheduler.
@@ -65,6 +66,7 @@ func (s *Scheduler) Add(spec string, job Job, timeout time.Duration) error {
 	s.mu.Lock()
 	s.jobs[job.Name()] = entry{spec: spec, job: job, timeout: timeout}
 	s.mu.Unlock()
+	s.metrics.scheduled(job.Name())
 	_, err := s.cron.AddFunc(spec, func() { _ = s.tick(context.Background(), job.Name()) })
 	return err
 }
@@ -119,6 +121,7 @@ func (s *Scheduler) tick(parent context.Context, name string) error {
 	}
 	if !ok {
 		s.log.Debug("job skipped: another instance holds the lease", "job", name)
+		s.metrics.ran(name, outcomeSkipped, 0)
 		return nil
 	}
 	defer func() { _ = s.store.ReleaseLease(context.WithoutCancel(ctx), name, s.holder) }()
@@ -128,6 +131,11 @@ func (s *Scheduler) tick(parent context.Context, name string) error {
 	if err := s.store.RecordJobRun(context.WithoutCancel(ctx), name, started.UTC(), finished.UTC(), runErr); err != nil {
 		s.log.Warn("job run record", "job", name, "error", err)
 	}
+	outcome := outcomeOK
+	if runErr != nil {
+		outcome = outcomeError
+	}
+	s.metrics.ran(name, outcome, finished.Sub(started))
 	if runErr != nil {
 		s.log.Error("job failed", "job", name, "duration", finished.Sub(started), "error", runErr)
 	} else {

@@ -112,15 +112,15 @@ func TestSignupValidation(t *testing.T) {
 		in    models.SignupInput
 		field string
 	}{
-		{"empty email", models.SignupInput{Name: "A", Password: "0123456789"}, "email"},
-		{"bad email", models.SignupInput{Email: "not-an-email", Name: "A", Password: "0123456789"}, "email"},
-		{"display name email", models.SignupInput{Email: "A <a@b.c>", Name: "A", Password: "0123456789"}, "email"},
+		{"empty email", models.SignupInput{Name: "A", Password: "plum river 0427"}, "email"},
+		{"bad email", models.SignupInput{Email: "not-an-email", Name: "A", Password: "plum river 0427"}, "email"},
+		{"display name email", models.SignupInput{Email: "A <a@b.c>", Name: "A", Password: "plum river 0427"}, "email"},
 		{"short password", models.SignupInput{Email: "a@b.c", Name: "A", Password: "short"}, "password"},
 		{"password too long for bcrypt", models.SignupInput{Email: "a@b.c", Name: "A", Password: strings.Repeat("x", 73)}, "password"},
 		{"password is email", models.SignupInput{Email: "abcdefghij@b.c", Name: "A", Password: "ABCDEFGHIJ@b.c"}, "password"},
-		{"no name", models.SignupInput{Email: "a@b.c", Password: "0123456789"}, "name"},
-		{"control chars in name", models.SignupInput{Email: "a@b.c", Name: "A\x00B", Password: "0123456789"}, "name"},
-		{"org name too long", models.SignupInput{Email: "a@b.c", Name: "A", Password: "0123456789", OrgName: strings.Repeat("o", 101)}, "org_name"},
+		{"no name", models.SignupInput{Email: "a@b.c", Password: "plum river 0427"}, "name"},
+		{"control chars in name", models.SignupInput{Email: "a@b.c", Name: "A\x00B", Password: "plum river 0427"}, "name"},
+		{"org name too long", models.SignupInput{Email: "a@b.c", Name: "A", Password: "plum river 0427", OrgName: strings.Repeat("o", 101)}, "org_name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestSignupValidation(t *testing.T) {
 			}
 		})
 	}
-	ok := models.SignupInput{Email: "a@b.c", Name: "A", Password: "0123456789"}
+	ok := models.SignupInput{Email: "a@b.c", Name: "A", Password: "plum river 0427"}
 	if fe := ok.Validate(); len(fe) != 0 {
 		t.Errorf("valid input has problems: %v", fe)
 	}

@@ -12,13 +12,25 @@ import (
 
 // AgentCheckIn is step (b): the node's agent reached the server. A check-in
 // also proves the machine runs, so step (a) is recorded too if the provision
-// job has not seen it yet. It returns every node, for the peer list.
-func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode) ([]ClusterNode, error) {
+// job has not seen it yet. smi is what the node's nvidia-smi printed
+// (nodespec.GPUQuery; nil when the agent sent nothing): GPUs that differ
+// from the offer's leave step (b) open with the reason on the node, and the
+// provision job fails the cluster. It returns every node, for the peer list.
+func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode, smi *string) ([]ClusterNode, error) {
 	if c.Status == StatusProvisioning {
-		if _, err := s.MarkNodeStep(ctx, c.ID, n.Rank, StepRunning, n.Name+" is running (its agent checked in)."); err != nil {
-			return nil, err
-		}
-		if _, err := s.MarkNodeStep(ctx, c.ID, n.Rank, StepAgent, n.Name+"'s agent checked in."); err != nil {
+		err := s.Tx(ctx, func(tx *Store) error {
+			if _, err := tx.MarkNodeStep(ctx, c.ID, n.Rank, StepRunning, n.Name+" is running (its agent checked in)."); err != nil {
+				return err
+			}
+			if smi != nil {
+				if mismatch, err := tx.checkNodeGPUs(ctx, c, n, *smi); mismatch != "" || err != nil {
+					return err // step (b) stays open: the provision job fails the cluster
+				}
+			}
+			_, err := tx.MarkNodeStep(ctx, c.ID, n.Rank, StepAgent, n.Name+"'s agent checked in.")
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -90,9 +102,24 @@ type NodeLogLine struct {
 	Text      string `gorm:"size:4000"`
 }
 
+// Frozen copies of the tables as migration 0203 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	nodeLogLineV0203 struct {
+		ID        int64  `gorm:"primaryKey;autoIncrement"`
+		ClusterID string `gorm:"size:32;index:idx_node_logs,priority:1"`
+		OrgID     string `gorm:"size:32"`
+		Rank      int    `gorm:"index:idx_node_logs,priority:2"`
+		At        time.Time
+		Text      string `gorm:"size:4000"`
+	}
+)
+
+func (nodeLogLineV0203) TableName() string { return "node_log_lines" }
+
 func init() {
 	register(Migration{ID: "0203_node_logs", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&NodeLogLine{})
+		return tx.Migrator().CreateTable(&nodeLogLineV0203{})
 	}})
 }
 

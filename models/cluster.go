@@ -36,9 +36,6 @@ func (s ClusterStatus) Terminal() bool { return s == StatusFailed || s == Status
 // liveStatuses hold machines (quotas count them, L2).
 var liveStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded}
 
-// Software a cluster can run (S1).
-var SoftwareChoices = []string{"none", "slurm", "kubernetes", "ray"}
-
 // Provisioning steps every node goes through (L4, L11), in order.
 const (
 	StepRunning  = "running"  // (a) the machine is running
@@ -159,14 +156,14 @@ type ClusterNode struct {
 	ClusterID      string `gorm:"size:32;index"`
 	OrgID          string `gorm:"size:32;index"`
 	Rank           int
-	Name           string `gorm:"size:32"`
-	Status         string `gorm:"size:16"` // provisioning, ready, failed, terminated, lost
-	Step           string `gorm:"size:16"` // the step the node is waiting for: running, agent, mesh, software, done
-	ProviderNodeID string `gorm:"size:128"`
-	PrivateIP      string `gorm:"column:private_ip;size:64"`
-	PublicHost     string `gorm:"size:255"`
-	SSHPort        int    `gorm:"column:ssh_port"`
-	SSHUser        string `gorm:"column:ssh_user;size:64"`
+	Name           string     `gorm:"size:32"`
+	Status         NodeStatus `gorm:"size:16"`
+	Step           string     `gorm:"size:16"` // the step the node is waiting for: running, agent, mesh, software, done
+	ProviderNodeID string     `gorm:"size:128"`
+	PrivateIP      string     `gorm:"column:private_ip;size:64"`
+	PublicHost     string     `gorm:"size:255"`
+	SSHPort        int        `gorm:"column:ssh_port"`
+	SSHUser        string     `gorm:"column:ssh_user;size:64"`
 	RunningAt      *time.Time
 	AgentAt        *time.Time
 	MeshAt         *time.Time
@@ -189,9 +186,93 @@ type ClusterEvent struct {
 	Message   string `gorm:"size:2000"`
 }
 
+// Frozen copies of the tables as migration 0202 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	clusterV0202 struct {
+		ID           string `gorm:"primaryKey;size:32"`
+		OrgID        string `gorm:"size:32;index"`
+		EnvID        string `gorm:"size:32;index"`
+		Name         string `gorm:"size:63"`
+		Status       string `gorm:"size:16;index"`
+		Provider     string `gorm:"size:64"`
+		OfferID      string `gorm:"size:191"`
+		QuoteID      string `gorm:"size:32"`
+		Location     string `gorm:"size:128"`
+		LocationName string `gorm:"size:191"`
+		Accelerator  string `gorm:"size:64"`
+		MachineKind  string `gorm:"size:32"`
+		Interconnect string `gorm:"size:32"`
+		Nodes        int
+		GPUsPerNode  int   `gorm:"column:gpus_per_node"`
+		VolumeGB     int   `gorm:"column:volume_gb"`
+		USDPerHour   int64 `gorm:"column:usd_per_hour"`
+		MachineHour  int64
+		BootSeconds  int
+		PublicIPs    bool   `gorm:"column:public_ips"`
+		Gateway      string `gorm:"size:255"`
+
+		Software     string `gorm:"size:16"`
+		Image        string `gorm:"size:255"`
+		StartCommand string `gorm:"size:4000"`
+		EnvJSON      string `gorm:"column:env_json;type:text"`
+		PortsJSON    string `gorm:"column:ports_json;size:1000"`
+		SSHKeysJSON  string `gorm:"column:ssh_keys_json;type:text"`
+
+		IdemKey     *string `gorm:"size:191"`
+		RequestHash string  `gorm:"size:64"`
+		AgentSecret string  `gorm:"size:64"`
+		CreatedBy   string  `gorm:"size:191"`
+
+		LastError            string `gorm:"size:255"`
+		PlacedAt             *time.Time
+		ReadyAt              *time.Time
+		TerminateRequestedAt *time.Time
+		EndedAt              *time.Time
+		ReleasedAt           *time.Time
+		CreatedAt            time.Time
+		UpdatedAt            time.Time
+	}
+	clusterNodeV0202 struct {
+		ID             string `gorm:"primaryKey;size:32"`
+		ClusterID      string `gorm:"size:32;index"`
+		OrgID          string `gorm:"size:32;index"`
+		Rank           int
+		Name           string `gorm:"size:32"`
+		Status         string `gorm:"size:16"`
+		Step           string `gorm:"size:16"`
+		ProviderNodeID string `gorm:"size:128"`
+		PrivateIP      string `gorm:"column:private_ip;size:64"`
+		PublicHost     string `gorm:"size:255"`
+		SSHPort        int    `gorm:"column:ssh_port"`
+		SSHUser        string `gorm:"column:ssh_user;size:64"`
+		RunningAt      *time.Time
+		AgentAt        *time.Time
+		MeshAt         *time.Time
+		SoftwareAt     *time.Time
+		HeartbeatAt    *time.Time
+		Message        string `gorm:"size:1000"`
+	}
+	clusterEventV0202 struct {
+		ID        int64  `gorm:"primaryKey;autoIncrement"`
+		ClusterID string `gorm:"size:32;index"`
+		OrgID     string `gorm:"size:32"`
+		At        time.Time
+		Kind      string `gorm:"size:32"`
+		Status    string `gorm:"size:16"`
+		Node      string `gorm:"size:32"`
+		Step      string `gorm:"size:16"`
+		Message   string `gorm:"size:2000"`
+	}
+)
+
+func (clusterV0202) TableName() string      { return "clusters" }
+func (clusterNodeV0202) TableName() string  { return "cluster_nodes" }
+func (clusterEventV0202) TableName() string { return "cluster_events" }
+
 func init() {
 	register(Migration{ID: "0202_clusters", Up: func(tx *gorm.DB) error {
-		if err := tx.Migrator().CreateTable(&Cluster{}, &ClusterNode{}, &ClusterEvent{}); err != nil {
+		if err := tx.Migrator().CreateTable(&clusterV0202{}, &clusterNodeV0202{}, &clusterEventV0202{}); err != nil {
 			return err
 		}
 		return tx.Exec("CREATE UNIQUE INDEX idx_clusters_org_idem ON clusters (org_id, idem_key)").Error
@@ -275,33 +356,88 @@ func (s *Store) addEvent(ctx context.Context, c Cluster, status ClusterStatus, k
 	}).Error
 }
 
-// transition is the one compare-and-swap every status change goes through:
-// it moves the cluster from one of from to to (with extra column updates) and
-// writes the event, in one transaction. ErrConflict means someone else moved
-// it first.
-func (s *Store) transition(ctx context.Context, id string, from []ClusterStatus, to ClusterStatus, updates map[string]any, node, step, msg string) (Cluster, error) {
+// change is one cluster transition as its caller names it: the event, the
+// extra cluster columns, an extra guard on the row, the event entry, and
+// what else commits with it (node rows, mail).
+type change struct {
+	event  Event
+	set    map[string]any // extra cluster columns
+	guard  string         // extra SQL condition on the cluster row (a constant), e.g. "placed_at IS NULL"
+	kind   string         // the event entry's kind; "" = status
+	node   string
+	step   string
+	msg    string
+	nodes  func(tx *Store) error // node rows, in the same transaction
+	notify *ClusterNotify        // outcome mail (E1); nil = none
+	try    int                   // the install attempt the mail belongs to
+}
+
+// transition is the one compare-and-swap every cluster change goes
+// through: it moves the cluster along ch.event when ClusterTransitions
+// allows that event in its current status, and in the same transaction
+// writes the event entry, the node rows and the outcome mail. ErrConflict
+// means the event is not legal in the cluster's status (someone else moved
+// it first, or the caller was wrong); nothing is written then.
+func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, error) {
+	from, to, err := eventMove(ch.event)
+	if err != nil {
+		return Cluster{}, err
+	}
 	var out Cluster
-	err := s.Tx(ctx, func(tx *Store) error {
-		if updates == nil {
-			updates = map[string]any{}
+	err = s.Tx(ctx, func(tx *Store) error {
+		set := map[string]any{"updated_at": tx.Now()}
+		if to != "" {
+			set["status"] = to
 		}
-		updates["status"] = to
-		updates["updated_at"] = tx.Now()
-		res := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND status IN ?", id, from).Updates(updates)
+		for k, v := range ch.set {
+			set[k] = v
+		}
+		q := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND status IN ?", id, from)
+		if ch.guard != "" {
+			q = q.Where(ch.guard)
+		}
+		res := q.Updates(set)
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected != 1 {
-			return fmt.Errorf("models: cluster %s is not %v: %w", id, from, ErrConflict)
+			return fmt.Errorf("models: cluster %s: event %s refused (legal from %v): %w", id, ch.event, from, ErrConflict)
+		}
+		if ch.nodes != nil {
+			if err := ch.nodes(tx); err != nil {
+				return err
+			}
 		}
 		c, err := tx.ClusterByID(ctx, id)
 		if err != nil {
 			return err
 		}
 		out = c
-		return tx.addEvent(ctx, c, to, "status", node, step, msg)
+		kind := ch.kind
+		if kind == "" {
+			kind = "status"
+		}
+		if err := tx.addEvent(ctx, c, c.Status, kind, ch.node, ch.step, ch.msg); err != nil {
+			return err
+		}
+		if to == "" {
+			return nil // the status stays: nothing to mail
+		}
+		if err := tx.RecordMachineStates(ctx, id, to); err != nil {
+			return err // X7: the machines' state intervals move with the status
+		}
+		return tx.queueClusterMail(ctx, ch.notify, c, ch.try)
 	})
 	return out, err
+}
+
+// nodeRows updates every node of a cluster (or those matching where).
+func (s *Store) nodeRows(ctx context.Context, clusterID string, set map[string]any, where ...any) error {
+	q := s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", clusterID)
+	if len(where) > 0 {
+		q = q.Where(where[0], where[1:]...)
+	}
+	return q.Updates(set).Error
 }
 
 // ---- launch ----
@@ -345,18 +481,6 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("quota exceeded: %d %s in use + %d requested > limit %d", e.InUse, e.Resource, e.Requested, e.Limit)
 }
 
-// InsufficientBalanceError is L2's balance refusal (402-style).
-type InsufficientBalanceError struct {
-	Balance, Required Money
-}
-
-func (e *InsufficientBalanceError) Error() string {
-	return fmt.Sprintf("balance $%s is under the $%s a launch needs", DecimalUSD(e.Balance), DecimalUSD(e.Required))
-}
-
-// Shortfall is how much to add.
-func (e *InsufficientBalanceError) Shortfall() Money { return e.Required - e.Balance }
-
 // UsageInUse counts the machines and GPUs an organisation has in live clusters.
 func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus int, err error) {
 	var row struct {
@@ -370,7 +494,8 @@ func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus in
 }
 
 // LaunchCluster creates a cluster in provisioning from a quote, with every
-// check of L1, L2 and Q5, in one transaction serialised per organisation.
+// check of L1, L2 and Q5 and the offer's stock (admit), in one transaction
+// serialised per organisation.
 // created is false when an earlier launch with the same key is returned.
 func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, created bool, err error) {
 	err = s.Tx(ctx, func(tx *Store) error {
@@ -404,30 +529,9 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if q.Expired(tx.Now()) {
 			return &PriceChangedError{Reason: "expired", Old: q}
 		}
-		org, err := tx.orgQuota(ctx, p.OrgID)
+		offer, err := tx.admit(ctx, p.OrgID, q)
 		if err != nil {
 			return err
-		}
-		machines, gpus, err := tx.UsageInUse(ctx, p.OrgID)
-		if err != nil {
-			return err
-		}
-		if machines+q.Nodes > org.MaxMachines {
-			return &QuotaError{Resource: "machines", Limit: org.MaxMachines, InUse: machines, Requested: q.Nodes}
-		}
-		if gpus+q.Nodes*q.GPUsPerNode > org.MaxGPUs {
-			return &QuotaError{Resource: "gpus", Limit: org.MaxGPUs, InUse: gpus, Requested: q.Nodes * q.GPUsPerNode}
-		}
-		balance, err := tx.Balance(ctx, p.OrgID)
-		if err != nil {
-			return err
-		}
-		if need := RequiredBalance(q.USDPerHour); balance < need {
-			return &InsufficientBalanceError{Balance: balance, Required: need}
-		}
-		offer, err := tx.OfferByID(ctx, q.OfferID)
-		if err != nil {
-			return fmt.Errorf("models: the quote's offer is gone: %w", err)
 		}
 		c, err = tx.insertCluster(ctx, p, q, offer)
 		if err != nil {
@@ -468,7 +572,7 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 	nodes := make([]ClusterNode, c.Nodes)
 	for i := range nodes {
 		nodes[i] = ClusterNode{ID: NewID("nd"), ClusterID: c.ID, OrgID: c.OrgID, Rank: i, Name: fmt.Sprintf("node-%d", i),
-			Status: "provisioning", Step: StepRunning, PrivateIP: fmt.Sprintf("10.77.0.%d", i+1)}
+			Status: NodeProvisioning, Step: StepRunning, PrivateIP: fmt.Sprintf("10.77.0.%d", i+1)}
 	}
 	if err := s.db.WithContext(ctx).Create(&nodes).Error; err != nil {
 		return Cluster{}, fmt.Errorf("models: create nodes: %w", err)
@@ -514,32 +618,26 @@ type PlacedNode struct {
 
 // MarkPlaced records that every machine was reserved at once (L3).
 func (s *Store) MarkPlaced(ctx context.Context, id string, nodes []PlacedNode) error {
-	return s.Tx(ctx, func(tx *Store) error {
-		now := tx.Now()
-		res := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND status = ? AND placed_at IS NULL", id, StatusProvisioning).
-			Updates(map[string]any{"placed_at": now, "updated_at": now})
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected != 1 {
-			return fmt.Errorf("models: place cluster %s: %w", id, ErrConflict)
-		}
-		for _, n := range nodes {
-			up := map[string]any{"provider_node_id": n.ProviderNodeID, "public_host": n.PublicHost, "ssh_port": n.SSHPort, "ssh_user": n.User}
-			if n.PrivateIP != "" {
-				up["private_ip"] = n.PrivateIP
+	c, err := s.ClusterByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = s.transition(ctx, id, change{event: EventPlaced, guard: "placed_at IS NULL",
+		set: map[string]any{"placed_at": s.Now()}, kind: "step", step: "reserved",
+		msg: fmt.Sprintf("All %d machines reserved at %s.", len(nodes), c.Location),
+		nodes: func(tx *Store) error {
+			for _, n := range nodes {
+				up := map[string]any{"provider_node_id": n.ProviderNodeID, "public_host": n.PublicHost, "ssh_port": n.SSHPort, "ssh_user": n.User}
+				if n.PrivateIP != "" {
+					up["private_ip"] = n.PrivateIP
+				}
+				if err := tx.nodeRows(ctx, id, up, "rank = ?", n.Rank); err != nil {
+					return err
+				}
 			}
-			if err := tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ? AND rank = ?", id, n.Rank).Updates(up).Error; err != nil {
-				return err
-			}
-		}
-		c, err := tx.ClusterByID(ctx, id)
-		if err != nil {
-			return err
-		}
-		return tx.addEvent(ctx, c, StatusProvisioning, "step", "", "reserved",
-			fmt.Sprintf("All %d machines reserved at %s.", len(nodes), c.Location))
-	})
+			return nil
+		}})
+	return err
 }
 
 // MarkNodeStep records that a node finished step at now and moves it on to
@@ -552,7 +650,7 @@ func (s *Store) MarkNodeStep(ctx context.Context, clusterID string, rank int, st
 	var changed bool
 	err := s.Tx(ctx, func(tx *Store) error {
 		res := tx.db.WithContext(ctx).Model(&ClusterNode{}).
-			Where("cluster_id = ? AND rank = ? AND "+col+" IS NULL AND status IN ?", clusterID, rank, []string{"provisioning", "ready"}).
+			Where("cluster_id = ? AND rank = ? AND "+col+" IS NULL AND status IN ?", clusterID, rank, liveNodeStatuses).
 			Updates(map[string]any{col: tx.Now(), "step": next})
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
@@ -582,52 +680,50 @@ func stepColumn(step string) (col, next string) {
 }
 
 // FailCluster ends a starting cluster (L4): status failed with lastError, an
-// event naming the node and the step, nothing billed (readyAt stays unset).
-// The provision job releases the machines.
-func (s *Store) FailCluster(ctx context.Context, id, lastError, node, step, msg string) (Cluster, error) {
-	now := s.Now()
-	c, err := s.transition(ctx, id, []ClusterStatus{StatusProvisioning}, StatusFailed,
-		map[string]any{"last_error": lastError, "ended_at": now}, node, step, msg)
-	if err != nil {
-		return c, err
-	}
-	return c, s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ? AND status <> ?", id, "lost").
-		Update("status", "failed").Error
+// event naming the node and the step, every node failed (a lost one stays
+// lost), nothing billed (readyAt stays unset) and the failure mail, in one
+// transaction. The provision job releases the machines.
+func (s *Store) FailCluster(ctx context.Context, id, lastError, node, step, msg string, n *ClusterNotify) (Cluster, error) {
+	return s.transition(ctx, id, change{event: EventFail, notify: n, node: node, step: step, msg: msg,
+		set: map[string]any{"last_error": truncate(lastError, 255), "ended_at": s.Now()},
+		nodes: func(tx *Store) error {
+			return tx.nodeRows(ctx, id, map[string]any{"status": NodeFailed}, "status <> ?", NodeLost)
+		}})
 }
 
-// MarkNodeLost flags a node that vanished or failed (before the cluster fails).
+// MarkNodeLost flags a node that vanished or failed while it was still
+// taking steps (before the cluster fails); a node that ended with its
+// cluster stays as it ended.
 func (s *Store) MarkNodeLost(ctx context.Context, clusterID string, rank int, msg string) error {
-	return s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ? AND rank = ?", clusterID, rank).
-		Updates(map[string]any{"status": "lost", "message": truncate(msg, 1000)}).Error
+	return s.nodeRows(ctx, clusterID, map[string]any{"status": NodeLost, "message": truncate(msg, 1000)},
+		"rank = ? AND status IN ?", rank, liveNodeStatuses)
 }
 
 // MarkJoined is L5: every machine is up and reached every other. readyAt is
-// set once for all (billing starts there); software none is ready at once,
-// otherwise the cluster is installing.
-func (s *Store) MarkJoined(ctx context.Context, id string) (Cluster, error) {
+// set once for all (billing starts there); software none is ready at once
+// (every node ready, the ready mail queued), otherwise the cluster is
+// installing and every node waits for its software.
+func (s *Store) MarkJoined(ctx context.Context, id string, n *ClusterNotify) (Cluster, error) {
 	c, err := s.ClusterByID(ctx, id)
 	if err != nil {
 		return c, err
 	}
-	to, msg := StatusReady, "Every machine is up and reached every other; billing starts now for all of them."
+	ch := change{event: EventJoined, notify: n, set: map[string]any{"ready_at": s.Now()},
+		msg: "Every machine is up and reached every other; billing starts now for all of them.",
+		nodes: func(tx *Store) error {
+			return tx.nodeRows(ctx, id, map[string]any{"status": NodeReady, "step": "done"})
+		}}
 	if c.Software != "" && c.Software != "none" {
-		to, msg = StatusInstalling, "Every machine is up and reached every other; billing starts now. Installing "+c.Software+"."
+		ch.event = EventJoinedInstall
+		ch.msg = "Every machine is up and reached every other; billing starts now. Installing " + c.Software + "."
+		ch.nodes = func(tx *Store) error { return tx.nodeRows(ctx, id, map[string]any{"step": StepSoftware}) }
 	}
-	c, err = s.transition(ctx, id, []ClusterStatus{StatusProvisioning}, to, map[string]any{"ready_at": s.Now()}, "", "", msg)
-	if err != nil {
-		return c, err
-	}
-	if to == StatusReady {
-		err = s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", id).
-			Updates(map[string]any{"status": "ready", "step": "done"}).Error
-	} else {
-		err = s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", id).Update("step", StepSoftware).Error
-	}
-	return c, err
+	return s.transition(ctx, id, ch)
 }
 
 // RequestTerminate records the user's intent (L7); the provision job carries
-// it out. Accepted in every state but terminated; repeating it is harmless.
+// it out. Accepted in every state but failed and terminated; repeating it,
+// or asking once the cluster ended, is harmless and changes nothing.
 func (s *Store) RequestTerminate(ctx context.Context, orgID, id, actor string) (Cluster, error) {
 	var c Cluster
 	err := s.Tx(ctx, func(tx *Store) error {
@@ -638,14 +734,14 @@ func (s *Store) RequestTerminate(ctx context.Context, orgID, id, actor string) (
 		if c.TerminateRequestedAt != nil || c.Status.Terminal() {
 			return nil // already requested, or ended: every machine is released already
 		}
-		now := tx.Now()
-		res := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND terminate_requested_at IS NULL", id).
-			Update("terminate_requested_at", now)
-		if res.Error != nil {
-			return res.Error
+		moved, err := tx.transition(ctx, id, change{event: EventTerminateRequested, guard: "terminate_requested_at IS NULL",
+			set: map[string]any{"terminate_requested_at": tx.Now()}, kind: "request", msg: "Terminate requested by " + actor + "."})
+		if errors.Is(err, ErrConflict) {
+			c, err = tx.ClusterForOrg(ctx, orgID, id) // requested or ended meanwhile
+			return err
 		}
-		c.TerminateRequestedAt = &now
-		return tx.addEvent(ctx, c, c.Status, "request", "", "", "Terminate requested by "+actor+".")
+		c = moved
+		return err
 	})
 	return c, err
 }
@@ -658,23 +754,24 @@ func (s *Store) ClustersToRelease(ctx context.Context) ([]Cluster, error) {
 	return out, err
 }
 
-// MarkReleased records that the provider confirmed every machine released.
+// MarkReleased records that the provider confirmed every machine of a
+// failed cluster released. ErrConflict once recorded, or for a cluster that
+// did not fail.
 func (s *Store) MarkReleased(ctx context.Context, id string) error {
-	return s.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND released_at IS NULL", id).Update("released_at", s.Now()).Error
+	_, err := s.transition(ctx, id, change{event: EventReleased, guard: "released_at IS NULL",
+		set: map[string]any{"released_at": s.Now()}, kind: "info", msg: "Every machine released at the provider."})
+	return err
 }
 
 // MarkTerminated ends the cluster after every machine was released (L7);
-// billing ends at this moment.
+// billing ends at this moment, and every node is terminated with it.
 func (s *Store) MarkTerminated(ctx context.Context, id string) (Cluster, error) {
 	now := s.Now()
-	c, err := s.transition(ctx, id,
-		[]ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded, StatusStopped},
-		StatusTerminated, map[string]any{"ended_at": now, "released_at": now}, "", "", "Every machine released; billing ended.")
-	if err != nil {
-		return c, err
-	}
-	return c, s.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", id).
-		Updates(map[string]any{"status": "terminated"}).Error
+	return s.transition(ctx, id, change{event: EventTerminated, msg: "Every machine released; billing ended.",
+		set: map[string]any{"ended_at": now, "released_at": now},
+		nodes: func(tx *Store) error {
+			return tx.nodeRows(ctx, id, map[string]any{"status": NodeTerminated})
+		}})
 }
 
 // ---- agent tokens ----

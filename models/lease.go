@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -28,9 +29,30 @@ type JobRun struct {
 	Failures   int64
 }
 
+// Frozen copies of the tables as migration 0002 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	jobLeaseV0002 struct {
+		Name      string `gorm:"primaryKey;size:64"`
+		Holder    string `gorm:"size:128"`
+		ExpiresAt time.Time
+	}
+	jobRunV0002 struct {
+		Name       string `gorm:"primaryKey;size:64"`
+		StartedAt  time.Time
+		FinishedAt time.Time
+		Error      string `gorm:"size:2000"`
+		Runs       int64
+		Failures   int64
+	}
+)
+
+func (jobLeaseV0002) TableName() string { return "job_leases" }
+func (jobRunV0002) TableName() string   { return "job_runs" }
+
 func init() {
 	register(Migration{ID: "0002_job_leases", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&JobLease{}, &JobRun{})
+		return tx.Migrator().CreateTable(&jobLeaseV0002{}, &jobRunV0002{})
 	}})
 }
 
@@ -75,6 +97,7 @@ func (s *Store) JobRuns(ctx context.Context) ([]JobRun, error) {
 }
 
 func truncate(s string, n int) string {
+	s = cleanOutput(s) // text from agents reaches SQL: UTF-8, no NUL (issue 11)
 	if len(s) <= n {
 		return s
 	}
@@ -82,4 +105,10 @@ func truncate(s string, n int) string {
 		n-- // never cut a character in two: PostgreSQL rejects invalid UTF-8
 	}
 	return s[:n]
+}
+
+// CleanString reports whether s can reach SQL as it is: valid UTF-8 without
+// NUL bytes (PostgreSQL refuses both; issue 11).
+func CleanString(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }

@@ -42,9 +42,27 @@ type LedgerEntry struct {
 	CreatedAt   time.Time
 }
 
+// Frozen copies of the tables as migration 0200 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	ledgerEntryV0200 struct {
+		ID          string `gorm:"primaryKey;size:32"`
+		OrgID       string `gorm:"size:32;index"`
+		Kind        string `gorm:"size:32"`
+		Status      string `gorm:"size:16"`
+		Amount      int64
+		IdemKey     string `gorm:"size:191;uniqueIndex"`
+		Description string `gorm:"size:255"`
+		ClusterID   string `gorm:"size:32;index"`
+		CreatedAt   time.Time
+	}
+)
+
+func (ledgerEntryV0200) TableName() string { return "ledger_entries" }
+
 func init() {
 	register(Migration{ID: "0200_ledger", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&LedgerEntry{})
+		return tx.Migrator().CreateTable(&ledgerEntryV0200{})
 	}})
 }
 

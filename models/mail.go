@@ -101,6 +101,23 @@ func mailBackoff(attempts int) time.Duration {
 func (s *Store) EnqueueMail(ctx context.Context, m Mail) error {
 	m.Key = strings.TrimSpace(m.Key)
 	m.To = strings.TrimSpace(m.To)
+	if err := m.check(); err != nil {
+		return err
+	}
+	now := s.Now()
+	row := OutboxMail{ID: NewID("mail"), Key: m.Key, To: m.To, Subject: truncateRunes(m.Subject, 300),
+		Text: m.Text, HTML: m.HTML, CreatedAt: now, NextAttemptAt: now}
+	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "idempotency_key"}}, DoNothing: true}).Create(&row).Error
+	if err != nil {
+		return fmt.Errorf("models: enqueue mail %s: %w", m.Key, err)
+	}
+	return nil
+}
+
+// check refuses a mail the outbox cannot take; it writes nothing, so a
+// caller inside a transaction may skip that one mail and go on.
+func (m Mail) check() error {
 	switch {
 	case m.Key == "" || len(m.Key) > 191:
 		return errors.New("models: mail needs a key of 1 to 191 bytes")
@@ -111,14 +128,6 @@ func (s *Store) EnqueueMail(ctx context.Context, m Mail) error {
 	}
 	if a, err := mail.ParseAddress(m.To); err != nil || a.Address != m.To {
 		return fmt.Errorf("models: mail recipient %q is not a plain address", m.To)
-	}
-	now := s.Now()
-	row := OutboxMail{ID: NewID("mail"), Key: m.Key, To: m.To, Subject: truncateRunes(m.Subject, 300),
-		Text: m.Text, HTML: m.HTML, CreatedAt: now, NextAttemptAt: now}
-	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: "idempotency_key"}}, DoNothing: true}).Create(&row).Error
-	if err != nil {
-		return fmt.Errorf("models: enqueue mail %s: %w", m.Key, err)
 	}
 	return nil
 }

@@ -13,6 +13,15 @@ type Gauges struct {
 	MailFailed       int64 // given up after every attempt
 	Catalog          []CatalogHealth
 	Jobs             []JobRun
+	Ledger           []LedgerTotal
+}
+
+// LedgerTotal sums every organisation's ledger entries of one kind and status.
+type LedgerTotal struct {
+	Kind    string
+	Status  string
+	Entries int64
+	Amount  Money
 }
 
 // MetricsGauges reads every gauge in a handful of queries.
@@ -39,7 +48,12 @@ func (s *Store) MetricsGauges(ctx context.Context) (Gauges, error) {
 	if g.Catalog, err = s.CatalogHealthByProvider(ctx); err != nil {
 		return g, err
 	}
-	g.Jobs, err = s.JobRuns(ctx)
+	if g.Jobs, err = s.JobRuns(ctx); err != nil {
+		return g, err
+	}
+	err = s.db.WithContext(ctx).Model(&LedgerEntry{}).
+		Select("kind, status, count(*) AS entries, COALESCE(SUM(amount), 0) AS amount").
+		Group("kind, status").Order("kind, status").Scan(&g.Ledger).Error
 	return g, err
 }
 

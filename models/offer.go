@@ -107,9 +107,39 @@ func (o Offer) Fresh(now time.Time) bool { return now.Sub(o.RefreshedAt) <= Offe
 // BootTime is the machine kind's typical time to a running machine.
 func (o Offer) BootTime() time.Duration { return time.Duration(o.BootSeconds) * time.Second }
 
+// Frozen copies of the tables as migration 0001 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	offerV0001 struct {
+		ID             string `gorm:"primaryKey;size:191"`
+		Provider       string `gorm:"size:64;index"`
+		ProviderOffer  string `gorm:"size:128"`
+		Location       string `gorm:"size:128;index"`
+		LocationName   string `gorm:"size:191"`
+		Interconnect   string `gorm:"size:32"`
+		MachineKind    string `gorm:"size:32"`
+		Accelerator    string `gorm:"size:64;index"`
+		GPUsPerNode    int    `gorm:"column:gpus_per_node"`
+		VCPUs          int    `gorm:"column:vcpus"`
+		MemoryGB       int    `gorm:"column:memory_gb"`
+		PerGPUHour     int64  `gorm:"column:per_gpu_hour"`
+		RootDiskGB     int    `gorm:"column:root_disk_gb"`
+		DiskGBHour     int64  `gorm:"column:disk_gb_hour"`
+		Community      bool
+		NodesAvailable *int
+		Available      bool
+		BootSeconds    int
+		PublicIPs      bool      `gorm:"column:public_ips"`
+		Gateway        string    `gorm:"size:255"`
+		RefreshedAt    time.Time `gorm:"index"`
+	}
+)
+
+func (offerV0001) TableName() string { return "offers" }
+
 func init() {
 	register(Migration{ID: "0001_offers", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&Offer{})
+		return tx.Migrator().CreateTable(&offerV0001{})
 	}})
 }
 
@@ -191,8 +221,8 @@ type OfferGroup struct {
 	Cheapest     Money   // cheapest startable whole-cluster price, 0 when none can start
 }
 
-// PickOffers answers the picker from the stored catalog in one query (O6:
-// never a provider call). Offers outside the freshness window are left out;
+// PickOffers answers the picker from the stored catalog (O6: never a
+// provider call), counted stock less what clusters hold (stock.go). Offers outside the freshness window are left out;
 // community hosts only when asked (O5). Groups are ordered by their cheapest
 // startable whole-cluster price, groups that cannot start last; offers inside
 // a group by whole-cluster price, startable first.
@@ -219,6 +249,10 @@ func (s *Store) PickOffers(ctx context.Context, f OfferFilter) ([]OfferGroup, er
 	var offers []Offer
 	if err := q.Order("id").Find(&offers).Error; err != nil {
 		return nil, fmt.Errorf("models: pick offers: %w", err)
+	}
+	offers, err := s.withHolds(ctx, offers)
+	if err != nil {
+		return nil, err
 	}
 	return GroupOffers(offers, f), nil
 }

@@ -55,9 +55,14 @@ func (r QuoteRequest) Validate() FieldErrors {
 
 // NoCapacityError is Q4: nothing fits the shape now.
 type NoCapacityError struct {
-	Reason string // no_location_with_n_nodes, above_max_hourly_price, gpus_per_node_unavailable, offer_not_found
+	Reason string // no_location_with_n_nodes, above_max_hourly_price, gpus_per_node_unavailable, offer_not_found, not_in_stock
 	Shape  QuoteRequest
+	Free   *int // not_in_stock: the machines the offer has free now
 }
+
+// NotInStockReason is a launch refused because other launches took the
+// offer's counted machines since it was quoted (issue 11).
+const NotInStockReason = "not_in_stock"
 
 func (e *NoCapacityError) Error() string { return "no capacity: " + e.Reason }
 
@@ -68,6 +73,8 @@ func (e *NoCapacityError) Advice() []string {
 		return []string{"Try another number of GPUs per machine (1, 2, 4 or 8).", "Try another location."}
 	case "above_max_hourly_price":
 		return []string{"Raise the price ceiling.", "Try fewer GPUs per machine.", "Try fewer machines."}
+	case NotInStockReason:
+		return []string{"Other launches took these machines since the price was quoted.", "Try fewer machines.", "Try another offer or location.", "Request a quote for reserved capacity."}
 	default:
 		return []string{"Try fewer machines.", "Try fewer GPUs per machine.", "Try another location.", "Request a quote for reserved capacity."}
 	}
@@ -102,9 +109,43 @@ type Quote struct {
 	CreatedAt        time.Time
 }
 
+// Frozen copies of the tables as migration 0201 created them (see Migration:
+// later model changes never rewrite history).
+type (
+	quoteV0201 struct {
+		ID               string `gorm:"primaryKey;size:32"`
+		OrgID            string `gorm:"size:32;index"`
+		EnvID            string `gorm:"size:32"`
+		OfferID          string `gorm:"size:191"`
+		Provider         string `gorm:"size:64"`
+		Location         string `gorm:"size:128"`
+		LocationName     string `gorm:"size:191"`
+		Accelerator      string `gorm:"size:64"`
+		MachineKind      string `gorm:"size:32"`
+		Interconnect     string `gorm:"size:32"`
+		Community        bool
+		Nodes            int
+		GPUsPerNode      int   `gorm:"column:gpus_per_node"`
+		VolumeGB         int   `gorm:"column:volume_gb"`
+		PerGPUHour       int64 `gorm:"column:per_gpu_hour"`
+		RootDiskGB       int   `gorm:"column:root_disk_gb"`
+		DiskGBHour       int64 `gorm:"column:disk_gb_hour"`
+		VolumeGBHour     int64 `gorm:"column:volume_gb_hour"`
+		USDPerHour       int64 `gorm:"column:usd_per_hour"`
+		MaxHourlyPrice   int64
+		IncludeCommunity bool
+		Availability     string `gorm:"size:32"`
+		ExpiresAt        time.Time
+		UsedByCluster    string `gorm:"size:32"`
+		CreatedAt        time.Time
+	}
+)
+
+func (quoteV0201) TableName() string { return "quotes" }
+
 func init() {
 	register(Migration{ID: "0201_quotes", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&Quote{})
+		return tx.Migrator().CreateTable(&quoteV0201{})
 	}})
 }
 
@@ -178,6 +219,10 @@ func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
 	var offers []Offer
 	if err := q.Order("id").Find(&offers).Error; err != nil {
 		return Offer{}, fmt.Errorf("models: fit offer: %w", err)
+	}
+	offers, err := s.withHolds(ctx, offers)
+	if err != nil {
+		return Offer{}, err
 	}
 	if len(offers) == 0 && r.OfferID != "" {
 		return Offer{}, &NoCapacityError{Reason: "offer_not_found", Shape: r}

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/clusterdeck/clusterdeck/models/software"
 )
 
 // Software install and check (S1, S2, L5, L6).
@@ -54,19 +55,14 @@ const InstallTaskLease = 10 * time.Minute
 // Markers around what node-0's Kubernetes install reports back. The agent
 // keeps lines between BEGIN and END CLUSTERDECK markers out of its log.
 const (
-	kubeconfigBlock  = "KUBECONFIG"
-	joinCommandBlock = "JOIN COMMAND"
+	kubeconfigBlock  = software.KubeconfigBlock
+	joinCommandBlock = software.JoinCommandBlock
 )
 
 // InstallWindow is how long one install attempt may take, from readyAt or
 // the retry: until then failed checks are retried, after it the cluster is
-// degraded (L6).
-func InstallWindow(software string) time.Duration {
-	if software == "kubernetes" {
-		return 20 * time.Minute
-	}
-	return 15 * time.Minute
-}
+// degraded (L6). Each software says its own (models/software).
+func InstallWindow(name string) time.Duration { return software.Window(name) }
 
 // SoftwareRun is an installing cluster's software state: the attempt, its
 // deadline, and what node-0 handed back for the others (Kubernetes' join
@@ -177,14 +173,11 @@ func init() {
 // ---- launch validation (S1) ----
 
 // ValidateSoftware checks a launch's software against the offer's machine
-// kind: one of SoftwareChoices ("" means none), and Kubernetes only on vm
-// and bare_metal machines (S1).
-func ValidateSoftware(software, machineKind string) FieldErrors {
-	switch {
-	case software != "" && !slices.Contains(SoftwareChoices, software):
-		return FieldErrors{"software": "choose one of " + strings.Join(SoftwareChoices, ", ")}
-	case software == "kubernetes" && machineKind == "container":
-		return FieldErrors{"software": "Kubernetes needs vm or bare_metal machines; this offer runs containers"}
+// kind: none ("" too) or a registered software that runs on that kind, e.g.
+// Kubernetes only on vm and bare_metal machines (S1, models/software).
+func ValidateSoftware(name, machineKind string) FieldErrors {
+	if msg := software.Validate(name, machineKind); msg != "" {
+		return FieldErrors{"software": msg}
 	}
 	return nil
 }
@@ -337,7 +330,7 @@ func (s *Store) RecordSoftwareTaskResult(ctx context.Context, c Cluster, n Clust
 		}
 		output = cleanOutput(output)
 		var reported nodeReport
-		if t.Kind == TaskInstall && t.Rank == 0 && t.Software == "kubernetes" {
+		if t.Kind == TaskInstall && t.Rank == 0 && headReports(t.Software) {
 			output, reported = takeKubeReport(output)
 		}
 		status, limit := TaskFailed, MaxInstallOutput
@@ -378,7 +371,7 @@ func (s *Store) installOutcome(ctx context.Context, c Cluster, n ClusterNode, t 
 		return s.addEvent(ctx, c, c.Status, "error", n.Name, StepSoftware, msg)
 	}
 	msg := fmt.Sprintf("%s installed %s as %s (attempt %d).", n.Name, t.Software, t.Role, t.Attempt)
-	if t.Software == "kubernetes" && t.Rank == 0 {
+	if t.Rank == 0 && headReports(t.Software) {
 		note, err := s.keepKubeReport(ctx, c, n, rep)
 		if err != nil {
 			return err
@@ -417,19 +410,19 @@ func (s *Store) RecordCheckVerdict(ctx context.Context, c Cluster, t SoftwareTas
 
 // MarkSoftwareReady is L5's end: the software passed its check on every
 // node, so the cluster goes installing → ready; every node is ready with
-// its software step done.
-func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt int, msg string) (Cluster, error) {
+// its software step done, and the ready mail is queued, all at once.
+func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt int, msg string, n *ClusterNotify) (Cluster, error) {
 	var c Cluster
 	err := s.Tx(ctx, func(tx *Store) error {
 		if err := tx.holdAttempt(ctx, clusterID, attempt); err != nil {
 			return err
 		}
 		var err error
-		if c, err = tx.transition(ctx, clusterID, []ClusterStatus{StatusInstalling}, StatusReady, nil, "", StepSoftware, msg); err != nil {
-			return err
-		}
-		return tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", clusterID).
-			Updates(map[string]any{"status": "ready", "step": "done", "software_at": tx.Now(), "message": ""}).Error
+		c, err = tx.transition(ctx, clusterID, change{event: EventSoftwareReady, step: StepSoftware, msg: msg,
+			notify: n, try: attempt, nodes: func(tx *Store) error {
+				return tx.nodeRows(ctx, clusterID, map[string]any{"status": NodeReady, "step": "done", "software_at": tx.Now(), "message": ""})
+			}})
+		return err
 	})
 	return c, err
 }
@@ -437,21 +430,24 @@ func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt
 // DegradeSoftware is L6: the software failed to install or to pass its
 // check in time, so the cluster goes installing → degraded with lastError
 // (install_failed:node-N or check_failed:<software>). The machines stay up
-// and billing runs; the named node keeps the reason.
-func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt int, lastError, node, msg string) (Cluster, error) {
+// and billing runs; the named node keeps the reason; the degraded mail of
+// this attempt is queued with the change.
+func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt int, lastError, node, msg string, n *ClusterNotify) (Cluster, error) {
 	var c Cluster
 	err := s.Tx(ctx, func(tx *Store) error {
 		if err := tx.holdAttempt(ctx, clusterID, attempt); err != nil {
 			return err
 		}
 		var err error
-		c, err = tx.transition(ctx, clusterID, []ClusterStatus{StatusInstalling}, StatusDegraded,
-			map[string]any{"last_error": truncate(lastError, 255)}, node, StepSoftware, msg)
-		if err != nil || node == "" {
-			return err
-		}
-		return tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ? AND name = ?", clusterID, node).
-			Update("message", truncate(msg, 1000)).Error
+		c, err = tx.transition(ctx, clusterID, change{event: EventDegrade, node: node, step: StepSoftware, msg: msg,
+			set: map[string]any{"last_error": truncate(lastError, 255)}, notify: n, try: attempt,
+			nodes: func(tx *Store) error {
+				if node == "" {
+					return nil
+				}
+				return tx.nodeRows(ctx, clusterID, map[string]any{"message": truncate(msg, 1000)}, "name = ?", node)
+			}})
+		return err
 	})
 	return c, err
 }
@@ -495,12 +491,11 @@ func (s *Store) RetryInstall(ctx context.Context, orgID, clusterID, actor string
 		}
 		msg := fmt.Sprintf("Install retry requested by %s after %s: installing %s again (attempt %d) by %s.",
 			actor, cur.LastError, cur.Software, run.Attempt+1, deadline.Format(time.RFC3339))
-		if c, err = tx.transition(ctx, clusterID, []ClusterStatus{StatusDegraded}, StatusInstalling,
-			map[string]any{"last_error": ""}, "", StepSoftware, msg); err != nil {
-			return err
-		}
-		return tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("cluster_id = ?", clusterID).
-			Updates(map[string]any{"step": StepSoftware, "message": ""}).Error
+		c, err = tx.transition(ctx, clusterID, change{event: EventRetryInstall, step: StepSoftware, msg: msg,
+			set: map[string]any{"last_error": ""}, nodes: func(tx *Store) error {
+				return tx.nodeRows(ctx, clusterID, map[string]any{"step": StepSoftware, "message": ""})
+			}})
+		return err
 	})
 	return c, err
 }
@@ -528,7 +523,7 @@ func (s *Store) Kubeconfig(ctx context.Context, orgID, clusterID string) (string
 	if err != nil {
 		return "", err
 	}
-	if c.Software != "kubernetes" {
+	if !headReports(c.Software) {
 		return "", fmt.Errorf("models: cluster %s runs %q, not kubernetes: %w", clusterID, c.Software, ErrNotFound)
 	}
 	var run SoftwareRun
@@ -555,11 +550,19 @@ func takeKubeReport(output string) (string, nodeReport) {
 	return output, rep
 }
 
-// BlockBegin and BlockEnd mark what a node reports inside its output.
-func BlockBegin(name string) string { return "-----BEGIN CLUSTERDECK " + name + "-----" }
+// headReports is whether node-0's install of the software prints the
+// kubeconfig and join command blocks (Kubernetes).
+func headReports(name string) bool {
+	sw := software.Lookup(name)
+	return sw != nil && sw.HeadReports
+}
+
+// BlockBegin and BlockEnd mark what a node reports inside its output
+// (software.BlockBegin).
+func BlockBegin(name string) string { return software.BlockBegin(name) }
 
 // BlockEnd ends a block started with BlockBegin.
-func BlockEnd(name string) string { return "-----END CLUSTERDECK " + name + "-----" }
+func BlockEnd(name string) string { return software.BlockEnd(name) }
 
 // takeBlock removes the last complete block called name from output and
 // returns it, with note in its place.

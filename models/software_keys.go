@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/clusterdeck/clusterdeck/models/software"
 )
 
 // Credentials the software shares across a cluster's nodes are derived from
@@ -26,27 +28,18 @@ func derive(c Cluster, label string, n int) []byte {
 	return out[:n]
 }
 
-// MungeKey is the cluster's Slurm munge key (1024 bytes, the size
-// mungekey(8) creates): the same on every node, so they trust each other.
-func MungeKey(c Cluster) []byte { return derive(c, "clusterdeck/munge-key", 1024) }
+// SoftwareKeys are the cluster's derived secrets as its software's
+// installs use them (models/software).
+func SoftwareKeys(c Cluster) software.Keys {
+	return func(label string, n int) []byte { return derive(c, label, n) }
+}
 
-// tokenAlphabet is the alphabet of kubeadm bootstrap tokens.
-const tokenAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+// MungeKey is the cluster's Slurm munge key (software.MungeKey).
+func MungeKey(c Cluster) []byte { return software.MungeKey(SoftwareKeys(c)) }
 
 // KubeBootstrapToken is the cluster's kubeadm bootstrap token
-// ("[a-z0-9]{6}.[a-z0-9]{16}"): node-0's kubeadm init is given it, so
-// workers can join with it.
-func KubeBootstrapToken(c Cluster) string {
-	raw := derive(c, "clusterdeck/kubeadm-bootstrap-token", 22)
-	var b strings.Builder
-	for i, x := range raw {
-		if i == 6 {
-			b.WriteByte('.')
-		}
-		b.WriteByte(tokenAlphabet[int(x)%len(tokenAlphabet)])
-	}
-	return b.String()
-}
+// (software.KubeBootstrapToken).
+func KubeBootstrapToken(c Cluster) string { return software.KubeBootstrapToken(SoftwareKeys(c)) }
 
 // kubeAdminToken is the bearer token of a generated kubeconfig.
 func kubeAdminToken(c Cluster) string {

@@ -2,10 +2,12 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // LoginThrottle counts recent failed log-ins for one key ("account:<email>"
@@ -138,11 +140,101 @@ func (s *Store) recordFailure(ctx context.Context, key string, p ThrottlePolicy)
 	})
 }
 
+// ReserveLoginAttempt counts a log-in attempt for email from ip before its
+// password is checked, or refuses it (a non-nil block) without counting.
+// The keys' rows are locked in one transaction (in a fixed order, so
+// concurrent attempts queue instead of deadlocking), so whatever the
+// concurrency at most AccountThrottle.SlowAfter checks run at once and at
+// most LockAfter per lock period: each attempt is counted as a failure and
+// sets the wait it would cause. A good password then calls
+// ClearLoginFailures, which forgets the account's count (issue 11, A1).
+func (s *Store) ReserveLoginAttempt(ctx context.Context, email, ip string) (*LoginBlock, error) {
+	keys := []throttleKey{{accountKey(email), AccountThrottle, false}}
+	if ip != "" {
+		keys = append(keys, throttleKey{addressKey(ip), AddressThrottle, true})
+	}
+	return s.reserve(ctx, keys)
+}
+
+// ReserveSignup counts a sign-up attempt from ip, or refuses it: sign-up is
+// throttled per address like log-in (SignupThrottle).
+func (s *Store) ReserveSignup(ctx context.Context, ip string) (*LoginBlock, error) {
+	return s.reserve(ctx, []throttleKey{{"signup:" + ip, SignupThrottle, true}})
+}
+
+// SignupThrottle counts every sign-up attempt of an address: slowed after 10
+// an hour (5 s, doubling), refused for an hour after 30.
+var SignupThrottle = ThrottlePolicy{SlowAfter: 10, BaseDelay: 5 * time.Second, LockAfter: 30, Lock: time.Hour, Window: time.Hour}
+
+type throttleKey struct {
+	key    string
+	policy ThrottlePolicy
+	byIP   bool
+}
+
+var errThrottled = errors.New("models: throttled")
+
+func (s *Store) reserve(ctx context.Context, keys []throttleKey) (*LoginBlock, error) {
+	now := s.Now()
+	var block *LoginBlock
+	err := s.Tx(ctx, func(tx *Store) error {
+		rows := make([]LoginThrottle, len(keys))
+		for i, k := range keys { // "account:…" < "ip:…": one lock order
+			if err := tx.db.Exec(`INSERT INTO login_throttles (key, failures, last_failure_at, blocked_until)
+				VALUES (?, 0, ?, ?) ON CONFLICT (key) DO NOTHING`, k.key, time.Time{}, time.Time{}).Error; err != nil {
+				return fmt.Errorf("models: login throttle: %w", err)
+			}
+			q := tx.db
+			if tx.IsPostgres() {
+				q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+			}
+			if err := q.Where("key = ?", k.key).Take(&rows[i]).Error; err != nil {
+				return fmt.Errorf("models: login throttle: %w", err)
+			}
+			if r := rows[i]; r.BlockedUntil.After(now) {
+				b := &LoginBlock{Until: r.BlockedUntil, Locked: r.Failures >= k.policy.LockAfter, ByIP: k.byIP}
+				if block == nil || b.Until.After(block.Until) {
+					block = b
+				}
+			}
+		}
+		if block != nil {
+			return errThrottled // counts nothing
+		}
+		for i, k := range keys {
+			n := rows[i].Failures + 1
+			if rows[i].LastFailureAt.Before(now.Add(-k.policy.Window)) {
+				n = 1
+			}
+			if err := tx.db.Model(&LoginThrottle{}).Where("key = ?", k.key).Updates(map[string]any{
+				"failures": n, "last_failure_at": now, "blocked_until": now.Add(k.policy.blockFor(n))}).Error; err != nil {
+				return fmt.Errorf("models: login throttle: %w", err)
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errThrottled) {
+		return block, nil
+	}
+	return nil, err
+}
+
 // ClearLoginFailures forgets the account's failures after a good log-in.
 // The address's count is kept: one working account must not reset an
 // attacker's address.
 func (s *Store) ClearLoginFailures(ctx context.Context, email string) error {
 	return s.db.WithContext(ctx).Where("key = ?", accountKey(email)).Delete(&LoginThrottle{}).Error
+}
+
+// ReleaseLoginAttempt is a good log-in after ReserveLoginAttempt: the
+// account's count is forgotten and the attempt no longer counts against the
+// address.
+func (s *Store) ReleaseLoginAttempt(ctx context.Context, email, ip string) error {
+	if err := s.ClearLoginFailures(ctx, email); err != nil {
+		return err
+	}
+	return s.db.WithContext(ctx).Model(&LoginThrottle{}).Where("key = ? AND failures > 0", addressKey(ip)).
+		Update("failures", gorm.Expr("failures - 1")).Error
 }
 
 // PruneLoginThrottles deletes counts whose window has passed.

@@ -33,6 +33,17 @@ type TopUp struct {
 	CompletedAt *time.Time
 }
 
+// ReceivedPaymentEvent is the row that makes a webhook delivery count once
+// (B4): the event's id, its type and when it arrived.
+type ReceivedPaymentEvent struct {
+	ID         string `gorm:"primaryKey"`
+	Type       string
+	ReceivedAt time.Time
+}
+
+// TableName keeps the table's name short.
+func (ReceivedPaymentEvent) TableName() string { return "payment_events" }
+
 // PaymentEvent is a verified payment webhook as models needs it.
 type PaymentEvent struct {
 	ID, Type         string

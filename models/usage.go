@@ -54,6 +54,13 @@ func migrateUsage(tx *gorm.DB) error {
 	return nil
 }
 
+// UsageMark is how far a cluster's usage is written to the ledger (B1):
+// every whole minute before BilledUntil is charged.
+type UsageMark struct {
+	ClusterID   string `gorm:"primaryKey"`
+	BilledUntil time.Time
+}
+
 // machineCharge is the cumulative charge of one machine after m whole
 // minutes at rate per hour, rounded down. Every period is the difference of
 // two of these, so the periods of a machine sum exactly to its total (B2).

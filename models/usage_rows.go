@@ -110,11 +110,8 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster) ([]Clus
 	for _, r := range sums {
 		written[r.NodeID] = [2]int64{-r.Amount, r.Minutes}
 	}
-	var marks []struct {
-		ClusterID   string
-		BilledUntil time.Time
-	}
-	if err := s.db.WithContext(ctx).Table("usage_marks").Where("cluster_id IN ?", ids).Scan(&marks).Error; err != nil {
+	var marks []UsageMark
+	if err := s.db.WithContext(ctx).Where("cluster_id IN ?", ids).Scan(&marks).Error; err != nil {
 		return nil, fmt.Errorf("models: usage marks: %w", err)
 	}
 	markOf := map[string]*time.Time{}

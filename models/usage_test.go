@@ -45,7 +45,7 @@ func (e *meterEnv) cluster(t *testing.T, n int, rate models.Money) models.Cluste
 // ready runs c through L5's join at now and returns it with readyAt.
 func (e *meterEnv) ready(t *testing.T, c models.Cluster) models.Cluster {
 	t.Helper()
-	c, err := e.s.MarkJoined(e.ctx, c.ID)
+	c, err := e.s.MarkJoined(e.ctx, c.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestMeterNothingForFailedClusters(t *testing.T) {
 		failed := e.cluster(t, 4, rate249)
 		cancelled := e.cluster(t, 2, rate249)
 		e.clock.Advance(20 * time.Minute)
-		if _, err := e.s.FailCluster(e.ctx, failed.ID, "timeout:agent", "node-1", "agent", "node-1 never checked in"); err != nil {
+		if _, err := e.s.FailCluster(e.ctx, failed.ID, "timeout:agent", "node-1", "agent", "node-1 never checked in", nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.s.MarkReleased(e.ctx, failed.ID); err != nil {
@@ -377,6 +377,42 @@ func TestMachineIntervals(t *testing.T) {
 		}
 		if other, _ := e.s.MachineIntervals(e.ctx, "org_other", c.ID); len(other) != 0 {
 			t.Error("intervals leak to another organisation")
+		}
+	})
+}
+
+// X7: the state machine itself records intervals. A cluster that joins
+// opens one running interval per machine; terminating it through the use
+// case and releasing its machines closes them at the release, in the same
+// transaction as the status change.
+func TestTransitionRecordsIntervals(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newMeterEnv(t, db)
+		c := e.ready(t, e.cluster(t, 2, rate249))
+		got, err := e.s.MachineIntervals(e.ctx, e.org.ID, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("after joining: intervals for %d machines, want 2", len(got))
+		}
+		e.clock.Advance(45 * time.Minute)
+		if _, err := e.actions().Terminate(e.ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Minute)
+		ended := e.terminate(t, c.ID)
+		if got, err = e.s.MachineIntervals(e.ctx, e.org.ID, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		for node, ivs := range got {
+			if len(ivs) != 1 || ivs[0].State != models.MachineRunning {
+				t.Fatalf("%s: intervals %+v, want one running", node, ivs)
+			}
+			iv := ivs[0]
+			if !iv.StartedAt.Equal(*c.ReadyAt) || iv.EndedAt == nil || !iv.EndedAt.Equal(*ended.ReleasedAt) {
+				t.Errorf("%s: running %v–%v, want %v–%v", node, iv.StartedAt, iv.EndedAt, *c.ReadyAt, *ended.ReleasedAt)
+			}
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/trustelem/zxcvbn"
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
 )
@@ -91,8 +92,24 @@ func PasswordProblem(pw, email string) string {
 		return "The password cannot be only spaces."
 	case email != "" && strings.EqualFold(pw, email):
 		return "Do not use your email address as the password."
+	case commonPassword(pw, email):
+		return "This password is too common or too easy to guess (like password12 or qwertyuiop1). " +
+			"Use a less usual one, such as three or four unrelated words."
 	}
 	return ""
+}
+
+// commonPassword reports whether pw is a well-known password or a trivial
+// variant of one (a leaked-password list entry plus digits, a keyboard row,
+// a sequence, the email's name): zxcvbn's estimate of fewer than a million
+// guesses (score 0 or 1), from its lists of the most common leaked passwords,
+// names and words (issue 11, A1).
+func commonPassword(pw, email string) bool {
+	var hints []string
+	if local, _, ok := strings.Cut(email, "@"); ok {
+		hints = append(hints, local)
+	}
+	return zxcvbn.PasswordStrength(pw, hints).Score < 2
 }
 
 // NameProblem checks a display name (people, organisations, environments,

@@ -1,5 +1,7 @@
 package views
 
+import "github.com/clusterdeck/clusterdeck/models"
+
 // ClustersPage is /clusters.
 type ClustersPage struct {
 	Meta        Meta
@@ -32,6 +34,18 @@ type ClusterPage struct {
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
+	NCCL         *NCCLView // the automatic NCCL check, once planned (X4)
+}
+
+// NCCLView is the NCCL check beside what the interconnect advertises.
+type NCCLView struct {
+	State      string // pending, sent, measured, failed
+	Measured   string // "338.8 GB/s bus bandwidth"
+	Expected   string // "375.0 GB/s expected from InfiniBand at 3.2 Tbit/s per node"
+	Percent    string // "90 %"
+	Warning    string
+	Message    string // why there is no measurement
+	MeasuredAt string
 }
 
 // ClusterView is the cluster's header.
@@ -59,6 +73,7 @@ type NodeView struct {
 	Rank    int
 	Status  string
 	Address string
+	GPUs    string // what nvidia-smi showed at check-in
 	Steps   []StepView
 	Message string
 }
@@ -94,6 +109,7 @@ type ConnectView struct {
 	PrimarySSH string
 	Nodes      []ConnectNode
 	EnvBlock   string
+	EnvMasked  string // EnvBlock with the customer's values masked; "" when they gave none
 	Hostfile   string
 	Commands   []CommandView
 	Readiness  string
@@ -112,50 +128,50 @@ type CommandView struct {
 
 func statusClass(s string) string {
 	switch s {
-	case "provisioning":
+	case string(models.StatusProvisioning):
 		return "inline-flex items-center gap-1.5 rounded-full bg-sky-50 px-2 py-0.5 text-xs font-medium text-sky-800 ring-1 ring-sky-200 dark:bg-sky-950 dark:text-sky-200 dark:ring-sky-800"
-	case "installing":
+	case string(models.StatusInstalling):
 		return "inline-flex items-center gap-1.5 rounded-full bg-indigo-50 px-2 py-0.5 text-xs font-medium text-indigo-800 ring-1 ring-indigo-200 dark:bg-indigo-950 dark:text-indigo-200 dark:ring-indigo-800"
-	case "ready", "running":
+	case string(models.StatusReady), "running":
 		return "inline-flex items-center gap-1.5 rounded-full bg-green-50 px-2 py-0.5 text-xs font-medium text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
-	case "degraded":
+	case string(models.StatusDegraded):
 		return "inline-flex items-center gap-1.5 rounded-full bg-amber-50 px-2 py-0.5 text-xs font-medium text-amber-900 ring-1 ring-amber-200 dark:bg-amber-950 dark:text-amber-200 dark:ring-amber-800"
-	case "failed":
+	case string(models.StatusFailed):
 		return "inline-flex items-center gap-1.5 rounded-full bg-red-50 px-2 py-0.5 text-xs font-medium text-red-800 ring-1 ring-red-200 dark:bg-red-950 dark:text-red-200 dark:ring-red-800"
-	case "new": // quote requests (RQ2)
+	case string(models.CapacityNew): // quote requests (RQ2)
 		return "inline-flex items-center gap-1.5 rounded-full bg-sky-50 px-2 py-0.5 text-xs font-medium text-sky-800 ring-1 ring-sky-200 dark:bg-sky-950 dark:text-sky-200 dark:ring-sky-800"
-	case "contacted":
+	case string(models.CapacityContacted):
 		return "inline-flex items-center gap-1.5 rounded-full bg-indigo-50 px-2 py-0.5 text-xs font-medium text-indigo-800 ring-1 ring-indigo-200 dark:bg-indigo-950 dark:text-indigo-200 dark:ring-indigo-800"
-	case "quoted":
+	case string(models.CapacityQuoted):
 		return "inline-flex items-center gap-1.5 rounded-full bg-violet-50 px-2 py-0.5 text-xs font-medium text-violet-800 ring-1 ring-violet-200 dark:bg-violet-950 dark:text-violet-200 dark:ring-violet-800"
-	case "won":
+	case string(models.CapacityWon):
 		return "inline-flex items-center gap-1.5 rounded-full bg-green-50 px-2 py-0.5 text-xs font-medium text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
-	case "terminated":
+	case string(models.StatusTerminated):
 		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-500 line-through ring-1 ring-slate-200 dark:bg-slate-800 dark:text-slate-400 dark:ring-slate-700"
-	default: // stopped
+	default: // models.StatusStopped
 		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-700 ring-1 ring-slate-200 dark:bg-slate-800 dark:text-slate-300 dark:ring-slate-700"
 	}
 }
 
 func dotClass(s string) string {
 	switch s {
-	case "provisioning":
+	case string(models.StatusProvisioning):
 		return "h-1.5 w-1.5 rounded-full bg-sky-500 animate-pulse"
-	case "installing":
+	case string(models.StatusInstalling):
 		return "h-1.5 w-1.5 rounded-full bg-indigo-500 animate-pulse"
-	case "ready", "running":
+	case string(models.StatusReady), "running":
 		return "h-1.5 w-1.5 rounded-full bg-green-500"
-	case "degraded":
+	case string(models.StatusDegraded):
 		return "h-1.5 w-1.5 rounded-full bg-amber-500"
-	case "failed":
+	case string(models.StatusFailed):
 		return "h-1.5 w-1.5 rounded-full bg-red-500"
-	case "new":
+	case string(models.CapacityNew):
 		return "h-1.5 w-1.5 rounded-full bg-sky-500"
-	case "contacted":
+	case string(models.CapacityContacted):
 		return "h-1.5 w-1.5 rounded-full bg-indigo-500"
-	case "quoted":
+	case string(models.CapacityQuoted):
 		return "h-1.5 w-1.5 rounded-full bg-violet-500"
-	case "won":
+	case string(models.CapacityWon):
 		return "h-1.5 w-1.5 rounded-full bg-green-500"
 	}
 	return "h-1.5 w-1.5 rounded-full bg-slate-400"
@@ -182,7 +198,11 @@ type LaunchPage struct {
 	SSHKeys          []SSHKeyOption
 	Balance          string
 	BalanceAfterHour string
-	Shortfall        string // non-empty when the balance cannot cover the launch (L2)
+	Committed        string             // one hour of the organisation's live clusters, "" when none (L2)
+	Shortfall        string             // L2's refusal with how much to add, "" when the balance covers the launch
+	TopUpURL         string             // where to add funds, with Shortfall
+	Alternatives     []OfferAlternative // what can start now when the offer ran out (issue 11)
+	OffersURL        string             // the offers page for this shape, with Alternatives
 	Already          *ClusterRow
 	Software         []SoftwareOption
 }

@@ -19,7 +19,7 @@ func FuzzSignupAndLoginForms(f *testing.F) {
 		rec := c.post("/signup", url.Values{"email": {email}, "name": {name}, "password": {password},
 			"org_name": {org}, "invite": {invite}, "next": {next}})
 		switch rec.Code {
-		case http.StatusSeeOther, http.StatusUnprocessableEntity, http.StatusNotFound:
+		case http.StatusSeeOther, http.StatusUnprocessableEntity, http.StatusNotFound, http.StatusTooManyRequests:
 		default:
 			t.Errorf("signup answered %d", rec.Code)
 		}

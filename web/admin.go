@@ -60,17 +60,7 @@ func (h *handler) setOrgQuota(c echo.Context) error {
 		row.Problems["max_gpus"] = "Enter a whole number."
 	}
 	if len(row.Problems) == 0 {
-		err = h.Store.Tx(ctx, func(tx *models.Store) error {
-			org, err := tx.SetOrgQuota(ctx, before.ID, machines, gpus)
-			if err != nil {
-				return err
-			}
-			e := h.auditEntry(c, "org.quota_change", org.Name,
-				"machines "+strconv.Itoa(before.MaxMachines)+" → "+strconv.Itoa(org.MaxMachines)+
-					", GPUs "+strconv.Itoa(before.MaxGPUs)+" → "+strconv.Itoa(org.MaxGPUs))
-			e.OrgID = org.ID // the changed org's log, with the operator as actor
-			return tx.AuditLog(ctx, e)
-		})
+		_, err = h.act(c).SetOrgQuota(ctx, before.ID, machines, gpus)
 		var fe models.FieldErrors
 		if errors.As(err, &fe) {
 			row.Problems = fe

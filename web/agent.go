@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
+	"github.com/clusterdeck/clusterdeck/api/agentapi"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
 )
@@ -13,36 +13,7 @@ import (
 // The agent protocol (/v1/agent/…): each node's agent authenticates with its
 // own token (Authorization: Bearer cdn_…), which works for that node only and
 // stops working once the cluster ends or its terminate was requested (410).
-// These wire types mirror providers/agent's; the end-to-end tests prove they agree.
-
-type agentCheckinResp struct {
-	Cluster          string      `json:"cluster"`
-	Node             string      `json:"node"`
-	Rank             int         `json:"rank"`
-	Peers            []agentPeer `json:"peers"`
-	HeartbeatSeconds int         `json:"heartbeatSeconds"`
-}
-
-type agentPeer struct {
-	Name    string `json:"name"`
-	Rank    int    `json:"rank"`
-	Address string `json:"address"`
-}
-
-type agentPeersReq struct {
-	Reached     []string `json:"reached"`
-	Unreachable []struct {
-		Address string `json:"address"`
-		Error   string `json:"error"`
-	} `json:"unreachable"`
-}
-
-type agentLogsReq struct {
-	Lines []struct {
-		At   time.Time `json:"at"`
-		Text string    `json:"text"`
-	} `json:"lines"`
-}
+// The wire types are agentapi's, shared with the agent (providers/agent).
 
 // maxAgentLogLines bounds one logs request.
 const maxAgentLogLines = 500
@@ -51,16 +22,6 @@ const (
 	agentClusterKey = "agent_cluster"
 	agentNodeKey    = "agent_node"
 )
-
-// agentRoutes registers the agent protocol outside the customer API's auth.
-func (h *handler) agentRoutes(e *echo.Echo) {
-	g := e.Group("/v1/agent", h.agentAuth)
-	g.POST("/checkin", h.agentCheckin)
-	g.POST("/peers", h.agentPeers)
-	g.POST("/heartbeat", h.agentHeartbeat)
-	g.POST("/logs", h.agentLogs)
-	g.POST("/tasks/:task", h.agentTaskResult)
-}
 
 // agentAuth authenticates a node by its token.
 func (h *handler) agentAuth(next echo.HandlerFunc) echo.HandlerFunc {
@@ -91,13 +52,17 @@ func agentOf(c echo.Context) (models.Cluster, models.ClusterNode) {
 // agentCheckin is POST /v1/agent/checkin: step (b).
 func (h *handler) agentCheckin(c echo.Context) error {
 	cl, node := agentOf(c)
-	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node)
+	var req agentapi.CheckinRequest
+	if err := c.Bind(&req); err != nil {
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {hostname, privateIp, version, nvidiaSmi}."}
+	}
+	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node, req.NvidiaSMI)
 	if err != nil {
 		return err
 	}
-	resp := agentCheckinResp{Cluster: cl.ID, Node: node.Name, Rank: node.Rank, HeartbeatSeconds: 10}
+	resp := agentapi.CheckinResponse{Cluster: cl.ID, Node: node.Name, Rank: node.Rank, HeartbeatSeconds: 10}
 	for _, n := range nodes {
-		resp.Peers = append(resp.Peers, agentPeer{Name: n.Name, Rank: n.Rank, Address: n.PrivateIP})
+		resp.Peers = append(resp.Peers, agentapi.Peer{Name: n.Name, Rank: n.Rank, Address: n.PrivateIP})
 	}
 	return c.JSON(http.StatusOK, resp)
 }
@@ -105,7 +70,7 @@ func (h *handler) agentCheckin(c echo.Context) error {
 // agentPeers is POST /v1/agent/peers: step (c).
 func (h *handler) agentPeers(c echo.Context) error {
 	cl, node := agentOf(c)
-	var req agentPeersReq
+	var req agentapi.PeersRequest
 	if err := c.Bind(&req); err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {reached, unreachable}."}
 	}
@@ -117,7 +82,7 @@ func (h *handler) agentPeers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]bool{"meshComplete": done})
+	return c.JSON(http.StatusOK, agentapi.PeersResponse{MeshComplete: done})
 }
 
 // agentHeartbeat is POST /v1/agent/heartbeat: liveness, and the node's next task.
@@ -131,13 +96,13 @@ func (h *handler) agentHeartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"task": task})
+	return c.JSON(http.StatusOK, agentapi.HeartbeatResponse{Task: task})
 }
 
 // agentLogs is POST /v1/agent/logs: the node's log lines (N6).
 func (h *handler) agentLogs(c echo.Context) error {
 	cl, node := agentOf(c)
-	var req agentLogsReq
+	var req agentapi.LogsRequest
 	if err := c.Bind(&req); err != nil || len(req.Lines) > maxAgentLogLines {
 		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON {lines: [{at, text}]}, at most 500 lines."}
 	}

@@ -3,104 +3,32 @@ package web
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"time"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
 )
 
-// quoteBody is POST /v1/gpu/clusters/quote's body, with the seeds' names.
-// Launch bodies may repeat these priced fields (Q5).
-type quoteBody struct {
-	Accelerator *string `json:"accelerator"`
-	Nodes       *int    `json:"nodes"`
-	GPUsPerNode *int    `json:"gpusPerNode"`
-	Storage     *struct {
-		PersistentGB *int `json:"persistentGb"`
-	} `json:"storage"`
-	MaxHourlyPrice   *string `json:"maxHourlyPrice"`
-	Location         *string `json:"location"`
-	OfferID          *string `json:"offerId"`
-	IncludeCommunity *bool   `json:"include_community"`
+// quoteBody is POST /v1/gpu/clusters/quote's body (api.QuoteBody), with
+// the server's reading of it. Launch bodies may repeat these priced fields (Q5).
+type quoteBody api.QuoteBody
+
+// fields are the body's priced fields as sent.
+func (b quoteBody) fields() models.QuoteFields {
+	f := models.QuoteFields{Accelerator: b.Accelerator, Nodes: b.Nodes, GPUsPerNode: b.GPUsPerNode,
+		MaxHourlyPrice: b.MaxHourlyPrice, Location: b.Location, OfferID: b.OfferID, IncludeCommunity: b.IncludeCommunity}
+	if b.Storage != nil {
+		f.VolumeGB = b.Storage.PersistentGB
+	}
+	return f
 }
 
-// request turns the body into a QuoteRequest, with field problems.
-func (b quoteBody) request() (models.QuoteRequest, models.FieldErrors) {
-	fe := models.FieldErrors{}
-	r := models.QuoteRequest{}
-	if b.Accelerator != nil {
-		r.Accelerator = *b.Accelerator
-	}
-	if b.Nodes != nil {
-		r.Nodes = *b.Nodes
-	}
-	if b.GPUsPerNode != nil {
-		r.GPUsPerNode = *b.GPUsPerNode
-	}
-	if b.Storage != nil && b.Storage.PersistentGB != nil {
-		r.VolumeGB = *b.Storage.PersistentGB
-	}
-	if b.MaxHourlyPrice != nil && *b.MaxHourlyPrice != "" {
-		m, err := models.ParseUSD(*b.MaxHourlyPrice)
-		if err != nil {
-			fe["maxHourlyPrice"] = "a decimal dollar string like \"100\" or \"99.50\""
-		}
-		r.MaxHourlyPrice = m
-	}
-	if b.Location != nil {
-		r.Location = *b.Location
-	}
-	if b.OfferID != nil {
-		r.OfferID = *b.OfferID
-	}
-	if b.IncludeCommunity != nil {
-		r.IncludeCommunity = *b.IncludeCommunity
-	}
-	for k, v := range r.Validate() {
-		if _, ok := fe[k]; !ok {
-			fe[k] = v
-		}
-	}
-	return r, fe
-}
-
-type lineItemJSON struct {
-	Name       string `json:"name"`
-	Quantity   string `json:"quantity"`
-	USDPerHour string `json:"usdPerHour"`
-}
-
-type quoteJSON struct {
-	ID                string         `json:"id"`
-	Accelerator       string         `json:"accelerator"`
-	Nodes             int            `json:"nodes"`
-	GPUsPerNode       int            `json:"gpusPerNode"`
-	Storage           map[string]int `json:"storage"`
-	MaxHourlyPrice    *string        `json:"maxHourlyPrice"`
-	Location          string         `json:"location"`
-	OfferID           string         `json:"offerId"`
-	Provider          string         `json:"provider"`
-	MachineKind       string         `json:"machineKind"`
-	Interconnect      string         `json:"interconnect"`
-	IncludeCommunity  bool           `json:"include_community"`
-	USDPerHour        string         `json:"usdPerHour"`
-	USDPerMachineHour string         `json:"usdPerMachineHour"`
-	PerGPUUSDPerHour  string         `json:"perGpuUsdPerHour"`
-	DiskGBPerNode     int            `json:"diskGbPerNode"`
-	RootDiskRate      string         `json:"rootDiskRate"`
-	LineItems         []lineItemJSON `json:"lineItems"`
-	Availability      string         `json:"availability"`
-	ExpiresAt         time.Time      `json:"expiresAt"`
-}
-
-func toQuoteJSON(q models.Quote) quoteJSON {
-	j := quoteJSON{
+func toQuoteJSON(q models.Quote) api.Quote {
+	j := api.Quote{
 		ID: q.ID, Accelerator: q.Accelerator, Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode,
 		Storage: map[string]int{"persistentGb": q.VolumeGB}, Location: q.Location, OfferID: q.OfferID,
 		Provider: q.Provider, MachineKind: q.MachineKind, Interconnect: q.Interconnect, IncludeCommunity: q.IncludeCommunity,
@@ -113,49 +41,27 @@ func toQuoteJSON(q models.Quote) quoteJSON {
 		j.MaxHourlyPrice = &s
 	}
 	for _, li := range q.LineItems() {
-		j.LineItems = append(j.LineItems, lineItemJSON{Name: li.Name, Quantity: li.Quantity, USDPerHour: models.DecimalUSD(li.USDPerHour)})
+		j.LineItems = append(j.LineItems, api.LineItem{Name: li.Name, Quantity: li.Quantity, USDPerHour: models.DecimalUSD(li.USDPerHour)})
 	}
 	return j
 }
 
-// decodeJSON reads a JSON body strictly: unknown fields are problems too.
-func decodeJSON(c echo.Context, v any) ([]byte, error) {
-	raw, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return nil, &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "The body is not valid JSON for this endpoint: " + jsonProblem(err)}
-	}
-	return raw, nil
-}
-
-func jsonProblem(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "json: "); i >= 0 {
-		msg = msg[i+6:]
-	}
-	return msg
-}
-
 // noCapacity is Q4's 409 with reason, shape and advice.
 func noCapacity(nc *models.NoCapacityError) *APIError {
-	shape := map[string]any{"accelerator": nc.Shape.Accelerator, "nodes": nc.Shape.Nodes, "gpusPerNode": nc.Shape.GPUsPerNode,
-		"storage": map[string]int{"persistentGb": nc.Shape.VolumeGB}, "include_community": nc.Shape.IncludeCommunity}
+	shape := api.Shape{Accelerator: nc.Shape.Accelerator, Nodes: nc.Shape.Nodes, GPUsPerNode: nc.Shape.GPUsPerNode,
+		Storage: api.ShapeStorage{PersistentGB: nc.Shape.VolumeGB}, IncludeCommunity: nc.Shape.IncludeCommunity,
+		Location: nc.Shape.Location, OfferID: nc.Shape.OfferID}
 	if nc.Shape.MaxHourlyPrice > 0 {
-		shape["maxHourlyPrice"] = models.DecimalUSD(nc.Shape.MaxHourlyPrice)
+		shape.MaxHourlyPrice = models.DecimalUSD(nc.Shape.MaxHourlyPrice)
 	}
-	if nc.Shape.Location != "" {
-		shape["location"] = nc.Shape.Location
-	}
-	if nc.Shape.OfferID != "" {
-		shape["offerId"] = nc.Shape.OfferID
-	}
-	return &APIError{Status: http.StatusConflict, Code: "no_capacity",
+	ae := &APIError{Status: http.StatusConflict, Code: "no_capacity",
 		Message: "No offer can start this shape now: " + strings.ReplaceAll(nc.Reason, "_", " ") + ".",
 		Extra:   map[string]any{"reason": nc.Reason, "shape": shape, "advice": nc.Advice()}}
+	if nc.Free != nil {
+		ae.Message = notInStockMessage(nc)
+		ae.Extra["nodes_available"] = *nc.Free
+	}
+	return ae
 }
 
 // launchError maps launch refusals onto API2's codes.
@@ -179,9 +85,7 @@ func launchError(err error) error {
 			Message: fmt.Sprintf("This launch needs %d %s; %d are in use and the limit is %d. Ask the operator to raise your organisation's limits.", qe.Requested, qe.Resource, qe.InUse, qe.Limit),
 			Extra:   map[string]any{"resource": qe.Resource, "limit": qe.Limit, "inUse": qe.InUse, "requested": qe.Requested}}
 	case errors.As(err, &ib):
-		return &APIError{Status: http.StatusPaymentRequired, Code: "insufficient_balance",
-			Message: fmt.Sprintf("A launch needs a balance of at least %s (one hour of the whole cluster, never less than $10); add %s.", models.USD(ib.Required), models.USD(ib.Shortfall())),
-			Extra:   map[string]any{"balance": models.DecimalUSD(ib.Balance), "required": models.DecimalUSD(ib.Required), "shortfall": models.DecimalUSD(ib.Shortfall())}}
+		return insufficientBalance(ib)
 	case errors.Is(err, models.ErrIdempotencyMismatch):
 		return &APIError{Status: http.StatusConflict, Code: "idempotency_key_reused", Message: "This Idempotency-Key was used with a different request body."}
 	case errors.Is(err, models.ErrQuoteUsed):
@@ -197,7 +101,7 @@ func (h *handler) apiQuote(c echo.Context) error {
 	if _, err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	r, fe := body.request()
+	r, fe := body.fields().Request()
 	if len(fe) > 0 {
 		return invalid(fe)
 	}
@@ -208,25 +112,13 @@ func (h *handler) apiQuote(c echo.Context) error {
 	return c.JSON(http.StatusCreated, toQuoteJSON(q))
 }
 
-// launchBody is POST /v1/gpu/clusters: a quote id (or an offer and a size)
-// and the workload. Priced fields may be repeated; a different value than the
-// quote's answers price_changed (Q5).
-type launchBody struct {
-	quoteBody
-	QuoteID      string            `json:"quoteId"`
-	Name         string            `json:"name"`
-	Software     string            `json:"software"`
-	Env          map[string]string `json:"env"`
-	Ports        []int             `json:"ports"`
-	SSHKeyIDs    []string          `json:"sshKeyIds"`
-	Image        string            `json:"image"`
-	StartCommand string            `json:"startCommand"`
-}
+// launchBody is POST /v1/gpu/clusters (api.LaunchBody): a quote id (or an
+// offer and a size) and the workload. Priced fields may be repeated; a
+// different value than the quote's answers price_changed (Q5).
+type launchBody api.LaunchBody
 
 // apiLaunch is POST /v1/gpu/clusters with an Idempotency-Key header (L1).
 func (h *handler) apiLaunch(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
 	var body launchBody
 	raw, err := decodeJSON(c, &body)
 	if err != nil {
@@ -236,24 +128,11 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	if len(key) > 191 {
 		return invalid(models.FieldErrors{"Idempotency-Key": "at most 191 characters"})
 	}
-	q, err := h.quoteForLaunch(c, body)
-	if err != nil {
-		return launchError(err)
-	}
-	keys, err := h.sshKeysFor(c, body.SSHKeyIDs)
-	if err != nil {
-		return invalid(models.FieldErrors{"sshKeyIds": "unknown SSH key ids; list yours in the dashboard's settings"})
-	}
-	if body.Software == "" {
-		body.Software = "none"
-	}
-	if body.Name == "" {
-		body.Name = defaultClusterName(q.Accelerator, q.Nodes)
-	}
 	sum := sha256.Sum256(raw)
-	cl, created, err := h.Store.LaunchCluster(ctx, models.LaunchParams{
-		OrgID: p.Org.ID, EnvID: p.Env.ID, QuoteID: q.ID, IdemKey: key, RequestHash: hex.EncodeToString(sum[:]),
-		SSHKeys: keys, Actor: p.Actor,
+	cl, created, err := h.act(c).Launch(c.Request().Context(), models.LaunchInput{
+		QuoteID: body.QuoteID, Priced: quoteBody(body.QuoteBody).fields(), FreshQuote: true, DefaultName: true,
+		OwnEnvQuote: principal(c).APIKeyID != "",
+		IdemKey:     key, RequestHash: hex.EncodeToString(sum[:]), SSHKeyIDs: body.SSHKeyIDs,
 		Workload: models.Workload{Name: body.Name, Software: body.Software, Image: body.Image,
 			StartCommand: body.StartCommand, Env: body.Env, Ports: body.Ports},
 	})
@@ -263,170 +142,42 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		h.audit(c, "cluster.launch", cl.ID, cl.Name)
 		h.kick(c, "provision")
 	}
 	return h.clusterJSONResponse(c, status, cl)
 }
 
-// quoteForLaunch finds the quote a launch uses: the given quote (checking
-// repeated priced fields, Q5) or a fresh one from an offer and a size (L1).
-func (h *handler) quoteForLaunch(c echo.Context, body launchBody) (models.Quote, error) {
-	p := principal(c)
-	ctx := c.Request().Context()
-	if body.QuoteID == "" {
-		r, fe := body.quoteBody.request()
-		if body.OfferID == nil || *body.OfferID == "" {
-			fe["quoteId"] = "send a quoteId, or an offerId with nodes and gpusPerNode"
-		}
-		if len(fe) > 0 {
-			return models.Quote{}, fe
-		}
-		return h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, r)
-	}
-	q, err := h.Store.QuoteForOrg(ctx, p.Org.ID, body.QuoteID)
-	if err != nil {
-		return q, err
-	}
-	if field := changedPricedField(q, body.quoteBody); field != "" {
-		pc := &models.PriceChangedError{Reason: "field:" + field, Old: q}
-		if r, fe := mergedRequest(q, body.quoteBody); len(fe) == 0 {
-			if nq, err := h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, r); err == nil {
-				pc.New = &nq
-			}
-		}
-		return q, pc
-	}
-	if q.Expired(h.Store.Now()) && q.UsedByCluster == "" {
-		pc := &models.PriceChangedError{Reason: "expired", Old: q}
-		if nq, err := h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, q.Request()); err == nil {
-			pc.New = &nq
-		}
-		return q, pc
-	}
-	return q, nil
-}
-
-// changedPricedField names the first priced field the body repeats with a
-// different value than the quote's, or "".
-func changedPricedField(q models.Quote, b quoteBody) string {
-	switch {
-	case b.Accelerator != nil && *b.Accelerator != q.Accelerator:
-		return "accelerator"
-	case b.Nodes != nil && *b.Nodes != q.Nodes:
-		return "nodes"
-	case b.GPUsPerNode != nil && *b.GPUsPerNode != q.GPUsPerNode:
-		return "gpusPerNode"
-	case b.Storage != nil && b.Storage.PersistentGB != nil && *b.Storage.PersistentGB != q.VolumeGB:
-		return "storage.persistentGb"
-	case b.Location != nil && *b.Location != q.Location:
-		return "location"
-	case b.OfferID != nil && *b.OfferID != q.OfferID:
-		return "offerId"
-	case b.IncludeCommunity != nil && *b.IncludeCommunity != q.IncludeCommunity:
-		return "include_community"
-	}
-	if b.MaxHourlyPrice != nil {
-		m, err := models.ParseUSD(*b.MaxHourlyPrice)
-		if err != nil || m != q.MaxHourlyPrice {
-			return "maxHourlyPrice"
-		}
-	}
-	return ""
-}
-
-// mergedRequest is the quote's shape with the body's priced fields applied.
-func mergedRequest(q models.Quote, b quoteBody) (models.QuoteRequest, models.FieldErrors) {
-	r := q.Request()
-	override, _ := b.request()
-	if b.Accelerator != nil {
-		r.Accelerator = override.Accelerator
-	}
-	if b.Nodes != nil {
-		r.Nodes = override.Nodes
-	}
-	if b.GPUsPerNode != nil {
-		r.GPUsPerNode = override.GPUsPerNode
-	}
-	if b.Storage != nil && b.Storage.PersistentGB != nil {
-		r.VolumeGB = override.VolumeGB
-	}
-	if b.MaxHourlyPrice != nil {
-		r.MaxHourlyPrice = override.MaxHourlyPrice
-	}
-	if b.Location != nil {
-		r.Location = override.Location
-		r.OfferID = ""
-	}
-	if b.OfferID != nil {
-		r.OfferID = override.OfferID
-	}
-	if b.IncludeCommunity != nil {
-		r.IncludeCommunity = override.IncludeCommunity
-	}
-	return r, r.Validate()
-}
-
-type nodeJSON struct {
-	Name       string `json:"name"`
-	Rank       int    `json:"rank"`
-	Status     string `json:"status"`
-	Step       string `json:"step"`
-	Address    string `json:"address"`
-	PublicHost string `json:"publicHost,omitempty"`
-}
-
-type eventJSON struct {
-	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"`
-	Status  string    `json:"status"`
-	Node    string    `json:"node,omitempty"`
-	Step    string    `json:"step,omitempty"`
-	Message string    `json:"message"`
-}
-
-type clusterJSON struct {
-	ID                   string      `json:"id"`
-	Name                 string      `json:"name"`
-	Status               string      `json:"status"`
-	Accelerator          string      `json:"accelerator"`
-	NodeCount            int         `json:"nodeCount"`
-	GPUsPerNode          int         `json:"gpusPerNode"`
-	Location             string      `json:"location"`
-	Provider             string      `json:"provider"`
-	OfferID              string      `json:"offerId"`
-	QuoteID              string      `json:"quoteId"`
-	MachineKind          string      `json:"machineKind"`
-	Interconnect         string      `json:"interconnect"`
-	Software             string      `json:"software"`
-	USDPerHour           string      `json:"usdPerHour"`
-	USDPerMachineHour    string      `json:"usdPerMachineHour"`
-	ReadyAt              *time.Time  `json:"readyAt"`
-	LastError            *string     `json:"lastError"`
-	CreatedAt            time.Time   `json:"createdAt"`
-	TerminateRequestedAt *time.Time  `json:"terminateRequestedAt,omitempty"`
-	EndedAt              *time.Time  `json:"endedAt,omitempty"`
-	Nodes                []nodeJSON  `json:"nodes"`
-	Events               []eventJSON `json:"events,omitempty"`
-}
-
-func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent) clusterJSON {
-	j := clusterJSON{
+func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent) api.Cluster {
+	j := api.Cluster{
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status), Accelerator: cl.Accelerator, NodeCount: cl.Nodes,
 		GPUsPerNode: cl.GPUsPerNode, Location: cl.Location, Provider: cl.Provider, OfferID: cl.OfferID, QuoteID: cl.QuoteID,
 		MachineKind: cl.MachineKind, Interconnect: cl.Interconnect, Software: cl.Software,
 		USDPerHour: models.DecimalUSD(cl.USDPerHour), USDPerMachineHour: models.DecimalUSD(cl.MachineHour),
 		ReadyAt: cl.ReadyAt, CreatedAt: cl.CreatedAt, TerminateRequestedAt: cl.TerminateRequestedAt, EndedAt: cl.EndedAt,
-		Nodes: []nodeJSON{},
+		Nodes: []api.ClusterNode{},
 	}
 	if cl.LastError != "" {
 		j.LastError = &cl.LastError
 	}
 	for _, n := range nodes {
-		j.Nodes = append(j.Nodes, nodeJSON{Name: n.Name, Rank: n.Rank, Status: n.Status, Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost})
+		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost})
 	}
 	for _, e := range events {
-		j.Events = append(j.Events, eventJSON{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})
+		j.Events = append(j.Events, api.ClusterEvent{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})
+	}
+	return j
+}
+
+// toNCCLJSON is the automatic NCCL check (X4) beside what the interconnect
+// advertises; nil before the cluster is ready.
+func toNCCLJSON(ch *models.NCCLCheck) *api.NCCLCheck {
+	if ch == nil {
+		return nil
+	}
+	j := &api.NCCLCheck{Status: ch.Status, Warning: ch.Warning, Summary: ch.Summary}
+	if ch.Status == models.NCCLMeasured {
+		j.BusBandwidthGBps, j.ExpectedBusBandwidthGBps = &ch.BusBW, &ch.ExpectedBusBW
+		j.AdvertisedGbpsPerNode, j.PercentOfExpected, j.MeasuredAt = &ch.AdvertisedGbps, &ch.Percent, ch.FinishedAt
 	}
 	return j
 }
@@ -441,7 +192,24 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, toClusterJSON(cl, nodes, events))
+	nccl, err := h.Store.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	gpus, err := h.Store.GPUChecks(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	j := toClusterJSON(cl, nodes, events)
+	for _, g := range gpus {
+		for i := range j.Nodes {
+			if j.Nodes[i].Rank == g.Rank {
+				j.Nodes[i].GPUs = g.Summary
+			}
+		}
+	}
+	j.NCCL = toNCCLJSON(nccl)
+	return c.JSON(status, j)
 }
 
 // apiListClusters is GET /v1/gpu/clusters.
@@ -452,6 +220,7 @@ func (h *handler) apiListClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	clusters = inKeyEnv(p, clusters, func(cl models.Cluster) string { return cl.EnvID })
 	ids := make([]string, len(clusters))
 	for i, cl := range clusters {
 		ids[i] = cl.ID
@@ -460,11 +229,11 @@ func (h *handler) apiListClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]clusterJSON, 0, len(clusters))
+	out := make([]api.Cluster, 0, len(clusters))
 	for _, cl := range clusters {
 		out = append(out, toClusterJSON(cl, nodes[cl.ID], nil))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"clusters": out})
+	return c.JSON(http.StatusOK, api.ClusterList{Clusters: out})
 }
 
 // apiGetCluster is GET /v1/gpu/clusters/{id}.

@@ -2,55 +2,14 @@ package web
 
 import (
 	"net/http"
-	"time"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
 )
 
-// offerJSON is one offer in the API, with the seeds' field names. Money is a
-// decimal string of dollars exact to the micro-dollar.
-type offerJSON struct {
-	ID                string    `json:"id"`
-	Provider          string    `json:"provider"`
-	Location          string    `json:"location"`
-	LocationName      string    `json:"locationName"`
-	Interconnect      string    `json:"interconnect"`
-	MachineKind       string    `json:"machineKind"`
-	Accelerator       string    `json:"accelerator"`
-	GPUsPerNode       int       `json:"gpusPerNode"`
-	VCPUs             int       `json:"vcpus"`
-	MemoryGB          int       `json:"memoryGb"`
-	Community         bool      `json:"community"`
-	NodesAvailable    *int      `json:"nodes_available"`
-	MaxNodes          int       `json:"max_nodes"`
-	Nodes             int       `json:"nodes"`
-	Availability      string    `json:"availability"` // available | reserved_ahead | not_in_stock
-	USDPerMachineHour string    `json:"usdPerMachineHour"`
-	USDPerHour        string    `json:"usdPerHour"`
-	PerGPUUSDPerHour  string    `json:"perGpuUsdPerHour"`
-	DiskGBPerNode     int       `json:"diskGbPerNode"`
-	RootDiskRate      string    `json:"rootDiskRate"` // dollars per GB-hour
-	RefreshedAt       time.Time `json:"refreshedAt"`
-}
-
-type offerGroupJSON struct {
-	Location     string      `json:"location"`
-	LocationName string      `json:"locationName"`
-	Nodes        int         `json:"nodes"`
-	Offers       []offerJSON `json:"offers"`
-}
-
-type offersResponse struct {
-	Accelerator      string           `json:"accelerator,omitempty"`
-	Nodes            int              `json:"nodes"`
-	IncludeCommunity bool             `json:"include_community"`
-	Count            int              `json:"count"`
-	Groups           []offerGroupJSON `json:"groups"`
-}
-
-func toOfferJSON(o models.Offer, n int) offerJSON {
-	return offerJSON{
+func toOfferJSON(o models.Offer, n int) api.Offer {
+	return api.Offer{
 		ID: o.ID, Provider: o.Provider, Location: o.Location, LocationName: o.LocationName,
 		Interconnect: o.Interconnect, MachineKind: o.MachineKind, Accelerator: o.Accelerator,
 		GPUsPerNode: o.GPUsPerNode, VCPUs: o.VCPUs, MemoryGB: o.MemoryGB, Community: o.Community,
@@ -75,10 +34,10 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	resp := offersResponse{Accelerator: f.Accelerator, Nodes: f.Nodes, IncludeCommunity: f.IncludeCommunity,
-		Groups: make([]offerGroupJSON, 0, len(groups))}
+	resp := api.OffersResponse{Accelerator: f.Accelerator, Nodes: f.Nodes, IncludeCommunity: f.IncludeCommunity,
+		Groups: make([]api.OfferGroup, 0, len(groups))}
 	for _, g := range groups {
-		gj := offerGroupJSON{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes}
+		gj := api.OfferGroup{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes}
 		for _, o := range g.Offers {
 			gj.Offers = append(gj.Offers, toOfferJSON(o, f.Nodes))
 		}

@@ -52,9 +52,10 @@ func eachApp(t *testing.T, fn func(t *testing.T, app *testApp)) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newTestApp(t, db)) })
 }
 
+// do serves req; /v1 exchanges are checked against the OpenAPI document.
 func (a *testApp) do(req *http.Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	a.e.ServeHTTP(rec, req)
+	validating(a.t, a.e).ServeHTTP(rec, req)
 	return rec
 }
 

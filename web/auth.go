@@ -63,21 +63,18 @@ func (h *handler) login(c echo.Context) error {
 		return page(c, http.StatusUnprocessableEntity, views.LoginPageView(p), views.LoginForm(p))
 	}
 	ip := c.RealIP()
-	block, err := h.Store.LoginBlocked(ctx, f.Email, ip)
+	// The attempt is counted before the password is checked (issue 11):
+	// parallel guesses cannot outrun the throttle.
+	block, err := h.Store.ReserveLoginAttempt(ctx, f.Email, ip)
 	if err != nil {
 		return err
 	}
 	if block != nil {
-		wait := block.Wait(h.Store.Now())
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second).Seconds())+1))
-		p.Blocked = blockedMessage(*block, wait)
+		p.Blocked = throttled(c, *block, h.Store.Now())
 		return page(c, http.StatusTooManyRequests, views.LoginPageView(p), views.LoginForm(p))
 	}
 	u, err := h.Store.Authenticate(ctx, f.Email, f.Password)
 	if errors.Is(err, models.ErrBadCredentials) {
-		if err := h.Store.RecordLoginFailure(ctx, f.Email, ip); err != nil {
-			return err
-		}
 		if err := h.auditFailedLogin(c, f.Email, ip); err != nil {
 			return err
 		}
@@ -87,7 +84,7 @@ func (h *handler) login(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.Store.ClearLoginFailures(ctx, f.Email); err != nil {
+	if err := h.Store.ReleaseLoginAttempt(ctx, f.Email, ip); err != nil {
 		return err
 	}
 	if err := h.Store.EnsureOrg(ctx, u, h.Config.DefaultMaxMachines, h.Config.DefaultMaxGPUs); err != nil {
@@ -131,6 +128,25 @@ func (h *handler) auditFailedLogin(c echo.Context, email, ip string) error {
 	return nil
 }
 
+// signupThrottled counts a sign-up attempt from the caller's address, or
+// returns why it is refused (issue 11: sign-up is throttled like log-in).
+func (h *handler) signupThrottled(c echo.Context) (string, error) {
+	block, err := h.Store.ReserveSignup(c.Request().Context(), c.RealIP())
+	if err != nil || block == nil {
+		return "", err
+	}
+	throttled(c, *block, h.Store.Now())
+	wait := int(block.Wait(h.Store.Now()).Round(time.Minute).Minutes())
+	return fmt.Sprintf("Too many sign-ups from your network address. Try again in %d minute%s.", max(wait, 1), plural(max(wait, 1))), nil
+}
+
+// throttled sets Retry-After for a refused attempt and returns its message.
+func throttled(c echo.Context, b models.LoginBlock, now time.Time) string {
+	wait := b.Wait(now)
+	c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second).Seconds())+1))
+	return blockedMessage(b, wait)
+}
+
 func blockedMessage(b models.LoginBlock, wait time.Duration) string {
 	who := "this account"
 	if b.ByIP {
@@ -165,14 +181,17 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// logout is POST /logout: the cookie is replaced by an empty session and the
-// CSRF token rotates. (Other copies of the cookie end with "log out
-// everywhere" or their MaxAge.)
+// logout is POST /logout: the session is recorded as ended on the server
+// (a copied cookie stops working too), the cookie is replaced by an empty
+// session and the CSRF token rotates.
 func (h *handler) logout(c echo.Context) error {
 	if p := principal(c); p != nil && p.User != nil {
 		if err := h.Store.AuditLog(c.Request().Context(), h.auditEntry(c, "user.logout", p.User.Email, "")); err != nil {
 			return err
 		}
+	}
+	if err := h.endServerSession(c); err != nil {
+		return err
 	}
 	if err := h.endSession(c, "You are logged out."); err != nil {
 		return err
@@ -213,6 +232,13 @@ func (h *handler) signup(c echo.Context) error {
 	in.Normalize()
 	p := views.SignupPage{Meta: h.meta(c, "Sign up"), Form: views.SignupFields{Email: in.Email, Name: in.Name,
 		OrgName: in.OrgName, Next: safeNext(f.Next), InviteToken: in.InviteToken}}
+	if msg, err := h.signupThrottled(c); err != nil || msg != "" {
+		if err != nil {
+			return err
+		}
+		p.Problems = map[string]string{"email": msg}
+		return page(c, http.StatusTooManyRequests, views.SignupPageView(p), views.SignupForm(p))
+	}
 	if in.InviteToken != "" {
 		inv, org, err := h.Store.InviteByToken(ctx, in.InviteToken)
 		if err != nil {

@@ -15,26 +15,10 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/software"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
-
-// clusterRoutes registers the cluster pages and API (issues 4 and 5).
-func (h *handler) clusterRoutes(app, api *echo.Group) {
-	app.GET("/clusters", h.listClusters)
-	app.GET("/clusters/new", h.newCluster)
-	app.POST("/clusters", h.createCluster)
-	app.GET("/clusters/:id", h.showCluster)
-	app.POST("/clusters/:id/terminate", h.terminateCluster)
-
-	api.POST("/gpu/clusters/quote", h.apiQuote)
-	api.POST("/gpu/clusters", h.apiLaunch)
-	api.GET("/gpu/clusters", h.apiListClusters)
-	api.GET("/gpu/clusters/:id", h.apiGetCluster)
-	api.POST("/gpu/clusters/:id/terminate", h.apiTerminate)
-
-	h.connectRoutes(app, api)
-}
 
 // listClusters is GET /clusters: the list, or for htmx polling only its rows.
 func (h *handler) listClusters(c echo.Context) error {
@@ -98,7 +82,7 @@ func (h *handler) newCluster(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := h.Store.CreateQuote(ctx, p.Org.ID, p.Env.ID, models.QuoteRequest{
+	q, err := h.Store.ReuseQuote(ctx, p.Org.ID, p.Env.ID, models.QuoteRequest{
 		Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
 		Location: o.Location, IncludeCommunity: o.Community})
 	var nc *models.NoCapacityError
@@ -113,7 +97,7 @@ func (h *handler) newCluster(c echo.Context) error {
 		return err
 	}
 	form := views.LaunchForm{QuoteID: q.ID, FormToken: newToken(18), Software: "none",
-		Name: defaultClusterName(o.Accelerator, nodes)}
+		Name: models.DefaultClusterName(o.Accelerator, nodes)}
 	lp, err := h.launchPage(c, q, form, nil)
 	if err != nil {
 		return err
@@ -121,24 +105,23 @@ func (h *handler) newCluster(c echo.Context) error {
 	return render(c, http.StatusOK, views.LaunchPageView(lp))
 }
 
-func defaultClusterName(accel string, nodes int) string {
-	return strings.ToLower(strings.ReplaceAll(strings.Split(accel, "_")[0], "_", "-")) + "-x" + strconv.Itoa(nodes)
-}
-
 // launchPage builds the launch page's view for a quote and a form as typed.
 func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchForm, problems map[string]string) (views.LaunchPage, error) {
 	p := principal(c)
 	ctx := c.Request().Context()
-	balance, err := h.Store.Balance(ctx, p.Org.ID)
+	a, err := h.Store.AdmissionFor(ctx, p.Org.ID, q.USDPerHour)
 	if err != nil {
 		return views.LaunchPage{}, err
 	}
 	lp := views.LaunchPage{
 		Meta: h.meta(c, "Launch"), Quote: quoteView(q), Form: form, Problems: problems,
-		Balance: models.USD(balance), BalanceAfterHour: models.USD(balance - q.USDPerHour),
+		Balance: models.USD(a.Balance), BalanceAfterHour: models.USD(a.Balance - a.Committed - q.USDPerHour),
 	}
-	if need := models.RequiredBalance(q.USDPerHour); balance < need {
-		lp.Shortfall = models.USD(need - balance)
+	if a.Committed > 0 {
+		lp.Committed = models.USD(a.Committed) + "/h"
+	}
+	if a.Shortfall() > 0 {
+		lp.Shortfall, lp.TopUpURL = balanceProblem(a), topUpPath
 	}
 	for _, s := range softwareOptions(q.MachineKind) {
 		s.Checked = s.Value == form.Software
@@ -157,16 +140,16 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 	return lp, nil
 }
 
-// softwareOptions lists S1's choices; Kubernetes is hidden on containers.
+// softwareOptions lists S1's choices: none, then every registered software
+// that runs on kind (Kubernetes is hidden on containers).
 func softwareOptions(kind string) []views.SoftwareOption {
 	opts := []views.SoftwareOption{
-		{Value: "none", Label: "None", Help: "Machines, private network, hostfile and ready-made torchrun, mpirun and DeepSpeed commands."},
-		{Value: "slurm", Label: "Slurm", Help: "Controller on node-0, compute on every node: sbatch, srun, squeue."},
-		{Value: "kubernetes", Label: "Kubernetes", Help: "Control plane on node-0, GPU scheduling, a kubeconfig to download."},
-		{Value: "ray", Label: "Ray", Help: "Head on node-0 and every node joined."},
+		{Value: software.None, Label: "None", Help: "Machines, private network, hostfile and ready-made torchrun, mpirun and DeepSpeed commands."},
 	}
-	if kind == "container" {
-		opts = append(opts[:2], opts[3])
+	for _, sw := range software.All() {
+		if kind == "" || sw.RunsOn(kind) {
+			opts = append(opts, views.SoftwareOption{Value: sw.Name, Label: sw.Label, Help: sw.Help})
+		}
 	}
 	return opts
 }
@@ -263,23 +246,18 @@ func (h *handler) createCluster(c echo.Context) error {
 	if msg != "" {
 		problems["ports"] = msg
 	}
-	keys, err := h.sshKeysFor(c, f.SSHKeyIDs)
-	if err != nil {
-		problems["sshKeyIds"] = "choose your own SSH keys"
-	}
 	if len(f.FormToken) < 16 {
 		problems["quote"] = "This form is incomplete; open the launch page again."
 	}
+	var nc *models.NoCapacityError
 	if len(problems) == 0 {
-		cl, created, err := h.Store.LaunchCluster(ctx, models.LaunchParams{
-			OrgID: p.Org.ID, EnvID: p.Env.ID, QuoteID: q.ID, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f),
-			SSHKeys: keys, Actor: p.Actor,
+		cl, created, err := h.act(c).Launch(ctx, models.LaunchInput{
+			QuoteID: q.ID, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
 			Workload: models.Workload{Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
 				StartCommand: f.StartCommand, Env: env, Ports: ports},
 		})
 		switch {
 		case err == nil && created:
-			h.audit(c, "cluster.launch", cl.ID, cl.Name)
 			h.kick(c, "provision")
 			return redirect(c, "/clusters/"+cl.ID)
 		case err == nil, errors.Is(err, models.ErrIdempotencyMismatch) || errors.Is(err, models.ErrQuoteUsed):
@@ -287,6 +265,9 @@ func (h *handler) createCluster(c echo.Context) error {
 		}
 		if !launchProblem(err, problems) {
 			return err
+		}
+		if errors.As(err, &nc) {
+			return h.notInStock(c, q, view, problems)
 		}
 	}
 	lp, err := h.launchPage(c, q, view, problems)
@@ -321,10 +302,14 @@ func launchProblem(err error, problems map[string]string) bool {
 	var pc *models.PriceChangedError
 	var qe *models.QuotaError
 	var ib *models.InsufficientBalanceError
+	var nc *models.NoCapacityError
 	switch {
 	case errors.As(err, &fe):
 		for k, v := range fe {
 			problems[k] = v
+		}
+		if fe["sshKeyIds"] != "" {
+			problems["sshKeyIds"] = "choose your own SSH keys"
 		}
 	case errors.As(err, &pc):
 		problems["quote"] = "The locked price expired. Go back to the offers to lock a fresh price."
@@ -332,8 +317,9 @@ func launchProblem(err error, problems map[string]string) bool {
 		problems["quote"] = fmt.Sprintf("This launch would use %d %s with %d already in use; your organisation's limit is %d. Ask the operator to raise it.",
 			qe.Requested, qe.Resource, qe.InUse, qe.Limit)
 	case errors.As(err, &ib):
-		problems["quote"] = fmt.Sprintf("Your balance is %s; a launch needs %s (one hour of the whole cluster, at least $10). Add %s.",
-			models.USD(ib.Balance), models.USD(ib.Required), models.USD(ib.Shortfall()))
+		problems["quote"] = balanceProblem(ib.Admission)
+	case errors.As(err, &nc):
+		problems["quote"] = notInStockMessage(nc)
 	default:
 		return false
 	}
@@ -347,24 +333,6 @@ func formHash(f launchForm) string {
 		"e": {f.Env}, "p": {f.Ports}, "k": keys}
 	sum := sha256.Sum256([]byte(v.Encode()))
 	return hex.EncodeToString(sum[:])
-}
-
-// sshKeysFor resolves the caller's own SSH key ids to public keys: the
-// signed-in user's, or with an API key its creator's.
-func (h *handler) sshKeysFor(c echo.Context, ids []string) ([]string, error) {
-	p := principal(c)
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	keys, err := h.Store.SSHKeysForUser(c.Request().Context(), p.Org.ID, p.UserID, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k.PublicKey)
-	}
-	return out, nil
 }
 
 // showCluster is GET /clusters/{id}: the cluster page, or for htmx polling
@@ -415,7 +383,47 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}
+	gpus, err := h.Store.GPUChecks(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	for _, g := range gpus {
+		for i := range cp.Nodes {
+			if cp.Nodes[i].Rank == g.Rank {
+				cp.Nodes[i].GPUs = g.Summary
+			}
+		}
+	}
+	nccl, err := h.Store.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	cp.NCCL = ncclView(cl, nccl)
 	return cp, nil
+}
+
+// ncclView shows the NCCL check beside what the interconnect advertises (X4).
+func ncclView(cl models.Cluster, ch *models.NCCLCheck) *views.NCCLView {
+	if ch == nil {
+		return nil
+	}
+	v := &views.NCCLView{State: ch.Status, Warning: ch.Warning, Message: ch.Summary}
+	if ch.Status == models.NCCLMeasured {
+		v.Measured = fmt.Sprintf("%.1f GB/s bus bandwidth", ch.BusBW)
+		v.Percent = fmt.Sprintf("%d %%", ch.Percent)
+		v.Expected = fmt.Sprintf("%.1f GB/s expected from %s at %s per node", ch.ExpectedBusBW,
+			views.InterconnectLabel(cl.Interconnect), gbits(ch.AdvertisedGbps))
+		v.MeasuredAt = clock(ch.FinishedAt)
+	}
+	return v
+}
+
+// gbits formats Gbit/s: "2 Gbit/s", "3.2 Tbit/s".
+func gbits(g int) string {
+	if g >= 1000 {
+		return strconv.FormatFloat(float64(g)/1000, 'f', -1, 64) + " Tbit/s"
+	}
+	return strconv.Itoa(g) + " Gbit/s"
 }
 
 func clusterView(cl models.Cluster) views.ClusterView {
@@ -437,7 +445,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 // nodeView is one node's timeline: each step done (with when), the one it
 // waits for (with the time left before its deadline), or failed (X3).
 func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.NodeView {
-	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: n.Status, Address: n.PrivateIP, Message: n.Message}
+	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Address: n.PrivateIP, Message: n.Message}
 	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
 	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
 	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(cl.PlacedAt != nil, "done", "active"), At: clock(cl.PlacedAt)})
@@ -450,7 +458,7 @@ func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.Node
 		switch {
 		case stamp[step] != nil:
 			sv.State, sv.At = "done", clock(stamp[step])
-		case n.Step == step && (n.Status == "failed" || n.Status == "lost"):
+		case n.Step == step && (n.Status == models.NodeFailed || n.Status == models.NodeLost):
 			sv.State = "failed"
 		case n.Step == step && cl.Status == models.StatusProvisioning && !deadline.IsZero():
 			sv.State = "active"
@@ -510,15 +518,13 @@ func (h *handler) alternatives(c echo.Context, cl models.Cluster) ([]views.Offer
 }
 
 // requestTerminate records the intent to terminate the caller's cluster
-// (L7), audits it and wakes the provision job, which releases every machine
-// together. The page and the API answer it each their own way.
+// (L7) and wakes the provision job, which releases every machine together.
+// The page and the API answer it each their own way.
 func (h *handler) requestTerminate(c echo.Context) (models.Cluster, error) {
-	p := principal(c)
-	cl, err := h.Store.RequestTerminate(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
+	cl, err := h.act(c).Terminate(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return cl, err
 	}
-	h.audit(c, "cluster.terminate", cl.ID, cl.Name)
 	h.kick(c, "provision")
 	return cl, nil
 }
@@ -537,14 +543,6 @@ func (h *handler) terminateCluster(c echo.Context) error {
 		return render(c, http.StatusOK, views.ClusterLive(cp))
 	}
 	return redirect(c, "/clusters/"+cl.ID)
-}
-
-// audit records an audit entry for this request; a failure to record is
-// logged, not shown (the action already happened).
-func (h *handler) audit(c echo.Context, action, target, detail string) {
-	if err := h.Store.AuditLog(c.Request().Context(), h.auditEntry(c, action, target, detail)); err != nil {
-		h.Log.Error("audit log", "action", action, "error", err)
-	}
 }
 
 // kick runs a job's tick soon, so the customer does not wait for the next

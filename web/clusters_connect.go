@@ -8,24 +8,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
+	"github.com/clusterdeck/clusterdeck/models/software"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
-
-// connectRoutes registers connections, logs, kubeconfig and retry install (issue 5).
-func (h *handler) connectRoutes(app, api *echo.Group) {
-	app.POST("/clusters/:id/retry-install", h.retryInstall)
-	app.GET("/clusters/:id/kubeconfig", h.downloadKubeconfig)
-	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
-	app.GET("/clusters/:id/logs/panel", h.logPanel)
-
-	api.GET("/gpu/clusters/:id/connections", h.apiConnections)
-	api.GET("/gpu/clusters/:id/logs", h.apiLogs)
-	api.GET("/gpu/clusters/:id/kubeconfig", h.downloadKubeconfig)
-	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
-}
 
 // connectable reports whether the cluster's machines are up to be reached.
 func connectable(cl models.Cluster) bool {
@@ -46,7 +35,8 @@ func (h *handler) spec(c echo.Context, cl models.Cluster, nodes []models.Cluster
 // how to connect, the logs, and the software actions.
 func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes []models.ClusterNode, cp *views.ClusterPage) error {
 	cp.CanRetry = cl.Status == models.StatusDegraded && models.SoftwareFailure(cl.LastError)
-	cp.C.Kubeconfig = cl.Software == "kubernetes" && cl.ReadyAt != nil && !cl.Status.Terminal()
+	sw := software.Lookup(cl.Software)
+	cp.C.Kubeconfig = sw != nil && sw.HeadReports && cl.ReadyAt != nil && !cl.Status.Terminal()
 	if cl.PlacedAt != nil {
 		for _, n := range nodes {
 			cp.LogRanks = append(cp.LogRanks, n.Rank)
@@ -57,7 +47,7 @@ func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes [
 	}
 	s := h.spec(c, cl, nodes)
 	cv := &views.ConnectView{
-		PrimarySSH: s.PrimarySSH().Command, EnvBlock: s.EnvBlock(0),
+		PrimarySSH: s.PrimarySSH().Command, EnvBlock: s.EnvBlock(0), EnvMasked: maskedEnvBlock(s, cl.Env()),
 		Readiness: nodespec.ReadinessNote, Malloc: nodespec.MallocHint,
 	}
 	if s.HasSharedFolder() {
@@ -73,21 +63,6 @@ func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes [
 		RunOn: "every node, in your start command", Text: nodespec.ReadinessScript})
 	cp.Connect = cv
 	return nil
-}
-
-type connectionNodeJSON struct {
-	Name       string `json:"name"`
-	Rank       int    `json:"rank"`
-	Address    string `json:"address"`
-	PublicHost string `json:"publicHost,omitempty"`
-	SSH        string `json:"ssh"`
-}
-
-type commandJSON struct {
-	Name    string `json:"name"`
-	RunOn   string `json:"runOn"`
-	Command string `json:"command"`
-	Note    string `json:"note,omitempty"`
 }
 
 // apiConnections is GET /v1/gpu/clusters/{id}/connections (N2–N5, L9).
@@ -110,27 +85,23 @@ func (h *handler) apiConnections(c echo.Context) error {
 	for _, e := range s.Env(0) {
 		env[e.Name] = e.Value
 	}
-	out := map[string]any{
-		"cluster": cl.ID, "status": cl.Status, "gateway": nilIfEmpty(cl.Gateway),
-		"env": env, "envBlock": s.EnvBlock(0), "envNote": "Identical on every node but NODE_RANK (N3).",
-		"mallocHint": nodespec.MallocHint, "readiness": nodespec.ReadinessNote, "readinessScript": nodespec.ReadinessScript,
-		"sshConfig": s.SSHConfig(),
+	out := api.Connections{
+		Cluster: cl.ID, Status: string(cl.Status), Gateway: nilIfEmpty(cl.Gateway),
+		Env: env, EnvBlock: s.EnvBlock(0), EnvNote: "Identical on every node but NODE_RANK (N3).",
+		MallocHint: nodespec.MallocHint, Readiness: nodespec.ReadinessNote, ReadinessScript: nodespec.ReadinessScript,
+		SSHConfig: s.SSHConfig(),
 	}
 	if s.HasSharedFolder() {
-		out["hostfile"], out["hostfilePath"] = s.Hostfile(), s.HostfilePath()
+		out.Hostfile, out.HostfilePath = s.Hostfile(), s.HostfilePath()
 	}
-	var nodesOut []connectionNodeJSON
 	for _, ssh := range s.SSH() {
-		nodesOut = append(nodesOut, connectionNodeJSON{Name: ssh.Name, Rank: ssh.Rank, Address: ssh.PrivateIP, SSH: ssh.Command,
+		out.Nodes = append(out.Nodes, api.ConnectionNode{Name: ssh.Name, Rank: ssh.Rank, Address: ssh.PrivateIP, SSH: ssh.Command,
 			PublicHost: nodes[ssh.Rank].PublicHost})
 	}
-	out["nodes"] = nodesOut
-	out["primary"] = nodesOut[0]
-	var cmds []commandJSON
+	out.Primary = &out.Nodes[0]
 	for _, cmd := range s.Commands().All() {
-		cmds = append(cmds, commandJSON{Name: cmd.Name, RunOn: cmd.RunOn, Command: cmd.Text, Note: cmd.Note})
+		out.Commands = append(out.Commands, api.Command{Name: cmd.Name, RunOn: cmd.RunOn, Command: cmd.Text, Note: cmd.Note})
 	}
-	out["commands"] = cmds
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -141,15 +112,13 @@ func nilIfEmpty(s string) *string {
 	return &s
 }
 
-// requestRetryInstall records a retry of a failed install (L6), audits it
-// and wakes the install job.
+// requestRetryInstall records a retry of a failed install (L6) and wakes
+// the install job.
 func (h *handler) requestRetryInstall(c echo.Context) (models.Cluster, error) {
-	p := principal(c)
-	cl, err := h.Store.RetryInstall(c.Request().Context(), p.Org.ID, c.Param("id"), p.Actor)
+	cl, err := h.act(c).RetryInstall(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return cl, err
 	}
-	h.audit(c, "cluster.retry_install", cl.ID, cl.Name)
 	h.kick(c, "install")
 	return cl, nil
 }
@@ -173,14 +142,12 @@ func (h *handler) apiRetryInstall(c echo.Context) error {
 }
 
 // downloadKubeconfig is GET …/kubeconfig: the Kubernetes cluster's
-// kubeconfig, for its own organisation only (S1).
+// kubeconfig, for its own organisation only, audited (S1).
 func (h *handler) downloadKubeconfig(c echo.Context) error {
-	p := principal(c)
-	kc, err := h.Store.Kubeconfig(c.Request().Context(), p.Org.ID, c.Param("id"))
+	kc, err := h.act(c).Kubeconfig(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	h.audit(c, "cluster.kubeconfig", c.Param("id"), "downloaded")
 	c.Response().Header().Set("Content-Disposition", `attachment; filename="kubeconfig-`+c.Param("id")+`.yaml"`)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.Blob(http.StatusOK, "application/yaml", []byte(kc))
@@ -202,13 +169,6 @@ func logNode(c echo.Context, cl models.Cluster) (int, error) {
 // logsBacklog is how many stored lines a stream starts with.
 const logsBacklog = 500
 
-type logLineJSON struct {
-	ID   int64     `json:"id"`
-	Node string    `json:"node"`
-	At   time.Time `json:"at"`
-	Text string    `json:"text"`
-}
-
 // apiLogs is GET /v1/gpu/clusters/{id}/logs?node=N&follow=true|false (N6):
 // the stored lines as JSON with follow=false, otherwise a server-sent event
 // stream that follows the tail.
@@ -227,14 +187,14 @@ func (h *handler) apiLogs(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		out := make([]logLineJSON, 0, len(lines))
+		out := make([]api.LogLine, 0, len(lines))
 		for _, l := range lines {
-			out = append(out, logLineJSON{ID: l.ID, Node: "node-" + strconv.Itoa(rank), At: l.At, Text: l.Text})
+			out = append(out, api.LogLine{ID: l.ID, Node: "node-" + strconv.Itoa(rank), At: l.At, Text: l.Text})
 		}
-		return c.JSON(http.StatusOK, map[string]any{"cluster": cl.ID, "node": "node-" + strconv.Itoa(rank), "lines": out})
+		return c.JSON(http.StatusOK, api.LogLines{Cluster: cl.ID, Node: "node-" + strconv.Itoa(rank), Lines: out})
 	}
 	return h.streamLogs(c, cl, rank, func(l models.NodeLogLine) ([]byte, error) {
-		return json.Marshal(logLineJSON{ID: l.ID, Node: "node-" + strconv.Itoa(rank), At: l.At, Text: l.Text})
+		return json.Marshal(api.LogLine{ID: l.ID, Node: "node-" + strconv.Itoa(rank), At: l.At, Text: l.Text})
 	})
 }
 

@@ -100,8 +100,8 @@ func TestAPIQuote(t *testing.T) {
 				t.Errorf("%s: %d %v", bad.body, code, body)
 			}
 		}
-		if code, _ := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodez":2}`); code != http.StatusBadRequest {
-			t.Errorf("unknown field: %d, want 400", code)
+		if code, _ := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodez":2}`); code != http.StatusUnprocessableEntity {
+			t.Errorf("unknown field: %d, want 422", code)
 		}
 		if code, _ := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", "cdk_nope", `{}`); code != http.StatusUnauthorized {
 			t.Errorf("bad key: %d", code)
@@ -131,7 +131,8 @@ func TestAPILaunch(t *testing.T) {
 		if code != http.StatusPaymentRequired || e["code"] != "insufficient_balance" || e["shortfall"] != "39.94" {
 			t.Fatalf("zero balance: %d %v", code, body)
 		}
-		app.store.Deposit(context.Background(), acc.org.ID, 100*models.Micro, "dep", "test")
+		// Three $39.94/h clusters are launched below: L2 counts the ones already live.
+		app.store.Deposit(context.Background(), acc.org.ID, 130*models.Micro, "dep", "test")
 
 		code, first := apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, launch, "Idempotency-Key", "k1")
 		if code != http.StatusCreated || first["status"] != "provisioning" || len(first["nodes"].([]any)) != 2 {
@@ -309,7 +310,7 @@ func makeJoined(t testing.TB, app *testApp, cl models.Cluster, publicHosts bool)
 			}
 		}
 	}
-	out, err := app.store.MarkJoined(ctx, cl.ID)
+	out, err := app.store.MarkJoined(ctx, cl.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestFailedClusterOffersAlternatives(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		acc := app.signupAccount("f@example.com", "Failers")
 		cl := launchFor(t, app, acc, "failer")
-		if _, err := app.store.FailCluster(context.Background(), cl.ID, "provider_rejected:no_capacity", "", "reserved", "no room"); err != nil {
+		if _, err := app.store.FailCluster(context.Background(), cl.ID, "provider_rejected:no_capacity", "", "reserved", "no room", nil); err != nil {
 			t.Fatal(err)
 		}
 		d := doc(t, app.login(acc).get("/clusters/"+cl.ID))
@@ -501,7 +502,7 @@ func TestLogs(t *testing.T) {
 		}
 
 		// Streamed: the backlog, then new lines in order as they arrive.
-		srv := httptest.NewServer(app.e)
+		srv := httptest.NewServer(validating(t, app.e))
 		defer srv.Close()
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()

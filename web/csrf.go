@@ -10,27 +10,30 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-const csrfCookie = "_csrf"
+const (
+	csrfCookie     = "_csrf"
+	csrfSessionKey = "csrf"
+)
 
 // errCSRF is the refusal of a state-changing request without a valid token.
 var errCSRF = echo.NewHTTPError(http.StatusForbidden, "This form has expired or did not come from Clusterdeck. Reload the page and try again.")
 
-// csrf protects every form and htmx request with a double-submit token: a
-// random value in an HttpOnly, SameSite=Lax cookie that each page repeats in
-// a hidden _csrf field and in hx-headers (X-CSRF-Token). Unsafe methods must
-// send it back; cross-site fetches are refused outright. The REST API (bearer
-// keys, no cookies), the agent protocol (node tokens), webhooks (signatures)
-// and development routes sit outside it.
+// csrf protects every form and htmx request with a synchronizer token kept
+// in the session (signed and encrypted, so it cannot be planted): each page
+// repeats it in a hidden _csrf field and in hx-headers (X-CSRF-Token), and
+// unsafe methods must send it back; cross-site fetches are refused outright.
+// The token is mirrored in an HttpOnly _csrf cookie for clients that read it,
+// but that cookie is never trusted (issue 11). The REST API (bearer keys, no
+// cookies), the agent protocol (node tokens), webhooks (signatures) and
+// development routes sit outside it.
 func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if csrfExempt(c.Request().URL.Path) {
 			return next(c)
 		}
-		token := ""
-		if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 {
-			token = ck.Value
-		} else {
-			token = h.setCSRFCookie(c)
+		token, err := h.sessionCSRF(c)
+		if err != nil {
+			return err
 		}
 		c.Set(csrfContextKey, token)
 		switch c.Request().Method {
@@ -44,29 +47,54 @@ func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		if sent == "" {
 			sent = c.FormValue("_csrf")
 		}
-		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
+		if !csrfMatch(sent, token) {
 			return errCSRF
 		}
 		return next(c)
 	}
 }
 
-// setCSRFCookie issues a fresh token cookie and returns the token.
-func (h *handler) setCSRFCookie(c echo.Context) string {
-	token := newToken(32)
+// csrfMatch compares a sent token with the session's in constant time.
+func csrfMatch(sent, token string) bool {
+	return sent != "" && token != "" && subtle.ConstantTimeCompare([]byte(sent), []byte(token)) == 1
+}
+
+// sessionCSRF returns the session's token, creating (and saving) one for a
+// session without, and keeps the mirror cookie in step.
+func (h *handler) sessionCSRF(c echo.Context) (string, error) {
+	s := h.session(c)
+	token := sessionString(s, csrfSessionKey)
+	if len(token) < 32 {
+		token = newToken(32)
+		s.Values[csrfSessionKey] = token
+		if err := h.saveSession(c, s); err != nil {
+			return "", err
+		}
+	}
+	if ck, err := c.Cookie(csrfCookie); err != nil || ck.Value != token {
+		h.setCSRFCookie(c, token)
+	}
+	return token, nil
+}
+
+// setCSRFCookie sets the mirror cookie.
+func (h *handler) setCSRFCookie(c echo.Context, token string) {
 	dropSetCookie(c, csrfCookie)
 	c.SetCookie(&http.Cookie{
 		Name: csrfCookie, Value: token, Path: "/", HttpOnly: true,
 		Secure: h.secureCookies(c), SameSite: http.SameSiteLaxMode,
 	})
-	return token
 }
 
-// rotateCSRF replaces the CSRF token when the privilege level changes
-// (log-in, sign-up, log-out), so a token planted or seen before is useless
-// after; the response's page already carries the new one.
+// rotateCSRF replaces the CSRF token in the request's session when the
+// privilege level changes (log-in, sign-up, log-out), so a token planted or
+// seen before is useless after; the caller saves the session, and the
+// response's page already carries the new one.
 func (h *handler) rotateCSRF(c echo.Context) {
-	c.Set(csrfContextKey, h.setCSRFCookie(c))
+	token := newToken(32)
+	h.session(c).Values[csrfSessionKey] = token
+	h.setCSRFCookie(c, token)
+	c.Set(csrfContextKey, token)
 }
 
 func csrfExempt(path string) bool {

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,14 +19,41 @@ import (
 // machine, so they answer loopback clients only: a development server that
 // is reachable from elsewhere does not hand out every organisation's mail.
 
-// localOnly refuses /dev/… requests that do not come from this machine.
+// localOnly refuses /dev/… requests that do not come from this machine, that
+// name another host than a loopback one (DNS rebinding: a page of
+// evil.example resolving to 127.0.0.1), or that a browser marks as sent from
+// another site (issue 11).
 func localOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		r := c.Request()
 		if ip := net.ParseIP(c.RealIP()); ip == nil || !ip.IsLoopback() {
 			return echo.NewHTTPError(http.StatusForbidden, "Development routes answer only on this machine (loopback).")
 		}
+		if !loopbackHost(r.Host) {
+			return echo.NewHTTPError(http.StatusForbidden, "Development routes answer only to http://localhost or http://127.0.0.1.")
+		}
+		site := r.Header.Get("Sec-Fetch-Site")
+		origin, err := url.Parse(r.Header.Get("Origin"))
+		if (site != "" && site != "same-origin" && site != "none") || err != nil ||
+			(r.Header.Get("Origin") != "" && !loopbackHost(origin.Host)) {
+			return echo.NewHTTPError(http.StatusForbidden, "Development routes refuse requests from other sites.")
+		}
 		return next(c)
 	}
+}
+
+// loopbackHost reports whether a Host header (with or without a port) names
+// this machine: localhost, 127.0.0.0/8 or ::1.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // devClock is GET /dev/clock.

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
@@ -33,11 +35,14 @@ func classify(err error) *APIError {
 	var ae *APIError
 	var fe models.FieldErrors
 	var he *echo.HTTPError
+	var fb *models.ForbiddenError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &fe):
 		return invalid(fe)
+	case errors.As(err, &fb):
+		return &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: fb.Message}
 	case errors.Is(err, models.ErrNotFound):
 		return &APIError{Status: http.StatusNotFound, Code: "not_found", Message: "We could not find that."}
 	case errors.Is(err, models.ErrConflict):
@@ -144,12 +149,13 @@ func pageTitle(status int) string {
 }
 
 func writeAPIError(c echo.Context, ae *APIError) error {
-	body := map[string]any{"code": ae.Code, "message": ae.Message}
-	if len(ae.Fields) > 0 {
-		body["fields"] = ae.Fields
-	}
+	body := api.ErrorBody{Code: ae.Code, Message: ae.Message, Fields: ae.Fields, Extra: map[string]json.RawMessage{}}
 	for k, v := range ae.Extra {
-		body[k] = v
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		body.Extra[k] = raw
 	}
-	return c.JSON(ae.Status, map[string]any{"error": body})
+	return c.JSON(ae.Status, api.Error{Error: body})
 }

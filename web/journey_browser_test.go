@@ -340,8 +340,15 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	if err != nil || !copyBtn {
 		t.Errorf("no copy button for the primary SSH command (%v)", err)
 	}
+	// The customer's values are masked until revealed (issue 11).
+	if got := text(`[data-testid=env-masked]`); !strings.Contains(got, "NCCL_DEBUG=••") || strings.Contains(got, "INFO") {
+		t.Errorf("masked env block:\n%s", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=env-reveal] summary`)); err != nil {
+		t.Fatal(err)
+	}
 	if got := text(`[data-testid=env-block]`); !strings.Contains(got, "NCCL_DEBUG=INFO") {
-		t.Errorf("env block lacks the customer's line:\n%s", got)
+		t.Errorf("revealed env block lacks the customer's line:\n%s", got)
 	}
 	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid=connect-node]').length`)); n != 2 {
 		t.Errorf("connect lists %d nodes, want 2", n)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
@@ -37,17 +38,8 @@ func (h *handler) listSSHKeys(c echo.Context) error {
 
 // addSSHKey is POST /settings/ssh-keys: real OpenSSH public keys only.
 func (h *handler) addSSHKey(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
 	form := views.SSHKeyForm{Name: trimForm(c, "name"), PublicKey: trimForm(c, "public_key")}
-	var key models.SSHKey
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if key, err = tx.AddSSHKey(ctx, p.Org.ID, p.User.ID, form.Name, form.PublicKey); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "ssh_key.add", key.Name, key.Fingerprint))
-	})
+	key, err := h.act(c).AddSSHKey(c.Request().Context(), form.Name, form.PublicKey)
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		sp, err := h.sshKeysPage(c)
@@ -66,16 +58,7 @@ func (h *handler) addSSHKey(c echo.Context) error {
 
 // deleteSSHKey is POST /settings/ssh-keys/{id}/delete (your own keys only).
 func (h *handler) deleteSSHKey(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
-	var key models.SSHKey
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if key, err = tx.DeleteSSHKey(ctx, p.Org.ID, p.User.ID, c.Param("id")); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "ssh_key.delete", key.Name, key.Fingerprint))
-	})
+	key, err := h.act(c).DeleteSSHKey(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -110,7 +93,11 @@ func (h *handler) apiKeysPage(c echo.Context) (views.APIKeysPage, error) {
 
 // canRevokeKey: owners and admins revoke any key; members their own.
 func canRevokeKey(p *Principal, k models.APIKey) bool {
-	return p.Role.CanManage() || (p.User != nil && k.CreatedBy == p.User.ID)
+	uid := ""
+	if p.User != nil {
+		uid = p.User.ID
+	}
+	return models.CanRevokeAPIKey(p.Role, uid, k)
 }
 
 // listAPIKeys is GET /settings/api-keys.
@@ -128,15 +115,7 @@ func (h *handler) createAPIKey(c echo.Context) error {
 	p := principal(c)
 	ctx := c.Request().Context()
 	form := views.APIKeyForm{Name: trimForm(c, "name"), Environment: trimForm(c, "environment")}
-	var key models.APIKey
-	var token string
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if key, token, err = tx.CreateAPIKey(ctx, p.Org.ID, form.Environment, p.User.ID, form.Name); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "api_key.create", key.Prefix, key.Name))
-	})
+	key, token, err := h.act(c).CreateAPIKey(ctx, form.Environment, form.Name)
 	var fe models.FieldErrors
 	status := http.StatusOK
 	if errors.As(err, &fe) {
@@ -160,21 +139,7 @@ func (h *handler) createAPIKey(c echo.Context) error {
 
 // revokeAPIKey is POST /settings/api-keys/{id}/revoke.
 func (h *handler) revokeAPIKey(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
-	k, err := h.Store.APIKeyForOrg(ctx, p.Org.ID, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	if !canRevokeKey(p, k) {
-		return echo.NewHTTPError(http.StatusForbidden, "Members can revoke only the keys they created. Ask an owner or admin.")
-	}
-	err = h.Store.Tx(ctx, func(tx *models.Store) error {
-		if _, err := tx.RevokeAPIKey(ctx, p.Org.ID, k.ID); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "api_key.revoke", k.Prefix, k.Name))
-	})
+	k, err := h.act(c).RevokeAPIKey(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -182,27 +147,10 @@ func (h *handler) revokeAPIKey(c echo.Context) error {
 	return redirect(c, "/settings/api-keys")
 }
 
-// meJSON is who an API request acts as.
-type meJSON struct {
-	Org struct {
-		ID          string `json:"id"`
-		Name        string `json:"name"`
-		MaxMachines int    `json:"maxMachines"`
-		MaxGPUs     int    `json:"maxGpus"`
-	} `json:"org"`
-	Environment struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	} `json:"environment"`
-	Role  string `json:"role"`
-	Actor string `json:"actor"`
-	Email string `json:"email,omitempty"`
-}
-
 // apiMe is GET /v1/me: the org, environment and role the credentials act as.
 func (h *handler) apiMe(c echo.Context) error {
 	p := principal(c)
-	var out meJSON
+	var out api.Me
 	out.Org.ID, out.Org.Name, out.Org.MaxMachines, out.Org.MaxGPUs = p.Org.ID, p.Org.Name, p.Org.MaxMachines, p.Org.MaxGPUs
 	out.Environment.ID, out.Environment.Name = p.Env.ID, p.Env.Name
 	out.Role, out.Actor = string(p.Role), p.Actor

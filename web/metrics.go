@@ -1,37 +1,67 @@
 package web
 
 import (
+	"context"
 	"crypto/subtle"
-	"fmt"
 	"net"
 	"net/http"
-	"sort"
+	"strconv"
 	"strings"
-	"sync/atomic"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// requestCounts counts this process's HTTP answers by status class, for
-// /metrics (one process's view; the database gauges are shared).
-type requestCounts struct{ byClass [6]atomic.Int64 }
-
-func (r *requestCounts) add(status int) {
-	if i := status / 100; i >= 1 && i <= 5 {
-		r.byClass[i].Add(1)
-	}
+// Metrics is the registry /metrics exposes. main passes one registry to web
+// and jobs, so each package registers its own metrics and neither imports the
+// other; tests build their own.
+type Metrics interface {
+	prometheus.Registerer
+	prometheus.Gatherer
 }
 
-// countRequests records every answer's status class.
-func (h *handler) countRequests(next echo.HandlerFunc) echo.HandlerFunc {
+// httpMetrics times every answer of this process.
+type httpMetrics struct {
+	latency *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "clusterdeck_http_request_duration_seconds",
+		Help:    "Time to answer HTTP requests in this process, by route pattern, method and status code.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"route", "method", "code"})}
+	reg.MustRegister(m.latency)
+	return m
+}
+
+// knownMethods bounds the method label; anything else counts as "other".
+var knownMethods = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodPost: true,
+	http.MethodPut: true, http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true}
+
+// timeRequests observes every answer's latency under its route pattern
+// (echo's c.Path(), so /v1/gpu/clusters/:id is one series whatever the id).
+// Requests no route matched share the route "unmatched".
+func (h *handler) timeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		start := time.Now()
 		err := next(c)
 		status := c.Response().Status
 		if err != nil {
 			status = classify(err).Status
 		}
-		h.requests.add(status)
+		route := c.Path()
+		if status == http.StatusNotFound && (route == "" || strings.HasSuffix(route, "*")) {
+			route = "unmatched" // no route, or a group's catch-all: keep raw paths out of the labels
+		}
+		method := c.Request().Method
+		if !knownMethods[method] {
+			method = "other"
+		}
+		h.httpMetrics.latency.WithLabelValues(route, method, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
 		return err
 	}
 }
@@ -43,54 +73,8 @@ func (h *handler) metrics(c echo.Context) error {
 	if !h.metricsAllowed(c) {
 		return echo.NewHTTPError(http.StatusForbidden, "Metrics need the METRICS_TOKEN bearer token, or a request from this machine.")
 	}
-	g, err := h.Store.MetricsGauges(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	now := h.Store.Now()
-	gauge := func(name, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
-	}
-	counter := func(name, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
-	}
-	gauge("clusterdeck_clusters", "Clusters by status.")
-	for _, st := range []models.ClusterStatus{models.StatusProvisioning, models.StatusInstalling, models.StatusReady,
-		models.StatusDegraded, models.StatusStopped, models.StatusFailed, models.StatusTerminated} {
-		fmt.Fprintf(&b, "clusterdeck_clusters{status=%q} %d\n", st, g.ClustersByStatus[st])
-	}
-	gauge("clusterdeck_mail_outbox", "Mails in the outbox by state.")
-	fmt.Fprintf(&b, "clusterdeck_mail_outbox{state=\"pending\"} %d\n", g.MailPending)
-	fmt.Fprintf(&b, "clusterdeck_mail_outbox{state=\"failed\"} %d\n", g.MailFailed)
-	gauge("clusterdeck_catalog_offers", "Offers stored per provider.")
-	for _, ch := range g.Catalog {
-		fmt.Fprintf(&b, "clusterdeck_catalog_offers{provider=%q} %d\n", ch.Provider, ch.Offers)
-	}
-	gauge("clusterdeck_catalog_age_seconds", "Seconds since each provider's catalog was refreshed.")
-	for _, ch := range g.Catalog {
-		fmt.Fprintf(&b, "clusterdeck_catalog_age_seconds{provider=%q} %.0f\n", ch.Provider, ch.CatalogAge(now).Seconds())
-	}
-	jobs := g.Jobs
-	sort.Slice(jobs, func(i, j int) bool { return jobs[i].Name < jobs[j].Name })
-	counter("clusterdeck_job_runs_total", "Job ticks run, across instances.")
-	for _, j := range jobs {
-		fmt.Fprintf(&b, "clusterdeck_job_runs_total{job=%q} %d\n", j.Name, j.Runs)
-	}
-	counter("clusterdeck_job_failures_total", "Job ticks that failed, across instances.")
-	for _, j := range jobs {
-		fmt.Fprintf(&b, "clusterdeck_job_failures_total{job=%q} %d\n", j.Name, j.Failures)
-	}
-	gauge("clusterdeck_job_last_run_timestamp_seconds", "When each job last ran (Unix time).")
-	for _, j := range jobs {
-		fmt.Fprintf(&b, "clusterdeck_job_last_run_timestamp_seconds{job=%q} %d\n", j.Name, j.StartedAt.Unix())
-	}
-	counter("clusterdeck_http_responses_total", "HTTP responses of this process by status class.")
-	for i := 1; i <= 5; i++ {
-		fmt.Fprintf(&b, "clusterdeck_http_responses_total{class=\"%dxx\"} %d\n", i, h.requests.byClass[i].Load())
-	}
-	c.Response().Header().Set(echo.HeaderContentType, "text/plain; version=0.0.4; charset=utf-8")
-	return c.String(http.StatusOK, b.String())
+	h.metricsHandler.ServeHTTP(c.Response(), c.Request())
+	return nil
 }
 
 func (h *handler) metricsAllowed(c echo.Context) bool {
@@ -100,4 +84,81 @@ func (h *handler) metricsAllowed(c echo.Context) bool {
 	}
 	ip := net.ParseIP(c.RealIP())
 	return ip != nil && ip.IsLoopback()
+}
+
+// newMetricsHandler registers the web metrics on reg and serves reg. Echo's
+// gzip middleware compresses the answer, so promhttp does not.
+func (h *handler) newMetricsHandler(reg Metrics) http.Handler {
+	h.httpMetrics = newHTTPMetrics(reg)
+	reg.MustRegister(storeCollector{store: h.Store})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{DisableCompression: true})
+}
+
+// storeCollector reads the shared state from the database at scrape time, so
+// every instance reports the same numbers (OP3, OP4).
+type storeCollector struct{ store *models.Store }
+
+var (
+	descClusters = prometheus.NewDesc("clusterdeck_clusters",
+		"Clusters by status.", []string{"status"}, nil)
+	descMail = prometheus.NewDesc("clusterdeck_mail_outbox",
+		"Mails in the outbox by state (pending, failed).", []string{"state"}, nil)
+	descCatalogOffers = prometheus.NewDesc("clusterdeck_catalog_offers",
+		"Offers stored per provider.", []string{"provider"}, nil)
+	descCatalogAge = prometheus.NewDesc("clusterdeck_catalog_age_seconds",
+		"Seconds since each provider's catalog was refreshed.", []string{"provider"}, nil)
+	descJobLastRun = prometheus.NewDesc("clusterdeck_job_last_run_timestamp_seconds",
+		"When each job last ran on any instance (Unix time).", []string{"job"}, nil)
+	descJobLastFailed = prometheus.NewDesc("clusterdeck_job_last_run_failed",
+		"1 when the last run of the job, on any instance, failed.", []string{"job"}, nil)
+	descLedgerEntries = prometheus.NewDesc("clusterdeck_ledger_entries",
+		"Ledger entries of every organisation by kind and status.", []string{"kind", "status"}, nil)
+	descLedgerUSD = prometheus.NewDesc("clusterdeck_ledger_usd",
+		"Sum of ledger entries of every organisation in US dollars (signed: usage is negative), by kind and status.", []string{"kind", "status"}, nil)
+)
+
+// clusterStatuses are reported even at zero, so alerts see the series.
+var clusterStatuses = []models.ClusterStatus{models.StatusProvisioning, models.StatusInstalling, models.StatusReady,
+	models.StatusDegraded, models.StatusStopped, models.StatusFailed, models.StatusTerminated}
+
+func (storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descClusters, descMail, descCatalogOffers, descCatalogAge,
+		descJobLastRun, descJobLastFailed, descLedgerEntries, descLedgerUSD} {
+		ch <- d
+	}
+}
+
+func (s storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g, err := s.store.MetricsGauges(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descClusters, err)
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, st := range clusterStatuses {
+		gauge(descClusters, float64(g.ClustersByStatus[st]), string(st))
+	}
+	gauge(descMail, float64(g.MailPending), "pending")
+	gauge(descMail, float64(g.MailFailed), "failed")
+	now := s.store.Now()
+	for _, c := range g.Catalog {
+		gauge(descCatalogOffers, float64(c.Offers), c.Provider)
+		gauge(descCatalogAge, c.CatalogAge(now).Seconds(), c.Provider)
+	}
+	for _, j := range g.Jobs {
+		gauge(descJobLastRun, float64(j.StartedAt.Unix()), j.Name)
+		failed := 0.0
+		if j.Error != "" {
+			failed = 1
+		}
+		gauge(descJobLastFailed, failed, j.Name)
+	}
+	for _, l := range g.Ledger {
+		gauge(descLedgerEntries, float64(l.Entries), l.Kind, l.Status)
+		gauge(descLedgerUSD, float64(l.Amount)/1e6, l.Kind, l.Status)
+	}
 }

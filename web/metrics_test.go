@@ -2,56 +2,77 @@ package web
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/static"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
-// OP3: /metrics reports the shared gauges in the Prometheus text format, to
-// loopback scrapers or to holders of METRICS_TOKEN only.
+// OP3: /metrics reports the shared gauges and this process's request
+// latencies in the Prometheus text format, to loopback scrapers or to
+// holders of METRICS_TOKEN only.
 func TestMetrics(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		ctx := context.Background()
 		acc := app.signupAccount("m@example.com", "Metered")
-		cl := launchFor(t, app, acc, "metered")
+		cl := launchFor(t, app, acc, "metered") // each launch deposits $500 first
 		makeJoined(t, app, cl, true)
 		launchFor(t, app, acc, "second")
-		app.store.RecordJobRun(ctx, "catalog", testNow, testNow.Add(time.Second), nil)
+		app.store.RecordJobRun(ctx, "catalog", testNow, testNow.Add(time.Second), errors.New("upstream down"))
+		app.store.RecordJobRun(ctx, "provision", testNow, testNow.Add(time.Second), nil)
 		app.store.EnqueueMail(ctx, models.Mail{Key: "k1", To: "a@example.com", Subject: "s", Text: "t"})
-		app.get("/no/such/page") // a 4xx for the per-process counter
+		app.get("/no/such/page")
+		app.get("/no/such/page")
+		app.get("/invites/not-a-token") // a 404 from a real route keeps its pattern
+		app.get("/offers")
 
-		local := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-		local.RemoteAddr = "127.0.0.1:9100"
-		rec := app.do(local)
-		if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain; version=0.0.4") {
-			t.Fatalf("%d %s", rec.Code, rec.Header().Get("Content-Type"))
-		}
-		body := rec.Body.String()
-		for _, want := range []string{
-			`clusterdeck_clusters{status="ready"} 1`,
-			`clusterdeck_clusters{status="provisioning"} 1`,
-			`clusterdeck_clusters{status="failed"} 0`,
-			`clusterdeck_mail_outbox{state="pending"} 1`,
-			`clusterdeck_catalog_offers{provider="sim"} 1`,
-			`clusterdeck_job_runs_total{job="catalog"} 1`,
-			"# TYPE clusterdeck_job_failures_total counter",
-			`clusterdeck_http_responses_total{class="4xx"} 1`,
+		fams := scrape(t, app)
+		for _, tc := range []struct {
+			name   string
+			labels string
+			want   float64
+		}{
+			{"clusterdeck_clusters", `status=ready`, 1},
+			{"clusterdeck_clusters", `status=provisioning`, 1},
+			{"clusterdeck_clusters", `status=failed`, 0},
+			{"clusterdeck_mail_outbox", `state=pending`, 1},
+			{"clusterdeck_catalog_offers", `provider=sim`, 1},
+			{"clusterdeck_catalog_age_seconds", `provider=sim`, 0},
+			{"clusterdeck_job_last_run_timestamp_seconds", `job=catalog`, float64(testNow.Unix())},
+			{"clusterdeck_job_last_run_failed", `job=catalog`, 1},
+			{"clusterdeck_job_last_run_failed", `job=provision`, 0},
+			{"clusterdeck_ledger_entries", `kind=deposit,status=completed`, 2},
+			{"clusterdeck_ledger_usd", `kind=deposit,status=completed`, 1000},
+			{"clusterdeck_http_request_duration_seconds", `route=unmatched,method=GET,code=404`, 2},
+			{"clusterdeck_http_request_duration_seconds", `route=/invites/:token,method=GET,code=404`, 1},
+			{"clusterdeck_http_request_duration_seconds", `route=/offers,method=GET,code=200`, 1},
 		} {
-			if !strings.Contains(body, want) {
-				t.Errorf("metrics lack %q:\n%s", want, body)
+			got, ok := sample(fams, tc.name, tc.labels)
+			if !ok {
+				t.Errorf("no %s{%s} in the exposition", tc.name, tc.labels)
+			} else if got != tc.want {
+				t.Errorf("%s{%s} = %v, want %v", tc.name, tc.labels, got, tc.want)
 			}
 		}
+		if _, ok := sample(fams, "clusterdeck_http_request_duration_seconds", `route=/no/such/page,method=GET,code=404`); ok {
+			t.Error("an unmatched path became a route label")
+		}
+
 		if rec := app.get("/metrics"); rec.Code != http.StatusForbidden {
 			t.Errorf("from another machine without a token: %d, want 403", rec.Code)
 		}
-
 		withToken := New(Deps{Config: Config{MetricsToken: "s3cret"}, Store: app.store, Static: static.FS,
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		for _, tc := range []struct {
@@ -68,4 +89,72 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The registry passed in Deps is the one /metrics serves, so main can hand
+// the same registry to the jobs.
+func TestMetricsServesTheGivenRegistry(t *testing.T) {
+	app := newTestApp(t, openSQLite(t))
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "clusterdeck_from_elsewhere_total", Help: "A metric another package registered."})
+	reg.MustRegister(c)
+	c.Add(3)
+	app.e = New(Deps{Store: app.store, Static: static.FS, Metrics: reg, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if got, ok := sample(scrape(t, app), "clusterdeck_from_elsewhere_total", ""); !ok || got != 3 {
+		t.Errorf("clusterdeck_from_elsewhere_total = %v (present %v), want 3", got, ok)
+	}
+}
+
+// scrape fetches /metrics from loopback and parses the text exposition.
+func scrape(t *testing.T, app *testApp) map[string]*dto.MetricFamily {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.RemoteAddr = "127.0.0.1:9100"
+	rec := app.do(req)
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain; version=0.0.4") {
+		t.Fatalf("/metrics: %d %s\n%s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	return fams
+}
+
+// sample returns the value of the series of name whose labels are exactly
+// labels ("k=v,k=v"): a gauge's or counter's value, a histogram's count.
+func sample(fams map[string]*dto.MetricFamily, name, labels string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.GetMetric() {
+		var got []string
+		for _, l := range m.GetLabel() {
+			got = append(got, l.GetName()+"="+l.GetValue())
+		}
+		if strings.Join(got, ",") != canonicalLabels(labels) {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+// canonicalLabels sorts "k=v" pairs by name, as the exposition does.
+func canonicalLabels(labels string) string {
+	if labels == "" {
+		return ""
+	}
+	parts := strings.Split(labels, ",")
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
 }

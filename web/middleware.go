@@ -40,8 +40,8 @@ func (h *handler) middleware(e *echo.Echo) {
 			return nil
 		},
 	}))
+	e.Use(h.timeRequests) // outside Recover, so a panic is timed as its 500
 	e.Use(middleware.Recover())
-	e.Use(h.countRequests)
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection:         "0",
 		ContentTypeNosniff:    "nosniff",
@@ -52,6 +52,7 @@ func (h *handler) middleware(e *echo.Echo) {
 	}))
 	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Skipper: isStream}))
 	e.Use(middleware.BodyLimit("1M"))
+	e.Use(h.guardText)
 	e.Use(h.csrf)
 	e.Use(h.loadSession)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
@@ -50,23 +51,6 @@ func atoi(s string) int {
 		return 0
 	}
 	return n
-}
-
-// capacityInput fills who asks from the request's principal.
-func (h *handler) capacityInput(c echo.Context) (models.CapacityRequestInput, error) {
-	p := principal(c)
-	in := models.CapacityRequestInput{OrgID: p.Org.ID, EnvID: p.Env.ID, Requester: p.Actor}
-	switch {
-	case p.User != nil:
-		in.UserID = p.User.ID
-	case p.APIKeyID != "":
-		k, err := h.Store.APIKeyForOrg(c.Request().Context(), p.Org.ID, p.APIKeyID)
-		if err != nil {
-			return in, err
-		}
-		in.UserID = k.CreatedBy
-	}
-	return in, nil
 }
 
 func (h *handler) capacityNotify() models.CapacityNotify {
@@ -116,14 +100,11 @@ func (h *handler) createQuoteRequest(c echo.Context) error {
 	if err := c.Bind(&f); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
-	in, err := h.capacityInput(c)
-	if err != nil {
-		return err
-	}
+	var in models.CapacityRequestInput
 	in.Accelerator, in.Nodes, in.GPUsPerNode, in.Fabric, in.Location = f.Accelerator, atoi(f.Nodes), atoi(f.GPUsPerNode), f.Fabric, f.Location
 	in.StartDate, in.Duration, in.DurationUnit, in.Budget = f.StartDate, atoi(f.Duration), f.DurationUnit, f.Budget
 	in.ContactName, in.ContactEmail, in.ContactPhone, in.Notes = f.ContactName, f.ContactEmail, f.ContactPhone, f.Notes
-	r, err := h.Store.CreateCapacityRequest(c.Request().Context(), in, h.capacityNotify(), h.auditEntry(c, "", "", ""))
+	r, err := h.act(c).RequestCapacity(c.Request().Context(), in, h.capacityNotify())
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		pg := h.newQuoteRequestPage(c, f.view(), fe)
@@ -175,24 +156,6 @@ func (h *handler) showQuoteRequest(c echo.Context) error {
 	return render(c, http.StatusOK, views.QuoteRequestDetailView(views.QuoteRequestPage{Meta: h.meta(c, "Quote request "+r.ID), R: quoteRequestView(r)}))
 }
 
-// quoteRequestBody is POST /v1/quote-requests's body (seeds-style names).
-type quoteRequestBody struct {
-	Accelerator   string `json:"accelerator"`
-	Nodes         int    `json:"nodes"`
-	GPUsPerNode   int    `json:"gpusPerNode"`
-	Fabric        string `json:"fabric"`
-	Location      string `json:"location"`
-	StartDate     string `json:"startDate"`
-	DurationDays  int    `json:"durationDays"`
-	BudgetPerHour string `json:"budgetPerHour"`
-	Contact       *struct {
-		Name  string `json:"name"`
-		Email string `json:"email"`
-		Phone string `json:"phone"`
-	} `json:"contact"`
-	Notes string `json:"notes"`
-}
-
 // apiFieldNames maps the models' form-named problems onto the body's names.
 var apiFieldNames = map[string]string{
 	"gpus_per_node": "gpusPerNode", "start_date": "startDate", "duration": "durationDays",
@@ -200,28 +163,11 @@ var apiFieldNames = map[string]string{
 	"contact_phone": "contact.phone",
 }
 
-type quoteRequestJSON struct {
-	ID            string         `json:"id"`
-	Status        string         `json:"status"`
-	Accelerator   string         `json:"accelerator"`
-	Nodes         int            `json:"nodes"`
-	GPUsPerNode   int            `json:"gpusPerNode"`
-	Fabric        string         `json:"fabric"`
-	Location      string         `json:"location"`
-	StartDate     string         `json:"startDate"`
-	DurationDays  int            `json:"durationDays"`
-	BudgetPerHour *string        `json:"budgetPerHour"` // dollars per hour, whole cluster; null when not given
-	Contact       map[string]any `json:"contact"`
-	Notes         string         `json:"notes"`
-	CreatedAt     time.Time      `json:"createdAt"`
-	UpdatedAt     time.Time      `json:"updatedAt"`
-}
-
-func toQuoteRequestJSON(r models.CapacityRequest) quoteRequestJSON {
-	j := quoteRequestJSON{ID: r.ID, Status: string(r.Status), Accelerator: r.Accelerator, Nodes: r.Nodes,
+func toQuoteRequestJSON(r models.CapacityRequest) api.QuoteRequest {
+	j := api.QuoteRequest{ID: r.ID, Status: string(r.Status), Accelerator: r.Accelerator, Nodes: r.Nodes,
 		GPUsPerNode: r.GPUsPerNode, Fabric: r.Fabric, Location: r.Location, StartDate: r.StartDay(),
 		DurationDays: r.DurationDays, Notes: r.Notes, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		Contact: map[string]any{"name": r.ContactName, "email": r.ContactEmail, "phone": r.ContactPhone}}
+		Contact: api.Contact{Name: r.ContactName, Email: r.ContactEmail, Phone: r.ContactPhone}}
 	if r.BudgetPerHour > 0 {
 		s := models.DecimalUSD(r.BudgetPerHour)
 		j.BudgetPerHour = &s
@@ -234,24 +180,21 @@ func toQuoteRequestJSON(r models.CapacityRequest) quoteRequestJSON {
 // creator is the contact.
 func (h *handler) apiCreateQuoteRequest(c echo.Context) error {
 	ctx := c.Request().Context()
-	var b quoteRequestBody
+	var b api.QuoteRequestBody
 	if _, err := decodeJSON(c, &b); err != nil {
 		return err
 	}
-	in, err := h.capacityInput(c)
-	if err != nil {
-		return err
-	}
+	var in models.CapacityRequestInput
 	in.Accelerator, in.Nodes, in.GPUsPerNode, in.Fabric, in.Location = b.Accelerator, b.Nodes, b.GPUsPerNode, b.Fabric, b.Location
 	in.StartDate, in.Duration, in.DurationUnit, in.Budget, in.Notes = b.StartDate, b.DurationDays, "days", b.BudgetPerHour, b.Notes
 	if b.Contact != nil {
 		in.ContactName, in.ContactEmail, in.ContactPhone = b.Contact.Name, b.Contact.Email, b.Contact.Phone
-	} else if in.UserID != "" {
-		if u, err := h.Store.UserByID(ctx, in.UserID); err == nil {
+	} else if uid := principal(c).UserID; uid != "" {
+		if u, err := h.Store.UserByID(ctx, uid); err == nil {
 			in.ContactName, in.ContactEmail = u.Name, u.Email
 		}
 	}
-	r, err := h.Store.CreateCapacityRequest(ctx, in, h.capacityNotify(), h.auditEntry(c, "", "", ""))
+	r, err := h.act(c).RequestCapacity(ctx, in, h.capacityNotify())
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		out := models.FieldErrors{}
@@ -275,11 +218,12 @@ func (h *handler) apiListQuoteRequests(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]quoteRequestJSON, 0, len(rs))
+	rs = inKeyEnv(principal(c), rs, func(r models.CapacityRequest) string { return r.EnvID })
+	out := make([]api.QuoteRequest, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, toQuoteRequestJSON(r))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"quoteRequests": out})
+	return c.JSON(http.StatusOK, api.QuoteRequestList{QuoteRequests: out})
 }
 
 // apiGetQuoteRequest is GET /v1/quote-requests/{id}.
@@ -342,7 +286,7 @@ func (h *handler) adminQuoteRequests(c echo.Context) error {
 func (h *handler) setQuoteRequestStatus(c echo.Context) error {
 	ctx := c.Request().Context()
 	status, note := trimForm(c, "status"), c.FormValue("operator_note")
-	r, changed, err := h.Store.SetCapacityRequestStatus(ctx, c.Param("id"), status, note, h.capacityNotify(), h.auditEntry(c, "", "", ""))
+	r, changed, err := h.act(c).SetCapacityRequestStatus(ctx, c.Param("id"), status, note, h.capacityNotify())
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		before, lerr := h.Store.CapacityRequestByID(ctx, c.Param("id"))

@@ -270,7 +270,7 @@ func TestQuoteRequestAPI(t *testing.T) {
 				t.Errorf("no problem for %s: %v", f, fields)
 			}
 		}
-		if code, body := apiJSON(t, app, "POST", "/v1/quote-requests", keyA, `{"nodes":4,"extra":true}`); code != 400 {
+		if code, body := apiJSON(t, app, "POST", "/v1/quote-requests", keyA, `{"nodes":4,"extra":true}`); code != 422 {
 			t.Errorf("unknown field: %d %v", code, body)
 		}
 		if n := quoteRequestCount(t, app); n != 0 {

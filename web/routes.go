@@ -7,8 +7,8 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// routes registers every route. Reading this function tells every URL the
-// product answers.
+// routes registers every route: this is the one table. Reading this
+// function tells every URL the product answers.
 func (h *handler) routes(e *echo.Echo) {
 	e.GET("/healthz", h.healthz)
 	e.GET("/readyz", h.readyz)
@@ -85,11 +85,35 @@ func (h *handler) routes(e *echo.Echo) {
 
 	api.GET("/me", h.apiMe)
 
-	// Clusters, quotes, launch (issue 4/5) register in h.clusterRoutes(app, api)
-	h.clusterRoutes(app, api)
+	// Clusters (issues 4 and 5): pages, then the API (quote, launch, lifecycle).
+	app.GET("/clusters", h.listClusters)
+	app.GET("/clusters/new", h.newCluster)
+	app.POST("/clusters", h.createCluster)
+	app.GET("/clusters/:id", h.showCluster)
+	app.POST("/clusters/:id/terminate", h.terminateCluster)
+	app.POST("/clusters/:id/retry-install", h.retryInstall)
+	app.GET("/clusters/:id/kubeconfig", h.downloadKubeconfig)
+	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
+	app.GET("/clusters/:id/logs/panel", h.logPanel)
 
-	// The cluster agent's protocol (node tokens, outside the customer API).
-	h.agentRoutes(e)
+	api.POST("/gpu/clusters/quote", h.apiQuote)
+	api.POST("/gpu/clusters", h.apiLaunch)
+	api.GET("/gpu/clusters", h.apiListClusters)
+	api.GET("/gpu/clusters/:id", h.apiGetCluster)
+	api.POST("/gpu/clusters/:id/terminate", h.apiTerminate)
+	api.GET("/gpu/clusters/:id/connections", h.apiConnections)
+	api.GET("/gpu/clusters/:id/logs", h.apiLogs)
+	api.GET("/gpu/clusters/:id/kubeconfig", h.downloadKubeconfig)
+	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
+
+	// The cluster agent's protocol: node tokens (agentAuth), outside the
+	// customer API's keys.
+	agent := e.Group("/v1/agent", h.agentAuth)
+	agent.POST("/checkin", h.agentCheckin)
+	agent.POST("/peers", h.agentPeers)
+	agent.POST("/heartbeat", h.agentHeartbeat)
+	agent.POST("/logs", h.agentLogs, newLogLimiter(h.Store.Now).limitLogs) // N6: per node
+	agent.POST("/tasks/:task", h.agentTaskResult)
 
 	// Development-only routes: never registered in production.
 	if !h.Config.Production {

@@ -155,6 +155,13 @@ func walkRoutes(t walkT, f *walkFixture) int {
 			}
 		}
 
+		// As org A's key for another environment (A3, issue 11): A's
+		// objects in the default environment answer 404 like B's, and
+		// lists do not show them.
+		if api {
+			f.otherEnvKey(t, key, path, len(params) > 0 && !walkCapability[r.Path])
+		}
+
 		// Positive control: A reaches its own resources.
 		if _, stateful := walkStateful[r.Path]; len(params) > 0 && r.Method == http.MethodGet && !walkCapability[r.Path] && !stateful {
 			var rec *httptest.ResponseRecorder
@@ -255,18 +262,21 @@ var walkStateful = map[string]string{
 // "alphacorpzq", which must never appear in a response to B or to a
 // signed-out visitor.
 type walkFixture struct {
-	t        *testing.T
-	app      *testApp
-	A, B     account
-	memberA  account
-	envA     models.Environment
-	sshA     models.SSHKey
-	keyA     models.APIKey
-	tokenA   string
-	inviteA  models.Invite
-	clusterA models.Cluster
-	tokenB   string
-	cookiesA *client
+	t       *testing.T
+	app     *testApp
+	A, B    account
+	memberA account
+	envA    models.Environment
+	sshA    models.SSHKey
+	keyA    models.APIKey
+	tokenA  string
+	// tokenAOtherEnv is A's key for envA; A's cluster and quote request
+	// live in A's default environment.
+	tokenAOtherEnv string
+	inviteA        models.Invite
+	clusterA       models.Cluster
+	tokenB         string
+	cookiesA       *client
 
 	quoteRequestA models.CapacityRequest
 }
@@ -286,7 +296,10 @@ func newWalkFixture(t *testing.T, app *testApp) *walkFixture {
 	if f.sshA, err = app.store.AddSSHKey(ctx, f.A.org.ID, f.A.user.ID, "alphacorpzq-laptop", testSSHKey(t, "alphacorpzq@laptop")); err != nil {
 		t.Fatal(err)
 	}
-	if f.keyA, f.tokenA, err = app.store.CreateAPIKey(ctx, f.A.org.ID, f.envA.ID, f.A.user.ID, "alphacorpzq-ci"); err != nil {
+	if f.keyA, f.tokenA, err = app.store.CreateAPIKey(ctx, f.A.org.ID, f.A.env.ID, f.A.user.ID, "alphacorpzq-ci"); err != nil {
+		t.Fatal(err)
+	}
+	if _, f.tokenAOtherEnv, err = app.store.CreateAPIKey(ctx, f.A.org.ID, f.envA.ID, f.A.user.ID, "alphacorpzq-prod-ci"); err != nil {
 		t.Fatal(err)
 	}
 	if f.inviteA, _, err = app.store.CreateInvite(ctx, f.A.org.ID, models.RoleOwner, f.A.user.ID, "carol@alphacorpzq.example", models.RoleAdmin); err != nil {
@@ -379,6 +392,30 @@ func (f *walkFixture) asAKey(method, path string) *httptest.ResponseRecorder {
 	req := f.request(method, path)
 	req.Header.Set("Authorization", "Bearer "+f.tokenA)
 	return f.app.do(req)
+}
+
+func (f *walkFixture) asAOtherEnvKey(method, path string) *httptest.ResponseRecorder {
+	req := f.request(method, path)
+	req.Header.Set("Authorization", "Bearer "+f.tokenAOtherEnv)
+	return f.app.do(req)
+}
+
+// otherEnvKey requests an API route with A's key for another environment
+// than A's objects: 404 when the path names one, else no trace of them.
+func (f *walkFixture) otherEnvKey(t walkT, key, path string, names bool) {
+	t.Helper()
+	method, _, _ := strings.Cut(key, " ")
+	rec := f.asAOtherEnvKey(method, path)
+	if names {
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("org A's key for another environment %s %s = %d, want 404\n%.300s", method, path, rec.Code, rec.Body)
+		}
+		return
+	}
+	body := rec.Body.String()
+	if rec.Code >= 500 || strings.Contains(body, f.clusterA.ID) || strings.Contains(body, f.quoteRequestA.ID) {
+		t.Errorf("org A's key for another environment %s = %d shows the default environment's objects\n%.300s", key, rec.Code, body)
+	}
 }
 
 func (f *walkFixture) noLeak(t walkT, what string, rec *httptest.ResponseRecorder) {

@@ -10,11 +10,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/gorilla/sessions"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config is the web layer's slice of the process configuration.
@@ -55,12 +57,14 @@ type Deps struct {
 	Sim       SimControl        // nil when the simulated cloud is not enabled
 	LogPoll   time.Duration     // how often a log stream looks for new lines (default 1 s)
 	Payments  Payments          // nil: test mode, top-ups credited at once (B7)
+	Metrics   Metrics           // the registry /metrics serves (nil: a new one)
 }
 
 type handler struct {
 	Deps
-	sessions *sessions.CookieStore
-	requests requestCounts
+	sessions       *sessions.CookieStore
+	httpMetrics    *httpMetrics
+	metricsHandler http.Handler
 }
 
 // New builds the echo server with every route.
@@ -68,7 +72,11 @@ func New(d Deps) *echo.Echo {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
+	if d.Metrics == nil {
+		d.Metrics = prometheus.NewRegistry()
+	}
 	h := &handler{Deps: d, sessions: newSessionStore(d.Config)}
+	h.metricsHandler = h.newMetricsHandler(d.Metrics)
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true

@@ -2,7 +2,6 @@ package web
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"errors"
 	"net/http"
 	"net/url"
@@ -209,6 +208,9 @@ func (h *handler) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		sc, err := h.Store.LoadSession(r.Context(), uid, ver, sessionString(s, "org"), sessionString(s, "env"))
+		if err == nil {
+			err = h.checkNotEnded(c, s)
+		}
 		if errors.Is(err, models.ErrSessionRevoked) {
 			if err := h.endSession(c, "You were logged out. Log in again."); err != nil {
 				return err
@@ -224,6 +226,31 @@ func (h *handler) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 			CanTeam: sc.Role.CanManage(), IsOperator: u.IsOperator})
 		return next(c)
 	}
+}
+
+// checkNotEnded refuses a session that was logged out (a copy of its cookie
+// kept after log-out): ErrSessionRevoked.
+func (h *handler) checkNotEnded(c echo.Context, s *sessions.Session) error {
+	ended, err := h.Store.SessionEnded(c.Request().Context(), sessionString(s, "sid"))
+	if err != nil {
+		return err
+	}
+	if ended {
+		return models.ErrSessionRevoked
+	}
+	return nil
+}
+
+// endServerSession records the request's session as logged out, so every
+// copy of its cookie stops working (A2).
+func (h *handler) endServerSession(c echo.Context) error {
+	p := principal(c)
+	if p == nil || p.User == nil {
+		return nil
+	}
+	s := h.session(c)
+	iat, _ := s.Values["iat"].(int64)
+	return h.Store.EndSession(c.Request().Context(), p.User.ID, sessionString(s, "sid"), time.Unix(iat, 0).Add(sessionMaxAge))
 }
 
 func skipSession(path string) bool {
@@ -250,6 +277,7 @@ func (h *handler) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if p := principal(c); p != nil && p.User != nil {
+			noStore(c) // signed-in pages carry private data and secrets (issue 11)
 			return next(c)
 		}
 		r := c.Request()
@@ -331,11 +359,14 @@ func (h *handler) requireAPI(next echo.HandlerFunc) echo.HandlerFunc {
 		if isGroupCatchAll(c) {
 			return next(c)
 		}
-		c.Response().Header().Set("Cache-Control", "no-store")
+		noStore(c)
 		r := c.Request()
 		if authz := r.Header.Get("Authorization"); authz != "" {
 			if err := h.authenticateBearer(c, authz); err != nil {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="clusterdeck"`)
+				return err
+			}
+			if err := h.keyEnvScope(c); err != nil {
 				return err
 			}
 			return next(c)
@@ -344,10 +375,8 @@ func (h *handler) requireAPI(next echo.HandlerFunc) echo.HandlerFunc {
 			switch r.Method {
 			case http.MethodGet, http.MethodHead, http.MethodOptions:
 			default:
-				ck, err := r.Cookie(csrfCookie)
-				sent := r.Header.Get("X-CSRF-Token")
-				if err != nil || sent == "" || r.Header.Get("Sec-Fetch-Site") == "cross-site" ||
-					subtle.ConstantTimeCompare([]byte(sent), []byte(ck.Value)) != 1 {
+				if r.Header.Get("Sec-Fetch-Site") == "cross-site" ||
+					!csrfMatch(r.Header.Get("X-CSRF-Token"), sessionString(h.session(c), csrfSessionKey)) {
 					return &APIError{Status: http.StatusForbidden, Code: "csrf",
 						Message: "Send the page's CSRF token in X-CSRF-Token, or use an API key."}
 				}

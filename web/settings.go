@@ -39,9 +39,8 @@ func (h *handler) showSettings(c echo.Context) error {
 
 // updateProfile is POST /settings/profile.
 func (h *handler) updateProfile(c echo.Context) error {
-	p := principal(c)
 	name := trimForm(c, "name")
-	err := h.Store.UpdateProfile(c.Request().Context(), p.User.ID, name)
+	err := h.act(c).UpdateProfile(c.Request().Context(), name)
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		pp, err := h.profilePage(c)
@@ -72,7 +71,7 @@ func (h *handler) changePassword(c echo.Context) error {
 	var u models.User
 	var err error
 	if len(problems) == 0 {
-		u, err = h.Store.ChangePassword(ctx, p.User.ID, current, next)
+		u, err = h.act(c).ChangePassword(ctx, current, next)
 		if fe := (models.FieldErrors{}); errors.As(err, &fe) {
 			problems = fe
 		} else if err != nil {
@@ -87,9 +86,6 @@ func (h *handler) changePassword(c echo.Context) error {
 		pp.PasswordProblems = problems
 		return page(c, http.StatusUnprocessableEntity, views.ProfilePageView(pp), views.PasswordForm(pp))
 	}
-	if err := h.Store.AuditLog(ctx, h.auditEntry(c, "user.password_change", u.Email, "other sessions logged out")); err != nil {
-		return err
-	}
 	if err := h.startSession(c, u, p.Org.ID, p.Env.ID); err != nil {
 		return err
 	}
@@ -101,11 +97,8 @@ func (h *handler) changePassword(c echo.Context) error {
 func (h *handler) revokeSessions(c echo.Context) error {
 	p := principal(c)
 	ctx := c.Request().Context()
-	v, err := h.Store.RevokeSessions(ctx, p.User.ID)
+	v, err := h.act(c).RevokeSessions(ctx)
 	if err != nil {
-		return err
-	}
-	if err := h.Store.AuditLog(ctx, h.auditEntry(c, "user.sessions_revoke", p.User.Email, "")); err != nil {
 		return err
 	}
 	u := *p.User
@@ -161,17 +154,8 @@ func (h *handler) listEnvironments(c echo.Context) error {
 
 // createEnvironment is POST /settings/environments (owners and admins).
 func (h *handler) createEnvironment(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
 	name := trimForm(c, "name")
-	var env models.Environment
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if env, err = tx.CreateEnvironment(ctx, p.Org.ID, name); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "environment.create", env.Name, env.ID))
-	})
+	env, err := h.act(c).CreateEnvironment(c.Request().Context(), name)
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		ep, err := h.environmentsPage(c)

@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -67,23 +66,9 @@ func (h *handler) teamProblems(c echo.Context, fe models.FieldErrors, form views
 // inviteMember is POST /settings/team/invites: the invitation and its mail
 // (through the outbox) commit together, with the audit entry.
 func (h *handler) inviteMember(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
 	form := views.InviteForm{Email: models.NormalizeEmail(c.FormValue("email")), Role: trimForm(c, "role")}
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		inv, token, err := tx.CreateInvite(ctx, p.Org.ID, p.Role, p.User.ID, form.Email, models.Role(form.Role))
-		if err != nil {
-			return err
-		}
-		link := h.Config.BaseURL + "/invites/" + token
-		if err := tx.EnqueueMail(ctx, models.Mail{Key: "invite:" + inv.ID, To: inv.Email,
-			Subject: p.User.Email + " invited you to " + p.Org.Name + " on Clusterdeck",
-			Text: fmt.Sprintf("Hello,\n\n%s invited you to join %s on Clusterdeck as %s.\n\nOpen this link to accept (it works until %s):\n%s\n\nIf you did not expect this, ignore this mail.\n",
-				p.User.Email, p.Org.Name, inv.Role, views.FormatTime(inv.ExpiresAt), link)}); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "member.invite", inv.Email, "role "+string(inv.Role)))
-	})
+	_, err := h.act(c).Invite(c.Request().Context(), models.InviteInput{Email: form.Email, Role: models.Role(form.Role),
+		BaseURL: h.Config.BaseURL})
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		return h.teamProblems(c, fe, form)
@@ -97,16 +82,7 @@ func (h *handler) inviteMember(c echo.Context) error {
 
 // revokeInvite is POST /settings/team/invites/{id}/revoke.
 func (h *handler) revokeInvite(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
-	var inv models.Invite
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if inv, err = tx.RevokeInvite(ctx, p.Org.ID, c.Param("id")); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "member.invite_revoke", inv.Email, ""))
-	})
+	inv, err := h.act(c).RevokeInvite(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -116,20 +92,7 @@ func (h *handler) revokeInvite(c echo.Context) error {
 
 // changeRole is POST /settings/team/members/{id}/role.
 func (h *handler) changeRole(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
-	role := models.Role(trimForm(c, "role"))
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		before, err := tx.Member(ctx, p.Org.ID, c.Param("id"))
-		if err != nil {
-			return err
-		}
-		m, err := tx.ChangeRole(ctx, p.Org.ID, p.Role, before.UserID, role)
-		if err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "member.role_change", m.Email, string(before.Role)+" → "+string(m.Role)))
-	})
+	_, err := h.act(c).ChangeRole(c.Request().Context(), c.Param("id"), models.Role(trimForm(c, "role")))
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		return h.teamProblems(c, fe, views.InviteForm{})
@@ -145,15 +108,7 @@ func (h *handler) changeRole(c echo.Context) error {
 // this org are revoked and their SSH keys here deleted.
 func (h *handler) removeMember(c echo.Context) error {
 	p := principal(c)
-	ctx := c.Request().Context()
-	var m models.Member
-	err := h.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if m, err = tx.RemoveMember(ctx, p.Org.ID, p.Role, c.Param("id")); err != nil {
-			return err
-		}
-		return tx.AuditLog(ctx, h.auditEntry(c, "member.remove", m.Email, "was "+string(m.Role)))
-	})
+	m, err := h.act(c).RemoveMember(c.Request().Context(), c.Param("id"))
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		return h.teamProblems(c, fe, views.InviteForm{})

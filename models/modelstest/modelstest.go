@@ -82,6 +82,24 @@ func PostgresURL(t testing.TB) string {
 
 func openPostgres(t testing.TB) *gorm.DB {
 	t.Helper()
+	db, err := models.Open(PostgresSchemaURL(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before the schema is dropped (cleanups run last first)
+		if sqlDB, err := db.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	return db
+}
+
+// PostgresSchemaURL creates an empty schema in the TEST_DATABASE_URL
+// database and returns a URL whose search_path is that schema, for a test
+// that runs its own server process; the schema is dropped at cleanup. Like
+// PostgresURL it skips outside CI when TEST_DATABASE_URL is unset.
+func PostgresSchemaURL(t testing.TB) string {
+	t.Helper()
 	base := PostgresURL(t)
 	admin, err := models.Open(base, "")
 	if err != nil {
@@ -91,20 +109,13 @@ func openPostgres(t testing.TB) *gorm.DB {
 	if err := admin.Exec("CREATE SCHEMA " + schema).Error; err != nil {
 		t.Fatalf("modelstest: create schema (is PostgreSQL running?): %v", err)
 	}
-	db, err := models.Open(withSearchPath(t, base, schema), "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		if sqlDB, err := db.DB(); err == nil {
-			sqlDB.Close()
-		}
 		admin.Exec("DROP SCHEMA " + schema + " CASCADE")
 		if sqlDB, err := admin.DB(); err == nil {
 			sqlDB.Close()
 		}
 	})
-	return db
+	return withSearchPath(t, base, schema)
 }
 
 func withSearchPath(t testing.TB, base, schema string) string {
@@ -116,4 +127,28 @@ func withSearchPath(t testing.TB, base, schema string) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// SecondInstance opens another connection pool on db's database, as a second
+// instance of the server would (OP4: several instances share one PostgreSQL).
+// SQLite serves one instance, so there it returns db itself.
+func SecondInstance(t testing.TB, db *gorm.DB) *gorm.DB {
+	t.Helper()
+	if db.Dialector.Name() != "postgres" {
+		return db
+	}
+	var schema string
+	if err := db.Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
+		t.Fatal(err)
+	}
+	second, err := models.Open(withSearchPath(t, PostgresURL(t), schema), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := second.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	return second
 }

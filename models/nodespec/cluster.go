@@ -168,6 +168,7 @@ var (
 	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	labelRE    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 	dnsNameRE  = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
+	softwareRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,15}$`)
 	userRE     = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 	ifaceRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$`)
 	maxNameLen = 100
@@ -183,7 +184,7 @@ var portsUsedBy = map[string]map[int]string{
 
 // Validate checks the cluster and returns nil or a ValidationError listing
 // every problem: node count outside 2–64, GPUs per node not 1, 2, 4 or 8,
-// unknown software, machine kind or interconnect, Kubernetes on containers
+// a malformed software name, unknown machine kind or interconnect, Kubernetes on containers
 // (S1), duplicate or malformed node names, addresses and ranks, bad ports,
 // users, interface or gateway, and user variables that are malformed or try
 // to set a reserved name.
@@ -199,10 +200,10 @@ func (c Cluster) Validate() error {
 		add("name", "must be printable text on one line")
 	}
 
-	switch c.software() {
-	case SoftwareNone, SoftwareSlurm, SoftwareKubernetes, SoftwareRay:
-	default:
-		add("software", "must be none, slurm, kubernetes or ray, not %q", c.Software)
+	// Which software exists is models/software's registry; here only the
+	// name's shape matters (it becomes roles, steps and file names).
+	if !softwareRE.MatchString(c.software()) {
+		add("software", "must be a lowercase name such as none, slurm, kubernetes or ray, not %q", c.Software)
 	}
 	switch c.MachineKind {
 	case KindVM, KindBareMetal:

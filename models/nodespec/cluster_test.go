@@ -63,7 +63,7 @@ func TestValidate(t *testing.T) {
 		{"3 gpus", func(c *Cluster) { c.GPUsPerNode = 3 }, "gpusPerNode", "1, 2, 4 or 8, not 3"},
 		{"0 gpus", func(c *Cluster) { c.GPUsPerNode = 0 }, "gpusPerNode", "not 0"},
 		{"16 gpus", func(c *Cluster) { c.GPUsPerNode = 16 }, "gpusPerNode", "not 16"},
-		{"unknown software", func(c *Cluster) { c.Software = "k8s" }, "software", `not "k8s"`},
+		{"malformed software", func(c *Cluster) { c.Software = "K8s!" }, "software", `not "K8s!"`},
 		{"kubernetes on containers", func(c *Cluster) { c.Software, c.MachineKind = SoftwareKubernetes, KindContainer }, "software", "vm and bare_metal"},
 		{"no machine kind", func(c *Cluster) { c.MachineKind = "" }, "machineKind", "required"},
 		{"unknown machine kind", func(c *Cluster) { c.MachineKind = "metal" }, "machineKind", `not "metal"`},

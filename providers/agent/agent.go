@@ -1,8 +1,9 @@
 // Package agent is the cluster agent that runs on every node
-// (`clusterdeck agent --server URL --token T`): it checks in, reports which
-// peers it reaches on the private network, sends heartbeats, runs the
-// software install and check tasks the server hands it and returns their raw
-// output, and ships its log lines. The simulated cloud runs the same code
+// (`clusterdeck agent --server URL --token T`): it checks in with what
+// nvidia-smi shows, reports which peers it reaches on the private network,
+// sends heartbeats, runs the software install and check tasks and the NCCL
+// check the server hands it and returns their raw output, and ships its log
+// lines. The simulated cloud runs the same code
 // in-process, against the same /v1/agent/… endpoints.
 package agent
 
@@ -14,86 +15,39 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/api/agentapi"
 	"github.com/clusterdeck/clusterdeck/providers"
 )
+
+// RateLimitedError is a 429 from the server: try again after RetryAfter.
+type RateLimitedError struct {
+	Path       string
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("agent: %s: rate limited, retry after %s", e.Path, e.RetryAfter)
+}
+
+// MaxQueuedLogLines bounds the lines an agent keeps while the server refuses
+// them (rate limit, outage); the oldest are dropped first.
+const MaxQueuedLogLines = 10000
 
 // Version is sent at check-in.
 const Version = "1"
 
+// GPUQuery is the nvidia-smi command run before checking in; the server
+// reads its output (models/nodespec.GPUQuery, the same command).
+const GPUQuery = "nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv"
+
 // ErrRevoked means the server no longer accepts this node's token (the
 // cluster ended): the agent should stop.
 var ErrRevoked = errors.New("agent: token revoked")
-
-// Wire types of the agent protocol. The server declares its own copies; the
-// end-to-end tests prove they agree.
-type (
-	// CheckinRequest is POST /v1/agent/checkin.
-	CheckinRequest struct {
-		Hostname  string `json:"hostname"`
-		PrivateIP string `json:"privateIp"`
-		Version   string `json:"version"`
-	}
-	// Peer is another node of the cluster.
-	Peer struct {
-		Name    string `json:"name"`
-		Rank    int    `json:"rank"`
-		Address string `json:"address"`
-	}
-	// CheckinResponse tells the node who it is and who its peers are.
-	CheckinResponse struct {
-		Cluster          string `json:"cluster"`
-		Node             string `json:"node"`
-		Rank             int    `json:"rank"`
-		Peers            []Peer `json:"peers"`
-		HeartbeatSeconds int    `json:"heartbeatSeconds"`
-	}
-	// Unreachable is a peer this node could not reach, and why.
-	Unreachable struct {
-		Address string `json:"address"`
-		Error   string `json:"error"`
-	}
-	// PeersRequest is POST /v1/agent/peers.
-	PeersRequest struct {
-		Reached     []string      `json:"reached"`
-		Unreachable []Unreachable `json:"unreachable"`
-	}
-	// PeersResponse says whether this node's mesh step is complete.
-	PeersResponse struct {
-		MeshComplete bool `json:"meshComplete"`
-	}
-	// Task is work the server hands a node: install or check its software.
-	Task struct {
-		ID       string            `json:"id"`
-		Kind     string            `json:"kind"` // install or check
-		Software string            `json:"software"`
-		Role     string            `json:"role"`
-		Files    map[string]string `json:"files,omitempty"` // path → content to write first
-		Env      map[string]string `json:"env,omitempty"`
-		Script   string            `json:"script"`
-	}
-	// HeartbeatResponse may carry a task.
-	HeartbeatResponse struct {
-		Task *Task `json:"task,omitempty"`
-	}
-	// TaskResult is POST /v1/agent/tasks/{id}.
-	TaskResult struct {
-		OK     bool   `json:"ok"`
-		Output string `json:"output"`
-	}
-	// LogLine is one line of the node's log.
-	LogLine struct {
-		At   time.Time `json:"at"`
-		Text string    `json:"text"`
-	}
-	// LogsRequest is POST /v1/agent/logs.
-	LogsRequest struct {
-		Lines []LogLine `json:"lines"`
-	}
-)
 
 // Config builds an Agent.
 type Config struct {
@@ -112,8 +66,9 @@ type Agent struct {
 	mu        sync.Mutex
 	checkedIn bool
 	meshDone  bool
-	self      CheckinResponse
-	logs      []LogLine
+	self      agentapi.CheckinResponse
+	logs      []agentapi.LogLine
+	logsAfter time.Time // the server asked to wait until then (429 Retry-After)
 }
 
 // New builds an agent.
@@ -132,7 +87,7 @@ func New(cfg Config) *Agent {
 func (a *Agent) Log(format string, args ...any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.logs = append(a.logs, LogLine{At: a.cfg.Now().UTC(), Text: fmt.Sprintf(format, args...)})
+	a.logs = append(a.logs, agentapi.LogLine{At: a.cfg.Now().UTC(), Text: fmt.Sprintf(format, args...)})
 }
 
 // Step does one round: check in, report peers until the mesh is complete,
@@ -147,8 +102,8 @@ func (a *Agent) Step(ctx context.Context) error {
 
 func (a *Agent) step(ctx context.Context) error {
 	if !a.checkedIn {
-		var resp CheckinResponse
-		req := CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version}
+		var resp agentapi.CheckinResponse
+		req := agentapi.CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version, NvidiaSMI: a.gpus(ctx)}
 		if err := a.post(ctx, "/v1/agent/checkin", req, &resp); err != nil {
 			return err
 		}
@@ -160,7 +115,7 @@ func (a *Agent) step(ctx context.Context) error {
 			return err
 		}
 	}
-	var hb HeartbeatResponse
+	var hb agentapi.HeartbeatResponse
 	if err := a.post(ctx, "/v1/agent/heartbeat", struct{}{}, &hb); err != nil {
 		return err
 	}
@@ -170,19 +125,29 @@ func (a *Agent) step(ctx context.Context) error {
 	return nil
 }
 
+// gpus runs GPUQuery; a failure is reported with its output, so the
+// server can say why the node has no usable GPUs.
+func (a *Agent) gpus(ctx context.Context) *string {
+	out, err := a.cfg.Exec.Run(ctx, "gpus", GPUQuery)
+	if err != nil {
+		out = strings.TrimRight(out, "\n") + "\n" + GPUQuery + ": " + err.Error() + "\n"
+	}
+	return &out
+}
+
 func (a *Agent) reportPeers(ctx context.Context) error {
-	req := PeersRequest{Reached: []string{}, Unreachable: []Unreachable{}}
+	req := agentapi.PeersRequest{Reached: []string{}, Unreachable: []agentapi.Unreachable{}}
 	for _, p := range a.self.Peers {
 		if p.Rank == a.self.Rank {
 			continue
 		}
 		if err := a.cfg.Exec.Reach(ctx, p.Address); err != nil {
-			req.Unreachable = append(req.Unreachable, Unreachable{Address: p.Address, Error: err.Error()})
+			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: p.Address, Error: err.Error()})
 			continue
 		}
 		req.Reached = append(req.Reached, p.Address)
 	}
-	var resp PeersResponse
+	var resp agentapi.PeersResponse
 	if err := a.post(ctx, "/v1/agent/peers", req, &resp); err != nil {
 		return err
 	}
@@ -195,19 +160,19 @@ func (a *Agent) reportPeers(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agent) runTask(ctx context.Context, t Task) error {
+func (a *Agent) runTask(ctx context.Context, t agentapi.Task) error {
 	a.Log("task %s: %s %s as %s", t.ID, t.Kind, t.Software, t.Role)
 	script := t.Script
 	if len(t.Files) > 0 || len(t.Env) > 0 {
 		script = prelude(t) + script
 	}
 	out, err := a.cfg.Exec.Run(ctx, t.Kind+":"+t.Software, script)
-	if t.Kind == "install" {
+	if t.Kind == agentapi.TaskInstall {
 		for _, line := range loggable(out) {
 			a.Log("%s", line)
 		}
 	}
-	res := TaskResult{OK: err == nil, Output: out}
+	res := agentapi.TaskResult{OK: err == nil, Output: out}
 	if err != nil {
 		res.Output = strings.TrimRight(out, "\n") + "\n" + err.Error()
 		a.Log("task %s failed: %v", t.ID, err)
@@ -249,7 +214,7 @@ func loggable(out string) []string {
 }
 
 // prelude writes the task's files and exports its env before its script.
-func prelude(t Task) string {
+func prelude(t agentapi.Task) string {
 	var b strings.Builder
 	for k, v := range t.Env {
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
@@ -267,19 +232,32 @@ func (a *Agent) flushLogs(ctx context.Context) error {
 		return nil // the server knows no node to file them under yet
 	}
 	a.mu.Lock()
+	if a.cfg.Now().Before(a.logsAfter) {
+		a.mu.Unlock()
+		return nil // honour the server's Retry-After: the lines wait
+	}
 	lines := a.logs
 	a.logs = nil
 	a.mu.Unlock()
 	if len(lines) == 0 {
 		return nil
 	}
-	if err := a.post(ctx, "/v1/agent/logs", LogsRequest{Lines: lines}, nil); err != nil {
-		a.mu.Lock()
-		a.logs = append(lines, a.logs...)
-		a.mu.Unlock()
-		return err
+	err := a.post(ctx, "/v1/agent/logs", agentapi.LogsRequest{Lines: lines}, nil)
+	if err == nil {
+		return nil
 	}
-	return nil
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.logs = append(lines, a.logs...)
+	if n := len(a.logs) - MaxQueuedLogLines; n > 0 {
+		a.logs = a.logs[n:]
+	}
+	var rl *RateLimitedError
+	if errors.As(err, &rl) {
+		a.logsAfter = a.cfg.Now().Add(rl.RetryAfter)
+		return nil
+	}
+	return err
 }
 
 // Run steps every interval until ctx ends or the token is revoked.
@@ -318,6 +296,12 @@ func (a *Agent) post(ctx context.Context, path string, body, out any) error {
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusGone:
 		return ErrRevoked
+	case resp.StatusCode == http.StatusTooManyRequests:
+		secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || secs < 1 {
+			secs = 60
+		}
+		return &RateLimitedError{Path: path, RetryAfter: time.Duration(secs) * time.Second}
 	case resp.StatusCode >= 300:
 		return fmt.Errorf("agent: %s: %s: %s", path, resp.Status, strings.TrimSpace(string(raw)))
 	}

@@ -59,15 +59,23 @@ func (e *executor) Reach(ctx context.Context, addr string) error {
 }
 
 // Run plays one step: "install:<software>" installs it on this machine,
-// "check:<software>" prints the software's own status listing. A failed
+// "check:<software>" prints the software's own status listing, "gpus"
+// prints nvidia-smi's GPU query, "nccl:nccl-tests" the NCCL check's
+// all-reduce. A failed
 // step returns its output and an "exit status N" error.
 func (e *executor) Run(ctx context.Context, step, script string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
+	switch step {
+	case GPUStep:
+		return e.gpus()
+	case NCCLStep:
+		return e.nccl()
+	}
 	kind, software, _ := strings.Cut(step, ":")
 	if (kind != "install" && kind != "check") || !knownSoftware(software) {
-		return "", fmt.Errorf("sim: unknown step %q (want install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
+		return "", fmt.Errorf("sim: unknown step %q (want gpus, nccl:nccl-tests, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
 	}
 	c := e.c
 	c.mu.Lock()
@@ -80,6 +88,28 @@ func (e *executor) Run(ctx context.Context, step, script string) (string, error)
 		return e.install(software, now)
 	}
 	return e.check(software, now)
+}
+
+// gpus plays nvidia-smi's GPU query on this machine.
+func (e *executor) gpus() (string, error) {
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := e.up(c.now()); err != nil {
+		return "", err
+	}
+	return e.nvidiaSMI(), nil
+}
+
+// nccl plays the NCCL check's all-reduce, started on this machine.
+func (e *executor) nccl() (string, error) {
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := e.up(c.now()); err != nil {
+		return "", err
+	}
+	return e.allReducePerf(), nil
 }
 
 // up fails when this machine is not running (its agent would not be either).

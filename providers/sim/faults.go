@@ -35,11 +35,18 @@ const (
 	FaultInstallFails FaultKind = "install_fails"
 	// FaultCheckFails: the software check reports machine Node unhealthy.
 	FaultCheckFails FaultKind = "check_fails"
+	// FaultGPUMissing: machine Node's nvidia-smi lists one GPU fewer than
+	// its offer has (a GPU fell off the bus).
+	FaultGPUMissing FaultKind = "gpu_missing"
+	// FaultNCCLSlow: the NCCL check on a group with machine Node measures
+	// 30 % of what the interconnect advertises.
+	FaultNCCLSlow FaultKind = "nccl_slow"
 )
 
 var faultKinds = []FaultKind{
 	FaultRefuseCapacity, FaultRefuseValidation, FaultNeverBoots, FaultDies,
-	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails,
+	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails, FaultGPUMissing,
+	FaultNCCLSlow,
 }
 
 // Fault scripts one failure. Offer, Location and Group narrow which
@@ -48,9 +55,10 @@ var faultKinds = []FaultKind{
 // installs; Count 0 applies until ClearFaults. A node fault whose Node is
 // not in a placement does not match that placement.
 //
-// As JSON (ParseFaults takes one object or an array):
+// As JSON (ParseFaults takes one object or an array); "offer" is the id the
+// API shows, with or without its "sim:" prefix:
 //
-//	[{"kind": "refuse_capacity", "offer": "us-east-1.h100-80gb.8x.bare-metal.infiniband", "count": 1},
+//	[{"kind": "refuse_capacity", "offer": "sim:us-east-1.h100-80gb.8x.bare-metal.infiniband", "count": 1},
 //	 {"kind": "dies", "group": "cl_123", "node": 2, "after": "90s"},
 //	 {"kind": "install_fails", "node": 1, "software": "slurm", "count": 1}]
 type Fault struct {
@@ -159,17 +167,49 @@ type activeFault struct {
 }
 
 // Inject adds faults after every fault already injected. It validates them
-// all first and injects none when one is invalid.
+// all first and injects none when one is invalid. A fault's Offer may be the
+// simulator's offer id or the public one the API shows ("sim:" + id); an
+// offer the simulator does not have is refused, since it would never match.
 func (c *Cloud) Inject(faults ...Fault) error {
 	if err := validateFaults(faults); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, f := range faults {
+	resolved := make([]Fault, len(faults))
+	var errs []error
+	for i, f := range faults {
+		id, err := c.faultOffer(f.Offer)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("faults[%d] (%s): %w", i, f.Kind, err))
+		}
+		f.Offer = id
+		resolved[i] = f
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("sim: invalid faults:\n%w", errors.Join(errs...))
+	}
+	for _, f := range resolved {
 		c.faults = append(c.faults, &activeFault{Fault: f, left: f.Count})
 	}
 	return nil
+}
+
+// faultOffer maps a fault's offer, public or internal id, to the simulator's
+// offer id. Callers hold c.mu.
+func (c *Cloud) faultOffer(offer string) (string, error) {
+	if offer == "" {
+		return "", nil
+	}
+	id := strings.TrimPrefix(offer, c.name+":")
+	if _, ok := c.byID[id]; !ok {
+		example := ""
+		if len(c.offers) > 0 {
+			example = fmt.Sprintf(" (e.g. %q)", c.name+":"+c.offers[0].cfg.ID)
+		}
+		return "", fmt.Errorf("no offer %q: use an id GET /v1/gpu/offers lists%s", offer, example)
+	}
+	return id, nil
 }
 
 // ClearFaults removes every injected fault. Faults already scripted onto
@@ -265,6 +305,10 @@ func (c *Cloud) applyNodeFaults(g *group) {
 			n.peerUnreachable = true
 		case FaultCheckFails:
 			n.checkFails = append(n.checkFails, f.Software)
+		case FaultGPUMissing:
+			n.gpuMissing = true
+		case FaultNCCLSlow:
+			n.ncclSlow = true
 		}
 		before := len(c.faults)
 		c.use(i)

@@ -76,6 +76,31 @@ func TestInjectRejectsInvalidFaultsWhole(t *testing.T) {
 	}
 }
 
+// Issue 8: a fault narrowed by the offer id the API shows ("sim:…") matches
+// that offer's launches; an offer the simulator lacks is refused, never
+// silently kept.
+func TestFaultOfferTakesThePublicID(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newTestCloud(t)
+	mustInject(t, c, Fault{Kind: FaultRefuseCapacity, Offer: c.Name() + ":" + offCounted, Count: 1})
+	if got := c.Faults(); len(got) != 1 || got[0].Offer != offCounted {
+		t.Fatalf("faults = %+v, want the offer stored as %q", got, offCounted)
+	}
+	place(t, c, "other", offBM, 1) // another offer: not matched
+	_, err := c.PlaceGroup(ctx, request(c, "g", offCounted, 1))
+	wantClass(t, err, providers.ErrNoCapacity)
+
+	for _, offer := range []string{"sim:no-such-offer", "other:" + offCounted, "no-such-offer"} {
+		err := c.Inject(Fault{Kind: FaultNeverBoots}, Fault{Kind: FaultRefuseCapacity, Offer: offer})
+		if err == nil || !strings.Contains(err.Error(), "no offer") {
+			t.Errorf("offer %q: error %v, want a refusal naming the offer", offer, err)
+		}
+	}
+	if got := c.Faults(); len(got) != 0 {
+		t.Errorf("a refused batch injected %+v", got)
+	}
+}
+
 func TestRefusalFaults(t *testing.T) {
 	tests := []struct {
 		name  string

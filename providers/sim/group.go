@@ -33,6 +33,8 @@ type node struct {
 	agentSilent     bool
 	peerUnreachable bool
 	checkFails      []string // software whose check reports this node unhealthy ("" = all)
+	gpuMissing      bool     // nvidia-smi lists one GPU fewer than the offer has
+	ncclSlow        bool     // the NCCL check measures a fraction of the fabric
 
 	installed  map[string]time.Time // software → when its install succeeded
 	agent      MachineAgent

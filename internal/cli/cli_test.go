@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -105,7 +105,7 @@ func (d *deck) getenv(k string) string {
 }
 
 func exitCode(err error) int {
-	var code cliExit
+	var code Exit
 	switch {
 	case err == nil:
 		return 0
@@ -119,7 +119,7 @@ func exitCode(err error) int {
 func (d *deck) gpu(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), append([]string{"gpu"}, args...), d.getenv, &out, &errOut)
+	err := Run(context.Background(), args, d.getenv, &out, &errOut)
 	return out.String(), errOut.String(), exitCode(err)
 }
 
@@ -171,7 +171,7 @@ func (b *watchBuffer) waitFor(t *testing.T, re *regexp.Regexp, done <-chan int) 
 func (d *deck) background(ctx context.Context, args ...string) (out, errOut *watchBuffer, done chan int) {
 	out, errOut, done = newWatchBuffer(), newWatchBuffer(), make(chan int, 1)
 	go func() {
-		done <- exitCode(run(ctx, append([]string{"gpu"}, args...), d.getenv, out, errOut))
+		done <- exitCode(Run(ctx, args, d.getenv, out, errOut))
 	}()
 	return out, errOut, done
 }
@@ -221,7 +221,7 @@ func (d *deck) join(t *testing.T, id string, nodes int) {
 			}
 		}
 	}
-	if _, err := d.store.MarkJoined(ctx, id); err != nil {
+	if _, err := d.store.MarkJoined(ctx, id, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -453,7 +453,7 @@ func TestGPULaunchWait(t *testing.T) {
 		// A failure (L4) ends the wait with lastError and exit 1.
 		out, errOut, done = d.background(ctx, launchArgs("fails")...)
 		id = out.waitFor(t, launchedRE, done)[1]
-		if _, err := d.store.FailCluster(ctx, id, "timeout:agent", "node-1", "agent", "node-1's agent did not check in"); err != nil {
+		if _, err := d.store.FailCluster(ctx, id, "timeout:agent", "node-1", "agent", "node-1's agent did not check in", nil); err != nil {
 			t.Fatal(err)
 		}
 		if code := waitExit(t, done, out, errOut); code != 1 {
@@ -619,7 +619,7 @@ func TestGPUTerminate(t *testing.T) {
 		}
 		// A failed cluster: accepted, nothing changes, --wait returns at once.
 		cl3 := d.launch(t, "failed")
-		d.store.FailCluster(ctx, cl3.ID, "provider_rejected:no_capacity", "", "reserved", "no room")
+		d.store.FailCluster(ctx, cl3.ID, "provider_rejected:no_capacity", "", "reserved", "no room", nil)
 		out2, _, code = d.gpu(t, "clusters", "terminate", cl3.ID, "--wait")
 		if code != 0 || !strings.Contains(out2, "had failed") || !strings.Contains(out2, "is failed.") {
 			t.Errorf("terminate failed cluster: %d %s", code, out2)
@@ -661,6 +661,17 @@ func TestGPUErrors(t *testing.T) {
 		if code != 3 || !strings.Contains(errOut, "insufficient_balance, HTTP 402") || !strings.Contains(errOut, "add $39.94") {
 			t.Errorf("balance: %d %s", code, errOut)
 		}
+		// L2 sets aside one hour of what already runs: $50 starts one $39.94/h
+		// cluster, and the second launch is refused with that hour named.
+		if _, err := d.store.Deposit(ctx, org.ID, 50*models.Micro, "poor-dep", "test"); err != nil {
+			t.Fatal(err)
+		}
+		launch := []string{"clusters", "launch", "--offer-id", "sim:h100x8", "--nodes", "2", "--gpus-per-node", "8", "--accelerator", "H100_80GB"}
+		if _, errOut, code := d.gpu(t, launch...); code != 0 {
+			t.Fatalf("first launch: %d %s", code, errOut)
+		}
+		_, errOut, code = d.gpu(t, launch...)
+		mustContain(t, "committed", errOut, "insufficient_balance, HTTP 402", "balance $50.00, less $39.94/h already running or starting", "add $29.88")
 		// Another organisation's cluster is not found (A3).
 		cl := d.launch(t, "not-yours")
 		if _, errOut, code := d.gpu(t, "clusters", "get", cl.ID); code != 1 || !strings.Contains(errOut, "not_found") {

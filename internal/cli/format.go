@@ -1,16 +1,19 @@
-package main
+package cli
 
 // What `clusterdeck gpu …` prints for people: tables and short blocks.
 // --json bypasses all of it.
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/client"
 )
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
@@ -64,7 +67,7 @@ func until(t, now time.Time) string {
 	return fmt.Sprintf(" (in %dh%02dm)", int(d.Hours()), int(d.Minutes())%60)
 }
 
-func clusterShape(cl apiCluster) string {
+func clusterShape(cl api.Cluster) string {
 	s := fmt.Sprintf("%d × %d GPUs %s", cl.NodeCount, cl.GPUsPerNode, cl.Accelerator)
 	if cl.Location != "" {
 		s += " at " + cl.Location
@@ -72,7 +75,7 @@ func clusterShape(cl apiCluster) string {
 	return s
 }
 
-func statusText(cl apiCluster) string {
+func statusText(cl api.Cluster) string {
 	s := cl.Status
 	if cl.TerminateRequestedAt != nil && cl.Status != "terminated" && cl.Status != "failed" {
 		s += " (terminating)"
@@ -80,7 +83,7 @@ func statusText(cl apiCluster) string {
 	return s
 }
 
-func eventLine(e apiEvent) string {
+func eventLine(e api.ClusterEvent) string {
 	var b strings.Builder
 	b.WriteString(fmtTime(e.At))
 	if e.Node != "" || e.Step != "" {
@@ -99,7 +102,7 @@ func stepLabel(step string) string {
 	return step
 }
 
-func nodeProgress(n apiNode) string {
+func nodeProgress(n api.ClusterNode) string {
 	s := n.Name + " " + stepLabel(n.Step)
 	if n.Status != "provisioning" && n.Status != "ready" {
 		s += " (" + n.Status + ")"
@@ -115,7 +118,7 @@ var sellText = map[string]string{
 	"not_in_stock":   "not in stock: request a quote",
 }
 
-func printOffers(w io.Writer, out apiOffers) {
+func printOffers(w io.Writer, out api.OffersResponse) {
 	what := out.Accelerator
 	if what == "" {
 		what = "every accelerator"
@@ -164,7 +167,7 @@ func printOffers(w io.Writer, out apiOffers) {
 
 // ---- quotes ----
 
-func printQuote(w io.Writer, q apiQuote, now time.Time) {
+func printQuote(w io.Writer, q api.Quote, now time.Time) {
 	fmt.Fprintf(w, "Quote %s: %d × %d GPUs %s at %s (%s, %s, offer %s)\n\n", q.ID, q.Nodes, q.GPUsPerNode, q.Accelerator,
 		q.Location, q.Interconnect, q.MachineKind, q.OfferID)
 	tw := table(w)
@@ -184,7 +187,7 @@ func printQuote(w io.Writer, q apiQuote, now time.Time) {
 	printLineItems(w, q.LineItems, q.USDPerHour)
 }
 
-func printLineItems(w io.Writer, items []apiLineItem, total string) {
+func printLineItems(w io.Writer, items []api.LineItem, total string) {
 	if len(items) == 0 {
 		return
 	}
@@ -200,20 +203,8 @@ func printLineItems(w io.Writer, items []apiLineItem, total string) {
 
 // ---- errors ----
 
-type apiShape struct {
-	Accelerator string `json:"accelerator"`
-	Nodes       int    `json:"nodes"`
-	GPUsPerNode int    `json:"gpusPerNode"`
-	Storage     struct {
-		PersistentGB int `json:"persistentGb"`
-	} `json:"storage"`
-	MaxHourlyPrice   string `json:"maxHourlyPrice"`
-	Location         string `json:"location"`
-	OfferID          string `json:"offerId"`
-	IncludeCommunity bool   `json:"include_community"`
-}
-
-func (s apiShape) String() string {
+// shapeText is no_capacity's shape for people.
+func shapeText(s api.Shape) string {
 	parts := []string{fmt.Sprintf("%d × %d GPUs %s", s.Nodes, s.GPUsPerNode, s.Accelerator)}
 	if s.Storage.PersistentGB > 0 {
 		parts = append(parts, fmt.Sprintf("volume %d GB", s.Storage.PersistentGB))
@@ -233,17 +224,15 @@ func (s apiShape) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// extra decodes one of the error's extra fields; false when absent or odd.
-func (e *apiError) extra(name string, v any) bool {
-	raw, ok := e.Extra[name]
-	return ok && json.Unmarshal(raw, v) == nil
-}
-
 // printAPIError is the API's message, its field errors and what the code
 // carries (Q4's reason, shape and advice; X1's old and new price).
-func (c *gpuCLI) printAPIError(e *apiError) {
+func (c *gpuCLI) printAPIError(e *client.Error) {
 	w := c.stderr
-	fmt.Fprintf(w, "clusterdeck: %s (%s, HTTP %d)\n", e.Message, e.Code, e.Status)
+	msg := e.Message
+	if e.NotAPI && e.Status == http.StatusNotFound {
+		msg += "; is --api Clusterdeck's URL?"
+	}
+	fmt.Fprintf(w, "clusterdeck: %s (%s, HTTP %d)\n", msg, e.Code, e.Status)
 	names := make([]string, 0, len(e.Fields))
 	for k := range e.Fields {
 		names = append(names, k)
@@ -253,18 +242,18 @@ func (c *gpuCLI) printAPIError(e *apiError) {
 		fmt.Fprintf(w, "  %s: %s\n", k, e.Fields[k])
 	}
 	var reason string
-	e.extra("reason", &reason)
+	e.Extra("reason", &reason)
 	switch e.Code {
 	case "no_capacity":
 		if reason != "" {
 			fmt.Fprintf(w, "  reason: %s\n", reason)
 		}
-		var shape apiShape
-		if e.extra("shape", &shape) {
-			fmt.Fprintf(w, "  shape:  %s\n", shape)
+		var shape api.Shape
+		if e.Extra("shape", &shape) {
+			fmt.Fprintf(w, "  shape:  %s\n", shapeText(shape))
 		}
 		var advice []string
-		if e.extra("advice", &advice) && len(advice) > 0 {
+		if e.Extra("advice", &advice) && len(advice) > 0 {
 			fmt.Fprintln(w, "  what to do:")
 			for _, a := range advice {
 				fmt.Fprintf(w, "    - %s\n", a)
@@ -274,12 +263,12 @@ func (c *gpuCLI) printAPIError(e *apiError) {
 		if reason != "" {
 			fmt.Fprintf(w, "  reason: %s\n", reason)
 		}
-		var old, nq apiQuote
-		if e.extra("old", &old) {
+		var old, nq api.Quote
+		if e.Extra("old", &old) {
 			fmt.Fprintf(w, "\nQuoted before (%s): %s\n", old.ID, perHour(old.USDPerHour))
 			printLineItems(w, old.LineItems, old.USDPerHour)
 		}
-		if e.extra("new", &nq) && nq.ID != "" {
+		if e.Extra("new", &nq) && nq.ID != "" {
 			fmt.Fprintf(w, "\nThe price now (%s, locked until %s): %s\n", nq.ID, fmtTime(nq.ExpiresAt), perHour(nq.USDPerHour))
 			printLineItems(w, nq.LineItems, nq.USDPerHour)
 			fmt.Fprintf(w, "\nLaunch at the new price with --quote-id %s, or request a fresh quote.\n", nq.ID)
@@ -287,8 +276,11 @@ func (c *gpuCLI) printAPIError(e *apiError) {
 			fmt.Fprintln(w, "  Request a fresh quote: clusterdeck gpu clusters quote …")
 		}
 	case "insufficient_balance":
-		var bal, req, short string
-		if e.extra("balance", &bal) && e.extra("required", &req) && e.extra("shortfall", &short) {
+		var bal, committed, req, short string
+		if e.Extra("balance", &bal) && e.Extra("required", &req) && e.Extra("shortfall", &short) {
+			if e.Extra("committed", &committed) && committed != "0.00" {
+				bal += ", less $" + committed + "/h already running or starting"
+			}
 			fmt.Fprintf(w, "  balance $%s, required $%s, add $%s (Billing in the dashboard)\n", bal, req, short)
 		}
 	case "unauthorized", "invalid_api_key":
@@ -300,7 +292,7 @@ func (c *gpuCLI) printAPIError(e *apiError) {
 
 // ---- clusters ----
 
-func printClusterList(w io.Writer, clusters []apiCluster) {
+func printClusterList(w io.Writer, clusters []api.Cluster) {
 	if len(clusters) == 0 {
 		fmt.Fprintln(w, "No clusters yet. See what can start: clusterdeck gpu offers --accelerator H100_80GB --nodes 2")
 		return
@@ -313,7 +305,7 @@ func printClusterList(w io.Writer, clusters []apiCluster) {
 	tw.Flush()
 }
 
-func printCluster(w io.Writer, cl apiCluster) {
+func printCluster(w io.Writer, cl api.Cluster) {
 	tw := table(w)
 	fmt.Fprintf(tw, "Cluster\t%s %q\n", cl.ID, cl.Name)
 	fmt.Fprintf(tw, "Status\t%s\n", statusText(cl))
@@ -334,7 +326,7 @@ func printCluster(w io.Writer, cl apiCluster) {
 	if cl.EndedAt != nil {
 		fmt.Fprintf(tw, "Ended\t%s\n", fmtTimePtr(cl.EndedAt))
 	}
-	if le := cl.lastError(); le != "" {
+	if le := lastError(cl); le != "" {
 		fmt.Fprintf(tw, "Last error\t%s\n", le)
 	}
 	tw.Flush()
@@ -355,7 +347,7 @@ func printCluster(w io.Writer, cl apiCluster) {
 	}
 }
 
-func printConnections(w io.Writer, c apiConnections) {
+func printConnections(w io.Writer, c api.Connections) {
 	fmt.Fprintf(w, "Cluster %s (%s)\n", c.Cluster, c.Status)
 	if c.Primary != nil {
 		fmt.Fprintf(w, "Primary (%s):  %s\n", c.Primary.Name, c.Primary.SSH)
@@ -409,4 +401,11 @@ func indent(s, prefix string) string {
 		return ""
 	}
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
+}
+
+func lastError(cl api.Cluster) string {
+	if cl.LastError == nil {
+		return ""
+	}
+	return *cl.LastError
 }

@@ -1,0 +1,107 @@
+// Package agentapi holds the wire types of the cluster agent's protocol
+// (/v1/agent/…), used by the server (web) and by the agent
+// (providers/agent) alike. Each node authenticates with its own token
+// (Authorization: Bearer cdn_…). It imports nothing of ours.
+package agentapi
+
+import "time"
+
+// CheckinRequest is POST /v1/agent/checkin.
+type CheckinRequest struct {
+	Hostname  string `json:"hostname"`
+	PrivateIP string `json:"privateIp"`
+	Version   string `json:"version"`
+	// NvidiaSMI is what `nvidia-smi --query-gpu=index,name,memory.total,
+	// driver_version --format=csv` printed, with its error when it failed
+	// (L4): the server checks the node's GPUs against the offer. Absent, no
+	// GPU check is made.
+	NvidiaSMI *string `json:"nvidiaSmi,omitempty"`
+}
+
+// Peer is another node of the cluster.
+type Peer struct {
+	Name    string `json:"name"`
+	Rank    int    `json:"rank"`
+	Address string `json:"address"`
+}
+
+// CheckinResponse tells the node who it is and who its peers are.
+type CheckinResponse struct {
+	Cluster          string `json:"cluster"`
+	Node             string `json:"node"`
+	Rank             int    `json:"rank"`
+	Peers            []Peer `json:"peers"`
+	HeartbeatSeconds int    `json:"heartbeatSeconds"`
+}
+
+// Unreachable is a peer this node could not reach, and why.
+type Unreachable struct {
+	Address string `json:"address"`
+	Error   string `json:"error"`
+}
+
+// PeersRequest is POST /v1/agent/peers: step (c).
+type PeersRequest struct {
+	Reached     []string      `json:"reached"`
+	Unreachable []Unreachable `json:"unreachable"`
+}
+
+// PeersResponse says whether this node's mesh step is complete.
+type PeersResponse struct {
+	MeshComplete bool `json:"meshComplete"`
+}
+
+// Task kinds.
+const (
+	TaskInstall = "install" // install the node's role of the cluster's software (S1)
+	TaskCheck   = "check"   // run the software's own check (S2)
+	TaskNCCL    = "nccl"    // node-0 of a ready cluster: the NCCL all-reduce check (X4)
+)
+
+// NCCLSoftware is the Software of a TaskNCCL task: the agent runs it as the
+// step "nccl:nccl-tests".
+const NCCLSoftware = "nccl-tests"
+
+// Task is work for one node: a software task (S1, S2) — install the node's
+// role of the cluster's software, or run the software's own check — or, on
+// node-0 of a ready cluster, the NCCL check (X4). The agent writes Files,
+// exports Env, runs Script as the step Kind+":"+Software and posts a
+// TaskResult to /v1/agent/tasks/{id}.
+type Task struct {
+	ID       string            `json:"id"`
+	Kind     string            `json:"kind"` // TaskInstall, TaskCheck or TaskNCCL
+	Software string            `json:"software"`
+	Role     string            `json:"role"`
+	Files    map[string]string `json:"files,omitempty"` // path → content to write first
+	Env      map[string]string `json:"env,omitempty"`
+	Script   string            `json:"script"`
+}
+
+// HeartbeatResponse is POST /v1/agent/heartbeat's answer: the node's next
+// task, or null.
+type HeartbeatResponse struct {
+	Task *Task `json:"task"`
+}
+
+// TaskResult is POST /v1/agent/tasks/{id}: the task's raw output.
+type TaskResult struct {
+	OK     bool   `json:"ok"`
+	Output string `json:"output"`
+}
+
+// TaskStatus is the answer to a TaskResult: the task's recorded status.
+type TaskStatus struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// LogLine is one line of the node's log.
+type LogLine struct {
+	At   time.Time `json:"at"`
+	Text string    `json:"text"`
+}
+
+// LogsRequest is POST /v1/agent/logs (at most 500 lines).
+type LogsRequest struct {
+	Lines []LogLine `json:"lines"`
+}

@@ -1,0 +1,303 @@
+// Package api holds the wire types of Clusterdeck's REST API v1: the JSON
+// bodies the server (web) writes and reads and the Go client (client)
+// sends and decodes, with the names the OpenAPI document
+// (/v1/openapi.json) gives their schemas. It imports nothing of ours, so any
+// program can use it.
+//
+// Money is a decimal string of dollars exact to the micro-dollar ("39.94").
+package api
+
+import "time"
+
+// Offer is one offer in GET /v1/gpu/offers. Prices are for Nodes machines.
+type Offer struct {
+	ID                string    `json:"id"`
+	Provider          string    `json:"provider"`
+	Location          string    `json:"location"`
+	LocationName      string    `json:"locationName"`
+	Interconnect      string    `json:"interconnect"`
+	MachineKind       string    `json:"machineKind"`
+	Accelerator       string    `json:"accelerator"`
+	GPUsPerNode       int       `json:"gpusPerNode"`
+	VCPUs             int       `json:"vcpus"`
+	MemoryGB          int       `json:"memoryGb"`
+	Community         bool      `json:"community"`
+	NodesAvailable    *int      `json:"nodes_available"`
+	MaxNodes          int       `json:"max_nodes"`
+	Nodes             int       `json:"nodes"`
+	Availability      string    `json:"availability"` // available | reserved_ahead | not_in_stock
+	USDPerMachineHour string    `json:"usdPerMachineHour"`
+	USDPerHour        string    `json:"usdPerHour"`
+	PerGPUUSDPerHour  string    `json:"perGpuUsdPerHour"`
+	DiskGBPerNode     int       `json:"diskGbPerNode"`
+	RootDiskRate      string    `json:"rootDiskRate"` // dollars per GB-hour
+	RefreshedAt       time.Time `json:"refreshedAt"`
+}
+
+// OfferGroup is the offers of one location.
+type OfferGroup struct {
+	Location     string  `json:"location"`
+	LocationName string  `json:"locationName"`
+	Nodes        int     `json:"nodes"`
+	Offers       []Offer `json:"offers"`
+}
+
+// OffersResponse is GET /v1/gpu/offers.
+type OffersResponse struct {
+	Accelerator      string       `json:"accelerator,omitempty"`
+	Nodes            int          `json:"nodes"`
+	IncludeCommunity bool         `json:"include_community"`
+	Count            int          `json:"count"`
+	Groups           []OfferGroup `json:"groups"`
+}
+
+// Storage is a quote's persistent volume, shared by every node.
+type Storage struct {
+	PersistentGB *int `json:"persistentGb,omitempty"`
+}
+
+// QuoteBody is POST /v1/gpu/clusters/quote: the priced fields (Q1). A nil
+// field is absent. Launch bodies may repeat them (Q5).
+type QuoteBody struct {
+	Accelerator      *string  `json:"accelerator,omitempty"`
+	Nodes            *int     `json:"nodes,omitempty"`
+	GPUsPerNode      *int     `json:"gpusPerNode,omitempty"`
+	Storage          *Storage `json:"storage,omitempty"`
+	MaxHourlyPrice   *string  `json:"maxHourlyPrice,omitempty"`
+	Location         *string  `json:"location,omitempty"`
+	OfferID          *string  `json:"offerId,omitempty"`
+	IncludeCommunity *bool    `json:"include_community,omitempty"`
+}
+
+// LaunchBody is POST /v1/gpu/clusters (send an Idempotency-Key header, L1):
+// a quote id, or an offer id with a size, and the workload.
+type LaunchBody struct {
+	QuoteBody
+	QuoteID      string            `json:"quoteId,omitempty"`
+	Name         string            `json:"name,omitempty"`
+	Software     string            `json:"software,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
+	Ports        []int             `json:"ports,omitempty"`
+	SSHKeyIDs    []string          `json:"sshKeyIds,omitempty"`
+	Image        string            `json:"image,omitempty"`
+	StartCommand string            `json:"startCommand,omitempty"`
+}
+
+// LineItem is one line of a quote's price.
+type LineItem struct {
+	Name       string `json:"name"`
+	Quantity   string `json:"quantity"`
+	USDPerHour string `json:"usdPerHour"`
+}
+
+// Quote is a locked price for a shape (Q1–Q3).
+type Quote struct {
+	ID                string         `json:"id"`
+	Accelerator       string         `json:"accelerator"`
+	Nodes             int            `json:"nodes"`
+	GPUsPerNode       int            `json:"gpusPerNode"`
+	Storage           map[string]int `json:"storage"`
+	MaxHourlyPrice    *string        `json:"maxHourlyPrice"`
+	Location          string         `json:"location"`
+	OfferID           string         `json:"offerId"`
+	Provider          string         `json:"provider"`
+	MachineKind       string         `json:"machineKind"`
+	Interconnect      string         `json:"interconnect"`
+	IncludeCommunity  bool           `json:"include_community"`
+	USDPerHour        string         `json:"usdPerHour"`
+	USDPerMachineHour string         `json:"usdPerMachineHour"`
+	PerGPUUSDPerHour  string         `json:"perGpuUsdPerHour"`
+	DiskGBPerNode     int            `json:"diskGbPerNode"`
+	RootDiskRate      string         `json:"rootDiskRate"`
+	LineItems         []LineItem     `json:"lineItems"`
+	Availability      string         `json:"availability"`
+	ExpiresAt         time.Time      `json:"expiresAt"`
+}
+
+// ClusterNode is one machine of a cluster.
+type ClusterNode struct {
+	Name       string `json:"name"`
+	Rank       int    `json:"rank"`
+	Status     string `json:"status"`
+	Step       string `json:"step"`
+	Address    string `json:"address"`
+	PublicHost string `json:"publicHost,omitempty"`
+	GPUs       string `json:"gpus,omitempty"` // what nvidia-smi showed at check-in (L4)
+}
+
+// ClusterEvent is one entry of a cluster's history.
+type ClusterEvent struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Status  string    `json:"status"`
+	Node    string    `json:"node,omitempty"`
+	Step    string    `json:"step,omitempty"`
+	Message string    `json:"message"`
+}
+
+// Cluster is a cluster with its nodes (and, but in lists, its events).
+type Cluster struct {
+	ID                   string         `json:"id"`
+	Name                 string         `json:"name"`
+	Status               string         `json:"status"`
+	Accelerator          string         `json:"accelerator"`
+	NodeCount            int            `json:"nodeCount"`
+	GPUsPerNode          int            `json:"gpusPerNode"`
+	Location             string         `json:"location"`
+	Provider             string         `json:"provider"`
+	OfferID              string         `json:"offerId"`
+	QuoteID              string         `json:"quoteId"`
+	MachineKind          string         `json:"machineKind"`
+	Interconnect         string         `json:"interconnect"`
+	Software             string         `json:"software"`
+	USDPerHour           string         `json:"usdPerHour"`
+	USDPerMachineHour    string         `json:"usdPerMachineHour"`
+	ReadyAt              *time.Time     `json:"readyAt"`
+	LastError            *string        `json:"lastError"`
+	CreatedAt            time.Time      `json:"createdAt"`
+	TerminateRequestedAt *time.Time     `json:"terminateRequestedAt,omitempty"`
+	EndedAt              *time.Time     `json:"endedAt,omitempty"`
+	Nodes                []ClusterNode  `json:"nodes"`
+	Events               []ClusterEvent `json:"events,omitempty"`
+	NCCL                 *NCCLCheck     `json:"nccl,omitempty"`
+}
+
+// NCCLCheck is the automatic NCCL all-reduce check run once the cluster is
+// ready (X4), beside what the interconnect advertises. The measured fields
+// are null until Status is "measured".
+type NCCLCheck struct {
+	Status                   string     `json:"status"` // pending, sent, measured or failed
+	BusBandwidthGBps         *float64   `json:"busBandwidthGBps"`
+	ExpectedBusBandwidthGBps *float64   `json:"expectedBusBandwidthGBps"`
+	AdvertisedGbpsPerNode    *int       `json:"advertisedGbpsPerNode"`
+	PercentOfExpected        *int       `json:"percentOfExpected"`
+	Warning                  string     `json:"warning,omitempty"`
+	Summary                  string     `json:"summary,omitempty"`
+	MeasuredAt               *time.Time `json:"measuredAt"`
+}
+
+// ClusterList is GET /v1/gpu/clusters.
+type ClusterList struct {
+	Clusters []Cluster `json:"clusters"`
+}
+
+// ConnectionNode is how to reach one node.
+type ConnectionNode struct {
+	Name       string `json:"name"`
+	Rank       int    `json:"rank"`
+	Address    string `json:"address"`
+	PublicHost string `json:"publicHost,omitempty"`
+	SSH        string `json:"ssh"`
+}
+
+// Command is a ready-made launcher for the cluster's exact shape.
+type Command struct {
+	Name    string `json:"name"`
+	RunOn   string `json:"runOn"`
+	Command string `json:"command"`
+	Note    string `json:"note,omitempty"`
+}
+
+// Connections is GET /v1/gpu/clusters/{id}/connections (N2–N5).
+type Connections struct {
+	Cluster         string            `json:"cluster"`
+	Status          string            `json:"status"`
+	Gateway         *string           `json:"gateway"`
+	Env             map[string]string `json:"env"`
+	EnvBlock        string            `json:"envBlock"`
+	EnvNote         string            `json:"envNote"`
+	MallocHint      string            `json:"mallocHint"`
+	Readiness       string            `json:"readiness"`
+	ReadinessScript string            `json:"readinessScript"`
+	SSHConfig       string            `json:"sshConfig"`
+	Hostfile        string            `json:"hostfile,omitempty"`
+	HostfilePath    string            `json:"hostfilePath,omitempty"`
+	Nodes           []ConnectionNode  `json:"nodes"`
+	Primary         *ConnectionNode   `json:"primary"`
+	Commands        []Command         `json:"commands"`
+}
+
+// LogLine is one line of a node's log: an element of LogLines, and the
+// data of each "line" event of the log stream.
+type LogLine struct {
+	ID   int64     `json:"id"`
+	Node string    `json:"node"`
+	At   time.Time `json:"at"`
+	Text string    `json:"text"`
+}
+
+// LogLines is GET /v1/gpu/clusters/{id}/logs?follow=false.
+type LogLines struct {
+	Cluster string    `json:"cluster"`
+	Node    string    `json:"node"`
+	Lines   []LogLine `json:"lines"`
+}
+
+// MeOrg is the organisation the credentials act for, with its limits.
+type MeOrg struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	MaxMachines int    `json:"maxMachines"`
+	MaxGPUs     int    `json:"maxGpus"`
+}
+
+// MeEnvironment is the environment the credentials act in.
+type MeEnvironment struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// Me is GET /v1/me: who the credentials act as.
+type Me struct {
+	Org         MeOrg         `json:"org"`
+	Environment MeEnvironment `json:"environment"`
+	Role        string        `json:"role"`
+	Actor       string        `json:"actor"`
+	Email       string        `json:"email,omitempty"`
+}
+
+// Contact is who to reach about a quote request.
+type Contact struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	Phone string `json:"phone"`
+}
+
+// QuoteRequestBody is POST /v1/quote-requests (RQ1): ask for reserved
+// capacity, a larger cluster or a fast fabric. Without a contact, the key's
+// creator is the contact.
+type QuoteRequestBody struct {
+	Accelerator   string   `json:"accelerator"`
+	Nodes         int      `json:"nodes"`
+	GPUsPerNode   int      `json:"gpusPerNode"`
+	Fabric        string   `json:"fabric"`
+	Location      string   `json:"location"`
+	StartDate     string   `json:"startDate"`
+	DurationDays  int      `json:"durationDays"`
+	BudgetPerHour string   `json:"budgetPerHour"`
+	Contact       *Contact `json:"contact"`
+	Notes         string   `json:"notes"`
+}
+
+// QuoteRequest is a request for a quote and where it stands (RQ2).
+type QuoteRequest struct {
+	ID            string    `json:"id"`
+	Status        string    `json:"status"`
+	Accelerator   string    `json:"accelerator"`
+	Nodes         int       `json:"nodes"`
+	GPUsPerNode   int       `json:"gpusPerNode"`
+	Fabric        string    `json:"fabric"`
+	Location      string    `json:"location"`
+	StartDate     string    `json:"startDate"`
+	DurationDays  int       `json:"durationDays"`
+	BudgetPerHour *string   `json:"budgetPerHour"` // dollars per hour, whole cluster; null when not given
+	Contact       Contact   `json:"contact"`
+	Notes         string    `json:"notes"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+}
+
+// QuoteRequestList is GET /v1/quote-requests.
+type QuoteRequestList struct {
+	QuoteRequests []QuoteRequest `json:"quoteRequests"`
+}

@@ -1,0 +1,123 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/clusterdeck/clusterdeck/api"
+)
+
+// OffersQuery narrows GET /v1/gpu/offers; zero fields are not sent.
+type OffersQuery struct {
+	Accelerator      string // e.g. H100_80GB
+	Nodes            int    // machines in the cluster; prices are for all of them
+	GPUsPerNode      int
+	Interconnect     string // ethernet, infiniband or roce
+	MachineKind      string // vm, bare_metal or container
+	MaxPrice         string // dollars per hour for the whole cluster
+	IncludeCommunity bool
+}
+
+func (q OffersQuery) values() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"accelerator": q.Accelerator, "interconnect": q.Interconnect, "machine_kind": q.MachineKind, "max_price": q.MaxPrice} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if q.Nodes != 0 {
+		v.Set("nodes", strconv.Itoa(q.Nodes))
+	}
+	if q.GPUsPerNode != 0 {
+		v.Set("gpus_per_node", strconv.Itoa(q.GPUsPerNode))
+	}
+	if q.IncludeCommunity {
+		v.Set("include_community", "true")
+	}
+	return v
+}
+
+// Offers is GET /v1/gpu/offers: what can start now, by location (public).
+func (c *Client) Offers(ctx context.Context, q OffersQuery, opts ...Option) (api.OffersResponse, error) {
+	var out api.OffersResponse
+	err := c.do(ctx, http.MethodGet, "/v1/gpu/offers", q.values(), nil, &out, nil, opts)
+	return out, err
+}
+
+// QuoteFor is the body of a quote for nodes × gpusPerNode accelerators.
+func QuoteFor(accelerator string, nodes, gpusPerNode int) api.QuoteBody {
+	return api.QuoteBody{Accelerator: &accelerator, Nodes: &nodes, GPUsPerNode: &gpusPerNode}
+}
+
+// Quote is POST /v1/gpu/clusters/quote: a price locked for a while (Q1–Q4).
+func (c *Client) Quote(ctx context.Context, body api.QuoteBody, opts ...Option) (api.Quote, error) {
+	var out api.Quote
+	err := c.do(ctx, http.MethodPost, "/v1/gpu/clusters/quote", nil, body, &out, nil, opts)
+	return out, err
+}
+
+// Launch is POST /v1/gpu/clusters with idempotencyKey (L1): created is
+// false when the key already launched this cluster. An empty key sends
+// none, and a retry may then launch twice; use NewIdempotencyKey.
+func (c *Client) Launch(ctx context.Context, body api.LaunchBody, idempotencyKey string, opts ...Option) (cl api.Cluster, created bool, err error) {
+	var header http.Header
+	if idempotencyKey != "" {
+		header = http.Header{"Idempotency-Key": {idempotencyKey}}
+	}
+	var status int
+	opts = append(opts, func(c *call) { c.status = &status })
+	cl, err = c.cluster(ctx, http.MethodPost, "/v1/gpu/clusters", body, header, opts)
+	return cl, status == http.StatusCreated, err
+}
+
+// Clusters is GET /v1/gpu/clusters: the organisation's clusters (without events).
+func (c *Client) Clusters(ctx context.Context, opts ...Option) ([]api.Cluster, error) {
+	var out api.ClusterList
+	err := c.do(ctx, http.MethodGet, "/v1/gpu/clusters", nil, nil, &out, nil, opts)
+	return out.Clusters, err
+}
+
+// Cluster is GET /v1/gpu/clusters/{id}: the cluster, its nodes and events.
+func (c *Client) Cluster(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodGet, clusterPath(id), nil, nil, opts)
+}
+
+// Terminate is POST /v1/gpu/clusters/{id}/terminate (L7): accepted in every
+// state; every machine is released together.
+func (c *Client) Terminate(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/terminate", nil, nil, opts)
+}
+
+// Connections is GET /v1/gpu/clusters/{id}/connections (N2–N5): an
+// *Error with Code "not_connectable" until every machine is up.
+func (c *Client) Connections(ctx context.Context, id string, opts ...Option) (api.Connections, error) {
+	var out api.Connections
+	err := c.do(ctx, http.MethodGet, clusterPath(id)+"/connections", nil, nil, &out, nil, opts)
+	return out, err
+}
+
+// Logs is GET /v1/gpu/clusters/{id}/logs?follow=false: the stored lines of
+// the node of that rank (N6). FollowLogs follows them.
+func (c *Client) Logs(ctx context.Context, id string, rank int, opts ...Option) (api.LogLines, error) {
+	var out api.LogLines
+	q := url.Values{"node": {strconv.Itoa(rank)}, "follow": {"false"}}
+	err := c.do(ctx, http.MethodGet, clusterPath(id)+"/logs", q, nil, &out, nil, opts)
+	return out, err
+}
+
+func clusterPath(id string) string { return "/v1/gpu/clusters/" + url.PathEscape(id) }
+
+// cluster calls and reads a cluster the caller goes on to use by its id.
+func (c *Client) cluster(ctx context.Context, method, path string, body any, header http.Header, opts []Option) (api.Cluster, error) {
+	var cl api.Cluster
+	if err := c.do(ctx, method, path, nil, body, &cl, header, opts); err != nil {
+		return cl, err
+	}
+	if cl.ID == "" {
+		return cl, errors.New("could not read the API's answer: it names no cluster id")
+	}
+	return cl, nil
+}

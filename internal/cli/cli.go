@@ -1,0 +1,200 @@
+// Package cli is `clusterdeck gpu …`: the REST API from the command line
+// (API3). It speaks the API through package client only, never the
+// database, so it works against any Clusterdeck from anywhere.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/client"
+)
+
+const gpuUsage = `clusterdeck gpu — Clusterdeck's REST API from the command line (API3).
+
+Usage:
+  clusterdeck gpu offers --accelerator H100_80GB --nodes 4 [--include-community]
+        [--interconnect I] [--machine-kind K] [--gpus-per-node G] [--max-price USD]
+  clusterdeck gpu clusters quote --accelerator A --nodes N --gpus-per-node G
+        [--persistent-gb GB] [--max-hourly-price USD] [--location L] [--offer-id ID]
+        [--include-community]
+  clusterdeck gpu clusters launch (--quote-id ID | --offer-id ID --nodes N --gpus-per-node G)
+        [--name NAME] [--software none|slurm|kubernetes|ray] [--env K=V]... [--env-file FILE]
+        [--port N]... [--ssh-key-id ID]... [--image IMAGE] [--start-command CMD]
+        [--idempotency-key K] [--wait [--timeout 30m]]
+  clusterdeck gpu clusters list
+  clusterdeck gpu clusters get ID
+  clusterdeck gpu clusters connections ID
+  clusterdeck gpu clusters logs ID [--node N] [--follow=false]
+  clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
+
+Every command takes:
+  --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
+  --key KEY   an API key, cdk_… (env CLUSTERDECK_API_KEY; create one under Settings → API keys)
+  --json      print the API's JSON as it came instead of tables
+
+Exit status: 0 done; 1 error (the API's message and field errors on stderr); 2 usage
+error; 3 refused: no_capacity, price_changed, quota_exceeded, insufficient_balance.
+A launch without --idempotency-key gets a fresh one, printed on stderr: repeat the
+launch with it to retry safely (the same key and body give the same cluster, L1).
+
+Not available yet: "clusters recovery" and "clusters recover" (SPEC API1/API3) —
+the server has no recovery API yet; terminate is the way out of a degraded cluster.
+
+"clusterdeck gpu clusters launch --help" (and so on) lists every flag.
+`
+
+// Exit statuses of `clusterdeck gpu`.
+const (
+	exitFailed      = 1
+	exitUsage       = 2
+	exitRefused     = 3 // no_capacity, price_changed, quota_exceeded, insufficient_balance
+	exitInterrupted = 130
+)
+
+// Exit is an exit status whose message the CLI has already printed: the
+// caller exits with it and prints nothing more.
+type Exit int
+
+func (e Exit) Error() string { return "exit status " + strconv.Itoa(int(e)) }
+
+// usageError is a mistake in the command line (exit 2).
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+// gpuCLI is one invocation's settings and outputs.
+type gpuCLI struct {
+	ctx            context.Context
+	stdout, stderr io.Writer
+	api, key       string
+	json           bool
+	requestTimeout time.Duration
+}
+
+// Run is `clusterdeck gpu args…`, with the environment read through getenv.
+// A returned Exit has been reported on stderr already.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c := &gpuCLI{ctx: ctx, stdout: stdout, stderr: stderr, api: getenv("CLUSTERDECK_API"), key: getenv("CLUSTERDECK_API_KEY"),
+		requestTimeout: 60 * time.Second}
+	if c.api == "" {
+		c.api = "http://127.0.0.1:8080"
+	}
+	// Common flags may come before the command too: `gpu --api URL clusters list`.
+	fs := c.flagSet("gpu", "")
+	fs.Usage = func() { fmt.Fprint(stderr, gpuUsage) }
+	rest, err := parseFlags(fs, args, 0)
+	if err != nil {
+		return c.fail(err)
+	}
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, gpuUsage)
+		return Exit(exitUsage)
+	}
+	switch cmd, rest := rest[0], rest[1:]; cmd {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, gpuUsage)
+		return nil
+	case "offers":
+		return c.fail(c.offers(rest))
+	case "clusters", "cluster":
+		return c.fail(c.clusters(rest))
+	default:
+		return c.fail(usageError(fmt.Sprintf("unknown command %q", cmd)))
+	}
+}
+
+// clusters dispatches `gpu clusters SUB …`.
+func (c *gpuCLI) clusters(args []string) error {
+	if len(args) == 0 {
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs or terminate")
+	}
+	commands := map[string]func([]string) error{
+		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
+		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
+	}
+	sub, rest := args[0], args[1:]
+	if run, ok := commands[sub]; ok {
+		return run(rest)
+	}
+	switch sub {
+	case "recovery", "recover":
+		return usageError("\"clusters " + sub + "\" is not available yet: the server has no recovery API; terminate a degraded cluster instead")
+	case "help", "-h", "--help":
+		fmt.Fprint(c.stdout, gpuUsage)
+		return nil
+	}
+	return usageError(fmt.Sprintf("unknown command \"clusters %s\"", sub))
+}
+
+// fail prints err for a person (and, with --json, the API's error body on
+// stdout) and turns it into the exit status.
+func (c *gpuCLI) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	var exit Exit
+	var ue usageError
+	var ae *client.Error
+	switch {
+	case errors.As(err, &exit):
+		if exit == 0 {
+			return nil
+		}
+		return exit
+	case errors.Is(err, flag.ErrHelp):
+		return nil
+	case errors.As(err, &ue):
+		fmt.Fprintf(c.stderr, "clusterdeck: %s\nRun \"clusterdeck gpu help\" for usage.\n", ue)
+		return Exit(exitUsage)
+	case errors.As(err, &ae):
+		if c.json && json.Valid(ae.Body) {
+			c.stdout.Write(withNewline(ae.Body))
+		}
+		c.printAPIError(ae)
+		if ae.Refused() {
+			return Exit(exitRefused)
+		}
+		return Exit(exitFailed)
+	case c.ctx.Err() != nil:
+		fmt.Fprintln(c.stderr, "clusterdeck: interrupted")
+		return Exit(exitInterrupted)
+	case errors.Is(err, client.ErrNotJSON):
+		fmt.Fprintf(c.stderr, "clusterdeck: %v; is --api Clusterdeck's URL?\n", err)
+		return Exit(exitFailed)
+	}
+	fmt.Fprintln(c.stderr, "clusterdeck:", err)
+	return Exit(exitFailed)
+}
+
+// sdk is the API client for the flags given; needKey refuses to go on
+// without an API key (every call but the public offers).
+func (c *gpuCLI) sdk(needKey bool) (*client.Client, error) {
+	if u, err := url.ParseRequestURI(c.api); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, usageError(fmt.Sprintf("--api %q is not an http(s) URL", c.api))
+	}
+	if needKey && strings.TrimSpace(c.key) == "" {
+		return nil, usageError("no API key: pass --key cdk_… or set CLUSTERDECK_API_KEY (create one under Settings → API keys)")
+	}
+	api := client.New(c.api, c.key)
+	api.UserAgent, api.Timeout = "clusterdeck-cli", c.requestTimeout
+	return api, nil
+}
+
+func withNewline(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		return append(b[:len(b):len(b)], '\n')
+	}
+	return b
+}
+
+// printRaw is --json's output: the body as the API sent it.
+func (c *gpuCLI) printRaw(raw []byte) { c.stdout.Write(withNewline(raw)) }

@@ -1,0 +1,139 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Job outcomes, as the outcome label of the job metrics.
+const (
+	outcomeOK      = "ok"
+	outcomeError   = "error"
+	outcomeSkipped = "skipped" // another instance held the lease
+)
+
+// Metrics is this process's view of its job ticks and provider calls (OP3),
+// registered on the registry the server exposes at /metrics. A nil *Metrics
+// records nothing.
+type Metrics struct {
+	runs           *prometheus.CounterVec
+	durations      *prometheus.HistogramVec
+	providerErrors *prometheus.CounterVec
+}
+
+// NewMetrics registers the job and provider metrics on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "clusterdeck_job_runs_total",
+			Help: "Job ticks of this process by job and outcome (ok, error, skipped: another instance held the lease).",
+		}, []string{"job", "outcome"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "clusterdeck_job_duration_seconds",
+			Help:    "Duration of the job ticks this process ran, by job and outcome.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"job", "outcome"}),
+		providerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "clusterdeck_provider_errors_total",
+			Help: "Failed provider calls made by the jobs, by provider, operation and error class.",
+		}, []string{"provider", "op", "class"}),
+	}
+	for _, c := range []prometheus.Collector{m.runs, m.durations, m.providerErrors} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// scheduled makes a job's series visible at zero before its first tick.
+func (m *Metrics) scheduled(job string) {
+	if m != nil {
+		m.runs.WithLabelValues(job, outcomeOK)
+		m.runs.WithLabelValues(job, outcomeError)
+	}
+}
+
+func (m *Metrics) ran(job, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.runs.WithLabelValues(job, outcome).Inc()
+	if outcome != outcomeSkipped {
+		m.durations.WithLabelValues(job, outcome).Observe(d.Seconds())
+	}
+}
+
+// instrument wraps every provider so that each failed call is counted.
+func (m *Metrics) instrument(reg providers.Registry) providers.Registry {
+	if m == nil {
+		return reg
+	}
+	out := make(providers.Registry, len(reg))
+	for name, p := range reg {
+		out[name] = countedProvider{Provider: p, errs: m.providerErrors}
+	}
+	return out
+}
+
+// ErrorClass names the class of a provider error for the class label: the
+// sentinel it wraps (providers/provider.go), a timeout, or "unclassified".
+func ErrorClass(err error) string {
+	for _, c := range []struct {
+		err  error
+		name string
+	}{
+		{providers.ErrNoCapacity, "no_capacity"},
+		{providers.ErrValidation, "validation"},
+		{providers.ErrQuota, "quota"},
+		{providers.ErrTransient, "transient"},
+		{providers.ErrNotFound, "not_found"},
+		{context.DeadlineExceeded, "timeout"},
+		{context.Canceled, "canceled"},
+	} {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "unclassified"
+}
+
+// countedProvider counts a provider's failed calls and changes nothing else.
+type countedProvider struct {
+	providers.Provider
+	errs *prometheus.CounterVec
+}
+
+func (p countedProvider) count(op string, err error) error {
+	if err != nil {
+		p.errs.WithLabelValues(p.Name(), op, ErrorClass(err)).Inc()
+	}
+	return err
+}
+
+func (p countedProvider) ListOffers(ctx context.Context) ([]providers.Offer, error) {
+	o, err := p.Provider.ListOffers(ctx)
+	return o, p.count("ListOffers", err)
+}
+
+func (p countedProvider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (providers.Group, error) {
+	g, err := p.Provider.PlaceGroup(ctx, req)
+	return g, p.count("PlaceGroup", err)
+}
+
+func (p countedProvider) DescribeGroup(ctx context.Context, name string) (providers.Group, error) {
+	g, err := p.Provider.DescribeGroup(ctx, name)
+	return g, p.count("DescribeGroup", err)
+}
+
+func (p countedProvider) RestartNode(ctx context.Context, group, node string) error {
+	return p.count("RestartNode", p.Provider.RestartNode(ctx, group, node))
+}
+
+func (p countedProvider) TerminateGroup(ctx context.Context, group string) error {
+	return p.count("TerminateGroup", p.Provider.TerminateGroup(ctx, group))
+}

@@ -1,0 +1,74 @@
+package jobs_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/jobs"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"gorm.io/gorm"
+)
+
+// heldJob counts its runs; the first run holds on until released, so a
+// second instance's tick lands while the first one is still running.
+type heldJob struct {
+	runs    atomic.Int64
+	started chan struct{}
+	release chan struct{}
+}
+
+func (j *heldJob) Name() string { return "held" }
+
+func (j *heldJob) Run(ctx context.Context) error {
+	if j.runs.Add(1) == 1 {
+		close(j.started)
+		select {
+		case <-j.release:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// OP4: two schedulers on one database (two instances of the server) tick
+// the same job at the same time: the database lease lets one run it.
+func TestSchedulerLeaseRunsATickOnce(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		job := &heldJob{started: make(chan struct{}), release: make(chan struct{})}
+		var instances [2]*jobs.Scheduler
+		for i := range instances {
+			instances[i] = jobs.NewScheduler(models.NewStore(db, nil), log)
+			if err := instances[i].Add("@every 1h", job, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first := make(chan error, 1)
+		go func() { first <- instances[0].RunNow(ctx, job.Name()) }()
+		select {
+		case <-job.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the first instance never ran the job")
+		}
+		if err := instances[1].RunNow(ctx, job.Name()); err != nil {
+			t.Fatalf("second instance: %v", err)
+		}
+		if n := job.runs.Load(); n != 1 {
+			t.Errorf("the job ran %d times for one tick on two instances, want 1", n)
+		}
+		close(job.release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		// Once the first tick is over the lease is free again.
+		if err := instances[1].RunNow(ctx, job.Name()); err != nil || job.runs.Load() != 2 {
+			t.Errorf("the next tick: err %v, runs %d, want 2", err, job.runs.Load())
+		}
+	})
+}

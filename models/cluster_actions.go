@@ -1,0 +1,48 @@
+package models
+
+import "context"
+
+// Terminate records the actor's intent to terminate a cluster of their
+// organisation (L7), with its event and audit entry in one transaction.
+// Repeating it is harmless and audited again. The provision job releases
+// the machines.
+func (x Actions) Terminate(ctx context.Context, clusterID string) (Cluster, error) {
+	var c Cluster
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var err error
+		if c, err = tx.RequestTerminate(ctx, x.a.OrgID, clusterID, x.a.Name); err != nil {
+			return nil, err
+		}
+		return x.audit("cluster.terminate", c.ID, c.Name), nil
+	})
+	return c, err
+}
+
+// RetryInstall is L6's "retry install" of a cluster degraded by its
+// software: the new attempt, the transition, its event and the audit entry
+// commit together.
+func (x Actions) RetryInstall(ctx context.Context, clusterID string) (Cluster, error) {
+	var c Cluster
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var err error
+		if c, err = tx.RetryInstall(ctx, x.a.OrgID, clusterID, x.a.Name); err != nil {
+			return nil, err
+		}
+		return x.audit("cluster.retry_install", c.ID, c.Name), nil
+	})
+	return c, err
+}
+
+// Kubeconfig hands a Kubernetes cluster's kubeconfig to the actor (S1): it
+// is given out only once its download is in the audit log.
+func (x Actions) Kubeconfig(ctx context.Context, clusterID string) (string, error) {
+	var kc string
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var err error
+		if kc, err = tx.Kubeconfig(ctx, x.a.OrgID, clusterID); err != nil {
+			return nil, err
+		}
+		return x.audit("cluster.kubeconfig", clusterID, "downloaded"), nil
+	})
+	return kc, err
+}

@@ -1,0 +1,97 @@
+package models
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// ClusterNotify is where a cluster's outcome mails (E1) link to. The
+// transitions to ready, failed and degraded queue them in their own
+// transaction, to the organisation's owners and admins and to the user who
+// launched the cluster; a nil *ClusterNotify queues none.
+type ClusterNotify struct {
+	BaseURL string // links in mails, e.g. https://deck.example.com
+}
+
+// queueClusterMail queues c's outcome mail to every recipient through the
+// outbox (E2). The key names the status, the cluster, the install attempt
+// (a second degradation after a retry mails again) and a hash of the
+// recipient, so it stays short and a retried tick queues each mail once. A
+// recipient the outbox refuses is skipped: it never stops the others.
+func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluster, attempt int) error {
+	if n == nil {
+		return nil
+	}
+	subject, body, ok := clusterMailText(c, n.BaseURL)
+	if !ok {
+		return nil
+	}
+	to, err := s.clusterMailRecipients(ctx, c)
+	if err != nil {
+		return err
+	}
+	for _, addr := range to {
+		m := Mail{Key: fmt.Sprintf("cluster-%s:%s:%d:%s", c.Status, c.ID, attempt, shortHash(addr)),
+			To: strings.TrimSpace(addr), Subject: subject, Text: body}
+		if m.check() != nil {
+			continue
+		}
+		if err := s.EnqueueMail(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clusterMailRecipients are the owners and admins and the launching user, once each.
+func (s *Store) clusterMailRecipients(ctx context.Context, c Cluster) ([]string, error) {
+	members, err := s.Members(ctx, c.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var to []string
+	for _, mem := range members {
+		addr := strings.ToLower(mem.Email)
+		if (mem.Role.CanManage() || strings.EqualFold(mem.Email, c.CreatedBy)) && !seen[addr] {
+			seen[addr] = true
+			to = append(to, mem.Email)
+		}
+	}
+	return to, nil
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(s)))
+	return hex.EncodeToString(sum[:12])
+}
+
+func clusterMailText(c Cluster, baseURL string) (subject, body string, ok bool) {
+	link := strings.TrimRight(baseURL, "/") + "/clusters/" + c.ID
+	shape := fmt.Sprintf("%d × %d × %s in %s", c.Nodes, c.GPUsPerNode, c.Accelerator, c.LocationName)
+	since := "now"
+	if c.ReadyAt != nil {
+		since = "at " + c.ReadyAt.Format("2006-01-02 15:04 MST")
+	}
+	switch c.Status {
+	case StatusReady:
+		return fmt.Sprintf("Cluster %s is ready", c.Name),
+			fmt.Sprintf("Your cluster %s (%s) is ready: every machine is up and joined.\n\n"+
+				"Billing started %s for all machines at %s per hour.\n"+
+				"Ready means infrastructure readiness only; run your own application check before sending traffic.\n\n"+
+				"Connect: %s\n", c.Name, shape, since, USD(c.USDPerHour), link), true
+	case StatusFailed:
+		return fmt.Sprintf("Cluster %s failed to start", c.Name),
+			fmt.Sprintf("Your cluster %s (%s) did not come up whole: %s.\n\n"+
+				"Every machine was released and nothing was billed. Nothing is retried without you.\n"+
+				"See what happened and what can start now: %s\n", c.Name, shape, c.LastError, link), true
+	case StatusDegraded:
+		return fmt.Sprintf("Cluster %s is degraded", c.Name),
+			fmt.Sprintf("Your cluster %s (%s) is degraded: %s.\n\n"+
+				"The machines stay up and billing continues. Retry the install or terminate: %s\n", c.Name, shape, c.LastError, link), true
+	}
+	return "", "", false
+}

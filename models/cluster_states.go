@@ -1,0 +1,140 @@
+package models
+
+import (
+	"fmt"
+	"strings"
+)
+
+// NodeStatus is one machine's state inside its cluster.
+type NodeStatus string
+
+// Node statuses. A node is provisioning until its cluster is ready (its
+// software included), then ready; it ends failed or terminated with its
+// cluster, or lost when it vanished at the provider first.
+const (
+	NodeProvisioning NodeStatus = "provisioning"
+	NodeReady        NodeStatus = "ready"
+	NodeFailed       NodeStatus = "failed"
+	NodeTerminated   NodeStatus = "terminated"
+	NodeLost         NodeStatus = "lost"
+)
+
+// liveNodeStatuses are the nodes still taking steps.
+var liveNodeStatuses = []NodeStatus{NodeProvisioning, NodeReady}
+
+// Event is what moves a cluster (L8). Every change of a cluster's status,
+// and every change that only the current status allows, names its event;
+// ClusterTransitions says from which statuses it is legal and where it leads.
+type Event string
+
+// Events, in the order a cluster meets them.
+const (
+	EventPlaced             Event = "placed"              // every machine reserved at once (L3)
+	EventJoined             Event = "joined"              // every node reached every other, no software (L5)
+	EventJoinedInstall      Event = "joined_install"      // every node reached every other, software to install (L5, S1)
+	EventSoftwareReady      Event = "software_ready"      // the software passed its check on every node (L5, S2)
+	EventDegrade            Event = "degrade"             // the software failed or missed its window (L6)
+	EventRetryInstall       Event = "retry_install"       // the customer retries a failed install (L6)
+	EventFail               Event = "fail"                // a late step, a lost machine or a provider refusal (L4)
+	EventReleased           Event = "released"            // the provider confirmed a failed cluster's machines released (L4)
+	EventTerminateRequested Event = "terminate_requested" // the customer asks to terminate (L7)
+	EventTerminated         Event = "terminated"          // every machine released after a terminate request (L7)
+)
+
+// ClusterTransition is one legal move: an event in status From leads to To.
+type ClusterTransition struct {
+	From  ClusterStatus
+	Event Event
+	To    ClusterStatus
+}
+
+// ClusterTransitions is the cluster state machine: every legal (status,
+// event) pair and the status it leads to. Anything not listed is refused
+// with ErrConflict by the one compare-and-swap (Store.transition). An event
+// either leads to one status from wherever it is legal or keeps the status
+// it finds, so the swap is one UPDATE.
+var ClusterTransitions = []ClusterTransition{
+	{StatusProvisioning, EventPlaced, StatusProvisioning},
+	{StatusProvisioning, EventJoined, StatusReady},
+	{StatusProvisioning, EventJoinedInstall, StatusInstalling},
+	{StatusProvisioning, EventFail, StatusFailed},
+	{StatusInstalling, EventSoftwareReady, StatusReady},
+	{StatusInstalling, EventDegrade, StatusDegraded},
+	{StatusDegraded, EventRetryInstall, StatusInstalling},
+	{StatusFailed, EventReleased, StatusFailed},
+
+	{StatusProvisioning, EventTerminateRequested, StatusProvisioning},
+	{StatusInstalling, EventTerminateRequested, StatusInstalling},
+	{StatusReady, EventTerminateRequested, StatusReady},
+	{StatusDegraded, EventTerminateRequested, StatusDegraded},
+	{StatusStopped, EventTerminateRequested, StatusStopped},
+
+	{StatusProvisioning, EventTerminated, StatusTerminated},
+	{StatusInstalling, EventTerminated, StatusTerminated},
+	{StatusReady, EventTerminated, StatusTerminated},
+	{StatusDegraded, EventTerminated, StatusTerminated},
+	{StatusStopped, EventTerminated, StatusTerminated},
+}
+
+// ClusterStatuses lists every status (L8).
+var ClusterStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded,
+	StatusStopped, StatusFailed, StatusTerminated}
+
+// Events lists every event.
+var Events = []Event{EventPlaced, EventJoined, EventJoinedInstall, EventSoftwareReady, EventDegrade,
+	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated}
+
+// NextStatus is where ev leads from status from, and whether it is legal there.
+func NextStatus(from ClusterStatus, ev Event) (ClusterStatus, bool) {
+	for _, t := range ClusterTransitions {
+		if t.From == from && t.Event == ev {
+			return t.To, true
+		}
+	}
+	return "", false
+}
+
+// eventMove is the statuses ev is legal from and the one it leads to; to
+// is "" for an event that keeps whichever status the cluster has.
+func eventMove(ev Event) (from []ClusterStatus, to ClusterStatus, err error) {
+	keeps, moves := 0, map[ClusterStatus]bool{}
+	for _, t := range ClusterTransitions {
+		if t.Event != ev {
+			continue
+		}
+		from = append(from, t.From)
+		if t.To == t.From {
+			keeps++
+		} else {
+			moves[t.To], to = true, t.To
+		}
+	}
+	switch {
+	case len(from) == 0:
+		return nil, "", fmt.Errorf("models: unknown event %q", ev)
+	case keeps > 0 && len(moves) > 0, len(moves) > 1:
+		return nil, "", fmt.Errorf("models: event %s must lead to one status or keep the status", ev)
+	}
+	return from, to, nil
+}
+
+// StateDiagram renders the status changes of ClusterTransitions as a
+// Mermaid state diagram (the README shows it; a test keeps them equal).
+// Events that keep the status are left out: they change no arrow.
+func StateDiagram() string {
+	var b strings.Builder
+	b.WriteString("```mermaid\nstateDiagram-v2\n")
+	b.WriteString("    [*] --> provisioning: launch\n")
+	for _, t := range ClusterTransitions {
+		if t.From != t.To {
+			fmt.Fprintf(&b, "    %s --> %s: %s\n", t.From, t.To, t.Event)
+		}
+	}
+	for _, s := range ClusterStatuses {
+		if s.Terminal() {
+			fmt.Fprintf(&b, "    %s --> [*]\n", s)
+		}
+	}
+	b.WriteString("```\n")
+	return b.String()
+}

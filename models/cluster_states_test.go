@@ -1,0 +1,230 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"gorm.io/gorm"
+)
+
+var notifyAll = &models.ClusterNotify{BaseURL: "https://deck.example"}
+
+// fire drives one event through the exported function that owns it.
+func fire(ctx context.Context, e *launchEnv, ev models.Event, id string) error {
+	s := e.s
+	switch ev {
+	case models.EventPlaced:
+		return s.MarkPlaced(ctx, id, []models.PlacedNode{{Rank: 0, ProviderNodeID: "p0"}, {Rank: 1, ProviderNodeID: "p1"}})
+	case models.EventJoined, models.EventJoinedInstall:
+		_, err := s.MarkJoined(ctx, id, notifyAll)
+		return err
+	case models.EventSoftwareReady:
+		_, err := s.MarkSoftwareReady(ctx, id, 1, "Slurm passed its check.", notifyAll)
+		return err
+	case models.EventDegrade:
+		_, err := s.DegradeSoftware(ctx, id, 1, "install_failed:node-1", "node-1", "node-1 failed to install.", notifyAll)
+		return err
+	case models.EventRetryInstall:
+		_, err := s.RetryInstall(ctx, e.org.ID, id, "owner@acme.example")
+		return err
+	case models.EventFail:
+		_, err := s.FailCluster(ctx, id, "timeout:agent", "node-1", models.StepAgent, "node-1 was late.", notifyAll)
+		return err
+	case models.EventReleased:
+		return s.MarkReleased(ctx, id)
+	case models.EventTerminateRequested:
+		_, err := s.RequestTerminate(ctx, e.org.ID, id, "owner@acme.example")
+		return err
+	case models.EventTerminated:
+		_, err := s.MarkTerminated(ctx, id)
+		return err
+	}
+	return fmt.Errorf("no driver for event %s", ev)
+}
+
+// snapshot is everything a transition may write.
+type snapshot struct {
+	cluster models.Cluster
+	nodes   []models.ClusterNode
+	events  int64
+	mails   int64
+}
+
+func take(t *testing.T, e *launchEnv, id string) snapshot {
+	t.Helper()
+	ctx := context.Background()
+	c, err := e.s.ClusterByID(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := e.s.NodesFor(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := snapshot{cluster: c, nodes: nodes}
+	e.db.Model(&models.ClusterEvent{}).Where("cluster_id = ?", id).Count(&sn.events)
+	e.db.Model(&models.OutboxMail{}).Count(&sn.mails)
+	return sn
+}
+
+// clusterIn launches a two-node cluster and puts it in status, as if it
+// had got there: software none for EventJoined, slurm otherwise, install
+// attempt 1 under way, a software failure on record.
+func clusterIn(t *testing.T, e *launchEnv, status models.ClusterStatus, ev models.Event) string {
+	t.Helper()
+	ctx := context.Background()
+	q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+	software := "slurm"
+	if ev == models.EventJoined {
+		software = "none"
+	}
+	c, _, err := e.s.LaunchCluster(ctx, models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID,
+		Actor: "owner@acme.example", Workload: models.Workload{Name: "train", Software: software}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.SoftwareRunFor(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]any{"status": status, "last_error": "install_failed:node-0"}
+	if status != models.StatusProvisioning && status != models.StatusFailed {
+		set["ready_at"] = t0
+	}
+	err = e.db.Model(&models.Cluster{}).Where("id = ?", c.ID).Updates(set).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+// L8: every (status, event) pair the table lists works and does what it
+// says; every pair it does not list is refused with ErrConflict and writes
+// nothing: no status, no event entry, no node row, no mail.
+func TestClusterTransitionTable(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 100_000*models.Micro)
+		if err := db.Model(&models.Org{}).Where("id = ?", e.org.ID).
+			Updates(map[string]any{"max_machines": 1000, "max_gpus": 8000}).Error; err != nil {
+			t.Fatal(err)
+		}
+		// Every launched cluster holds its machines (issue 11): count enough.
+		if err := db.Model(&models.Offer{}).Where("nodes_available IS NOT NULL").
+			Update("nodes_available", 1000).Error; err != nil {
+			t.Fatal(err)
+		}
+		addMember(t, e, "owner@acme.example", models.RoleOwner)
+		for _, from := range models.ClusterStatuses {
+			for _, ev := range models.Events {
+				to, legal := models.NextStatus(from, ev)
+				t.Run(string(from)+"/"+string(ev), func(t *testing.T) {
+					id := clusterIn(t, e, from, ev)
+					before := take(t, e, id)
+					err := fire(ctx, e, ev, id)
+					after := take(t, e, id)
+					if legal {
+						checkLegal(t, ev, to, err, before, after)
+						return
+					}
+					if !errors.Is(err, models.ErrConflict) && !(ev == models.EventTerminateRequested && err == nil) {
+						t.Errorf("illegal %s in %s: err %v, want ErrConflict", ev, from, err)
+					}
+					if !reflect.DeepEqual(before, after) {
+						t.Errorf("illegal %s in %s wrote something:\nbefore %+v\nafter  %+v", ev, from, before, after)
+					}
+				})
+			}
+		}
+	})
+}
+
+func checkLegal(t *testing.T, ev models.Event, to models.ClusterStatus, err error, before, after snapshot) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("legal %s in %s refused: %v", ev, before.cluster.Status, err)
+	}
+	if after.cluster.Status != to {
+		t.Errorf("%s: status %s, want %s", ev, after.cluster.Status, to)
+	}
+	if after.events != before.events+1 {
+		t.Errorf("%s: %d event entries written, want 1", ev, after.events-before.events)
+	}
+	mails := map[models.ClusterStatus]bool{models.StatusReady: true, models.StatusFailed: true, models.StatusDegraded: true}
+	if want := mails[to] && to != before.cluster.Status; (after.mails > before.mails) != want {
+		t.Errorf("%s: %d mails queued, want a mail: %v", ev, after.mails-before.mails, want)
+	}
+	nodeStatus := map[models.Event]models.NodeStatus{models.EventJoined: models.NodeReady,
+		models.EventSoftwareReady: models.NodeReady, models.EventFail: models.NodeFailed, models.EventTerminated: models.NodeTerminated}
+	for i, n := range after.nodes {
+		want, ok := nodeStatus[ev]
+		if !ok {
+			want = before.nodes[i].Status
+		}
+		if n.Status != want {
+			t.Errorf("%s: %s is %s, want %s", ev, n.Name, n.Status, want)
+		}
+	}
+}
+
+// The table itself: every event leads to one status or keeps the status,
+// terminal statuses lead nowhere, and every status but the terminal ones
+// can be terminated (L7).
+func TestClusterTransitionTableShape(t *testing.T) {
+	for _, s := range models.ClusterStatuses {
+		_, canTerminate := models.NextStatus(s, models.EventTerminated)
+		if canTerminate == s.Terminal() {
+			t.Errorf("%s: terminate legal = %v", s, canTerminate)
+		}
+		for _, ev := range models.Events {
+			if _, ok := models.NextStatus(s, ev); ok && s.Terminal() && ev != models.EventReleased {
+				t.Errorf("terminal %s has a way out: %s", s, ev)
+			}
+		}
+	}
+	for _, ev := range models.Events {
+		targets := map[bool]map[models.ClusterStatus]bool{true: {}, false: {}}
+		for _, tr := range models.ClusterTransitions {
+			if tr.Event == ev {
+				targets[tr.From == tr.To][tr.To] = true
+			}
+		}
+		if moves := len(targets[false]); moves > 1 || (moves == 1 && len(targets[true]) > 0) || moves+len(targets[true]) == 0 {
+			t.Errorf("%s: leads to %v and keeps %v", ev, targets[false], targets[true])
+		}
+	}
+}
+
+// The README's state diagram is the table's (L8).
+func TestReadmeStateDiagramMatchesTable(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- cluster states: generated from models.ClusterTransitions -->\n", "<!-- end cluster states -->"
+	_, rest, ok := strings.Cut(string(readme), begin)
+	got, _, ok2 := strings.Cut(rest, end)
+	if !ok || !ok2 {
+		t.Fatalf("README.md has no state diagram between %q and %q", begin, end)
+	}
+	if want := models.StateDiagram(); got != want {
+		t.Errorf("README.md's state diagram differs from models.ClusterTransitions; put this between the markers:\n%s", want)
+	}
+}
+
+func addMember(t *testing.T, e *launchEnv, email string, role models.Role) {
+	t.Helper()
+	u := models.User{ID: models.NewID("usr"), Email: email, CreatedAt: t0}
+	if err := e.db.Create(&u).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Create(&models.Membership{OrgID: e.org.ID, UserID: u.ID, Role: role, CreatedAt: t0}).Error; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,101 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+)
+
+// Agent log shipping is rate-limited per node (issue 11, N6): each node has
+// a bucket of AgentLogBurst lines that refills at AgentLogLinesPerSecond. A
+// request that does not fit is refused whole with 429 and Retry-After, which
+// the agent honours by keeping its lines and waiting. Storage is bounded
+// separately (MaxLogLinesPerNode). The buckets live in this instance's
+// memory, so with several instances a node may ship that much to each.
+const (
+	AgentLogLinesPerSecond = 20
+	AgentLogBurst          = 2000
+)
+
+// logLimiter holds one bucket per node; buckets of nodes quiet for an hour
+// are dropped.
+type logLimiter struct {
+	now     func() time.Time
+	mu      sync.Mutex
+	buckets map[string]*nodeBucket
+	swept   time.Time
+}
+
+type nodeBucket struct {
+	lim  *rate.Limiter
+	used time.Time
+}
+
+func newLogLimiter(now func() time.Time) *logLimiter {
+	return &logLimiter{now: now, buckets: map[string]*nodeBucket{}}
+}
+
+// wait reserves n lines for node: 0 when they may be stored now, else how
+// long to wait before trying again (nothing is reserved then).
+func (l *logLimiter) wait(node string, n int) time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.swept) > time.Hour {
+		for id, b := range l.buckets {
+			if now.Sub(b.used) > time.Hour {
+				delete(l.buckets, id)
+			}
+		}
+		l.swept = now
+	}
+	b, ok := l.buckets[node]
+	if !ok {
+		b = &nodeBucket{lim: rate.NewLimiter(AgentLogLinesPerSecond, AgentLogBurst)}
+		l.buckets[node] = b
+	}
+	b.used = now
+	r := b.lim.ReserveN(now, max(n, 1))
+	if !r.OK() {
+		return time.Duration(math.MaxInt64)
+	}
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return d
+	}
+	return 0
+}
+
+// limitLogs is the middleware on POST /v1/agent/logs (after agentAuth).
+func (l *logLimiter) limitLogs(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		raw, err := io.ReadAll(c.Request().Body)
+		if err != nil {
+			return err
+		}
+		c.Request().Body = io.NopCloser(bytes.NewReader(raw))
+		var body struct {
+			Lines []json.RawMessage `json:"lines"`
+		}
+		_ = json.Unmarshal(raw, &body) // a bad body is the handler's 400
+		_, node := agentOf(c)
+		if d := l.wait(node.ID, len(body.Lines)); d > 0 {
+			secs := int(math.Ceil(min(d, time.Hour).Seconds()))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			return &APIError{Status: http.StatusTooManyRequests, Code: "too_many_requests",
+				Message: "This node ships logs faster than " + strconv.Itoa(AgentLogLinesPerSecond) +
+					" lines a second; keep the lines and send them again after Retry-After seconds.",
+				Extra: map[string]any{"retryAfter": secs, "maxLinesPerNode": models.MaxLogLinesPerNode}}
+		}
+		return next(c)
+	}
+}
