@@ -176,3 +176,25 @@ func (s *Store) creditTopUp(ctx context.Context, t TopUp, amount Money, desc str
 	return s.AddLedgerEntry(ctx, LedgerEntry{OrgID: t.OrgID, Kind: LedgerDeposit, Amount: amount,
 		IdemKey: "top-up:" + t.ID, Description: desc, CreatedAt: now})
 }
+
+// RequestTopUp is the actor's request to add funds (B4): the pending
+// top-up and its audit entry commit together. In test mode (B7) the
+// balance is credited in the same transaction, and the top-up returns
+// completed.
+func (x Actions) RequestTopUp(ctx context.Context, amount Money, testMode bool) (TopUp, error) {
+	var t TopUp
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var err error
+		if t, err = tx.CreateTopUp(ctx, x.a.OrgID, amount, testMode, x.a.Name); err != nil {
+			return nil, err
+		}
+		if testMode {
+			if _, err = tx.creditTopUp(ctx, t, t.Amount, "Top-up (test mode: no money moved)"); err != nil {
+				return nil, err
+			}
+			t.Status = TopUpCompleted
+		}
+		return x.audit("billing.top_up", t.ID, DecimalUSD(t.Amount)), nil
+	})
+	return t, err
+}

@@ -138,3 +138,37 @@ func TestTestModeTopUp(t *testing.T) {
 		}
 	})
 }
+
+// B4, B7: a top-up requested by a user is an audited use case: the top-up,
+// its test-mode credit and the audit entry commit together; a refused
+// amount writes none of them.
+func TestRequestTopUpAudited(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newMeterEnv(t, db)
+		ctx := context.Background()
+		before, err := e.s.Balance(ctx, e.org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.actions().RequestTopUp(ctx, 4*models.Micro, true); err == nil {
+			t.Fatal("a $4 top-up was accepted")
+		}
+		if n, m := e.count(t, &models.TopUp{}), e.count(t, &models.AuditRecord{}); n != 0 || m != 0 {
+			t.Fatalf("a refused top-up wrote %d top-ups and %d audit entries", n, m)
+		}
+		tu, err := e.actions().RequestTopUp(ctx, 25*models.Micro, true)
+		if err != nil || tu.Status != models.TopUpCompleted {
+			t.Fatalf("test-mode top-up: %+v, %v", tu, err)
+		}
+		if after, _ := e.s.Balance(ctx, e.org.ID); after-before != 25*models.Micro {
+			t.Errorf("balance moved by %d, want $25", after-before)
+		}
+		var a models.AuditRecord
+		if err := db.Where("org_id = ? AND action = ?", e.org.ID, "billing.top_up").Take(&a).Error; err != nil {
+			t.Fatalf("no audit entry: %v", err)
+		}
+		if a.Target != tu.ID || a.Actor != "t@example.com" || a.Detail != "25.00" {
+			t.Errorf("audit entry %+v", a)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
 )
@@ -28,31 +29,13 @@ var ErrBadSignature = errors.New("web: webhook signature does not verify")
 // maxWebhookBody bounds what a webhook may send.
 const maxWebhookBody = 1 << 16
 
-// billingRoutes registers top-ups (B4) and the payment webhook.
-func (h *handler) billingRoutes(e *echo.Echo, api *echo.Group) {
-	api.POST("/billing/top-ups", h.apiCreateTopUp, h.requireManager)
-	e.POST("/webhooks/stripe", h.stripeWebhook)
-}
-
-type topUpBody struct {
-	Amount string `json:"amount"`
-}
-
-type topUpJSON struct {
-	ID          string `json:"id"`
-	Status      string `json:"status"`
-	Amount      string `json:"amount"`
-	TestMode    bool   `json:"testMode"`
-	CheckoutURL string `json:"checkoutUrl,omitempty"`
-}
-
 // apiCreateTopUp is POST /v1/billing/top-ups: at least $5. In test mode the
 // balance is credited at once; with Stripe the answer carries the Checkout
-// URL and only the verified webhook credits (B4).
+// URL and only the verified webhook credits (B4). The request is audited.
 func (h *handler) apiCreateTopUp(c echo.Context) error {
 	p := principal(c)
 	ctx := c.Request().Context()
-	var b topUpBody
+	var b api.TopUpBody
 	if _, err := decodeJSON(c, &b); err != nil {
 		return err
 	}
@@ -60,7 +43,7 @@ func (h *handler) apiCreateTopUp(c echo.Context) error {
 	if err != nil {
 		return invalid(models.FieldErrors{"amount": "Give an amount in dollars, like \"25.00\"."})
 	}
-	t, err := h.Store.CreateTopUp(ctx, p.Org.ID, amount, h.Payments == nil, p.Actor)
+	t, err := h.act(c).RequestTopUp(ctx, amount, h.Payments == nil)
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		return invalid(fe)
@@ -68,12 +51,8 @@ func (h *handler) apiCreateTopUp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := topUpJSON{ID: t.ID, Status: t.Status, Amount: models.DecimalUSD(t.Amount), TestMode: t.TestMode}
+	out := api.TopUp{ID: t.ID, Status: t.Status, Amount: models.DecimalUSD(t.Amount), TestMode: t.TestMode}
 	if h.Payments == nil {
-		if _, err := h.Store.CompleteTestTopUp(ctx, p.Org.ID, t.ID); err != nil {
-			return err
-		}
-		out.Status = models.TopUpCompleted
 		return c.JSON(http.StatusCreated, out)
 	}
 	email := ""
