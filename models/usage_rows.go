@@ -111,7 +111,7 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster) ([]Clus
 		written[r.NodeID] = [2]int64{-r.Amount, r.Minutes}
 	}
 	var marks []UsageMark
-	if err := s.db.WithContext(ctx).Where("cluster_id IN ?", ids).Scan(&marks).Error; err != nil {
+	if err := s.db.WithContext(ctx).Where("cluster_id IN ?", ids).Find(&marks).Error; err != nil {
 		return nil, fmt.Errorf("models: usage marks: %w", err)
 	}
 	markOf := map[string]*time.Time{}
