@@ -68,6 +68,19 @@ func TestTopUpTestMode(t *testing.T) {
 		if bal, _ := app.store.Balance(ctx, acc.org.ID); bal != 25*models.Micro {
 			t.Errorf("balance %d, want $25 (credited once)", bal)
 		}
+		recs, _, err := app.store.AuditRecords(ctx, acc.org.ID, 0, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var audited []string
+		for _, r := range recs {
+			if r.Action == "billing.top_up" {
+				audited = append(audited, r.Target+" "+r.Detail)
+			}
+		}
+		if len(audited) != 1 || audited[0] != out["id"].(string)+" 25.00" {
+			t.Errorf("audited top-ups %v, want the one accepted", audited)
+		}
 		if rec := app.do(httptest.NewRequest("POST", "/webhooks/stripe", strings.NewReader("{}"))); rec.Code != http.StatusNotFound {
 			t.Errorf("webhook in test mode: %d, want 404", rec.Code)
 		}
