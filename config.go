@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 )
@@ -44,6 +45,9 @@ type config struct {
 	DefaultMaxMachines int          // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
 	DefaultMaxGPUs     int          // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
 	TrustedProxies     []*net.IPNet // TRUSTED_PROXIES: comma list of CIDRs whose X-Forwarded-For is believed
+
+	HeartbeatLate  time.Duration // HEALTH_HEARTBEAT_LATE: an agent is late after this long without a heartbeat (default 3m)
+	UnhealthyAfter time.Duration // HEALTH_UNHEALTHY_AFTER: how long a machine's condition must hold (default 1m)
 }
 
 func (c config) SQLitePath() string { return filepath.Join(c.DataDir, "clusterdeck.db") }
@@ -107,6 +111,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.DefaultMaxGPUs, err = positiveInt(get("DEFAULT_MAX_GPUS", "512")); err != nil {
 		return c, fmt.Errorf("DEFAULT_MAX_GPUS: %w", err)
 	}
+	if c.HeartbeatLate, err = positiveDuration(get("HEALTH_HEARTBEAT_LATE", "3m")); err != nil {
+		return c, fmt.Errorf("HEALTH_HEARTBEAT_LATE: %w", err)
+	}
+	if c.UnhealthyAfter, err = positiveDuration(get("HEALTH_UNHEALTHY_AFTER", "1m")); err != nil {
+		return c, fmt.Errorf("HEALTH_UNHEALTHY_AFTER: %w", err)
+	}
 	for _, cidr := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
 		if cidr = strings.TrimSpace(cidr); cidr == "" {
 			continue
@@ -127,6 +137,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, errors.New("production needs SESSION_AUTH_KEY (64 hex bytes) and SESSION_ENC_KEY (32 hex bytes); generate them with `openssl rand -hex 32`")
 	}
 	return c, nil
+}
+
+func positiveDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, errors.New("must be a positive duration like 90s or 3m")
+	}
+	return d, nil
 }
 
 func positiveInt(s string) (int, error) {

@@ -183,7 +183,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		return err
 	}
 	sched := jobs.NewScheduler(store, log)
-	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics}); err != nil {
+	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
+		HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter}); err != nil {
 		return err
 	}
 	// Fill the catalog before the first page view, then keep it fresh.

@@ -122,7 +122,8 @@ type ClusterNode struct {
 	Step       string `json:"step"`
 	Address    string `json:"address"`
 	PublicHost string `json:"publicHost,omitempty"`
-	GPUs       string `json:"gpus,omitempty"` // what nvidia-smi showed at check-in (L4)
+	GPUs       string `json:"gpus,omitempty"`    // what nvidia-smi showed at check-in (L4)
+	Message    string `json:"message,omitempty"` // what the last health pass saw, or why it failed (R1)
 }
 
 // ClusterEvent is one entry of a cluster's history.
@@ -158,8 +159,38 @@ type Cluster struct {
 	TerminateRequestedAt *time.Time     `json:"terminateRequestedAt,omitempty"`
 	EndedAt              *time.Time     `json:"endedAt,omitempty"`
 	Nodes                []ClusterNode  `json:"nodes"`
+	Recovery             Recovery       `json:"recovery"`
 	Events               []ClusterEvent `json:"events,omitempty"`
 	NCCL                 *NCCLCheck     `json:"nccl,omitempty"`
+}
+
+// Recovery is a cluster's recovery policy and its current unhealthy
+// episode (R3, R4).
+type Recovery struct {
+	Mode             string           `json:"mode"` // restart or off
+	MaxAttempts      int              `json:"maxAttempts"`
+	CooldownMinutes  int              `json:"cooldownMinutes"`
+	EpisodeStartedAt *time.Time       `json:"episodeStartedAt"` // null: every machine is healthy
+	AttemptsUsed     int              `json:"attemptsUsed"`
+	LastAttemptAt    *time.Time       `json:"lastAttemptAt"`
+	Outcomes         []MachineOutcome `json:"outcomes"` // of the last attempt
+	NextAttemptAt    *time.Time       `json:"nextAttemptNotBefore"`
+	Requested        bool             `json:"recoverNowRequested"`
+	Exhausted        bool             `json:"exhausted"`
+}
+
+// MachineOutcome is what one recovery attempt did to one machine.
+type MachineOutcome struct {
+	Node    string `json:"node"`
+	Outcome string `json:"outcome"`
+	Message string `json:"message,omitempty"`
+}
+
+// RecoveryPolicy is the body of PUT /v1/gpu/clusters/{id}/recovery (R3).
+type RecoveryPolicy struct {
+	Mode            *string `json:"mode"`
+	MaxAttempts     *int    `json:"maxAttempts"`
+	CooldownMinutes *int    `json:"cooldownMinutes"`
 }
 
 // NCCLCheck is the automatic NCCL all-reduce check run once the cluster is

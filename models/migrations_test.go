@@ -22,7 +22,7 @@ var allModels = []any{
 	&models.Cluster{}, &models.ClusterNode{}, &models.ClusterEvent{}, &models.NodeLogLine{},
 	&models.SoftwareRun{}, &models.SoftwareTask{},
 	&models.CapacityRequest{}, &models.EndedSession{},
-	&models.NodeGPUCheck{}, &models.NCCLCheck{},
+	&models.NodeGPUCheck{}, &models.NCCLCheck{}, &models.ProviderLeak{},
 	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},
 }
 

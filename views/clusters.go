@@ -34,7 +34,8 @@ type ClusterPage struct {
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
-	NCCL         *NCCLView // the automatic NCCL check, once planned (X4)
+	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
+	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
 }
 
 // NCCLView is the NCCL check beside what the interconnect advertises.

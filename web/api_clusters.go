@@ -154,13 +154,13 @@ func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []model
 		MachineKind: cl.MachineKind, Interconnect: cl.Interconnect, Software: cl.Software,
 		USDPerHour: models.DecimalUSD(cl.USDPerHour), USDPerMachineHour: models.DecimalUSD(cl.MachineHour),
 		ReadyAt: cl.ReadyAt, CreatedAt: cl.CreatedAt, TerminateRequestedAt: cl.TerminateRequestedAt, EndedAt: cl.EndedAt,
-		Nodes: []api.ClusterNode{},
+		Nodes: []api.ClusterNode{}, Recovery: toRecoveryJSON(cl.Recovery()),
 	}
 	if cl.LastError != "" {
 		j.LastError = &cl.LastError
 	}
 	for _, n := range nodes {
-		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost})
+		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost, Message: n.Message})
 	}
 	for _, e := range events {
 		j.Events = append(j.Events, api.ClusterEvent{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})

@@ -380,6 +380,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 			return cp, err
 		}
 	}
+	cp.Recovery = recoveryView(cl, now, nil)
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}

@@ -83,6 +83,7 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.POST("/orgs/:id/quota", h.setOrgQuota)
 	admin.GET("/quote-requests", h.adminQuoteRequests)
 	admin.POST("/quote-requests/:id/status", h.setQuoteRequestStatus)
+	admin.GET("/leaks", h.adminLeaks)
 
 	api.GET("/me", h.apiMe)
 
@@ -96,6 +97,8 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/clusters/:id/kubeconfig", h.downloadKubeconfig)
 	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
 	app.GET("/clusters/:id/logs/panel", h.logPanel)
+	app.POST("/clusters/:id/recovery", h.setRecovery) // R3
+	app.POST("/clusters/:id/recover", h.recoverNow)   // R5
 
 	api.POST("/gpu/clusters/quote", h.apiQuote)
 	api.POST("/gpu/clusters", h.apiLaunch)
@@ -106,6 +109,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.GET("/gpu/clusters/:id/logs", h.apiLogs)
 	api.GET("/gpu/clusters/:id/kubeconfig", h.downloadKubeconfig)
 	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
+	api.PUT("/gpu/clusters/:id/recovery", h.apiSetRecovery)
+	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
 
 	// The cluster agent's protocol: node tokens (agentAuth), outside the
 	// customer API's keys.

@@ -330,6 +330,9 @@ func printCluster(w io.Writer, cl api.Cluster) {
 		fmt.Fprintf(tw, "Last error\t%s\n", le)
 	}
 	tw.Flush()
+	if cl.ReadyAt != nil && cl.EndedAt == nil {
+		printRecovery(w, cl.Recovery)
+	}
 	if len(cl.Nodes) > 0 {
 		fmt.Fprintln(w)
 		tw = table(w)

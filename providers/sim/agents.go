@@ -86,7 +86,7 @@ func (c *Cloud) dueAgents() []agentRun {
 	for _, name := range names {
 		g := c.groups[name]
 		for _, n := range g.nodes {
-			if n.agentSilent || !n.running(now) {
+			if n.agentSilent || !n.running(now) || !n.silentAt.IsZero() && !now.Before(n.silentAt) {
 				continue
 			}
 			runs = append(runs, agentRun{

@@ -32,9 +32,12 @@ type node struct {
 	dieAfter        time.Duration // after bootAt
 	agentSilent     bool
 	peerUnreachable bool
-	checkFails      []string // software whose check reports this node unhealthy ("" = all)
-	gpuMissing      bool     // nvidia-smi lists one GPU fewer than the offer has
-	ncclSlow        bool     // the NCCL check measures a fraction of the fabric
+	checkFails      []string  // software whose check reports this node unhealthy ("" = all)
+	gpuMissing      bool      // nvidia-smi lists one GPU fewer than the offer has
+	ncclSlow        bool      // the NCCL check measures a fraction of the fabric
+	downAt          time.Time // stopped from then until restarted (zero = never)
+	unrecoverable   bool      // every restart is refused
+	silentAt        time.Time // the agent stops from then until restarted (zero = never)
 
 	installed  map[string]time.Time // software → when its install succeeded
 	agent      MachineAgent
@@ -85,6 +88,10 @@ func (n *node) state(t time.Time) (providers.NodeState, string) {
 		return providers.NodePending, "booting"
 	case t.Before(n.restartUntil):
 		return providers.NodeRestarting, "rebooting"
+	case !n.downAt.IsZero() && !t.Before(n.downAt) && n.unrecoverable:
+		return providers.NodeFailed, "host hardware fault"
+	case !n.downAt.IsZero() && !t.Before(n.downAt):
+		return providers.NodeStopped, "instance stopped"
 	default:
 		return providers.NodeRunning, ""
 	}
