@@ -476,6 +476,9 @@ type LaunchParams struct {
 	Workload
 	SSHKeys []string // OpenSSH public keys
 	Actor   string
+	// SharedQuote: a quote already used by another cluster launches as a
+	// copy at its locked price (see LaunchInput.SharedQuote).
+	SharedQuote bool
 }
 
 // Launch refusals the API maps onto its error codes (API2).
@@ -545,7 +548,18 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 			return err
 		}
 		if q.UsedByCluster != "" {
-			return ErrQuoteUsed
+			if !p.SharedQuote {
+				return ErrQuoteUsed
+			}
+			// The same form sent again from another tab is the launch it
+			// already made; another workload is another cluster.
+			first, err := tx.ClusterForOrg(ctx, p.OrgID, q.UsedByCluster)
+			if err != nil || first.RequestHash == p.RequestHash {
+				return ErrQuoteUsed
+			}
+			if q, err = tx.copyQuote(ctx, q); err != nil {
+				return err
+			}
 		}
 		if fe := p.Workload.Validate(q.MachineKind); len(fe) > 0 {
 			return fe
@@ -853,4 +867,14 @@ func (s *Store) NodeForAgentToken(ctx context.Context, token string) (Cluster, C
 // TouchHeartbeat records an agent heartbeat.
 func (s *Store) TouchHeartbeat(ctx context.Context, nodeID string) error {
 	return s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", nodeID).Update("heartbeat_at", s.Now()).Error
+}
+
+// copyQuote is a new, unused quote with q's locked prices and expiry: the
+// same price promise, shown once, launched twice (LaunchParams.SharedQuote).
+func (s *Store) copyQuote(ctx context.Context, q Quote) (Quote, error) {
+	q.ID, q.UsedByCluster, q.CreatedAt = NewID("qt"), "", s.Now()
+	if err := s.db.WithContext(ctx).Create(&q).Error; err != nil {
+		return Quote{}, fmt.Errorf("models: copy quote: %w", err)
+	}
+	return q, nil
 }

@@ -133,6 +133,13 @@ type LaunchInput struct {
 	// DefaultName names a cluster sent without a name "<accelerator>-x<nodes>"
 	// (the API's default; the page's form always holds one).
 	DefaultName bool
+	// SharedQuote lets a used quote launch again as a copy at its locked
+	// price, under another idempotency key and with another workload: the
+	// launch page reuses one quote for every tab that shows it (issue 11
+	// item 11), and two tabs launching two workloads mean two clusters; the
+	// same workload again is "already launched" (X12). The API's quote ids
+	// stay single-use.
+	SharedQuote bool
 	IdemKey     string // "" = none
 	RequestHash string // the request as sent, for L1's same-key-different-body check
 	SSHKeyIDs   []string
@@ -169,7 +176,8 @@ func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created
 			w.Name = DefaultClusterName(q.Accelerator, q.Nodes)
 		}
 		c, created, err = tx.LaunchCluster(ctx, LaunchParams{OrgID: x.a.OrgID, EnvID: x.a.EnvID, QuoteID: q.ID,
-			IdemKey: in.IdemKey, RequestHash: in.RequestHash, SSHKeys: keys, Actor: x.a.Name, Workload: w})
+			IdemKey: in.IdemKey, RequestHash: in.RequestHash, SSHKeys: keys, Actor: x.a.Name, Workload: w,
+			SharedQuote: in.SharedQuote})
 		if err != nil || !created {
 			return nil, err
 		}

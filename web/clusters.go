@@ -252,7 +252,7 @@ func (h *handler) createCluster(c echo.Context) error {
 	var nc *models.NoCapacityError
 	if len(problems) == 0 {
 		cl, created, err := h.act(c).Launch(ctx, models.LaunchInput{
-			QuoteID: q.ID, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
+			QuoteID: q.ID, SharedQuote: true, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
 			Workload: models.Workload{Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
 				StartCommand: f.StartCommand, Env: env, Ports: ports},
 		})
