@@ -44,11 +44,30 @@ type OfferGroup struct {
 
 // OffersResponse is GET /v1/gpu/offers.
 type OffersResponse struct {
-	Accelerator      string       `json:"accelerator,omitempty"`
-	Nodes            int          `json:"nodes"`
-	IncludeCommunity bool         `json:"include_community"`
-	Count            int          `json:"count"`
-	Groups           []OfferGroup `json:"groups"`
+	Accelerator      string         `json:"accelerator,omitempty"`
+	Nodes            int            `json:"nodes"`
+	IncludeCommunity bool           `json:"include_community"`
+	Count            int            `json:"count"`
+	Groups           []OfferGroup   `json:"groups"`
+	PrivateOffers    []PrivateOffer `json:"privateOffers,omitempty"` // X9: the caller's organisation's own
+}
+
+// PrivateOffer is an organisation's price-locked offer from a quote request
+// (X9): one size of one catalog offer, quoted and launched with its id.
+type PrivateOffer struct {
+	ID                string    `json:"id"`
+	OfferID           string    `json:"offerId"`
+	Provider          string    `json:"provider"`
+	Location          string    `json:"location"`
+	LocationName      string    `json:"locationName"`
+	Accelerator       string    `json:"accelerator"`
+	Interconnect      string    `json:"interconnect"`
+	MachineKind       string    `json:"machineKind"`
+	GPUsPerNode       int       `json:"gpusPerNode"`
+	Nodes             int       `json:"nodes"`
+	USDPerMachineHour string    `json:"usdPerMachineHour"`
+	USDPerHour        string    `json:"usdPerHour"`
+	ValidUntil        time.Time `json:"validUntil"`
 }
 
 // Storage is a quote's persistent volume, shared by every node.
@@ -67,20 +86,25 @@ type QuoteBody struct {
 	Location         *string  `json:"location,omitempty"`
 	OfferID          *string  `json:"offerId,omitempty"`
 	IncludeCommunity *bool    `json:"include_community,omitempty"`
+	PrivateOfferID   *string  `json:"privateOfferId,omitempty"` // X9
 }
 
 // LaunchBody is POST /v1/gpu/clusters (send an Idempotency-Key header, L1):
-// a quote id, or an offer id with a size, and the workload.
+// a quote id, or an offer id with a size, and the workload. Orchestrator and
+// DockerStartCmd are AI Reserve's names for Software and StartCommand
+// (API4): the server reads either name; both with different values is a 422.
 type LaunchBody struct {
 	QuoteBody
-	QuoteID      string            `json:"quoteId,omitempty"`
-	Name         string            `json:"name,omitempty"`
-	Software     string            `json:"software,omitempty"`
-	Env          map[string]string `json:"env,omitempty"`
-	Ports        []int             `json:"ports,omitempty"`
-	SSHKeyIDs    []string          `json:"sshKeyIds,omitempty"`
-	Image        string            `json:"image,omitempty"`
-	StartCommand string            `json:"startCommand,omitempty"`
+	QuoteID        string            `json:"quoteId,omitempty"`
+	Name           string            `json:"name,omitempty"`
+	Software       string            `json:"software,omitempty"`
+	Orchestrator   string            `json:"orchestrator,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Ports          []int             `json:"ports,omitempty"`
+	SSHKeyIDs      []string          `json:"sshKeyIds,omitempty"`
+	Image          string            `json:"image,omitempty"`
+	StartCommand   string            `json:"startCommand,omitempty"`
+	DockerStartCmd string            `json:"dockerStartCmd,omitempty"`
 }
 
 // LineItem is one line of a quote's price.
@@ -112,6 +136,7 @@ type Quote struct {
 	LineItems         []LineItem     `json:"lineItems"`
 	Availability      string         `json:"availability"`
 	ExpiresAt         time.Time      `json:"expiresAt"`
+	PrivateOfferID    string         `json:"privateOfferId,omitempty"` // X9
 }
 
 // ClusterNode is one machine of a cluster.
@@ -306,7 +331,7 @@ type QuoteRequestBody struct {
 	StartDate     string   `json:"startDate"`
 	DurationDays  int      `json:"durationDays"`
 	BudgetPerHour string   `json:"budgetPerHour"`
-	Contact       *Contact `json:"contact"`
+	Contact       *Contact `json:"contact,omitempty"` // nil: the key's creator
 	Notes         string   `json:"notes"`
 }
 

@@ -23,6 +23,7 @@ var allModels = []any{
 	&models.SoftwareRun{}, &models.SoftwareTask{},
 	&models.CapacityRequest{}, &models.EndedSession{},
 	&models.NodeGPUCheck{}, &models.NCCLCheck{}, &models.ProviderLeak{},
+	&models.ProviderSetting{}, &models.PrivateOffer{},
 	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},
 }
 
