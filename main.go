@@ -216,6 +216,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
 				Providers: cfg.Providers},
 			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
+			Payments: webPayments(cfg),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,

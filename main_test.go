@@ -34,6 +34,7 @@ func TestImportRules(t *testing.T) {
 		"providers/sim":      {"providers"},
 		"providers/agent":    {"providers", "api/agentapi"},
 		"providers/mail":     {},
+		"providers/payments": {},
 		"static":             {},
 		"views":              {"models"},
 		"web":                {"models", "models/nodespec", "models/software", "views", "api", "api/agentapi", "internal/mcpserver"},

@@ -384,3 +384,17 @@ type QuoteRequest struct {
 type QuoteRequestList struct {
 	QuoteRequests []QuoteRequest `json:"quoteRequests"`
 }
+
+// TopUpBody is POST /v1/billing/top-ups (B4): dollars, like "25.00".
+type TopUpBody struct {
+	Amount string `json:"amount"`
+}
+
+// TopUp is a request to add funds and where it stands (B4, B7).
+type TopUp struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"` // pending or completed
+	Amount      string `json:"amount"` // dollars
+	TestMode    bool   `json:"testMode"`
+	CheckoutURL string `json:"checkoutUrl,omitempty"` // where to pay (Stripe only)
+}

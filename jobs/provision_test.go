@@ -52,6 +52,7 @@ type world struct {
 	srv     *httptest.Server
 	job     *jobs.Provision
 	install *jobs.Install
+	billing *jobs.Billing
 	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
 	cat     *jobs.Catalog
 	org     models.Org
@@ -79,7 +80,7 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	}))
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
-		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, execs: execs}
+		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store}, execs: execs}
 	if err := w.cat.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +141,9 @@ func (w *world) runJobs() {
 	}
 	if err := w.install.Run(ctx); err != nil {
 		w.t.Fatalf("install: %v", err)
+	}
+	if err := w.billing.Run(ctx); err != nil {
+		w.t.Fatalf("billing: %v", err)
 	}
 	if w.nccl != nil {
 		if err := w.nccl.Run(ctx); err != nil {
@@ -251,6 +255,7 @@ func TestProvisionHappyPath(t *testing.T) {
 		if got := w.stock("h100.8x.vm"); got != 10 {
 			t.Errorf("stock after terminate = %d, want 10", got)
 		}
+		w.checkUsage(c.ID) // B2: every machine billed from readyAt to the release
 	})
 }
 

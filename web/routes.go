@@ -66,8 +66,11 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/settings/team/members/:id/remove", h.removeMember, h.requireManager)
 	app.GET("/settings/audit", h.showAudit, h.requireManager)
 
-	// Billing: owners and admins (members get 403).
+	// Billing: owners and admins (members get 403). Top-ups (B4) are
+	// credited by Stripe's verified webhook, which signs its own requests.
 	app.GET("/billing", h.showBilling, h.requireManager)
+	api.POST("/billing/top-ups", h.apiCreateTopUp, h.requireManager)
+	e.POST("/webhooks/stripe", h.stripeWebhook)
 
 	// Request a quote (RQ1, RQ2): any member asks; the org's requests are
 	// listed for all of its members.

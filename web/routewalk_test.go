@@ -207,6 +207,7 @@ var walkCapability = map[string]bool{
 // walkExempt lists routes outside org scoping, with the reason. /dev/… routes
 // (development tools, never registered in production) are exempt as a group.
 var walkExempt = map[string]string{
+	"/webhooks/stripe":      "signature-verified, not org-scoped: TestStripeWebhook",
 	"/v1/agent/checkin":     "node-token protocol, not org-scoped: TestAgentAuth and jobs' TestTaskProtocol",
 	"/v1/agent/peers":       "node-token protocol, not org-scoped: TestAgentAuth",
 	"/v1/agent/heartbeat":   "node-token protocol, not org-scoped: TestAgentAuth",

@@ -57,6 +57,7 @@ type Deps struct {
 	FakeClock *models.FakeClock // set only with CLUSTERDECK_FAKE_CLOCK=1 in development
 	Sim       SimControl        // nil when the simulated cloud is not enabled
 	LogPoll   time.Duration     // how often a log stream looks for new lines (default 1 s)
+	Payments  Payments          // nil: test mode, top-ups credited at once (B7)
 	Metrics   Metrics           // the registry /metrics serves (nil: a new one)
 }
 
