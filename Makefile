@@ -53,8 +53,8 @@ test-go:
 test-pg: ## Every test with PostgreSQL at $(PGURL)
 	TEST_DATABASE_URL='$(PGURL)' $(MAKE) test
 
-bench: ## Benchmarks: the offers page at 2,000 offers; one health pass over 10,000 clusters × 8 machines on PostgreSQL at $(PGURL)
-	$(GO) test -run '^$$' -bench . -benchmem ./web/ ./models/
+bench: ## Benchmarks: the offers page at 2,000 offers; one billing pass and one health pass over 10,000 clusters × 8 machines on PostgreSQL at $(PGURL)
+	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench . -benchmem ./web/ ./models/
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkHealthPass -benchtime 3x ./jobs/
 
 clean: ## Remove build output

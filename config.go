@@ -39,8 +39,12 @@ type config struct {
 
 	MetricsToken string // METRICS_TOKEN: bearer token for /metrics; unset = loopback scrapes only
 
+	StripeSecretKey     string // STRIPE_SECRET_KEY: unset = payments test mode (top-ups credited at once)
+	StripeWebhookSecret string // STRIPE_WEBHOOK_SECRET: whsec_… of the webhook endpoint (API version 2023-10-16)
+
 	DefaultMaxMachines int          // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
 	DefaultMaxGPUs     int          // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
+	DefaultMarkup      int          // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)
 	TrustedProxies     []*net.IPNet // TRUSTED_PROXIES: comma list of CIDRs whose X-Forwarded-For is believed
 
 	HeartbeatLate  time.Duration // HEALTH_HEARTBEAT_LATE: an agent is late after this long without a heartbeat (default 3m)
@@ -67,6 +71,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		MailFrom:     get("MAIL_FROM", "Clusterdeck <noreply@clusterdeck.local>"),
 		SalesEmail:   models.NormalizeEmail(get("SALES_EMAIL", models.DefaultSalesEmail)),
 		MetricsToken: get("METRICS_TOKEN", ""),
+
+		StripeSecretKey:     get("STRIPE_SECRET_KEY", ""),
+		StripeWebhookSecret: get("STRIPE_WEBHOOK_SECRET", ""),
+	}
+	if c.StripeSecretKey != "" && c.StripeWebhookSecret == "" {
+		return c, errors.New("STRIPE_SECRET_KEY needs STRIPE_WEBHOOK_SECRET: only the verified webhook credits a top-up")
 	}
 	if models.EmailProblem(c.SalesEmail) != "" {
 		return c, fmt.Errorf("SALES_EMAIL must be one plain address like sales@example.com, not %q", c.SalesEmail)
@@ -107,6 +117,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.UnhealthyAfter, err = positiveDuration(get("HEALTH_UNHEALTHY_AFTER", "1m")); err != nil {
 		return c, fmt.Errorf("HEALTH_UNHEALTHY_AFTER: %w", err)
+	}
+	if c.DefaultMarkup, err = models.ParsePercent(get("DEFAULT_MARKUP_PERCENT", "0")); err != nil || c.DefaultMarkup > models.MaxMarkupBP {
+		return c, fmt.Errorf("DEFAULT_MARKUP_PERCENT must be a percentage from 0 to 500 like 12.5, not %q", getenv("DEFAULT_MARKUP_PERCENT"))
 	}
 	for _, cidr := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
 		if cidr = strings.TrimSpace(cidr); cidr == "" {

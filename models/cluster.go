@@ -445,6 +445,11 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		if to == "" && !ch.always {
 			return nil // the status stays: nothing to mail
 		}
+		if to != "" {
+			if err := tx.RecordMachineStates(ctx, id, to); err != nil {
+				return err // X7: the machines' state intervals move with the status
+			}
+		}
 		return tx.queueClusterMail(ctx, ch.notify, c, ch.try, ch.topic)
 	})
 	return out, err

@@ -20,6 +20,7 @@ type QuoteFields struct {
 	Location         *string
 	OfferID          *string
 	IncludeCommunity *bool
+	PrivateOfferID   *string // X9
 }
 
 // Request is the shape the fields ask for, with field problems.
@@ -33,6 +34,7 @@ func (f QuoteFields) Request() (QuoteRequest, FieldErrors) {
 	set(&r.Location, f.Location)
 	set(&r.OfferID, f.OfferID)
 	set(&r.IncludeCommunity, f.IncludeCommunity)
+	set(&r.PrivateOfferID, f.PrivateOfferID)
 	if f.MaxHourlyPrice != nil && *f.MaxHourlyPrice != "" {
 		m, err := ParseUSD(*f.MaxHourlyPrice)
 		switch {
@@ -74,6 +76,8 @@ func (f QuoteFields) changed(q Quote) string {
 		return "offerId"
 	case f.IncludeCommunity != nil && *f.IncludeCommunity != q.IncludeCommunity:
 		return "include_community"
+	case f.PrivateOfferID != nil && *f.PrivateOfferID != q.PrivateOfferID:
+		return "privateOfferId"
 	}
 	if f.MaxHourlyPrice != nil {
 		m, err := ParseUSD(*f.MaxHourlyPrice)
@@ -113,6 +117,9 @@ func (f QuoteFields) merged(q Quote) (QuoteRequest, FieldErrors) {
 	}
 	if f.IncludeCommunity != nil {
 		r.IncludeCommunity = override.IncludeCommunity
+	}
+	if f.PrivateOfferID != nil {
+		r.PrivateOfferID = override.PrivateOfferID
 	}
 	return r, r.Validate()
 }
@@ -196,8 +203,8 @@ func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created
 func (x Actions) launchQuote(ctx context.Context, in LaunchInput) (Quote, error) {
 	if in.QuoteID == "" {
 		r, fe := in.Priced.Request()
-		if in.Priced.OfferID == nil || *in.Priced.OfferID == "" {
-			fe["quoteId"] = "send a quoteId, or an offerId with nodes and gpusPerNode"
+		if (in.Priced.OfferID == nil || *in.Priced.OfferID == "") && (in.Priced.PrivateOfferID == nil || *in.Priced.PrivateOfferID == "") {
+			fe["quoteId"] = "send a quoteId, or an offerId (or privateOfferId) with nodes and gpusPerNode"
 		}
 		if len(fe) > 0 {
 			return Quote{}, fe

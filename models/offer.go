@@ -254,6 +254,9 @@ func (s *Store) PickOffers(ctx context.Context, f OfferFilter) ([]OfferGroup, er
 	if err != nil {
 		return nil, err
 	}
+	if offers, err = s.customerPrices(ctx, offers); err != nil { // OP2: markup, pricing.go
+		return nil, err
+	}
 	return GroupOffers(offers, f), nil
 }
 

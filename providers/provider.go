@@ -108,6 +108,11 @@ type PlaceRequest struct {
 	Env       map[string]string
 	SSHKeys   []string
 	Agent     AgentBootstrap
+	// Ports are opened between the machines and, where the machine kind
+	// allows, published (N2, N3); StartCommand is run once per boot on
+	// every machine once the cluster is ready (see Workload).
+	Ports        []int
+	StartCommand string
 }
 
 // NodeState is the provider-side state of one machine.

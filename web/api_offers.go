@@ -44,5 +44,22 @@ func (h *handler) apiListOffers(c echo.Context) error {
 		resp.Count += len(gj.Offers)
 		resp.Groups = append(resp.Groups, gj)
 	}
+	if p := principal(c); p != nil {
+		picks, err := h.Store.PrivatePicks(c.Request().Context(), p.Org.ID, f)
+		if err != nil {
+			return err
+		}
+		for _, pk := range picks {
+			resp.PrivateOffers = append(resp.PrivateOffers, toPrivateOfferJSON(pk))
+		}
+	}
 	return c.JSON(http.StatusOK, resp)
+}
+
+// toPrivateOfferJSON is one of the organisation's private offers (X9).
+func toPrivateOfferJSON(pk models.PrivatePick) api.PrivateOffer {
+	return api.PrivateOffer{ID: pk.ID, OfferID: pk.OfferID, Provider: pk.Provider, Location: pk.Location,
+		LocationName: pk.LocationName, Accelerator: pk.Accelerator, Interconnect: pk.Interconnect, MachineKind: pk.MachineKind,
+		GPUsPerNode: pk.GPUsPerNode, Nodes: pk.Nodes, USDPerMachineHour: models.DecimalUSD(pk.Offer.MachineHour()),
+		USDPerHour: models.DecimalUSD(pk.Offer.ClusterHour(pk.Nodes)), ValidUntil: pk.ValidUntil}
 }

@@ -89,8 +89,30 @@ func (h *handler) listOffers(c echo.Context) error {
 			return err
 		}
 		p.Groups, p.Shown = offerGroupViews(groups, f)
+		if p.Private, err = h.privateRows(c, f); err != nil {
+			return err
+		}
 	}
 	return page(c, status, views.OffersPageView(p), views.OfferResults(p))
+}
+
+// privateRows are the signed-in organisation's private offers for the
+// picker (X9): the one place they are merged into it (the API's in
+// apiListOffers reads the same PrivatePicks).
+func (h *handler) privateRows(c echo.Context, f models.OfferFilter) ([]views.PrivateOfferRow, error) {
+	p := principal(c)
+	if p == nil {
+		return nil, nil
+	}
+	picks, err := h.Store.PrivatePicks(c.Request().Context(), p.Org.ID, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]views.PrivateOfferRow, 0, len(picks))
+	for _, pk := range picks {
+		out = append(out, privateOfferRow(pk.PrivateOffer, pk.Offer.MachineHour()))
+	}
+	return out, nil
 }
 
 func offerGroupViews(groups []models.OfferGroup, f models.OfferFilter) ([]views.OfferGroupView, int) {

@@ -223,7 +223,7 @@ func kubeconfigCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
 	const kubeconfig = "apiVersion: v1\nkind: Config\n"
 	cl := f.cluster(t, "atomic-kube", map[string]any{"status": models.StatusReady, "software": "kubernetes"})
 	if err := f.app.db.Create(&models.SoftwareRun{ClusterID: cl.ID, OrgID: cl.OrgID, Software: "kubernetes", Attempt: 1,
-		Kubeconfig: kubeconfig}).Error; err != nil {
+		Kubeconfig: kubeconfig, KubeconfigSource: "node"}).Error; err != nil {
 		t.Fatal(err)
 	}
 	served := false

@@ -23,6 +23,9 @@ type Machine struct {
 	PrivateIP           string
 	ServerURL, Token    string
 	Exec                providers.Executor
+	// Workload is what the placement asked every machine to run (N3): a
+	// real cloud writes it for the start-up script, here it goes to the agent.
+	Workload providers.Workload
 }
 
 // AgentFactory starts the agent of one machine (`clusterdeck agent --server
@@ -132,6 +135,7 @@ func (c *Cloud) machine(n *node) Machine {
 		PrivateIP: n.privateIP(),
 		ServerURL: n.g.agent.ServerURL,
 		Exec:      &executor{c: c, group: n.g.name, id: n.id},
+		Workload:  n.g.workload,
 	}
 	if n.index < len(n.g.agent.Tokens) {
 		m.Token = n.g.agent.Tokens[n.index]

@@ -13,6 +13,7 @@ type group struct {
 	gen          int // how many groups of this name were placed before it
 	offer        *offerState
 	agent        providers.AgentBootstrap
+	workload     providers.Workload // what every machine runs (N3)
 	placedAt     time.Time
 	terminated   bool
 	terminatedAt time.Time
@@ -43,6 +44,7 @@ type node struct {
 
 	installed  map[string]time.Time // software → when its install succeeded
 	agentEpoch int                  // bumped when the machine reboots, so a stale agent is not kept
+	ran        []Ran                // the workload steps its agent ran, oldest first
 }
 
 // newGroup creates the machines of a placement that already took stock and
@@ -59,6 +61,7 @@ func (c *Cloud) newGroup(s *offerState, req providers.PlaceRequest, now time.Tim
 			ServerURL: req.Agent.ServerURL,
 			Tokens:    append([]string(nil), req.Agent.Tokens...),
 		},
+		workload: req.Workload(),
 	}
 	for i := range req.Count {
 		// Up to 20% jitter per machine, whole seconds, fixed by the seed.

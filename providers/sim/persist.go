@@ -74,6 +74,7 @@ type groupDoc struct {
 	Gen          int                      `json:"gen"`
 	Offer        string                   `json:"offer"`
 	Agent        providers.AgentBootstrap `json:"agent"`
+	Workload     providers.Workload       `json:"workload,omitzero"`
 	PlacedAt     time.Time                `json:"placedAt"`
 	Terminated   bool                     `json:"terminated,omitempty"`
 	TerminatedAt time.Time                `json:"terminatedAt,omitzero"`
@@ -98,6 +99,7 @@ type nodeDoc struct {
 	SilentAt        time.Time            `json:"silentAt,omitzero"`
 	Installed       map[string]time.Time `json:"installed,omitempty"`
 	AgentEpoch      int                  `json:"agentEpoch,omitempty"`
+	Ran             []Ran                `json:"ran,omitempty"`
 }
 
 // encode renders the in-memory model. Callers hold c.mu.
@@ -112,14 +114,14 @@ func (c *Cloud) encode() ([]byte, error) {
 		if g.terminated && now.Sub(g.terminatedAt) > forgetTerminated {
 			continue
 		}
-		gd := groupDoc{Name: g.name, Gen: g.gen, Offer: g.offer.cfg.ID, Agent: g.agent, PlacedAt: g.placedAt,
-			Terminated: g.terminated, TerminatedAt: g.terminatedAt}
+		gd := groupDoc{Name: g.name, Gen: g.gen, Offer: g.offer.cfg.ID, Agent: g.agent, Workload: g.workload,
+			PlacedAt: g.placedAt, Terminated: g.terminated, TerminatedAt: g.terminatedAt}
 		for _, n := range g.nodes {
 			gd.Nodes = append(gd.Nodes, nodeDoc{ID: n.id, BootAt: n.bootAt, RestartUntil: n.restartUntil,
 				NeverBoots: n.neverBoots, Dies: n.dies, DieAfter: Duration(n.dieAfter), AgentSilent: n.agentSilent,
 				PeerUnreachable: n.peerUnreachable, CheckFails: n.checkFails, GPUMissing: n.gpuMissing,
 				NCCLSlow: n.ncclSlow, DownAt: n.downAt, Stopped: n.stopped, Unrecoverable: n.unrecoverable,
-				SilentAt: n.silentAt, Installed: n.installed, AgentEpoch: n.agentEpoch})
+				SilentAt: n.silentAt, Installed: n.installed, AgentEpoch: n.agentEpoch, Ran: n.ran})
 		}
 		doc.Groups = append(doc.Groups, gd)
 	}
@@ -152,14 +154,14 @@ func (c *Cloud) decode(data []byte) error {
 			c.log.Warn("sim: group of an offer no longer in the catalog", "group", gd.Name, "offer", gd.Offer)
 			continue
 		}
-		g := &group{name: gd.Name, gen: gd.Gen, offer: s, agent: gd.Agent, placedAt: gd.PlacedAt,
+		g := &group{name: gd.Name, gen: gd.Gen, offer: s, agent: gd.Agent, workload: gd.Workload, placedAt: gd.PlacedAt,
 			terminated: gd.Terminated, terminatedAt: gd.TerminatedAt}
 		for i, nd := range gd.Nodes {
 			n := &node{g: g, index: i, id: nd.ID, bootAt: nd.BootAt, restartUntil: nd.RestartUntil,
 				neverBoots: nd.NeverBoots, dies: nd.Dies, dieAfter: nd.DieAfter.D(), agentSilent: nd.AgentSilent,
 				peerUnreachable: nd.PeerUnreachable, checkFails: nd.CheckFails, gpuMissing: nd.GPUMissing,
 				ncclSlow: nd.NCCLSlow, downAt: nd.DownAt, stopped: nd.Stopped, unrecoverable: nd.Unrecoverable,
-				silentAt: nd.SilentAt, installed: nd.Installed, agentEpoch: nd.AgentEpoch}
+				silentAt: nd.SilentAt, installed: nd.Installed, agentEpoch: nd.AgentEpoch, ran: nd.Ran}
 			if n.installed == nil {
 				n.installed = map[string]time.Time{}
 			}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -189,6 +190,67 @@ func TestPersistedCloudAgentLeaseLapses(t *testing.T) {
 		step(b)
 		if len(fb.started) != 1 || len(fb.steps) != 1 {
 			t.Fatalf("after the lease lapsed the second instance started %d agents, stepped %d; want 1 and 1", len(fb.started), len(fb.steps))
+		}
+	})
+}
+
+// The placement's workload and the workload steps each machine ran are kept
+// in the database: another instance (or a restarted one) hands the same
+// workload to the agents it takes over and lists the same steps, and a start
+// command playing in one instance ends when another reboots its machine
+// (N3, OP4, issue 10).
+func TestPersistedCloudKeepsWorkloadAndRanSteps(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		clk := newFakeClock()
+		fa, fb := &fakeAgents{}, &fakeAgents{}
+		a := sharedCloud(db, clk, "a", WithAgents(fa.factory))
+		req := request(a, "w", offCt, 2)
+		req.StartCommand, req.Ports, req.SSHKeys = "python -m http.server 8888", []int{8888}, []string{"ssh-ed25519 AAAA k"}
+		if _, err := a.PlaceGroup(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(2 * time.Minute)
+		if err := a.StepAgents(ctx); err != nil {
+			t.Fatal(err)
+		}
+		exec := fa.started[1].Exec
+		if _, err := exec.Run(ctx, PortsStep, "ufw allow 8888"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := exec.Run(ctx, KeysStep, "add keys"); err != nil {
+			t.Fatal(err)
+		}
+		p, err := exec.(providers.Starter).Start(ctx, providers.Command{Step: "start", Script: req.StartCommand, User: "ubuntu",
+			Env: map[string]string{"NODE_RANK": "1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		b := sharedCloud(modelstest.SecondInstance(t, db), clk, "b", WithAgents(fb.factory))
+		ran := b.Ran("w", 1)
+		if len(ran) != 3 || ran[0].Step != PortsStep || ran[1].Step != KeysStep || ran[2].Script != req.StartCommand ||
+			ran[2].User != "ubuntu" || ran[2].Env["NODE_RANK"] != "1" || !ran[2].At.Equal(clk.Now()) {
+			t.Fatalf("steps seen by another instance = %+v, want ports, ssh-keys and the start command", ran)
+		}
+		a.releaseAgentLease(ctx) // the first instance shuts down
+		if err := b.StepAgents(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(fb.started) != 2 {
+			t.Fatalf("second instance started %d agents, want 2", len(fb.started))
+		}
+		for _, m := range fb.started {
+			w := m.Workload
+			if w.StartCommand != req.StartCommand || !slices.Equal(w.Ports, []int{8888}) || !slices.Equal(w.SSHKeys, req.SSHKeys) {
+				t.Fatalf("%s's agent got workload %+v after the takeover, want the placement's", m.Name, w)
+			}
+		}
+		if err := b.RestartNode(ctx, "w", fb.started[1].NodeID); err != nil {
+			t.Fatal(err)
+		}
+		if _, exit := p.Poll(); exit == nil || exit.Code != -1 {
+			t.Fatalf("the first instance's start command outlived a reboot made by another instance: %+v", exit)
 		}
 	})
 }
