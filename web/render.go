@@ -45,6 +45,7 @@ func (h *handler) meta(c echo.Context, title string) views.Meta {
 		Path:      c.Request().URL.Path,
 		Dev:       !h.Config.Production,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
+		Assets:    h.assetURLs,
 	}
 	if tok, ok := c.Get(csrfContextKey).(string); ok {
 		m.CSRF = tok

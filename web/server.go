@@ -7,6 +7,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -64,6 +65,8 @@ type handler struct {
 	sessions       *sessions.CookieStore
 	httpMetrics    *httpMetrics
 	metricsHandler http.Handler
+	assets         assets            // /static/*, read and gzipped once
+	assetURLs      map[string]string // asset name → versioned URL, for the layout
 }
 
 // New builds the echo server with every route.
@@ -76,6 +79,11 @@ func New(d Deps) *echo.Echo {
 	}
 	h := &handler{Deps: d, sessions: newSessionStore(d.Config)}
 	h.metricsHandler = h.newMetricsHandler(d.Metrics)
+	as, err := loadAssets(d.Static)
+	if err != nil {
+		panic(fmt.Sprintf("web: static assets: %v", err)) // embedded at build time: cannot fail at run time
+	}
+	h.assets, h.assetURLs = as, as.URLs()
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
