@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -165,7 +166,10 @@ func (s *Store) ReplaceOffers(ctx context.Context, provider string, offers []Off
 		if len(ids) > 0 {
 			del = del.Where("id NOT IN ?", ids)
 		}
-		return del.Delete(&Offer{}).Error
+		if err := del.Delete(&Offer{}).Error; err != nil {
+			return err
+		}
+		return tx.bumpCatalogVersion(ctx) // same transaction: snapshots see rows and version together
 	})
 }
 
@@ -222,79 +226,91 @@ type OfferGroup struct {
 }
 
 // PickOffers answers the picker from the stored catalog (O6: never a
-// provider call), counted stock less what clusters hold (stock.go). Offers outside the freshness window are left out;
-// community hosts only when asked (O5). Groups are ordered by their cheapest
-// startable whole-cluster price, groups that cannot start last; offers inside
-// a group by whole-cluster price, startable first.
+// provider call), counted stock less what clusters hold (stock.go). Offers
+// outside the freshness window are left out; community hosts only when asked
+// (O5). Groups are ordered by their cheapest startable whole-cluster price,
+// groups that cannot start last; offers inside a group by whole-cluster
+// price, startable first. The rows come from the catalog snapshot
+// (catalog.go); holds and freshness are applied per request.
 func (s *Store) PickOffers(ctx context.Context, f OfferFilter) ([]OfferGroup, error) {
-	q := s.db.WithContext(ctx).Model(&Offer{}).Where("refreshed_at >= ?", s.Now().Add(-OfferFreshness))
-	if f.Accelerator != "" {
-		q = q.Where("accelerator = ?", f.Accelerator)
-	}
-	if f.Interconnect != "" {
-		q = q.Where("interconnect = ?", f.Interconnect)
-	}
-	if f.MachineKind != "" {
-		q = q.Where("machine_kind = ?", f.MachineKind)
-	}
-	if f.GPUsPerNode != 0 {
-		q = q.Where("gpus_per_node = ?", f.GPUsPerNode)
-	}
-	if !f.IncludeCommunity {
-		q = q.Where("community = ?", false)
-	}
-	if f.Location != "" {
-		q = q.Where("location = ?", f.Location)
-	}
-	var offers []Offer
-	if err := q.Order("id").Find(&offers).Error; err != nil {
+	snap, err := s.catalog(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("models: pick offers: %w", err)
 	}
-	offers, err := s.withHolds(ctx, offers)
+	held, err := s.heldMachines(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	return GroupOffers(offers, f), nil
+	cutoff := s.Now().Add(-OfferFreshness)
+	n := 0
+	for i := range snap.offers {
+		if f.matches(&snap.offers[i], cutoff) {
+			n++
+		}
+	}
+	picked := make([]Offer, 0, n)
+	for i := range snap.offers {
+		if o := &snap.offers[i]; f.matches(o, cutoff) {
+			picked = append(picked, o.less(held[o.ID]))
+		}
+	}
+	return groupOffers(picked, f), nil
+}
+
+// matches is the picker's row filter: fresh at cutoff (O6), the asked shape
+// (O3), community hosts only when asked (O5). The price ceiling is applied
+// when grouping.
+func (f *OfferFilter) matches(o *Offer, cutoff time.Time) bool {
+	return !o.RefreshedAt.Before(cutoff) &&
+		(f.Accelerator == "" || o.Accelerator == f.Accelerator) &&
+		(f.Interconnect == "" || o.Interconnect == f.Interconnect) &&
+		(f.MachineKind == "" || o.MachineKind == f.MachineKind) &&
+		(f.GPUsPerNode == 0 || o.GPUsPerNode == f.GPUsPerNode) &&
+		(f.IncludeCommunity || !o.Community) &&
+		(f.Location == "" || o.Location == f.Location)
 }
 
 // GroupOffers applies the price ceiling, groups by location at f.Nodes and
 // sorts (see PickOffers). It is pure, so the rules are tested without a DB.
 func GroupOffers(offers []Offer, f OfferFilter) []OfferGroup {
-	byLoc := map[string]*OfferGroup{}
-	var order []string
-	for _, o := range offers {
-		if f.MaxClusterHour > 0 && o.ClusterHour(f.Nodes) > f.MaxClusterHour {
-			continue
-		}
-		g, ok := byLoc[o.Location]
-		if !ok {
-			g = &OfferGroup{Location: o.Location, LocationName: o.LocationName, Nodes: f.Nodes}
-			byLoc[o.Location] = g
-			order = append(order, o.Location)
-		}
-		g.Offers = append(g.Offers, o)
+	return groupOffers(slices.Clone(offers), f)
+}
+
+// groupOffers is GroupOffers on a slice it may reorder: the groups share
+// its backing array, so grouping allocates no per-offer memory.
+func groupOffers(offers []Offer, f OfferFilter) []OfferGroup {
+	if f.MaxClusterHour > 0 {
+		offers = slices.DeleteFunc(offers, func(o Offer) bool { return o.ClusterHour(f.Nodes) > f.MaxClusterHour })
 	}
-	groups := make([]OfferGroup, 0, len(order))
-	for _, loc := range order {
-		g := byLoc[loc]
-		sort.SliceStable(g.Offers, func(i, j int) bool {
-			a, b := g.Offers[i], g.Offers[j]
-			as, bs := a.SellFor(f.Nodes) == Startable, b.SellFor(f.Nodes) == Startable
-			if as != bs {
-				return as
+	slices.SortFunc(offers, func(a, b Offer) int {
+		if c := strings.Compare(a.Location, b.Location); c != 0 {
+			return c
+		}
+		if as, bs := a.SellFor(f.Nodes) == Startable, b.SellFor(f.Nodes) == Startable; as != bs {
+			if as {
+				return -1
 			}
-			if pa, pb := a.ClusterHour(f.Nodes), b.ClusterHour(f.Nodes); pa != pb {
-				return pa < pb
-			}
-			return a.ID < b.ID
-		})
-		for _, o := range g.Offers {
-			if o.SellFor(f.Nodes) == Startable {
-				g.Cheapest = o.ClusterHour(f.Nodes)
-				break
+			return 1
+		}
+		if c := cmp.Compare(a.ClusterHour(f.Nodes), b.ClusterHour(f.Nodes)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	var groups []OfferGroup
+	for i := 0; i < len(offers); {
+		j, first := i, i // first: the lowest id, whose location name the group shows
+		for ; j < len(offers) && offers[j].Location == offers[i].Location; j++ {
+			if offers[j].ID < offers[first].ID {
+				first = j
 			}
 		}
-		groups = append(groups, *g)
+		g := OfferGroup{Location: offers[i].Location, LocationName: offers[first].LocationName, Nodes: f.Nodes, Offers: offers[i:j:j]}
+		if o := g.Offers[0]; o.SellFor(f.Nodes) == Startable {
+			g.Cheapest = o.ClusterHour(f.Nodes)
+		}
+		groups = append(groups, g)
+		i = j
 	}
 	sort.SliceStable(groups, func(i, j int) bool {
 		a, b := groups[i], groups[j]
@@ -306,6 +322,9 @@ func GroupOffers(offers []Offer, f OfferFilter) []OfferGroup {
 		}
 		return a.Location < b.Location
 	})
+	if groups == nil {
+		groups = []OfferGroup{}
+	}
 	return groups
 }
 

@@ -1,0 +1,119 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"gorm.io/gorm"
+)
+
+// The picker reads the catalog on every request and the catalog job changes
+// it about once a minute (issue 13). So PickOffers serves the public catalog
+// from a snapshot in memory, keyed by a version stored in the database: every
+// write to the offers table bumps catalog_versions in the same transaction,
+// and each request reads that one row (one indexed lookup) to know whether
+// its snapshot is current. Instances sharing the database therefore agree on
+// the version; a snapshot never outlives the rows it copied. What changes
+// between catalog writes — machines held by clusters (stock.go) and the
+// freshness window (O6) — is applied per request, never snapshotted.
+
+// CatalogVersion is the one row counting writes to the offers table.
+type CatalogVersion struct {
+	ID      int `gorm:"primaryKey"`
+	Version int64
+}
+
+// catalogVersionRow is the only row's id.
+const catalogVersionRow = 1
+
+// Frozen copy of the table as migration 0003 created it.
+type catalogVersionV0003 struct {
+	ID      int `gorm:"primaryKey"`
+	Version int64
+}
+
+func (catalogVersionV0003) TableName() string { return "catalog_versions" }
+
+func init() {
+	register(Migration{ID: "0003_catalog_version", Up: func(tx *gorm.DB) error {
+		if err := tx.Migrator().CreateTable(&catalogVersionV0003{}); err != nil {
+			return err
+		}
+		return tx.Create(&catalogVersionV0003{ID: catalogVersionRow, Version: 1}).Error
+	}})
+}
+
+// bumpCatalogVersion marks the catalog changed; call it inside the
+// transaction that changes offers, so the new version and the new rows
+// commit together.
+func (s *Store) bumpCatalogVersion(ctx context.Context) error {
+	err := s.db.WithContext(ctx).Exec("UPDATE catalog_versions SET version = version + 1 WHERE id = ?", catalogVersionRow).Error
+	if err != nil {
+		return fmt.Errorf("models: bump catalog version: %w", err)
+	}
+	return nil
+}
+
+// CatalogVersion reads the catalog's version: it changes whenever an offer
+// row does, on whichever instance wrote it.
+func (s *Store) CatalogVersion(ctx context.Context) (int64, error) {
+	var v int64
+	row := s.db.WithContext(ctx).Raw("SELECT version FROM catalog_versions WHERE id = ?", catalogVersionRow).Row()
+	if err := row.Scan(&v); err != nil {
+		return 0, fmt.Errorf("models: catalog version: %w", err)
+	}
+	return v, nil
+}
+
+// catalogSnapshot is every offer row at one catalog version, ordered by id.
+// It is shared by concurrent requests and never modified.
+type catalogSnapshot struct {
+	version int64
+	offers  []Offer
+}
+
+// catalogCache holds the newest snapshot this process has loaded.
+type catalogCache struct {
+	snap atomic.Pointer[catalogSnapshot]
+	mu   sync.Mutex // serialises loads, so a version change loads once
+}
+
+// catalog returns the snapshot at the current version, loading it when the
+// version moved. The version is read before the rows: under concurrent
+// writes the rows are then at least as new as the version they are filed
+// under, and the next request sees the newer version and loads again.
+// Inside a transaction (no cache) it loads the rows every time.
+func (s *Store) catalog(ctx context.Context) (*catalogSnapshot, error) {
+	v, err := s.CatalogVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.catalogCache == nil {
+		return s.loadCatalog(ctx, v)
+	}
+	c := s.catalogCache
+	if snap := c.snap.Load(); snap != nil && snap.version == v {
+		return snap, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if snap := c.snap.Load(); snap != nil && snap.version == v {
+		return snap, nil
+	}
+	snap, err := s.loadCatalog(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	c.snap.Store(snap)
+	return snap, nil
+}
+
+func (s *Store) loadCatalog(ctx context.Context, v int64) (*catalogSnapshot, error) {
+	var offers []Offer
+	if err := s.db.WithContext(ctx).Order("id").Find(&offers).Error; err != nil {
+		return nil, fmt.Errorf("models: load catalog: %w", err)
+	}
+	return &catalogSnapshot{version: v, offers: offers}, nil
+}
