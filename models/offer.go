@@ -248,13 +248,26 @@ func (s *Store) PickOffers(ctx context.Context, f OfferFilter) ([]OfferGroup, er
 			n++
 		}
 	}
-	picked := make([]Offer, 0, n)
+	keys := make([]offerKey, 0, n)
 	for i := range snap.offers {
 		if o := &snap.offers[i]; f.matches(o, cutoff) {
-			picked = append(picked, o.less(held[o.ID]))
+			keys = append(keys, newOfferKey(o, held[o.ID], f.Nodes))
 		}
 	}
-	return groupOffers(picked, f), nil
+	return groupOffers(keys, f), nil
+}
+
+// offerKey is one picked offer as the picker sorts it: small, so sorting
+// hundreds of offers moves pointers rather than whole rows.
+type offerKey struct {
+	offer     *Offer // the stored row, shared: never modified
+	held      int    // machines clusters hold against it (stock.go)
+	startable bool   // at the asked size, once the holds are taken
+	price     Money  // whole cluster per hour at the asked size
+}
+
+func newOfferKey(o *Offer, held, nodes int) offerKey {
+	return offerKey{offer: o, held: held, startable: o.less(held).SellFor(nodes) == Startable, price: o.ClusterHour(nodes)}
 }
 
 // matches is the picker's row filter: fresh at cutoff (O6), the asked shape
@@ -273,30 +286,38 @@ func (f *OfferFilter) matches(o *Offer, cutoff time.Time) bool {
 // GroupOffers applies the price ceiling, groups by location at f.Nodes and
 // sorts (see PickOffers). It is pure, so the rules are tested without a DB.
 func GroupOffers(offers []Offer, f OfferFilter) []OfferGroup {
-	return groupOffers(slices.Clone(offers), f)
+	keys := make([]offerKey, len(offers))
+	for i := range offers {
+		keys[i] = newOfferKey(&offers[i], 0, f.Nodes)
+	}
+	return groupOffers(keys, f)
 }
 
-// groupOffers is GroupOffers on a slice it may reorder: the groups share
-// its backing array, so grouping allocates no per-offer memory.
-func groupOffers(offers []Offer, f OfferFilter) []OfferGroup {
+// groupOffers sorts keys (which it may reorder) and copies the offers, less
+// their holds, into one slice the groups share.
+func groupOffers(keys []offerKey, f OfferFilter) []OfferGroup {
 	if f.MaxClusterHour > 0 {
-		offers = slices.DeleteFunc(offers, func(o Offer) bool { return o.ClusterHour(f.Nodes) > f.MaxClusterHour })
+		keys = slices.DeleteFunc(keys, func(k offerKey) bool { return k.price > f.MaxClusterHour })
 	}
-	slices.SortFunc(offers, func(a, b Offer) int {
-		if c := strings.Compare(a.Location, b.Location); c != 0 {
+	slices.SortFunc(keys, func(a, b offerKey) int {
+		if c := strings.Compare(a.offer.Location, b.offer.Location); c != 0 {
 			return c
 		}
-		if as, bs := a.SellFor(f.Nodes) == Startable, b.SellFor(f.Nodes) == Startable; as != bs {
-			if as {
+		if a.startable != b.startable {
+			if a.startable {
 				return -1
 			}
 			return 1
 		}
-		if c := cmp.Compare(a.ClusterHour(f.Nodes), b.ClusterHour(f.Nodes)); c != 0 {
+		if c := cmp.Compare(a.price, b.price); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		return strings.Compare(a.offer.ID, b.offer.ID)
 	})
+	offers := make([]Offer, len(keys))
+	for i, k := range keys {
+		offers[i] = k.offer.less(k.held)
+	}
 	var groups []OfferGroup
 	for i := 0; i < len(offers); {
 		j, first := i, i // first: the lowest id, whose location name the group shows

@@ -15,13 +15,20 @@ func toOfferJSON(o models.Offer, n int) api.Offer {
 		GPUsPerNode: o.GPUsPerNode, VCPUs: o.VCPUs, MemoryGB: o.MemoryGB, Community: o.Community,
 		NodesAvailable: o.NodesAvailable, MaxNodes: o.MaxNodes(), Nodes: n,
 		Availability:      string(o.SellFor(n)),
-		USDPerMachineHour: models.DecimalUSD(o.MachineHour()),
-		USDPerHour:        models.DecimalUSD(o.ClusterHour(n)),
-		PerGPUUSDPerHour:  models.DecimalUSD(o.PerGPUHour),
+		USDPerMachineHour: decimalUSD(o.MachineHour()),
+		USDPerHour:        decimalUSD(o.ClusterHour(n)),
+		PerGPUUSDPerHour:  decimalUSD(o.PerGPUHour),
 		DiskGBPerNode:     o.RootDiskGB,
-		RootDiskRate:      models.DecimalUSD(o.DiskGBHour),
+		RootDiskRate:      decimalUSD(o.DiskGBHour),
 		RefreshedAt:       o.RefreshedAt,
 	}
+}
+
+// decimalUSD is models.DecimalUSD in one allocation (a list prints
+// thousands of prices).
+func decimalUSD(m models.Money) string {
+	var b [32]byte
+	return string(models.AppendDecimalUSD(b[:0], m))
 }
 
 // apiListOffers is GET /v1/gpu/offers: the picker as JSON (API1).
@@ -37,7 +44,8 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	resp := api.OffersResponse{Accelerator: f.Accelerator, Nodes: f.Nodes, IncludeCommunity: f.IncludeCommunity,
 		Groups: make([]api.OfferGroup, 0, len(groups))}
 	for _, g := range groups {
-		gj := api.OfferGroup{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes}
+		gj := api.OfferGroup{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes,
+			Offers: make([]api.Offer, 0, len(g.Offers))}
 		for _, o := range g.Offers {
 			gj.Offers = append(gj.Offers, toOfferJSON(o, f.Nodes))
 		}

@@ -11,9 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// sizeChips are the node sizes each offer row shows as sellable or not (O4).
-var sizeChips = []int{2, 4, 8, 16, 32, 64}
-
 // offerQuery reads the picker's filters from the URL (the page and the API
 // share it). first returns the first non-empty of several accepted names.
 func offerQuery(q url.Values, defaults bool) (views.OfferForm, models.OfferFilter, models.FieldErrors) {
@@ -93,48 +90,22 @@ func (h *handler) listOffers(c echo.Context) error {
 	return page(c, status, views.OffersPageView(p), views.OfferResults(p))
 }
 
+// offerGroupViews points each row at its offer; the rows of every group
+// share one slice.
 func offerGroupViews(groups []models.OfferGroup, f models.OfferFilter) ([]views.OfferGroupView, int) {
-	out := make([]views.OfferGroupView, 0, len(groups))
 	shown := 0
 	for _, g := range groups {
-		gv := views.OfferGroupView{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes}
-		for _, o := range g.Offers {
-			gv.Offers = append(gv.Offers, offerRow(o, f.Nodes))
+		shown += len(g.Offers)
+	}
+	out := make([]views.OfferGroupView, 0, len(groups))
+	rows := make([]views.OfferRow, 0, shown)
+	for _, g := range groups {
+		start := len(rows)
+		for i := range g.Offers {
+			rows = append(rows, views.OfferRow{Offer: &g.Offers[i], Nodes: f.Nodes})
 		}
-		shown += len(gv.Offers)
-		out = append(out, gv)
+		out = append(out, views.OfferGroupView{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes,
+			Offers: rows[start:len(rows):len(rows)]})
 	}
 	return out, shown
-}
-
-func offerRow(o models.Offer, n int) views.OfferRow {
-	row := views.OfferRow{
-		ID: o.ID, Interconnect: o.Interconnect, Kind: o.MachineKind, GPUs: o.GPUsPerNode,
-		Shape:        views.Shape(n, o.GPUsPerNode, o.Accelerator),
-		ClusterPrice: models.USD(o.ClusterHour(n)) + "/h",
-		MachinePrice: models.USD(o.MachineHour()) + "/h",
-		Availability: availabilityText(o),
-		MaxNodes:     o.MaxNodes(),
-		Sell:         string(o.SellFor(n)),
-		Community:    o.Community,
-		LaunchURL:    "/clusters/new?" + url.Values{"offer": {o.ID}, "nodes": {strconv.Itoa(n)}}.Encode(),
-		QuoteURL: "/quote-requests/new?" + url.Values{
-			"accelerator": {o.Accelerator}, "nodes": {strconv.Itoa(n)}, "gpus_per_node": {strconv.Itoa(o.GPUsPerNode)},
-			"interconnect": {o.Interconnect}, "location": {o.Location},
-		}.Encode(),
-	}
-	for _, size := range sizeChips {
-		row.Sizes = append(row.Sizes, views.SizeChip{Nodes: size, Sell: string(o.SellFor(size))})
-	}
-	return row
-}
-
-func availabilityText(o models.Offer) string {
-	switch {
-	case o.NodesAvailable != nil:
-		return strconv.Itoa(*o.NodesAvailable) + " free"
-	case o.Available:
-		return "in stock"
-	}
-	return "none"
 }
