@@ -28,6 +28,7 @@ func TestImportRules(t *testing.T) {
 		"api/agentapi":      {},
 		"client":            {"api"},
 		"internal/cli":      {"client", "api"},
+		"internal/loadtest": {"jobs", "models", "providers", "providers/sim", "static", "web"},
 		"providers":         {},
 		"providers/sim":     {"providers"},
 		"providers/agent":   {"providers", "api/agentapi"},

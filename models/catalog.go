@@ -56,6 +56,50 @@ func (s *Store) bumpCatalogVersion(ctx context.Context) error {
 	return nil
 }
 
+// pickStateQuery reads, in one statement and so from one database snapshot,
+// the catalog version (the row with an empty offer id) and what clusters
+// hold against each counted offer (stock.go).
+const pickStateQuery = "SELECT '' AS offer_id, version AS n FROM catalog_versions WHERE id = 1 UNION ALL " +
+	"SELECT clusters.offer_id, COALESCE(SUM(clusters.nodes), 0) FROM clusters JOIN offers ON offers.id = clusters.offer_id " +
+	"WHERE offers.nodes_available IS NOT NULL AND " + heldClause + " GROUP BY clusters.offer_id"
+
+// pickState is the picker's one statement per request: the catalog version
+// and the holds. The root store runs it as a prepared statement.
+func (s *Store) pickState(ctx context.Context) (int64, map[string]int, error) {
+	db := s.db
+	if s.catalogCache != nil {
+		db = s.catalogCache.prepared
+	}
+	rows, err := db.WithContext(ctx).Raw(pickStateQuery).Rows()
+	if err != nil {
+		return 0, nil, fmt.Errorf("models: catalog version and holds: %w", err)
+	}
+	defer rows.Close()
+	var (
+		version int64 = -1
+		held          = map[string]int{}
+	)
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return 0, nil, fmt.Errorf("models: catalog version and holds: %w", err)
+		}
+		if id == "" {
+			version = n
+		} else {
+			held[id] = int(n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("models: catalog version and holds: %w", err)
+	}
+	if version < 0 {
+		return 0, nil, fmt.Errorf("models: catalog version: no row (migration 0003_catalog_version)")
+	}
+	return version, held, nil
+}
+
 // CatalogVersion reads the catalog's version: it changes whenever an offer
 // row does, on whichever instance wrote it.
 func (s *Store) CatalogVersion(ctx context.Context) (int64, error) {
@@ -76,20 +120,21 @@ type catalogSnapshot struct {
 
 // catalogCache holds the newest snapshot this process has loaded.
 type catalogCache struct {
-	snap atomic.Pointer[catalogSnapshot]
-	mu   sync.Mutex // serialises loads, so a version change loads once
+	snap     atomic.Pointer[catalogSnapshot]
+	mu       sync.Mutex // serialises loads, so a version change loads once
+	prepared *gorm.DB   // the store's handle with prepared statements, for pickState
 }
 
-// catalog returns the snapshot at the current version, loading it when the
-// version moved. The version is read before the rows: under concurrent
-// writes the rows are then at least as new as the version they are filed
-// under, and the next request sees the newer version and loads again.
-// Inside a transaction (no cache) it loads the rows every time.
-func (s *Store) catalog(ctx context.Context) (*catalogSnapshot, error) {
-	v, err := s.CatalogVersion(ctx)
-	if err != nil {
-		return nil, err
-	}
+func newCatalogCache(db *gorm.DB) *catalogCache {
+	return &catalogCache{prepared: db.Session(&gorm.Session{PrepareStmt: true})}
+}
+
+// catalog returns the snapshot at version v (read by pickState), loading it
+// when the version moved. The version is read before the rows: under
+// concurrent writes the rows are then at least as new as the version they
+// are filed under, and the next request sees the newer version and loads
+// again. Inside a transaction (no cache) it loads the rows every time.
+func (s *Store) catalog(ctx context.Context, v int64) (*catalogSnapshot, error) {
 	if s.catalogCache == nil {
 		return s.loadCatalog(ctx, v)
 	}

@@ -233,13 +233,13 @@ type OfferGroup struct {
 // price, startable first. The rows come from the catalog snapshot
 // (catalog.go); holds and freshness are applied per request.
 func (s *Store) PickOffers(ctx context.Context, f OfferFilter) ([]OfferGroup, error) {
-	snap, err := s.catalog(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("models: pick offers: %w", err)
-	}
-	held, err := s.heldMachines(ctx, "")
+	version, held, err := s.pickState(ctx)
 	if err != nil {
 		return nil, err
+	}
+	snap, err := s.catalog(ctx, version)
+	if err != nil {
+		return nil, fmt.Errorf("models: pick offers: %w", err)
 	}
 	cutoff := s.Now().Add(-OfferFreshness)
 	n := 0

@@ -34,7 +34,7 @@ func NewStore(db *gorm.DB, clock Clock) *Store {
 	if clock == nil {
 		clock = RealClock{}
 	}
-	return &Store{db: db, Clock: clock, catalogCache: &catalogCache{}}
+	return &Store{db: db, Clock: clock, catalogCache: newCatalogCache(db)}
 }
 
 // DB exposes the handle for the rare caller that needs it (health checks, tests).
