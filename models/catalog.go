@@ -3,8 +3,10 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -114,8 +116,9 @@ func (s *Store) CatalogVersion(ctx context.Context) (int64, error) {
 // catalogSnapshot is every offer row at one catalog version, ordered by id.
 // It is shared by concurrent requests and never modified.
 type catalogSnapshot struct {
-	version int64
-	offers  []Offer
+	version   int64
+	offers    []Offer
+	refreshed []time.Time // every offer's RefreshedAt, sorted (Pick's stamp)
 }
 
 // catalogCache holds the newest snapshot this process has loaded.
@@ -160,5 +163,10 @@ func (s *Store) loadCatalog(ctx context.Context, v int64) (*catalogSnapshot, err
 	if err := s.db.WithContext(ctx).Order("id").Find(&offers).Error; err != nil {
 		return nil, fmt.Errorf("models: load catalog: %w", err)
 	}
-	return &catalogSnapshot{version: v, offers: offers}, nil
+	refreshed := make([]time.Time, len(offers))
+	for i := range offers {
+		refreshed[i] = offers[i].RefreshedAt
+	}
+	slices.SortFunc(refreshed, time.Time.Compare)
+	return &catalogSnapshot{version: v, offers: offers, refreshed: refreshed}, nil
 }

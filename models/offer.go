@@ -233,28 +233,11 @@ type OfferGroup struct {
 // price, startable first. The rows come from the catalog snapshot
 // (catalog.go); holds and freshness are applied per request.
 func (s *Store) PickOffers(ctx context.Context, f OfferFilter) ([]OfferGroup, error) {
-	version, held, err := s.pickState(ctx)
+	p, err := s.PreparePick(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := s.catalog(ctx, version)
-	if err != nil {
-		return nil, fmt.Errorf("models: pick offers: %w", err)
-	}
-	cutoff := s.Now().Add(-OfferFreshness)
-	n := 0
-	for i := range snap.offers {
-		if f.matches(&snap.offers[i], cutoff) {
-			n++
-		}
-	}
-	keys := make([]offerKey, 0, n)
-	for i := range snap.offers {
-		if o := &snap.offers[i]; f.matches(o, cutoff) {
-			keys = append(keys, newOfferKey(o, held[o.ID], f.Nodes))
-		}
-	}
-	return groupOffers(keys, f), nil
+	return p.Groups(), nil
 }
 
 // offerKey is one picked offer as the picker sorts it: small, so sorting

@@ -1,5 +1,12 @@
 package views
 
+import (
+	"context"
+	"io"
+
+	"github.com/a-h/templ"
+)
+
 // OffersPage is the picker (O3).
 type OffersPage struct {
 	Meta          Meta
@@ -11,6 +18,18 @@ type OffersPage struct {
 	Interconnects []string
 	Kinds         []string
 	GPUCounts     []int
+	ResultsHTML   []byte // OfferResults already rendered (the handler's cache), or nil
+}
+
+// results is the results fragment: the pre-rendered bytes when there are.
+func (p OffersPage) results() templ.Component {
+	if p.ResultsHTML == nil {
+		return OfferResults(p)
+	}
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		_, err := w.Write(p.ResultsHTML)
+		return err
+	})
 }
 
 // OfferForm is the picker's query, as typed (kept on bad input).

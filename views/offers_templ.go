@@ -52,7 +52,7 @@ func OffersPageView(p OffersPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = OfferResults(p).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = p.results().Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 
 	"github.com/clusterdeck/clusterdeck/api"
@@ -37,10 +39,28 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	if len(problems) > 0 {
 		return invalid(problems)
 	}
-	groups, err := h.Store.PickOffers(c.Request().Context(), f)
+	pick, err := h.Store.PreparePick(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
+	if _, pretty := c.QueryParams()["pretty"]; pretty {
+		return c.JSON(http.StatusOK, offersResponse(pick.Groups(), f))
+	}
+	// The answer is the same bytes for the same stamp (issue 13): encode once.
+	key := "json " + pick.Stamp
+	body, ok := h.renders.get(key)
+	if !ok {
+		buf := pageBuffers.Get().(*bytes.Buffer)
+		defer putPageBuffer(buf)
+		if err := json.NewEncoder(buf).Encode(offersResponse(pick.Groups(), f)); err != nil {
+			return err
+		}
+		body = h.renders.put(key, buf.Bytes())
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+func offersResponse(groups []models.OfferGroup, f models.OfferFilter) api.OffersResponse {
 	resp := api.OffersResponse{Accelerator: f.Accelerator, Nodes: f.Nodes, IncludeCommunity: f.IncludeCommunity,
 		Groups: make([]api.OfferGroup, 0, len(groups))}
 	for _, g := range groups {
@@ -52,5 +72,5 @@ func (h *handler) apiListOffers(c echo.Context) error {
 		resp.Count += len(gj.Offers)
 		resp.Groups = append(resp.Groups, gj)
 	}
-	return c.JSON(http.StatusOK, resp)
+	return resp
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -81,13 +82,40 @@ func (h *handler) listOffers(c echo.Context) error {
 	if len(problems) > 0 {
 		status = 422
 	} else {
-		groups, err := h.Store.PickOffers(c.Request().Context(), f)
+		results, err := h.offerResults(c, p, f)
 		if err != nil {
 			return err
 		}
-		p.Groups, p.Shown = offerGroupViews(groups, f)
+		p.ResultsHTML = results
+	}
+	if p.ResultsHTML != nil && isPartial(c) {
+		c.Response().Header().Add("Vary", "HX-Request")
+		return c.HTMLBlob(status, p.ResultsHTML)
 	}
 	return page(c, status, views.OffersPageView(p), views.OfferResults(p))
+}
+
+// offerResults renders the results fragment, or finds it already rendered
+// for the same answer (models.Pick's stamp) and the same typed form: at
+// catalog scale it is most of the page, and the catalog changes once a
+// minute (issue 13).
+func (h *handler) offerResults(c echo.Context, p views.OffersPage, f models.OfferFilter) ([]byte, error) {
+	pick, err := h.Store.PreparePick(c.Request().Context(), f)
+	if err != nil {
+		return nil, err
+	}
+	fm := p.Form
+	key := fmt.Sprintf("html %s|%q %q %q %q %q %q %t", pick.Stamp, fm.Accelerator, fm.Nodes, fm.Interconnect, fm.Kind, fm.GPUs, fm.MaxPrice, fm.Community)
+	if b, ok := h.renders.get(key); ok {
+		return b, nil
+	}
+	p.Groups, p.Shown = offerGroupViews(pick.Groups(), f)
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer putPageBuffer(buf)
+	if err := views.OfferResults(p).Render(c.Request().Context(), buf); err != nil {
+		return nil, err
+	}
+	return h.renders.put(key, buf.Bytes()), nil
 }
 
 // offerGroupViews points each row at its offer; the rows of every group

@@ -67,6 +67,7 @@ type handler struct {
 	metricsHandler http.Handler
 	assets         assets            // /static/*, read and gzipped once
 	assetURLs      map[string]string // asset name → versioned URL, for the layout
+	renders        *renderCache      // offers answers by models.Pick stamp (offers.go)
 }
 
 // New builds the echo server with every route.
@@ -77,7 +78,7 @@ func New(d Deps) *echo.Echo {
 	if d.Metrics == nil {
 		d.Metrics = prometheus.NewRegistry()
 	}
-	h := &handler{Deps: d, sessions: newSessionStore(d.Config)}
+	h := &handler{Deps: d, sessions: newSessionStore(d.Config), renders: newRenderCache(renderCacheBudget)}
 	h.metricsHandler = h.newMetricsHandler(d.Metrics)
 	as, err := loadAssets(d.Static)
 	if err != nil {

@@ -1,0 +1,112 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/models"
+)
+
+// Issue 13: the picker's answers are rendered once per answer and served
+// again, but never stale. After a refresh (catalog version), a launch that
+// holds machines (no catalog write) and the freshness window passing (no
+// write at all), the full page, the htmx partial and the API all say so at
+// once.
+func TestOffersAnswersFollowRefreshHoldsAndTime(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		const path = "offers?accelerator=H100_80GB&nodes=2"
+		check := func(step, want string) {
+			t.Helper()
+			for _, hx := range []string{"", "true"} {
+				rec := app.get("/"+path, "HX-Request", hx)
+				got := strings.TrimSpace(doc(t, rec).Find(`[data-testid=nodes-available]`).Text())
+				if rec.Code != http.StatusOK || got != want {
+					t.Errorf("%s: /offers (htmx %q) says %q free (%d), want %q", step, hx, got, rec.Code, want)
+				}
+			}
+			var resp api.OffersResponse
+			rec := app.get("/v1/gpu/" + path)
+			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+				t.Fatalf("%s: API: %v %s", step, err, rec.Body)
+			}
+			got := "none listed"
+			if resp.Count == 1 {
+				got = "in stock"
+				if n := resp.Groups[0].Offers[0].NodesAvailable; n != nil {
+					got = strconv.Itoa(*n) + " free"
+				}
+			}
+			if want == "" {
+				want = "none listed"
+			}
+			if got != want {
+				t.Errorf("%s: the API says %q, want %q", step, got, want)
+			}
+		}
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		check("seeded", "20 free")
+		check("asked again", "20 free")
+
+		acc := app.signupAccount("cache@example.com", "Cachers")
+		if _, err := app.store.Deposit(ctx, acc.org.ID, 500*models.Micro, "dep", "test"); err != nil {
+			t.Fatal(err)
+		}
+		q, err := app.store.CreateQuote(ctx, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := app.store.LaunchCluster(ctx, models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID,
+			Actor: acc.user.Email, Workload: models.Workload{Name: "held", Software: "none"}}); err != nil {
+			t.Fatal(err)
+		}
+		check("a launch holds 2", "18 free")
+
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(30)))
+		check("refreshed to 30, 2 still held", "28 free")
+
+		app.clock.Advance(models.OfferFreshness + time.Second)
+		check("past the freshness window", "")
+	})
+}
+
+// The results show the form as typed, so the typed form is part of the key.
+func TestOffersResultsKeyedByTypedForm(t *testing.T) {
+	app := newTestApp(t, openSQLite(t))
+	app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+	for _, nodes := range []string{"02", "2"} {
+		rec := app.get("/offers?accelerator=H100_80GB&nodes="+nodes, "HX-Request", "true")
+		if !strings.Contains(rec.Body.String(), ">"+nodes+" machines</span>") {
+			t.Errorf("nodes=%s: the summary does not repeat it: %s", nodes, rec.Body)
+		}
+	}
+}
+
+// The cache forgets everything once past its budget, and keeps copies.
+func TestRenderCacheBudget(t *testing.T) {
+	c := newRenderCache(10)
+	page := []byte("123456")
+	c.put("a", page)
+	page[0] = 'x'
+	if b, ok := c.get("a"); !ok || string(b) != "123456" {
+		t.Fatalf("kept %q %v, want a copy of 123456", b, ok)
+	}
+	c.put("b", []byte("7890"))
+	c.put("c", []byte("12"))
+	if _, ok := c.get("a"); ok || c.size != 2 {
+		t.Errorf("past the budget: a still kept (size %d)", c.size)
+	}
+	if b, ok := c.get("c"); !ok || string(b) != "12" {
+		t.Errorf("the newest entry is lost: %q", b)
+	}
+	c.put("huge", make([]byte, 11))
+	if _, ok := c.get("huge"); ok {
+		t.Error("an entry larger than the budget was kept")
+	}
+}
