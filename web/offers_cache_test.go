@@ -82,8 +82,8 @@ func TestOffersResultsKeyedByTypedForm(t *testing.T) {
 	app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
 	for _, nodes := range []string{"02", "2"} {
 		rec := app.get("/offers?accelerator=H100_80GB&nodes="+nodes, "HX-Request", "true")
-		if !strings.Contains(rec.Body.String(), ">"+nodes+" machines</span>") {
-			t.Errorf("nodes=%s: the summary does not repeat it: %s", nodes, rec.Body)
+		if got := doc(t, rec).Find(`#offer-results > p > span.font-medium`).Text(); got != nodes+" machines" {
+			t.Errorf("nodes=%s: the summary says %q", nodes, got)
 		}
 	}
 }
