@@ -14,7 +14,9 @@ import (
 // so a caller may keep what it renders from an answer under its stamp and
 // serve it again without recomputing (issue 13). A stamp never names a
 // moment, only the inputs: the catalog version, which offers have gone
-// stale, the holds and the filter.
+// stale, the holds and the filter. Anything else that changes the answer
+// (an organisation's private offers, a markup that can change at run time)
+// must join the stamp when it joins the answer.
 type Pick struct {
 	Stamp  string
 	snap   *catalogSnapshot

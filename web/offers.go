@@ -98,7 +98,8 @@ func (h *handler) listOffers(c echo.Context) error {
 // offerResults renders the results fragment, or finds it already rendered
 // for the same answer (models.Pick's stamp) and the same typed form: at
 // catalog scale it is most of the page, and the catalog changes once a
-// minute (issue 13).
+// minute (issue 13). OfferResults must show only the answer and the form:
+// whatever else it comes to show (per user, per organisation) joins the key.
 func (h *handler) offerResults(c echo.Context, p views.OffersPage, f models.OfferFilter) ([]byte, error) {
 	pick, err := h.Store.PreparePick(c.Request().Context(), f)
 	if err != nil {
