@@ -105,9 +105,12 @@ func (h *handler) offerResults(c echo.Context, p views.OffersPage, f models.Offe
 	if err != nil {
 		return nil, err
 	}
+	// Only the public answer is kept: a signed-in organisation's results
+	// may show what is its own (private offers), which no stamp covers.
+	shared := principal(c) == nil
 	fm := p.Form
 	key := fmt.Sprintf("html %s|%q %q %q %q %q %q %t", pick.Stamp, fm.Accelerator, fm.Nodes, fm.Interconnect, fm.Kind, fm.GPUs, fm.MaxPrice, fm.Community)
-	if b, ok := h.renders.get(key); ok {
+	if b, ok := h.renders.get(key); ok && shared {
 		return b, nil
 	}
 	p.Groups, p.Shown = offerGroupViews(pick.Groups(), f)
@@ -115,6 +118,9 @@ func (h *handler) offerResults(c echo.Context, p views.OffersPage, f models.Offe
 	defer putPageBuffer(buf)
 	if err := views.OfferResults(p).Render(c.Request().Context(), buf); err != nil {
 		return nil, err
+	}
+	if !shared {
+		return bytes.Clone(buf.Bytes()), nil
 	}
 	return h.renders.put(key, buf.Bytes()), nil
 }
