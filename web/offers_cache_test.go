@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/static"
 )
 
 // Issue 13: the picker's answers are rendered once per answer and served
@@ -108,5 +111,39 @@ func TestRenderCacheBudget(t *testing.T) {
 	c.put("huge", make([]byte, 11))
 	if _, ok := c.get("huge"); ok {
 		t.Error("an entry larger than the budget was kept")
+	}
+}
+
+// Only the public answer is kept: a signed-in page or an API key's answer
+// may come to carry what is its organisation's own (private offers, X9),
+// which the stamp does not cover, so it is rendered each time and never
+// served to anybody else.
+func TestOffersKeepOnlyThePublicAnswer(t *testing.T) {
+	app := newTestApp(t, openSQLite(t))
+	var h *handler
+	app.e, h = newServer(Deps{
+		Config: Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
+		Store:  app.store, FakeClock: app.clock, Static: static.FS, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+	acc := app.signupAccount("own@example.com", "Owners")
+	kept := func() int { h.renders.mu.Lock(); defer h.renders.mu.Unlock(); return len(h.renders.m) }
+
+	const path = "/offers?accelerator=H100_80GB&nodes=2"
+	for _, hx := range []string{"", "true"} {
+		if rec := app.login(acc).get(path, "HX-Request", hx); rec.Code != http.StatusOK {
+			t.Fatalf("signed in: %d", rec.Code)
+		}
+	}
+	if rec := app.apiGet("/v1/gpu"+path, apiKeyFor(t, app, acc)); rec.Code != http.StatusOK {
+		t.Fatalf("API with a key: %d %s", rec.Code, rec.Body)
+	}
+	if n := kept(); n != 0 {
+		t.Errorf("signed-in and API-key answers were kept (%d)", n)
+	}
+	app.get(path)
+	app.get("/v1/gpu" + path)
+	if n := kept(); n != 2 {
+		t.Errorf("public answers kept: %d, want the page's results and the JSON", n)
 	}
 }

@@ -72,6 +72,12 @@ type handler struct {
 
 // New builds the echo server with every route.
 func New(d Deps) *echo.Echo {
+	e, _ := newServer(d)
+	return e
+}
+
+// newServer is New, with the handler behind it (tests look at its caches).
+func newServer(d Deps) (*echo.Echo, *handler) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
@@ -92,7 +98,7 @@ func New(d Deps) *echo.Echo {
 	e.HTTPErrorHandler = h.errorHandler
 	h.middleware(e)
 	h.routes(e)
-	return e
+	return e, h
 }
 
 // ipExtractor believes X-Forwarded-For only from trusted proxies; without
