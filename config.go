@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 )
@@ -38,9 +39,16 @@ type config struct {
 
 	MetricsToken string // METRICS_TOKEN: bearer token for /metrics; unset = loopback scrapes only
 
+	StripeSecretKey     string // STRIPE_SECRET_KEY: unset = payments test mode (top-ups credited at once)
+	StripeWebhookSecret string // STRIPE_WEBHOOK_SECRET: whsec_… of the webhook endpoint (API version 2023-10-16)
+
 	DefaultMaxMachines int          // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
 	DefaultMaxGPUs     int          // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
+	DefaultMarkup      int          // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)
 	TrustedProxies     []*net.IPNet // TRUSTED_PROXIES: comma list of CIDRs whose X-Forwarded-For is believed
+
+	HeartbeatLate  time.Duration // HEALTH_HEARTBEAT_LATE: an agent is late after this long without a heartbeat (default 3m)
+	UnhealthyAfter time.Duration // HEALTH_UNHEALTHY_AFTER: how long a machine's condition must hold (default 1m)
 }
 
 func (c config) SQLitePath() string { return filepath.Join(c.DataDir, "clusterdeck.db") }
@@ -63,6 +71,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		MailFrom:     get("MAIL_FROM", "Clusterdeck <noreply@clusterdeck.local>"),
 		SalesEmail:   models.NormalizeEmail(get("SALES_EMAIL", models.DefaultSalesEmail)),
 		MetricsToken: get("METRICS_TOKEN", ""),
+
+		StripeSecretKey:     get("STRIPE_SECRET_KEY", ""),
+		StripeWebhookSecret: get("STRIPE_WEBHOOK_SECRET", ""),
+	}
+	if c.StripeSecretKey != "" && c.StripeWebhookSecret == "" {
+		return c, errors.New("STRIPE_SECRET_KEY needs STRIPE_WEBHOOK_SECRET: only the verified webhook credits a top-up")
 	}
 	if models.EmailProblem(c.SalesEmail) != "" {
 		return c, fmt.Errorf("SALES_EMAIL must be one plain address like sales@example.com, not %q", c.SalesEmail)
@@ -98,6 +112,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.DefaultMaxGPUs, err = positiveInt(get("DEFAULT_MAX_GPUS", "512")); err != nil {
 		return c, fmt.Errorf("DEFAULT_MAX_GPUS: %w", err)
 	}
+	if c.HeartbeatLate, err = positiveDuration(get("HEALTH_HEARTBEAT_LATE", "3m")); err != nil {
+		return c, fmt.Errorf("HEALTH_HEARTBEAT_LATE: %w", err)
+	}
+	if c.UnhealthyAfter, err = positiveDuration(get("HEALTH_UNHEALTHY_AFTER", "1m")); err != nil {
+		return c, fmt.Errorf("HEALTH_UNHEALTHY_AFTER: %w", err)
+	}
+	if c.DefaultMarkup, err = models.ParsePercent(get("DEFAULT_MARKUP_PERCENT", "0")); err != nil || c.DefaultMarkup > models.MaxMarkupBP {
+		return c, fmt.Errorf("DEFAULT_MARKUP_PERCENT must be a percentage from 0 to 500 like 12.5, not %q", getenv("DEFAULT_MARKUP_PERCENT"))
+	}
 	for _, cidr := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
 		if cidr = strings.TrimSpace(cidr); cidr == "" {
 			continue
@@ -118,6 +141,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, errors.New("production needs SESSION_AUTH_KEY (64 hex bytes) and SESSION_ENC_KEY (32 hex bytes); generate them with `openssl rand -hex 32`")
 	}
 	return c, nil
+}
+
+func positiveDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, errors.New("must be a positive duration like 90s or 3m")
+	}
+	return d, nil
 }
 
 func positiveInt(s string) (int, error) {

@@ -23,3 +23,20 @@ func TestSalesEmailConfig(t *testing.T) {
 		}
 	}
 }
+
+// DEFAULT_MARKUP_PERCENT (OP2) is 0 unless set; a percentage with at most
+// two decimals, 0 to 500, else start-up fails naming the variable.
+func TestDefaultMarkupConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	if c, err := loadConfig(env(nil)); err != nil || c.DefaultMarkup != 0 {
+		t.Errorf("default: %d %v", c.DefaultMarkup, err)
+	}
+	if c, err := loadConfig(env(map[string]string{"DEFAULT_MARKUP_PERCENT": "7.5"})); err != nil || c.DefaultMarkup != 750 {
+		t.Errorf("7.5: %d %v", c.DefaultMarkup, err)
+	}
+	for _, bad := range []string{"-1", "501", "1.234", "ten"} {
+		if _, err := loadConfig(env(map[string]string{"DEFAULT_MARKUP_PERCENT": bad})); err == nil || !strings.Contains(err.Error(), "DEFAULT_MARKUP_PERCENT") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}

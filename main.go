@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/internal/cli"
+	"github.com/clusterdeck/clusterdeck/internal/mcpserver"
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/static"
@@ -40,6 +41,7 @@ Usage:
                           run the cluster agent on a node
   clusterdeck gpu offers|clusters quote|launch|list|get|connections|logs|terminate
                           the REST API from the command line (clusterdeck gpu help)
+  clusterdeck mcp         the API's tools for an AI agent (MCP over stdio; see --help)
   clusterdeck version     the version and commit this binary was built from
   clusterdeck help        this text; clusterdeck COMMAND --help for one command
 
@@ -85,6 +87,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cmd == "gpu" { // the API's client: no database, no server config
 		return cli.Run(ctx, args, getenv, stdout, stderr)
 	}
+	if cmd == "mcp" { // the API's tools for an agent, over stdio: a client too
+		return mcpserver.Command(ctx, args, getenv, os.Stdin, nopCloser{stdout}, stderr)
+	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return err
@@ -109,6 +114,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 	}
 }
+
+// nopCloser is stdout for `mcp`, which closes its writer when the agent leaves.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
 	var level slog.Level
@@ -166,6 +176,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		log.Warn("fake clock enabled: move time with POST /dev/clock")
 	}
 	store := models.NewStore(db, clock)
+	store.DefaultMarkup = cfg.DefaultMarkup
 
 	cloud, err := buildProviders(cfg, clock)
 	if err != nil {
@@ -183,7 +194,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		return err
 	}
 	sched := jobs.NewScheduler(store, log)
-	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics}); err != nil {
+	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
+		HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter}); err != nil {
 		return err
 	}
 	// Fill the catalog before the first page view, then keep it fresh.
@@ -201,8 +213,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
 				SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 				DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
-				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken},
+				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
+				Providers: cfg.Providers},
 			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
+			Payments: webPayments(cfg),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,

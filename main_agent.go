@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/agent"
 )
 
@@ -30,9 +32,20 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	if *server == "" || *token == "" {
 		return errors.New("agent: --server and --token are required")
 	}
+	var workload providers.Workload
+	if *f.workload != "" {
+		data, err := os.ReadFile(*f.workload)
+		if err != nil {
+			return fmt.Errorf("agent: --workload: %w", err)
+		}
+		if err := json.Unmarshal(data, &workload); err != nil {
+			return fmt.Errorf("agent: --workload %s: %w", *f.workload, err)
+		}
+	}
 	host, _ := os.Hostname()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	a := agent.New(agent.Config{Server: *server, Token: *token, Exec: agent.Shell{}, Hostname: host, PrivateIP: *privateIP})
+	a := agent.New(agent.Config{Server: *server, Token: *token, Exec: agent.Shell{}, Hostname: host, PrivateIP: *privateIP,
+		Workload: workload})
 	log.Info("agent starting", "server", *server, "every", every.String())
 	err := a.Run(ctx, *every)
 	if errors.Is(err, agent.ErrRevoked) {

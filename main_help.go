@@ -66,15 +66,17 @@ const agentUsage = `Usage: clusterdeck agent --server URL --token T [flags]
 
 Run the cluster agent on a node: check in with the server, heartbeat, report the
 peers it reaches on the private network, and run the software's install and check
-steps. A machine's start-up script runs it; the token authenticates one node.
+steps; once the cluster is ready, open the workload's ports and start its start
+command once per boot. A machine's start-up script runs it; the token
+authenticates one node.
 
 Flags:
 `
 
 // agentFlagValues are the agent's command-line settings.
 type agentFlagValues struct {
-	server, token, privateIP *string
-	every                    *time.Duration
+	server, token, privateIP, workload *string
+	every                              *time.Duration
 }
 
 // agentFlags declares the agent's flags, for parsing and for its help.
@@ -85,6 +87,7 @@ func agentFlags() (*flag.FlagSet, agentFlagValues) {
 		token:     fs.String("token", "", "this node's agent token (cdn_…)"),
 		every:     fs.Duration("every", 10*time.Second, "how often to check in for work"),
 		privateIP: fs.String("private-ip", "", "this node's address on the private network"),
+		workload:  fs.String("workload", "", "JSON file of what the placement asked this machine to run: {image, env, ports, sshKeys, startCommand}"),
 	}
 }
 

@@ -15,28 +15,31 @@ const module = "github.com/clusterdeck/clusterdeck/"
 // provider, views only models. The wire types (api, api/agentapi) import
 // nothing of ours, so server and clients share them: the Go client only api,
 // the CLI only the client and api, the agent only agentapi; models never
-// sees them (issue 8). A package missing here fails the test, so a new
+// sees them (issue 8). The MCP tools speak the API through the client too;
+// web mounts them at /mcp over its own router (issue 15). A package missing here fails the test, so a new
 // package must declare what it may import.
 func TestImportRules(t *testing.T) {
 	allowed := map[string][]string{
-		"models":            {"models/nodespec", "models/readiness", "models/software"},
-		"models/software":   {"models/nodespec", "models/readiness"},
-		"models/modelstest": {"models"},
-		"models/readiness":  {},
-		"models/nodespec":   {},
-		"api":               {},
-		"api/agentapi":      {},
-		"client":            {"api"},
-		"internal/cli":      {"client", "api"},
-		"internal/loadtest": {"jobs", "models", "providers", "providers/sim", "static", "web"},
-		"providers":         {},
-		"providers/sim":     {"providers"},
-		"providers/agent":   {"providers", "api/agentapi"},
-		"providers/mail":    {},
-		"static":            {},
-		"views":             {"models"},
-		"web":               {"models", "models/nodespec", "models/software", "views", "api", "api/agentapi"},
-		"jobs":              {"models", "models/readiness", "models/nodespec", "models/software", "providers"},
+		"models":             {"models/nodespec", "models/readiness", "models/software"},
+		"models/software":    {"models/nodespec", "models/readiness"},
+		"models/modelstest":  {"models"},
+		"models/readiness":   {},
+		"models/nodespec":    {},
+		"api":                {},
+		"api/agentapi":       {},
+		"client":             {"api"},
+		"internal/cli":       {"client", "api"},
+		"internal/mcpserver": {"client", "api"},
+		"internal/loadtest":  {"jobs", "models", "providers", "providers/sim", "static", "web"},
+		"providers":          {},
+		"providers/sim":      {"providers"},
+		"providers/agent":    {"providers", "api/agentapi"},
+		"providers/mail":     {},
+		"providers/payments": {},
+		"static":             {},
+		"views":              {"models"},
+		"web":                {"models", "models/nodespec", "models/software", "views", "api", "api/agentapi", "internal/mcpserver"},
+		"jobs":               {"models", "models/readiness", "models/nodespec", "models/software", "providers"},
 	}
 	out, err := exec.Command("go", "list", "./...").Output()
 	if err != nil {

@@ -35,7 +35,7 @@ func buildProviders(cfg config, clock models.Clock) (*cloud, error) {
 				sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
 					// The simulated machines run the real agent against our own /v1/agent endpoints.
 					return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec,
-						Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now})
+						Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now, Workload: m.Workload})
 				}))
 			c.Registry[c.sim.Name()] = c.sim
 			c.SimControl = &simControl{c.sim}

@@ -44,11 +44,30 @@ type OfferGroup struct {
 
 // OffersResponse is GET /v1/gpu/offers.
 type OffersResponse struct {
-	Accelerator      string       `json:"accelerator,omitempty"`
-	Nodes            int          `json:"nodes"`
-	IncludeCommunity bool         `json:"include_community"`
-	Count            int          `json:"count"`
-	Groups           []OfferGroup `json:"groups"`
+	Accelerator      string         `json:"accelerator,omitempty"`
+	Nodes            int            `json:"nodes"`
+	IncludeCommunity bool           `json:"include_community"`
+	Count            int            `json:"count"`
+	Groups           []OfferGroup   `json:"groups"`
+	PrivateOffers    []PrivateOffer `json:"privateOffers,omitempty"` // X9: the caller's organisation's own
+}
+
+// PrivateOffer is an organisation's price-locked offer from a quote request
+// (X9): one size of one catalog offer, quoted and launched with its id.
+type PrivateOffer struct {
+	ID                string    `json:"id"`
+	OfferID           string    `json:"offerId"`
+	Provider          string    `json:"provider"`
+	Location          string    `json:"location"`
+	LocationName      string    `json:"locationName"`
+	Accelerator       string    `json:"accelerator"`
+	Interconnect      string    `json:"interconnect"`
+	MachineKind       string    `json:"machineKind"`
+	GPUsPerNode       int       `json:"gpusPerNode"`
+	Nodes             int       `json:"nodes"`
+	USDPerMachineHour string    `json:"usdPerMachineHour"`
+	USDPerHour        string    `json:"usdPerHour"`
+	ValidUntil        time.Time `json:"validUntil"`
 }
 
 // Storage is a quote's persistent volume, shared by every node.
@@ -67,20 +86,25 @@ type QuoteBody struct {
 	Location         *string  `json:"location,omitempty"`
 	OfferID          *string  `json:"offerId,omitempty"`
 	IncludeCommunity *bool    `json:"include_community,omitempty"`
+	PrivateOfferID   *string  `json:"privateOfferId,omitempty"` // X9
 }
 
 // LaunchBody is POST /v1/gpu/clusters (send an Idempotency-Key header, L1):
-// a quote id, or an offer id with a size, and the workload.
+// a quote id, or an offer id with a size, and the workload. Orchestrator and
+// DockerStartCmd are AI Reserve's names for Software and StartCommand
+// (API4): the server reads either name; both with different values is a 422.
 type LaunchBody struct {
 	QuoteBody
-	QuoteID      string            `json:"quoteId,omitempty"`
-	Name         string            `json:"name,omitempty"`
-	Software     string            `json:"software,omitempty"`
-	Env          map[string]string `json:"env,omitempty"`
-	Ports        []int             `json:"ports,omitempty"`
-	SSHKeyIDs    []string          `json:"sshKeyIds,omitempty"`
-	Image        string            `json:"image,omitempty"`
-	StartCommand string            `json:"startCommand,omitempty"`
+	QuoteID        string            `json:"quoteId,omitempty"`
+	Name           string            `json:"name,omitempty"`
+	Software       string            `json:"software,omitempty"`
+	Orchestrator   string            `json:"orchestrator,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Ports          []int             `json:"ports,omitempty"`
+	SSHKeyIDs      []string          `json:"sshKeyIds,omitempty"`
+	Image          string            `json:"image,omitempty"`
+	StartCommand   string            `json:"startCommand,omitempty"`
+	DockerStartCmd string            `json:"dockerStartCmd,omitempty"`
 }
 
 // LineItem is one line of a quote's price.
@@ -112,6 +136,7 @@ type Quote struct {
 	LineItems         []LineItem     `json:"lineItems"`
 	Availability      string         `json:"availability"`
 	ExpiresAt         time.Time      `json:"expiresAt"`
+	PrivateOfferID    string         `json:"privateOfferId,omitempty"` // X9
 }
 
 // ClusterNode is one machine of a cluster.
@@ -122,7 +147,34 @@ type ClusterNode struct {
 	Step       string `json:"step"`
 	Address    string `json:"address"`
 	PublicHost string `json:"publicHost,omitempty"`
-	GPUs       string `json:"gpus,omitempty"` // what nvidia-smi showed at check-in (L4)
+	GPUs       string `json:"gpus,omitempty"`    // what nvidia-smi showed at check-in (L4)
+	Message    string `json:"message,omitempty"` // what the last health pass saw, or why it failed (R1)
+	// StartCommand is the start command's state on this node (N3); null
+	// when the cluster has no start command.
+	StartCommand *NodeStartCommand `json:"startCommand"`
+}
+
+// NodeStartCommand is the state of the start command on one node in its
+// current boot: "waiting" until the cluster is ready and the node's agent
+// started it, then "running", "exited" (with exitCode) or "failed" (it
+// could not start, or the machine stopped under it: exitCode -1).
+type NodeStartCommand struct {
+	State     string     `json:"state"`
+	StartedAt *time.Time `json:"startedAt"`
+	ExitCode  *int       `json:"exitCode"`
+	EndedAt   *time.Time `json:"endedAt"`
+	Error     string     `json:"error,omitempty"`
+}
+
+// Port is one of the workload's ports (N3): open between the nodes on
+// every machine, and published on each node's public address where the
+// machine kind allows; Tunnel reaches it on node-0 through SSH either way.
+type Port struct {
+	Port      int      `json:"port"`
+	Published bool     `json:"published"`
+	Addresses []string `json:"addresses"` // host:port per node, in rank order, when published
+	Tunnel    string   `json:"tunnel"`    // ssh -N -L port:localhost:port … to node-0
+	Note      string   `json:"note"`
 }
 
 // ClusterEvent is one entry of a cluster's history.
@@ -158,8 +210,38 @@ type Cluster struct {
 	TerminateRequestedAt *time.Time     `json:"terminateRequestedAt,omitempty"`
 	EndedAt              *time.Time     `json:"endedAt,omitempty"`
 	Nodes                []ClusterNode  `json:"nodes"`
+	Recovery             Recovery       `json:"recovery"`
 	Events               []ClusterEvent `json:"events,omitempty"`
 	NCCL                 *NCCLCheck     `json:"nccl,omitempty"`
+}
+
+// Recovery is a cluster's recovery policy and its current unhealthy
+// episode (R3, R4).
+type Recovery struct {
+	Mode             string           `json:"mode"` // restart or off
+	MaxAttempts      int              `json:"maxAttempts"`
+	CooldownMinutes  int              `json:"cooldownMinutes"`
+	EpisodeStartedAt *time.Time       `json:"episodeStartedAt"` // null: every machine is healthy
+	AttemptsUsed     int              `json:"attemptsUsed"`
+	LastAttemptAt    *time.Time       `json:"lastAttemptAt"`
+	Outcomes         []MachineOutcome `json:"outcomes"` // of the last attempt
+	NextAttemptAt    *time.Time       `json:"nextAttemptNotBefore"`
+	Requested        bool             `json:"recoverNowRequested"`
+	Exhausted        bool             `json:"exhausted"`
+}
+
+// MachineOutcome is what one recovery attempt did to one machine.
+type MachineOutcome struct {
+	Node    string `json:"node"`
+	Outcome string `json:"outcome"`
+	Message string `json:"message,omitempty"`
+}
+
+// RecoveryPolicy is the body of PUT /v1/gpu/clusters/{id}/recovery (R3).
+type RecoveryPolicy struct {
+	Mode            *string `json:"mode"`
+	MaxAttempts     *int    `json:"maxAttempts"`
+	CooldownMinutes *int    `json:"cooldownMinutes"`
 }
 
 // NCCLCheck is the automatic NCCL all-reduce check run once the cluster is
@@ -215,6 +297,7 @@ type Connections struct {
 	Nodes           []ConnectionNode  `json:"nodes"`
 	Primary         *ConnectionNode   `json:"primary"`
 	Commands        []Command         `json:"commands"`
+	Ports           []Port            `json:"ports"`
 }
 
 // LogLine is one line of a node's log: an element of LogLines, and the
@@ -275,7 +358,7 @@ type QuoteRequestBody struct {
 	StartDate     string   `json:"startDate"`
 	DurationDays  int      `json:"durationDays"`
 	BudgetPerHour string   `json:"budgetPerHour"`
-	Contact       *Contact `json:"contact"`
+	Contact       *Contact `json:"contact,omitempty"` // nil: the key's creator
 	Notes         string   `json:"notes"`
 }
 
@@ -300,4 +383,18 @@ type QuoteRequest struct {
 // QuoteRequestList is GET /v1/quote-requests.
 type QuoteRequestList struct {
 	QuoteRequests []QuoteRequest `json:"quoteRequests"`
+}
+
+// TopUpBody is POST /v1/billing/top-ups (B4): dollars, like "25.00".
+type TopUpBody struct {
+	Amount string `json:"amount"`
+}
+
+// TopUp is a request to add funds and where it stands (B4, B7).
+type TopUp struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"` // pending or completed
+	Amount      string `json:"amount"` // dollars
+	TestMode    bool   `json:"testMode"`
+	CheckoutURL string `json:"checkoutUrl,omitempty"` // where to pay (Stripe only)
 }

@@ -86,3 +86,54 @@ func TestClientCalls(t *testing.T) {
 		}
 	}
 }
+
+// R3–R5: SetRecovery sends the whole policy, Recover asks for one attempt
+// and reads nothing_to_recover as an *Error, Recovery reads the object.
+func TestClientRecovery(t *testing.T) {
+	var got []string
+	cluster := `{"id":"cl_1","status":"degraded","nodes":[],"recovery":{"mode":"restart","maxAttempts":4,"cooldownMinutes":10,` +
+		`"episodeStartedAt":"2026-11-30T12:00:00Z","attemptsUsed":1,"lastAttemptAt":null,"outcomes":[{"node":"node-1","outcome":"skipped","message":"host gone"}],` +
+		`"nextAttemptNotBefore":null,"recoverNowRequested":false,"exhausted":false}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got = append(got, fmt.Sprintf("%s %s %s", r.Method, r.URL.Path, body))
+		switch r.Method + " " + r.URL.Path {
+		case "POST /v1/gpu/clusters/cl_2/recover":
+			w.WriteHeader(http.StatusConflict)
+			fmt.Fprint(w, `{"error":{"code":"nothing_to_recover","message":"No machine of this cluster is down."}}`)
+		case "POST /v1/gpu/clusters/cl_1/recover":
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprint(w, cluster)
+		default:
+			fmt.Fprint(w, cluster)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	c := New(srv.URL, "cdk_test")
+
+	cl, err := c.SetRecovery(ctx, "cl_1", RecoveryPolicyOf("restart", 4, 10))
+	if err != nil || cl.Recovery.Mode != "restart" || cl.Recovery.MaxAttempts != 4 {
+		t.Fatalf("set: %v %+v", err, cl.Recovery)
+	}
+	var ae *Error
+	if _, err := c.Recover(ctx, "cl_2"); !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != "nothing_to_recover" {
+		t.Fatalf("nothing to recover: %#v", err)
+	}
+	if cl, err := c.Recover(ctx, "cl_1"); err != nil || cl.ID != "cl_1" {
+		t.Fatalf("recover: %v %+v", err, cl)
+	}
+	r, err := c.Recovery(ctx, "cl_1")
+	if err != nil || r.EpisodeStartedAt == nil || len(r.Outcomes) != 1 || r.Outcomes[0].Outcome != "skipped" {
+		t.Fatalf("recovery: %v %+v", err, r)
+	}
+	want := []string{
+		`PUT /v1/gpu/clusters/cl_1/recovery {"mode":"restart","maxAttempts":4,"cooldownMinutes":10}`,
+		`POST /v1/gpu/clusters/cl_2/recover `,
+		`POST /v1/gpu/clusters/cl_1/recover `,
+		`GET /v1/gpu/clusters/cl_1 `,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -91,6 +91,30 @@ func (c *Client) Terminate(ctx context.Context, id string, opts ...Option) (api.
 	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/terminate", nil, nil, opts)
 }
 
+// Recovery is the cluster's recovery object (R4): GET /v1/gpu/clusters/{id}'s
+// policy, open unhealthy episode and last attempt.
+func (c *Client) Recovery(ctx context.Context, id string, opts ...Option) (api.Recovery, error) {
+	cl, err := c.Cluster(ctx, id, opts...)
+	return cl.Recovery, err
+}
+
+// SetRecovery is PUT /v1/gpu/clusters/{id}/recovery (R3): the automatic
+// recovery policy; an *Error with Fields names what is wrong.
+func (c *Client) SetRecovery(ctx context.Context, id string, policy api.RecoveryPolicy, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPut, clusterPath(id)+"/recovery", policy, nil, opts)
+}
+
+// RecoveryPolicyOf is the body of SetRecovery: mode "restart" or "off".
+func RecoveryPolicyOf(mode string, maxAttempts, cooldownMinutes int) api.RecoveryPolicy {
+	return api.RecoveryPolicy{Mode: &mode, MaxAttempts: &maxAttempts, CooldownMinutes: &cooldownMinutes}
+}
+
+// Recover is POST /v1/gpu/clusters/{id}/recover (R5): one recovery attempt
+// at once; an *Error with Code "nothing_to_recover" when no machine is down.
+func (c *Client) Recover(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/recover", nil, nil, opts)
+}
+
 // Connections is GET /v1/gpu/clusters/{id}/connections (N2–N5): an
 // *Error with Code "not_connectable" until every machine is up.
 func (c *Client) Connections(ctx context.Context, id string, opts ...Option) (api.Connections, error) {

@@ -92,6 +92,7 @@ func ErrorClass(err error) string {
 		{providers.ErrQuota, "quota"},
 		{providers.ErrTransient, "transient"},
 		{providers.ErrNotFound, "not_found"},
+		{providers.ErrUnrecoverable, "unrecoverable"},
 		{context.DeadlineExceeded, "timeout"},
 		{context.Canceled, "canceled"},
 	} {
@@ -128,6 +129,11 @@ func (p countedProvider) PlaceGroup(ctx context.Context, req providers.PlaceRequ
 func (p countedProvider) DescribeGroup(ctx context.Context, name string) (providers.Group, error) {
 	g, err := p.Provider.DescribeGroup(ctx, name)
 	return g, p.count("DescribeGroup", err)
+}
+
+func (p countedProvider) DescribeGroups(ctx context.Context, names []string) (map[string]providers.Group, error) {
+	g, err := p.Provider.DescribeGroups(ctx, names)
+	return g, p.count("DescribeGroups", err)
 }
 
 func (p countedProvider) RestartNode(ctx context.Context, group, node string) error {

@@ -71,12 +71,50 @@ func TestJobAndProviderMetrics(t *testing.T) {
 	})
 }
 
+// sickProvider fails the calls the health and recovery jobs make (R1, R5).
+type sickProvider struct{ providers.Provider }
+
+func (sickProvider) Name() string { return "sick" }
+func (sickProvider) DescribeGroups(context.Context, []string) (map[string]providers.Group, error) {
+	return nil, &providers.Error{Class: providers.ErrTransient, Provider: "sick", Op: "DescribeGroups", Message: "503"}
+}
+func (sickProvider) RestartNode(context.Context, string, string) error {
+	return &providers.Error{Class: providers.ErrUnrecoverable, Provider: "sick", Op: "RestartNode", Message: "host gone"}
+}
+
+// OP3: the health pass's batch describe and recovery's restarts go through
+// the counting wrapper like every other provider call.
+func TestHealthProviderCallsAreCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.instrument(providers.Registry{"sick": sickProvider{}})["sick"]
+	if _, err := p.DescribeGroups(context.Background(), []string{"cl_1"}); err == nil {
+		t.Fatal("DescribeGroups succeeded")
+	}
+	if err := p.RestartNode(context.Background(), "cl_1", "n1"); err == nil {
+		t.Fatal("RestartNode succeeded")
+	}
+	got := gathered(t, reg)
+	for _, series := range []string{
+		`clusterdeck_provider_errors_total{class=transient,op=DescribeGroups,provider=sick}`,
+		`clusterdeck_provider_errors_total{class=unrecoverable,op=RestartNode,provider=sick}`,
+	} {
+		if got[series] != 1 {
+			t.Errorf("%s = %v, want 1", series, got[series])
+		}
+	}
+}
+
 func TestErrorClass(t *testing.T) {
 	for err, want := range map[error]string{
-		&providers.Error{Class: providers.ErrNoCapacity}: "no_capacity",
-		&providers.Error{Class: providers.ErrQuota}:      "quota",
-		context.DeadlineExceeded:                         "timeout",
-		io.ErrUnexpectedEOF:                              "unclassified",
+		&providers.Error{Class: providers.ErrUnrecoverable}: "unrecoverable",
+		&providers.Error{Class: providers.ErrNoCapacity}:    "no_capacity",
+		&providers.Error{Class: providers.ErrQuota}:         "quota",
+		context.DeadlineExceeded:                            "timeout",
+		io.ErrUnexpectedEOF:                                 "unclassified",
 	} {
 		if got := ErrorClass(err); got != want {
 			t.Errorf("ErrorClass(%v) = %q, want %q", err, got, want)

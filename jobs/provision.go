@@ -167,7 +167,7 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	}
 	g, err := p.PlaceGroup(ctx, providers.PlaceRequest{
 		GroupName: c.GroupName(), OfferID: strings.TrimPrefix(c.OfferID, c.Provider+":"), Location: c.Location,
-		Count: c.Nodes, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(),
+		Count: c.Nodes, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(), Ports: c.Ports(), StartCommand: c.StartCommand,
 		Agent: providers.AgentBootstrap{ServerURL: j.ServerURL, Tokens: tokens},
 	})
 	switch {

@@ -52,6 +52,7 @@ type world struct {
 	srv     *httptest.Server
 	job     *jobs.Provision
 	install *jobs.Install
+	billing *jobs.Billing
 	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
 	cat     *jobs.Catalog
 	org     models.Org
@@ -75,11 +76,11 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	cloud := sim.New(cfg, sim.WithClock(clock.Now), sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
 		execs[m.Group+"/"+m.Name] = m.Exec
 		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec, HTTP: srv.Client(),
-			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now})
+			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now, Workload: m.Workload})
 	}))
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
-		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, execs: execs}
+		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store}, execs: execs}
 	if err := w.cat.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +141,9 @@ func (w *world) runJobs() {
 	}
 	if err := w.install.Run(ctx); err != nil {
 		w.t.Fatalf("install: %v", err)
+	}
+	if err := w.billing.Run(ctx); err != nil {
+		w.t.Fatalf("billing: %v", err)
 	}
 	if w.nccl != nil {
 		if err := w.nccl.Run(ctx); err != nil {
@@ -251,6 +255,7 @@ func TestProvisionHappyPath(t *testing.T) {
 		if got := w.stock("h100.8x.vm"); got != 10 {
 			t.Errorf("stock after terminate = %d, want 10", got)
 		}
+		w.checkUsage(c.ID) // B2: every machine billed from readyAt to the release
 	})
 }
 

@@ -15,6 +15,9 @@ type Deps struct {
 	Mailer    Mailer   // nil: mails stay queued in the outbox (no "mail" job)
 	BaseURL   string   // the server's public URL: agents call it, mails link to it
 	Metrics   *Metrics // nil: no job or provider metrics
+
+	HeartbeatLate  time.Duration // an agent is late after this long without a heartbeat (R1); 0 = 3m
+	UnhealthyAfter time.Duration // a machine's condition must hold this long (R1); 0 = 1m
 }
 
 // Register adds every job. Like web/routes.go for URLs, this is the one place
@@ -29,7 +32,12 @@ func Register(s *Scheduler, d Deps) error {
 		{"17 * * * *", &PruneLoginThrottles{Store: d.Store}, time.Minute},
 		{"@every 5s", &Provision{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL, Mail: mail}, 2 * time.Minute},
 		{"@every 5s", &Install{Store: d.Store, Mail: mail}, 30 * time.Second},
+		{"@every 30s", &Health{Store: d.Store, Providers: d.Providers, Mail: mail,
+			HeartbeatLate: d.HeartbeatLate, UnhealthyAfter: d.UnhealthyAfter}, 2 * time.Minute},
+		{"@every 30s", &Recovery{Store: d.Store, Providers: d.Providers, Mail: mail}, 2 * time.Minute},
+		{"@every 10m", &Reconcile{Store: d.Store, Providers: d.Providers}, 5 * time.Minute},
 		{"@every 30s", &NCCLCheck{Store: d.Store}, 30 * time.Second},
+		{"@every 1m", &Billing{Store: d.Store}, 50 * time.Second},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)

@@ -83,6 +83,13 @@ func (s *Scheduler) Names() []string {
 	return names
 }
 
+// Schedule is a job's cron spec ("@every 1m"), "" for an unknown job.
+func (s *Scheduler) Schedule(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jobs[name].spec
+}
+
 // Start begins ticking.
 func (s *Scheduler) Start() { s.cron.Start() }
 

@@ -49,6 +49,9 @@ func TestSchedulerLeaseRunsATickOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if got := instances[0].Schedule(job.Name()); got != "@every 1h" { // the admin's jobs page shows it (OP2)
+			t.Errorf("Schedule = %q", got)
+		}
 		first := make(chan error, 1)
 		go func() { first <- instances[0].RunNow(ctx, job.Name()) }()
 		select {

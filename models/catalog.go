@@ -20,6 +20,11 @@ import (
 // the version; a snapshot never outlives the rows it copied. What changes
 // between catalog writes — machines held by clusters (stock.go) and the
 // freshness window (O6) — is applied per request, never snapshotted.
+//
+// The snapshot holds customer prices (markup, OP2, pricing.go): a markup
+// change bumps the version in the same transaction (SetProviderMarkup), and
+// the store's DefaultMarkup, set from configuration, is part of the
+// snapshot's key and of Pick's stamp.
 
 // CatalogVersion is the one row counting writes to the offers table.
 type CatalogVersion struct {
@@ -117,6 +122,7 @@ func (s *Store) CatalogVersion(ctx context.Context) (int64, error) {
 // It is shared by concurrent requests and never modified.
 type catalogSnapshot struct {
 	version   int64
+	markup    MarkupBP // the store's DefaultMarkup the prices were computed with
 	offers    []Offer
 	refreshed []time.Time // every offer's RefreshedAt, sorted (Pick's stamp)
 }
@@ -137,17 +143,18 @@ func newCatalogCache(db *gorm.DB) *catalogCache {
 // concurrent writes the rows are then at least as new as the version they
 // are filed under, and the next request sees the newer version and loads
 // again. Inside a transaction (no cache) it loads the rows every time.
+// A snapshot priced at another DefaultMarkup is not current either.
 func (s *Store) catalog(ctx context.Context, v int64) (*catalogSnapshot, error) {
 	if s.catalogCache == nil {
 		return s.loadCatalog(ctx, v)
 	}
 	c := s.catalogCache
-	if snap := c.snap.Load(); snap != nil && snap.version == v {
+	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.DefaultMarkup {
 		return snap, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if snap := c.snap.Load(); snap != nil && snap.version == v {
+	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.DefaultMarkup {
 		return snap, nil
 	}
 	snap, err := s.loadCatalog(ctx, v)
@@ -163,10 +170,14 @@ func (s *Store) loadCatalog(ctx context.Context, v int64) (*catalogSnapshot, err
 	if err := s.db.WithContext(ctx).Order("id").Find(&offers).Error; err != nil {
 		return nil, fmt.Errorf("models: load catalog: %w", err)
 	}
+	offers, err := s.customerPrices(ctx, offers) // OP2: markup, before any sort key is built
+	if err != nil {
+		return nil, err
+	}
 	refreshed := make([]time.Time, len(offers))
 	for i := range offers {
 		refreshed[i] = offers[i].RefreshedAt
 	}
 	slices.SortFunc(refreshed, time.Time.Compare)
-	return &catalogSnapshot{version: v, offers: offers, refreshed: refreshed}, nil
+	return &catalogSnapshot{version: v, markup: s.DefaultMarkup, offers: offers, refreshed: refreshed}, nil
 }

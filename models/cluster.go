@@ -93,8 +93,24 @@ type Cluster struct {
 	TerminateRequestedAt *time.Time
 	EndedAt              *time.Time // failed or terminated
 	ReleasedAt           *time.Time // every machine confirmed released at the provider
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
+	ReconciledAt         *time.Time // every machine proven gone at the provider (X10)
+
+	// Health and recovery (R1–R5): the opt-in policy and the current
+	// unhealthy episode (see health.go).
+	RecoveryMode            string `gorm:"size:16"` // RecoveryRestart or "" (off)
+	RecoveryMaxAttempts     int
+	RecoveryCooldownMinutes int
+	DegradedFrom            string     `gorm:"size:16"` // the status a machine loss degraded it from; "" = not by health
+	Episodes                int        // unhealthy episodes so far
+	EpisodeStartedAt        *time.Time // the open episode; nil = healthy
+	RecoveryAttempts        int        // attempts used in the open episode
+	RecoveryLastAt          *time.Time
+	RecoveryNextAt          *time.Time // cooldown: no automatic attempt before
+	RecoveryOutcome         string     `gorm:"type:text"` // JSON []MachineOutcome of the last attempt
+	RecoverRequestedAt      *time.Time // "recover now" waiting for the recovery job
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Env decodes the user's environment.
@@ -169,7 +185,10 @@ type ClusterNode struct {
 	MeshAt         *time.Time
 	SoftwareAt     *time.Time
 	HeartbeatAt    *time.Time
-	Message        string `gorm:"size:1000"`
+	Message        string     `gorm:"size:1000"`
+	DownSince      *time.Time // a health pass first saw it unwell (R1); nil = well
+	DownPasses     int        // consecutive passes that saw it unwell
+	Seen           string     `gorm:"size:255"` // what the last pass saw when unwell
 }
 
 // ClusterEvent is one entry of a cluster's history: every transition and
@@ -363,12 +382,15 @@ type change struct {
 	event  Event
 	set    map[string]any // extra cluster columns
 	guard  string         // extra SQL condition on the cluster row (a constant), e.g. "placed_at IS NULL"
+	args   []any          // the guard's parameters
 	kind   string         // the event entry's kind; "" = status
 	node   string
 	step   string
 	msg    string
 	nodes  func(tx *Store) error // node rows, in the same transaction
 	notify *ClusterNotify        // outcome mail (E1); nil = none
+	always bool                  // mail even though the status stays (recovery exhausted)
+	topic  string                // the mail when the status alone does not say it ("healthy"); "" = by status
 	try    int                   // the install attempt the mail belongs to
 }
 
@@ -394,7 +416,7 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		}
 		q := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ? AND status IN ?", id, from)
 		if ch.guard != "" {
-			q = q.Where(ch.guard)
+			q = q.Where(ch.guard, ch.args...)
 		}
 		res := q.Updates(set)
 		if res.Error != nil {
@@ -420,10 +442,15 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		if err := tx.addEvent(ctx, c, c.Status, kind, ch.node, ch.step, ch.msg); err != nil {
 			return err
 		}
-		if to == "" {
+		if to == "" && !ch.always {
 			return nil // the status stays: nothing to mail
 		}
-		return tx.queueClusterMail(ctx, ch.notify, c, ch.try)
+		if to != "" {
+			if err := tx.RecordMachineStates(ctx, id, to); err != nil {
+				return err // X7: the machines' state intervals move with the status
+			}
+		}
+		return tx.queueClusterMail(ctx, ch.notify, c, ch.try, ch.topic)
 	})
 	return out, err
 }
@@ -449,6 +476,9 @@ type LaunchParams struct {
 	Workload
 	SSHKeys []string // OpenSSH public keys
 	Actor   string
+	// SharedQuote: a quote already used by another cluster launches as a
+	// copy at its locked price (see LaunchInput.SharedQuote).
+	SharedQuote bool
 }
 
 // Launch refusals the API maps onto its error codes (API2).
@@ -518,7 +548,18 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 			return err
 		}
 		if q.UsedByCluster != "" {
-			return ErrQuoteUsed
+			if !p.SharedQuote {
+				return ErrQuoteUsed
+			}
+			// The same form sent again from another tab is the launch it
+			// already made; another workload is another cluster.
+			first, err := tx.ClusterForOrg(ctx, p.OrgID, q.UsedByCluster)
+			if err != nil || first.RequestHash == p.RequestHash {
+				return ErrQuoteUsed
+			}
+			if q, err = tx.copyQuote(ctx, q); err != nil {
+				return err
+			}
 		}
 		if fe := p.Workload.Validate(q.MachineKind); len(fe) > 0 {
 			return fe
@@ -677,14 +718,19 @@ func stepColumn(step string) (col, next string) {
 }
 
 // FailCluster ends a starting cluster (L4): status failed with lastError, an
-// event naming the node and the step, every node failed (a lost one stays
-// lost), nothing billed (readyAt stays unset) and the failure mail, in one
+// event naming the node and the step, that node failed and every other one
+// terminated (released with it; a lost one stays lost), nothing billed (readyAt stays unset) and the failure mail, in one
 // transaction. The provision job releases the machines.
 func (s *Store) FailCluster(ctx context.Context, id, lastError, node, step, msg string, n *ClusterNotify) (Cluster, error) {
 	return s.transition(ctx, id, change{event: EventFail, notify: n, node: node, step: step, msg: msg,
 		set: map[string]any{"last_error": truncate(lastError, 255), "ended_at": s.Now()},
 		nodes: func(tx *Store) error {
-			return tx.nodeRows(ctx, id, map[string]any{"status": NodeFailed}, "status <> ?", NodeLost)
+			// Only the node that failed reads failed; the others are released
+			// with the cluster, and a lost one stays lost.
+			if err := tx.nodeRows(ctx, id, map[string]any{"status": NodeTerminated}, "status <> ? AND name <> ?", NodeLost, node); err != nil {
+				return err
+			}
+			return tx.nodeRows(ctx, id, map[string]any{"status": NodeFailed}, "status <> ? AND name = ?", NodeLost, node)
 		}})
 }
 
@@ -713,7 +759,9 @@ func (s *Store) MarkJoined(ctx context.Context, id string, n *ClusterNotify) (Cl
 	if c.Software != "" && c.Software != "none" {
 		ch.event = EventJoinedInstall
 		ch.msg = "Every machine is up and reached every other; billing starts now. Installing " + c.Software + "."
-		ch.nodes = func(tx *Store) error { return tx.nodeRows(ctx, id, map[string]any{"step": StepSoftware}) }
+		ch.nodes = func(tx *Store) error {
+			return tx.nodeRows(ctx, id, map[string]any{"status": NodeInstalling, "step": StepSoftware})
+		}
 	}
 	return s.transition(ctx, id, ch)
 }
@@ -819,4 +867,14 @@ func (s *Store) NodeForAgentToken(ctx context.Context, token string) (Cluster, C
 // TouchHeartbeat records an agent heartbeat.
 func (s *Store) TouchHeartbeat(ctx context.Context, nodeID string) error {
 	return s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", nodeID).Update("heartbeat_at", s.Now()).Error
+}
+
+// copyQuote is a new, unused quote with q's locked prices and expiry: the
+// same price promise, shown once, launched twice (LaunchParams.SharedQuote).
+func (s *Store) copyQuote(ctx context.Context, q Quote) (Quote, error) {
+	q.ID, q.UsedByCluster, q.CreatedAt = NewID("qt"), "", s.Now()
+	if err := s.db.WithContext(ctx).Create(&q).Error; err != nil {
+		return Quote{}, fmt.Errorf("models: copy quote: %w", err)
+	}
+	return q, nil
 }

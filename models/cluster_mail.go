@@ -18,14 +18,15 @@ type ClusterNotify struct {
 
 // queueClusterMail queues c's outcome mail to every recipient through the
 // outbox (E2). The key names the status, the cluster, the install attempt
-// (a second degradation after a retry mails again) and a hash of the
+// (a second degradation after a retry mails again; for health mails the
+// unhealthy episode) and a hash of the
 // recipient, so it stays short and a retried tick queues each mail once. A
 // recipient the outbox refuses is skipped: it never stops the others.
-func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluster, attempt int) error {
+func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluster, attempt int, topic string) error {
 	if n == nil {
 		return nil
 	}
-	subject, body, ok := clusterMailText(c, n.BaseURL)
+	subject, body, ok := clusterMailText(c, n.BaseURL, topic)
 	if !ok {
 		return nil
 	}
@@ -33,8 +34,17 @@ func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluste
 	if err != nil {
 		return err
 	}
+	if topic == "" {
+		topic = string(c.Status)
+	}
+	switch {
+	case c.LastError == LastErrorRecoveryExhausted:
+		topic = LastErrorRecoveryExhausted
+	case strings.HasPrefix(c.LastError, LastErrorNodeDown):
+		topic = "node_down"
+	}
 	for _, addr := range to {
-		m := Mail{Key: fmt.Sprintf("cluster-%s:%s:%d:%s", c.Status, c.ID, attempt, shortHash(addr)),
+		m := Mail{Key: fmt.Sprintf("cluster-%s:%s:%d:%s", topic, c.ID, attempt, shortHash(addr)),
 			To: strings.TrimSpace(addr), Subject: subject, Text: body}
 		if m.check() != nil {
 			continue
@@ -69,7 +79,7 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-func clusterMailText(c Cluster, baseURL string) (subject, body string, ok bool) {
+func clusterMailText(c Cluster, baseURL, topic string) (subject, body string, ok bool) {
 	link := strings.TrimRight(baseURL, "/") + "/clusters/" + c.ID
 	shape := fmt.Sprintf("%d × %d × %s in %s", c.Nodes, c.GPUsPerNode, c.Accelerator, c.LocationName)
 	since := "now"
@@ -78,6 +88,11 @@ func clusterMailText(c Cluster, baseURL string) (subject, body string, ok bool) 
 	}
 	switch c.Status {
 	case StatusReady:
+		if topic == "healthy" {
+			return fmt.Sprintf("Cluster %s is healthy again", c.Name),
+				fmt.Sprintf("Every machine of your cluster %s (%s) is running again; the cluster is ready.\n\n"+
+					"Billing continued throughout at %s per hour.\n\nDetails: %s\n", c.Name, shape, USD(c.USDPerHour), link), true
+		}
 		return fmt.Sprintf("Cluster %s is ready", c.Name),
 			fmt.Sprintf("Your cluster %s (%s) is ready: every machine is up and joined.\n\n"+
 				"Billing started %s for all machines at %s per hour.\n"+
@@ -89,9 +104,31 @@ func clusterMailText(c Cluster, baseURL string) (subject, body string, ok bool) 
 				"Every machine was released and nothing was billed. Nothing is retried without you.\n"+
 				"See what happened and what can start now: %s\n", c.Name, shape, c.LastError, link), true
 	case StatusDegraded:
+		if text, ok := healthMailText(c, shape, link); ok {
+			return fmt.Sprintf(text[0], c.Name), text[1], true
+		}
 		return fmt.Sprintf("Cluster %s is degraded", c.Name),
 			fmt.Sprintf("Your cluster %s (%s) is degraded: %s.\n\n"+
 				"The machines stay up and billing continues. Retry the install or terminate: %s\n", c.Name, shape, c.LastError, link), true
 	}
 	return "", "", false
+}
+
+// healthMailText is the degraded and recovery-exhausted mails of R2 and R5:
+// the subject (with %s for the name) and the body.
+func healthMailText(c Cluster, shape, link string) ([2]string, bool) {
+	switch {
+	case c.LastError == LastErrorRecoveryExhausted:
+		return [2]string{"Recovery of cluster %s gave up",
+			fmt.Sprintf("Every recovery attempt for your cluster %s (%s) is spent and a machine is still down.\n\n"+
+				"The cluster stays degraded and billing continues at %s per hour. Terminate it, or try recover now: %s\n",
+				c.Name, shape, USD(c.USDPerHour), link)}, true
+	case strings.HasPrefix(c.LastError, LastErrorNodeDown):
+		return [2]string{"Cluster %s is degraded: a machine is down",
+			fmt.Sprintf("A machine of your cluster %s (%s) left running: %s.\n\n"+
+				"The other machines stay up and billing continues at %s per hour. %s\n"+
+				"See the machine's status, recover now or terminate: %s\n",
+				c.Name, shape, strings.TrimPrefix(c.LastError, LastErrorNodeDown), USD(c.USDPerHour), c.recoveryLine(), link)}, true
+	}
+	return [2]string{}, false
 }

@@ -8,8 +8,10 @@ import (
 // NodeStatus is one machine's state inside its cluster.
 type NodeStatus string
 
-// Node statuses. A node is provisioning until its cluster is ready (its
-// software included), then ready; it ends failed or terminated with its
+// Node statuses. A node is provisioning until it joined, installing while
+// its cluster's software installs, then ready; down when it left running
+// after admission and restarting while recovery brings it back; it ends
+// failed (the node that failed its cluster) or terminated with its
 // cluster, or lost when it vanished at the provider first.
 const (
 	NodeProvisioning NodeStatus = "provisioning"
@@ -17,10 +19,13 @@ const (
 	NodeFailed       NodeStatus = "failed"
 	NodeTerminated   NodeStatus = "terminated"
 	NodeLost         NodeStatus = "lost"
+	NodeInstalling   NodeStatus = "installing" // up and joined; its software installs (L5)
+	NodeDown         NodeStatus = "down"       // left running after admission (R2)
+	NodeRestarting   NodeStatus = "restarting" // a recovery attempt restarted it (R3)
 )
 
 // liveNodeStatuses are the nodes still taking steps.
-var liveNodeStatuses = []NodeStatus{NodeProvisioning, NodeReady}
+var liveNodeStatuses = []NodeStatus{NodeProvisioning, NodeInstalling, NodeReady}
 
 // Event is what moves a cluster (L8). Every change of a cluster's status,
 // and every change that only the current status allows, names its event;
@@ -39,6 +44,13 @@ const (
 	EventReleased           Event = "released"            // the provider confirmed a failed cluster's machines released (L4)
 	EventTerminateRequested Event = "terminate_requested" // the customer asks to terminate (L7)
 	EventTerminated         Event = "terminated"          // every machine released after a terminate request (L7)
+
+	EventMachineDown       Event = "machine_down"       // a machine left running after admission (R2)
+	EventHealthNoted       Event = "health_noted"       // machines down or healthy again in a cluster that stays degraded (R2)
+	EventHealthy           Event = "healthy"            // every machine healthy again (R2)
+	EventHealthyInstall    Event = "healthy_install"    // every machine healthy again; the install goes on (R2, L6)
+	EventRecoveryAttempt   Event = "recovery_attempt"   // one recovery attempt made (R3, R5)
+	EventRecoveryExhausted Event = "recovery_exhausted" // every attempt spent, still unhealthy (R5)
 )
 
 // ClusterTransition is one legal move: an event in status From leads to To.
@@ -63,6 +75,14 @@ var ClusterTransitions = []ClusterTransition{
 	{StatusDegraded, EventRetryInstall, StatusInstalling},
 	{StatusFailed, EventReleased, StatusFailed},
 
+	{StatusReady, EventMachineDown, StatusDegraded},
+	{StatusInstalling, EventMachineDown, StatusDegraded},
+	{StatusDegraded, EventHealthNoted, StatusDegraded},
+	{StatusDegraded, EventHealthy, StatusReady},
+	{StatusDegraded, EventHealthyInstall, StatusInstalling},
+	{StatusDegraded, EventRecoveryAttempt, StatusDegraded},
+	{StatusDegraded, EventRecoveryExhausted, StatusDegraded},
+
 	{StatusProvisioning, EventTerminateRequested, StatusProvisioning},
 	{StatusInstalling, EventTerminateRequested, StatusInstalling},
 	{StatusReady, EventTerminateRequested, StatusReady},
@@ -82,7 +102,8 @@ var ClusterStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, Stat
 
 // Events lists every event.
 var Events = []Event{EventPlaced, EventJoined, EventJoinedInstall, EventSoftwareReady, EventDegrade,
-	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated}
+	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated,
+	EventMachineDown, EventHealthNoted, EventHealthy, EventHealthyInstall, EventRecoveryAttempt, EventRecoveryExhausted}
 
 // NextStatus is where ev leads from status from, and whether it is legal there.
 func NextStatus(from ClusterStatus, ev Event) (ClusterStatus, bool) {

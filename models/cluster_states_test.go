@@ -46,7 +46,42 @@ func fire(ctx context.Context, e *launchEnv, ev models.Event, id string) error {
 		_, err := s.MarkTerminated(ctx, id)
 		return err
 	}
-	return fmt.Errorf("no driver for event %s", ev)
+	return fireHealth(ctx, e, ev, id)
+}
+
+// fireHealth drives the health and recovery events (R2–R5). The cluster
+// handed to each function is made to ask for exactly ev; the one
+// compare-and-swap decides whether ev is legal in the stored status.
+func fireHealth(ctx context.Context, e *launchEnv, ev models.Event, id string) error {
+	s := e.s
+	c, err := s.ClusterByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	downs := []models.DownMachine{{Rank: 0, Name: "node-0", Seen: "stopped at the provider"}, {Rank: 1, Name: "node-1", Seen: "agent silent"}}
+	switch ev {
+	case models.EventMachineDown:
+		if c.Status == models.StatusDegraded {
+			c.Status = models.StatusReady
+		}
+		_, err = s.MarkMachinesDown(ctx, c, downs, notifyAll)
+	case models.EventHealthNoted:
+		c.Status = models.StatusDegraded
+		_, err = s.MarkMachinesDown(ctx, c, downs, notifyAll)
+	case models.EventHealthy, models.EventHealthyInstall:
+		c.DegradedFrom = string(models.StatusReady)
+		if ev == models.EventHealthyInstall {
+			c.DegradedFrom = string(models.StatusInstalling)
+		}
+		_, err = s.MarkHealthy(ctx, c, notifyAll)
+	case models.EventRecoveryAttempt:
+		_, err = s.BeginRecoveryAttempt(ctx, c)
+	case models.EventRecoveryExhausted:
+		_, err = s.MarkRecoveryExhausted(ctx, c, notifyAll)
+	default:
+		return fmt.Errorf("no driver for event %s", ev)
+	}
+	return err
 }
 
 // snapshot is everything a transition may write.
@@ -93,7 +128,10 @@ func clusterIn(t *testing.T, e *launchEnv, status models.ClusterStatus, ev model
 	if _, err := e.s.SoftwareRunFor(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	set := map[string]any{"status": status, "last_error": "install_failed:node-0"}
+	set := map[string]any{"status": status, "last_error": "install_failed:node-0", "episode_started_at": t0, "degraded_from": "ready"}
+	if ev == models.EventHealthyInstall {
+		set["degraded_from"] = "installing"
+	}
 	if status != models.StatusProvisioning && status != models.StatusFailed {
 		set["ready_at"] = t0
 	}
@@ -157,13 +195,17 @@ func checkLegal(t *testing.T, ev models.Event, to models.ClusterStatus, err erro
 		t.Errorf("%s: %d event entries written, want 1", ev, after.events-before.events)
 	}
 	mails := map[models.ClusterStatus]bool{models.StatusReady: true, models.StatusFailed: true, models.StatusDegraded: true}
-	if want := mails[to] && to != before.cluster.Status; (after.mails > before.mails) != want {
+	if want := mails[to] && to != before.cluster.Status || ev == models.EventRecoveryExhausted; (after.mails > before.mails) != want {
 		t.Errorf("%s: %d mails queued, want a mail: %v", ev, after.mails-before.mails, want)
 	}
-	nodeStatus := map[models.Event]models.NodeStatus{models.EventJoined: models.NodeReady,
-		models.EventSoftwareReady: models.NodeReady, models.EventFail: models.NodeFailed, models.EventTerminated: models.NodeTerminated}
+	nodeStatus := map[models.Event]models.NodeStatus{models.EventJoined: models.NodeReady, models.EventJoinedInstall: models.NodeInstalling,
+		models.EventSoftwareReady: models.NodeReady, models.EventFail: models.NodeFailed, models.EventTerminated: models.NodeTerminated,
+		models.EventMachineDown: models.NodeDown, models.EventHealthNoted: models.NodeDown}
 	for i, n := range after.nodes {
 		want, ok := nodeStatus[ev]
+		if ev == models.EventFail && n.Name != "node-1" {
+			want = models.NodeTerminated // released with the cluster; only the node that failed reads failed
+		}
 		if !ok {
 			want = before.nodes[i].Status
 		}

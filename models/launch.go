@@ -20,6 +20,7 @@ type QuoteFields struct {
 	Location         *string
 	OfferID          *string
 	IncludeCommunity *bool
+	PrivateOfferID   *string // X9
 }
 
 // Request is the shape the fields ask for, with field problems.
@@ -33,6 +34,7 @@ func (f QuoteFields) Request() (QuoteRequest, FieldErrors) {
 	set(&r.Location, f.Location)
 	set(&r.OfferID, f.OfferID)
 	set(&r.IncludeCommunity, f.IncludeCommunity)
+	set(&r.PrivateOfferID, f.PrivateOfferID)
 	if f.MaxHourlyPrice != nil && *f.MaxHourlyPrice != "" {
 		m, err := ParseUSD(*f.MaxHourlyPrice)
 		switch {
@@ -74,6 +76,8 @@ func (f QuoteFields) changed(q Quote) string {
 		return "offerId"
 	case f.IncludeCommunity != nil && *f.IncludeCommunity != q.IncludeCommunity:
 		return "include_community"
+	case f.PrivateOfferID != nil && *f.PrivateOfferID != q.PrivateOfferID:
+		return "privateOfferId"
 	}
 	if f.MaxHourlyPrice != nil {
 		m, err := ParseUSD(*f.MaxHourlyPrice)
@@ -114,6 +118,9 @@ func (f QuoteFields) merged(q Quote) (QuoteRequest, FieldErrors) {
 	if f.IncludeCommunity != nil {
 		r.IncludeCommunity = override.IncludeCommunity
 	}
+	if f.PrivateOfferID != nil {
+		r.PrivateOfferID = override.PrivateOfferID
+	}
 	return r, r.Validate()
 }
 
@@ -133,6 +140,13 @@ type LaunchInput struct {
 	// DefaultName names a cluster sent without a name "<accelerator>-x<nodes>"
 	// (the API's default; the page's form always holds one).
 	DefaultName bool
+	// SharedQuote lets a used quote launch again as a copy at its locked
+	// price, under another idempotency key and with another workload: the
+	// launch page reuses one quote for every tab that shows it (issue 11
+	// item 11), and two tabs launching two workloads mean two clusters; the
+	// same workload again is "already launched" (X12). The API's quote ids
+	// stay single-use.
+	SharedQuote bool
 	IdemKey     string // "" = none
 	RequestHash string // the request as sent, for L1's same-key-different-body check
 	SSHKeyIDs   []string
@@ -169,7 +183,8 @@ func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created
 			w.Name = DefaultClusterName(q.Accelerator, q.Nodes)
 		}
 		c, created, err = tx.LaunchCluster(ctx, LaunchParams{OrgID: x.a.OrgID, EnvID: x.a.EnvID, QuoteID: q.ID,
-			IdemKey: in.IdemKey, RequestHash: in.RequestHash, SSHKeys: keys, Actor: x.a.Name, Workload: w})
+			IdemKey: in.IdemKey, RequestHash: in.RequestHash, SSHKeys: keys, Actor: x.a.Name, Workload: w,
+			SharedQuote: in.SharedQuote})
 		if err != nil || !created {
 			return nil, err
 		}
@@ -188,8 +203,8 @@ func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created
 func (x Actions) launchQuote(ctx context.Context, in LaunchInput) (Quote, error) {
 	if in.QuoteID == "" {
 		r, fe := in.Priced.Request()
-		if in.Priced.OfferID == nil || *in.Priced.OfferID == "" {
-			fe["quoteId"] = "send a quoteId, or an offerId with nodes and gpusPerNode"
+		if (in.Priced.OfferID == nil || *in.Priced.OfferID == "") && (in.Priced.PrivateOfferID == nil || *in.Priced.PrivateOfferID == "") {
+			fe["quoteId"] = "send a quoteId, or an offerId (or privateOfferId) with nodes and gpusPerNode"
 		}
 		if len(fe) > 0 {
 			return Quote{}, fe

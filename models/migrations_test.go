@@ -22,8 +22,14 @@ var allModels = []any{
 	&models.Cluster{}, &models.ClusterNode{}, &models.ClusterEvent{}, &models.NodeLogLine{},
 	&models.SoftwareRun{}, &models.SoftwareTask{},
 	&models.CapacityRequest{}, &models.EndedSession{},
-	&models.NodeGPUCheck{}, &models.NCCLCheck{},
+	&models.NodeGPUCheck{}, &models.NCCLCheck{}, &models.ProviderLeak{},
+	&models.ProviderSetting{}, &models.PrivateOffer{}, &models.NodeStart{},
+	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},
 }
+
+// readModels read a table another model owns; their columns are checked
+// too, but they add no table.
+var readModels = []any{&models.UsageEntry{}}
 
 // TestMigrationsCoverModels migrates an empty database and checks that every
 // field of every model has its column, and every table belongs to a model.
@@ -33,12 +39,14 @@ var allModels = []any{
 func TestMigrationsCoverModels(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		tables := map[string]bool{}
-		for _, m := range allModels {
+		for i, m := range append(append([]any{}, allModels...), readModels...) {
 			s, err := schema.Parse(m, &sync.Map{}, db.NamingStrategy)
 			if err != nil {
 				t.Fatalf("parse %T: %v", m, err)
 			}
-			tables[s.Table] = true
+			if i < len(allModels) {
+				tables[s.Table] = true
+			}
 			cols, err := db.Migrator().ColumnTypes(s.Table)
 			if err != nil || len(cols) == 0 {
 				t.Errorf("%s: no table %q after migrating (%v)", s.Name, s.Table, err)

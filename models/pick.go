@@ -14,8 +14,9 @@ import (
 // so a caller may keep what it renders from an answer under its stamp and
 // serve it again without recomputing (issue 13). A stamp never names a
 // moment, only the inputs: the catalog version, which offers have gone
-// stale, the holds and the filter. Anything else that changes the answer
-// (an organisation's private offers, a markup that can change at run time)
+// stale, the holds and the filter. Markups are in the snapshot's prices: a
+// markup change bumps the version, and the default markup is stamped.
+// Anything else that changes the answer (an organisation's private offers)
 // must join the stamp when it joins the answer.
 type Pick struct {
 	Stamp  string
@@ -65,6 +66,7 @@ func (p *Pick) stamp() string {
 	stale, _ := slices.BinarySearchFunc(p.snap.refreshed, p.cutoff, func(t, cutoff time.Time) int { return t.Compare(cutoff) })
 	b := make([]byte, 0, 128)
 	b = strconv.AppendInt(append(b, "v"...), p.snap.version, 10)
+	b = strconv.AppendInt(append(b, " markup "...), int64(p.snap.markup), 10)
 	b = strconv.AppendInt(append(b, " stale "...), int64(stale), 10)
 	b = append(append(b, " accelerator "...), strconv.Quote(f.Accelerator)...)
 	b = strconv.AppendInt(append(b, " nodes "...), int64(f.Nodes), 10)

@@ -30,6 +30,7 @@ type QuoteRequest struct {
 	Location         string `json:"location,omitempty"`
 	OfferID          string `json:"offerId,omitempty"`
 	IncludeCommunity bool   `json:"include_community"`
+	PrivateOfferID   string `json:"privateOfferId,omitempty"` // X9: the organisation's private offer
 }
 
 // Validate returns field problems keyed by the API's JSON names.
@@ -73,6 +74,10 @@ func (e *NoCapacityError) Advice() []string {
 		return []string{"Try another number of GPUs per machine (1, 2, 4 or 8).", "Try another location."}
 	case "above_max_hourly_price":
 		return []string{"Raise the price ceiling.", "Try fewer GPUs per machine.", "Try fewer machines."}
+	case PrivateOfferExpired:
+		return []string{"This private offer has expired.", "Request a new quote for reserved capacity."}
+	case "private_offer_shape":
+		return []string{"Send the private offer's own accelerator, nodes and gpusPerNode."}
 	case NotInStockReason:
 		return []string{"Other launches took these machines since the price was quoted.", "Try fewer machines.", "Try another offer or location.", "Request a quote for reserved capacity."}
 	default:
@@ -106,6 +111,7 @@ type Quote struct {
 	Availability     string `gorm:"size:32"`
 	ExpiresAt        time.Time
 	UsedByCluster    string `gorm:"size:32"`
+	PrivateOfferID   string `gorm:"size:32"` // X9; added by 0601_private_offers
 	CreatedAt        time.Time
 }
 
@@ -158,6 +164,15 @@ type LineItem struct {
 
 // LineItems breaks the quote down; they add up to USDPerHour (Q3).
 func (q Quote) LineItems() []LineItem {
+	if q.PrivateOfferID != "" { // X9: one price per machine, root disk included
+		items := []LineItem{{Name: "machines", Quantity: fmt.Sprintf("%d machines at $%s/machine-h, private offer %s (GPUs and root disk)",
+			q.Nodes, DecimalUSD(q.MachineHour()), q.PrivateOfferID), USDPerHour: int64(q.Nodes) * q.MachineHour()}}
+		if q.VolumeGB > 0 {
+			items = append(items, LineItem{Name: "volume", Quantity: fmt.Sprintf("%d GB at $%s/GB-h", q.VolumeGB, DecimalUSD(q.VolumeGBHour)),
+				USDPerHour: int64(q.VolumeGB) * q.VolumeGBHour})
+		}
+		return items
+	}
 	items := []LineItem{
 		{Name: "gpus", Quantity: fmt.Sprintf("%d × %d GPUs at $%s/GPU-h", q.Nodes, q.GPUsPerNode, DecimalUSD(q.PerGPUHour)),
 			USDPerHour: int64(q.GPUsPerNode) * int64(q.Nodes) * q.PerGPUHour},
@@ -182,7 +197,8 @@ func (q Quote) Expired(now time.Time) bool { return !now.Before(q.ExpiresAt) }
 // Request is the shape the quote was made for, as priced fields (Q5).
 func (q Quote) Request() QuoteRequest {
 	return QuoteRequest{Accelerator: q.Accelerator, Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB,
-		MaxHourlyPrice: q.MaxHourlyPrice, Location: q.Location, OfferID: q.OfferID, IncludeCommunity: q.IncludeCommunity}
+		MaxHourlyPrice: q.MaxHourlyPrice, Location: q.Location, OfferID: q.OfferID, IncludeCommunity: q.IncludeCommunity,
+		PrivateOfferID: q.PrivateOfferID}
 }
 
 // priceQuote computes Q3 for offer o at the request's shape.
@@ -224,6 +240,9 @@ func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
 	if err != nil {
 		return Offer{}, err
 	}
+	if offers, err = s.customerPrices(ctx, offers); err != nil { // OP2: markup before the ceiling and the cheapest
+		return Offer{}, err
+	}
 	if len(offers) == 0 && r.OfferID != "" {
 		return Offer{}, &NoCapacityError{Reason: "offer_not_found", Shape: r}
 	}
@@ -260,24 +279,40 @@ func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
 	return best, nil
 }
 
+// quoteOffer is the offer a quote of the organisation prices r on, at the
+// rates the customer pays: its private offer's (X9), or the cheapest fitting
+// catalog offer with its provider's markup (OP2).
+func (s *Store) quoteOffer(ctx context.Context, orgID string, r QuoteRequest) (Offer, error) {
+	if r.PrivateOfferID != "" {
+		return s.privateOffer(ctx, orgID, r)
+	}
+	return s.FitOffer(ctx, r)
+}
+
 // CreateQuote prices the request on the cheapest fitting offer and locks it
 // for QuoteTTL (Q2).
 func (s *Store) CreateQuote(ctx context.Context, orgID, envID string, r QuoteRequest) (Quote, error) {
 	if fe := r.Validate(); len(fe) > 0 {
 		return Quote{}, fe
 	}
-	o, err := s.FitOffer(ctx, r)
+	o, err := s.quoteOffer(ctx, orgID, r)
 	if err != nil {
 		return Quote{}, err
 	}
 	now := s.Now()
+	expires := now.Add(QuoteTTL)
+	if until, err := s.privateValidUntil(ctx, orgID, r); err != nil {
+		return Quote{}, err
+	} else if !until.IsZero() && until.Before(expires) {
+		expires = until // a private offer's price is locked until its day ends, never past it
+	}
 	q := Quote{
 		ID: NewID("qt"), OrgID: orgID, EnvID: envID, OfferID: o.ID, Provider: o.Provider, Location: o.Location,
 		LocationName: o.LocationName, Accelerator: o.Accelerator, MachineKind: o.MachineKind, Interconnect: o.Interconnect,
 		Community: o.Community, Nodes: r.Nodes, GPUsPerNode: r.GPUsPerNode, VolumeGB: r.VolumeGB,
 		PerGPUHour: o.PerGPUHour, RootDiskGB: o.RootDiskGB, DiskGBHour: o.DiskGBHour, VolumeGBHour: VolumeGBHour,
 		USDPerHour: priceQuote(o, r), MaxHourlyPrice: r.MaxHourlyPrice, IncludeCommunity: r.IncludeCommunity,
-		Availability: availability(o), ExpiresAt: now.Add(QuoteTTL), CreatedAt: now,
+		Availability: availability(o), ExpiresAt: expires, PrivateOfferID: r.PrivateOfferID, CreatedAt: now,
 	}
 	if err := s.db.WithContext(ctx).Create(&q).Error; err != nil {
 		return Quote{}, fmt.Errorf("models: create quote: %w", err)

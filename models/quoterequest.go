@@ -83,6 +83,8 @@ type CapacityRequest struct {
 	Status        CapacityStatus `gorm:"size:16"`
 	StatusVersion int            // bumped by every status change: the key of its mail
 	OperatorNote  string         `gorm:"size:4000"` // operators only; never shown to the customer
+	IdemKey       *string        `gorm:"size:191"`  // the API's Idempotency-Key (0602); nil without one
+	RequestHash   string         `gorm:"size:64"`   // the body sent with it
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 }
@@ -123,6 +125,21 @@ func init() {
 			return err
 		}
 		return tx.Exec("CREATE INDEX idx_capacity_requests_status ON capacity_requests (status, created_at)").Error
+	}})
+}
+
+func init() {
+	register(Migration{ID: "0602_capacity_request_idempotency", Up: func(tx *gorm.DB) error {
+		for _, q := range []string{
+			"ALTER TABLE capacity_requests ADD COLUMN idem_key VARCHAR(191)",
+			"ALTER TABLE capacity_requests ADD COLUMN request_hash VARCHAR(64) NOT NULL DEFAULT ''",
+			"CREATE UNIQUE INDEX idx_capacity_requests_idem ON capacity_requests (org_id, idem_key)",
+		} {
+			if err := tx.Exec(q).Error; err != nil {
+				return err
+			}
+		}
+		return nil
 	}})
 }
 
@@ -181,6 +198,9 @@ type CapacityRequestInput struct {
 	ContactEmail string
 	ContactPhone string
 	Notes        string
+
+	IdemKey     string // the API's Idempotency-Key ("" = none): the same key and body → the same request
+	RequestHash string // the body as sent, for the same-key-different-body check
 }
 
 // Normalize trims what was typed; an empty fabric means any.
@@ -323,19 +343,33 @@ func (n CapacityNotify) sales() string {
 // and address (its action, target and detail are filled here). Bad input
 // stores nothing and returns FieldErrors keyed by the form's field names.
 func (s *Store) CreateCapacityRequest(ctx context.Context, in CapacityRequestInput, n CapacityNotify, who AuditEntry) (CapacityRequest, error) {
+	r, _, err := s.createCapacityRequest(ctx, in, n, who)
+	return r, err
+}
+
+// createCapacityRequest is CreateCapacityRequest; created is false when an
+// earlier request with the same Idempotency-Key and body is returned.
+func (s *Store) createCapacityRequest(ctx context.Context, in CapacityRequestInput, n CapacityNotify, who AuditEntry) (CapacityRequest, bool, error) {
 	in.Normalize()
 	now := s.Now()
 	r, fe := in.validate(now.Truncate(24 * time.Hour))
 	if len(fe) > 0 {
-		return CapacityRequest{}, fe
+		return CapacityRequest{}, false, fe
 	}
 	if in.OrgID == "" {
-		return CapacityRequest{}, fmt.Errorf("models: capacity request needs an org")
+		return CapacityRequest{}, false, fmt.Errorf("models: capacity request needs an org")
 	}
 	r.ID, r.CreatedAt, r.UpdatedAt = NewID("qr"), now, now
+	if in.IdemKey != "" {
+		r.IdemKey, r.RequestHash = &in.IdemKey, in.RequestHash
+	}
+	var prev *CapacityRequest
 	err := s.Tx(ctx, func(tx *Store) error {
 		org, err := tx.OrgByID(ctx, r.OrgID)
 		if err != nil {
+			return err
+		}
+		if prev, err = tx.capacityByKey(ctx, in); prev != nil || err != nil {
 			return err
 		}
 		if err := tx.db.Create(&r).Error; err != nil {
@@ -363,10 +397,39 @@ func (s *Store) CreateCapacityRequest(ctx context.Context, in CapacityRequestInp
 		who.OrgID, who.Action, who.Target, who.Detail = r.OrgID, "quote_request.create", r.ID, r.Shape()
 		return tx.AuditLog(ctx, who)
 	})
-	if err != nil {
-		return CapacityRequest{}, err
+	if err != nil && in.IdemKey != "" {
+		// A concurrent request with the same key won the unique index.
+		if p, lerr := s.capacityByKey(ctx, in); p != nil || lerr != nil {
+			prev, err = p, lerr
+		}
 	}
-	return r, nil
+	switch {
+	case err != nil:
+		return CapacityRequest{}, false, err
+	case prev != nil:
+		return *prev, false, nil
+	}
+	return r, true, nil
+}
+
+// capacityByKey is the organisation's earlier request with in's
+// Idempotency-Key (nil when none): the same body returns it, another body is
+// ErrIdempotencyMismatch (as launches, L1).
+func (s *Store) capacityByKey(ctx context.Context, in CapacityRequestInput) (*CapacityRequest, error) {
+	if in.IdemKey == "" {
+		return nil, nil
+	}
+	var prev CapacityRequest
+	err := s.db.WithContext(ctx).Where("org_id = ? AND idem_key = ?", in.OrgID, in.IdemKey).Take(&prev).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("models: capacity request by key: %w", err)
+	case prev.RequestHash != in.RequestHash:
+		return nil, ErrIdempotencyMismatch
+	}
+	return &prev, nil
 }
 
 // capacityCustomer is where a request's status mails go: the account that

@@ -6,8 +6,17 @@ import "context"
 // request, its two mails (customer and sales) and the audit entry commit
 // together.
 func (x Actions) RequestCapacity(ctx context.Context, in CapacityRequestInput, n CapacityNotify) (CapacityRequest, error) {
+	r, _, err := x.RequestCapacityOnce(ctx, in, n)
+	return r, err
+}
+
+// RequestCapacityOnce is RequestCapacity with the API's Idempotency-Key
+// (in.IdemKey, in.RequestHash): the same key and body return the earlier
+// request (created false) and write nothing; another body is
+// ErrIdempotencyMismatch.
+func (x Actions) RequestCapacityOnce(ctx context.Context, in CapacityRequestInput, n CapacityNotify) (CapacityRequest, bool, error) {
 	in.OrgID, in.EnvID, in.UserID, in.Requester = x.a.OrgID, x.a.EnvID, x.a.UserID, x.a.Name
-	return x.s.CreateCapacityRequest(ctx, in, n, x.a.entry("", "", ""))
+	return x.s.createCapacityRequest(ctx, in, n, x.a.entry("", "", ""))
 }
 
 // SetCapacityRequestStatus is an operator's answer to a quote request (RQ2):

@@ -77,7 +77,7 @@ type SoftwareRun struct {
 	JoinCommand      string `gorm:"size:1000"`
 	JoinSource       string `gorm:"size:16"` // node or derived
 	Kubeconfig       string `gorm:"type:text"`
-	KubeconfigSource string `gorm:"size:16"` // node or generated
+	KubeconfigSource string `gorm:"size:16"` // "node": node-0 reported it
 	UpdatedAt        time.Time
 }
 
@@ -167,6 +167,11 @@ func (softwareTask0210) TableName() string { return "software_tasks" }
 func init() {
 	register(Migration{ID: "0210_software_tasks", Up: func(tx *gorm.DB) error {
 		return tx.Migrator().CreateTable(&softwareRun0210{}, &softwareTask0210{})
+	}})
+	// Earlier versions stored a made-up kubeconfig (placeholder CA, derived
+	// token) when node-0 printed none; only node-0's is ever offered now.
+	register(Migration{ID: "0231_drop_generated_kubeconfigs", Up: func(tx *gorm.DB) error {
+		return tx.Exec("UPDATE cluster_software SET kubeconfig = '', kubeconfig_source = '' WHERE kubeconfig_source = 'generated'").Error
 	}})
 }
 
@@ -515,9 +520,14 @@ func (s *Store) lockedClusterForOrg(ctx context.Context, orgID, id string) (Clus
 
 // ---- Kubernetes: join command and kubeconfig (S1) ----
 
-// Kubeconfig returns the kubeconfig of a Kubernetes cluster, through its
-// organisation (A3). ErrNotFound for another organisation's cluster, a
-// cluster not running Kubernetes, or before node-0's control plane is up.
+// ErrKubeconfigNotReady is a Kubernetes cluster whose node-0 has not
+// reported its kubeconfig (yet).
+var ErrKubeconfigNotReady = errors.New("models: node-0 has not reported its kubeconfig yet")
+
+// Kubeconfig returns the kubeconfig node-0 of a Kubernetes cluster
+// reported, through its organisation (A3): only ever that one (S1).
+// ErrNotFound for another organisation's cluster or a cluster not running
+// Kubernetes; ErrKubeconfigNotReady before node-0 reported it.
 func (s *Store) Kubeconfig(ctx context.Context, orgID, clusterID string) (string, error) {
 	c, err := s.ClusterForOrg(ctx, orgID, clusterID)
 	if err != nil {
@@ -526,12 +536,25 @@ func (s *Store) Kubeconfig(ctx context.Context, orgID, clusterID string) (string
 	if !headReports(c.Software) {
 		return "", fmt.Errorf("models: cluster %s runs %q, not kubernetes: %w", clusterID, c.Software, ErrNotFound)
 	}
-	var run SoftwareRun
-	err = s.db.WithContext(ctx).Where("cluster_id = ? AND kubeconfig <> ?", clusterID, "").Take(&run).Error
-	if err != nil {
-		return "", notFound(err, "kubeconfig of "+clusterID)
+	var runs []SoftwareRun
+	err = s.db.WithContext(ctx).Where("cluster_id = ? AND kubeconfig_source = ? AND kubeconfig <> ?", clusterID, "node", "").
+		Limit(1).Find(&runs).Error
+	switch {
+	case err != nil:
+		return "", err
+	case len(runs) == 0:
+		return "", fmt.Errorf("cluster %s: %w", clusterID, ErrKubeconfigNotReady)
 	}
-	return run.Kubeconfig, nil
+	return runs[0].Kubeconfig, nil
+}
+
+// KubeconfigReported reports whether node-0 of the cluster reported its
+// kubeconfig (the page offers the download only then).
+func (s *Store) KubeconfigReported(ctx context.Context, clusterID string) (bool, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&SoftwareRun{}).
+		Where("cluster_id = ? AND kubeconfig_source = ? AND kubeconfig <> ?", clusterID, "node", "").Count(&n).Error
+	return n > 0, err
 }
 
 // nodeReport is what node-0's Kubernetes install printed between markers.
@@ -580,10 +603,11 @@ func takeBlock(output, name, note string) (string, string) {
 	return output[:i] + note + output[i+j+len(end):], body
 }
 
-// keepKubeReport stores node-0's kubeconfig and its workers' join command,
-// or, when node-0 did not print them, ones derived from the cluster: the
-// bootstrap token node-0's kubeadm init was given, and a generated
-// kubeconfig clearly marked as such. It returns a note for the event.
+// keepKubeReport stores node-0's kubeconfig and its workers' join command.
+// When node-0 printed no join command, workers join with the bootstrap
+// token node-0's kubeadm init was given; when it printed no kubeconfig,
+// none is stored (a kubeconfig it printed earlier stays). It returns a note
+// for the event.
 func (s *Store) keepKubeReport(ctx context.Context, c Cluster, head ClusterNode, rep nodeReport) (string, error) {
 	up := map[string]any{"updated_at": s.Now()}
 	var notes []string
@@ -598,15 +622,8 @@ func (s *Store) keepKubeReport(ctx context.Context, c Cluster, head ClusterNode,
 		up["kubeconfig"], up["kubeconfig_source"] = rep.Kubeconfig+"\n", "node"
 		notes = append(notes, "The kubeconfig from node-0 is stored.")
 	} else {
-		var run SoftwareRun
-		err := s.db.WithContext(ctx).Where("cluster_id = ?", c.ID).Take(&run).Error
-		if err != nil {
-			return "", err
-		}
-		if run.KubeconfigSource != "node" { // never replace a real one with a generated one
-			up["kubeconfig"], up["kubeconfig_source"] = GeneratedKubeconfig(c, head), "generated"
-			notes = append(notes, "node-0 printed no kubeconfig: a generated one is stored until it does.")
-		}
+		// Never a made-up one: only node-0's own admin.conf is ever offered.
+		notes = append(notes, "node-0 printed no kubeconfig: none can be downloaded until it does.")
 	}
 	err := s.db.WithContext(ctx).Model(&SoftwareRun{}).Where("cluster_id = ?", c.ID).Updates(up).Error
 	return strings.Join(notes, " "), err

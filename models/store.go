@@ -27,6 +27,9 @@ type Store struct {
 	db           *gorm.DB
 	Clock        Clock
 	catalogCache *catalogCache // the picker's catalog snapshot (catalog.go); nil inside a transaction
+	// DefaultMarkup is the markup of providers the operator has not set one
+	// for (DEFAULT_MARKUP_PERCENT; see pricing.go).
+	DefaultMarkup MarkupBP
 }
 
 // NewStore wraps an opened, migrated database. A nil clock means real time.
@@ -46,7 +49,7 @@ func (s *Store) Now() time.Time { return s.Clock.Now().UTC() }
 // Tx runs fn in one transaction on a Store bound to it.
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, Clock: s.Clock})
+		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup})
 	})
 }
 

@@ -83,3 +83,13 @@ func (w Workload) Validate(machineKind string) FieldErrors {
 	}
 	return fe
 }
+
+// PortsPublished reports whether the workload's ports are reachable from
+// outside the cluster (N3): on vm and bare_metal machines with public
+// addresses the agent opens them in each machine's firewall. Container
+// machines share their host's address, which forwards only SSH, and sites
+// without public addresses are reached through their gateway: there the
+// ports are open between the nodes only, and an SSH tunnel reaches them.
+func (c Cluster) PortsPublished() bool {
+	return c.PublicIPs && (c.MachineKind == nodespec.KindVM || c.MachineKind == nodespec.KindBareMetal)
+}

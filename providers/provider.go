@@ -21,6 +21,9 @@ var (
 	ErrQuota      = errors.New("providers: quota exceeded")
 	ErrTransient  = errors.New("providers: transient failure")
 	ErrNotFound   = errors.New("providers: not found")
+	// ErrUnrecoverable: the machine exists but the upstream cannot bring it
+	// back (hardware fault, host gone); only a replacement helps (R5, X5).
+	ErrUnrecoverable = errors.New("providers: machine cannot be recovered")
 )
 
 // Error is a classified upstream failure. Class is one of the sentinels above.
@@ -105,6 +108,11 @@ type PlaceRequest struct {
 	Env       map[string]string
 	SSHKeys   []string
 	Agent     AgentBootstrap
+	// Ports are opened between the machines and, where the machine kind
+	// allows, published (N2, N3); StartCommand is run once per boot on
+	// every machine once the cluster is ready (see Workload).
+	Ports        []int
+	StartCommand string
 }
 
 // NodeState is the provider-side state of one machine.
@@ -155,7 +163,14 @@ type Provider interface {
 	// DescribeGroup reports every machine of the group; machines the upstream
 	// no longer knows are reported NodeTerminated. An unknown group is ErrNotFound.
 	DescribeGroup(ctx context.Context, groupName string) (Group, error)
-	// RestartNode reboots (or starts) one machine in place: same hardware, same address.
+	// DescribeGroups reports many groups in one upstream call (R1): every
+	// named group the upstream knows, by name. A group missing from the
+	// answer is unknown upstream (what DescribeGroup reports as ErrNotFound).
+	DescribeGroups(ctx context.Context, groupNames []string) (map[string]Group, error)
+	// RestartNode reboots a running machine or starts a stopped one, in
+	// place: same hardware, same interconnect address (R3). A machine the
+	// upstream no longer knows is ErrNotFound; one it cannot bring back is
+	// ErrUnrecoverable; anything else (ErrTransient) may succeed later.
 	RestartNode(ctx context.Context, groupName, nodeID string) error
 	// TerminateGroup releases every machine of the group together. Unknown or
 	// already-gone groups are success.

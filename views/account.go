@@ -228,12 +228,19 @@ type AdminProviderRow struct {
 	Name, Refreshed string
 	Offers          int
 	Stale           bool // older than the freshness window: its offers are not startable
+	Enabled         bool // listed in PROVIDERS
+	LastError       string
+	Markup          string // percent as typed or stored, "12.5"
+	Problems        map[string]string
+	Saved           bool
 }
 
 // AdminJobRow is one job's last run (OP2).
 type AdminJobRow struct {
 	Name, LastRun, Duration, LastError string
 	Runs, Failures                     int64
+	Schedule                           string // cron spec, "@every 1m"
+	CanRun                             bool   // this process runs jobs: "run now" works
 }
 
 // AdminOrgRow is one organisation; MaxMachines/MaxGPUs are as typed.

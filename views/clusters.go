@@ -34,7 +34,8 @@ type ClusterPage struct {
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
-	NCCL         *NCCLView // the automatic NCCL check, once planned (X4)
+	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
+	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
 }
 
 // NCCLView is the NCCL check beside what the interconnect advertises.
@@ -64,7 +65,10 @@ type ClusterView struct {
 	Software     string
 	Created      string
 	Terminating  bool
-	Kubeconfig   bool
+	Kubeconfig   bool // node-0 reported its kubeconfig: offer the download
+	// KubeconfigPending: a Kubernetes cluster whose node-0 has not reported
+	// its kubeconfig yet; the page says it is not available yet.
+	KubeconfigPending bool
 }
 
 // NodeView is one node with its provisioning timeline (X3, L11).
@@ -76,6 +80,13 @@ type NodeView struct {
 	GPUs    string // what nvidia-smi showed at check-in
 	Steps   []StepView
 	Message string
+	Start   *StartView // the start command in this boot (N3); nil when the cluster has none
+}
+
+// StartView is a node's start command state.
+type StartView struct {
+	State string // waiting, running, exited, failed
+	Label string
 }
 
 // StepView is one step of a node's timeline against its deadline.
@@ -114,6 +125,17 @@ type ConnectView struct {
 	Commands   []CommandView
 	Readiness  string
 	Malloc     string
+	StartCmd   string     // the start command every node runs once per boot (N3)
+	Ports      []PortView // the workload's ports
+}
+
+// PortView is one of the workload's ports: where it is open and how to reach it.
+type PortView struct {
+	Port      string
+	Published bool
+	Addresses []string
+	Tunnel    string
+	Note      string
 }
 
 // ConnectNode is one node's SSH command and interconnect address.
@@ -175,6 +197,17 @@ func dotClass(s string) string {
 		return "h-1.5 w-1.5 rounded-full bg-green-500"
 	}
 	return "h-1.5 w-1.5 rounded-full bg-slate-400"
+}
+
+// startClass colours a node's start command state.
+func startClass(state string) string {
+	switch state {
+	case "running":
+		return "text-green-800 dark:text-green-200"
+	case "failed":
+		return "text-red-800 dark:text-red-200"
+	}
+	return "text-slate-500"
 }
 
 func stepClass(state string) string {

@@ -13,7 +13,8 @@ type OffersPage struct {
 	Form          OfferForm
 	Problems      map[string]string
 	Groups        []OfferGroupView
-	Shown         int // offers shown in all groups
+	Private       []PrivateOfferRow // X9: the signed-in organisation's own, above the rest
+	Shown         int               // offers shown in all groups
 	Accelerators  []string
 	Interconnects []string
 	Kinds         []string

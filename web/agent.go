@@ -85,18 +85,30 @@ func (h *handler) agentPeers(c echo.Context) error {
 	return c.JSON(http.StatusOK, agentapi.PeersResponse{MeshComplete: done})
 }
 
-// agentHeartbeat is POST /v1/agent/heartbeat: liveness, and the node's next task.
+// agentHeartbeat is POST /v1/agent/heartbeat: liveness, the start command's
+// state, and the node's next task and start order.
 func (h *handler) agentHeartbeat(c echo.Context) error {
 	cl, node := agentOf(c)
 	ctx := c.Request().Context()
+	var req agentapi.HeartbeatRequest
+	if err := c.Bind(&req); err != nil {
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {start} (or an empty body)."}
+	}
 	if err := h.Store.TouchHeartbeat(ctx, node.ID); err != nil {
+		return err
+	}
+	if err := h.recordStart(ctx, cl, node, req.Start); err != nil {
+		return err
+	}
+	start, err := h.startOrder(c, cl, node, req.Start != nil)
+	if err != nil {
 		return err
 	}
 	task, err := h.nextAgentTask(c, cl, node)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, agentapi.HeartbeatResponse{Task: task})
+	return c.JSON(http.StatusOK, agentapi.HeartbeatResponse{Task: task, Start: start})
 }
 
 // agentLogs is POST /v1/agent/logs: the node's log lines (N6).

@@ -20,7 +20,8 @@ type quoteBody api.QuoteBody
 // fields are the body's priced fields as sent.
 func (b quoteBody) fields() models.QuoteFields {
 	f := models.QuoteFields{Accelerator: b.Accelerator, Nodes: b.Nodes, GPUsPerNode: b.GPUsPerNode,
-		MaxHourlyPrice: b.MaxHourlyPrice, Location: b.Location, OfferID: b.OfferID, IncludeCommunity: b.IncludeCommunity}
+		MaxHourlyPrice: b.MaxHourlyPrice, Location: b.Location, OfferID: b.OfferID, IncludeCommunity: b.IncludeCommunity,
+		PrivateOfferID: b.PrivateOfferID}
 	if b.Storage != nil {
 		f.VolumeGB = b.Storage.PersistentGB
 	}
@@ -34,7 +35,7 @@ func toQuoteJSON(q models.Quote) api.Quote {
 		Provider: q.Provider, MachineKind: q.MachineKind, Interconnect: q.Interconnect, IncludeCommunity: q.IncludeCommunity,
 		USDPerHour: models.DecimalUSD(q.USDPerHour), USDPerMachineHour: models.DecimalUSD(q.MachineHour()),
 		PerGPUUSDPerHour: models.DecimalUSD(q.PerGPUHour), DiskGBPerNode: q.RootDiskGB, RootDiskRate: models.DecimalUSD(q.DiskGBHour),
-		Availability: q.Availability, ExpiresAt: q.ExpiresAt,
+		Availability: q.Availability, ExpiresAt: q.ExpiresAt, PrivateOfferID: q.PrivateOfferID,
 	}
 	if q.MaxHourlyPrice > 0 {
 		s := models.DecimalUSD(q.MaxHourlyPrice)
@@ -117,6 +118,30 @@ func (h *handler) apiQuote(c echo.Context) error {
 // different value than the quote's answers price_changed (Q5).
 type launchBody api.LaunchBody
 
+// dialect reads the software and the start command under either seed's
+// name (API4): AI Reserve's orchestrator and dockerStartCmd are ours
+// software and startCommand. Both names with different values is refused,
+// naming both, rather than one silently winning.
+func (b launchBody) dialect() (software, startCommand string, fe models.FieldErrors) {
+	fe = models.FieldErrors{}
+	software = oneOf(fe, "software", b.Software, "orchestrator", b.Orchestrator)
+	startCommand = oneOf(fe, "startCommand", b.StartCommand, "dockerStartCmd", b.DockerStartCmd)
+	return software, startCommand, fe
+}
+
+// oneOf is the value sent under ours or theirs, the two names of one field.
+func oneOf(fe models.FieldErrors, ours, a, theirs, b string) string {
+	switch {
+	case a == "" || a == b:
+		return b
+	case b == "":
+		return a
+	}
+	fe[ours] = fmt.Sprintf("differs from %s: they are the same field (%s is AI Reserve's name); send one, or the same value in both", theirs, theirs)
+	fe[theirs] = fmt.Sprintf("differs from %s: they are the same field; send one, or the same value in both", ours)
+	return a
+}
+
 // apiLaunch is POST /v1/gpu/clusters with an Idempotency-Key header (L1).
 func (h *handler) apiLaunch(c echo.Context) error {
 	var body launchBody
@@ -128,13 +153,17 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	if len(key) > 191 {
 		return invalid(models.FieldErrors{"Idempotency-Key": "at most 191 characters"})
 	}
+	software, startCommand, fe := body.dialect()
+	if len(fe) > 0 {
+		return invalid(fe)
+	}
 	sum := sha256.Sum256(raw)
 	cl, created, err := h.act(c).Launch(c.Request().Context(), models.LaunchInput{
 		QuoteID: body.QuoteID, Priced: quoteBody(body.QuoteBody).fields(), FreshQuote: true, DefaultName: true,
 		OwnEnvQuote: principal(c).APIKeyID != "",
 		IdemKey:     key, RequestHash: hex.EncodeToString(sum[:]), SSHKeyIDs: body.SSHKeyIDs,
-		Workload: models.Workload{Name: body.Name, Software: body.Software, Image: body.Image,
-			StartCommand: body.StartCommand, Env: body.Env, Ports: body.Ports},
+		Workload: models.Workload{Name: body.Name, Software: software, Image: body.Image,
+			StartCommand: startCommand, Env: body.Env, Ports: body.Ports},
 	})
 	if err != nil {
 		return launchError(err)
@@ -147,20 +176,21 @@ func (h *handler) apiLaunch(c echo.Context) error {
 	return h.clusterJSONResponse(c, status, cl)
 }
 
-func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent) api.Cluster {
+func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []models.ClusterEvent, starts map[int]*models.NodeStart) api.Cluster {
 	j := api.Cluster{
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status), Accelerator: cl.Accelerator, NodeCount: cl.Nodes,
 		GPUsPerNode: cl.GPUsPerNode, Location: cl.Location, Provider: cl.Provider, OfferID: cl.OfferID, QuoteID: cl.QuoteID,
 		MachineKind: cl.MachineKind, Interconnect: cl.Interconnect, Software: cl.Software,
 		USDPerHour: models.DecimalUSD(cl.USDPerHour), USDPerMachineHour: models.DecimalUSD(cl.MachineHour),
 		ReadyAt: cl.ReadyAt, CreatedAt: cl.CreatedAt, TerminateRequestedAt: cl.TerminateRequestedAt, EndedAt: cl.EndedAt,
-		Nodes: []api.ClusterNode{},
+		Nodes: []api.ClusterNode{}, Recovery: toRecoveryJSON(cl.Recovery()),
 	}
 	if cl.LastError != "" {
 		j.LastError = &cl.LastError
 	}
 	for _, n := range nodes {
-		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost})
+		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost,
+			Message: n.Message, StartCommand: startJSON(cl, starts[n.Rank])})
 	}
 	for _, e := range events {
 		j.Events = append(j.Events, api.ClusterEvent{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})
@@ -200,7 +230,11 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 	if err != nil {
 		return err
 	}
-	j := toClusterJSON(cl, nodes, events)
+	starts, err := h.Store.NodeStarts(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	j := toClusterJSON(cl, nodes, events, startsByRank(starts))
 	for _, g := range gpus {
 		for i := range j.Nodes {
 			if j.Nodes[i].Rank == g.Rank {
@@ -229,9 +263,13 @@ func (h *handler) apiListClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	starts, err := h.Store.NodeStartsForClusters(ctx, p.Org.ID, ids)
+	if err != nil {
+		return err
+	}
 	out := make([]api.Cluster, 0, len(clusters))
 	for _, cl := range clusters {
-		out = append(out, toClusterJSON(cl, nodes[cl.ID], nil))
+		out = append(out, toClusterJSON(cl, nodes[cl.ID], nil, startsByRank(starts[cl.ID])))
 	}
 	return c.JSON(http.StatusOK, api.ClusterList{Clusters: out})
 }

@@ -47,7 +47,17 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	// encode it once. An API key's organisation may have answers of its own
 	// (private offers), which no stamp covers: encoded each time.
 	if _, pretty := c.QueryParams()["pretty"]; pretty || principal(c) != nil {
-		return c.JSON(http.StatusOK, offersResponse(pick.Groups(), f))
+		resp := offersResponse(pick.Groups(), f)
+		if p := principal(c); p != nil {
+			picks, err := h.Store.PrivatePicks(c.Request().Context(), p.Org.ID, f)
+			if err != nil {
+				return err
+			}
+			for _, pk := range picks {
+				resp.PrivateOffers = append(resp.PrivateOffers, toPrivateOfferJSON(pk))
+			}
+		}
+		return c.JSON(http.StatusOK, resp)
 	}
 	key := "json " + pick.Stamp
 	body, ok := h.renders.get(key)
@@ -75,4 +85,12 @@ func offersResponse(groups []models.OfferGroup, f models.OfferFilter) api.Offers
 		resp.Groups = append(resp.Groups, gj)
 	}
 	return resp
+}
+
+// toPrivateOfferJSON is one of the organisation's private offers (X9).
+func toPrivateOfferJSON(pk models.PrivatePick) api.PrivateOffer {
+	return api.PrivateOffer{ID: pk.ID, OfferID: pk.OfferID, Provider: pk.Provider, Location: pk.Location,
+		LocationName: pk.LocationName, Accelerator: pk.Accelerator, Interconnect: pk.Interconnect, MachineKind: pk.MachineKind,
+		GPUsPerNode: pk.GPUsPerNode, Nodes: pk.Nodes, USDPerMachineHour: models.DecimalUSD(pk.Offer.MachineHour()),
+		USDPerHour: models.DecimalUSD(pk.Offer.ClusterHour(pk.Nodes)), ValidUntil: pk.ValidUntil}
 }

@@ -73,19 +73,16 @@ func age(d time.Duration) string {
 func (h *handler) newCluster(c echo.Context) error {
 	p := principal(c)
 	ctx := c.Request().Context()
-	offerID := c.QueryParam("offer")
-	nodes, err := strconv.Atoi(c.QueryParam("nodes"))
-	if err != nil || offerID == "" {
-		return echo.NewHTTPError(http.StatusBadRequest, "Pick an offer and a machine count on the offers page.")
-	}
-	o, err := h.Store.OfferByID(ctx, offerID)
+	r, err := h.launchRequest(c)
 	if err != nil {
 		return err
 	}
-	q, err := h.Store.ReuseQuote(ctx, p.Org.ID, p.Env.ID, models.QuoteRequest{
-		Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
-		Location: o.Location, IncludeCommunity: o.Community})
+	nodes := r.Nodes
+	q, err := h.Store.ReuseQuote(ctx, p.Org.ID, p.Env.ID, r)
 	var nc *models.NoCapacityError
+	if errors.As(err, &nc) && nc.Reason == models.PrivateOfferExpired {
+		return echo.NewHTTPError(http.StatusConflict, "That private offer has expired. Request a new quote.")
+	}
 	if errors.As(err, &nc) {
 		return echo.NewHTTPError(http.StatusConflict, "That offer cannot start "+strconv.Itoa(nodes)+" machines now. Pick another on the offers page.")
 	}
@@ -97,12 +94,33 @@ func (h *handler) newCluster(c echo.Context) error {
 		return err
 	}
 	form := views.LaunchForm{QuoteID: q.ID, FormToken: newToken(18), Software: "none",
-		Name: models.DefaultClusterName(o.Accelerator, nodes)}
+		Name: models.DefaultClusterName(r.Accelerator, nodes)}
 	lp, err := h.launchPage(c, q, form, nil)
 	if err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, views.LaunchPageView(lp))
+}
+
+// launchRequest is what /clusters/new?offer=ID&nodes=N (or ?private=ID, an
+// organisation's private offer, X9) asks to price.
+func (h *handler) launchRequest(c echo.Context) (models.QuoteRequest, error) {
+	ctx := c.Request().Context()
+	if id := c.QueryParam("private"); id != "" {
+		po, err := h.Store.PrivateOfferForOrg(ctx, principal(c).Org.ID, id)
+		return po.Request(), err
+	}
+	offerID := c.QueryParam("offer")
+	nodes, err := strconv.Atoi(c.QueryParam("nodes"))
+	if err != nil || offerID == "" {
+		return models.QuoteRequest{}, echo.NewHTTPError(http.StatusBadRequest, "Pick an offer and a machine count on the offers page.")
+	}
+	o, err := h.Store.OfferByID(ctx, offerID)
+	if err != nil {
+		return models.QuoteRequest{}, err
+	}
+	return models.QuoteRequest{Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
+		Location: o.Location, IncludeCommunity: o.Community}, nil
 }
 
 // launchPage builds the launch page's view for a quote and a form as typed.
@@ -171,6 +189,8 @@ func lineName(n string) string {
 	switch n {
 	case "gpus":
 		return "GPUs"
+	case "machines":
+		return "Machines"
 	case "root_disks":
 		return "Root disks"
 	case "volume":
@@ -252,7 +272,7 @@ func (h *handler) createCluster(c echo.Context) error {
 	var nc *models.NoCapacityError
 	if len(problems) == 0 {
 		cl, created, err := h.act(c).Launch(ctx, models.LaunchInput{
-			QuoteID: q.ID, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
+			QuoteID: q.ID, SharedQuote: true, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
 			Workload: models.Workload{Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
 				StartCommand: f.StartCommand, Env: env, Ports: ports},
 		})
@@ -380,6 +400,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 			return cp, err
 		}
 	}
+	cp.Recovery = recoveryView(cl, now, nil)
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}

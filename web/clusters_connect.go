@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -35,12 +36,25 @@ func (h *handler) spec(c echo.Context, cl models.Cluster, nodes []models.Cluster
 // how to connect, the logs, and the software actions.
 func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes []models.ClusterNode, cp *views.ClusterPage) error {
 	cp.CanRetry = cl.Status == models.StatusDegraded && models.SoftwareFailure(cl.LastError)
-	sw := software.Lookup(cl.Software)
-	cp.C.Kubeconfig = sw != nil && sw.HeadReports && cl.ReadyAt != nil && !cl.Status.Terminal()
+	if sw := software.Lookup(cl.Software); sw != nil && sw.HeadReports && !cl.Status.Terminal() {
+		reported, err := h.Store.KubeconfigReported(c.Request().Context(), cl.ID)
+		if err != nil {
+			return err
+		}
+		cp.C.Kubeconfig, cp.C.KubeconfigPending = reported, !reported
+	}
 	if cl.PlacedAt != nil {
 		for _, n := range nodes {
 			cp.LogRanks = append(cp.LogRanks, n.Rank)
 		}
+	}
+	starts, err := h.Store.NodeStarts(c.Request().Context(), cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
+	byRank := startsByRank(starts)
+	for i := range cp.Nodes {
+		cp.Nodes[i].Start = startView(cl, byRank[cp.Nodes[i].Rank])
 	}
 	if !connectable(cl) {
 		return nil
@@ -49,6 +63,7 @@ func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes [
 	cv := &views.ConnectView{
 		PrimarySSH: s.PrimarySSH().Command, EnvBlock: s.EnvBlock(0), EnvMasked: maskedEnvBlock(s, cl.Env()),
 		Readiness: nodespec.ReadinessNote, Malloc: nodespec.MallocHint,
+		StartCmd: cl.StartCommand, Ports: portViews(portsFor(cl, s)),
 	}
 	if s.HasSharedFolder() {
 		cv.Hostfile = s.Hostfile()
@@ -89,7 +104,7 @@ func (h *handler) apiConnections(c echo.Context) error {
 		Cluster: cl.ID, Status: string(cl.Status), Gateway: nilIfEmpty(cl.Gateway),
 		Env: env, EnvBlock: s.EnvBlock(0), EnvNote: "Identical on every node but NODE_RANK (N3).",
 		MallocHint: nodespec.MallocHint, Readiness: nodespec.ReadinessNote, ReadinessScript: nodespec.ReadinessScript,
-		SSHConfig: s.SSHConfig(),
+		SSHConfig: s.SSHConfig(), Ports: portsFor(cl, s),
 	}
 	if s.HasSharedFolder() {
 		out.Hostfile, out.HostfilePath = s.Hostfile(), s.HostfilePath()
@@ -141,10 +156,15 @@ func (h *handler) apiRetryInstall(c echo.Context) error {
 	return h.clusterJSONResponse(c, http.StatusAccepted, cl)
 }
 
-// downloadKubeconfig is GET …/kubeconfig: the Kubernetes cluster's
-// kubeconfig, for its own organisation only, audited (S1).
+// downloadKubeconfig is GET …/kubeconfig: the kubeconfig node-0 of the
+// Kubernetes cluster reported, for its own organisation only, audited (S1);
+// 409 kubeconfig_not_ready until node-0 reported it.
 func (h *handler) downloadKubeconfig(c echo.Context) error {
 	kc, err := h.act(c).Kubeconfig(c.Request().Context(), c.Param("id"))
+	if errors.Is(err, models.ErrKubeconfigNotReady) {
+		return &APIError{Status: http.StatusConflict, Code: "kubeconfig_not_ready",
+			Message: "The kubeconfig is not available yet: node-0 reports it once Kubernetes is up on it."}
+	}
 	if err != nil {
 		return err
 	}

@@ -284,6 +284,20 @@ func TestLaunchFromDashboard(t *testing.T) {
 		if clusterCount(t, app) != 1 {
 			t.Errorf("%d clusters after a double submit", clusterCount(t, app))
 		}
+		// The launch page reuses its quote across tabs (issue 11 item 11): a
+		// tab that launches another workload starts a second cluster at the
+		// same locked price (X12 is per form and per workload).
+		form.Set("form_token", "third-tab-token-0123456789ab")
+		form.Set("name", "my-eval")
+		rec = c.post("/clusters", form)
+		if rec.Code != http.StatusSeeOther || clusterCount(t, app) != 2 {
+			t.Fatalf("another workload from another tab: %d, %d clusters", rec.Code, clusterCount(t, app))
+		}
+		var prices []int64
+		app.store.DB().Raw("SELECT usd_per_hour FROM clusters ORDER BY created_at").Scan(&prices)
+		if len(prices) != 2 || prices[0] != prices[1] {
+			t.Errorf("locked prices of the two clusters: %v", prices)
+		}
 	})
 }
 

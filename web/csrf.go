@@ -24,7 +24,7 @@ var errCSRF = echo.NewHTTPError(http.StatusForbidden, "This form has expired or 
 // unsafe methods must send it back; cross-site fetches are refused outright.
 // The token is mirrored in an HttpOnly _csrf cookie for clients that read it,
 // but that cookie is never trusted (issue 11). The REST API (bearer keys, no
-// cookies), the agent protocol (node tokens), webhooks (signatures) and
+// cookies) and MCP (/mcp, bearer keys), the agent protocol (node tokens), webhooks (signatures) and
 // development routes sit outside it.
 func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -103,7 +103,7 @@ func csrfExempt(path string) bool {
 			return true
 		}
 	}
-	return path == "/healthz" || path == "/readyz" || path == "/metrics"
+	return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/mcp"
 }
 
 // secureCookies is true except on plain-HTTP localhost during development.

@@ -115,7 +115,7 @@ func (h *handler) errorHandler(err error, c echo.Context) {
 	}
 	var werr error
 	switch {
-	case strings.HasPrefix(c.Request().URL.Path, "/v1/"):
+	case strings.HasPrefix(c.Request().URL.Path, "/v1/") || c.Request().URL.Path == "/mcp":
 		werr = writeAPIError(c, ae)
 	case c.Request().Header.Get("HX-Request") == "true":
 		c.Response().Header().Set("HX-Retarget", "#flash")

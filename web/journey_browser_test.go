@@ -67,7 +67,7 @@ func newJourney(t *testing.T) *journey {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cloud := sim.New(cfg, sim.WithClock(app.clock.Now), sim.WithLogger(quiet), sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
 		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec, HTTP: srv.Client(),
-			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: app.clock.Now})
+			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: app.clock.Now, Workload: m.Workload})
 	}))
 	reg := providers.Registry{"sim": cloud}
 	j := &journey{t: t, app: app, srv: srv, cloud: cloud,
@@ -228,6 +228,8 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 		chromedp.SetValue(`#name`, "llama-ft"),
 		chromedp.Click(`#launch-form input[name=software][value=slurm]`),
 		chromedp.SetValue(`#env`, "NCCL_DEBUG=INFO"),
+		chromedp.SetValue(`#start_command`, "echo serving on 8888; sleep 60; exit 0"),
+		chromedp.SetValue(`#ports`, "8888"),
 		chromedp.Click(`[data-testid=launch-submit]`),
 	); err != nil {
 		t.Fatal(err)
@@ -352,6 +354,27 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	}
 	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid=connect-node]').length`)); n != 2 {
 		t.Errorf("connect lists %d nodes, want 2", n)
+	}
+	// The workload (N3): every node's agent starts the start command once
+	// the cluster is ready; its state shows per node, live, then its exit.
+	for range 2 {
+		app.clock.Advance(10 * time.Second)
+		j.tick()
+	}
+	nodeStarts := func(state, label string) string {
+		return `(() => { const s = [...document.querySelectorAll('#cluster-live [data-testid=node-start]')];
+			return s.length === 2 && s.every(e => e.dataset.state === '` + state + `' && e.innerText.includes('` + label + `')); })()`
+	}
+	wait("every node's start command running", nodeStarts("running", "running since"), 10*time.Second)
+	kept("when the start command ran")
+	for range 4 {
+		app.clock.Advance(20 * time.Second)
+		j.tick()
+	}
+	wait("every node's start command exited", nodeStarts("exited", "exited with code 0"), 10*time.Second)
+	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const p = document.querySelector('[data-testid=connect-port][data-port="8888"]');
+		return !!p && p.dataset.published === 'true' && p.innerText.includes(':8888'); })()`)); !ok {
+		t.Error("the connect panel does not list port 8888 as published")
 	}
 	// The logs panel arrived with a poll too, and its stream follows node-0.
 	wait("node-0's log streamed", `[...document.querySelectorAll('#logs [data-testid=log-line]')].some(l => l.innerText.includes('checked in as node-0'))`, 10*time.Second)

@@ -82,6 +82,12 @@ func (h *handler) listOffers(c echo.Context) error {
 	if len(problems) > 0 {
 		status = 422
 	} else {
+		var err error
+		// Before offerResults: private rows are the organisation's own, so
+		// signed-in answers are never kept (offerResults).
+		if p.Private, err = h.privateRows(c, f); err != nil {
+			return err
+		}
 		results, err := h.offerResults(c, p, f)
 		if err != nil {
 			return err
@@ -93,6 +99,25 @@ func (h *handler) listOffers(c echo.Context) error {
 		return c.HTMLBlob(status, p.ResultsHTML)
 	}
 	return page(c, status, views.OffersPageView(p), views.OfferResults(p))
+}
+
+// privateRows are the signed-in organisation's private offers for the
+// picker (X9): the one place they are merged into it (the API's in
+// apiListOffers reads the same PrivatePicks).
+func (h *handler) privateRows(c echo.Context, f models.OfferFilter) ([]views.PrivateOfferRow, error) {
+	p := principal(c)
+	if p == nil {
+		return nil, nil
+	}
+	picks, err := h.Store.PrivatePicks(c.Request().Context(), p.Org.ID, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]views.PrivateOfferRow, 0, len(picks))
+	for _, pk := range picks {
+		out = append(out, privateOfferRow(pk.PrivateOffer, pk.Offer.MachineHour()))
+	}
+	return out, nil
 }
 
 // offerResults renders the results fragment, or finds it already rendered

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,4 +148,50 @@ func TestOffersKeepOnlyThePublicAnswer(t *testing.T) {
 	if n := kept(); n != 2 {
 		t.Errorf("public answers kept: %d, want the page's results and the JSON", n)
 	}
+}
+
+// OP2, issue 13: a markup set on the providers page reaches, at once, every
+// picker answer: the public page, partial and API (which are kept), and the
+// signed-in page and API key (which are not).
+func TestOffersAnswersFollowMarkup(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_000_000, intp(20)))
+		oc := operatorFor(t, app, app.signupAccount("op@deck.example", "Deck Ops"))
+		cust := app.signupAccount("ada@example.com", "Ada Labs")
+		cc, tok := app.login(cust), apiKeyFor(t, app, cust)
+		const path = "offers?accelerator=H100_80GB&nodes=2"
+		check := func(step string, cluster models.Money) {
+			t.Helper()
+			page := models.USD(cluster)
+			for _, get := range []func(string, ...string) *httptest.ResponseRecorder{app.get, cc.get} {
+				for _, hx := range []string{"", "true"} {
+					got := doc(t, get("/"+path, "HX-Request", hx)).Find(`[data-testid=cluster-price]`).Text()
+					if got != page+"/h" {
+						t.Errorf("%s: /offers (htmx %q) shows %q, want %s/h", step, hx, got, page)
+					}
+				}
+			}
+			_, keyed := apiJSON(t, app, http.MethodGet, "/v1/gpu/"+path, tok, "")
+			var public map[string]any
+			if err := json.Unmarshal(app.get("/v1/gpu/"+path).Body.Bytes(), &public); err != nil {
+				t.Fatal(err)
+			}
+			for who, resp := range map[string]map[string]any{"public": public, "API key": keyed} {
+				groups, _ := resp["groups"].([]any)
+				if len(groups) != 1 {
+					t.Fatalf("%s: the API (%s) says %v", step, who, resp)
+				}
+				o := groups[0].(map[string]any)["offers"].([]any)[0].(map[string]any)
+				if o["usdPerHour"] != models.DecimalUSD(cluster) {
+					t.Errorf("%s: the API (%s) says %v, want %s", step, who, o["usdPerHour"], models.DecimalUSD(cluster))
+				}
+			}
+		}
+		check("no markup", 2*(8*2_000_000+500*100))
+		check("asked again", 2*(8*2_000_000+500*100))
+		if rec := oc.post("/admin/providers/sim/markup", url.Values{"markup": {"12.5"}}); rec.Code >= 400 {
+			t.Fatalf("set markup: %d", rec.Code)
+		}
+		check("12.5 %", 2*(8*2_250_000+500*113))
+	})
 }

@@ -214,7 +214,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("cluster statuses: %v", status)
 	}
 	reasons, _ := o.pointer("#/components/schemas/NoCapacityError/properties/error/properties/reason/enum")
-	if fmt.Sprint(reasons) != "[no_location_with_n_nodes above_max_hourly_price gpus_per_node_unavailable offer_not_found not_in_stock]" {
+	if fmt.Sprint(reasons) != "[no_location_with_n_nodes above_max_hourly_price gpus_per_node_unavailable offer_not_found not_in_stock private_offer_expired private_offer_shape]" {
 		t.Errorf("no_capacity reasons: %v", reasons)
 	}
 
@@ -681,6 +681,8 @@ func TestOpenAPIResponsesMatchServer(t *testing.T) {
 
 		want(200, "GET", "/v1/me", tok, "")
 		want(401, "GET", "/v1/me", "", "")
+		want(201, "POST", "/v1/billing/top-ups", tok, `{"amount":"25.00"}`)
+		want(422, "POST", "/v1/billing/top-ups", tok, `{"amount":"4.99"}`)
 		qr := want(201, "POST", "/v1/quote-requests", tok,
 			`{"accelerator":"H100_80GB","nodes":128,"gpusPerNode":8,"fabric":"infiniband","location":"us-east","startDate":"2027-01-04","durationDays":28,"budgetPerHour":"900","contact":{"name":"Ada","email":"ada@example.com","phone":"+1 555 0100"},"notes":"pre-training"}`)
 		want(201, "POST", "/v1/quote-requests", tok, `{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"startDate":"2027-01-04","durationDays":7}`)

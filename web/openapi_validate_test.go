@@ -229,6 +229,16 @@ func TestOpenAPISoftwareExchanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Before node-0 reported its kubeconfig there is none to download,
+		// and never a made-up one (S1, issue 12).
+		if e, _ := want(409, "GET", "/v1/gpu/clusters/"+cl.ID+"/kubeconfig", tok, "")["error"].(map[string]any); e["code"] != "kubeconfig_not_ready" {
+			t.Errorf("kubeconfig before node-0 reported: %v", e)
+		}
+		browser := app.login(acc)
+		if page := browser.get("/clusters/" + cl.ID); !strings.Contains(page.Body.String(), `data-testid="kubeconfig-pending"`) ||
+			strings.Contains(page.Body.String(), `data-testid="kubeconfig"`) {
+			t.Errorf("cluster page before node-0 reported: no 'not available yet', or a download link")
+		}
 		nodes, _ := app.store.NodesFor(ctx, cl.ID)
 		agent := models.AgentToken(cl, nodes[0])
 		task, _ := want(200, "POST", "/v1/agent/heartbeat", agent, `{}`)["task"].(map[string]any)
@@ -243,6 +253,9 @@ func TestOpenAPISoftwareExchanges(t *testing.T) {
 		rec := app.get("/v1/gpu/clusters/"+cl.ID+"/kubeconfig", "Authorization", "Bearer "+tok)
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), "kind: Config") {
 			t.Errorf("kubeconfig: %d %s", rec.Code, rec.Body)
+		}
+		if page := browser.get("/clusters/" + cl.ID); !strings.Contains(page.Body.String(), `data-testid="kubeconfig"`) {
+			t.Errorf("cluster page after node-0 reported: no download link")
 		}
 		if _, err := app.store.DegradeSoftware(ctx, cl.ID, run.Attempt, "install_failed:node-1", "node-1", "node-1 failed", nil); err != nil {
 			t.Fatal(err)

@@ -27,10 +27,13 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"LogLine": api.LogLine{}, "LogLines": api.LogLines{}, "Me": api.Me{},
 		"QuoteRequestBody": api.QuoteRequestBody{}, "QuoteRequest": api.QuoteRequest{}, "QuoteRequestList": api.QuoteRequestList{},
 		"Error": api.Error{}, "ErrorBody": api.ErrorBody{}, "Shape": api.Shape{}, "NCCLCheck": api.NCCLCheck{},
+		"TopUpBody": api.TopUpBody{}, "TopUp": api.TopUp{},
 
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},
 		"AgentHeartbeat": agentapi.HeartbeatResponse{}, "AgentLogsRequest": agentapi.LogsRequest{},
+		"AgentHeartbeatRequest": agentapi.HeartbeatRequest{}, "AgentStartState": agentapi.StartState{}, "AgentStartOrder": agentapi.StartOrder{},
+		"NodeStartCommand": api.NodeStartCommand{}, "Port": api.Port{},
 		"AgentTaskResultRequest": agentapi.TaskResult{}, "AgentTaskResult": agentapi.TaskStatus{},
 	} {
 		schema, ok := o.pointer("#/components/schemas/" + name)

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
@@ -181,9 +183,15 @@ func toQuoteRequestJSON(r models.CapacityRequest) api.QuoteRequest {
 func (h *handler) apiCreateQuoteRequest(c echo.Context) error {
 	ctx := c.Request().Context()
 	var b api.QuoteRequestBody
-	if _, err := decodeJSON(c, &b); err != nil {
+	raw, err := decodeJSON(c, &b)
+	if err != nil {
 		return err
 	}
+	key := strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))
+	if len(key) > 191 {
+		return invalid(models.FieldErrors{"Idempotency-Key": "at most 191 characters"})
+	}
+	sum := sha256.Sum256(raw)
 	var in models.CapacityRequestInput
 	in.Accelerator, in.Nodes, in.GPUsPerNode, in.Fabric, in.Location = b.Accelerator, b.Nodes, b.GPUsPerNode, b.Fabric, b.Location
 	in.StartDate, in.Duration, in.DurationUnit, in.Budget, in.Notes = b.StartDate, b.DurationDays, "days", b.BudgetPerHour, b.Notes
@@ -194,8 +202,12 @@ func (h *handler) apiCreateQuoteRequest(c echo.Context) error {
 			in.ContactName, in.ContactEmail = u.Name, u.Email
 		}
 	}
-	r, err := h.act(c).RequestCapacity(ctx, in, h.capacityNotify())
+	in.IdemKey, in.RequestHash = key, hex.EncodeToString(sum[:])
+	r, created, err := h.act(c).RequestCapacityOnce(ctx, in, h.capacityNotify())
 	var fe models.FieldErrors
+	if errors.Is(err, models.ErrIdempotencyMismatch) {
+		return launchError(err)
+	}
 	if errors.As(err, &fe) {
 		out := models.FieldErrors{}
 		for k, v := range fe {
@@ -208,6 +220,9 @@ func (h *handler) apiCreateQuoteRequest(c echo.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if !created {
+		return c.JSON(http.StatusOK, toQuoteRequestJSON(r))
 	}
 	return c.JSON(http.StatusCreated, toQuoteRequestJSON(r))
 }

@@ -32,6 +32,11 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET("/v1/gpu/offers", h.apiListOffers, h.optionalAPI)
 	e.GET("/v1/openapi.json", h.openAPI) // API1: the document describing every /v1 route
 
+	// MCP for AI agents (API5): the API's operations as tools over
+	// Streamable HTTP, stateless (POST only), with an API key.
+	e.POST("/mcp", h.mcp, h.requireAPIKey)
+	e.Match([]string{http.MethodGet, http.MethodDelete}, "/mcp", mcpPostOnly, h.requireAPIKey)
+
 	// Signed-in pages (app) and the authenticated API (api). Every handler
 	// below loads what it touches through principal(c).Org: another org's id
 	// answers 404. TestRouteWalk proves it for every registered route.
@@ -62,8 +67,11 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/settings/team/members/:id/remove", h.removeMember, h.requireManager)
 	app.GET("/settings/audit", h.showAudit, h.requireManager)
 
-	// Billing: owners and admins (members get 403).
+	// Billing: owners and admins (members get 403). Top-ups (B4) are
+	// credited by Stripe's verified webhook, which signs its own requests.
 	app.GET("/billing", h.showBilling, h.requireManager)
+	api.POST("/billing/top-ups", h.apiCreateTopUp, h.requireManager)
+	e.POST("/webhooks/stripe", h.stripeWebhook)
 
 	// Request a quote (RQ1, RQ2): any member asks; the org's requests are
 	// listed for all of its members.
@@ -81,6 +89,16 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.POST("/orgs/:id/quota", h.setOrgQuota)
 	admin.GET("/quote-requests", h.adminQuoteRequests)
 	admin.POST("/quote-requests/:id/status", h.setQuoteRequestStatus)
+	admin.GET("/leaks", h.adminLeaks)
+	admin.GET("/quote-requests/:id/private-offer", h.showPrivateOfferForm)
+	admin.POST("/quote-requests/:id/private-offers", h.createPrivateOffer)
+	admin.GET("/orgs/:id/balance", h.adminBalance)
+	admin.POST("/orgs/:id/adjustments", h.adjustBalance)
+	admin.GET("/providers", h.adminProviders)
+	admin.POST("/providers/:name/markup", h.setProviderMarkup)
+	admin.GET("/jobs", h.adminJobs)
+	admin.POST("/jobs/:name/run", h.runJobNow)
+	admin.GET("/audit", h.adminAudit)
 
 	api.GET("/me", h.apiMe)
 
@@ -94,6 +112,8 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/clusters/:id/kubeconfig", h.downloadKubeconfig)
 	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
 	app.GET("/clusters/:id/logs/panel", h.logPanel)
+	app.POST("/clusters/:id/recovery", h.setRecovery) // R3
+	app.POST("/clusters/:id/recover", h.recoverNow)   // R5
 
 	api.POST("/gpu/clusters/quote", h.apiQuote)
 	api.POST("/gpu/clusters", h.apiLaunch)
@@ -104,6 +124,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.GET("/gpu/clusters/:id/logs", h.apiLogs)
 	api.GET("/gpu/clusters/:id/kubeconfig", h.downloadKubeconfig)
 	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
+	api.PUT("/gpu/clusters/:id/recovery", h.apiSetRecovery)
+	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
 
 	// The cluster agent's protocol: node tokens (agentAuth), outside the
 	// customer API's keys.

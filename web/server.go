@@ -34,6 +34,7 @@ type Config struct {
 	SMTP               bool         // mail leaves by SMTP (SMTP_URL set); else the dev mailbox shows it
 	SalesEmail         string       // receives every new quote request (SALES_EMAIL; "" = models.DefaultSalesEmail)
 	MetricsToken       string       // bearer token for /metrics; "" = loopback clients only
+	Providers          []string     // the GPU providers enabled by PROVIDERS (the admin's providers page)
 }
 
 // JobRunner runs a job's tick now (development routes, "recover now").
@@ -57,6 +58,7 @@ type Deps struct {
 	FakeClock *models.FakeClock // set only with CLUSTERDECK_FAKE_CLOCK=1 in development
 	Sim       SimControl        // nil when the simulated cloud is not enabled
 	LogPoll   time.Duration     // how often a log stream looks for new lines (default 1 s)
+	Payments  Payments          // nil: test mode, top-ups credited at once (B7)
 	Metrics   Metrics           // the registry /metrics serves (nil: a new one)
 }
 
@@ -68,6 +70,7 @@ type handler struct {
 	assets         assets            // /static/*, read and gzipped once
 	assetURLs      map[string]string // asset name → versioned URL, for the layout
 	renders        *renderCache      // offers answers by models.Pick stamp (offers.go)
+	mcp            echo.HandlerFunc  // /mcp: the MCP tools over this server's own API
 }
 
 // New builds the echo server with every route.
@@ -97,6 +100,7 @@ func newServer(d Deps) (*echo.Echo, *handler) {
 	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	e.HTTPErrorHandler = h.errorHandler
 	h.middleware(e)
+	h.mcp = newMCP(e)
 	h.routes(e)
 	return e, h
 }

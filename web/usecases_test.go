@@ -45,6 +45,8 @@ func TestUseCasesCommitWithTheirAuditEntry(t *testing.T) {
 		{name: "terminate (page)", audit: "cluster.terminate", setup: terminateCase},
 		{name: "retry install (API)", audit: "cluster.retry_install", setup: retryInstallCase},
 		{name: "kubeconfig download (API)", audit: "cluster.kubeconfig", setup: kubeconfigCase},
+		{name: "recovery policy (API)", audit: "cluster.recovery_policy", setup: recoveryPolicyCase},
+		{name: "recover now (page)", audit: "cluster.recover_now", setup: recoverNowCase},
 		{name: "invite", audit: "member.invite", setup: inviteCase},
 		{name: "invite without its mail", table: "mail_outbox", audit: "member.invite", setup: inviteCase},
 		{name: "revoke invite", audit: "member.invite_revoke", setup: revokeInviteCase},
@@ -221,7 +223,7 @@ func kubeconfigCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
 	const kubeconfig = "apiVersion: v1\nkind: Config\n"
 	cl := f.cluster(t, "atomic-kube", map[string]any{"status": models.StatusReady, "software": "kubernetes"})
 	if err := f.app.db.Create(&models.SoftwareRun{ClusterID: cl.ID, OrgID: cl.OrgID, Software: "kubernetes", Attempt: 1,
-		Kubeconfig: kubeconfig}).Error; err != nil {
+		Kubeconfig: kubeconfig, KubeconfigSource: "node"}).Error; err != nil {
 		t.Fatal(err)
 	}
 	served := false

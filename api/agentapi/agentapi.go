@@ -77,10 +77,45 @@ type Task struct {
 	Script   string            `json:"script"`
 }
 
+// HeartbeatRequest is POST /v1/agent/heartbeat: liveness, and the state of
+// the start command once the agent started it in this boot (N3).
+type HeartbeatRequest struct {
+	Start *StartState `json:"start,omitempty"`
+}
+
+// Start command states.
+const (
+	StartRunning = "running" // started and not ended
+	StartExited  = "exited"  // ended by itself, with ExitCode
+	StartFailed  = "failed"  // could not start, or was killed (ExitCode -1)
+	StartNone    = "none"    // the machine has no start command; the ports are open
+)
+
+// StartState is how the start command this boot's agent started is doing.
+type StartState struct {
+	State     string     `json:"state"` // StartRunning, StartExited, StartFailed or StartNone
+	StartedAt time.Time  `json:"startedAt"`
+	ExitCode  *int       `json:"exitCode,omitempty"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	Error     string     `json:"error,omitempty"`
+}
+
+// StartOrder tells the agent the cluster is ready (every machine joined and
+// the software passed its check, L5): add the workload's SSH keys for User,
+// open the workload's ports to the peers (and to everyone when Publish) and
+// start the start command the machine got at placement, once per boot, as
+// User in Env. The server sends it while the agent reports no StartState.
+type StartOrder struct {
+	User    string            `json:"user"`    // the node's SSH user
+	Env     map[string]string `json:"env"`     // the node env: N2's variables and the user's
+	Publish bool              `json:"publish"` // the machine kind publishes the ports
+}
+
 // HeartbeatResponse is POST /v1/agent/heartbeat's answer: the node's next
-// task, or null.
+// task, or null, and the start order once the cluster is ready.
 type HeartbeatResponse struct {
-	Task *Task `json:"task"`
+	Task  *Task       `json:"task"`
+	Start *StartOrder `json:"start,omitempty"`
 }
 
 // TaskResult is POST /v1/agent/tasks/{id}: the task's raw output.

@@ -35,6 +35,8 @@ Usage:
   clusterdeck gpu clusters connections ID
   clusterdeck gpu clusters logs ID [--node N] [--follow=false]
   clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]
+  clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
 
 Every command takes:
   --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
@@ -46,8 +48,8 @@ error; 3 refused: no_capacity, price_changed, quota_exceeded, insufficient_balan
 A launch without --idempotency-key gets a fresh one, printed on stderr: repeat the
 launch with it to retry safely (the same key and body give the same cluster, L1).
 
-Not available yet: "clusters recovery" and "clusters recover" (SPEC API1/API3) —
-the server has no recovery API yet; terminate is the way out of a degraded cluster.
+"clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
+one recovery attempt at once (R5).
 
 "clusterdeck gpu clusters launch --help" (and so on) lists every flag.
 `
@@ -115,19 +117,18 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // clusters dispatches `gpu clusters SUB …`.
 func (c *gpuCLI) clusters(args []string) error {
 	if len(args) == 0 {
-		return usageError("name a clusters command: quote, launch, list, get, connections, logs or terminate")
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery or recover")
 	}
 	commands := map[string]func([]string) error{
 		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
 		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
+		"recovery": c.recoveryPolicy, "recover": c.recoverNow,
 	}
 	sub, rest := args[0], args[1:]
 	if run, ok := commands[sub]; ok {
 		return run(rest)
 	}
 	switch sub {
-	case "recovery", "recover":
-		return usageError("\"clusters " + sub + "\" is not available yet: the server has no recovery API; terminate a degraded cluster instead")
 	case "help", "-h", "--help":
 		fmt.Fprint(c.stdout, gpuUsage)
 		return nil

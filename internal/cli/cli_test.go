@@ -683,8 +683,8 @@ func TestGPUErrors(t *testing.T) {
 			args []string
 			want string
 		}{
-			{[]string{"clusters", "recover", "cl_x"}, "not available yet"},
-			{[]string{"clusters", "recovery", "cl_x"}, "no recovery API"},
+			{[]string{"clusters", "recovery", "cl_x"}, "--mode is required"},
+			{[]string{"clusters", "recover"}, "give the cluster's id"},
 			{[]string{"clusters", "explode"}, `unknown command "clusters explode"`},
 			{[]string{"teleport"}, `unknown command "teleport"`},
 			{[]string{"clusters", "get", "a", "b"}, `unexpected argument "b"`},

@@ -330,12 +330,24 @@ func printCluster(w io.Writer, cl api.Cluster) {
 		fmt.Fprintf(tw, "Last error\t%s\n", le)
 	}
 	tw.Flush()
+	if cl.ReadyAt != nil && cl.EndedAt == nil {
+		printRecovery(w, cl.Recovery)
+	}
 	if len(cl.Nodes) > 0 {
 		fmt.Fprintln(w)
 		tw = table(w)
-		row(tw, "NODE", "RANK", "STATUS", "STEP", "ADDRESS", "PUBLIC HOST")
+		starts := slices.ContainsFunc(cl.Nodes, func(n api.ClusterNode) bool { return n.StartCommand != nil })
+		head := []string{"NODE", "RANK", "STATUS", "STEP", "ADDRESS", "PUBLIC HOST"}
+		if starts {
+			head = append(head, "START COMMAND")
+		}
+		row(tw, head...)
 		for _, n := range cl.Nodes {
-			row(tw, n.Name, fmt.Sprint(n.Rank), n.Status, stepLabel(n.Step), n.Address, n.PublicHost)
+			cells := []string{n.Name, fmt.Sprint(n.Rank), n.Status, stepLabel(n.Step), n.Address, n.PublicHost}
+			if starts {
+				cells = append(cells, startText(n.StartCommand))
+			}
+			row(tw, cells...)
 		}
 		tw.Flush()
 	}
@@ -345,6 +357,21 @@ func printCluster(w io.Writer, cl api.Cluster) {
 			fmt.Fprintln(w, "  "+eventLine(e))
 		}
 	}
+}
+
+// startText is a node's start command state in one cell (N3).
+func startText(s *api.NodeStartCommand) string {
+	switch {
+	case s == nil:
+		return ""
+	case s.State == "running":
+		return "running since " + fmtTimePtr(s.StartedAt)
+	case s.State == "exited" && s.ExitCode != nil:
+		return fmt.Sprintf("exited %d at %s", *s.ExitCode, fmtTimePtr(s.EndedAt))
+	case s.State == "failed":
+		return "failed: " + s.Error
+	}
+	return s.State
 }
 
 func printConnections(w io.Writer, c api.Connections) {
@@ -367,6 +394,18 @@ func printConnections(w io.Writer, c api.Connections) {
 	if c.EnvBlock != "" {
 		fmt.Fprintf(w, "\nEnvironment on node-0 (%s):\n", strings.TrimSuffix(c.EnvNote, "."))
 		fmt.Fprint(w, indent(c.EnvBlock, "  "))
+	}
+	if len(c.Ports) > 0 {
+		fmt.Fprintln(w, "\nPorts:")
+		for _, p := range c.Ports {
+			fmt.Fprintf(w, "  %d  %s\n", p.Port, p.Note)
+			for _, a := range p.Addresses {
+				fmt.Fprintf(w, "      %s\n", a)
+			}
+			if p.Tunnel != "" {
+				fmt.Fprintf(w, "      %s\n", p.Tunnel)
+			}
+		}
 	}
 	if c.Hostfile != "" {
 		fmt.Fprintf(w, "\nHostfile (%s):\n", c.HostfilePath)

@@ -2,9 +2,10 @@
 // (`clusterdeck agent --server URL --token T`): it checks in with what
 // nvidia-smi shows, reports which peers it reaches on the private network,
 // sends heartbeats, runs the software install and check tasks and the NCCL
-// check the server hands it and returns their raw output, and ships its log
-// lines. The simulated cloud runs the same code
-// in-process, against the same /v1/agent/… endpoints.
+// check the server hands it and returns their raw output, opens the
+// workload's ports and starts its start command once per boot when the
+// cluster is ready, and ships its log lines. The simulated cloud runs the
+// same code in-process, against the same /v1/agent/… endpoints.
 package agent
 
 import (
@@ -58,6 +59,10 @@ type Config struct {
 	Hostname  string
 	PrivateIP string
 	Now       func() time.Time // nil = time.Now
+	// Workload is what the placement asked this machine to run (N3): the
+	// start-up script hands it over (`--workload FILE`), the simulated
+	// cloud passes it in.
+	Workload providers.Workload
 }
 
 // Agent is one node's agent. Step does one round of work; Run loops it.
@@ -69,6 +74,7 @@ type Agent struct {
 	self      agentapi.CheckinResponse
 	logs      []agentapi.LogLine
 	logsAfter time.Time // the server asked to wait until then (429 Retry-After)
+	start     starter   // the start command of this boot
 }
 
 // New builds an agent.
@@ -115,9 +121,13 @@ func (a *Agent) step(ctx context.Context) error {
 			return err
 		}
 	}
+	a.followStart()
 	var hb agentapi.HeartbeatResponse
-	if err := a.post(ctx, "/v1/agent/heartbeat", struct{}{}, &hb); err != nil {
+	if err := a.post(ctx, "/v1/agent/heartbeat", agentapi.HeartbeatRequest{Start: a.start.report()}, &hb); err != nil {
 		return err
+	}
+	if hb.Start != nil {
+		a.startWorkload(ctx, *hb.Start)
 	}
 	if hb.Task != nil {
 		return a.runTask(ctx, *hb.Task)

@@ -15,6 +15,7 @@ type Shell struct {
 	Port        string        // peer port to dial; "" = 22
 	DialTimeout time.Duration // 0 = 3 s
 	StepTimeout time.Duration // 0 = 30 min
+	RunDir      string        // "" = /run/clusterdeck: the start command's output and exit code
 }
 
 // Reach dials addr (an IP, or IP:port) on the private network.

@@ -22,6 +22,9 @@ type Machine struct {
 	PrivateIP           string
 	ServerURL, Token    string
 	Exec                providers.Executor
+	// Workload is what the placement asked every machine to run (N3): a
+	// real cloud writes it for the start-up script, here it goes to the agent.
+	Workload providers.Workload
 }
 
 // AgentFactory starts the agent of one machine (`clusterdeck agent --server
@@ -86,7 +89,7 @@ func (c *Cloud) dueAgents() []agentRun {
 	for _, name := range names {
 		g := c.groups[name]
 		for _, n := range g.nodes {
-			if n.agentSilent || !n.running(now) {
+			if n.agentSilent || !n.running(now) || !n.silentAt.IsZero() && !now.Before(n.silentAt) {
 				continue
 			}
 			runs = append(runs, agentRun{
@@ -111,6 +114,7 @@ func (c *Cloud) machine(n *node) Machine {
 		PrivateIP: n.privateIP(),
 		ServerURL: n.g.agent.ServerURL,
 		Exec:      n.exec,
+		Workload:  n.g.workload,
 	}
 	if n.index < len(n.g.agent.Tokens) {
 		m.Token = n.g.agent.Tokens[n.index]

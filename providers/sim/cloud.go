@@ -243,7 +243,7 @@ func (c *Cloud) take(s *offerState, n int) error {
 
 // DescribeGroup reports every machine of the group as of now.
 func (c *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.Group, error) {
-	if err := ctx.Err(); err != nil {
+	if err := c.describeDelay(ctx); err != nil {
 		return providers.Group{}, err
 	}
 	c.mu.Lock()
@@ -256,7 +256,43 @@ func (c *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.
 	return c.view(g, c.now()), nil
 }
 
-// RestartNode reboots one running, pending or restarting machine: it reads
+// DescribeGroups reports every named group the cloud knows in one call.
+func (c *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
+	if err := c.describeDelay(ctx); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	out := make(map[string]providers.Group, len(groupNames))
+	for _, name := range groupNames {
+		if g, ok := c.groups[name]; ok {
+			out[name] = c.view(g, now)
+		}
+	}
+	return out, nil
+}
+
+// describeDelay holds a describe call for a describe_delay fault.
+func (c *Cloud) describeDelay(ctx context.Context) error {
+	c.mu.Lock()
+	d := c.takeDescribeDelay()
+	c.mu.Unlock()
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return c.errorf(providers.ErrTransient, "DescribeGroups", "timeout", "", "describe timed out: %v", ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// RestartNode reboots one running, pending or restarting machine (or starts a
+// stopped one): it reads
 // NodeRestarting for a quarter of its boot time, then NodeRunning again with
 // the same address. Its agent process starts afresh. A machine that vanished
 // or belongs to a terminated group is ErrNotFound.
@@ -280,6 +316,13 @@ func (c *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 	if st, _ := n.state(now); st == providers.NodeTerminated {
 		return c.errorf(providers.ErrNotFound, op, "not-found", g.offer.loc.ID, "machine %s no longer exists", nodeID)
 	}
+	if n.unrecoverable {
+		return c.errorf(providers.ErrUnrecoverable, op, "host-failed", g.offer.loc.ID, "machine %s cannot be restarted: host hardware fault", nodeID)
+	}
+	if c.takeNodeFault(FaultRestartFails, n) {
+		return c.errorf(providers.ErrTransient, op, "restart-failed", g.offer.loc.ID, "restart of machine %s did not complete", nodeID)
+	}
+	n.downAt, n.silentAt = time.Time{}, time.Time{}
 	n.restartUntil = now.Add(g.offer.boot / 4)
 	n.agent = nil
 	n.agentEpoch++

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"slices"
@@ -72,10 +73,14 @@ func (e *executor) Run(ctx context.Context, step, script string) (string, error)
 		return e.gpus()
 	case NCCLStep:
 		return e.nccl()
+	case PortsStep:
+		return e.ports(script)
+	case KeysStep:
+		return e.keys(script)
 	}
 	kind, software, _ := strings.Cut(step, ":")
 	if (kind != "install" && kind != "check") || !knownSoftware(software) {
-		return "", fmt.Errorf("sim: unknown step %q (want gpus, nccl:nccl-tests, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
+		return "", fmt.Errorf("sim: unknown step %q (want gpus, nccl:nccl-tests, ports, ssh-keys, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
 	}
 	c := e.c
 	c.mu.Lock()
@@ -136,7 +141,11 @@ func (e *executor) install(software string, now time.Time) (string, error) {
 	if _, ok := n.installed[software]; !ok {
 		n.installed[software] = now
 	}
-	return installLog(software, n), nil
+	out := installLog(software, n)
+	if software == Kubernetes && n.index == 0 {
+		out += e.adminConf()
+	}
+	return out, nil
 }
 
 // installLog is the tail of a successful install's output.
@@ -209,4 +218,25 @@ func slurmPkgVersion(pkg string) string {
 		return "0.5.14-6"
 	}
 	return "21.08.5-2ubuntu1"
+}
+
+// adminConf is what node-0's Kubernetes install prints last: its
+// /etc/kubernetes/admin.conf between the markers the server reads it by,
+// with the certificate authority and the admin's key pair of this
+// simulated control plane (derived from the seed and the group).
+func (e *executor) adminConf() string {
+	pem := func(kind, label string) string {
+		h1, h2 := e.c.hash("admin.conf", e.n.g.name, e.n.g.gen, label), e.c.hash("admin.conf+", e.n.g.name, e.n.g.gen, label)
+		body := base64.StdEncoding.EncodeToString(append(h1[:], h2[:]...))
+		return base64.StdEncoding.EncodeToString([]byte("-----BEGIN " + kind + "-----\n" + body + "\n-----END " + kind + "-----\n"))
+	}
+	var b strings.Builder
+	b.WriteString("-----BEGIN CLUSTERDECK KUBECONFIG-----\n")
+	fmt.Fprintf(&b, "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: %s\n    server: https://%s:6443\n  name: kubernetes\n",
+		pem("CERTIFICATE", "ca"), e.n.privateIP())
+	b.WriteString("contexts:\n- context:\n    cluster: kubernetes\n    user: kubernetes-admin\n  name: kubernetes-admin@kubernetes\n")
+	b.WriteString("current-context: kubernetes-admin@kubernetes\nkind: Config\npreferences: {}\nusers:\n- name: kubernetes-admin\n  user:\n")
+	fmt.Fprintf(&b, "    client-certificate-data: %s\n    client-key-data: %s\n", pem("CERTIFICATE", "admin"), pem("RSA PRIVATE KEY", "admin-key"))
+	b.WriteString("-----END CLUSTERDECK KUBECONFIG-----\n")
+	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
 )
@@ -41,12 +42,44 @@ const (
 	// FaultNCCLSlow: the NCCL check on a group with machine Node measures
 	// 30 % of what the interconnect advertises.
 	FaultNCCLSlow FaultKind = "nccl_slow"
+
+	// The faults below happen after admission (R1–R5). Injected with the
+	// Group of a live placement they hit it at once (After counts from
+	// now); otherwise they are scripted onto the next matching placement
+	// (After counts from the machine's boot).
+
+	// FaultGoesDown: machine Node stops (NodeStopped) After; a restart
+	// brings it back.
+	FaultGoesDown FaultKind = "goes_down"
+	// FaultUnrecoverable: machine Node stops After and every restart is
+	// refused with ErrUnrecoverable.
+	FaultUnrecoverable FaultKind = "unrecoverable"
+	// FaultHeartbeatsStop: the agent on machine Node falls silent After
+	// (the machine keeps running); a restart starts a fresh agent.
+	FaultHeartbeatsStop FaultKind = "heartbeats_stop"
+	// FaultRestartFails: the next Count restarts of machine Node fail with
+	// ErrTransient (decided at each restart; Count 0 = every restart).
+	FaultRestartFails FaultKind = "restart_fails"
+	// FaultDescribeDelay: the next Count describe calls wait Delay (wall
+	// time, or until the caller's context ends) before answering.
+	FaultDescribeDelay FaultKind = "describe_delay"
 )
 
 var faultKinds = []FaultKind{
 	FaultRefuseCapacity, FaultRefuseValidation, FaultNeverBoots, FaultDies,
 	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails, FaultGPUMissing,
 	FaultNCCLSlow,
+	FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop, FaultRestartFails, FaultDescribeDelay,
+}
+
+// afterAdmission reports the kinds that can hit a live placement.
+func afterAdmission(k FaultKind) bool {
+	return k == FaultGoesDown || k == FaultUnrecoverable || k == FaultHeartbeatsStop
+}
+
+// takenAtCall reports the kinds decided at each call rather than at placement.
+func takenAtCall(k FaultKind) bool {
+	return k == FaultInstallFails || k == FaultRestartFails || k == FaultDescribeDelay
 }
 
 // Fault scripts one failure. Offer, Location and Group narrow which
@@ -78,6 +111,8 @@ type Fault struct {
 	Software string `json:"software,omitempty"`
 	// Message replaces the upstream message of a refusal.
 	Message string `json:"message,omitempty"`
+	// Delay is how long a describe_delay fault holds each describe call.
+	Delay Duration `json:"delay,omitempty"`
 }
 
 // Validate reports what is wrong with a fault.
@@ -100,8 +135,11 @@ func (f Fault) Validate() error {
 	if f.After < 0 {
 		add("after must not be negative, got %s", f.After)
 	}
-	if f.After != 0 && f.Kind != FaultDies {
-		add("after only applies to %q faults", FaultDies)
+	if f.After != 0 && f.Kind != FaultDies && !afterAdmission(f.Kind) {
+		add("after only applies to %q, %q, %q and %q faults", FaultDies, FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop)
+	}
+	if f.Delay < 0 || f.Delay != 0 && f.Kind != FaultDescribeDelay {
+		add("delay only applies to %q faults and must not be negative", FaultDescribeDelay)
 	}
 	if f.Software != "" {
 		if f.Kind != FaultInstallFails && f.Kind != FaultCheckFails {
@@ -190,9 +228,26 @@ func (c *Cloud) Inject(faults ...Fault) error {
 		return fmt.Errorf("sim: invalid faults:\n%w", errors.Join(errs...))
 	}
 	for _, f := range resolved {
+		if g, ok := c.groups[f.Group]; ok && !g.terminated && afterAdmission(f.Kind) && f.Node < len(g.nodes) {
+			g.nodes[f.Node].hit(f, c.now())
+			continue
+		}
 		c.faults = append(c.faults, &activeFault{Fault: f, left: f.Count})
 	}
 	return nil
+}
+
+// hit scripts an after-admission fault onto machine n, After from "from".
+func (n *node) hit(f Fault, from time.Time) {
+	at := from.Add(f.After.D())
+	switch f.Kind {
+	case FaultGoesDown:
+		n.downAt = at
+	case FaultUnrecoverable:
+		n.downAt, n.unrecoverable = at, true
+	case FaultHeartbeatsStop:
+		n.silentAt = at
+	}
 }
 
 // faultOffer maps a fault's offer, public or internal id, to the simulator's
@@ -236,7 +291,7 @@ func (c *Cloud) Faults() []Fault {
 func isRefusal(k FaultKind) bool { return k == FaultRefuseCapacity || k == FaultRefuseValidation }
 
 // scriptedAtPlacement reports the kinds decided when a group is placed.
-func scriptedAtPlacement(k FaultKind) bool { return !isRefusal(k) && k != FaultInstallFails }
+func scriptedAtPlacement(k FaultKind) bool { return !isRefusal(k) && !takenAtCall(k) }
 
 // matches reports whether f applies to a placement of size count of offer s
 // under group name.
@@ -309,6 +364,8 @@ func (c *Cloud) applyNodeFaults(g *group) {
 			n.gpuMissing = true
 		case FaultNCCLSlow:
 			n.ncclSlow = true
+		case FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop:
+			n.hit(f.Fault, n.bootAt)
 		}
 		before := len(c.faults)
 		c.use(i)
@@ -330,4 +387,28 @@ func (c *Cloud) takeInstallFault(n *node, software string) bool {
 		}
 	}
 	return false
+}
+
+// takeNodeFault consumes the first fault of kind that hits machine n now,
+// reporting whether there was one. Callers hold c.mu.
+func (c *Cloud) takeNodeFault(kind FaultKind, n *node) bool {
+	for i, f := range c.faults {
+		if f.Kind == kind && f.Node == n.index && f.matches(n.g.offer, n.g.name, len(n.g.nodes)) {
+			c.use(i)
+			return true
+		}
+	}
+	return false
+}
+
+// takeDescribeDelay consumes the first describe_delay fault and returns its
+// delay (0 = none). Callers hold c.mu.
+func (c *Cloud) takeDescribeDelay() time.Duration {
+	for i, f := range c.faults {
+		if f.Kind == FaultDescribeDelay {
+			c.use(i)
+			return f.Delay.D()
+		}
+	}
+	return 0
 }

@@ -13,6 +13,7 @@ type group struct {
 	gen          int // how many groups of this name were placed before it
 	offer        *offerState
 	agent        providers.AgentBootstrap
+	workload     providers.Workload // what every machine runs (N3)
 	placedAt     time.Time
 	terminated   bool
 	terminatedAt time.Time
@@ -32,14 +33,18 @@ type node struct {
 	dieAfter        time.Duration // after bootAt
 	agentSilent     bool
 	peerUnreachable bool
-	checkFails      []string // software whose check reports this node unhealthy ("" = all)
-	gpuMissing      bool     // nvidia-smi lists one GPU fewer than the offer has
-	ncclSlow        bool     // the NCCL check measures a fraction of the fabric
+	checkFails      []string  // software whose check reports this node unhealthy ("" = all)
+	gpuMissing      bool      // nvidia-smi lists one GPU fewer than the offer has
+	ncclSlow        bool      // the NCCL check measures a fraction of the fabric
+	downAt          time.Time // stopped from then until restarted (zero = never)
+	unrecoverable   bool      // every restart is refused
+	silentAt        time.Time // the agent stops from then until restarted (zero = never)
 
 	installed  map[string]time.Time // software → when its install succeeded
 	agent      MachineAgent
 	agentEpoch int // bumped when the machine reboots, so a stale agent is not kept
 	exec       *executor
+	ran        []Ran // the workload steps its agent ran, oldest first
 }
 
 // newGroup creates the machines of a placement that already took stock and
@@ -56,6 +61,7 @@ func (c *Cloud) newGroup(s *offerState, req providers.PlaceRequest, now time.Tim
 			ServerURL: req.Agent.ServerURL,
 			Tokens:    append([]string(nil), req.Agent.Tokens...),
 		},
+		workload: req.Workload(),
 	}
 	for i := range req.Count {
 		// Up to 20% jitter per machine, whole seconds, fixed by the seed.
@@ -85,6 +91,10 @@ func (n *node) state(t time.Time) (providers.NodeState, string) {
 		return providers.NodePending, "booting"
 	case t.Before(n.restartUntil):
 		return providers.NodeRestarting, "rebooting"
+	case !n.downAt.IsZero() && !t.Before(n.downAt) && n.unrecoverable:
+		return providers.NodeFailed, "host hardware fault"
+	case !n.downAt.IsZero() && !t.Before(n.downAt):
+		return providers.NodeStopped, "instance stopped"
 	default:
 		return providers.NodeRunning, ""
 	}

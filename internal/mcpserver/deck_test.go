@@ -1,0 +1,294 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/client"
+	"github.com/clusterdeck/clusterdeck/internal/mcpserver"
+	"github.com/clusterdeck/clusterdeck/jobs"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/agent"
+	"github.com/clusterdeck/clusterdeck/providers/sim"
+	"github.com/clusterdeck/clusterdeck/static"
+	"github.com/clusterdeck/clusterdeck/web"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"gorm.io/gorm"
+)
+
+// testCloud is one location with an H100 VM offer (boot 4 m), 40 machines counted
+// (launches hold them until they are released).
+const testCloud = `{
+  "locations": [{
+    "id": "test-1", "name": "Testville",
+    "offers": [
+      {"id": "h100.8x.vm", "accelerator": "H100_80GB", "machine_kind": "vm", "interconnect": "infiniband",
+       "gpus_per_node": 8, "vcpus": 96, "memory_gb": 1000, "per_gpu_hour_usd": 2490000,
+       "root_disk_gb": 500, "disk_gb_hour_usd": 100, "nodes_available": 40, "boot_time": "4m"}
+    ]}]}`
+
+// deck is a whole Clusterdeck at test scale on one fake clock: the real
+// router (httptest), a migrated database, the simulated cloud whose
+// machines run the real agent against the server, and the catalog and
+// provision jobs. The organisation has a balance and an API key.
+type deck struct {
+	t     *testing.T
+	store *models.Store
+	clock *models.FakeClock
+	srv   *httptest.Server
+	cloud *sim.Cloud
+	cat   *jobs.Catalog
+	job   *jobs.Provision
+	acct
+}
+
+// acct is an organisation, its default environment, its owner and an API key.
+type acct struct {
+	org   models.Org
+	env   models.Environment
+	user  models.User
+	key   string // the token, cdk_…
+	keyID string
+}
+
+func newDeck(t *testing.T, db *gorm.DB) *deck {
+	t.Helper()
+	clock := models.NewFakeClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	store := models.NewStore(db, clock)
+	srv := httptest.NewServer(web.New(web.Deps{Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Static: static.FS,
+		Config: web.Config{BaseURL: "http://127.0.0.1", SessionAuthKey: make([]byte, 64), SessionEncKey: make([]byte, 32)}}))
+	t.Cleanup(srv.Close)
+	cfg, err := sim.ParseConfig([]byte(testCloud), "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud := sim.New(cfg, sim.WithClock(clock.Now), sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
+		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec, HTTP: srv.Client(),
+			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now})
+	}))
+	reg := providers.Registry{"sim": cloud}
+	d := &deck{t: t, store: store, clock: clock, srv: srv, cloud: cloud,
+		cat: &jobs.Catalog{Store: store, Providers: reg}, job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}}
+	if err := d.cat.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d.acct = d.signup("agent@example.com", "Agents Inc", 500)
+	return d
+}
+
+// eachDeck runs fn on SQLite and, with TEST_DATABASE_URL, on PostgreSQL.
+func eachDeck(t *testing.T, fn func(t *testing.T, d *deck)) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newDeck(t, db)) })
+}
+
+// signup makes an organisation with dollars of balance and an API key.
+func (d *deck) signup(email, org string, dollars int) acct {
+	d.t.Helper()
+	ctx := context.Background()
+	u, o, err := d.store.Signup(ctx, models.SignupInput{Email: email, Name: "Agent Owner", Password: "correct horse battery", OrgName: org}, "192.0.2.1")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	env, err := d.store.DefaultEnvironment(ctx, o.ID)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	k, key, err := d.store.CreateAPIKey(ctx, o.ID, env.ID, u.ID, "agent")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if dollars > 0 {
+		if _, err := d.store.Deposit(ctx, o.ID, models.Money(dollars)*models.Micro, "deposit:"+o.ID, "test"); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	return acct{org: o, env: env, user: u, key: key, keyID: k.ID}
+}
+
+// tick is a minute of the world: the provision job, every running
+// machine's agent one step over HTTP, the catalog, the provision job again.
+func (d *deck) tick() {
+	d.t.Helper()
+	ctx := context.Background()
+	d.clock.Advance(time.Minute)
+	if err := d.job.Run(ctx); err != nil {
+		d.t.Fatalf("provision: %v", err)
+	}
+	if err := d.cloud.StepAgents(ctx); err != nil && !errors.Is(err, agent.ErrRevoked) {
+		d.t.Logf("agents: %v", err)
+	}
+	if err := d.cat.Run(ctx); err != nil {
+		d.t.Fatalf("catalog: %v", err)
+	}
+	if err := d.job.Run(ctx); err != nil {
+		d.t.Fatalf("provision: %v", err)
+	}
+}
+
+// A way in: the SDK's own client connected to the tools acting with key.
+type way struct {
+	name    string
+	connect func(t *testing.T, d *deck, key string) (*mcp.ClientSession, error)
+}
+
+var ways = []way{
+	{"in-memory", connectInMemory},
+	{"http", connectHTTP},
+	{"stdio", connectStdio},
+}
+
+func newClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
+}
+
+// connectInMemory serves the tools (over the REST API at the deck's URL)
+// on the SDK's in-memory transport, as `clusterdeck mcp` does on stdio.
+func connectInMemory(t *testing.T, d *deck, key string) (*mcp.ClientSession, error) {
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := mcpserver.New(client.New(d.srv.URL, key)).Connect(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := newClient().Connect(ctx, ct, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// connectStdio runs `clusterdeck mcp` (Command) with CLUSTERDECK_API and
+// CLUSTERDECK_API_KEY, its stdin and stdout piped to the SDK's client.
+func connectStdio(t *testing.T, d *deck, key string) (*mcp.ClientSession, error) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	env := map[string]string{"CLUSTERDECK_API": d.srv.URL, "CLUSTERDECK_API_KEY": key}
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.Command(context.Background(), nil, func(k string) string { return env[k] }, inR, outW, io.Discard)
+		outW.Close()
+	}()
+	cs, err := newClient().Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		inW.Close()
+		return nil, err
+	}
+	t.Cleanup(func() {
+		cs.Close() // closes the command's stdin: it ends
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("clusterdeck mcp did not end when its stdin closed")
+		}
+	})
+	return cs, nil
+}
+
+// connectHTTP is the SDK's Streamable HTTP client against the real router's /mcp.
+func connectHTTP(t *testing.T, d *deck, key string) (*mcp.ClientSession, error) {
+	tr := &mcp.StreamableClientTransport{Endpoint: d.srv.URL + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: bearer{key}}}
+	cs, err := newClient().Connect(context.Background(), tr, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// bearer sends an API key with every request.
+type bearer struct{ key string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func mustConnect(t *testing.T, w way, d *deck, key string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := w.connect(t, d, key)
+	if err != nil {
+		t.Fatalf("connect (%s): %v", w.name, err)
+	}
+	return cs
+}
+
+// result is a tool call's answer as an agent reads it.
+type result struct {
+	isError bool
+	text    string         // every text content, joined
+	data    map[string]any // the structured content
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) result {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v", name, err)
+	}
+	var r result
+	r.isError = res.IsError
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	r.text = strings.Join(texts, "\n")
+	if res.StructuredContent != nil {
+		raw, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(raw, &r.data)
+	}
+	return r
+}
+
+// ok calls a tool that must succeed.
+func ok(t *testing.T, cs *mcp.ClientSession, name string, args any) result {
+	t.Helper()
+	r := callTool(t, cs, name, args)
+	if r.isError {
+		t.Fatalf("%s(%v) failed:\n%s", name, args, r.text)
+	}
+	return r
+}
+
+// refused calls a tool that must fail with the API's code.
+func refused(t *testing.T, cs *mcp.ClientSession, name string, args any, code string, wants ...string) result {
+	t.Helper()
+	r := callTool(t, cs, name, args)
+	if !r.isError {
+		t.Fatalf("%s(%v) succeeded, want %s:\n%s", name, args, code, r.text)
+	}
+	if e, _ := r.data["error"].(map[string]any); code != "" && (e == nil || e["code"] != code) {
+		t.Errorf("%s(%v): structured error %v, want code %s", name, args, r.data, code)
+	}
+	for _, w := range append([]string{code}, wants...) {
+		if !strings.Contains(r.text, w) {
+			t.Errorf("%s(%v) error lacks %q:\n%s", name, args, w, r.text)
+		}
+	}
+	return r
+}
+
+func (d *deck) clusterCount(orgID string) int {
+	d.t.Helper()
+	list, err := d.store.ClustersForOrg(context.Background(), orgID)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return len(list)
+}
+
+func str(v any) string { return fmt.Sprint(v) }

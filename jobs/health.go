@@ -1,0 +1,192 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// Health defaults (R1): an agent is late after three minutes without a
+// heartbeat; a machine is unhealthy once its condition held for a minute,
+// which takes at least two passes (no flapping on one missed heartbeat,
+// and a "not found" answer is confirmed before anything is decided on it).
+const (
+	DefaultHeartbeatLate  = 3 * time.Minute
+	DefaultUnhealthyAfter = time.Minute
+	healthBatch           = 1000
+)
+
+// Health is R1–R2: it checks every admitted machine of every live cluster,
+// a batch of clusters at a time: one describe call per provider per batch,
+// and the agents' heartbeats from the database. Writes happen only when
+// something changed, so a healthy fleet costs two reads per batch.
+type Health struct {
+	Store          *models.Store
+	Providers      providers.Registry
+	Mail           *models.ClusterNotify // the degraded mail (E1); nil = none
+	HeartbeatLate  time.Duration         // 0 = DefaultHeartbeatLate
+	UnhealthyAfter time.Duration         // 0 = DefaultUnhealthyAfter
+	Batch          int                   // clusters per batch; 0 = 1000
+}
+
+// Name implements Job.
+func (j *Health) Name() string { return "health" }
+
+// Run implements Job: one pass over every live cluster.
+func (j *Health) Run(ctx context.Context) error {
+	batch := cmp(j.Batch, healthBatch)
+	var errs []error
+	for after := ""; ; {
+		cs, err := j.Store.LiveClustersAfter(ctx, after, batch)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if len(cs) > 0 {
+			errs = append(errs, j.pass(ctx, cs))
+			after = cs[len(cs)-1].ID
+		}
+		if len(cs) < batch {
+			return errors.Join(errs...)
+		}
+	}
+}
+
+func cmp[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// pass checks one batch of clusters.
+func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	nodes, err := j.Store.HealthNodes(ctx, ids)
+	if err != nil {
+		return err
+	}
+	groups, described, errs := j.describe(ctx, cs)
+	now := j.Store.Now()
+	var marks models.HealthMarks
+	type verdict struct {
+		c     models.Cluster
+		downs []models.DownMachine
+		well  bool
+	}
+	var verdicts []verdict
+	for _, c := range cs {
+		if !described[c.Provider] || c.TerminateRequestedAt != nil {
+			continue // unknown this pass: decide nothing on it
+		}
+		g, found := groups[c.GroupName()]
+		v := verdict{c: c, well: true}
+		for _, n := range nodes[c.ID] {
+			if n.MeshAt == nil || n.Status == models.NodeFailed || n.Status == models.NodeLost || n.Status == models.NodeTerminated {
+				continue // not admitted, or ended
+			}
+			seen := j.observe(n, g, found, now)
+			if seen == "" {
+				if n.DownSince != nil || n.Status == models.NodeDown || n.Status == models.NodeRestarting {
+					marks.Well = append(marks.Well, n.ID)
+				}
+				continue
+			}
+			v.well = false
+			marks.Unwell = append(marks.Unwell, n.ID)
+			since := now
+			if n.DownSince != nil {
+				since = *n.DownSince
+			}
+			// The hold time is positive and its clock starts at the first
+			// sighting, so nothing (a "not found" answer included) is
+			// declared before a later pass confirms it.
+			if now.Sub(since) >= cmp(j.UnhealthyAfter, DefaultUnhealthyAfter) &&
+				n.Status != models.NodeDown && n.Status != models.NodeRestarting {
+				v.downs = append(v.downs, models.DownMachine{Rank: n.Rank, Name: n.Name, Seen: seen})
+			}
+		}
+		verdicts = append(verdicts, v)
+	}
+	if err := j.Store.MarkHealth(ctx, marks); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, v := range verdicts {
+		var err error
+		switch {
+		case len(v.downs) > 0:
+			_, err = j.Store.MarkMachinesDown(ctx, v.c, v.downs, j.Mail)
+		case v.well && v.c.EpisodeStartedAt != nil:
+			_, err = j.Store.MarkHealthy(ctx, v.c, j.Mail)
+		}
+		if err != nil && !errors.Is(err, models.ErrConflict) {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", v.c.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// describe asks each provider about its clusters' groups in one call.
+func (j *Health) describe(ctx context.Context, cs []models.Cluster) (map[string]providers.Group, map[string]bool, []error) {
+	names := map[string][]string{}
+	for _, c := range cs {
+		names[c.Provider] = append(names[c.Provider], c.GroupName())
+	}
+	groups, ok := map[string]providers.Group{}, map[string]bool{}
+	var errs []error
+	for prov, list := range names {
+		p, err := j.Providers.Get(prov)
+		if err != nil {
+			continue // a disabled provider: nothing can be said about its machines
+		}
+		got, err := p.DescribeGroups(ctx, list)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("describe %s: %w", prov, err))
+			continue
+		}
+		for k, g := range got {
+			groups[k] = g
+		}
+		ok[prov] = true
+	}
+	return groups, ok, errs
+}
+
+// observe says what is wrong with machine n now, or "" when it is well:
+// running at its provider and its agent's heartbeat on time.
+func (j *Health) observe(n models.ClusterNode, g providers.Group, found bool, now time.Time) string {
+	if !found {
+		return "not found at the provider"
+	}
+	var pn *providers.Node
+	for i := range g.Nodes {
+		if g.Nodes[i].Index == n.Rank {
+			pn = &g.Nodes[i]
+			break
+		}
+	}
+	switch {
+	case pn == nil:
+		return "not found at the provider"
+	case pn.State != providers.NodeRunning:
+		msg := string(pn.State) + " at the provider"
+		if pn.Message != "" {
+			msg += " (" + pn.Message + ")"
+		}
+		return msg
+	}
+	last := n.HeartbeatAt
+	if last == nil {
+		last = n.MeshAt
+	}
+	if late := cmp(j.HeartbeatLate, DefaultHeartbeatLate); now.Sub(*last) > late {
+		return fmt.Sprintf("agent silent: last heartbeat %s ago", now.Sub(*last).Round(time.Second))
+	}
+	return ""
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/providers/payments"
+	"github.com/clusterdeck/clusterdeck/web"
+)
+
+// webPayments gives web the Stripe provider when a key is configured, and
+// nil (test mode: top-ups credited at once) otherwise (B7).
+func webPayments(cfg config) web.Payments {
+	p := payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookSecret})
+	if p.TestMode() {
+		return nil
+	}
+	return stripeForWeb{p}
+}
+
+// stripeForWeb adapts payments.Provider to web.Payments.
+type stripeForWeb struct{ p payments.Provider }
+
+func (s stripeForWeb) StartCheckout(ctx context.Context, t models.TopUp, email, successURL, cancelURL string) (string, string, error) {
+	co, err := s.p.CreateCheckout(ctx, payments.CheckoutParams{OrgID: t.OrgID, TopUpID: t.ID, Amount: t.Amount,
+		CustomerEmail: email, SuccessURL: successURL, CancelURL: cancelURL})
+	return co.ID, co.URL, err
+}
+
+func (s stripeForWeb) VerifyWebhook(payload []byte, signature string) (models.PaymentEvent, error) {
+	ev, err := s.p.ParseWebhook(payload, signature)
+	if errors.Is(err, payments.ErrBadSignature) {
+		return models.PaymentEvent{}, fmt.Errorf("%w: %v", web.ErrBadSignature, err)
+	}
+	if err != nil {
+		return models.PaymentEvent{}, err
+	}
+	return models.PaymentEvent{ID: ev.ID, Type: ev.Type, OrgID: ev.OrgID, TopUpID: ev.TopUpID, SessionID: ev.ObjectID,
+		Amount: ev.Amount, Paid: ev.Paid, CheckoutComplete: ev.Type == payments.EventCheckoutCompleted}, nil
+}

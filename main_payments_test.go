@@ -1,0 +1,43 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/web"
+	"github.com/stripe/stripe-go/v76/webhook"
+)
+
+// B7: no key is test mode; a key without the webhook secret is refused.
+func TestPaymentsConfig(t *testing.T) {
+	if webPayments(config{}) != nil {
+		t.Error("no Stripe key must be test mode (nil)")
+	}
+	env := map[string]string{"STRIPE_SECRET_KEY": "sk_test_1"}
+	if _, err := loadConfig(func(k string) string { return env[k] }); err == nil {
+		t.Error("a Stripe key without STRIPE_WEBHOOK_SECRET was accepted")
+	}
+}
+
+// B4: the adapter hands web a verified checkout.session.completed as the
+// ledger's PaymentEvent, and a bad signature as web.ErrBadSignature.
+func TestStripeForWebVerifiesWebhooks(t *testing.T) {
+	p := webPayments(config{StripeSecretKey: "sk_test_1", StripeWebhookSecret: "whsec_1"})
+	body, _ := json.Marshal(map[string]any{"id": "evt_1", "object": "event", "type": "checkout.session.completed", "api_version": "2023-10-16",
+		"data": map[string]any{"object": map[string]any{"id": "cs_1", "object": "checkout.session", "amount_total": 2500, "payment_status": "paid",
+			"metadata": map[string]string{"org_id": "org_1", "top_up_id": "tu_1"}}}})
+	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_1", Timestamp: time.Now()})
+	ev, err := p.VerifyWebhook(sp.Payload, sp.Header)
+	want := models.PaymentEvent{ID: "evt_1", Type: "checkout.session.completed", OrgID: "org_1", TopUpID: "tu_1", SessionID: "cs_1",
+		Amount: 25 * models.Micro, Paid: true, CheckoutComplete: true}
+	if err != nil || ev != want {
+		t.Fatalf("event %+v %v, want %+v", ev, err, want)
+	}
+	forged := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_other", Timestamp: time.Now()})
+	if _, err := p.VerifyWebhook(forged.Payload, forged.Header); !errors.Is(err, web.ErrBadSignature) {
+		t.Errorf("forged: %v, want web.ErrBadSignature", err)
+	}
+}

@@ -1,0 +1,164 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// The start command (N3): once the cluster is ready every node's agent
+// starts it once per boot and reports its state with each heartbeat. The
+// last state per node is kept here; each new start and each end is an
+// event.
+
+// Start command states (as the agent reports them).
+const (
+	StartRunning = "running"
+	StartExited  = "exited"
+	StartFailed  = "failed" // could not start, or killed (exit code -1)
+)
+
+// NodeStart is the state of one node's start command in its current boot.
+type NodeStart struct {
+	ClusterID  string `gorm:"primaryKey;size:32"`
+	Rank       int    `gorm:"primaryKey;autoIncrement:false"`
+	OrgID      string `gorm:"size:32;index"`
+	Node       string `gorm:"size:32"`
+	State      string `gorm:"size:16"`
+	StartedAt  time.Time
+	ExitCode   *int
+	EndedAt    *time.Time
+	Error      string `gorm:"size:1000"`
+	ReportedAt time.Time
+}
+
+// TableName keeps the table name short and explicit.
+func (NodeStart) TableName() string { return "node_starts" }
+
+// nodeStart0230 is the table as migration 0230 created it.
+type nodeStart0230 struct {
+	ClusterID  string `gorm:"primaryKey;size:32"`
+	Rank       int    `gorm:"primaryKey;autoIncrement:false"`
+	OrgID      string `gorm:"size:32;index"`
+	Node       string `gorm:"size:32"`
+	State      string `gorm:"size:16"`
+	StartedAt  time.Time
+	ExitCode   *int
+	EndedAt    *time.Time
+	Error      string `gorm:"size:1000"`
+	ReportedAt time.Time
+}
+
+func (nodeStart0230) TableName() string { return "node_starts" }
+
+func init() {
+	register(Migration{ID: "0230_node_starts", Up: func(tx *gorm.DB) error {
+		return tx.Migrator().CreateTable(&nodeStart0230{})
+	}})
+}
+
+// StartReport is what an agent reports of its start command.
+type StartReport struct {
+	State     string
+	StartedAt time.Time
+	ExitCode  *int
+	EndedAt   *time.Time
+	Error     string
+}
+
+// Validate refuses a report the server cannot show.
+func (r StartReport) Validate() error {
+	switch {
+	case r.State != StartRunning && r.State != StartExited && r.State != StartFailed:
+		return fmt.Errorf("state %q: want running, exited or failed", r.State)
+	case r.StartedAt.IsZero():
+		return errors.New("startedAt is required")
+	case r.State != StartRunning && (r.ExitCode == nil || r.EndedAt == nil):
+		return fmt.Errorf("state %q needs exitCode and endedAt", r.State)
+	}
+	return nil
+}
+
+// Ended reports whether the command is no longer running.
+func (n NodeStart) Ended() bool { return n.State != StartRunning }
+
+// RecordStart keeps node n's start command state. A report that changes
+// nothing writes nothing; a new start and an end each add an event. A
+// report older than the kept one (a late heartbeat of an earlier boot) is
+// ignored.
+func (s *Store) RecordStart(ctx context.Context, c Cluster, n ClusterNode, r StartReport) error {
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("models: start report: %w", err)
+	}
+	// Compared at the precision every database keeps, so a report repeated
+	// with nanoseconds is the same start.
+	r.StartedAt = r.StartedAt.UTC().Truncate(time.Microsecond)
+	if r.EndedAt != nil {
+		ended := r.EndedAt.UTC().Truncate(time.Microsecond)
+		r.EndedAt = &ended
+	}
+	return s.Tx(ctx, func(tx *Store) error {
+		var old []NodeStart
+		if err := tx.db.WithContext(ctx).Where("cluster_id = ? AND rank = ?", c.ID, n.Rank).Limit(1).Find(&old).Error; err != nil {
+			return err
+		}
+		if len(old) == 1 {
+			o := old[0]
+			if r.StartedAt.Before(o.StartedAt) || r.StartedAt.Equal(o.StartedAt) && (o.Ended() || r.State == StartRunning) {
+				return nil
+			}
+		}
+		row := NodeStart{ClusterID: c.ID, Rank: n.Rank, OrgID: c.OrgID, Node: n.Name, State: r.State,
+			StartedAt: r.StartedAt, ExitCode: r.ExitCode, EndedAt: r.EndedAt, Error: truncate(r.Error, 1000), ReportedAt: tx.Now()}
+		err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "cluster_id"}, {Name: "rank"}},
+			DoUpdates: clause.AssignmentColumns([]string{"state", "started_at", "exit_code", "ended_at", "error", "reported_at"}),
+		}).Create(&row).Error
+		if err != nil {
+			return err
+		}
+		if len(old) == 0 || !old[0].StartedAt.Equal(row.StartedAt) {
+			if err := tx.addEvent(ctx, c, c.Status, "info", n.Name, "workload", n.Name+"'s start command started."); err != nil {
+				return err
+			}
+		}
+		if !row.Ended() {
+			return nil
+		}
+		kind, msg := "info", fmt.Sprintf("%s's start command exited with code %d.", n.Name, *row.ExitCode)
+		switch {
+		case row.State == StartFailed:
+			kind, msg = "error", fmt.Sprintf("%s's start command did not run to its end: %s", n.Name, row.Error)
+		case *row.ExitCode != 0:
+			kind = "error"
+		}
+		return tx.addEvent(ctx, c, c.Status, kind, n.Name, "workload", msg)
+	})
+}
+
+// NodeStarts lists a cluster's start command states by rank, through its
+// organisation (A3).
+func (s *Store) NodeStarts(ctx context.Context, orgID, clusterID string) ([]NodeStart, error) {
+	var out []NodeStart
+	err := s.db.WithContext(ctx).Where("org_id = ? AND cluster_id = ?", orgID, clusterID).Order("rank").Find(&out).Error
+	return out, err
+}
+
+// NodeStartsForClusters loads the start command states of several clusters
+// of one organisation in one query.
+func (s *Store) NodeStartsForClusters(ctx context.Context, orgID string, ids []string) (map[string][]NodeStart, error) {
+	out := map[string][]NodeStart{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []NodeStart
+	err := s.db.WithContext(ctx).Where("org_id = ? AND cluster_id IN ?", orgID, ids).Order("cluster_id, rank").Find(&rows).Error
+	for _, r := range rows {
+		out[r.ClusterID] = append(out[r.ClusterID], r)
+	}
+	return out, err
+}

@@ -1,0 +1,160 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Markup (OP2) is the operator's percentage on a provider's prices. It is
+// applied in one place, CustomerPrice, to the catalog's two provider rates
+// (per GPU-hour and per root-disk GB-hour) as the stored catalog is read
+// (picker and quotes alike), so every figure a customer sees or pays is
+// computed from marked rates: the picker's machine and cluster prices, the
+// quote's breakdown and usdPerHour, and the cluster's locked per-machine rate
+// that the ledger charges. The volume rate is Clusterdeck's own, not a
+// provider's, and a private offer's price is final: neither is marked up.
+//
+// Rounding rule: each rate is marked up on its own and rounded half up to a
+// whole micro-dollar, before any multiplication by GPUs, GB or machines; so
+// a machine's price stays GPUs × rate + disk GB × rate and a cluster's stays
+// machines × machine price, exactly (O7, Q3, Q6).
+
+// MarkupBP is a markup in basis points: 1 = 0.01 %, 1250 = 12.5 %.
+type MarkupBP = int
+
+// MaxMarkupBP bounds a markup (500 %): a typo guard, not a policy.
+const MaxMarkupBP MarkupBP = 50_000
+
+// CustomerPrice is a provider rate with markup bp, rounded half up to the
+// micro-dollar (see the rounding rule above).
+func CustomerPrice(rate Money, bp MarkupBP) Money {
+	if bp == 0 || rate <= 0 {
+		return rate
+	}
+	return (rate*int64(10_000+bp) + 5_000) / 10_000
+}
+
+// withMarkup is o at the rates its customers pay.
+func (o Offer) withMarkup(bp MarkupBP) Offer {
+	o.PerGPUHour = CustomerPrice(o.PerGPUHour, bp)
+	o.DiskGBHour = CustomerPrice(o.DiskGBHour, bp)
+	return o
+}
+
+// ProviderSetting is the operator's setting for one provider: its markup.
+// A provider without a row uses the store's DefaultMarkup.
+type ProviderSetting struct {
+	Provider  string `gorm:"primaryKey;size:64"`
+	MarkupBP  int    `gorm:"column:markup_bp"`
+	UpdatedBy string `gorm:"size:300"`
+	UpdatedAt time.Time
+}
+
+func init() {
+	register(Migration{ID: "0600_provider_settings", Up: func(tx *gorm.DB) error {
+		type providerSetting struct {
+			Provider  string `gorm:"primaryKey;size:64"`
+			MarkupBP  int    `gorm:"column:markup_bp"`
+			UpdatedBy string `gorm:"size:300"`
+			UpdatedAt time.Time
+		}
+		return tx.Table("provider_settings").Migrator().CreateTable(&providerSetting{})
+	}})
+}
+
+// Markups is each provider's markup; providers without a setting use the
+// store's default (Markups.For).
+type Markups struct {
+	Default MarkupBP
+	ByName  map[string]MarkupBP
+}
+
+// For is provider's markup.
+func (m Markups) For(provider string) MarkupBP {
+	if bp, ok := m.ByName[provider]; ok {
+		return bp
+	}
+	return m.Default
+}
+
+// Markups reads every provider's markup.
+func (s *Store) Markups(ctx context.Context) (Markups, error) {
+	var rows []ProviderSetting
+	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
+		return Markups{}, fmt.Errorf("models: markups: %w", err)
+	}
+	m := Markups{Default: s.DefaultMarkup, ByName: make(map[string]MarkupBP, len(rows))}
+	for _, r := range rows {
+		m.ByName[r.Provider] = r.MarkupBP
+	}
+	return m, nil
+}
+
+// customerPrices turns catalog rows into what customers pay: each offer at
+// its provider's markup. Every read of the catalog that prices for a
+// customer goes through it (the picker's snapshot, FitOffer).
+func (s *Store) customerPrices(ctx context.Context, offers []Offer) ([]Offer, error) {
+	m, err := s.Markups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range offers {
+		offers[i] = offers[i].withMarkup(m.For(offers[i].Provider))
+	}
+	return offers, nil
+}
+
+// ParsePercent reads a percentage with at most two decimals ("12", "12.5",
+// "0.25") as basis points.
+func ParsePercent(s string) (MarkupBP, error) {
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" || !allDigits(whole) || !allDigits(frac) || len(frac) > 2 || len(whole) > 6 {
+		return 0, fmt.Errorf("%q is not a percentage like 12 or 12.5", s)
+	}
+	w, _ := strconv.Atoi(whole)
+	f, _ := strconv.Atoi((frac + "00")[:2])
+	return w*100 + f, nil
+}
+
+// PercentText is bp as a percentage: "12.5%", "0%".
+func PercentText(bp MarkupBP) string {
+	s := strconv.Itoa(bp/100) + "." + fmt.Sprintf("%02d", bp%100)
+	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(s, "0"), "."), ".") + "%"
+}
+
+// SetProviderMarkup is the operator's markup for provider (OP2), as a
+// percentage string; it applies to prices quoted from now on (locked quotes
+// and running clusters keep their rates). The setting and the audit entry
+// commit together, with a bump of the catalog version, so the picker's
+// snapshot of customer prices (catalog.go) is reloaded at once.
+func (x Actions) SetProviderMarkup(ctx context.Context, provider, percent string) (MarkupBP, error) {
+	bp, err := ParsePercent(percent)
+	switch {
+	case err != nil:
+		return 0, FieldErrors{"markup": "Enter a percentage like 12 or 12.5 (at most two decimals)."}
+	case bp > MaxMarkupBP:
+		return 0, FieldErrors{"markup": "Enter at most 500%."}
+	case provider == "" || len(provider) > 64:
+		return 0, FieldErrors{"provider": "Unknown provider."}
+	}
+	err = x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		row := ProviderSetting{Provider: provider, MarkupBP: bp, UpdatedBy: x.a.Name, UpdatedAt: tx.Now()}
+		err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "provider"}},
+			DoUpdates: clause.AssignmentColumns([]string{"markup_bp", "updated_by", "updated_at"})}).Create(&row).Error
+		if err != nil {
+			return nil, fmt.Errorf("models: set markup of %s: %w", provider, err)
+		}
+		if err := tx.bumpCatalogVersion(ctx); err != nil {
+			return nil, err
+		}
+		return x.audit("provider.markup", provider, PercentText(bp)), nil
+	})
+	return bp, err
+}

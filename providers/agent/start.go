@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/clusterdeck/clusterdeck/api/agentapi"
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// The workload (N3): when the server says the cluster is ready, the agent
+// adds the SSH keys for the SSH user, opens the ports to its peers (and publishes them where the machine kind
+// allows), then starts the start command the machine got at placement —
+// once per boot: a later order in the same agent changes nothing, and the
+// real shell keeps a marker in /run, which every boot empties. The
+// command's output goes into the node's log; its state rides on every
+// heartbeat.
+
+// KeysStep, PortsStep and StartStep name the workload's steps on the executor.
+const (
+	KeysStep  = "ssh-keys"
+	PortsStep = "ports"
+	StartStep = "start"
+)
+
+// starter is the start command of this boot.
+type starter struct {
+	ordered bool // the start order was carried out
+	proc    providers.Process
+	state   *agentapi.StartState
+}
+
+// report is the state to send with the next heartbeat (nil before the start).
+func (s *starter) report() *agentapi.StartState {
+	if s.state == nil {
+		return nil
+	}
+	st := *s.state
+	return &st
+}
+
+// startWorkload carries out the start order, once.
+func (a *Agent) startWorkload(ctx context.Context, o agentapi.StartOrder) {
+	if a.start.ordered {
+		return
+	}
+	a.start.ordered = true
+	w := a.cfg.Workload
+	if len(w.SSHKeys) > 0 {
+		a.runStep(ctx, KeysStep, KeysScript(o.User, w.SSHKeys), "could not install the SSH keys")
+	}
+	var peers []string
+	for _, p := range a.self.Peers {
+		if p.Rank != a.self.Rank {
+			peers = append(peers, p.Address)
+		}
+	}
+	if len(peers) > 0 || len(w.Ports) > 0 {
+		a.runStep(ctx, PortsStep, PortsScript(peers, w.Ports, o.Publish), "could not open the ports")
+	}
+	if strings.TrimSpace(w.StartCommand) == "" {
+		a.start.state = &agentapi.StartState{State: agentapi.StartNone, StartedAt: a.cfg.Now().UTC()}
+		return
+	}
+	env := maps.Clone(w.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, o.Env) // N2's variables win; the user's cannot have their names
+	now := a.cfg.Now().UTC()
+	a.start.state = &agentapi.StartState{State: agentapi.StartRunning, StartedAt: now}
+	st, ok := a.cfg.Exec.(providers.Starter)
+	if !ok {
+		a.startFailed("this machine cannot start long-running commands")
+		return
+	}
+	proc, err := st.Start(ctx, providers.Command{Step: StartStep, Script: w.StartCommand, User: o.User, Env: env})
+	if err != nil {
+		a.startFailed(err.Error())
+		return
+	}
+	a.start.proc = proc
+	a.Log("start command started as %s", o.User)
+	a.followStart()
+}
+
+// runStep runs one workload step; its output and failure go to the log.
+func (a *Agent) runStep(ctx context.Context, step, script, failure string) {
+	out, err := a.cfg.Exec.Run(ctx, step, script)
+	for _, line := range loggable(out) {
+		a.Log("%s", line)
+	}
+	if err != nil {
+		a.Log("%s: %v", failure, err)
+	}
+}
+
+// KeysScript adds the workload's public keys to user's authorized_keys,
+// each once (the provider installs them at placement where it can; this
+// keeps every node's set the same, N3).
+func KeysScript(user string, keys []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "user=%s\n", shellQuote(user))
+	b.WriteString(`home=$(getent passwd "$user" | cut -d: -f6)
+[ -n "$home" ] || { echo "no user $user on this machine" >&2; exit 1; }
+install -d -m 700 -o "$user" "$home/.ssh"
+f="$home/.ssh/authorized_keys"
+touch "$f"
+add_key() { grep -qxF "$1" "$f" || printf '%s\n' "$1" >> "$f"; }
+`)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "add_key %s\n", shellQuote(strings.TrimSpace(k)))
+	}
+	b.WriteString(`chown "$user" "$f" && chmod 600 "$f"` + "\n")
+	return b.String()
+}
+
+func (a *Agent) startFailed(why string) {
+	code, now := -1, a.cfg.Now().UTC()
+	a.start.state.State, a.start.state.ExitCode, a.start.state.EndedAt, a.start.state.Error = agentapi.StartFailed, &code, &now, why
+	a.Log("start command could not start: %s", why)
+}
+
+// followStart moves the start command's new output into the log and
+// records its end.
+func (a *Agent) followStart() {
+	if a.start.proc == nil {
+		return
+	}
+	lines, exit := a.start.proc.Poll()
+	for _, l := range lines {
+		a.Log("%s", l)
+	}
+	if exit == nil {
+		return
+	}
+	a.start.proc = nil
+	code, at := exit.Code, exit.At.UTC()
+	s := a.start.state
+	s.ExitCode, s.EndedAt, s.State = &code, &at, agentapi.StartExited
+	if exit.Err != "" {
+		s.State, s.Error = agentapi.StartFailed, exit.Err
+		a.Log("start command ended: %s", exit.Err)
+		return
+	}
+	a.Log("start command exited with code %d", code)
+}
+
+// PortsScript opens every port to the peers (N2: every port open between
+// nodes) and, when publish, the workload's ports to everyone: with ufw when
+// it is active, else with iptables, skipping rules already there.
+func PortsScript(peers []string, ports []int, publish bool) string {
+	var b strings.Builder
+	b.WriteString(`ufw_on() { command -v ufw >/dev/null 2>&1 && ufw status 2>/dev/null | grep -q 'Status: active'; }
+allow_peer() {
+  if ufw_on; then ufw allow from "$1"; return; fi
+  command -v iptables >/dev/null 2>&1 || return 0
+  iptables -C INPUT -s "$1" -j ACCEPT 2>/dev/null || iptables -I INPUT -s "$1" -j ACCEPT
+}
+publish_port() {
+  if ufw_on; then ufw allow "$1/tcp"; return; fi
+  command -v iptables >/dev/null 2>&1 || return 0
+  iptables -C INPUT -p tcp --dport "$1" -j ACCEPT 2>/dev/null || iptables -I INPUT -p tcp --dport "$1" -j ACCEPT
+}
+`)
+	for _, p := range peers {
+		fmt.Fprintf(&b, "allow_peer %s\n", shellQuote(p))
+	}
+	if publish {
+		for _, p := range ports {
+			fmt.Fprintf(&b, "publish_port %s\n", strconv.Itoa(p))
+		}
+	}
+	return b.String()
+}

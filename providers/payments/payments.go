@@ -1,0 +1,165 @@
+// Package payments takes money in (B4, B7): Stripe Checkout for top-ups,
+// verified webhooks, and off-session charges for auto-recharge, through
+// stripe-go. Without a Stripe key it is a clearly labelled test mode that
+// credits at once. Amounts are integer micro-dollars inside and whole cents
+// at Stripe. It imports nothing of ours.
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// MinTopUp is B4's smallest top-up: $5, in micro-dollars.
+const MinTopUp int64 = 5_000_000
+
+// microPerCent converts micro-dollars to Stripe's cents.
+const microPerCent = 10_000
+
+// Provider is everything payments offer; web and jobs each declare the part
+// they use.
+type Provider interface {
+	// TestMode is true when no Stripe key is configured: top-ups and
+	// charges succeed at once and no money moves.
+	TestMode() bool
+	// CreateCheckout starts a top-up: the buyer pays at the returned URL and
+	// the ledger is credited by the verified webhook only (B4). In test mode
+	// the checkout is Paid at once.
+	CreateCheckout(ctx context.Context, p CheckoutParams) (Checkout, error)
+	// ParseWebhook verifies a webhook's signature over its raw body and
+	// decodes it. ErrBadSignature means: answer 400 and change nothing.
+	ParseWebhook(payload []byte, signature string) (Event, error)
+	// ChargeOffSession charges a saved card for auto-recharge. A decline is a
+	// result (Charge.Status failed), not an error; an error means the outcome
+	// is unknown and the same idempotency key may be retried.
+	ChargeOffSession(ctx context.Context, p ChargeParams) (Charge, error)
+}
+
+// CheckoutParams is one top-up to pay.
+type CheckoutParams struct {
+	OrgID, TopUpID        string
+	Amount                int64  // micro-dollars, whole cents, at least MinTopUp
+	CustomerID            string // the org's Stripe customer, "" for a first payment
+	CustomerEmail         string
+	SuccessURL, CancelURL string
+}
+
+// Checkout is a started top-up.
+type Checkout struct {
+	ID   string // the Checkout Session id
+	URL  string // where the buyer pays
+	Paid bool   // test mode: paid already, credit now
+}
+
+// Event types the ledger acts on; any other is answered 200 and ignored.
+const (
+	EventCheckoutCompleted = "checkout.session.completed"
+	EventPaymentSucceeded  = "payment_intent.succeeded"
+	EventPaymentFailed     = "payment_intent.payment_failed"
+)
+
+// Event is a verified webhook, reduced to what the ledger needs.
+type Event struct {
+	ID, Type string
+	// From the session or payment intent's metadata.
+	OrgID, TopUpID, ChargeID string
+	ObjectID                 string // the session or payment intent id
+	PaymentIntentID          string
+	CustomerID               string
+	Amount                   int64 // micro-dollars paid
+	Paid                     bool  // payment_status paid / status succeeded
+	FailureCode              string
+}
+
+// ChargeParams is one off-session charge.
+type ChargeParams struct {
+	OrgID, ChargeID string
+	Amount          int64 // micro-dollars, whole cents
+	CustomerID      string
+	PaymentMethodID string // the default saved card
+	IdempotencyKey  string // derived from the intended charge row
+}
+
+// Charge statuses.
+const (
+	ChargeSucceeded = "succeeded"
+	ChargePending   = "pending" // processing: wait for the webhook
+	ChargeFailed    = "failed"
+)
+
+// Charge is an off-session charge's outcome.
+type Charge struct {
+	PaymentIntentID        string
+	Status                 string
+	FailureCode            string // card_declined, authentication_required, …
+	DeclineCode            string
+	Message                string
+	AuthenticationRequired bool // the bank wants the cardholder: do not retry blindly
+}
+
+// Errors.
+var (
+	ErrBadSignature = errors.New("payments: webhook signature is not valid")
+	ErrTestMode     = errors.New("payments: test mode takes no webhooks")
+)
+
+// Config selects the implementation.
+type Config struct {
+	SecretKey     string // "" = test mode
+	WebhookSecret string
+	APIURL        string // "" = Stripe; tests point it at stripe-mock
+}
+
+// New returns Stripe when a key is configured, otherwise test mode.
+func New(cfg Config) Provider {
+	if cfg.SecretKey == "" {
+		return TestMode{}
+	}
+	return NewStripe(cfg)
+}
+
+// cents converts an amount, refusing fractions of a cent and non-positive ones.
+func cents(amount int64) (int64, error) {
+	if amount <= 0 || amount%microPerCent != 0 {
+		return 0, fmt.Errorf("payments: %d micro-dollars is not a positive whole number of cents", amount)
+	}
+	return amount / microPerCent, nil
+}
+
+func checkTopUp(p CheckoutParams) error {
+	if p.Amount < MinTopUp {
+		return fmt.Errorf("payments: a top-up is at least $5")
+	}
+	if p.OrgID == "" || p.TopUpID == "" {
+		return errors.New("payments: a top-up needs an org and a top-up id")
+	}
+	_, err := cents(p.Amount)
+	return err
+}
+
+// TestMode is the Provider without Stripe keys: clearly not real money.
+// Every checkout is paid at once and every charge succeeds.
+type TestMode struct{}
+
+// TestMode implements Provider.
+func (TestMode) TestMode() bool { return true }
+
+// CreateCheckout implements Provider: paid at once, back to the success URL.
+func (TestMode) CreateCheckout(_ context.Context, p CheckoutParams) (Checkout, error) {
+	if err := checkTopUp(p); err != nil {
+		return Checkout{}, err
+	}
+	return Checkout{ID: "test_cs_" + p.TopUpID, URL: p.SuccessURL, Paid: true}, nil
+}
+
+// ParseWebhook implements Provider: test mode has no webhooks.
+func (TestMode) ParseWebhook([]byte, string) (Event, error) { return Event{}, ErrTestMode }
+
+// ChargeOffSession implements Provider: succeeds at once.
+func (TestMode) ChargeOffSession(_ context.Context, p ChargeParams) (Charge, error) {
+	if _, err := cents(p.Amount); err != nil {
+		return Charge{}, err
+	}
+	return Charge{PaymentIntentID: "test_pi_" + p.ChargeID, Status: ChargeSucceeded}, nil
+}

@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// PortsStep is the step an agent runs to open the workload's ports between
+// the nodes (and publish them where the machine kind allows); KeysStep adds
+// the workload's SSH keys to the SSH user's authorized_keys.
+const (
+	PortsStep = "ports"
+	KeysStep  = "ssh-keys"
+)
+
+// Ran is one workload step a simulated machine's agent ran: the ports step
+// (Run) or the start command (Start), with the user and env it ran with.
+type Ran struct {
+	At     time.Time
+	Step   string
+	Script string
+	User   string // "" for the ports step (root)
+	Env    map[string]string
+}
+
+// Ran lists the workload steps machine index of a group ran, oldest first
+// (a restarted machine keeps the steps of its earlier boots).
+func (c *Cloud) Ran(groupName string, index int) []Ran {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.groups[groupName]
+	if !ok || index < 0 || index >= len(g.nodes) {
+		return nil
+	}
+	return append([]Ran(nil), g.nodes[index].ran...)
+}
+
+// keys plays adding the SSH keys (it prints nothing, like the script).
+func (e *executor) keys(script string) (string, error) {
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if err := e.up(now); err != nil {
+		return "", err
+	}
+	e.n.ran = append(e.n.ran, Ran{At: now, Step: KeysStep, Script: script})
+	return "", nil
+}
+
+// ports plays opening the ports: what ufw prints for each rule.
+func (e *executor) ports(script string) (string, error) {
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if err := e.up(now); err != nil {
+		return "", err
+	}
+	e.n.ran = append(e.n.ran, Ran{At: now, Step: PortsStep, Script: script})
+	var b strings.Builder
+	for range e.n.g.nodes {
+		b.WriteString("Rule added\n")
+	}
+	for range e.n.g.workload.Ports {
+		b.WriteString("Rule added\nRule added (v6)\n")
+	}
+	return b.String(), nil
+}
+
+var _ providers.Starter = (*executor)(nil)
+
+// Start plays the start command on the machine's clock. The simulated shell
+// knows `echo WORDS` (a line of output), `sleep SECONDS` (time passes),
+// `exit N` and `false` (the command ends with that code); commands are
+// separated by newlines, ";" or "&&". Anything else is a program that runs
+// until the machine stops, like a server. The end of the script is exit 0.
+func (e *executor) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if err := e.up(now); err != nil {
+		return nil, err
+	}
+	e.n.ran = append(e.n.ran, Ran{At: now, Step: cmd.Step, Script: cmd.Script, User: cmd.User, Env: maps.Clone(cmd.Env)})
+	p := &process{e: e, epoch: e.n.agentEpoch}
+	p.play(cmd.Script, now)
+	return p, nil
+}
+
+// process is a start command playing on a simulated machine.
+type process struct {
+	e     *executor
+	epoch int
+	lines []timedLine
+	end   *providers.Exit // nil: runs until the machine stops
+	done  bool
+}
+
+type timedLine struct {
+	at   time.Time
+	text string
+}
+
+// play lays the script out on the clock from t.
+func (p *process) play(script string, t time.Time) {
+	for _, part := range strings.FieldsFunc(strings.ReplaceAll(script, "&&", ";"), func(r rune) bool { return r == '\n' || r == ';' }) {
+		word, rest, _ := strings.Cut(strings.TrimSpace(part), " ")
+		rest = strings.TrimSpace(rest)
+		switch word {
+		case "", "true", ":", "set", "cd", "export", "#":
+		case "echo":
+			p.lines = append(p.lines, timedLine{t, strings.Trim(rest, `"'`)})
+		case "sleep":
+			if secs, err := strconv.Atoi(rest); err == nil && secs > 0 {
+				t = t.Add(time.Duration(secs) * time.Second)
+			}
+		case "exit", "false":
+			code := 1
+			if word == "exit" {
+				code, _ = strconv.Atoi(rest)
+			}
+			p.end = &providers.Exit{Code: code, At: t}
+			return
+		default:
+			if strings.HasPrefix(word, "#") {
+				continue
+			}
+			return // a program that keeps running
+		}
+	}
+	p.end = &providers.Exit{Code: 0, At: t}
+}
+
+// Poll returns the lines due by now and the exit once it is due. A machine
+// that stopped or rebooted ends the command.
+func (p *process) Poll() ([]string, *providers.Exit) {
+	c := p.e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p.done {
+		return nil, nil
+	}
+	now := c.now()
+	var out []string
+	for len(p.lines) > 0 && !p.lines[0].at.After(now) {
+		out = append(out, p.lines[0].text)
+		p.lines = p.lines[1:]
+	}
+	if st, _ := p.e.n.state(now); st != providers.NodeRunning || p.e.n.agentEpoch != p.epoch {
+		p.done = true
+		return out, &providers.Exit{Code: -1, At: now, Err: fmt.Sprintf("the machine is %s", st)}
+	}
+	if p.end != nil && len(p.lines) == 0 && !p.end.At.After(now) {
+		p.done = true
+		return out, p.end
+	}
+	return out, nil
+}

@@ -1,0 +1,56 @@
+package providers
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Workload is what every machine of a group runs, identical on each (N3):
+// the placement hands it to the machines (a real cloud through the image,
+// its firewall and the start-up script; the simulated one to its in-process
+// agents), and each machine's agent opens the ports and starts the start
+// command once per boot when the server says the cluster is ready.
+type Workload struct {
+	Image        string            `json:"image,omitempty"`
+	Env          map[string]string `json:"env,omitempty"` // the user's env; the server adds N2's
+	Ports        []int             `json:"ports,omitempty"`
+	SSHKeys      []string          `json:"sshKeys,omitempty"`
+	StartCommand string            `json:"startCommand,omitempty"`
+}
+
+// Workload is the request's workload, copied.
+func (r PlaceRequest) Workload() Workload {
+	return Workload{Image: r.Image, Env: maps.Clone(r.Env), Ports: slices.Clone(r.Ports),
+		SSHKeys: slices.Clone(r.SSHKeys), StartCommand: r.StartCommand}
+}
+
+// Command is a long-running command an agent starts on its machine: the
+// start command, run by bash as User in Env.
+type Command struct {
+	Step   string // "start"
+	Script string
+	User   string // the machine's SSH user
+	Env    map[string]string
+}
+
+// Exit is how a started command ended.
+type Exit struct {
+	Code int       // the exit code; -1 when it did not exit by itself (killed, could not start)
+	At   time.Time // when it ended
+	Err  string    // why it could not run or was killed; "" for a normal exit
+}
+
+// Process is a started command. Poll never blocks.
+type Process interface {
+	// Poll returns the output lines written since the last Poll and, once
+	// the command ended and every line was returned, how it ended.
+	Poll() (lines []string, exit *Exit)
+}
+
+// Starter is an Executor that can start a long-running command and follow
+// it (the real shell and the simulated machines both are).
+type Starter interface {
+	Start(ctx context.Context, cmd Command) (Process, error)
+}

@@ -1,0 +1,105 @@
+package views
+
+// The operator's pages beyond organisations and the inbox (OP2, X9).
+
+// AdminNav is the admin area's tabs.
+type AdminNav struct {
+	Active string // orgs | quote-requests | providers | jobs | audit
+}
+
+// AdminProvidersPage is /admin/providers: each provider's catalog health and markup.
+type AdminProvidersPage struct {
+	Meta          Meta
+	Rows          []AdminProviderRow
+	DefaultMarkup string // "5%"
+}
+
+// AdminJobsPage is /admin/jobs: each job's schedule and last run, with "run now".
+type AdminJobsPage struct {
+	Meta Meta
+	Rows []AdminJobRow
+	Note string // why "run now" is unavailable, when it is
+}
+
+// AdminAuditPage is /admin/audit: every organisation's audit log.
+type AdminAuditPage struct {
+	Meta  Meta
+	Org   string // filter: "" = every organisation
+	Rows  []AdminAuditRow
+	Older string // link to the next page, "" at the end
+}
+
+// AdminAuditRow is one audit entry with its organisation.
+type AdminAuditRow struct {
+	When, OrgID, OrgName, Actor, Action, Target, IP, Detail string
+}
+
+// AdminBalancePage is /admin/orgs/{id}/balance: the ledger and an adjustment form.
+type AdminBalancePage struct {
+	Meta     Meta
+	OrgID    string
+	OrgName  string
+	Balance  string
+	Entries  []AdminLedgerRow
+	Amount   string
+	Reason   string
+	Token    string
+	Problems map[string]string
+}
+
+// AdminLedgerRow is one ledger entry.
+type AdminLedgerRow struct {
+	When, Kind, Status, Amount, Description string
+}
+
+// AdminPrivateOfferPage is /admin/quote-requests/{id}/private-offer (X9).
+type AdminPrivateOfferPage struct {
+	Meta     Meta
+	R        QuoteRequestView
+	OrgName  string
+	Quoted   bool
+	Offers   []CatalogChoice // the catalog's offers of the request's accelerator
+	Made     []PrivateOfferRow
+	Form     PrivateOfferForm
+	Problems map[string]string
+}
+
+// CatalogChoice is one catalog offer an operator can make private.
+type CatalogChoice struct {
+	ID, Label string
+}
+
+// PrivateOfferForm is the private offer as typed.
+type PrivateOfferForm struct {
+	OfferID, Nodes, Price, ValidUntil string
+}
+
+// PrivateOfferRow is a private offer as its organisation's picker (and the
+// operators) show it.
+type PrivateOfferRow struct {
+	ID           string
+	Shape        string
+	Location     string
+	Interconnect string
+	Kind         string
+	ClusterPrice string // "$73.60/h"
+	MachinePrice string // "$18.40/h"
+	ValidThrough string // "2026-12-05"
+	LaunchURL    string
+}
+
+func adminTabLabel(tab string) string {
+	switch tab {
+	case "orgs":
+		return "Organisations"
+	case "quote-requests":
+		return "Quote requests"
+	case "providers":
+		return "Providers"
+	case "jobs":
+		return "Jobs"
+	case "leaks":
+		return "Leaks"
+	}
+	return "Audit log"
+}

@@ -1,0 +1,93 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/labstack/echo/v4"
+)
+
+// Payments is what web needs to take money in (B4); main adapts the Stripe
+// provider to it. Nil Deps.Payments is test mode (B7): a top-up is credited
+// at once and no money moves.
+type Payments interface {
+	// StartCheckout opens a Checkout Session paying top-up t and returns its
+	// id and the URL where the buyer pays.
+	StartCheckout(ctx context.Context, t models.TopUp, email, successURL, cancelURL string) (sessionID, payURL string, err error)
+	// VerifyWebhook checks the signature over the raw body and decodes the
+	// event; ErrBadSignature when it does not verify.
+	VerifyWebhook(payload []byte, signature string) (models.PaymentEvent, error)
+}
+
+// ErrBadSignature is a webhook whose signature does not verify.
+var ErrBadSignature = errors.New("web: webhook signature does not verify")
+
+// maxWebhookBody bounds what a webhook may send.
+const maxWebhookBody = 1 << 16
+
+// apiCreateTopUp is POST /v1/billing/top-ups: at least $5. In test mode the
+// balance is credited at once; with Stripe the answer carries the Checkout
+// URL and only the verified webhook credits (B4). The request is audited.
+func (h *handler) apiCreateTopUp(c echo.Context) error {
+	p := principal(c)
+	ctx := c.Request().Context()
+	var b api.TopUpBody
+	if _, err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	amount, err := models.ParseUSD(b.Amount)
+	if err != nil {
+		return invalid(models.FieldErrors{"amount": "Give an amount in dollars, like \"25.00\"."})
+	}
+	t, err := h.act(c).RequestTopUp(ctx, amount, h.Payments == nil)
+	var fe models.FieldErrors
+	if errors.As(err, &fe) {
+		return invalid(fe)
+	}
+	if err != nil {
+		return err
+	}
+	out := api.TopUp{ID: t.ID, Status: t.Status, Amount: models.DecimalUSD(t.Amount), TestMode: t.TestMode}
+	if h.Payments == nil {
+		return c.JSON(http.StatusCreated, out)
+	}
+	email := ""
+	if p.User != nil {
+		email = p.User.Email
+	}
+	back := h.Config.BaseURL + "/billing"
+	sessionID, url, err := h.Payments.StartCheckout(ctx, t, email, back+"?top_up="+t.ID, back)
+	if err != nil {
+		return err
+	}
+	if err := h.Store.AttachCheckout(ctx, p.Org.ID, t.ID, sessionID); err != nil {
+		return err
+	}
+	out.CheckoutURL = url
+	return c.JSON(http.StatusCreated, out)
+}
+
+// stripeWebhook is POST /webhooks/stripe: the signature is verified over
+// the raw body; a bad one answers 400 and changes nothing; a verified event
+// the ledger does not act on answers 200 and changes nothing (B4).
+func (h *handler) stripeWebhook(c echo.Context) error {
+	if h.Payments == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "Payments run in test mode: there are no webhooks.")
+	}
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxWebhookBody))
+	if err != nil {
+		return err
+	}
+	ev, err := h.Payments.VerifyWebhook(body, c.Request().Header.Get("Stripe-Signature"))
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The webhook does not verify.")
+	}
+	if _, err := h.Store.ApplyPaymentEvent(c.Request().Context(), ev); err != nil {
+		return err // 500: Stripe delivers it again
+	}
+	return c.JSON(http.StatusOK, map[string]bool{"received": true})
+}

@@ -1,0 +1,91 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/clusterdeck/clusterdeck/internal/mcpserver"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// API5 with API1: every REST exchange the MCP tools make in process is
+// one the OpenAPI document describes. The tools' handler is mounted over
+// the validating router here, so each call of each tool (successes and
+// refusals) is checked against the document like any other /v1 exchange.
+func TestMCPToolsSpeakTheDocumentedAPI(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("mcp@example.com", "Agents")
+		tok := apiKeyFor(t, app, acc)
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		app.store.Deposit(ctx, acc.org.ID, 500*models.Micro, "dep", "t")
+		srv := httptest.NewServer(mcpserver.Handler(validating(t, app.e), func(*http.Request) string { return tok }))
+		t.Cleanup(srv.Close)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		call := func(name string, args map[string]any, wantError bool) *mcp.CallToolResult {
+			t.Helper()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+			if err != nil || res.IsError != wantError {
+				t.Fatalf("%s(%v): %v %+v", name, args, err, res)
+			}
+			return res
+		}
+		field := func(res *mcp.CallToolResult, k string) string {
+			return fmt.Sprint(res.StructuredContent.(map[string]any)[k])
+		}
+		call("list_offers", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "include_community": true}, false)
+		qid := field(call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "persistent_gb": 100}, false), "id")
+		call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "max_hourly_price": "1"}, true)
+		launch := map[string]any{"quote_id": qid, "software": "slurm", "env": map[string]string{"HF_TOKEN": "x"}, "ports": []int{8888}}
+		id := field(call("launch_cluster", launch, false), "id")
+		call("launch_cluster", launch, false)
+		call("launch_cluster", map[string]any{"quote_id": qid, "name": "Not A Name"}, true)
+		call("list_clusters", nil, false)
+		call("get_cluster", map[string]any{"cluster_id": id}, false)
+		call("cluster_connections", map[string]any{"cluster_id": id}, true) // not_connectable while provisioning
+		call("cluster_logs", map[string]any{"cluster_id": id}, false)
+		call("terminate_cluster", map[string]any{"cluster_id": id}, false)
+		call("request_quote", map[string]any{"accelerator": "H100_80GB", "nodes": 32, "gpus_per_node": 8,
+			"start_date": app.clock.Now().AddDate(0, 0, 3).Format("2006-01-02"), "duration_days": 30}, false)
+	})
+}
+
+// /mcp is for API keys only, and answers like the API: JSON errors, 401
+// for a dashboard session, 405 for anything but POST.
+func TestMCPEndpoint(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		tok := apiKeyFor(t, app, app.signupAccount("mcp@example.com", "Agents"))
+		for _, tc := range []struct {
+			method, auth string
+			status       int
+			code         string
+		}{
+			{http.MethodPost, "", http.StatusUnauthorized, `"unauthorized"`},
+			{http.MethodPost, "Bearer cdk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", http.StatusUnauthorized, `"invalid_api_key"`},
+			{http.MethodGet, "", http.StatusUnauthorized, `"unauthorized"`},
+			{http.MethodGet, "Bearer " + tok, http.StatusMethodNotAllowed, `"method_not_allowed"`},
+			{http.MethodDelete, "Bearer " + tok, http.StatusMethodNotAllowed, `"method_not_allowed"`},
+		} {
+			req := httptest.NewRequest(tc.method, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			rec := app.do(req)
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.code) || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+				t.Errorf("%s /mcp (%q): %d %s %s", tc.method, tc.auth, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+			}
+		}
+	})
+}

@@ -1,0 +1,339 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
+	"github.com/labstack/echo/v4"
+)
+
+// The operator's pages (OP2): providers and their markup, jobs with "run
+// now", the audit log across organisations and balance adjustments. Each
+// change is one use case in models; /admin's group requires an operator.
+
+// JobSchedules is what the jobs page reads beside JobRunner when the
+// scheduler offers it: a job's cron spec.
+type JobSchedules interface {
+	Schedule(name string) string
+}
+
+// adminProviders is GET /admin/providers.
+func (h *handler) adminProviders(c echo.Context) error {
+	rows, err := h.providerRows(c)
+	if err != nil {
+		return err
+	}
+	p := views.AdminProvidersPage{Meta: h.meta(c, "Providers"), Rows: rows, DefaultMarkup: models.PercentText(h.Store.DefaultMarkup)}
+	return render(c, http.StatusOK, views.AdminProvidersView(p))
+}
+
+// providerRows joins the enabled providers, the stored catalog's health,
+// the catalog job's last error and each provider's markup.
+func (h *handler) providerRows(c echo.Context) ([]views.AdminProviderRow, error) {
+	ctx := c.Request().Context()
+	catalogs, err := h.Store.CatalogHealthByProvider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	markups, err := h.Store.Markups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := h.Store.JobRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var catalogErr string
+	for _, r := range runs {
+		if r.Name == "catalog" {
+			catalogErr = r.Error
+		}
+	}
+	health := map[string]models.CatalogHealth{}
+	names := slices.Clone(h.Config.Providers)
+	for _, ch := range catalogs {
+		health[ch.Provider] = ch
+		if !slices.Contains(names, ch.Provider) {
+			names = append(names, ch.Provider)
+		}
+	}
+	now := h.Store.Now()
+	out := make([]views.AdminProviderRow, 0, len(names))
+	for _, name := range names {
+		ch, seen := health[name]
+		row := views.AdminProviderRow{Name: name, Offers: ch.Offers, Enabled: slices.Contains(h.Config.Providers, name),
+			Markup: strings.TrimSuffix(models.PercentText(markups.For(name)), "%"), LastError: providerError(catalogErr, name)}
+		if seen {
+			row.Refreshed, row.Stale = views.FormatTime(ch.RefreshedAt), now.Sub(ch.RefreshedAt) > models.OfferFreshness
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// providerError picks name's lines out of the catalog job's joined error
+// ("name: list offers: …").
+func providerError(joined, name string) string {
+	var lines []string
+	for _, l := range strings.Split(joined, "\n") {
+		if strings.HasPrefix(l, name+": ") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "; ")
+}
+
+// setProviderMarkup is POST /admin/providers/{name}/markup.
+func (h *handler) setProviderMarkup(c echo.Context) error {
+	rows, err := h.providerRows(c)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(rows, func(r views.AdminProviderRow) bool { return r.Name == c.Param("name") })
+	if i < 0 {
+		return echo.NewHTTPError(http.StatusNotFound, "No provider is called "+strconv.Quote(c.Param("name"))+".")
+	}
+	row := rows[i]
+	row.Markup = trimForm(c, "markup")
+	_, err = h.act(c).SetProviderMarkup(c.Request().Context(), row.Name, row.Markup)
+	var fe models.FieldErrors
+	if errors.As(err, &fe) {
+		row.Problems = fe
+		p := views.AdminProvidersPage{Meta: h.meta(c, "Providers"), Rows: []views.AdminProviderRow{row},
+			DefaultMarkup: models.PercentText(h.Store.DefaultMarkup)}
+		return page(c, http.StatusUnprocessableEntity, views.AdminProvidersView(p), views.AdminProviderRowView(p.Meta.CSRF, row))
+	}
+	if err != nil {
+		return err
+	}
+	if isPartial(c) {
+		row.Saved = true
+		return render(c, http.StatusOK, views.AdminProviderRowView(csrfToken(c), row))
+	}
+	_ = h.flash(c, views.FlashSuccess, "Markup of "+row.Name+" is now "+row.Markup+"%.")
+	return redirect(c, "/admin/providers")
+}
+
+// adminJobs is GET /admin/jobs: every job this process schedules and every
+// job that ever ran, with schedule, last run, duration and outcome.
+func (h *handler) adminJobs(c echo.Context) error {
+	runs, err := h.Store.JobRuns(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	p := views.AdminJobsPage{Meta: h.meta(c, "Jobs")}
+	byName := map[string]models.JobRun{}
+	var names []string
+	for _, r := range runs {
+		byName[r.Name] = r
+		names = append(names, r.Name)
+	}
+	if h.Jobs == nil {
+		p.Note = "Jobs do not run in this process, so they cannot be run from here."
+	} else {
+		for _, n := range h.Jobs.Names() {
+			if _, ok := byName[n]; !ok {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	sched, _ := h.Jobs.(JobSchedules)
+	for _, n := range names {
+		r := byName[n]
+		row := views.AdminJobRow{Name: n, Runs: r.Runs, Failures: r.Failures, LastError: r.Error,
+			CanRun: h.Jobs != nil && slices.Contains(h.Jobs.Names(), n)}
+		if !r.StartedAt.IsZero() {
+			row.LastRun = views.FormatTime(r.StartedAt)
+			row.Duration = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
+		}
+		if sched != nil {
+			row.Schedule = sched.Schedule(n)
+		}
+		p.Rows = append(p.Rows, row)
+	}
+	return render(c, http.StatusOK, views.AdminJobsView(p))
+}
+
+// runJobNow is POST /admin/jobs/{name}/run: one tick now, under the same
+// lease as the schedule's (it runs once across instances).
+func (h *handler) runJobNow(c echo.Context) error {
+	name := c.Param("name")
+	if h.Jobs == nil || !slices.Contains(h.Jobs.Names(), name) {
+		return echo.NewHTTPError(http.StatusNotFound, "No job called "+strconv.Quote(name)+" runs in this process.")
+	}
+	if err := h.Jobs.RunNow(c.Request().Context(), name); err != nil {
+		_ = h.flash(c, views.FlashError, "The "+name+" job failed: "+err.Error())
+	} else {
+		_ = h.flash(c, views.FlashSuccess, "The "+name+" job ran.")
+	}
+	return redirect(c, "/admin/jobs")
+}
+
+// adminAudit is GET /admin/audit[?org=ID][&before=SEQ]: every
+// organisation's audit log, newest first.
+func (h *handler) adminAudit(c echo.Context) error {
+	before, _ := strconv.ParseInt(c.QueryParam("before"), 10, 64)
+	org := c.QueryParam("org")
+	recs, more, err := h.Store.AllAuditRecords(c.Request().Context(), org, before)
+	if err != nil {
+		return err
+	}
+	p := views.AdminAuditPage{Meta: h.meta(c, "Audit log"), Org: org}
+	for _, r := range recs {
+		p.Rows = append(p.Rows, views.AdminAuditRow{When: views.FormatTime(r.CreatedAt), OrgID: r.OrgID, OrgName: r.OrgName,
+			Actor: r.Actor, Action: r.Action, Target: r.Target, IP: r.IP, Detail: r.Detail})
+	}
+	if more {
+		q := url.Values{"before": {strconv.FormatInt(recs[len(recs)-1].Seq, 10)}}
+		if org != "" {
+			q.Set("org", org)
+		}
+		p.Older = "/admin/audit?" + q.Encode()
+	}
+	return render(c, http.StatusOK, views.AdminAuditView(p))
+}
+
+// adminBalance is GET /admin/orgs/{id}/balance.
+func (h *handler) adminBalance(c echo.Context) error {
+	p, err := h.balancePage(c, views.AdminBalancePage{Token: newToken(18)})
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AdminBalanceView(p))
+}
+
+func (h *handler) balancePage(c echo.Context, p views.AdminBalancePage) (views.AdminBalancePage, error) {
+	ctx := c.Request().Context()
+	org, err := h.Store.OrgByID(ctx, c.Param("id"))
+	if err != nil {
+		return p, err
+	}
+	bal, err := h.Store.Balance(ctx, org.ID)
+	if err != nil {
+		return p, err
+	}
+	entries, err := h.Store.LedgerEntries(ctx, org.ID, 50)
+	if err != nil {
+		return p, err
+	}
+	p.Meta, p.OrgID, p.OrgName, p.Balance = h.meta(c, org.Name+": balance"), org.ID, org.Name, models.USD(bal)
+	for _, e := range entries {
+		p.Entries = append(p.Entries, views.AdminLedgerRow{When: views.FormatTime(e.CreatedAt), Kind: e.Kind, Status: e.Status,
+			Amount: models.USD(e.Amount), Description: e.Description})
+	}
+	return p, nil
+}
+
+// adjustBalance is POST /admin/orgs/{id}/adjustments: a ledger entry with a
+// reason, audited in the organisation's log; the form's token makes a
+// double submit one entry.
+func (h *handler) adjustBalance(c echo.Context) error {
+	ctx := c.Request().Context()
+	org, err := h.Store.OrgByID(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	amount, reason, token := trimForm(c, "amount"), trimForm(c, "reason"), trimForm(c, "token")
+	e, _, err := h.act(c).AdjustBalance(ctx, org.ID, amount, reason, token)
+	var fe models.FieldErrors
+	if errors.As(err, &fe) {
+		if token == "" {
+			token = newToken(18)
+		}
+		p, perr := h.balancePage(c, views.AdminBalancePage{Amount: amount, Reason: reason, Token: token, Problems: fe})
+		if perr != nil {
+			return perr
+		}
+		return render(c, http.StatusUnprocessableEntity, views.AdminBalanceView(p))
+	}
+	if err != nil {
+		return err
+	}
+	_ = h.flash(c, views.FlashSuccess, "Adjusted "+org.Name+"'s balance by "+models.USD(e.Amount)+".")
+	return redirect(c, "/admin/orgs/"+org.ID+"/balance")
+}
+
+// privateOfferPage builds /admin/quote-requests/{id}/private-offer's view.
+func (h *handler) privateOfferPage(c echo.Context, form views.PrivateOfferForm, problems map[string]string) (views.AdminPrivateOfferPage, error) {
+	ctx := c.Request().Context()
+	r, err := h.Store.CapacityRequestByID(ctx, c.Param("id"))
+	if err != nil {
+		return views.AdminPrivateOfferPage{}, err
+	}
+	org, err := h.Store.OrgByID(ctx, r.OrgID)
+	if err != nil {
+		return views.AdminPrivateOfferPage{}, err
+	}
+	offers, err := h.Store.CatalogOffers(ctx, r.Accelerator)
+	if err != nil {
+		return views.AdminPrivateOfferPage{}, err
+	}
+	made, err := h.Store.PrivateOffersForRequest(ctx, r.ID)
+	if err != nil {
+		return views.AdminPrivateOfferPage{}, err
+	}
+	p := views.AdminPrivateOfferPage{Meta: h.meta(c, "Private offer"), R: quoteRequestView(r), OrgName: org.Name,
+		Quoted: r.Status == models.CapacityQuoted, Form: form, Problems: problems}
+	for _, o := range offers {
+		p.Offers = append(p.Offers, views.CatalogChoice{ID: o.ID, Label: o.ID + " — " + o.LocationName + ", " + o.Interconnect + ", " +
+			strconv.Itoa(o.GPUsPerNode) + " GPUs, provider price " + models.USD(o.MachineHour()) + "/machine-h"})
+	}
+	for _, po := range made {
+		p.Made = append(p.Made, privateOfferRow(po, po.MachineHour))
+	}
+	return p, nil
+}
+
+// privateOfferRow is a private offer as the picker and the admin show it.
+func privateOfferRow(po models.PrivateOffer, machineHour models.Money) views.PrivateOfferRow {
+	return views.PrivateOfferRow{ID: po.ID, Shape: views.Shape(po.Nodes, po.GPUsPerNode, po.Accelerator),
+		Location: po.LocationName, Interconnect: po.Interconnect, Kind: po.MachineKind,
+		ClusterPrice: models.USD(machineHour*int64(po.Nodes)) + "/h", MachinePrice: models.USD(machineHour) + "/h",
+		ValidThrough: po.ValidThrough(), LaunchURL: "/clusters/new?" + url.Values{"private": {po.ID}}.Encode()}
+}
+
+// showPrivateOfferForm is GET /admin/quote-requests/{id}/private-offer (X9).
+func (h *handler) showPrivateOfferForm(c echo.Context) error {
+	r, err := h.Store.CapacityRequestByID(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	form := views.PrivateOfferForm{Nodes: strconv.Itoa(min(r.Nodes, models.MaxNodes)),
+		ValidUntil: h.Store.Now().AddDate(0, 0, 14).Format(time.DateOnly)}
+	p, err := h.privateOfferPage(c, form, nil)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AdminPrivateOfferView(p))
+}
+
+// createPrivateOffer is POST /admin/quote-requests/{id}/private-offers: the
+// offer, the customer's mail and the audit entry in one use case (X9).
+func (h *handler) createPrivateOffer(c echo.Context) error {
+	form := views.PrivateOfferForm{OfferID: trimForm(c, "offer_id"), Nodes: trimForm(c, "nodes"),
+		Price: trimForm(c, "price"), ValidUntil: trimForm(c, "valid_until")}
+	nodes, _ := strconv.Atoi(form.Nodes)
+	po, err := h.act(c).CreatePrivateOffer(c.Request().Context(), models.PrivateOfferInput{RequestID: c.Param("id"),
+		OfferID: form.OfferID, Nodes: nodes, Price: form.Price, ValidUntil: form.ValidUntil}, h.capacityNotify())
+	var fe models.FieldErrors
+	if errors.As(err, &fe) {
+		p, perr := h.privateOfferPage(c, form, fe)
+		if perr != nil {
+			return perr
+		}
+		return render(c, http.StatusUnprocessableEntity, views.AdminPrivateOfferView(p))
+	}
+	if err != nil {
+		return err
+	}
+	_ = h.flash(c, views.FlashSuccess, "Private offer "+po.ID+" made; the customer was emailed.")
+	return redirect(c, "/admin/quote-requests/"+po.RequestID+"/private-offer")
+}
