@@ -54,6 +54,10 @@ func TestMCPToolsSpeakTheDocumentedAPI(t *testing.T) {
 		call("get_cluster", map[string]any{"cluster_id": id}, false)
 		call("cluster_connections", map[string]any{"cluster_id": id}, true) // not_connectable while provisioning
 		call("cluster_logs", map[string]any{"cluster_id": id}, false)
+		call("set_recovery", map[string]any{"cluster_id": id, "mode": "restart", "max_attempts": 3, "cooldown_minutes": 5}, false)
+		call("set_recovery", map[string]any{"cluster_id": "cl_nope", "mode": "off", "max_attempts": 3, "cooldown_minutes": 5}, true)
+		call("recover_cluster", map[string]any{"cluster_id": id}, true) // nothing_to_recover: no machine is down
+		call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "private_offer_id": "po_nope"}, true)
 		call("terminate_cluster", map[string]any{"cluster_id": id}, false)
 		call("request_quote", map[string]any{"accelerator": "H100_80GB", "nodes": 32, "gpus_per_node": 8,
 			"start_date": app.clock.Now().AddDate(0, 0, 3).Format("2006-01-02"), "duration_days": 30}, false)

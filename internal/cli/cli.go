@@ -26,7 +26,9 @@ Usage:
   clusterdeck gpu clusters quote --accelerator A --nodes N --gpus-per-node G
         [--persistent-gb GB] [--max-hourly-price USD] [--location L] [--offer-id ID]
         [--include-community]
-  clusterdeck gpu clusters launch (--quote-id ID | --offer-id ID --nodes N --gpus-per-node G)
+  clusterdeck gpu clusters quote --private-offer-id ID
+  clusterdeck gpu clusters launch (--quote-id ID | --offer-id ID --nodes N --gpus-per-node G
+        | --private-offer-id ID)
         [--name NAME] [--software none|slurm|kubernetes|ray] [--env K=V]... [--env-file FILE]
         [--port N]... [--ssh-key-id ID]... [--image IMAGE] [--start-command CMD]
         [--idempotency-key K] [--wait [--timeout 30m]]
@@ -47,6 +49,9 @@ Exit status: 0 done; 1 error (the API's message and field errors on stderr); 2 u
 error; 3 refused: no_capacity, price_changed, quota_exceeded, insufficient_balance.
 A launch without --idempotency-key gets a fresh one, printed on stderr: repeat the
 launch with it to retry safely (the same key and body give the same cluster, L1).
+
+"offers" also lists your organisation's private offers (agreed on a quote request,
+X9): quote or launch one with --private-offer-id at its locked price.
 
 "clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
 one recovery attempt at once (R5).
