@@ -12,6 +12,16 @@ type Meta struct {
 	Dev       bool // development mode: show the dev mailbox and clock links
 	Flashes   []Flash
 	RequestID string
+	Assets    map[string]string // static asset name → versioned URL (nil: unversioned)
+}
+
+// Asset is the URL of a static asset ("css/app.css"): versioned by content
+// hash, so browsers cache it for good.
+func (m Meta) Asset(name string) string {
+	if u, ok := m.Assets[name]; ok {
+		return u
+	}
+	return "/static/" + name
 }
 
 // UserNav is the signed-in user as the navigation shows them.

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"net/http"
+	"sync"
 
 	"github.com/a-h/templ"
 	"github.com/clusterdeck/clusterdeck/views"
@@ -29,13 +30,28 @@ func page(c echo.Context, status int, full, fragment templ.Component) error {
 }
 
 // render writes a component through a buffer, so a template error becomes a
-// clean 500 rather than half a page with a 200.
+// clean 500 rather than half a page with a 200. Buffers are pooled: a page
+// at catalog scale is hundreds of kilobytes (issue 13).
 func render(c echo.Context, status int, cmp templ.Component) error {
-	var buf bytes.Buffer
-	if err := cmp.Render(c.Request().Context(), &buf); err != nil {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer putPageBuffer(buf)
+	if err := cmp.Render(c.Request().Context(), buf); err != nil {
 		return err
 	}
 	return c.HTMLBlob(status, buf.Bytes())
+}
+
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledPage keeps an exceptional page's buffer from staying in the pool.
+const maxPooledPage = 4 << 20
+
+func putPageBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooledPage {
+		return
+	}
+	b.Reset()
+	pageBuffers.Put(b)
 }
 
 // meta builds the layout's data for this request.
@@ -45,6 +61,7 @@ func (h *handler) meta(c echo.Context, title string) views.Meta {
 		Path:      c.Request().URL.Path,
 		Dev:       !h.Config.Production,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
+		Assets:    h.assetURLs,
 	}
 	if tok, ok := c.Get(csrfContextKey).(string); ok {
 		m.CSRF = tok

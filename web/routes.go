@@ -14,7 +14,8 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET("/readyz", h.readyz)
 	e.GET("/metrics", h.metrics)
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/offers") })
-	e.StaticFS("/static", h.Static)
+	e.GET("/static/*", h.assets.serve)
+	e.HEAD("/static/*", h.assets.serve)
 
 	// Public pages and their htmx partials (offers are browsable signed out).
 	e.GET("/offers", h.listOffers)
