@@ -12,6 +12,8 @@ type Meta struct {
 	Dev       bool // development mode: show the dev mailbox and clock links
 	Flashes   []Flash
 	RequestID string
+	// ChargeProblem is a failed auto-recharge, for owners and admins (B4).
+	ChargeProblem *ChargeBanner
 }
 
 // UserNav is the signed-in user as the navigation shows them.
