@@ -47,8 +47,11 @@ func (s stripeForWeb) VerifyWebhook(payload []byte, signature string) (models.Pa
 
 // jobsCharger gives the charges job the Stripe provider when a key is
 // configured; test mode saves no cards, so it has nothing to charge.
-func jobsCharger(cfg config) jobs.Charger {
-	p := payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookSecret})
+func jobsCharger(cfg config) jobs.Charger { return jobsChargerWith(cfg, "") }
+
+// jobsChargerWith is jobsCharger on another API URL (tests: stripe-mock).
+func jobsChargerWith(cfg config, apiURL string) jobs.Charger {
+	p := payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookSecret, APIURL: apiURL})
 	if p.TestMode() {
 		return nil
 	}
