@@ -266,3 +266,37 @@ func TestChargesConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// B4: the Stripe customer comes from checkout.session.completed and the
+// card from the top-up's payment_intent.succeeded (the session names its
+// PaymentIntent only by id); a new card lifts a pause.
+func TestCardSavedFromWebhooks(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newRechargeWorld(t, db)
+		tu, err := w.store.CreateTopUp(ctx, w.org, 25*models.Micro, false, "owner@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.store.FailCharge(ctx, w.org, "ch_none", "", "card_declined", ""); err == nil {
+			t.Fatal("failing an unknown charge succeeded")
+		}
+		fake := &fakeCharger{result: jobs.ChargeResult{Status: models.ChargeFailed, FailureCode: "card_declined"}}
+		if err := (&jobs.Charges{Store: w.store, Charger: fake}).Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.store.ApplyPaymentEvent(ctx, models.PaymentEvent{ID: "evt_cs2", Type: "checkout.session.completed", CheckoutComplete: true,
+			OrgID: w.org, TopUpID: tu.ID, CustomerID: "cus_2", Amount: 25 * models.Micro, Paid: true}); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := w.store.AutoRechargeFor(ctx, w.org)
+		if a.CustomerID != "cus_2" || a.PaymentMethodID != "pm_1" || a.PausedBy == "" {
+			t.Fatalf("after checkout: %+v, want the new customer, the old card, still paused", a)
+		}
+		w.webhook("evt_pi", models.PaymentEvent{Type: "payment_intent.succeeded", TopUpID: tu.ID, CustomerID: "cus_2", PaymentMethodID: "pm_2", Paid: true})
+		a, _ = w.store.AutoRechargeFor(ctx, w.org)
+		if a.PaymentMethodID != "pm_2" || a.PausedBy != "" {
+			t.Fatalf("after the payment: %+v, want the new card and no pause", a)
+		}
+	})
+}

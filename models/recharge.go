@@ -21,7 +21,7 @@ type AutoRecharge struct {
 	CustomerID      string // the org's Stripe customer
 	PaymentMethodID string // the default saved card
 	PausedBy        string // the failed charge's id, "" = not paused
-	UpdatedAt       time.Time
+	UpdatedAt       time.Time `gorm:"autoUpdateTime:false"` // the store clock, not GORM's
 }
 
 // HasCard is true once a card is saved for off-session charges.
