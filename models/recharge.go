@@ -18,9 +18,9 @@ type AutoRecharge struct {
 	Enabled         bool
 	Threshold       Money
 	Amount          Money
-	CustomerID      string // the org's Stripe customer
-	PaymentMethodID string // the default saved card
-	PausedBy        string // the failed charge's id, "" = not paused
+	CustomerID      string    // the org's Stripe customer
+	PaymentMethodID string    // the default saved card
+	PausedBy        string    // the failed charge's id, "" = not paused
 	UpdatedAt       time.Time `gorm:"autoUpdateTime:false"` // the store clock, not GORM's
 }
 
