@@ -398,3 +398,30 @@ type TopUp struct {
 	TestMode    bool   `json:"testMode"`
 	CheckoutURL string `json:"checkoutUrl,omitempty"` // where to pay (Stripe only)
 }
+
+// AutoRechargeBody is PUT /v1/billing/auto-recharge (B4): charge amount
+// dollars to the saved card when the balance drops below threshold dollars.
+type AutoRechargeBody struct {
+	Enabled   bool   `json:"enabled"`
+	Threshold string `json:"threshold"` // dollars, like "20.00"
+	Amount    string `json:"amount"`    // dollars, at least "5.00"
+}
+
+// AutoRecharge is the organisation's auto-recharge and why it is paused,
+// if it is (B4).
+type AutoRecharge struct {
+	Enabled   bool          `json:"enabled"`
+	Threshold string        `json:"threshold"` // dollars
+	Amount    string        `json:"amount"`    // dollars
+	CardSaved bool          `json:"cardSaved"` // a card is saved from a top-up
+	Paused    *FailedCharge `json:"paused,omitempty"`
+}
+
+// FailedCharge is the auto-recharge charge that failed and paused it.
+type FailedCharge struct {
+	ID          string    `json:"id"`
+	Amount      string    `json:"amount"`      // dollars
+	FailureCode string    `json:"failureCode"` // card_declined, authentication_required, …
+	Message     string    `json:"message"`
+	At          time.Time `json:"at"`
+}

@@ -9,6 +9,7 @@ type BillingPage struct {
 	HoursRemaining string
 	TestMode       bool
 	Entries        []LedgerRow
+	AutoRecharge   AutoRechargeForm
 }
 
 // LedgerRow is one transaction.

@@ -13,6 +13,8 @@ type Meta struct {
 	Flashes   []Flash
 	RequestID string
 	Assets    map[string]string // static asset name → versioned URL (nil: unversioned)
+	// ChargeProblem is a failed auto-recharge, for owners and admins (B4).
+	ChargeProblem *ChargeBanner
 }
 
 // Asset is the URL of a static asset ("css/app.css"): versioned by content

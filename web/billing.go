@@ -29,6 +29,9 @@ func (h *handler) showBilling(c echo.Context) error {
 	}
 	bp := views.BillingPage{Meta: h.meta(c, "Billing"), Balance: models.USD(balance),
 		BurnRate: models.USD(burn) + "/h", HoursRemaining: hoursRemaining(balance, burn), TestMode: h.Payments == nil}
+	if bp.AutoRecharge, err = h.autoRechargeForm(ctx, p.Org.ID, bp.Meta.CSRF); err != nil {
+		return err
+	}
 	for _, e := range entries {
 		bp.Entries = append(bp.Entries, views.LedgerRow{At: e.CreatedAt.Format("2006-01-02 15:04"), Kind: e.Kind,
 			Description: e.Description, Status: titleCase(e.Status), Amount: models.USD(e.Amount), Negative: e.Amount < 0})

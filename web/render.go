@@ -68,6 +68,9 @@ func (h *handler) meta(c echo.Context, title string) views.Meta {
 	}
 	if u, ok := c.Get(userNavKey).(*views.UserNav); ok {
 		m.User = u
+		if p := principal(c); u.CanBilling && p != nil {
+			m.ChargeProblem, _ = h.chargeBanner(c.Request().Context(), p.Org.ID) // a failed lookup only hides the banner
+		}
 	}
 	m.Flashes = h.takeFlashes(c)
 	return m

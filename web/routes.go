@@ -71,6 +71,9 @@ func (h *handler) routes(e *echo.Echo) {
 	// credited by Stripe's verified webhook, which signs its own requests.
 	app.GET("/billing", h.showBilling, h.requireManager)
 	api.POST("/billing/top-ups", h.apiCreateTopUp, h.requireManager)
+	app.POST("/billing/auto-recharge", h.saveAutoRecharge, h.requireManager)
+	api.GET("/billing/auto-recharge", h.apiAutoRecharge, h.requireManager)
+	api.PUT("/billing/auto-recharge", h.apiPutAutoRecharge, h.requireManager)
 	e.POST("/webhooks/stripe", h.stripeWebhook)
 
 	// Request a quote (RQ1, RQ2): any member asks; the org's requests are
