@@ -137,7 +137,12 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 	offersOnPhone(t, ctx, srv.URL+offers)
 
 	// Signed out: the account pages and an invitation.
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector('form[action="/logout"]').submit(), true)`)); err != nil {
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(srv.URL+"/clusters"),
+		chromedp.Click(`[data-testid=nav-menu] summary`),
+		chromedp.Click(`[data-testid=menu-logout]`),
+	); err != nil {
 		t.Fatal(err)
 	}
 	wait("logged out", `!document.querySelector('form[action="/logout"]')`)
@@ -236,16 +241,29 @@ func offersOnPhone(t *testing.T, ctx context.Context, url string) {
 		`#offer-filters`:                           false,
 		`[data-testid=filter-toggle]`:              true,
 	})
+	// The header's sections are behind Menu on a phone.
+	if got, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](visible(`[data-testid=nav-menu] a[href="/billing"]`))); got {
+		t.Error("the phone menu shows its sections before it is opened")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=nav-menu] summary`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[bool](visible(`[data-testid=nav-menu] a[href="/billing"]`))); err != nil || !got {
+		t.Errorf("the phone menu did not open onto the sections (%v)", err)
+	}
+	saveScreenshot(t, ctx, "menu-open", 390)
 	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=filter-toggle]`)); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := chromedp.Run(ctx, chromedp.Evaluate[bool](visible(`#offer-filters`))); err != nil || !got {
 		t.Errorf("the filters did not unfold on a phone (%v)", err)
 	}
+	saveScreenshot(t, ctx, "offers-filters-open", 390)
 	check(1440, map[string]bool{
 		`[data-offer-id="sim:h100.8x.ib"] [data-testid=launch-link]`: true,
 		`#offer-filters`:              true,
 		`[data-testid=filter-toggle]`: false,
+		`[data-testid=nav-menu]`:      false,
 		card:                          false,
 	})
 }
