@@ -252,6 +252,12 @@ func offersOnPhone(t *testing.T, ctx context.Context, url string) {
 		t.Errorf("the phone menu did not open onto the sections (%v)", err)
 	}
 	saveScreenshot(t, ctx, "menu-open", 390)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById('offer-results').click(), true)`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](visible(`[data-testid=nav-menu] a[href="/billing"]`))); got {
+		t.Error("the phone menu stayed open after a click outside it")
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=filter-toggle]`)); err != nil {
 		t.Fatal(err)
 	}
