@@ -118,7 +118,7 @@ func BillingPageView(p BillingPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<div class=\"overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\"><thead><tr><th scope=\"col\" class=\"table-head\">Date</th><th scope=\"col\" class=\"table-head\">Description</th><th scope=\"col\" class=\"table-head\">Status</th><th scope=\"col\" class=\"table-head num\">Amount</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<div class=\"relative overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\"><thead><tr><th scope=\"col\" class=\"table-head\">Date</th><th scope=\"col\" class=\"table-head\">Description</th><th scope=\"col\" class=\"table-head\">Status</th><th scope=\"col\" class=\"table-head num\">Amount</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

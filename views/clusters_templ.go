@@ -129,7 +129,7 @@ func ClusterRows(p ClustersPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<div class=\"overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\"><thead><tr><th scope=\"col\" class=\"table-head\">Name</th><th scope=\"col\" class=\"table-head\">Status</th><th scope=\"col\" class=\"table-head\">Shape</th><th scope=\"col\" class=\"table-head\">Location</th><th scope=\"col\" class=\"table-head\">Age</th><th scope=\"col\" class=\"table-head num\">Price / hour</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<div class=\"relative overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\"><thead><tr><th scope=\"col\" class=\"table-head\">Name</th><th scope=\"col\" class=\"table-head\">Status</th><th scope=\"col\" class=\"table-head\">Shape</th><th scope=\"col\" class=\"table-head\">Location</th><th scope=\"col\" class=\"table-head\">Age</th><th scope=\"col\" class=\"table-head num\">Price / hour</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -352,14 +352,14 @@ func ClusterLive(p ClusterPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "><header class=\"mb-4 flex flex-wrap items-start gap-4\"><div class=\"min-w-0 flex-1\"><h1 class=\"flex items-center gap-3 text-xl font-semibold\"><span data-testid=\"cluster-name\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "><header class=\"mb-4 flex flex-col gap-4 lg:flex-row lg:items-start\"><div class=\"min-w-0 lg:flex-1\"><h1 class=\"flex flex-wrap items-center gap-x-3 gap-y-1 text-xl font-semibold\"><span class=\"min-w-0 break-words\" data-testid=\"cluster-name\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var16 string
 		templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(p.C.Name)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 118, Col: 48}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 118, Col: 76}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 		if templ_7745c5c3_Err != nil {
@@ -451,14 +451,14 @@ func ClusterLive(p ClusterPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "</p></div><dl class=\"grid grid-cols-2 gap-x-6 gap-y-1 text-sm\"><dt class=\"text-slate-500\">Price</dt><dd class=\"num font-semibold\" data-testid=\"cluster-price\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "</p></div><dl class=\"grid grid-cols-[auto_1fr] gap-x-6 gap-y-1 text-sm lg:grid-cols-2\"><dt class=\"text-slate-500\">Price</dt><dd class=\"font-semibold tabular-nums lg:text-right\" data-testid=\"cluster-price\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var23 string
 		templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs(p.C.Price)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 127, Col: 73}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 127, Col: 96}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var23))
 		if templ_7745c5c3_Err != nil {
@@ -471,26 +471,26 @@ func ClusterLive(p ClusterPage) templ.Component {
 		var templ_7745c5c3_Var24 string
 		templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(p.C.MachinePrice)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 127, Col: 149}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 127, Col: 172}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, " per machine</span></dd><dt class=\"text-slate-500\" title=\"Every machine was up and joined: billing started for all of them at this moment.\">Billing since</dt><dd class=\"num\" data-testid=\"ready-at\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, " per machine</span></dd><dt class=\"text-slate-500\" title=\"Every machine was up and joined: billing started for all of them at this moment.\">Billing since</dt><dd class=\"tabular-nums lg:text-right\" data-testid=\"ready-at\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var25 string
 		templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(p.C.ReadyAt)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 129, Col: 56}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 129, Col: 79}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "</dd></dl><div class=\"flex gap-2\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "</dd></dl><div class=\"flex flex-wrap items-center gap-2\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -715,7 +715,7 @@ func ClusterLive(p ClusterPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<section class=\"mb-6\" aria-label=\"Nodes\"><h2 class=\"mb-2 text-sm font-semibold\">Nodes</h2><div class=\"overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\"><thead><tr><th scope=\"col\" class=\"table-head\">Node</th><th scope=\"col\" class=\"table-head\">Status</th><th scope=\"col\" class=\"table-head\">Address</th><th scope=\"col\" class=\"table-head\">Steps (deadline)</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<section class=\"mb-6\" aria-label=\"Nodes\"><h2 class=\"mb-2 text-sm font-semibold\">Nodes</h2><div class=\"relative overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\"><thead><tr><th scope=\"col\" class=\"table-head\">Node</th><th scope=\"col\" class=\"table-head\">Status</th><th scope=\"col\" class=\"table-head\">Address</th><th scope=\"col\" class=\"table-head\">Steps (deadline)</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -746,14 +746,14 @@ func ClusterLive(p ClusterPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "\"><td class=\"cell font-mono\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "\"><td class=\"cell whitespace-nowrap font-mono\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var40 string
 			templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinStringErrs(n.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 187, Col: 43}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 187, Col: 61}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var40))
 			if templ_7745c5c3_Err != nil {
@@ -1075,7 +1075,7 @@ func ClusterLive(p ClusterPage) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		for _, e := range p.Events {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 93, "<li class=\"flex items-baseline gap-3 px-3 py-1.5\" data-testid=\"event\"><time class=\"w-16 shrink-0 font-mono text-xs text-slate-500\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 93, "<li class=\"flex flex-wrap items-baseline gap-x-3 px-3 py-1.5 sm:flex-nowrap\" data-testid=\"event\"><time class=\"w-16 shrink-0 font-mono text-xs text-slate-500\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1101,14 +1101,14 @@ func ClusterLive(p ClusterPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 95, "</span> <span class=\"min-w-0 break-words\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 95, "</span> <span class=\"min-w-0 basis-full break-words sm:basis-auto\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var59 string
 			templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(e.Message)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 239, Col: 51}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 239, Col: 76}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var59))
 			if templ_7745c5c3_Err != nil {
@@ -1308,19 +1308,19 @@ func ConnectPanel(c ConnectView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 113, "</div><div class=\"overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full text-sm\"><thead><tr><th class=\"table-head\">Node</th><th class=\"table-head\">Interconnect address</th><th class=\"table-head\">SSH</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 113, "</div><div class=\"relative overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full text-sm\"><thead><tr><th class=\"table-head\">Node</th><th class=\"table-head\">Interconnect address</th><th class=\"table-head\">SSH</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		for _, n := range c.Nodes {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 114, "<tr data-testid=\"connect-node\"><td class=\"cell font-mono\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 114, "<tr data-testid=\"connect-node\"><td class=\"cell whitespace-nowrap font-mono\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var70 string
 			templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs(n.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 283, Col: 72}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 283, Col: 90}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 			if templ_7745c5c3_Err != nil {
@@ -1333,20 +1333,20 @@ func ConnectPanel(c ConnectView) templ.Component {
 			var templ_7745c5c3_Var71 string
 			templ_7745c5c3_Var71, templ_7745c5c3_Err = templ.JoinStringErrs(n.Address)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 283, Col: 117}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 283, Col: 135}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var71))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 116, "</td><td class=\"cell whitespace-nowrap font-mono text-xs\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 116, "</td><td class=\"cell break-all font-mono text-xs sm:whitespace-nowrap sm:break-normal\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var72 string
 			templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinStringErrs(n.SSH)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 283, Col: 184}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/clusters.templ`, Line: 283, Col: 231}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var72))
 			if templ_7745c5c3_Err != nil {
@@ -1443,7 +1443,7 @@ func ConnectPanel(c ConnectView) templ.Component {
 			}
 		}
 		if len(c.Ports) > 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 127, "<div><h3 class=\"label mb-1\">Ports</h3><div class=\"overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full text-sm\"><thead><tr><th class=\"table-head\">Port</th><th class=\"table-head\">Where</th><th class=\"table-head\">Reach it</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 127, "<div><h3 class=\"label mb-1\">Ports</h3><div class=\"relative overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full text-sm\"><thead><tr><th class=\"table-head\">Port</th><th class=\"table-head\">Where</th><th class=\"table-head\">Reach it</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1500,7 +1500,7 @@ func ConnectPanel(c ConnectView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 132, "</td><td class=\"cell whitespace-nowrap font-mono text-xs\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 132, "</td><td class=\"cell break-all font-mono text-xs sm:whitespace-nowrap sm:break-normal\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1772,7 +1772,7 @@ func LogStream(clusterID string, rank int) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 158, "\"><pre class=\"codeblock max-h-72 min-h-16 overflow-y-auto empty:before:text-slate-400 empty:before:content-['Waiting_for_the_first_line…']\" id=\"log-lines\" sse-swap=\"line\" hx-swap=\"beforeend\" data-testid=\"log-lines\"></pre></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 158, "\"><pre class=\"codeblock max-h-72 min-h-16 overflow-y-auto max-sm:whitespace-pre-wrap max-sm:break-all empty:before:text-slate-400 empty:before:content-['Waiting_for_the_first_line…']\" id=\"log-lines\" sse-swap=\"line\" hx-swap=\"beforeend\" data-testid=\"log-lines\"></pre></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

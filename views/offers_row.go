@@ -88,27 +88,7 @@ func appendOfferRow(b []byte, o *models.Offer, n int) []byte {
 		b = append(strconv.AppendInt(b, int64(size), 10), `</span>`...)
 	}
 	b = append(b, `</div></td><td class="cell whitespace-nowrap text-right">`...)
-	if sell == string(models.Startable) {
-		b = append(b, `<a href="/clusters/new?nodes=`...)
-		b = strconv.AppendInt(b, int64(n), 10)
-		b = append(b, `&amp;offer=`...)
-		b = appendQueryEscaped(b, o.ID)
-		b = append(b, `" class="btn-primary" data-testid="launch-link">Launch</a>`...)
-	} else {
-		b = append(b, `<span class="block text-xs font-medium text-slate-500" data-testid="sell-label">`...)
-		b = append(b, sellLabel(sell)...)
-		b = append(b, `</span> <a href="/quote-requests/new?accelerator=`...)
-		b = appendQueryEscaped(b, o.Accelerator)
-		b = append(b, `&amp;gpus_per_node=`...)
-		b = strconv.AppendInt(b, int64(o.GPUsPerNode), 10)
-		b = append(b, `&amp;interconnect=`...)
-		b = appendQueryEscaped(b, o.Interconnect)
-		b = append(b, `&amp;location=`...)
-		b = appendQueryEscaped(b, o.Location)
-		b = append(b, `&amp;nodes=`...)
-		b = strconv.AppendInt(b, int64(n), 10)
-		b = append(b, `" class="link text-sm" data-testid="quote-link">Request a quote</a>`...)
-	}
+	b = appendAction(b, o, n, sell, "")
 	return append(b, `</td></tr>`...)
 }
 
@@ -173,4 +153,85 @@ func appendQueryEscaped(b []byte, s string) []byte {
 		}
 	}
 	return b
+}
+
+// appendAction is the row's or card's action: Launch at this size, or what
+// the location says and Request a quote. prefix tells the card's test ids
+// ("card-") from the table's ("").
+func appendAction(b []byte, o *models.Offer, n int, sell, prefix string) []byte {
+	if sell == string(models.Startable) {
+		b = append(b, `<a href="/clusters/new?nodes=`...)
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, `&amp;offer=`...)
+		b = appendQueryEscaped(b, o.ID)
+		b = append(b, `" class="btn-primary" data-testid="`...)
+		b = append(b, prefix...)
+		b = append(b, `launch-link">Launch</a>`...)
+	} else {
+		b = append(b, `<span class="block text-xs font-medium text-slate-500" data-testid="`...)
+		b = append(b, prefix...)
+		b = append(b, `sell-label">`...)
+		b = append(b, sellLabel(sell)...)
+		b = append(b, `</span> <a href="/quote-requests/new?accelerator=`...)
+		b = appendQueryEscaped(b, o.Accelerator)
+		b = append(b, `&amp;gpus_per_node=`...)
+		b = strconv.AppendInt(b, int64(o.GPUsPerNode), 10)
+		b = append(b, `&amp;interconnect=`...)
+		b = appendQueryEscaped(b, o.Interconnect)
+		b = append(b, `&amp;location=`...)
+		b = appendQueryEscaped(b, o.Location)
+		b = append(b, `&amp;nodes=`...)
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, `" class="link text-sm" data-testid="`...)
+		b = append(b, prefix...)
+		b = append(b, `quote-link">Request a quote</a>`...)
+	}
+	return b
+}
+
+// OfferCards renders a location's offers as phone cards (below md): the
+// shape and where, the cluster price large with the machine's and the
+// GPU-hour's under it, and the action. Written like OfferRows, for the same
+// reason.
+func OfferCards(g OfferGroupView) templ.Component {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		bp := rowBuffers.Get().(*[]byte)
+		defer rowBuffers.Put(bp)
+		for _, r := range g.Offers {
+			*bp = appendOfferCard((*bp)[:0], g.LocationName, r.Offer, r.Nodes)
+			if _, err := w.Write(*bp); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	})
+}
+
+func appendOfferCard(b []byte, locationName string, o *models.Offer, n int) []byte {
+	sell := string(o.SellFor(n))
+	b = append(b, `<li class="flex items-center gap-3 px-3 py-3" data-testid="offer-card" data-card-offer-id="`...)
+	b = appendEscaped(b, o.ID)
+	b = append(b, `" data-sell="`...)
+	b = appendEscaped(b, sell)
+	b = append(b, `"><div class="min-w-0 flex-1"><p class="font-medium">`...)
+	b = appendShape(b, n, o.GPUsPerNode, o.Accelerator)
+	b = append(b, `</p><p class="text-xs text-slate-500">`...)
+	b = appendEscaped(b, locationName)
+	b = append(b, ` · `...)
+	b = appendEscaped(b, InterconnectLabel(o.Interconnect))
+	b = append(b, ` · `...)
+	b = appendEscaped(b, KindLabel(o.MachineKind))
+	b = append(b, `</p>`...)
+	if o.Community {
+		b = append(b, `<p class="mt-1"><span class="rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100">community · keep secrets off</span></p>`...)
+	}
+	b = append(b, `<p class="mt-1 tabular-nums"><span class="font-semibold" data-testid="card-cluster-price">`...)
+	b = append(models.AppendUSD(b, o.ClusterHour(n)), "/h"...)
+	b = append(b, `</span> <span class="block text-xs text-slate-500">`...)
+	b = append(models.AppendUSD(b, o.MachineHour()), "/h per machine · "...)
+	b = append(models.AppendUSD(b, o.PerGPUHour), "/GPU-h · "...)
+	b = appendAvailability(b, o)
+	b = append(b, `</span></p></div><div class="shrink-0 text-right">`...)
+	b = appendAction(b, o, n, sell, "card-")
+	return append(b, `</div></li>`...)
 }
