@@ -183,3 +183,18 @@ func (t *aggTime) parse(s string) error {
 	}
 	return fmt.Errorf("models: cannot read time %q", s)
 }
+
+// UsageForClusterIn is one cluster's usage line in window w (the line's
+// machines on the billing page); another organisation's cluster is
+// ErrNotFound.
+func (s *Store) UsageForClusterIn(ctx context.Context, orgID, clusterID string, w UsageWindow) (ClusterUsage, error) {
+	c, err := s.ClusterForOrg(ctx, orgID, clusterID)
+	if err != nil {
+		return ClusterUsage{}, err
+	}
+	out, err := s.usageOf(ctx, orgID, []Cluster{c}, w)
+	if err != nil {
+		return ClusterUsage{}, err
+	}
+	return out[0], nil
+}
