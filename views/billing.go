@@ -63,9 +63,9 @@ func (r MachineRow) Cells() []string {
 
 // SpendChart is the daily spend of the last 30 days as SVG bars.
 type SpendChart struct {
-	Bars         []ChartBar
-	Max, Total   string
-	First, Last  string // the first and last day's labels
+	Bars          []ChartBar
+	Max, Total    string
+	First, Last   string // the first and last day's labels
 	Width, Height int
 }
 
