@@ -182,10 +182,7 @@ const chartDays = 30
 
 func usageLine(l models.ClusterUsage, w models.UsageWindow, open bool) views.UsageLine {
 	q := url.Values{"month": {w.Month()}}
-	status := titleCase(models.EntryCompleted)
-	if l.Accumulating > 0 {
-		status = titleCase(models.EntryAccumulating)
-	}
+	status := titleCase(usageStatus(l.Accumulating))
 	u := views.UsageLine{ClusterID: l.Cluster.ID, Name: l.Cluster.Name, Amount: models.USD(l.Completed + l.Accumulating), Status: status,
 		FragmentURL: "/billing/usage/" + l.Cluster.ID + "?" + q.Encode(), Open: open}
 	q.Set("open", l.Cluster.ID)
@@ -200,13 +197,9 @@ func usageLine(l models.ClusterUsage, w models.UsageWindow, open bool) views.Usa
 func machineRows(l models.ClusterUsage) []views.MachineRow {
 	out := make([]views.MachineRow, 0, len(l.Machines))
 	for _, m := range l.Machines {
-		status := titleCase(models.EntryCompleted)
-		if m.Accumulating > 0 {
-			status = titleCase(models.EntryAccumulating)
-		}
 		out = append(out, views.MachineRow{Node: m.Name, MachineHour: models.USD(m.MachineHour) + "/h",
 			Hours: hours(m.Minutes + m.AccumulatingMinutes), Amount: models.USD(m.Completed + m.Accumulating),
-			Status: status, Intervals: intervalsText(m.Intervals)})
+			Status: titleCase(usageStatus(m.Accumulating)), Intervals: intervalsText(m.Intervals)})
 	}
 	return out
 }

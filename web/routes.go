@@ -74,6 +74,8 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/billing/transactions.csv", h.transactionsCSV, h.requireManager)
 	app.POST("/billing/top-ups", h.addFunds, h.requireManager)
 	api.POST("/billing/top-ups", h.apiCreateTopUp, h.requireManager)
+	api.GET("/billing/balance", h.apiBillingBalance, h.requireManager)
+	api.GET("/billing/usage", h.apiBillingUsage, h.requireManager)
 	e.POST("/webhooks/stripe", h.stripeWebhook)
 
 	// Request a quote (RQ1, RQ2): any member asks; the org's requests are
