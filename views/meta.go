@@ -18,7 +18,8 @@ type Meta struct {
 type UserNav struct {
 	Email      string
 	OrgName    string
-	CanBilling bool // owner and admin
+	CanBilling bool   // owner and admin
+	Balance    string // the organisation's balance, for owners and admins
 	CanTeam    bool // owner and admin
 	IsOperator bool
 }

@@ -267,3 +267,26 @@ func titleCase(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// endedView is an ended cluster's total cost (written usage and the tail
+// the next pass writes), when it ended and how long it was billed (B1).
+func (h *handler) endedView(c echo.Context, cl models.Cluster) (*views.EndedView, error) {
+	if !cl.Status.Terminal() {
+		return nil, nil
+	}
+	u, err := h.Store.UsageForCluster(c.Request().Context(), cl.OrgID, cl.ID)
+	if err != nil {
+		return nil, err
+	}
+	end := cl.UpdatedAt
+	if cl.ReleasedAt != nil {
+		end = *cl.ReleasedAt
+	}
+	ran := "never billed: not every machine came up"
+	if cl.ReadyAt != nil {
+		ran = "billed for " + hours(minutesBetween(*cl.ReadyAt, end)) + " h"
+	}
+	return &views.EndedView{At: end.UTC().Format("2006-01-02 15:04 UTC"), RanFor: ran, TotalCost: models.USD(u.Completed + u.Accumulating)}, nil
+}
+
+func minutesBetween(a, b time.Time) int64 { return max(int64(b.Sub(a)/time.Minute), 0) }

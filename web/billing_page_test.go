@@ -193,3 +193,37 @@ func TestBillingAPI(t *testing.T) {
 		}
 	})
 }
+
+// B1: the header shows the balance to owners and admins only; an ended
+// cluster's page shows its total cost, when it ended and how long it ran.
+func TestHeaderBalanceAndEndedClusterCost(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		owner := app.signupAccount("h@example.com", "Headers")
+		member := app.joinAccount(owner, "hm@example.com", models.RoleMember)
+		cl := makeJoined(t, app, launchFor(t, app, owner, "short"), true)
+		app.clock.Advance(90 * time.Minute)
+		if _, err := app.store.MarkTerminated(ctx, cl.ID); err != nil {
+			t.Fatal(err)
+		}
+		d := doc(t, app.login(owner).get("/clusters/"+cl.ID))
+		if got := d.Find(`[data-testid=header-balance]`).Text(); !strings.Contains(got, "$500.00") {
+			t.Errorf("header balance %q", got)
+		}
+		if got := d.Find(`[data-testid=total-cost]`).Text(); got != "$59.91" { // 90 minutes of 2 × $19.97, not yet written
+			t.Errorf("total cost %q", got)
+		}
+		if got := d.Find(`[data-testid=ended-at]`).Text(); !strings.Contains(got, "2026-11-30 13:30 UTC") || !strings.Contains(got, "1.50 h") {
+			t.Errorf("ended %q", got)
+		}
+		if _, err := app.store.MeterUsage(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := doc(t, app.login(owner).get("/clusters/"+cl.ID)).Find(`[data-testid=total-cost]`).Text(); got != "$59.91" {
+			t.Errorf("total cost once written %q", got)
+		}
+		if doc(t, app.login(member).get("/clusters")).Find(`[data-testid=header-balance]`).Length() != 0 {
+			t.Error("a member sees the balance")
+		}
+	})
+}
