@@ -20,7 +20,7 @@ type UserNav struct {
 	OrgName    string
 	CanBilling bool   // owner and admin
 	Balance    string // the organisation's balance, for owners and admins
-	CanTeam    bool // owner and admin
+	CanTeam    bool   // owner and admin
 	IsOperator bool
 }
 
