@@ -425,3 +425,49 @@ type FailedCharge struct {
 	Message     string    `json:"message"`
 	At          time.Time `json:"at"`
 }
+
+// BillingBalance is GET /v1/billing/balance (B1): the organisation's
+// balance and what it lasts at the current burn. Money in dollars.
+type BillingBalance struct {
+	Balance        string   `json:"balance"`
+	BurnRate       string   `json:"burnRate"`       // dollars per hour of everything running
+	HoursRemaining *float64 `json:"hoursRemaining"` // null while nothing runs
+	SpendThisMonth string   `json:"spendThisMonth"` // written usage and the open period
+	Month          string   `json:"month"`          // YYYY-MM (UTC)
+	TestMode       bool     `json:"testMode"`
+}
+
+// BillingUsage is GET /v1/billing/usage (B3): the billing page's usage
+// lines of one month, a row per machine.
+type BillingUsage struct {
+	Month    string         `json:"month"`
+	Total    string         `json:"total"`
+	Clusters []ClusterUsage `json:"clusters"`
+}
+
+// ClusterUsage is one cluster's usage in the month.
+type ClusterUsage struct {
+	ClusterID string         `json:"clusterId"`
+	Name      string         `json:"name"`
+	Amount    string         `json:"amount"`
+	Status    string         `json:"status"` // completed or accumulating
+	Machines  []MachineUsage `json:"machines"`
+}
+
+// MachineUsage is one machine's row.
+type MachineUsage struct {
+	NodeID       string          `json:"nodeId"`
+	Node         string          `json:"node"`
+	MachinePrice string          `json:"machinePrice"` // dollars per hour
+	Minutes      int64           `json:"minutes"`
+	Amount       string          `json:"amount"`
+	Status       string          `json:"status"` // completed or accumulating
+	Intervals    []StateInterval `json:"intervals"`
+}
+
+// StateInterval is a span of one machine in one state (X7).
+type StateInterval struct {
+	State     string     `json:"state"` // running, degraded or stopped
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt"` // null while it lasts
+}

@@ -30,8 +30,9 @@ func (m Meta) Asset(name string) string {
 type UserNav struct {
 	Email      string
 	OrgName    string
-	CanBilling bool // owner and admin
-	CanTeam    bool // owner and admin
+	CanBilling bool   // owner and admin
+	Balance    string // the organisation's balance, for owners and admins
+	CanTeam    bool   // owner and admin
 	IsOperator bool
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/a-h/templ"
+	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
@@ -71,6 +72,7 @@ func (h *handler) meta(c echo.Context, title string) views.Meta {
 		if p := principal(c); u.CanBilling && p != nil {
 			m.ChargeProblem, _ = h.chargeBanner(c.Request().Context(), p.Org.ID) // a failed lookup only hides the banner
 		}
+		h.headerBalance(c, u)
 	}
 	m.Flashes = h.takeFlashes(c)
 	return m
@@ -83,4 +85,16 @@ func redirect(c echo.Context, to string) error {
 		return c.NoContent(http.StatusNoContent)
 	}
 	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// headerBalance puts the balance in the header of owners and admins (B1):
+// one query; a failure leaves it out rather than failing the page.
+func (h *handler) headerBalance(c echo.Context, u *views.UserNav) {
+	p := principal(c)
+	if !u.CanBilling || p == nil || u.Balance != "" {
+		return
+	}
+	if bal, err := h.Store.Balance(c.Request().Context(), p.Org.ID); err == nil {
+		u.Balance = models.USD(bal)
+	}
 }
