@@ -39,6 +39,8 @@ Usage:
   clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
+  clusterdeck gpu billing balance
+  clusterdeck gpu billing usage [--month YYYY-MM]
 
 Every command takes:
   --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
@@ -55,6 +57,9 @@ X9): quote or launch one with --private-offer-id at its locked price.
 
 "clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
 one recovery attempt at once (R5).
+
+"billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
+month (B1); "billing usage" a month's cost per machine (B3). Owners' and admins' keys only.
 
 "clusterdeck gpu clusters launch --help" (and so on) lists every flag.
 `
@@ -114,6 +119,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return c.fail(c.offers(rest))
 	case "clusters", "cluster":
 		return c.fail(c.clusters(rest))
+	case "billing":
+		return c.fail(c.billing(rest))
 	default:
 		return c.fail(usageError(fmt.Sprintf("unknown command %q", cmd)))
 	}

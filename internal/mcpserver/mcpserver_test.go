@@ -27,8 +27,10 @@ func TestToolsListed(t *testing.T) {
 			"quote_cluster": {}, "request_quote": {},
 			"launch_cluster":    {idempotent: true},
 			"terminate_cluster": {destructive: true, idempotent: true},
-			"set_recovery":      {idempotent: true}, // R3: the same policy twice is one policy
-			"recover_cluster":   {},                 // R5: each call asks for one more attempt
+			"set_recovery":      {idempotent: true},                 // R3: the same policy twice is one policy
+			"recover_cluster":   {},                                 // R5: each call asks for one more attempt
+			"get_balance":       {readOnly: true, idempotent: true}, // B1
+			"billing_usage":     {readOnly: true},                   // B3
 		}
 		for _, w := range ways {
 			cs := mustConnect(t, w, d, d.key)
@@ -48,7 +50,7 @@ func TestToolsListed(t *testing.T) {
 					t.Errorf("%s: %s's description is not one line: %q", w.name, tool.Name, tool.Description)
 				}
 				a := tool.Annotations
-				if a == nil || a.Title == "" || a.ReadOnlyHint != h.readOnly || (!h.readOnly && (a.DestructiveHint == nil ||
+				if a == nil || a.Title == "" || a.ReadOnlyHint != h.readOnly || ((!h.readOnly || h.idempotent) && (a.DestructiveHint == nil ||
 					*a.DestructiveHint != h.destructive || a.IdempotentHint != h.idempotent)) {
 					t.Errorf("%s: %s annotations %+v, want %+v", w.name, tool.Name, a, h)
 				}
