@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/providers/payments"
 	"github.com/clusterdeck/clusterdeck/web"
@@ -38,5 +39,37 @@ func (s stripeForWeb) VerifyWebhook(payload []byte, signature string) (models.Pa
 		return models.PaymentEvent{}, err
 	}
 	return models.PaymentEvent{ID: ev.ID, Type: ev.Type, OrgID: ev.OrgID, TopUpID: ev.TopUpID, SessionID: ev.ObjectID,
-		Amount: ev.Amount, Paid: ev.Paid, CheckoutComplete: ev.Type == payments.EventCheckoutCompleted}, nil
+		Amount: ev.Amount, Paid: ev.Paid, CheckoutComplete: ev.Type == payments.EventCheckoutCompleted,
+		PaymentIntent: ev.Type == payments.EventPaymentSucceeded || ev.Type == payments.EventPaymentFailed,
+		ChargeID:      ev.ChargeID, PaymentIntentID: ev.PaymentIntentID, CustomerID: ev.CustomerID,
+		PaymentMethodID: ev.PaymentMethodID, FailureCode: ev.FailureCode, Message: ev.FailureMessage}, nil
+}
+
+// jobsCharger gives the charges job the Stripe provider when a key is
+// configured; test mode saves no cards, so it has nothing to charge.
+func jobsCharger(cfg config) jobs.Charger { return jobsChargerWith(cfg, "") }
+
+// jobsChargerWith is jobsCharger on another API URL (tests: stripe-mock).
+func jobsChargerWith(cfg config, apiURL string) jobs.Charger {
+	p := payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookSecret, APIURL: apiURL})
+	if p.TestMode() {
+		return nil
+	}
+	return chargerForJobs{p}
+}
+
+// chargerForJobs adapts payments.Provider to jobs.Charger.
+type chargerForJobs struct{ p payments.Provider }
+
+func (s chargerForJobs) ChargeOffSession(ctx context.Context, c models.Charge) (jobs.ChargeResult, error) {
+	r, err := s.p.ChargeOffSession(ctx, payments.ChargeParams{OrgID: c.OrgID, ChargeID: c.ID, Amount: c.Amount,
+		CustomerID: c.CustomerID, PaymentMethodID: c.PaymentMethodID, IdempotencyKey: c.IdempotencyKey()})
+	if err != nil {
+		return jobs.ChargeResult{}, err
+	}
+	status := map[string]string{payments.ChargeSucceeded: models.ChargeSucceeded, payments.ChargePending: models.ChargePending}[r.Status]
+	if status == "" {
+		status = models.ChargeFailed
+	}
+	return jobs.ChargeResult{PaymentIntentID: r.PaymentIntentID, Status: status, FailureCode: r.FailureCode, Message: r.Message}, nil
 }

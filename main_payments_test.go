@@ -41,3 +41,19 @@ func TestStripeForWebVerifiesWebhooks(t *testing.T) {
 		t.Errorf("forged: %v, want web.ErrBadSignature", err)
 	}
 }
+
+// B4: a payment_intent.* event reaches the ledger with the charge, the
+// customer and the saved card as the API sends them (bare ids).
+func TestStripeForWebPaymentIntentEvents(t *testing.T) {
+	p := webPayments(config{StripeSecretKey: "sk_test_1", StripeWebhookSecret: "whsec_1"})
+	body, _ := json.Marshal(map[string]any{"id": "evt_2", "object": "event", "type": "payment_intent.succeeded", "api_version": "2023-10-16",
+		"data": map[string]any{"object": map[string]any{"id": "pi_1", "object": "payment_intent", "status": "succeeded", "amount_received": 5000,
+			"customer": "cus_1", "payment_method": "pm_1", "metadata": map[string]string{"org_id": "org_1", "charge_id": "ch_1"}}}})
+	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_1", Timestamp: time.Now()})
+	ev, err := p.VerifyWebhook(sp.Payload, sp.Header)
+	want := models.PaymentEvent{ID: "evt_2", Type: "payment_intent.succeeded", OrgID: "org_1", SessionID: "pi_1", Amount: 50 * models.Micro,
+		Paid: true, PaymentIntent: true, ChargeID: "ch_1", PaymentIntentID: "pi_1", CustomerID: "cus_1", PaymentMethodID: "pm_1"}
+	if err != nil || ev != want {
+		t.Fatalf("event %+v %v, want %+v", ev, err, want)
+	}
+}

@@ -30,6 +30,7 @@ func TestImportRules(t *testing.T) {
 		"client":             {"api"},
 		"internal/cli":       {"client", "api"},
 		"internal/mcpserver": {"client", "api"},
+		"internal/loadtest":  {"jobs", "models", "providers", "providers/sim", "static", "web"},
 		"providers":          {},
 		"providers/sim":      {"providers"},
 		"providers/agent":    {"providers", "api/agentapi"},

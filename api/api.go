@@ -398,3 +398,76 @@ type TopUp struct {
 	TestMode    bool   `json:"testMode"`
 	CheckoutURL string `json:"checkoutUrl,omitempty"` // where to pay (Stripe only)
 }
+
+// AutoRechargeBody is PUT /v1/billing/auto-recharge (B4): charge amount
+// dollars to the saved card when the balance drops below threshold dollars.
+type AutoRechargeBody struct {
+	Enabled   bool   `json:"enabled"`
+	Threshold string `json:"threshold"` // dollars, like "20.00"
+	Amount    string `json:"amount"`    // dollars, at least "5.00"
+}
+
+// AutoRecharge is the organisation's auto-recharge and why it is paused,
+// if it is (B4).
+type AutoRecharge struct {
+	Enabled   bool          `json:"enabled"`
+	Threshold string        `json:"threshold"` // dollars
+	Amount    string        `json:"amount"`    // dollars
+	CardSaved bool          `json:"cardSaved"` // a card is saved from a top-up
+	Paused    *FailedCharge `json:"paused,omitempty"`
+}
+
+// FailedCharge is the auto-recharge charge that failed and paused it.
+type FailedCharge struct {
+	ID          string    `json:"id"`
+	Amount      string    `json:"amount"`      // dollars
+	FailureCode string    `json:"failureCode"` // card_declined, authentication_required, …
+	Message     string    `json:"message"`
+	At          time.Time `json:"at"`
+}
+
+// BillingBalance is GET /v1/billing/balance (B1): the organisation's
+// balance and what it lasts at the current burn. Money in dollars.
+type BillingBalance struct {
+	Balance        string   `json:"balance"`
+	BurnRate       string   `json:"burnRate"`       // dollars per hour of everything running
+	HoursRemaining *float64 `json:"hoursRemaining"` // null while nothing runs
+	SpendThisMonth string   `json:"spendThisMonth"` // written usage and the open period
+	Month          string   `json:"month"`          // YYYY-MM (UTC)
+	TestMode       bool     `json:"testMode"`
+}
+
+// BillingUsage is GET /v1/billing/usage (B3): the billing page's usage
+// lines of one month, a row per machine.
+type BillingUsage struct {
+	Month    string         `json:"month"`
+	Total    string         `json:"total"`
+	Clusters []ClusterUsage `json:"clusters"`
+}
+
+// ClusterUsage is one cluster's usage in the month.
+type ClusterUsage struct {
+	ClusterID string         `json:"clusterId"`
+	Name      string         `json:"name"`
+	Amount    string         `json:"amount"`
+	Status    string         `json:"status"` // completed or accumulating
+	Machines  []MachineUsage `json:"machines"`
+}
+
+// MachineUsage is one machine's row.
+type MachineUsage struct {
+	NodeID       string          `json:"nodeId"`
+	Node         string          `json:"node"`
+	MachinePrice string          `json:"machinePrice"` // dollars per hour
+	Minutes      int64           `json:"minutes"`
+	Amount       string          `json:"amount"`
+	Status       string          `json:"status"` // completed or accumulating
+	Intervals    []StateInterval `json:"intervals"`
+}
+
+// StateInterval is a span of one machine in one state (X7).
+type StateInterval struct {
+	State     string     `json:"state"` // running, degraded or stopped
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt"` // null while it lasts
+}

@@ -15,6 +15,7 @@ type Deps struct {
 	Mailer    Mailer   // nil: mails stay queued in the outbox (no "mail" job)
 	BaseURL   string   // the server's public URL: agents call it, mails link to it
 	Metrics   *Metrics // nil: no job or provider metrics
+	Charger   Charger  // nil: no auto-recharge ("charges" job)
 
 	HeartbeatLate  time.Duration // an agent is late after this long without a heartbeat (R1); 0 = 3m
 	UnhealthyAfter time.Duration // a machine's condition must hold this long (R1); 0 = 1m
@@ -41,6 +42,11 @@ func Register(s *Scheduler, d Deps) error {
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)
+		}
+	}
+	if d.Charger != nil {
+		if err := s.Add("@every 1m", &Charges{Store: d.Store, Charger: d.Charger}, 50*time.Second); err != nil {
+			return fmt.Errorf("jobs: schedule charges: %w", err)
 		}
 	}
 	if d.Mailer != nil {

@@ -17,7 +17,7 @@ var allModels = []any{
 	&models.Org{}, &models.User{}, &models.Membership{}, &models.Environment{},
 	&models.Invite{}, &models.LoginThrottle{}, &models.SSHKey{}, &models.APIKey{},
 	&models.AuditRecord{}, &models.OutboxMail{},
-	&models.Offer{}, &models.JobLease{}, &models.JobRun{},
+	&models.Offer{}, &models.CatalogVersion{}, &models.JobLease{}, &models.JobRun{},
 	&models.LedgerEntry{}, &models.Quote{},
 	&models.Cluster{}, &models.ClusterNode{}, &models.ClusterEvent{}, &models.NodeLogLine{},
 	&models.SoftwareRun{}, &models.SoftwareTask{},
@@ -25,6 +25,7 @@ var allModels = []any{
 	&models.NodeGPUCheck{}, &models.NCCLCheck{}, &models.ProviderLeak{},
 	&models.ProviderSetting{}, &models.PrivateOffer{}, &models.NodeStart{},
 	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},
+	&models.AutoRecharge{}, &models.Charge{},
 }
 
 // readModels read a table another model owns; their columns are checked

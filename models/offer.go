@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -165,7 +166,10 @@ func (s *Store) ReplaceOffers(ctx context.Context, provider string, offers []Off
 		if len(ids) > 0 {
 			del = del.Where("id NOT IN ?", ids)
 		}
-		return del.Delete(&Offer{}).Error
+		if err := del.Delete(&Offer{}).Error; err != nil {
+			return err
+		}
+		return tx.bumpCatalogVersion(ctx) // same transaction: snapshots see rows and version together
 	})
 }
 
@@ -222,82 +226,95 @@ type OfferGroup struct {
 }
 
 // PickOffers answers the picker from the stored catalog (O6: never a
-// provider call), counted stock less what clusters hold (stock.go). Offers outside the freshness window are left out;
-// community hosts only when asked (O5). Groups are ordered by their cheapest
-// startable whole-cluster price, groups that cannot start last; offers inside
-// a group by whole-cluster price, startable first.
+// provider call), counted stock less what clusters hold (stock.go). Offers
+// outside the freshness window are left out; community hosts only when asked
+// (O5). Groups are ordered by their cheapest startable whole-cluster price,
+// groups that cannot start last; offers inside a group by whole-cluster
+// price, startable first. The rows come from the catalog snapshot
+// (catalog.go); holds and freshness are applied per request.
 func (s *Store) PickOffers(ctx context.Context, f OfferFilter) ([]OfferGroup, error) {
-	q := s.db.WithContext(ctx).Model(&Offer{}).Where("refreshed_at >= ?", s.Now().Add(-OfferFreshness))
-	if f.Accelerator != "" {
-		q = q.Where("accelerator = ?", f.Accelerator)
-	}
-	if f.Interconnect != "" {
-		q = q.Where("interconnect = ?", f.Interconnect)
-	}
-	if f.MachineKind != "" {
-		q = q.Where("machine_kind = ?", f.MachineKind)
-	}
-	if f.GPUsPerNode != 0 {
-		q = q.Where("gpus_per_node = ?", f.GPUsPerNode)
-	}
-	if !f.IncludeCommunity {
-		q = q.Where("community = ?", false)
-	}
-	if f.Location != "" {
-		q = q.Where("location = ?", f.Location)
-	}
-	var offers []Offer
-	if err := q.Order("id").Find(&offers).Error; err != nil {
-		return nil, fmt.Errorf("models: pick offers: %w", err)
-	}
-	offers, err := s.withHolds(ctx, offers)
+	p, err := s.PreparePick(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	if offers, err = s.customerPrices(ctx, offers); err != nil { // OP2: markup, pricing.go
-		return nil, err
-	}
-	return GroupOffers(offers, f), nil
+	return p.Groups(), nil
+}
+
+// offerKey is one picked offer as the picker sorts it: small, so sorting
+// hundreds of offers moves pointers rather than whole rows.
+type offerKey struct {
+	offer     *Offer // the stored row, shared: never modified
+	held      int    // machines clusters hold against it (stock.go)
+	startable bool   // at the asked size, once the holds are taken
+	price     Money  // whole cluster per hour at the asked size
+}
+
+func newOfferKey(o *Offer, held, nodes int) offerKey {
+	return offerKey{offer: o, held: held, startable: o.less(held).SellFor(nodes) == Startable, price: o.ClusterHour(nodes)}
+}
+
+// matches is the picker's row filter: fresh at cutoff (O6), the asked shape
+// (O3), community hosts only when asked (O5). The price ceiling is applied
+// when grouping.
+func (f *OfferFilter) matches(o *Offer, cutoff time.Time) bool {
+	return !o.RefreshedAt.Before(cutoff) &&
+		(f.Accelerator == "" || o.Accelerator == f.Accelerator) &&
+		(f.Interconnect == "" || o.Interconnect == f.Interconnect) &&
+		(f.MachineKind == "" || o.MachineKind == f.MachineKind) &&
+		(f.GPUsPerNode == 0 || o.GPUsPerNode == f.GPUsPerNode) &&
+		(f.IncludeCommunity || !o.Community) &&
+		(f.Location == "" || o.Location == f.Location)
 }
 
 // GroupOffers applies the price ceiling, groups by location at f.Nodes and
 // sorts (see PickOffers). It is pure, so the rules are tested without a DB.
 func GroupOffers(offers []Offer, f OfferFilter) []OfferGroup {
-	byLoc := map[string]*OfferGroup{}
-	var order []string
-	for _, o := range offers {
-		if f.MaxClusterHour > 0 && o.ClusterHour(f.Nodes) > f.MaxClusterHour {
-			continue
-		}
-		g, ok := byLoc[o.Location]
-		if !ok {
-			g = &OfferGroup{Location: o.Location, LocationName: o.LocationName, Nodes: f.Nodes}
-			byLoc[o.Location] = g
-			order = append(order, o.Location)
-		}
-		g.Offers = append(g.Offers, o)
+	keys := make([]offerKey, len(offers))
+	for i := range offers {
+		keys[i] = newOfferKey(&offers[i], 0, f.Nodes)
 	}
-	groups := make([]OfferGroup, 0, len(order))
-	for _, loc := range order {
-		g := byLoc[loc]
-		sort.SliceStable(g.Offers, func(i, j int) bool {
-			a, b := g.Offers[i], g.Offers[j]
-			as, bs := a.SellFor(f.Nodes) == Startable, b.SellFor(f.Nodes) == Startable
-			if as != bs {
-				return as
+	return groupOffers(keys, f)
+}
+
+// groupOffers sorts keys (which it may reorder) and copies the offers, less
+// their holds, into one slice the groups share.
+func groupOffers(keys []offerKey, f OfferFilter) []OfferGroup {
+	if f.MaxClusterHour > 0 {
+		keys = slices.DeleteFunc(keys, func(k offerKey) bool { return k.price > f.MaxClusterHour })
+	}
+	slices.SortFunc(keys, func(a, b offerKey) int {
+		if c := strings.Compare(a.offer.Location, b.offer.Location); c != 0 {
+			return c
+		}
+		if a.startable != b.startable {
+			if a.startable {
+				return -1
 			}
-			if pa, pb := a.ClusterHour(f.Nodes), b.ClusterHour(f.Nodes); pa != pb {
-				return pa < pb
-			}
-			return a.ID < b.ID
-		})
-		for _, o := range g.Offers {
-			if o.SellFor(f.Nodes) == Startable {
-				g.Cheapest = o.ClusterHour(f.Nodes)
-				break
+			return 1
+		}
+		if c := cmp.Compare(a.price, b.price); c != 0 {
+			return c
+		}
+		return strings.Compare(a.offer.ID, b.offer.ID)
+	})
+	offers := make([]Offer, len(keys))
+	for i, k := range keys {
+		offers[i] = k.offer.less(k.held)
+	}
+	var groups []OfferGroup
+	for i := 0; i < len(offers); {
+		j, first := i, i // first: the lowest id, whose location name the group shows
+		for ; j < len(offers) && offers[j].Location == offers[i].Location; j++ {
+			if offers[j].ID < offers[first].ID {
+				first = j
 			}
 		}
-		groups = append(groups, *g)
+		g := OfferGroup{Location: offers[i].Location, LocationName: offers[first].LocationName, Nodes: f.Nodes, Offers: offers[i:j:j]}
+		if o := g.Offers[0]; o.SellFor(f.Nodes) == Startable {
+			g.Cheapest = o.ClusterHour(f.Nodes)
+		}
+		groups = append(groups, g)
+		i = j
 	}
 	sort.SliceStable(groups, func(i, j int) bool {
 		a, b := groups[i], groups[j]
@@ -309,6 +326,9 @@ func GroupOffers(offers []Offer, f OfferFilter) []OfferGroup {
 		}
 		return a.Location < b.Location
 	})
+	if groups == nil {
+		groups = []OfferGroup{}
+	}
 	return groups
 }
 

@@ -98,7 +98,7 @@ func (s *Store) Markups(ctx context.Context) (Markups, error) {
 
 // customerPrices turns catalog rows into what customers pay: each offer at
 // its provider's markup. Every read of the catalog that prices for a
-// customer goes through it (PickOffers, FitOffer).
+// customer goes through it (the picker's snapshot, FitOffer).
 func (s *Store) customerPrices(ctx context.Context, offers []Offer) ([]Offer, error) {
 	m, err := s.Markups(ctx)
 	if err != nil {
@@ -132,7 +132,8 @@ func PercentText(bp MarkupBP) string {
 // SetProviderMarkup is the operator's markup for provider (OP2), as a
 // percentage string; it applies to prices quoted from now on (locked quotes
 // and running clusters keep their rates). The setting and the audit entry
-// commit together.
+// commit together, with a bump of the catalog version, so the picker's
+// snapshot of customer prices (catalog.go) is reloaded at once.
 func (x Actions) SetProviderMarkup(ctx context.Context, provider, percent string) (MarkupBP, error) {
 	bp, err := ParsePercent(percent)
 	switch {
@@ -149,6 +150,9 @@ func (x Actions) SetProviderMarkup(ctx context.Context, provider, percent string
 			DoUpdates: clause.AssignmentColumns([]string{"markup_bp", "updated_by", "updated_at"})}).Create(&row).Error
 		if err != nil {
 			return nil, fmt.Errorf("models: set markup of %s: %w", provider, err)
+		}
+		if err := tx.bumpCatalogVersion(ctx); err != nil {
+			return nil, err
 		}
 		return x.audit("provider.markup", provider, PercentText(bp)), nil
 	})

@@ -242,3 +242,43 @@ func newLaunchEnvIn(t *testing.T, db *gorm.DB, s *models.Store, deposit models.M
 	}
 	return e
 }
+
+// OP2, issue 13: the picker serves a snapshot of customer prices, so a
+// markup change (a setting or the configured default) must reach it at once:
+// the snapshot is reloaded and the stamp under which answers are kept moves.
+func TestMarkupChangeReachesPickerAtOnce(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 10_000*models.Micro)
+		f := models.OfferFilter{Accelerator: "H100_80GB", Nodes: 2, Location: "eu-west"}
+		pick := func(step string, perGPU, disk models.Money) string {
+			t.Helper()
+			p, err := e.s.PreparePick(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			groups := p.Groups()
+			if len(groups) != 1 || len(groups[0].Offers) != 1 {
+				t.Fatalf("%s: picker %+v", step, groups)
+			}
+			if want := 8*perGPU + 500*disk; groups[0].Offers[0].MachineHour() != want || groups[0].Cheapest != 2*want {
+				t.Errorf("%s: machine %d, cheapest %d; want %d and %d", step, groups[0].Offers[0].MachineHour(), groups[0].Cheapest, want, 2*want)
+			}
+			return p.Stamp
+		}
+		before := pick("no markup", 2_300_000, 100)
+		if _, err := e.actions().SetProviderMarkup(ctx, "sim", "12.5"); err != nil {
+			t.Fatal(err)
+		}
+		set := pick("12.5 % set", 2_587_500, 113)
+		e.s.DefaultMarkup = 1000 // the configuration's default; sim keeps its own setting
+		sameSet := pick("default changed, sim set", 2_587_500, 113)
+		if _, err := e.actions().SetProviderMarkup(ctx, "sim", "0"); err != nil {
+			t.Fatal(err)
+		}
+		pick("0 % set", 2_300_000, 100)
+		if before == set || set == sameSet {
+			t.Errorf("the stamp did not move with the markup: %q, %q, %q", before, set, sameSet)
+		}
+	})
+}

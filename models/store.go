@@ -24,8 +24,9 @@ var (
 
 // Store is the one entry point to the database.
 type Store struct {
-	db    *gorm.DB
-	Clock Clock
+	db           *gorm.DB
+	Clock        Clock
+	catalogCache *catalogCache // the picker's catalog snapshot (catalog.go); nil inside a transaction
 	// DefaultMarkup is the markup of providers the operator has not set one
 	// for (DEFAULT_MARKUP_PERCENT; see pricing.go).
 	DefaultMarkup MarkupBP
@@ -36,7 +37,7 @@ func NewStore(db *gorm.DB, clock Clock) *Store {
 	if clock == nil {
 		clock = RealClock{}
 	}
-	return &Store{db: db, Clock: clock}
+	return &Store{db: db, Clock: clock, catalogCache: newCatalogCache(db)}
 }
 
 // DB exposes the handle for the rare caller that needs it (health checks, tests).

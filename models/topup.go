@@ -52,6 +52,16 @@ type PaymentEvent struct {
 	Amount           Money // paid
 	Paid             bool
 	CheckoutComplete bool // a checkout.session.completed event
+
+	// A payment_intent.* event: a top-up's payment (its saved card) or an
+	// auto-recharge charge (ChargeID) succeeding or failing.
+	PaymentIntent   bool
+	ChargeID        string
+	PaymentIntentID string
+	CustomerID      string
+	PaymentMethodID string
+	FailureCode     string
+	Message         string
 }
 
 func init() {
@@ -132,7 +142,7 @@ func (s *Store) CompleteTestTopUp(ctx context.Context, orgID, id string) (bool, 
 // other event for the same top-up change nothing either. Other events
 // change nothing. It reports whether the ledger was credited.
 func (s *Store) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (bool, error) {
-	if !ev.CheckoutComplete || ev.ID == "" {
+	if !ev.CheckoutComplete && !ev.PaymentIntent || ev.ID == "" {
 		return false, nil
 	}
 	var credited bool
@@ -141,6 +151,11 @@ func (s *Store) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (bool, e
 			ev.ID, ev.Type, tx.Now())
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error // seen before: nothing more to do
+		}
+		var err error
+		if ev.PaymentIntent {
+			credited, err = tx.applyPaymentIntent(ctx, ev)
+			return err
 		}
 		if !ev.Paid || ev.Amount <= 0 {
 			return nil
@@ -155,6 +170,9 @@ func (s *Store) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (bool, e
 		if t.TestMode {
 			return nil
 		}
+		if err := tx.SaveCard(ctx, t.OrgID, ev.CustomerID, ""); err != nil {
+			return err
+		}
 		credited, err = tx.creditTopUp(ctx, t, ev.Amount, "Top-up by card")
 		return err
 	})
@@ -162,6 +180,41 @@ func (s *Store) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (bool, e
 		return false, fmt.Errorf("models: payment event %s: %w", ev.ID, err)
 	}
 	return credited, nil
+}
+
+// applyPaymentIntent handles a payment_intent.* event in the caller's
+// transaction: an auto-recharge charge settles or fails (B4); a top-up's
+// succeeded payment saves the card Checkout stored for off-session use
+// (the checkout session itself names its PaymentIntent only by id).
+func (s *Store) applyPaymentIntent(ctx context.Context, ev PaymentEvent) (bool, error) {
+	if ev.ChargeID != "" {
+		err := s.db.WithContext(ctx).Where("org_id = ? AND id = ?", ev.OrgID, ev.ChargeID).Take(&Charge{}).Error
+		if err != nil {
+			return false, ignoreNotFound(err) // not ours
+		}
+		if ev.Paid {
+			return s.SettleCharge(ctx, ev.OrgID, ev.ChargeID, ev.PaymentIntentID)
+		}
+		if ev.FailureCode != "" {
+			return false, s.FailCharge(ctx, ev.OrgID, ev.ChargeID, ev.PaymentIntentID, ev.FailureCode, ev.Message)
+		}
+		return false, nil
+	}
+	if !ev.Paid || ev.TopUpID == "" {
+		return false, nil
+	}
+	t, err := s.TopUpForOrg(ctx, ev.OrgID, ev.TopUpID)
+	if err != nil || t.TestMode {
+		return false, ignoreNotFound(err)
+	}
+	return false, s.SaveCard(ctx, t.OrgID, ev.CustomerID, ev.PaymentMethodID)
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // creditTopUp moves a pending top-up to completed and deposits amount under

@@ -62,7 +62,7 @@ func (s *Store) UsageForCluster(ctx context.Context, orgID, clusterID string) (C
 	if err != nil {
 		return ClusterUsage{}, err
 	}
-	out, err := s.usageOf(ctx, orgID, []Cluster{c})
+	out, err := s.usageOf(ctx, orgID, []Cluster{c}, UsageWindow{})
 	if err != nil {
 		return ClusterUsage{}, err
 	}
@@ -79,12 +79,25 @@ func (s *Store) UsageForOrg(ctx context.Context, orgID string, since time.Time) 
 	if err != nil {
 		return nil, fmt.Errorf("models: usage of %s: %w", orgID, err)
 	}
-	return s.usageOf(ctx, orgID, cs)
+	return s.usageOf(ctx, orgID, cs, UsageWindow{})
+}
+
+// UsageForMonth is the usage lines of the organisation's clusters that ran
+// in window w: only the periods that start in it, and the open period only
+// while now is in it (the billing page, its CSV and GET /v1/billing/usage).
+func (s *Store) UsageForMonth(ctx context.Context, orgID string, w UsageWindow) ([]ClusterUsage, error) {
+	var cs []Cluster
+	err := s.db.WithContext(ctx).Where("org_id = ? AND ready_at IS NOT NULL AND ready_at < ? AND (released_at IS NULL OR released_at >= ?)",
+		orgID, w.To, w.From).Order("ready_at DESC, id").Limit(500).Find(&cs).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: usage of %s: %w", orgID, err)
+	}
+	return s.usageOf(ctx, orgID, cs, w)
 }
 
 // usageOf builds the usage lines of clusters of one organisation: their
 // machines, written usage per machine, marks and intervals, one query each.
-func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster) ([]ClusterUsage, error) {
+func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster, w UsageWindow) ([]ClusterUsage, error) {
 	if len(cs) == 0 {
 		return nil, nil
 	}
@@ -101,8 +114,12 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster) ([]Clus
 		Amount  Money
 		Minutes int64
 	}
-	err = s.db.WithContext(ctx).Table("ledger_entries").Select("node_id, SUM(amount) AS amount, SUM(minutes) AS minutes").
-		Where("org_id = ? AND kind = ? AND cluster_id IN ?", orgID, LedgerUsage, ids).Group("node_id").Scan(&sums).Error
+	q := s.db.WithContext(ctx).Table("ledger_entries").Select("node_id, SUM(amount) AS amount, SUM(minutes) AS minutes").
+		Where("org_id = ? AND kind = ? AND cluster_id IN ?", orgID, LedgerUsage, ids)
+	if !w.To.IsZero() {
+		q = q.Where("period_start >= ? AND period_start < ?", w.From, w.To)
+	}
+	err = q.Group("node_id").Scan(&sums).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: usage sums: %w", err)
 	}
@@ -130,6 +147,9 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster) ([]Clus
 	out := make([]ClusterUsage, len(cs))
 	for i, c := range cs {
 		accMin, acc := accumulating(c, markOf[c.ID], now)
+		if !w.contains(now) {
+			accMin, acc = 0, 0
+		}
 		out[i] = ClusterUsage{Cluster: c}
 		for _, n := range machines[c.ID] {
 			w := written[n.ID]

@@ -85,7 +85,7 @@ func AdminPageView(p AdminPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "</p><section class=\"overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\" data-testid=\"admin-orgs\"><thead><tr><th scope=\"col\" class=\"table-head\">Organisation</th><th scope=\"col\" class=\"table-head num\">Members</th><th scope=\"col\" class=\"table-head\">Created</th><th scope=\"col\" class=\"table-head\">Quota</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "</p><section class=\"relative overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\" data-testid=\"admin-orgs\"><thead><tr><th scope=\"col\" class=\"table-head\">Organisation</th><th scope=\"col\" class=\"table-head num\">Members</th><th scope=\"col\" class=\"table-head\">Created</th><th scope=\"col\" class=\"table-head\">Quota</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -95,7 +95,7 @@ func AdminPageView(p AdminPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</tbody></table></section><h2 class=\"pt-2 text-sm font-semibold\">Providers and their catalog</h2><section class=\"overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\" data-testid=\"admin-providers\"><thead><tr><th scope=\"col\" class=\"table-head\">Provider</th><th scope=\"col\" class=\"table-head num\">Offers</th><th scope=\"col\" class=\"table-head\">Last refresh</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</tbody></table></section><h2 class=\"pt-2 text-sm font-semibold\">Providers and their catalog</h2><section class=\"relative overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\" data-testid=\"admin-providers\"><thead><tr><th scope=\"col\" class=\"table-head\">Provider</th><th scope=\"col\" class=\"table-head num\">Offers</th><th scope=\"col\" class=\"table-head\">Last refresh</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -193,7 +193,7 @@ func AdminPageView(p AdminPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "</tbody></table></section><h2 class=\"pt-2 text-sm font-semibold\">Jobs</h2><section class=\"overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\" data-testid=\"admin-jobs\"><thead><tr><th scope=\"col\" class=\"table-head\">Job</th><th scope=\"col\" class=\"table-head\">Last run</th><th scope=\"col\" class=\"table-head num\">Took</th><th scope=\"col\" class=\"table-head num\">Runs</th><th scope=\"col\" class=\"table-head num\">Failures</th><th scope=\"col\" class=\"table-head\">Last error</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "</tbody></table></section><h2 class=\"pt-2 text-sm font-semibold\">Jobs</h2><section class=\"relative overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\" data-testid=\"admin-jobs\"><thead><tr><th scope=\"col\" class=\"table-head\">Job</th><th scope=\"col\" class=\"table-head\">Last run</th><th scope=\"col\" class=\"table-head num\">Took</th><th scope=\"col\" class=\"table-head num\">Runs</th><th scope=\"col\" class=\"table-head num\">Failures</th><th scope=\"col\" class=\"table-head\">Last error</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

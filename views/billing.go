@@ -1,18 +1,78 @@
 package views
 
-// BillingPage is /billing: balance, burn rate, hours remaining and the
-// ledger's transactions (B1).
+import (
+	"strconv"
+
+	"github.com/a-h/templ"
+)
+
+// BillingPage is /billing (B1, B3, X11): the balance and what it lasts,
+// spend this month and by day, add funds, usage per cluster and machine, and
+// the month's transactions.
 type BillingPage struct {
 	Meta           Meta
 	Balance        string
 	BurnRate       string
 	HoursRemaining string
+	SpendThisMonth string
 	TestMode       bool
+	Month          string // YYYY-MM shown
+	PrevMonth      string
+	NextMonth      string // "" for the current month
+	Chart          SpendChart
+	TopUp          TopUpForm
+	Usage          []UsageLine
 	Entries        []LedgerRow
+	// AutoRecharge is the auto-recharge settings panel (B4), rendered in its
+	// own section when set; nil leaves the section out.
+	AutoRecharge templ.Component
 }
 
-// LedgerRow is one transaction.
+// TopUpForm is the "Add funds" form.
+type TopUpForm struct {
+	Amount   string
+	Problems map[string]string
+}
+
+// LedgerRow is one transaction: the same cells as a row of its CSV.
 type LedgerRow struct {
 	At, Kind, Description, Status, Amount string
 	Negative                              bool
 }
+
+// UsageLine is "Cluster usage — NAME": one line per cluster that opens into
+// its machines (B3).
+type UsageLine struct {
+	ClusterID, Name, Amount, Status string
+	Href                            string // the page with this line open (no JS)
+	FragmentURL                     string // its machines (htmx)
+	Open                            bool
+	Machines                        []MachineRow
+}
+
+// MachineRow is one machine under its cluster's line: the same cells as a
+// row of the usage CSV after the cluster.
+type MachineRow struct {
+	Node, MachineHour, Hours, Amount, Status, Intervals string
+}
+
+// Cells is the row as the page and the CSV show it.
+func (r MachineRow) Cells() []string {
+	return []string{r.Node, r.MachineHour, r.Hours, r.Amount, r.Status, r.Intervals}
+}
+
+// SpendChart is the daily spend of the last 30 days as SVG bars.
+type SpendChart struct {
+	Bars          []ChartBar
+	Max, Total    string
+	First, Last   string // the first and last day's labels
+	Width, Height int
+}
+
+// ChartBar is one day.
+type ChartBar struct {
+	X, Y, W, H int
+	Label      string // "Nov 30: $12.34"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

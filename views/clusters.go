@@ -36,6 +36,12 @@ type ClusterPage struct {
 	LogRanks     []int
 	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
 	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
+	Ended        *EndedView    // once terminated or failed (B1)
+}
+
+// EndedView is what an ended cluster cost and when it ended.
+type EndedView struct {
+	At, RanFor, TotalCost string
 }
 
 // NCCLView is the NCCL check beside what the interconnect advertises.

@@ -83,7 +83,7 @@ func AdminLeaksView(p AdminLeaksPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<section class=\"overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\" data-testid=\"admin-leak-table\"><thead><tr><th scope=\"col\" class=\"table-head\">Found</th><th scope=\"col\" class=\"table-head\">Released</th><th scope=\"col\" class=\"table-head\">Cluster</th><th scope=\"col\" class=\"table-head\">Organisation</th><th scope=\"col\" class=\"table-head\">Machine</th><th scope=\"col\" class=\"table-head\">Provider state</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<section class=\"relative overflow-x-auto rounded-lg bg-white ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\"><table class=\"min-w-full divide-y divide-slate-200 dark:divide-slate-800\" data-testid=\"admin-leak-table\"><thead><tr><th scope=\"col\" class=\"table-head\">Found</th><th scope=\"col\" class=\"table-head\">Released</th><th scope=\"col\" class=\"table-head\">Cluster</th><th scope=\"col\" class=\"table-head\">Organisation</th><th scope=\"col\" class=\"table-head\">Machine</th><th scope=\"col\" class=\"table-head\">Provider state</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -12,14 +12,27 @@ type Meta struct {
 	Dev       bool // development mode: show the dev mailbox and clock links
 	Flashes   []Flash
 	RequestID string
+	Assets    map[string]string // static asset name → versioned URL (nil: unversioned)
+	// ChargeProblem is a failed auto-recharge, for owners and admins (B4).
+	ChargeProblem *ChargeBanner
+}
+
+// Asset is the URL of a static asset ("css/app.css"): versioned by content
+// hash, so browsers cache it for good.
+func (m Meta) Asset(name string) string {
+	if u, ok := m.Assets[name]; ok {
+		return u
+	}
+	return "/static/" + name
 }
 
 // UserNav is the signed-in user as the navigation shows them.
 type UserNav struct {
 	Email      string
 	OrgName    string
-	CanBilling bool // owner and admin
-	CanTeam    bool // owner and admin
+	CanBilling bool   // owner and admin
+	Balance    string // the organisation's balance, for owners and admins
+	CanTeam    bool   // owner and admin
 	IsOperator bool
 }
 

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 
 	"github.com/clusterdeck/clusterdeck/api"
@@ -15,13 +17,20 @@ func toOfferJSON(o models.Offer, n int) api.Offer {
 		GPUsPerNode: o.GPUsPerNode, VCPUs: o.VCPUs, MemoryGB: o.MemoryGB, Community: o.Community,
 		NodesAvailable: o.NodesAvailable, MaxNodes: o.MaxNodes(), Nodes: n,
 		Availability:      string(o.SellFor(n)),
-		USDPerMachineHour: models.DecimalUSD(o.MachineHour()),
-		USDPerHour:        models.DecimalUSD(o.ClusterHour(n)),
-		PerGPUUSDPerHour:  models.DecimalUSD(o.PerGPUHour),
+		USDPerMachineHour: decimalUSD(o.MachineHour()),
+		USDPerHour:        decimalUSD(o.ClusterHour(n)),
+		PerGPUUSDPerHour:  decimalUSD(o.PerGPUHour),
 		DiskGBPerNode:     o.RootDiskGB,
-		RootDiskRate:      models.DecimalUSD(o.DiskGBHour),
+		RootDiskRate:      decimalUSD(o.DiskGBHour),
 		RefreshedAt:       o.RefreshedAt,
 	}
+}
+
+// decimalUSD is models.DecimalUSD in one allocation (a list prints
+// thousands of prices).
+func decimalUSD(m models.Money) string {
+	var b [32]byte
+	return string(models.AppendDecimalUSD(b[:0], m))
 }
 
 // apiListOffers is GET /v1/gpu/offers: the picker as JSON (API1).
@@ -30,30 +39,52 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	if len(problems) > 0 {
 		return invalid(problems)
 	}
-	groups, err := h.Store.PickOffers(c.Request().Context(), f)
+	pick, err := h.Store.PreparePick(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
+	// The public answer is the same bytes for the same stamp (issue 13):
+	// encode it once. An API key's organisation may have answers of its own
+	// (private offers), which no stamp covers: encoded each time.
+	if _, pretty := c.QueryParams()["pretty"]; pretty || principal(c) != nil {
+		resp := offersResponse(pick.Groups(), f)
+		if p := principal(c); p != nil {
+			picks, err := h.Store.PrivatePicks(c.Request().Context(), p.Org.ID, f)
+			if err != nil {
+				return err
+			}
+			for _, pk := range picks {
+				resp.PrivateOffers = append(resp.PrivateOffers, toPrivateOfferJSON(pk))
+			}
+		}
+		return c.JSON(http.StatusOK, resp)
+	}
+	key := "json " + pick.Stamp
+	body, ok := h.renders.get(key)
+	if !ok {
+		buf := pageBuffers.Get().(*bytes.Buffer)
+		defer putPageBuffer(buf)
+		if err := json.NewEncoder(buf).Encode(offersResponse(pick.Groups(), f)); err != nil {
+			return err
+		}
+		body = h.renders.put(key, buf.Bytes())
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+func offersResponse(groups []models.OfferGroup, f models.OfferFilter) api.OffersResponse {
 	resp := api.OffersResponse{Accelerator: f.Accelerator, Nodes: f.Nodes, IncludeCommunity: f.IncludeCommunity,
 		Groups: make([]api.OfferGroup, 0, len(groups))}
 	for _, g := range groups {
-		gj := api.OfferGroup{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes}
+		gj := api.OfferGroup{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes,
+			Offers: make([]api.Offer, 0, len(g.Offers))}
 		for _, o := range g.Offers {
 			gj.Offers = append(gj.Offers, toOfferJSON(o, f.Nodes))
 		}
 		resp.Count += len(gj.Offers)
 		resp.Groups = append(resp.Groups, gj)
 	}
-	if p := principal(c); p != nil {
-		picks, err := h.Store.PrivatePicks(c.Request().Context(), p.Org.ID, f)
-		if err != nil {
-			return err
-		}
-		for _, pk := range picks {
-			resp.PrivateOffers = append(resp.PrivateOffers, toPrivateOfferJSON(pk))
-		}
-	}
-	return c.JSON(http.StatusOK, resp)
+	return resp
 }
 
 // toPrivateOfferJSON is one of the organisation's private offers (X9).

@@ -1,39 +1,259 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
 
-// showBilling is GET /billing (owners and admins): balance, burn rate of
-// running clusters, hours remaining and the ledger (B1).
+// statement is what the billing page, its CSVs and the billing API read:
+// the balance, what runs, and the window's usage lines (B1, B3).
+type statement struct {
+	window  models.UsageWindow
+	balance models.Money
+	burn    models.Money
+	spend   models.Money // this month, written and open
+	lines   []models.ClusterUsage
+}
+
+// monthParam reads ?month=YYYY-MM (default: this month).
+func (h *handler) monthParam(c echo.Context) (models.UsageWindow, error) {
+	m := strings.TrimSpace(c.QueryParam("month"))
+	if m == "" {
+		return models.MonthOf(h.Store.Now()), nil
+	}
+	w, err := models.ParseMonth(m)
+	var fe models.FieldErrors
+	if errors.As(err, &fe) {
+		return w, invalid(fe)
+	}
+	return w, err
+}
+
+// statementOf reads the organisation's statement for window w.
+func (h *handler) statementOf(c echo.Context, w models.UsageWindow) (statement, error) {
+	p, ctx := principal(c), c.Request().Context()
+	st := statement{window: w}
+	var err error
+	if st.balance, err = h.Store.Balance(ctx, p.Org.ID); err != nil {
+		return st, err
+	}
+	if st.burn, err = h.Store.BurnRate(ctx, p.Org.ID); err != nil {
+		return st, err
+	}
+	if st.lines, err = h.Store.UsageForMonth(ctx, p.Org.ID, w); err != nil {
+		return st, err
+	}
+	st.spend = models.Spend(st.lines)
+	if current := models.MonthOf(h.Store.Now()); current != w {
+		this, err := h.Store.UsageForMonth(ctx, p.Org.ID, current)
+		if err != nil {
+			return st, err
+		}
+		st.spend = models.Spend(this)
+	}
+	return st, nil
+}
+
+// showBilling is GET /billing (owners and admins, B1, B3, X11).
 func (h *handler) showBilling(c echo.Context) error {
-	p := principal(c)
-	ctx := c.Request().Context()
-	balance, err := h.Store.Balance(ctx, p.Org.ID)
+	bp, err := h.billingPage(c)
 	if err != nil {
 		return err
-	}
-	burn, err := h.Store.BurnRate(ctx, p.Org.ID)
-	if err != nil {
-		return err
-	}
-	entries, err := h.Store.LedgerEntries(ctx, p.Org.ID, 200)
-	if err != nil {
-		return err
-	}
-	bp := views.BillingPage{Meta: h.meta(c, "Billing"), Balance: models.USD(balance),
-		BurnRate: models.USD(burn) + "/h", HoursRemaining: hoursRemaining(balance, burn), TestMode: h.Payments == nil}
-	for _, e := range entries {
-		bp.Entries = append(bp.Entries, views.LedgerRow{At: e.CreatedAt.Format("2006-01-02 15:04"), Kind: e.Kind,
-			Description: e.Description, Status: titleCase(e.Status), Amount: models.USD(e.Amount), Negative: e.Amount < 0})
 	}
 	return render(c, http.StatusOK, views.BillingPageView(bp))
+}
+
+// billingPage builds /billing for ?month= with ?open=<cluster> opened.
+func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
+	w, err := h.monthParam(c)
+	if err != nil {
+		return views.BillingPage{}, err
+	}
+	st, err := h.statementOf(c, w)
+	if err != nil {
+		return views.BillingPage{}, err
+	}
+	p, ctx := principal(c), c.Request().Context()
+	tx, err := h.Store.Transactions(ctx, p.Org.ID, w, st.lines)
+	if err != nil {
+		return views.BillingPage{}, err
+	}
+	var open models.Money
+	for _, l := range st.lines {
+		open += l.Accumulating
+	}
+	if w != models.MonthOf(h.Store.Now()) {
+		open = 0 // the open period is this month's
+	}
+	days, err := h.Store.DailySpend(ctx, p.Org.ID, chartDays, open)
+	if err != nil {
+		return views.BillingPage{}, err
+	}
+	bp := views.BillingPage{Meta: h.meta(c, "Billing"), Balance: models.USD(st.balance), BurnRate: models.USD(st.burn) + "/h",
+		HoursRemaining: hoursRemaining(st.balance, st.burn), SpendThisMonth: models.USD(st.spend), TestMode: h.Payments == nil,
+		Month: w.Month(), PrevMonth: w.From.AddDate(0, -1, 0).Format("2006-01"),
+		Chart: spendChart(days, h.Store.Now()), Entries: ledgerRows(tx)}
+	if w.To.Before(models.MonthOf(h.Store.Now()).To) {
+		bp.NextMonth = w.To.Format("2006-01")
+	}
+	for _, l := range st.lines {
+		bp.Usage = append(bp.Usage, usageLine(l, w, l.Cluster.ID == c.QueryParam("open")))
+	}
+	form, err := h.autoRechargeForm(ctx, p.Org.ID, bp.Meta.CSRF)
+	if err != nil {
+		return views.BillingPage{}, err
+	}
+	bp.AutoRecharge = views.AutoRechargeSettings(form)
+	return bp, nil
+}
+
+// showUsageLine is GET /billing/usage/{id}?month=: a cluster's machines
+// under its usage line (the htmx fragment; the page with ?open= without JS).
+func (h *handler) showUsageLine(c echo.Context) error {
+	w, err := h.monthParam(c)
+	if err != nil {
+		return err
+	}
+	l, err := h.Store.UsageForClusterIn(c.Request().Context(), principal(c).Org.ID, c.Param("id"), w)
+	if err != nil {
+		return err
+	}
+	if c.Request().Header.Get("HX-Request") != "true" {
+		return c.Redirect(http.StatusSeeOther, usageLine(l, w, true).Href)
+	}
+	return render(c, http.StatusOK, views.MachineRowsView(machineRows(l)))
+}
+
+// addFunds is POST /billing/top-ups (B4, B7): test mode credits at once;
+// with Stripe the buyer goes to Checkout and the webhook credits.
+func (h *handler) addFunds(c echo.Context) error {
+	form := views.TopUpForm{Amount: trimForm(c, "amount")}
+	amount, err := models.ParseUSD(strings.TrimPrefix(form.Amount, "$"))
+	if err == nil {
+		var t models.TopUp
+		t, err = h.act(c).RequestTopUp(c.Request().Context(), amount, h.Payments == nil)
+		if err == nil {
+			return h.afterTopUp(c, t)
+		}
+	} else {
+		err = models.FieldErrors{"amount": "Give an amount in dollars, like 25.00."}
+	}
+	var fe models.FieldErrors
+	if !errors.As(err, &fe) {
+		return err
+	}
+	bp, err := h.billingPage(c)
+	if err != nil {
+		return err
+	}
+	form.Problems = fe
+	bp.TopUp = form
+	return render(c, http.StatusUnprocessableEntity, views.BillingPageView(bp))
+}
+
+// afterTopUp sends the buyer on: back to /billing in test mode, to Stripe's
+// Checkout otherwise.
+func (h *handler) afterTopUp(c echo.Context, t models.TopUp) error {
+	if h.Payments == nil {
+		_ = h.flash(c, views.FlashSuccess, "Test mode: "+models.USD(t.Amount)+" added to the balance. No real money moved.")
+		return redirect(c, "/billing")
+	}
+	p := principal(c)
+	email := ""
+	if p.User != nil {
+		email = p.User.Email
+	}
+	back := h.Config.BaseURL + "/billing"
+	sessionID, payURL, err := h.Payments.StartCheckout(c.Request().Context(), t, email, back+"?top_up="+t.ID, back)
+	if err != nil {
+		return err
+	}
+	if err := h.Store.AttachCheckout(c.Request().Context(), p.Org.ID, t.ID, sessionID); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, payURL)
+}
+
+// chartDays is how many days the spend chart shows.
+const chartDays = 30
+
+func usageLine(l models.ClusterUsage, w models.UsageWindow, open bool) views.UsageLine {
+	q := url.Values{"month": {w.Month()}}
+	status := titleCase(usageStatus(l.Accumulating))
+	u := views.UsageLine{ClusterID: l.Cluster.ID, Name: l.Cluster.Name, Amount: models.USD(l.Completed + l.Accumulating), Status: status,
+		FragmentURL: "/billing/usage/" + l.Cluster.ID + "?" + q.Encode(), Open: open}
+	q.Set("open", l.Cluster.ID)
+	u.Href = "/billing?" + q.Encode() + "#usage-" + l.Cluster.ID
+	if open {
+		u.Machines = machineRows(l)
+	}
+	return u
+}
+
+// machineRows are a cluster's machines as the page and the usage CSV show them.
+func machineRows(l models.ClusterUsage) []views.MachineRow {
+	out := make([]views.MachineRow, 0, len(l.Machines))
+	for _, m := range l.Machines {
+		out = append(out, views.MachineRow{Node: m.Name, MachineHour: models.USD(m.MachineHour) + "/h",
+			Hours: hours(m.Minutes + m.AccumulatingMinutes), Amount: models.USD(m.Completed + m.Accumulating),
+			Status: titleCase(usageStatus(m.Accumulating)), Intervals: intervalsText(m.Intervals)})
+	}
+	return out
+}
+
+// hours shows whole minutes as hours with two decimals (display only).
+func hours(minutes int64) string { return fmt.Sprintf("%d.%02d", minutes/60, minutes%60*100/60) }
+
+func intervalsText(ivs []models.MachineInterval) string {
+	parts := make([]string, 0, len(ivs))
+	for _, iv := range ivs {
+		end := "now"
+		if iv.EndedAt != nil {
+			end = iv.EndedAt.UTC().Format("Jan 2 15:04")
+		}
+		parts = append(parts, iv.State+" "+iv.StartedAt.UTC().Format("Jan 2 15:04")+" – "+end)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func ledgerRows(tx []models.Transaction) []views.LedgerRow {
+	out := make([]views.LedgerRow, 0, len(tx))
+	for _, t := range tx {
+		out = append(out, views.LedgerRow{At: t.At.UTC().Format("2006-01-02 15:04"), Kind: t.Kind, Description: t.Description,
+			Status: titleCase(t.Status), Amount: models.USD(t.Amount), Negative: t.Amount < 0})
+	}
+	return out
+}
+
+// spendChart draws days (oldest first, ending today) as bars.
+func spendChart(days []models.Money, now time.Time) views.SpendChart {
+	const width, height, slot = 600, 120, 20
+	ch := views.SpendChart{Width: width, Height: height}
+	var peak, total models.Money
+	for _, d := range days {
+		peak, total = max(peak, d), total+d
+	}
+	first := now.UTC().AddDate(0, 0, 1-len(days))
+	for i, d := range days {
+		h := 0
+		if peak > 0 && d > 0 {
+			h = max(int(int64(d)*(height-4)/int64(peak)), 1)
+		}
+		day := first.AddDate(0, 0, i)
+		ch.Bars = append(ch.Bars, views.ChartBar{X: i*slot + 2, Y: height - 1 - h, W: slot - 4, H: h,
+			Label: day.Format("Jan 2") + ": " + models.USD(d)})
+	}
+	ch.Max, ch.Total = models.USD(peak), models.USD(total)
+	ch.First, ch.Last = first.Format("Jan 2"), now.UTC().Format("Jan 2")
+	return ch
 }
 
 func hoursRemaining(balance, burn models.Money) string {
@@ -52,3 +272,26 @@ func titleCase(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// endedView is an ended cluster's total cost (written usage and the tail
+// the next pass writes), when it ended and how long it was billed (B1).
+func (h *handler) endedView(c echo.Context, cl models.Cluster) (*views.EndedView, error) {
+	if !cl.Status.Terminal() {
+		return nil, nil
+	}
+	u, err := h.Store.UsageForCluster(c.Request().Context(), cl.OrgID, cl.ID)
+	if err != nil {
+		return nil, err
+	}
+	end := cl.UpdatedAt
+	if cl.ReleasedAt != nil {
+		end = *cl.ReleasedAt
+	}
+	ran := "never billed: not every machine came up"
+	if cl.ReadyAt != nil {
+		ran = "billed for " + hours(minutesBetween(*cl.ReadyAt, end)) + " h"
+	}
+	return &views.EndedView{At: end.UTC().Format("2006-01-02 15:04 UTC"), RanFor: ran, TotalCost: models.USD(u.Completed + u.Accumulating)}, nil
+}
+
+func minutesBetween(a, b time.Time) int64 { return max(int64(b.Sub(a)/time.Minute), 0) }

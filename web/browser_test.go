@@ -13,9 +13,16 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// newBrowser starts headless Chromium (Debian's package) for one test. Under
-// CI=true a missing browser fails the test; elsewhere it skips loudly.
+// newBrowser starts headless Chromium (Debian's package) for one test, which
+// has a minute. Under CI=true a missing browser fails the test; elsewhere it
+// skips loudly.
 func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	return newBrowserFor(t, time.Minute)
+}
+
+// newBrowserFor is newBrowser for a test that needs longer than a minute.
+func newBrowserFor(t *testing.T, within time.Duration) context.Context {
 	t.Helper()
 	path := os.Getenv("CHROMIUM_PATH")
 	if path == "" {
@@ -43,7 +50,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, within)
 	t.Cleanup(func() {
 		if t.Failed() {
 			shot(t, ctx)

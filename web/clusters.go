@@ -401,6 +401,9 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		}
 	}
 	cp.Recovery = recoveryView(cl, now, nil)
+	if cp.Ended, err = h.endedView(c, cl); err != nil {
+		return cp, err
+	}
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}

@@ -24,7 +24,14 @@ func TestMCPToolsSpeakTheDocumentedAPI(t *testing.T) {
 		tok := apiKeyFor(t, app, acc)
 		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
 		app.store.Deposit(ctx, acc.org.ID, 500*models.Micro, "dep", "t")
-		srv := httptest.NewServer(mcpserver.Handler(validating(t, app.e), func(*http.Request) string { return tok }))
+		member := app.joinAccount(acc, "member@example.com", models.RoleMember)
+		mtok := apiKeyFor(t, app, account{user: member.user, org: acc.org, env: acc.env, role: models.RoleMember})
+		srv := httptest.NewServer(mcpserver.Handler(validating(t, app.e), func(r *http.Request) string {
+			if r.URL.Query().Get("as") == "member" {
+				return mtok
+			}
+			return tok
+		}))
 		t.Cleanup(srv.Close)
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
 			&mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
@@ -54,9 +61,29 @@ func TestMCPToolsSpeakTheDocumentedAPI(t *testing.T) {
 		call("get_cluster", map[string]any{"cluster_id": id}, false)
 		call("cluster_connections", map[string]any{"cluster_id": id}, true) // not_connectable while provisioning
 		call("cluster_logs", map[string]any{"cluster_id": id}, false)
+		call("set_recovery", map[string]any{"cluster_id": id, "mode": "restart", "max_attempts": 3, "cooldown_minutes": 5}, false)
+		call("set_recovery", map[string]any{"cluster_id": "cl_nope", "mode": "off", "max_attempts": 3, "cooldown_minutes": 5}, true)
+		call("recover_cluster", map[string]any{"cluster_id": id}, true) // nothing_to_recover: no machine is down
+		call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "private_offer_id": "po_nope"}, true)
 		call("terminate_cluster", map[string]any{"cluster_id": id}, false)
 		call("request_quote", map[string]any{"accelerator": "H100_80GB", "nodes": 32, "gpus_per_node": 8,
 			"start_date": app.clock.Now().AddDate(0, 0, 3).Format("2006-01-02"), "duration_days": 30}, false)
+		call("get_balance", nil, false)
+		call("billing_usage", map[string]any{"month": app.clock.Now().Format("2006-01")}, false)
+		call("billing_usage", nil, false)
+		call("billing_usage", map[string]any{"month": "November"}, true)
+		ms, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: srv.URL + "?as=member", MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ms.Close()
+		for _, name := range []string{"get_balance", "billing_usage"} { // B1: forbidden to a member's key
+			if res, err := ms.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}); err != nil || !res.IsError ||
+				!strings.Contains(fmt.Sprint(res.StructuredContent), "forbidden") {
+				t.Fatalf("member %s: %v %+v", name, err, res)
+			}
+		}
 	})
 }
 

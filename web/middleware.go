@@ -50,7 +50,7 @@ func (h *handler) middleware(e *echo.Echo) {
 		ReferrerPolicy:        "same-origin",
 		ContentSecurityPolicy: "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
 	}))
-	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Skipper: isStream}))
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Skipper: skipGzip}))
 	e.Use(middleware.BodyLimit("1M"))
 	e.Use(h.guardText)
 	e.Use(h.csrf)
@@ -62,6 +62,12 @@ func hstsMaxAge(production bool) int {
 		return int((365 * 24 * time.Hour).Seconds())
 	}
 	return 0
+}
+
+// skipGzip leaves streams alone, and static assets, which are gzipped once
+// at start-up (assets.go).
+func skipGzip(c echo.Context) bool {
+	return isStream(c) || strings.HasPrefix(c.Request().URL.Path, "/static/")
 }
 
 // isStream skips compression for server-sent events and streamed logs, which

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -10,9 +11,6 @@ import (
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
-
-// sizeChips are the node sizes each offer row shows as sellable or not (O4).
-var sizeChips = []int{2, 4, 8, 16, 32, 64}
 
 // offerQuery reads the picker's filters from the URL (the page and the API
 // share it). first returns the first non-empty of several accepted names.
@@ -84,14 +82,21 @@ func (h *handler) listOffers(c echo.Context) error {
 	if len(problems) > 0 {
 		status = 422
 	} else {
-		groups, err := h.Store.PickOffers(c.Request().Context(), f)
-		if err != nil {
-			return err
-		}
-		p.Groups, p.Shown = offerGroupViews(groups, f)
+		var err error
+		// Before offerResults: private rows are the organisation's own, so
+		// signed-in answers are never kept (offerResults).
 		if p.Private, err = h.privateRows(c, f); err != nil {
 			return err
 		}
+		results, err := h.offerResults(c, p, f)
+		if err != nil {
+			return err
+		}
+		p.ResultsHTML = results
+	}
+	if p.ResultsHTML != nil && isPartial(c) {
+		c.Response().Header().Add("Vary", "HX-Request")
+		return c.HTMLBlob(status, p.ResultsHTML)
 	}
 	return page(c, status, views.OffersPageView(p), views.OfferResults(p))
 }
@@ -115,48 +120,52 @@ func (h *handler) privateRows(c echo.Context, f models.OfferFilter) ([]views.Pri
 	return out, nil
 }
 
+// offerResults renders the results fragment, or finds it already rendered
+// for the same answer (models.Pick's stamp) and the same typed form: at
+// catalog scale it is most of the page, and the catalog changes once a
+// minute (issue 13). OfferResults must show only the answer and the form:
+// whatever else it comes to show (per user, per organisation) joins the key.
+func (h *handler) offerResults(c echo.Context, p views.OffersPage, f models.OfferFilter) ([]byte, error) {
+	pick, err := h.Store.PreparePick(c.Request().Context(), f)
+	if err != nil {
+		return nil, err
+	}
+	// Only the public answer is kept: a signed-in organisation's results
+	// may show what is its own (private offers), which no stamp covers.
+	shared := principal(c) == nil
+	fm := p.Form
+	key := fmt.Sprintf("html %s|%q %q %q %q %q %q %t", pick.Stamp, fm.Accelerator, fm.Nodes, fm.Interconnect, fm.Kind, fm.GPUs, fm.MaxPrice, fm.Community)
+	if b, ok := h.renders.get(key); ok && shared {
+		return b, nil
+	}
+	p.Groups, p.Shown = offerGroupViews(pick.Groups(), f)
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer putPageBuffer(buf)
+	if err := views.OfferResults(p).Render(c.Request().Context(), buf); err != nil {
+		return nil, err
+	}
+	if !shared {
+		return bytes.Clone(buf.Bytes()), nil
+	}
+	return h.renders.put(key, buf.Bytes()), nil
+}
+
+// offerGroupViews points each row at its offer; the rows of every group
+// share one slice.
 func offerGroupViews(groups []models.OfferGroup, f models.OfferFilter) ([]views.OfferGroupView, int) {
-	out := make([]views.OfferGroupView, 0, len(groups))
 	shown := 0
 	for _, g := range groups {
-		gv := views.OfferGroupView{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes}
-		for _, o := range g.Offers {
-			gv.Offers = append(gv.Offers, offerRow(o, f.Nodes))
+		shown += len(g.Offers)
+	}
+	out := make([]views.OfferGroupView, 0, len(groups))
+	rows := make([]views.OfferRow, 0, shown)
+	for _, g := range groups {
+		start := len(rows)
+		for i := range g.Offers {
+			rows = append(rows, views.OfferRow{Offer: &g.Offers[i], Nodes: f.Nodes})
 		}
-		shown += len(gv.Offers)
-		out = append(out, gv)
+		out = append(out, views.OfferGroupView{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes,
+			Offers: rows[start:len(rows):len(rows)]})
 	}
 	return out, shown
-}
-
-func offerRow(o models.Offer, n int) views.OfferRow {
-	row := views.OfferRow{
-		ID: o.ID, Interconnect: o.Interconnect, Kind: o.MachineKind, GPUs: o.GPUsPerNode,
-		Shape:        views.Shape(n, o.GPUsPerNode, o.Accelerator),
-		ClusterPrice: models.USD(o.ClusterHour(n)) + "/h",
-		MachinePrice: models.USD(o.MachineHour()) + "/h",
-		Availability: availabilityText(o),
-		MaxNodes:     o.MaxNodes(),
-		Sell:         string(o.SellFor(n)),
-		Community:    o.Community,
-		LaunchURL:    "/clusters/new?" + url.Values{"offer": {o.ID}, "nodes": {strconv.Itoa(n)}}.Encode(),
-		QuoteURL: "/quote-requests/new?" + url.Values{
-			"accelerator": {o.Accelerator}, "nodes": {strconv.Itoa(n)}, "gpus_per_node": {strconv.Itoa(o.GPUsPerNode)},
-			"interconnect": {o.Interconnect}, "location": {o.Location},
-		}.Encode(),
-	}
-	for _, size := range sizeChips {
-		row.Sizes = append(row.Sizes, views.SizeChip{Nodes: size, Sell: string(o.SellFor(size))})
-	}
-	return row
-}
-
-func availabilityText(o models.Offer) string {
-	switch {
-	case o.NodesAvailable != nil:
-		return strconv.Itoa(*o.NodesAvailable) + " free"
-	case o.Available:
-		return "in stock"
-	}
-	return "none"
 }

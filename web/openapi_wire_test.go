@@ -28,6 +28,9 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"QuoteRequestBody": api.QuoteRequestBody{}, "QuoteRequest": api.QuoteRequest{}, "QuoteRequestList": api.QuoteRequestList{},
 		"Error": api.Error{}, "ErrorBody": api.ErrorBody{}, "Shape": api.Shape{}, "NCCLCheck": api.NCCLCheck{},
 		"TopUpBody": api.TopUpBody{}, "TopUp": api.TopUp{},
+		"AutoRechargeBody": api.AutoRechargeBody{}, "AutoRecharge": api.AutoRecharge{}, "FailedCharge": api.FailedCharge{},
+		"BillingBalance": api.BillingBalance{}, "BillingUsage": api.BillingUsage{}, "ClusterUsage": api.ClusterUsage{},
+		"MachineUsage": api.MachineUsage{}, "StateInterval": api.StateInterval{},
 
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},

@@ -3,8 +3,10 @@ package web
 import (
 	"bytes"
 	"net/http"
+	"sync"
 
 	"github.com/a-h/templ"
+	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
@@ -29,13 +31,28 @@ func page(c echo.Context, status int, full, fragment templ.Component) error {
 }
 
 // render writes a component through a buffer, so a template error becomes a
-// clean 500 rather than half a page with a 200.
+// clean 500 rather than half a page with a 200. Buffers are pooled: a page
+// at catalog scale is hundreds of kilobytes (issue 13).
 func render(c echo.Context, status int, cmp templ.Component) error {
-	var buf bytes.Buffer
-	if err := cmp.Render(c.Request().Context(), &buf); err != nil {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer putPageBuffer(buf)
+	if err := cmp.Render(c.Request().Context(), buf); err != nil {
 		return err
 	}
 	return c.HTMLBlob(status, buf.Bytes())
+}
+
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledPage keeps an exceptional page's buffer from staying in the pool.
+const maxPooledPage = 4 << 20
+
+func putPageBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooledPage {
+		return
+	}
+	b.Reset()
+	pageBuffers.Put(b)
 }
 
 // meta builds the layout's data for this request.
@@ -45,12 +62,17 @@ func (h *handler) meta(c echo.Context, title string) views.Meta {
 		Path:      c.Request().URL.Path,
 		Dev:       !h.Config.Production,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
+		Assets:    h.assetURLs,
 	}
 	if tok, ok := c.Get(csrfContextKey).(string); ok {
 		m.CSRF = tok
 	}
 	if u, ok := c.Get(userNavKey).(*views.UserNav); ok {
 		m.User = u
+		if p := principal(c); u.CanBilling && p != nil {
+			m.ChargeProblem, _ = h.chargeBanner(c.Request().Context(), p.Org.ID) // a failed lookup only hides the banner
+		}
+		h.headerBalance(c, u)
 	}
 	m.Flashes = h.takeFlashes(c)
 	return m
@@ -63,4 +85,16 @@ func redirect(c echo.Context, to string) error {
 		return c.NoContent(http.StatusNoContent)
 	}
 	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// headerBalance puts the balance in the header of owners and admins (B1):
+// one query; a failure leaves it out rather than failing the page.
+func (h *handler) headerBalance(c echo.Context, u *views.UserNav) {
+	p := principal(c)
+	if !u.CanBilling || p == nil || u.Balance != "" {
+		return
+	}
+	if bal, err := h.Store.Balance(c.Request().Context(), p.Org.ID); err == nil {
+		u.Balance = models.USD(bal)
+	}
 }

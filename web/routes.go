@@ -14,7 +14,8 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET("/readyz", h.readyz)
 	e.GET("/metrics", h.metrics)
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/offers") })
-	e.StaticFS("/static", h.Static)
+	e.GET("/static/*", h.assets.serve)
+	e.HEAD("/static/*", h.assets.serve)
 
 	// Public pages and their htmx partials (offers are browsable signed out).
 	e.GET("/offers", h.listOffers)
@@ -69,7 +70,16 @@ func (h *handler) routes(e *echo.Echo) {
 	// Billing: owners and admins (members get 403). Top-ups (B4) are
 	// credited by Stripe's verified webhook, which signs its own requests.
 	app.GET("/billing", h.showBilling, h.requireManager)
+	app.GET("/billing/usage/:id", h.showUsageLine, h.requireManager)
+	app.GET("/billing/usage.csv", h.usageCSV, h.requireManager)
+	app.GET("/billing/transactions.csv", h.transactionsCSV, h.requireManager)
+	app.POST("/billing/top-ups", h.addFunds, h.requireManager)
 	api.POST("/billing/top-ups", h.apiCreateTopUp, h.requireManager)
+	app.POST("/billing/auto-recharge", h.saveAutoRecharge, h.requireManager)
+	api.GET("/billing/auto-recharge", h.apiAutoRecharge, h.requireManager)
+	api.PUT("/billing/auto-recharge", h.apiPutAutoRecharge, h.requireManager)
+	api.GET("/billing/balance", h.apiBillingBalance, h.requireManager)
+	api.GET("/billing/usage", h.apiBillingUsage, h.requireManager)
 	e.POST("/webhooks/stripe", h.stripeWebhook)
 
 	// Request a quote (RQ1, RQ2): any member asks; the org's requests are

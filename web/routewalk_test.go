@@ -229,6 +229,7 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/settings/team/members/:id/remove":        func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
 	"/admin/orgs/:id/quota":                    func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
 	"/clusters/:id":                            clusterA,
+	"/billing/usage/:id":                       clusterA,
 	"/clusters/:id/terminate":                  clusterA,
 	"/clusters/:id/retry-install":              clusterA,
 	"/clusters/:id/kubeconfig":                 clusterA,

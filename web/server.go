@@ -7,6 +7,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -66,19 +67,33 @@ type handler struct {
 	sessions       *sessions.CookieStore
 	httpMetrics    *httpMetrics
 	metricsHandler http.Handler
-	mcp            echo.HandlerFunc // /mcp: the MCP tools over this server's own API
+	assets         assets            // /static/*, read and gzipped once
+	assetURLs      map[string]string // asset name → versioned URL, for the layout
+	renders        *renderCache      // offers answers by models.Pick stamp (offers.go)
+	mcp            echo.HandlerFunc  // /mcp: the MCP tools over this server's own API
 }
 
 // New builds the echo server with every route.
 func New(d Deps) *echo.Echo {
+	e, _ := newServer(d)
+	return e
+}
+
+// newServer is New, with the handler behind it (tests look at its caches).
+func newServer(d Deps) (*echo.Echo, *handler) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
 	if d.Metrics == nil {
 		d.Metrics = prometheus.NewRegistry()
 	}
-	h := &handler{Deps: d, sessions: newSessionStore(d.Config)}
+	h := &handler{Deps: d, sessions: newSessionStore(d.Config), renders: newRenderCache(renderCacheBudget)}
 	h.metricsHandler = h.newMetricsHandler(d.Metrics)
+	as, err := loadAssets(d.Static)
+	if err != nil {
+		panic(fmt.Sprintf("web: static assets: %v", err)) // embedded at build time: cannot fail at run time
+	}
+	h.assets, h.assetURLs = as, as.URLs()
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -87,7 +102,7 @@ func New(d Deps) *echo.Echo {
 	h.middleware(e)
 	h.mcp = newMCP(e)
 	h.routes(e)
-	return e
+	return e, h
 }
 
 // ipExtractor believes X-Forwarded-For only from trusted proxies; without

@@ -26,7 +26,9 @@ Usage:
   clusterdeck gpu clusters quote --accelerator A --nodes N --gpus-per-node G
         [--persistent-gb GB] [--max-hourly-price USD] [--location L] [--offer-id ID]
         [--include-community]
-  clusterdeck gpu clusters launch (--quote-id ID | --offer-id ID --nodes N --gpus-per-node G)
+  clusterdeck gpu clusters quote --private-offer-id ID
+  clusterdeck gpu clusters launch (--quote-id ID | --offer-id ID --nodes N --gpus-per-node G
+        | --private-offer-id ID)
         [--name NAME] [--software none|slurm|kubernetes|ray] [--env K=V]... [--env-file FILE]
         [--port N]... [--ssh-key-id ID]... [--image IMAGE] [--start-command CMD]
         [--idempotency-key K] [--wait [--timeout 30m]]
@@ -37,6 +39,8 @@ Usage:
   clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
+  clusterdeck gpu billing balance
+  clusterdeck gpu billing usage [--month YYYY-MM]
 
 Every command takes:
   --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
@@ -48,8 +52,14 @@ error; 3 refused: no_capacity, price_changed, quota_exceeded, insufficient_balan
 A launch without --idempotency-key gets a fresh one, printed on stderr: repeat the
 launch with it to retry safely (the same key and body give the same cluster, L1).
 
+"offers" also lists your organisation's private offers (agreed on a quote request,
+X9): quote or launch one with --private-offer-id at its locked price.
+
 "clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
 one recovery attempt at once (R5).
+
+"billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
+month (B1); "billing usage" a month's cost per machine (B3). Owners' and admins' keys only.
 
 "clusterdeck gpu clusters launch --help" (and so on) lists every flag.
 `
@@ -109,6 +119,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return c.fail(c.offers(rest))
 	case "clusters", "cluster":
 		return c.fail(c.clusters(rest))
+	case "billing":
+		return c.fail(c.billing(rest))
 	default:
 		return c.fail(usageError(fmt.Sprintf("unknown command %q", cmd)))
 	}

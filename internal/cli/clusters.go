@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/client"
 )
 
@@ -11,21 +13,9 @@ func (c *gpuCLI) list(args []string) error {
 	if err := noArgs(c.flagSet("list", "clusters list"), args, ""); err != nil {
 		return err
 	}
-	sdk, err := c.sdk(true)
-	if err != nil {
-		return err
-	}
-	var raw []byte
-	clusters, err := sdk.Clusters(c.ctx, client.Raw(&raw))
-	if err != nil {
-		return err
-	}
-	if c.json {
-		c.printRaw(raw)
-		return nil
-	}
-	printClusterList(c.stdout, clusters)
-	return nil
+	return show(c, func(sdk *client.Client, raw client.Option) ([]api.Cluster, error) {
+		return sdk.Clusters(c.ctx, raw)
+	}, printClusterList)
 }
 
 // get is `gpu clusters get ID`.
@@ -34,21 +24,9 @@ func (c *gpuCLI) get(args []string) error {
 	if err != nil {
 		return err
 	}
-	sdk, err := c.sdk(true)
-	if err != nil {
-		return err
-	}
-	var raw []byte
-	cl, err := sdk.Cluster(c.ctx, id, client.Raw(&raw))
-	if err != nil {
-		return err
-	}
-	if c.json {
-		c.printRaw(raw)
-		return nil
-	}
-	printCluster(c.stdout, cl)
-	return nil
+	return show(c, func(sdk *client.Client, raw client.Option) (api.Cluster, error) {
+		return sdk.Cluster(c.ctx, id, raw)
+	}, printCluster)
 }
 
 // connections is `gpu clusters connections ID` (N2–N5).
@@ -57,21 +35,9 @@ func (c *gpuCLI) connections(args []string) error {
 	if err != nil {
 		return err
 	}
-	sdk, err := c.sdk(true)
-	if err != nil {
-		return err
-	}
-	var raw []byte
-	conn, err := sdk.Connections(c.ctx, id, client.Raw(&raw))
-	if err != nil {
-		return err
-	}
-	if c.json {
-		c.printRaw(raw)
-		return nil
-	}
-	printConnections(c.stdout, conn)
-	return nil
+	return show(c, func(sdk *client.Client, raw client.Option) (api.Connections, error) {
+		return sdk.Connections(c.ctx, id, raw)
+	}, printConnections)
 }
 
 // terminate is `gpu clusters terminate ID` (L7), with --wait until every
@@ -113,5 +79,25 @@ func (c *gpuCLI) terminate(args []string) error {
 		return err
 	}
 	fmt.Fprintf(progress, "Cluster %s is %s.\n", final.ID, final.Status)
+	return nil
+}
+
+// show makes one read call and prints its answer: the API's JSON as it
+// came with --json, else print's view of it.
+func show[T any](c *gpuCLI, call func(*client.Client, client.Option) (T, error), print func(io.Writer, T)) error {
+	sdk, err := c.sdk(true)
+	if err != nil {
+		return err
+	}
+	var raw []byte
+	v, err := call(sdk, client.Raw(&raw))
+	if err != nil {
+		return err
+	}
+	if c.json {
+		c.printRaw(raw)
+		return nil
+	}
+	print(c.stdout, v)
 	return nil
 }

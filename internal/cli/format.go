@@ -119,6 +119,7 @@ var sellText = map[string]string{
 }
 
 func printOffers(w io.Writer, out api.OffersResponse) {
+	printPrivateOffers(w, out.PrivateOffers)
 	what := out.Accelerator
 	if what == "" {
 		what = "every accelerator"
@@ -165,6 +166,24 @@ func printOffers(w io.Writer, out api.OffersResponse) {
 	fmt.Fprintln(w, "\nPrice one: clusterdeck gpu clusters quote --accelerator A --nodes N --gpus-per-node G [--offer-id OFFER]")
 }
 
+// printPrivateOffers lists the organisation's private offers (X9) above
+// the public ones, marked as its own: each has one size and a locked price.
+func printPrivateOffers(w io.Writer, ps []api.PrivateOffer) {
+	if len(ps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Your organisation's private offers (%d): reserved for you at a locked price, one size each\n\n", len(ps))
+	tw := table(w)
+	row(tw, "PRIVATE OFFER", "OFFER", "LOCATION", "INTERCONNECT", "KIND", "SIZE", "$/H CLUSTER", "$/H MACHINE", "VALID UNTIL")
+	for _, p := range ps {
+		row(tw, p.ID+" (yours)", p.OfferID, p.Location, p.Interconnect, p.MachineKind,
+			fmt.Sprintf("%d × %d GPUs %s", p.Nodes, p.GPUsPerNode, p.Accelerator), perHour(p.USDPerHour), perHour(p.USDPerMachineHour), fmtTime(p.ValidUntil))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nLaunch one: clusterdeck gpu clusters launch --private-offer-id ID (or price it first: clusters quote --private-offer-id ID)")
+	fmt.Fprintln(w)
+}
+
 // ---- quotes ----
 
 func printQuote(w io.Writer, q api.Quote, now time.Time) {
@@ -182,6 +201,9 @@ func printQuote(w io.Writer, q api.Quote, now time.Time) {
 	}
 	if q.IncludeCommunity {
 		fmt.Fprintf(tw, "Community hosts\tallowed (keep secrets off them)\n")
+	}
+	if q.PrivateOfferID != "" {
+		fmt.Fprintf(tw, "Private offer\t%s (your organisation's, at its locked price)\n", q.PrivateOfferID)
 	}
 	tw.Flush()
 	printLineItems(w, q.LineItems, q.USDPerHour)

@@ -24,7 +24,7 @@ type launchArgs struct {
 
 // parseLaunch reads the command line into a launch body (L1, N3).
 func (c *gpuCLI) parseLaunch(args []string) (launchArgs, error) {
-	fs := c.flagSet("launch", "clusters launch (--quote-id ID | --offer-id ID --nodes N --gpus-per-node G) [flags]")
+	fs := c.flagSet("launch", "clusters launch (--quote-id ID | --offer-id ID --nodes N --gpus-per-node G | --private-offer-id ID) [flags]")
 	var a launchArgs
 	b := &a.body
 	a.shape.register(fs)
@@ -47,9 +47,9 @@ func (c *gpuCLI) parseLaunch(args []string) (launchArgs, error) {
 	b.QuoteID, b.QuoteBody, b.SSHKeyIDs = strings.TrimSpace(b.QuoteID), a.shape.body(set), keys
 	a.key = strings.TrimSpace(a.key)
 	switch {
-	case b.QuoteID == "" && a.shape.offerID == "":
-		return a, usageError("launch needs --quote-id ID (from \"clusters quote\"), or --offer-id ID with --nodes N and --gpus-per-node G")
-	case b.QuoteID == "" && !set["nodes"]:
+	case b.QuoteID == "" && a.shape.offerID == "" && a.shape.privateOfferID == "":
+		return a, usageError("launch needs --quote-id ID (from \"clusters quote\"), --offer-id ID with --nodes N and --gpus-per-node G, or --private-offer-id ID")
+	case b.QuoteID == "" && a.shape.privateOfferID == "" && !set["nodes"]:
 		return a, usageError("launch --offer-id needs --nodes N (and --gpus-per-node G)")
 	case b.Software != "" && !slices.Contains([]string{"none", "slurm", "kubernetes", "ray"}, b.Software):
 		return a, usageError("--software is none, slurm, kubernetes or ray")
@@ -102,7 +102,12 @@ func (c *gpuCLI) launch(args []string) error {
 	if err != nil {
 		return err
 	}
-	if a.body.QuoteID == "" && (a.body.Accelerator == nil || a.body.GPUsPerNode == nil) {
+	switch {
+	case a.body.QuoteID == "" && a.shape.privateOfferID != "" && (a.body.Accelerator == nil || a.body.Nodes == nil || a.body.GPUsPerNode == nil):
+		if err := c.completeFromPrivateOffer(sdk, &a.body.QuoteBody, a.shape.privateOfferID); err != nil {
+			return err
+		}
+	case a.body.QuoteID == "" && a.shape.privateOfferID == "" && (a.body.Accelerator == nil || a.body.GPUsPerNode == nil):
 		if err := c.completeFromOffer(sdk, &a.body.QuoteBody, a.shape); err != nil {
 			return err
 		}

@@ -44,6 +44,7 @@ func (c *gpuCLI) offers(args []string) error {
 // shapeFlags are the priced fields (Q1), shared by quote and launch.
 type shapeFlags struct {
 	accelerator, maxHourlyPrice, location, offerID string
+	privateOfferID                                 string
 	nodes, gpusPerNode, persistentGB               int
 	community                                      bool
 }
@@ -57,6 +58,7 @@ func (s *shapeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.location, "location", "", "a location id (else the cheapest that fits)")
 	fs.StringVar(&s.offerID, "offer-id", "", "an offer id from \"clusterdeck gpu offers\"")
 	fs.BoolVar(&s.community, "include-community", false, "allow community hosts (keep secrets off them)")
+	fs.StringVar(&s.privateOfferID, "private-offer-id", "", "one of your organisation's private offers (po_…, listed by \"clusterdeck gpu offers\"), at its locked price; its shape is filled in")
 }
 
 // body is the priced fields the command line set; the others are not sent.
@@ -87,6 +89,9 @@ func (s *shapeFlags) body(set map[string]bool) api.QuoteBody {
 	if set["include-community"] {
 		b.IncludeCommunity = &s.community
 	}
+	if set["private-offer-id"] {
+		b.PrivateOfferID = &s.privateOfferID
+	}
 	return b
 }
 
@@ -105,15 +110,21 @@ func (c *gpuCLI) quote(args []string) error {
 			missing = append(missing, "--"+f)
 		}
 	}
-	if len(missing) > 0 {
-		return usageError("quote needs " + strings.Join(missing, ", "))
+	if len(missing) > 0 && !set["private-offer-id"] {
+		return usageError("quote needs " + strings.Join(missing, ", ") + " (or --private-offer-id ID)")
 	}
 	sdk, err := c.sdk(true)
 	if err != nil {
 		return err
 	}
+	body := shape.body(set)
+	if len(missing) > 0 {
+		if err := c.completeFromPrivateOffer(sdk, &body, shape.privateOfferID); err != nil {
+			return err
+		}
+	}
 	var raw []byte
-	q, err := sdk.Quote(c.ctx, shape.body(set), client.Raw(&raw))
+	q, err := sdk.Quote(c.ctx, body, client.Raw(&raw))
 	if err != nil {
 		return err
 	}
@@ -124,4 +135,30 @@ func (c *gpuCLI) quote(args []string) error {
 	printQuote(c.stdout, q, time.Now())
 	fmt.Fprintf(c.stdout, "\nLaunch it:  clusterdeck gpu clusters launch --quote-id %s --wait\n", q.ID)
 	return nil
+}
+
+// completeFromPrivateOffer fills the accelerator, nodes and GPUs per
+// machine the command line left out from the organisation's private offer
+// id (X9): a private offer has one shape.
+func (c *gpuCLI) completeFromPrivateOffer(sdk *client.Client, b *api.QuoteBody, id string) error {
+	out, err := sdk.Offers(c.ctx, client.OffersQuery{})
+	if err != nil {
+		return err
+	}
+	for _, p := range out.PrivateOffers {
+		if p.ID != id {
+			continue
+		}
+		if b.Accelerator == nil {
+			b.Accelerator = &p.Accelerator
+		}
+		if b.Nodes == nil {
+			b.Nodes = &p.Nodes
+		}
+		if b.GPUsPerNode == nil {
+			b.GPUsPerNode = &p.GPUsPerNode
+		}
+		return nil
+	}
+	return fmt.Errorf("private offer %s is not one of your organisation's live private offers (\"clusterdeck gpu offers\" lists them); or pass --accelerator, --nodes and --gpus-per-node", id)
 }

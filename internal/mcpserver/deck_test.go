@@ -50,6 +50,9 @@ type deck struct {
 	cloud *sim.Cloud
 	cat   *jobs.Catalog
 	job   *jobs.Provision
+	// health and recovery are run by healthPass only (R1–R5).
+	health   *jobs.Health
+	recovery *jobs.Recovery
 	acct
 }
 
@@ -79,7 +82,8 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 	}))
 	reg := providers.Registry{"sim": cloud}
 	d := &deck{t: t, store: store, clock: clock, srv: srv, cloud: cloud,
-		cat: &jobs.Catalog{Store: store, Providers: reg}, job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}}
+		cat: &jobs.Catalog{Store: store, Providers: reg}, job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL},
+		health: &jobs.Health{Store: store, Providers: reg}, recovery: &jobs.Recovery{Store: store, Providers: reg}}
 	if err := d.cat.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +138,36 @@ func (d *deck) tick() {
 	if err := d.job.Run(ctx); err != nil {
 		d.t.Fatalf("provision: %v", err)
 	}
+}
+
+// healthPass is a tick, then a recovery pass and a health pass (recovery
+// first: it acts on the previous pass's verdict), as the jobs run them.
+func (d *deck) healthPass() {
+	d.t.Helper()
+	d.tick()
+	ctx := context.Background()
+	if err := d.recovery.Run(ctx); err != nil {
+		d.t.Fatalf("recovery: %v", err)
+	}
+	if err := d.health.Run(ctx); err != nil {
+		d.t.Fatalf("health: %v", err)
+	}
+}
+
+// readyCluster quotes and launches a 2-machine cluster through the tools
+// and ticks until it is ready; its id.
+func (d *deck) readyCluster(cs *mcp.ClientSession, name string) string {
+	d.t.Helper()
+	qid := str(ok(d.t, cs, "quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8}).data["id"])
+	id := str(ok(d.t, cs, "launch_cluster", map[string]any{"quote_id": qid, "name": name}).data["id"])
+	for range 15 {
+		d.tick()
+		if cl, err := d.store.ClusterForOrg(context.Background(), d.org.ID, id); err == nil && cl.Status == models.StatusReady {
+			return id
+		}
+	}
+	d.t.Fatalf("cluster %s never became ready", id)
+	return ""
 }
 
 // A way in: the SDK's own client connected to the tools acting with key.
@@ -292,3 +326,30 @@ func (d *deck) clusterCount(orgID string) int {
 }
 
 func str(v any) string { return fmt.Sprint(v) }
+
+// privateOffer is X9 as the operator does it: a quote request of a's
+// organisation, marked quoted, turned into a private offer of the test
+// cloud's H100 offer for nodes machines at price dollars per machine-hour
+// until the end of 2026-12-05.
+func (d *deck) privateOffer(a acct, nodes int, price string) models.PrivateOffer {
+	d.t.Helper()
+	ctx := context.Background()
+	n := models.CapacityNotify{BaseURL: "http://127.0.0.1"}
+	customer := d.store.As(models.Actor{OrgID: a.org.ID, EnvID: a.env.ID, UserID: a.user.ID, Role: models.RoleOwner, Name: a.user.Email})
+	req, err := customer.RequestCapacity(ctx, models.CapacityRequestInput{Accelerator: "H100_80GB", Nodes: nodes, GPUsPerNode: 8,
+		Fabric: "infiniband", StartDate: "2026-12-02", Duration: 2, DurationUnit: "weeks", Budget: "900",
+		ContactName: "Agent Owner", ContactEmail: a.user.Email}, n)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	op := d.store.As(models.Actor{UserID: "usr_operator", Name: "ops@clusterdeck.test", IP: "192.0.2.9"})
+	if _, _, err := op.SetCapacityRequestStatus(ctx, req.ID, "quoted", "", n); err != nil {
+		d.t.Fatal(err)
+	}
+	po, err := op.CreatePrivateOffer(ctx, models.PrivateOfferInput{RequestID: req.ID, OfferID: "sim:h100.8x.vm", Nodes: nodes,
+		Price: price, ValidUntil: "2026-12-05"}, n)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return po
+}

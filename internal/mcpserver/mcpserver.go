@@ -32,9 +32,12 @@ const instructions = `Clusterdeck runs multi-node GPU clusters. To start one: li
 quote_cluster (locks a whole-cluster price), launch_cluster with the quote_id, then get_cluster until
 status is "ready" (billing starts there), cluster_connections for SSH and launch commands,
 cluster_logs for a node's output, terminate_cluster when the work is done (there is no stop).
+A degraded cluster (a machine down) keeps billing: recover_cluster tries once now, set_recovery
+restarts machines automatically.
 Refusals are tool errors carrying the API's code: no_capacity (see advice), price_changed
 (quote again), quota_exceeded, insufficient_balance (shortfall is the amount to add).
-For reserved capacity, more machines or a fast fabric, request_quote.`
+For reserved capacity, more machines or a fast fabric, request_quote; what the team agrees comes
+back as a private offer in list_offers (privateOffers), quoted with quote_cluster private_offer_id.`
 
 // New is the MCP server whose tools act through c, a client of one
 // Clusterdeck with one API key.
@@ -51,13 +54,14 @@ func New(c *client.Client) *mcp.Server {
 // tools are the tool handlers over one client.
 type tools struct{ api *client.Client }
 
-// all lists every tool. A tool for a new API operation (set_recovery,
-// recover_cluster, add_worker, volumes, get_balance as their routes land)
-// is one more entry here: a client method, an input type and a handler.
+// all lists every tool. A tool for a new API operation (add_worker,
+// volumes, get_balance as their routes land) is one more entry here: a
+// client method, an input type and a handler.
 func (t *tools) all() []func(*mcp.Server) {
 	return []func(*mcp.Server){
 		t.listOffers, t.quoteCluster, t.launchCluster, t.listClusters, t.getCluster,
-		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote,
+		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote, t.setRecovery, t.recoverCluster,
+		t.getBalance, t.billingUsage,
 	}
 }
 

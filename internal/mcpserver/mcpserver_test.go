@@ -27,6 +27,10 @@ func TestToolsListed(t *testing.T) {
 			"quote_cluster": {}, "request_quote": {},
 			"launch_cluster":    {idempotent: true},
 			"terminate_cluster": {destructive: true, idempotent: true},
+			"set_recovery":      {idempotent: true},                 // R3: the same policy twice is one policy
+			"recover_cluster":   {},                                 // R5: each call asks for one more attempt
+			"get_balance":       {readOnly: true, idempotent: true}, // B1
+			"billing_usage":     {readOnly: true},                   // B3
 		}
 		for _, w := range ways {
 			cs := mustConnect(t, w, d, d.key)
@@ -46,7 +50,7 @@ func TestToolsListed(t *testing.T) {
 					t.Errorf("%s: %s's description is not one line: %q", w.name, tool.Name, tool.Description)
 				}
 				a := tool.Annotations
-				if a == nil || a.Title == "" || a.ReadOnlyHint != h.readOnly || (!h.readOnly && (a.DestructiveHint == nil ||
+				if a == nil || a.Title == "" || a.ReadOnlyHint != h.readOnly || ((!h.readOnly || h.idempotent) && (a.DestructiveHint == nil ||
 					*a.DestructiveHint != h.destructive || a.IdempotentHint != h.idempotent)) {
 					t.Errorf("%s: %s annotations %+v, want %+v", w.name, tool.Name, a, h)
 				}
@@ -64,8 +68,17 @@ func TestToolsListed(t *testing.T) {
 			if req := fmt.Sprint(launch["required"]); req != "[quote_id]" || !strings.Contains(fmt.Sprint(launch["properties"]), "idempotency_key") {
 				t.Errorf("%s: launch_cluster schema %v", w.name, launch)
 			}
-			if req := fmt.Sprint(toolSchema(t, res.Tools, "quote_cluster")["required"]); req != "[accelerator nodes gpus_per_node]" {
-				t.Errorf("%s: quote_cluster requires %s", w.name, req)
+			quote := toolSchema(t, res.Tools, "quote_cluster")
+			if req := fmt.Sprint(quote["required"]); req != "[accelerator nodes gpus_per_node]" || !strings.Contains(fmt.Sprint(quote["properties"]), "private_offer_id") {
+				t.Errorf("%s: quote_cluster schema %v", w.name, quote)
+			}
+			rec := toolSchema(t, res.Tools, "set_recovery")
+			if req := fmt.Sprint(rec["required"]); req != "[cluster_id mode max_attempts cooldown_minutes]" ||
+				!strings.Contains(fmt.Sprint(rec["properties"]), "enum:[restart off]") || !strings.Contains(fmt.Sprint(rec["properties"]), "maximum:120") {
+				t.Errorf("%s: set_recovery schema %v", w.name, rec)
+			}
+			if req := fmt.Sprint(toolSchema(t, res.Tools, "recover_cluster")["required"]); req != "[cluster_id]" {
+				t.Errorf("%s: recover_cluster requires %s", w.name, req)
 			}
 		}
 	})

@@ -29,16 +29,31 @@ func (t *tools) listOffers(s *mcp.Server) {
 		"interconnect":  {"ethernet", "infiniband", "roce"}, "machine_kind": {"vm", "bare_metal", "container"},
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "list_offers", InputSchema: schema, Annotations: readOnly("List offers"),
-		Description: "List the offers that can start a cluster of this size now, by location, with the whole-cluster price per hour."},
+		Description: "List the offers that can start a cluster of this size now, by location, with the whole-cluster price per hour, and the organisation's own private offers."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in OffersArgs) (*mcp.CallToolResult, any, error) {
 			q := client.OffersQuery{Accelerator: in.Accelerator, Nodes: in.Nodes, GPUsPerNode: in.GPUsPerNode, Interconnect: in.Interconnect,
 				MachineKind: in.MachineKind, MaxPrice: in.MaxPrice, IncludeCommunity: in.IncludeCommunity}
 			var out api.OffersResponse
 			return call(ctx, func(o client.Option) (err error) { out, err = t.api.Offers(ctx, q, o); return err },
-				func() string {
-					return fmt.Sprintf("%d offers for %d machines. Quote one with quote_cluster (offer_id, or accelerator, nodes and gpus_per_node).", out.Count, out.Nodes)
-				})
+				func() string { return offersSummary(out) })
 		})
+}
+
+// offersSummary counts the offers and names each private offer (X9) with
+// the quote_cluster arguments that launch it at its locked price.
+func offersSummary(out api.OffersResponse) string {
+	s := fmt.Sprintf("%d offers for %d machines. Quote one with quote_cluster (offer_id, or accelerator, nodes and gpus_per_node).", out.Count, out.Nodes)
+	if len(out.PrivateOffers) == 0 {
+		return s
+	}
+	s += fmt.Sprintf("\nYour organisation's private offers (%d, at a locked price, only for you):", len(out.PrivateOffers))
+	for _, p := range out.PrivateOffers {
+		s += fmt.Sprintf("\n- %s: %d × %d GPUs %s at %s (%s, %s), $%s/h for the whole cluster ($%s per machine), until %s; "+
+			"quote it with quote_cluster private_offer_id=%s accelerator=%s nodes=%d gpus_per_node=%d.",
+			p.ID, p.Nodes, p.GPUsPerNode, p.Accelerator, p.Location, p.Interconnect, p.MachineKind, p.USDPerHour, p.USDPerMachineHour,
+			p.ValidUntil.UTC().Format("2006-01-02 15:04 MST"), p.ID, p.Accelerator, p.Nodes, p.GPUsPerNode)
+	}
+	return s
 }
 
 // QuoteArgs are quote_cluster's arguments: the priced fields (Q1).
@@ -51,6 +66,7 @@ type QuoteArgs struct {
 	Location         string `json:"location,omitempty" jsonschema:"a location id from list_offers; any when empty"`
 	OfferID          string `json:"offer_id,omitempty" jsonschema:"an offer id from list_offers; the cheapest that fits when empty"`
 	IncludeCommunity bool   `json:"include_community,omitempty" jsonschema:"also consider community hosts"`
+	PrivateOfferID   string `json:"private_offer_id,omitempty" jsonschema:"one of the organisation's private offers from list_offers (privateOffers), at its locked price; send its own accelerator, nodes and gpus_per_node"`
 }
 
 func (a QuoteArgs) body() api.QuoteBody {
@@ -59,6 +75,7 @@ func (a QuoteArgs) body() api.QuoteBody {
 		b.Storage = &api.Storage{PersistentGB: &a.PersistentGB}
 	}
 	b.MaxHourlyPrice, b.Location, b.OfferID = nonEmpty(a.MaxHourlyPrice), nonEmpty(a.Location), nonEmpty(a.OfferID)
+	b.PrivateOfferID = nonEmpty(a.PrivateOfferID)
 	if a.IncludeCommunity {
 		b.IncludeCommunity = &a.IncludeCommunity
 	}
@@ -80,8 +97,12 @@ func (t *tools) quoteCluster(s *mcp.Server) {
 			var q api.Quote
 			return call(ctx, func(o client.Option) (err error) { q, err = t.api.Quote(ctx, in.body(), o); return err },
 				func() string {
-					return fmt.Sprintf("Quote %s: %d × %d GPUs %s at %s, $%s/h for the whole cluster, until %s. Launch it with launch_cluster quote_id=%s.",
-						q.ID, q.Nodes, q.GPUsPerNode, q.Accelerator, q.Location, q.USDPerHour, q.ExpiresAt.Format("15:04 MST"), q.ID)
+					private := ""
+					if q.PrivateOfferID != "" {
+						private = " (private offer " + q.PrivateOfferID + ")"
+					}
+					return fmt.Sprintf("Quote %s: %d × %d GPUs %s at %s%s, $%s/h for the whole cluster, until %s. Launch it with launch_cluster quote_id=%s.",
+						q.ID, q.Nodes, q.GPUsPerNode, q.Accelerator, q.Location, private, q.USDPerHour, q.ExpiresAt.Format("15:04 MST"), q.ID)
 				})
 		})
 }
@@ -187,7 +208,7 @@ func clusterSummary(cl api.Cluster) string {
 	case "ready":
 		s += " Billing since readyAt; cluster_connections shows how to reach it. Ready is infrastructure readiness: check your own application."
 	case "degraded":
-		s += " Billing continues: terminate_cluster it, or recover it from the dashboard."
+		s += " Billing continues: recover_cluster tries once now (set_recovery restarts automatically), or terminate_cluster it."
 	case "failed":
 		s += " Nothing was billed; quote and launch again."
 	}

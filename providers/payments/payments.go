@@ -67,9 +67,11 @@ type Event struct {
 	ObjectID                 string // the session or payment intent id
 	PaymentIntentID          string
 	CustomerID               string
-	Amount                   int64 // micro-dollars paid
-	Paid                     bool  // payment_status paid / status succeeded
+	PaymentMethodID          string // payment_intent.*: the card, saved when the top-up set it up for later
+	Amount                   int64  // micro-dollars paid
+	Paid                     bool   // payment_status paid / status succeeded
 	FailureCode              string
+	FailureMessage           string
 }
 
 // ChargeParams is one off-session charge.

@@ -277,3 +277,29 @@ func TestTestMode(t *testing.T) {
 		t.Errorf("test charge %+v %v", ch, err)
 	}
 }
+
+// B4: a payment_intent.* webhook as the API sends it (customer and
+// payment_method as bare ids) decodes to the card to save, or to the
+// auto-recharge charge it settles or fails.
+func TestParsePaymentIntentWebhook(t *testing.T) {
+	p := payments.New(payments.Config{SecretKey: "sk_test_123", WebhookSecret: whsec, APIURL: "http://127.0.0.1:1"})
+	now := time.Now()
+	topUpPI := map[string]any{"id": "pi_1", "object": "payment_intent", "status": "succeeded", "amount_received": 2500,
+		"customer": "cus_1", "payment_method": "pm_1", "setup_future_usage": "off_session",
+		"metadata": map[string]string{"org_id": "org_1", "top_up_id": "tu_1"}}
+	h, b := signed(t, eventJSON("evt_4", payments.EventPaymentSucceeded, "2023-10-16", topUpPI), whsec, now)
+	e, err := p.ParseWebhook(b, h)
+	want := payments.Event{ID: "evt_4", Type: payments.EventPaymentSucceeded, OrgID: "org_1", TopUpID: "tu_1", ObjectID: "pi_1",
+		PaymentIntentID: "pi_1", CustomerID: "cus_1", PaymentMethodID: "pm_1", Amount: 25_000_000, Paid: true}
+	if err != nil || e != want {
+		t.Fatalf("top-up payment: %+v %v, want %+v", e, err, want)
+	}
+	failed := map[string]any{"id": "pi_2", "object": "payment_intent", "status": "requires_payment_method", "customer": "cus_1",
+		"last_payment_error": map[string]any{"type": "card_error", "code": "card_declined", "message": "Your card was declined."},
+		"metadata":           map[string]string{"org_id": "org_1", "charge_id": "ch_1"}}
+	h, b = signed(t, eventJSON("evt_5", payments.EventPaymentFailed, "2023-10-16", failed), whsec, now)
+	e, err = p.ParseWebhook(b, h)
+	if err != nil || e.ChargeID != "ch_1" || e.Paid || e.FailureCode != "card_declined" || e.FailureMessage != "Your card was declined." {
+		t.Fatalf("failed charge: %+v %v", e, err)
+	}
+}

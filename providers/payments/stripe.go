@@ -120,10 +120,15 @@ func (s *Stripe) ParseWebhook(payload []byte, signature string) (Event, error) {
 		out.Amount = pi.AmountReceived * microPerCent
 		out.Paid = pi.Status == stripe.PaymentIntentStatusSucceeded
 		if pi.LastPaymentError != nil {
-			out.FailureCode = string(pi.LastPaymentError.Code)
+			out.FailureCode, out.FailureMessage = string(pi.LastPaymentError.Code), pi.LastPaymentError.Msg
 		}
+		// Unexpanded, the API sends customer and payment_method as ids;
+		// stripe-go decodes each into an object holding only its ID.
 		if pi.Customer != nil {
 			out.CustomerID = pi.Customer.ID
+		}
+		if pi.PaymentMethod != nil {
+			out.PaymentMethodID = pi.PaymentMethod.ID
 		}
 	}
 	return out, nil

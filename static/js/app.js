@@ -1,5 +1,6 @@
-// Clusterdeck's only hand-written script: copy buttons, and keeping the
-// live log to its last lines, following the tail. Everything else is htmx.
+// Clusterdeck's only hand-written script: copy buttons, keeping the
+// live log to its last lines, following the tail, and closing the phone
+// menu. Everything else is htmx.
 document.addEventListener("click", function (ev) {
   var btn = ev.target.closest("[data-copy]");
   if (!btn) return;
@@ -25,3 +26,12 @@ document.addEventListener("htmx:sseMessage", function () {
   while (box.childElementCount > MAX_LOG_LINES) box.removeChild(box.firstElementChild);
   if (box.dataset.atBottom !== "false") box.scrollTop = box.scrollHeight;
 });
+
+// The phone menu (a <details>) closes on a click outside it or on Escape.
+function closeMenus(except) {
+  document.querySelectorAll("details[data-testid=nav-menu][open]").forEach(function (d) {
+    if (d !== except) d.open = false;
+  });
+}
+document.addEventListener("click", function (ev) { closeMenus(ev.target.closest("details[data-testid=nav-menu]")); });
+document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") closeMenus(null); });

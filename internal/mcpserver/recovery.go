@@ -1,0 +1,60 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// RecoveryArgs are set_recovery's arguments: the automatic recovery policy (R3).
+type RecoveryArgs struct {
+	ClusterID       string `json:"cluster_id" jsonschema:"the cluster's id (cl_…)"`
+	Mode            string `json:"mode" jsonschema:"restart: restart machines that go down, within the limits below; off: only report them"`
+	MaxAttempts     int    `json:"max_attempts" jsonschema:"recovery attempts per unhealthy episode, 1 to 10"`
+	CooldownMinutes int    `json:"cooldown_minutes" jsonschema:"minutes between two attempts, 1 to 120"`
+}
+
+func (t *tools) setRecovery(s *mcp.Server) {
+	schema := clusterSchema[RecoveryArgs]()
+	schema.Properties["mode"].Enum = []any{"restart", "off"}
+	schema.Properties["max_attempts"].Minimum, schema.Properties["max_attempts"].Maximum = new(1.0), new(10.0)
+	schema.Properties["cooldown_minutes"].Minimum, schema.Properties["cooldown_minutes"].Maximum = new(1.0), new(120.0)
+	// Idempotent (the same policy twice is the same policy); not
+	// destructive (nothing is released; off only stops future restarts).
+	mcp.AddTool(s, &mcp.Tool{Name: "set_recovery", InputSchema: schema, Annotations: writes("Set recovery policy", false, true),
+		Description: "Set a cluster's automatic recovery: restart machines that go down (up to max_attempts per episode, cooldown_minutes apart), or off."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in RecoveryArgs) (*mcp.CallToolResult, any, error) {
+			var cl api.Cluster
+			policy := client.RecoveryPolicyOf(in.Mode, in.MaxAttempts, in.CooldownMinutes)
+			return call(ctx, func(o client.Option) (err error) {
+				cl, err = t.api.SetRecovery(ctx, in.ClusterID, policy, o)
+				return err
+			},
+				func() string {
+					r := cl.Recovery
+					if r.Mode != "restart" {
+						return fmt.Sprintf("Cluster %s: automatic recovery is off; machines that go down are reported (get_cluster), and recover_cluster tries once.", cl.ID)
+					}
+					return fmt.Sprintf("Cluster %s: machines that go down are restarted automatically, up to %d attempts per episode, %d minutes apart.",
+						cl.ID, r.MaxAttempts, r.CooldownMinutes)
+				})
+		})
+}
+
+func (t *tools) recoverCluster(s *mcp.Server) {
+	// Neither read-only nor idempotent (each call asks for one more
+	// attempt); not destructive (it restarts machines that are down).
+	mcp.AddTool(s, &mcp.Tool{Name: "recover_cluster", InputSchema: clusterSchema[ClusterArgs](), Annotations: writes("Recover a cluster now", false, false),
+		Description: "Make one recovery attempt now on a degraded cluster: its machines that are down are restarted; refused with nothing_to_recover when none is."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ClusterArgs) (*mcp.CallToolResult, any, error) {
+			var cl api.Cluster
+			return call(ctx, func(o client.Option) (err error) { cl, err = t.api.Recover(ctx, in.ClusterID, o); return err },
+				func() string {
+					return fmt.Sprintf("Recovery of cluster %s (status %s) requested: one attempt starts now; call get_cluster to follow it (recovery.outcomes per machine).",
+						cl.ID, cl.Status)
+				})
+		})
+}

@@ -1,0 +1,86 @@
+package mcpserver_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/providers/sim"
+)
+
+// R3, R5 through the tools (issue 15): set_recovery sets the policy (the
+// same call twice is the same policy; bad arguments are tool errors naming
+// them); recover_cluster is refused with nothing_to_recover while every
+// machine is up, and on a cluster degraded by a machine going down (the
+// simulated cloud's goes_down, seen by the health job) asks for one
+// attempt, which the recovery job makes. Another organisation's cluster
+// is not found to either tool.
+func TestRecoveryTools(t *testing.T) {
+	eachDeck(t, func(t *testing.T, d *deck) {
+		cs := mustConnect(t, ways[0], d, d.key)
+		id := d.readyCluster(cs, "recover-me")
+
+		refused(t, cs, "recover_cluster", map[string]any{"cluster_id": id}, "nothing_to_recover", "nothing to recover")
+		policy := map[string]any{"cluster_id": id, "mode": "restart", "max_attempts": 4, "cooldown_minutes": 7}
+		for range 2 { // idempotent: the same answer twice
+			r := ok(t, cs, "set_recovery", policy)
+			rec, _ := r.data["recovery"].(map[string]any)
+			if rec["mode"] != "restart" || rec["maxAttempts"] != 4.0 || rec["cooldownMinutes"] != 7.0 ||
+				!strings.Contains(r.text, "up to 4 attempts per episode, 7 minutes apart") {
+				t.Fatalf("set_recovery: %s", r.text)
+			}
+		}
+		for _, w := range ways {
+			cs := mustConnect(t, w, d, d.key)
+			for field, bad := range map[string]any{"mode": "sometimes", "max_attempts": 11, "cooldown_minutes": 0} {
+				args := map[string]any{"cluster_id": id, "mode": "off", "max_attempts": 3, "cooldown_minutes": 5}
+				args[field] = bad
+				if r := callTool(t, cs, "set_recovery", args); !r.isError || !strings.Contains(r.text, field) {
+					t.Errorf("%s: set_recovery %s=%v: error %v %s", w.name, field, bad, r.isError, r.text)
+				}
+			}
+			if r := callTool(t, cs, "set_recovery", map[string]any{"cluster_id": id, "mode": "off"}); !r.isError || !strings.Contains(r.text, "max_attempts") {
+				t.Errorf("%s: set_recovery without max_attempts: %s", w.name, r.text)
+			}
+		}
+		if cl, _ := d.store.ClusterForOrg(context.Background(), d.org.ID, id); cl.Policy() != (models.RecoveryPolicy{Mode: "restart", MaxAttempts: 4, CooldownMinutes: 7}) {
+			t.Errorf("refused calls changed the policy: %+v", cl.Policy())
+		}
+
+		rival := d.signup("rival@example.com", "Rival Labs", 100)
+		rcs := mustConnect(t, ways[1], d, rival.key)
+		refused(t, rcs, "set_recovery", map[string]any{"cluster_id": id, "mode": "off", "max_attempts": 1, "cooldown_minutes": 1}, "not_found")
+		refused(t, rcs, "recover_cluster", map[string]any{"cluster_id": id}, "not_found")
+
+		// A machine goes down; off, so nothing restarts it until asked.
+		ok(t, cs, "set_recovery", map[string]any{"cluster_id": id, "mode": "off", "max_attempts": 3, "cooldown_minutes": 5})
+		if err := d.cloud.Inject(sim.Fault{Kind: sim.FaultGoesDown, Group: id, Node: 1}); err != nil {
+			t.Fatal(err)
+		}
+		status := ""
+		for n := 0; n < 5 && status != "degraded"; n++ {
+			d.healthPass()
+			status = str(ok(t, cs, "get_cluster", map[string]any{"cluster_id": id}).data["status"])
+		}
+		g := ok(t, cs, "get_cluster", map[string]any{"cluster_id": id})
+		if status != "degraded" || !strings.Contains(g.text, "recover_cluster") {
+			t.Fatalf("after goes_down: %s", g.text)
+		}
+		r := ok(t, cs, "recover_cluster", map[string]any{"cluster_id": id})
+		if rec, _ := r.data["recovery"].(map[string]any); rec["recoverNowRequested"] != true || !strings.Contains(r.text, "one attempt starts now") {
+			t.Fatalf("recover_cluster: %s", r.text)
+		}
+		for n := 0; n < 5 && status != "ready"; n++ {
+			d.healthPass()
+			g = ok(t, cs, "get_cluster", map[string]any{"cluster_id": id})
+			status = str(g.data["status"])
+		}
+		rec, _ := g.data["recovery"].(map[string]any)
+		// The episode is over (attempts count again from 0); the attempt's outcome stays.
+		if status != "ready" || rec["lastAttemptAt"] == nil || !strings.Contains(str(rec["outcomes"]), "node-1 outcome:restarted") ||
+			!strings.Contains(g.text, "recover now") {
+			t.Errorf("after recover_cluster: %s", g.text)
+		}
+	})
+}

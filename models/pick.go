@@ -1,0 +1,89 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Pick is one picker question at one moment: the catalog snapshot, the holds
+// and the freshness cutoff, read by one statement (catalog.go). Its Stamp
+// identifies the answer exactly: picks with equal stamps have equal Groups,
+// so a caller may keep what it renders from an answer under its stamp and
+// serve it again without recomputing (issue 13). A stamp never names a
+// moment, only the inputs: the catalog version, which offers have gone
+// stale, the holds and the filter. Markups are in the snapshot's prices: a
+// markup change bumps the version, and the default markup is stamped.
+// Anything else that changes the answer (an organisation's private offers)
+// must join the stamp when it joins the answer.
+type Pick struct {
+	Stamp  string
+	snap   *catalogSnapshot
+	held   map[string]int
+	cutoff time.Time
+	filter OfferFilter
+}
+
+// PreparePick reads what PickOffers needs for f; Groups computes the answer.
+func (s *Store) PreparePick(ctx context.Context, f OfferFilter) (*Pick, error) {
+	version, held, err := s.pickState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := s.catalog(ctx, version)
+	if err != nil {
+		return nil, fmt.Errorf("models: pick offers: %w", err)
+	}
+	p := &Pick{snap: snap, held: held, cutoff: s.Now().Add(-OfferFreshness), filter: f}
+	p.Stamp = p.stamp()
+	return p, nil
+}
+
+// Groups is PickOffers' answer.
+func (p *Pick) Groups() []OfferGroup {
+	f, offers := p.filter, p.snap.offers
+	n := 0
+	for i := range offers {
+		if f.matches(&offers[i], p.cutoff) {
+			n++
+		}
+	}
+	keys := make([]offerKey, 0, n)
+	for i := range offers {
+		if o := &offers[i]; f.matches(o, p.cutoff) {
+			keys = append(keys, newOfferKey(o, p.held[o.ID], f.Nodes))
+		}
+	}
+	return groupOffers(keys, f)
+}
+
+// stamp lists the answer's inputs. Which offers are stale is a count: the
+// snapshot's refresh times are sorted, and the stale ones are a prefix.
+func (p *Pick) stamp() string {
+	f := p.filter
+	stale, _ := slices.BinarySearchFunc(p.snap.refreshed, p.cutoff, func(t, cutoff time.Time) int { return t.Compare(cutoff) })
+	b := make([]byte, 0, 128)
+	b = strconv.AppendInt(append(b, "v"...), p.snap.version, 10)
+	b = strconv.AppendInt(append(b, " markup "...), int64(p.snap.markup), 10)
+	b = strconv.AppendInt(append(b, " stale "...), int64(stale), 10)
+	b = append(append(b, " accelerator "...), strconv.Quote(f.Accelerator)...)
+	b = strconv.AppendInt(append(b, " nodes "...), int64(f.Nodes), 10)
+	b = append(append(b, " interconnect "...), strconv.Quote(f.Interconnect)...)
+	b = append(append(b, " kind "...), strconv.Quote(f.MachineKind)...)
+	b = strconv.AppendInt(append(b, " gpus "...), int64(f.GPUsPerNode), 10)
+	b = strconv.AppendInt(append(b, " max "...), f.MaxClusterHour, 10)
+	b = strconv.AppendBool(append(b, " community "...), f.IncludeCommunity)
+	b = append(append(b, " location "...), strconv.Quote(f.Location)...)
+	ids := make([]string, 0, len(p.held))
+	for id := range p.held {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		b = append(append(b, " held "...), strconv.Quote(id)...)
+		b = strconv.AppendInt(append(b, '='), int64(p.held[id]), 10)
+	}
+	return string(b)
+}

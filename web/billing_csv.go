@@ -1,0 +1,62 @@
+package web
+
+import (
+	"encoding/csv"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// usageCSV is GET /billing/usage.csv?month=: one row per machine, the
+// cluster first, then the cells of the page's machine rows (B3).
+func (h *handler) usageCSV(c echo.Context) error {
+	w, err := h.monthParam(c)
+	if err != nil {
+		return err
+	}
+	st, err := h.statementOf(c, w)
+	if err != nil {
+		return err
+	}
+	rows := [][]string{{"cluster", "node", "machine_price", "hours", "amount", "status", "state_intervals"}}
+	for _, l := range st.lines {
+		for _, r := range machineRows(l) {
+			rows = append(rows, append([]string{l.Cluster.Name}, r.Cells()...))
+		}
+	}
+	return writeCSV(c, "usage-"+w.Month()+".csv", rows)
+}
+
+// transactionsCSV is GET /billing/transactions.csv?month=: the page's
+// transactions, row for row.
+func (h *handler) transactionsCSV(c echo.Context) error {
+	w, err := h.monthParam(c)
+	if err != nil {
+		return err
+	}
+	st, err := h.statementOf(c, w)
+	if err != nil {
+		return err
+	}
+	tx, err := h.Store.Transactions(c.Request().Context(), principal(c).Org.ID, w, st.lines)
+	if err != nil {
+		return err
+	}
+	rows := [][]string{{"date", "description", "status", "amount"}}
+	for _, r := range ledgerRows(tx) {
+		rows = append(rows, []string{r.At, r.Description, r.Status, r.Amount})
+	}
+	return writeCSV(c, "transactions-"+w.Month()+".csv", rows)
+}
+
+func writeCSV(c echo.Context, name string, rows [][]string) error {
+	res := c.Response()
+	res.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	res.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	res.WriteHeader(http.StatusOK)
+	w := csv.NewWriter(res)
+	if err := w.WriteAll(rows); err != nil {
+		return err
+	}
+	return nil
+}
