@@ -157,28 +157,32 @@ func closeDB(db *gorm.DB) {
 
 // serve runs the web server and the jobs until ctx is cancelled.
 func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
-	if !cfg.Production {
-		if err := cfg.devSessionKeys(); err != nil {
-			return fmt.Errorf("development session keys: %w", err)
-		}
-	}
 	db, err := openDB(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeDB(db)
+	if !cfg.Production {
+		if err := cfg.loadDevSessionKeys(ctx, db); err != nil {
+			return fmt.Errorf("development session keys: %w", err)
+		}
+	}
 
 	var clock models.Clock = models.RealClock{}
 	var fake *models.FakeClock
+	var shared *sharedClock
 	if cfg.FakeClock {
-		fake = models.NewFakeClock(time.Now())
+		if shared, err = openSharedClock(ctx, db, time.Now()); err != nil {
+			return err
+		}
+		fake = shared.fake
 		clock = fake
-		log.Warn("fake clock enabled: move time with POST /dev/clock")
+		log.Warn("fake clock enabled: move time with POST /dev/clock", "now", fake.Now())
 	}
 	store := models.NewStore(db, clock)
 	store.DefaultMarkup = cfg.DefaultMarkup
 
-	cloud, err := buildProviders(cfg, clock)
+	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {
 		return err
 	}
@@ -194,6 +198,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		return err
 	}
 	sched := jobs.NewScheduler(store, log)
+	if shared != nil {
+		sched.BeforeTick(shared.load)
+		cloud.BeforeRound = shared.load
+	}
 	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
 		Charger: jobsCharger(cfg), HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter}); err != nil {
 		return err
@@ -208,16 +216,20 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if cloud.SimControl != nil {
 		simCtl = cloud.SimControl
 	}
+	var handler http.Handler = web.New(web.Deps{
+		Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
+			SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
+			DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
+			TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
+			Providers: cfg.Providers},
+		Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
+		Payments: webPayments(cfg),
+	})
+	if shared != nil {
+		handler = shared.middleware(handler)
+	}
 	srv := &http.Server{
-		Handler: web.New(web.Deps{
-			Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
-				SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
-				DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
-				TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
-				Providers: cfg.Providers},
-			Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
-			Payments: webPayments(cfg),
-		}),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
@@ -244,8 +256,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	log.Info("shutting down")
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// No new ticks or agent rounds; the running ones and the in-flight
+	// requests finish (bounded by shutdown), then the process exits.
 	stopBG()
-	return errors.Join(srv.Shutdown(shutdown), sched.Stop(shutdown))
+	jobsDone := make(chan error, 1)
+	go func() { jobsDone <- sched.Stop(shutdown) }()
+	err = srv.Shutdown(shutdown)
+	err = errors.Join(err, <-jobsDone, cloud.Wait(shutdown))
+	log.Info("stopped", "error", err)
+	return err
 }
 
 func envName(cfg config) string {

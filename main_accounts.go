@@ -41,16 +41,16 @@ func demo(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) e
 	if cfg.Production {
 		return errors.New("demo is for development only: it refuses to run with CLUSTERDECK_ENV=production")
 	}
-	if err := cfg.devSessionKeys(); err != nil {
-		return fmt.Errorf("development session keys: %w", err)
-	}
-	password := "demo-" + demoSecret(cfg.SessionAuthKey, "password")[:16]
-	token := models.APIKeyScheme + demoSecret(cfg.SessionAuthKey, "api key")
 	db, err := openDB(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeDB(db)
+	if err := cfg.loadDevSessionKeys(ctx, db); err != nil {
+		return fmt.Errorf("development session keys: %w", err)
+	}
+	password := "demo-" + demoSecret(cfg.SessionAuthKey, "password")[:16]
+	token := models.APIKeyScheme + demoSecret(cfg.SessionAuthKey, "api key")
 	store := models.NewStore(db, nil)
 
 	u, err := store.UserByEmail(ctx, demoEmail)

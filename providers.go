@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/providers"
@@ -15,11 +18,22 @@ import (
 type cloud struct {
 	Registry   providers.Registry
 	SimControl *simControl // nil when the simulated cloud is off
-	sim        *sim.Cloud
+	// BeforeRound runs before each round of the simulated machines' agents.
+	BeforeRound func(context.Context) error
+	sim         *sim.Cloud
+	done        chan struct{} // closed when the agents stopped
+}
+
+// instanceName names this process among the instances on one database.
+func instanceName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewID("ins"))
 }
 
 // buildProviders enables the providers named in PROVIDERS (OP1).
-func buildProviders(cfg config, clock models.Clock) (*cloud, error) {
+// The simulated cloud keeps its state in db, like a real cloud it outlives
+// this process and is shared by every instance (OP4).
+func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string) (*cloud, error) {
 	c := &cloud{Registry: providers.Registry{}}
 	for _, name := range cfg.Providers {
 		switch name {
@@ -31,7 +45,7 @@ func buildProviders(cfg config, clock models.Clock) (*cloud, error) {
 					return nil, fmt.Errorf("SIM_CONFIG: %w", err)
 				}
 			}
-			c.sim = sim.New(simCfg, sim.WithClock(clock.Now), sim.WithSeed(cfg.SimSeed),
+			c.sim = sim.New(simCfg, sim.WithClock(clock.Now), sim.WithSeed(cfg.SimSeed), sim.WithDB(db, instance),
 				sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
 					// The simulated machines run the real agent against our own /v1/agent endpoints.
 					return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec,
@@ -49,10 +63,30 @@ func buildProviders(cfg config, clock models.Clock) (*cloud, error) {
 	return c, nil
 }
 
-// Start runs the simulated machines' agents until ctx ends.
+// Start runs the simulated machines' agents until ctx ends; Wait waits
+// for their last round.
 func (c *cloud) Start(ctx context.Context) {
-	if c.sim != nil {
-		go func() { _ = c.sim.Run(ctx, 2*time.Second) }()
+	c.done = make(chan struct{})
+	if c.sim == nil {
+		close(c.done)
+		return
+	}
+	go func() {
+		defer close(c.done)
+		_ = c.sim.Run(ctx, 2*time.Second, c.BeforeRound)
+	}()
+}
+
+// Wait waits until the agents started by Start stopped, or ctx ends.
+func (c *cloud) Wait(ctx context.Context) error {
+	if c.done == nil {
+		return nil
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("agents: stop: %w", ctx.Err())
 	}
 }
 

@@ -129,6 +129,7 @@ type server struct {
 	*process
 	url, dataDir, databaseURL string
 	email, password, apiKey   string
+	env                       []string
 }
 
 // eachDatabase runs fn on SQLite and, when TEST_DATABASE_URL is set (always
@@ -138,7 +139,8 @@ func eachDatabase(t *testing.T, fn func(t *testing.T, databaseURL string)) {
 	t.Run("postgres", func(t *testing.T) { fn(t, modelstest.PostgresSchemaURL(t)) })
 }
 
-func startServer(t *testing.T, databaseURL string) *server {
+// extraEnv adds settings (CLUSTERDECK_FAKE_CLOCK=1, session keys, …).
+func startServer(t *testing.T, databaseURL string, extraEnv ...string) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -149,6 +151,8 @@ func startServer(t *testing.T, databaseURL string) *server {
 	s := &server{url: "http://" + addr, dataDir: t.TempDir(), databaseURL: databaseURL}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dataDir, "DATA_DIR=" + s.dataDir,
 		"ADDR=" + addr, "BASE_URL=" + s.url, "PROVIDERS=sim", "DATABASE_URL=" + databaseURL}
+	env = append(env, extraEnv...)
+	s.env = env
 
 	demo := exec.Command(binary(t), "demo")
 	demo.Env = env
@@ -171,13 +175,21 @@ func startServer(t *testing.T, databaseURL string) *server {
 		t.Fatalf("clusterdeck demo printed no credentials:\n%s", out)
 	}
 
-	s.process = start(t, env, "serve")
+	s.serve(t)
+	return s
+}
+
+// serve starts (or, after a kill, starts again) `clusterdeck serve` on the
+// server's address, data and database, and waits until it is ready.
+func (s *server) serve(t *testing.T) {
+	t.Helper()
+	s.process = start(t, s.env, "serve")
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		if res, err := http.Get(s.url + "/readyz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				return s
+				return
 			}
 		}
 		select {

@@ -72,6 +72,13 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 	g, err := p.DescribeGroup(ctx, c.GroupName())
 	switch {
 	case errors.Is(err, providers.ErrNotFound):
+		nodes, err := j.Store.NodesFor(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		if confirmed, err := j.unknownTo(ctx, nodes); !confirmed || err != nil {
+			return err
+		}
 		return j.fail(ctx, c, "node_lost:running", "", models.StepRunning, "The provider no longer knows these machines.")
 	case err != nil:
 		_, derr := j.checkDeadlines(ctx, c) // a transient describe failure must not stall the deadlines
@@ -85,8 +92,16 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 	for _, n := range g.Nodes {
 		byIndex[n.Index] = n
 	}
+	var seenAgain []string
 	for _, n := range nodes {
 		pn, ok := byIndex[n.Rank]
+		if !ok {
+			if confirmed, err := j.unknownTo(ctx, []models.ClusterNode{n}); !confirmed || err != nil {
+				return err
+			}
+		} else if n.DownPasses > 0 {
+			seenAgain = append(seenAgain, n.ID)
+		}
 		switch {
 		case !ok || pn.State == providers.NodeTerminated || pn.State == providers.NodeFailed || pn.State == providers.NodeStopped:
 			msg := fmt.Sprintf("%s stopped or vanished at the provider while waiting for step %q.", n.Name, n.Step)
@@ -101,6 +116,11 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 			}
 		}
 	}
+	if len(seenAgain) > 0 {
+		if err := j.Store.MarkHealth(ctx, models.HealthMarks{Well: seenAgain}); err != nil {
+			return err
+		}
+	}
 	if bad, err := j.Store.GPUMismatch(ctx, c.ID); err != nil || bad != nil {
 		if err != nil {
 			return err
@@ -111,6 +131,21 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 		return err
 	}
 	return j.maybeJoined(ctx, c)
+}
+
+// unknownTo reports whether the provider's "not found" for these machines
+// is confirmed: a previous pass saw it too. The first answer is only noted
+// on the machines (another instance may have just placed them, or the
+// provider's listing may lag), so nothing is failed on one answer.
+func (j *Provision) unknownTo(ctx context.Context, nodes []models.ClusterNode) (bool, error) {
+	ids := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if n.DownPasses > 0 {
+			return true, nil
+		}
+		ids = append(ids, n.ID)
+	}
+	return false, j.Store.MarkHealth(ctx, models.HealthMarks{Unwell: ids})
 }
 
 // checkDeadlines fails the cluster when any node is late for its step (L4)

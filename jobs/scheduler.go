@@ -44,7 +44,12 @@ type Scheduler struct {
 	mu      sync.Mutex
 	jobs    map[string]entry
 	metrics *Metrics // nil: not instrumented
+	before  func(context.Context) error
 }
+
+// BeforeTick sets what runs before each tick that holds its lease (the
+// development fake clock loads the time other instances moved it to).
+func (s *Scheduler) BeforeTick(f func(context.Context) error) { s.before = f }
 
 // NewScheduler builds a stopped scheduler.
 func NewScheduler(store *models.Store, log *slog.Logger) *Scheduler {
@@ -132,6 +137,11 @@ func (s *Scheduler) tick(parent context.Context, name string) error {
 		return nil
 	}
 	defer func() { _ = s.store.ReleaseLease(context.WithoutCancel(ctx), name, s.holder) }()
+	if s.before != nil {
+		if err := s.before(ctx); err != nil {
+			s.log.Warn("job: before tick", "job", name, "error", err)
+		}
+	}
 	started := time.Now()
 	runErr := e.job.Run(ctx)
 	finished := time.Now()

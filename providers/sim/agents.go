@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -34,7 +35,7 @@ type AgentFactory func(m Machine) MachineAgent
 // agentRun is one agent due for a step.
 type agentRun struct {
 	label string // "group/node-i"
-	n     *node
+	id    string // machine id
 	epoch int
 	m     Machine
 	agent MachineAgent // nil until started
@@ -45,14 +46,29 @@ type agentRun struct {
 // running step, from the placement's AgentBootstrap; a restarted machine
 // gets a fresh agent. Machines of terminated groups and agent_silent
 // machines run none. Step errors are joined, each naming its machine. Calls
-// are serialised; Step is called without any lock held.
+// are serialised; Step is called without any lock held. With a database
+// (WithDB) only the instance holding the agent lease steps them; another
+// one returns at once, keeping no agent of its own.
 func (c *Cloud) StepAgents(ctx context.Context) error {
 	if c.factory == nil {
 		return nil
 	}
 	c.stepMu.Lock()
 	defer c.stepMu.Unlock()
-	runs := c.dueAgents()
+	mine, err := c.takeAgentLease(ctx)
+	if err != nil {
+		return fmt.Errorf("sim: agent lease: %w", err)
+	}
+	if !mine {
+		c.mu.Lock()
+		clear(c.agents) // another instance runs them: ours would be stale
+		c.mu.Unlock()
+		return nil
+	}
+	runs, err := c.dueAgents(ctx)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for _, r := range runs {
 		if err := ctx.Err(); err != nil {
@@ -74,9 +90,11 @@ func (c *Cloud) StepAgents(ctx context.Context) error {
 }
 
 // dueAgents lists the machines whose agent steps now.
-func (c *Cloud) dueAgents() []agentRun {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Cloud) dueAgents(ctx context.Context) (_ []agentRun, err error) {
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	defer c.close(&err)
 	now := c.now()
 	names := make([]string, 0, len(c.groups))
 	for name, g := range c.groups {
@@ -92,16 +110,19 @@ func (c *Cloud) dueAgents() []agentRun {
 			if n.agentSilent || !n.running(now) || !n.silentAt.IsZero() && !now.Before(n.silentAt) {
 				continue
 			}
-			runs = append(runs, agentRun{
-				label: name + "/" + n.name(),
-				n:     n,
-				epoch: n.agentEpoch,
-				m:     c.machine(n),
-				agent: n.agent,
-			})
+			r := agentRun{label: name + "/" + n.name(), id: n.id, epoch: n.agentEpoch, m: c.machine(n)}
+			if slot, ok := c.agents[n.id]; ok && slot.epoch == n.agentEpoch {
+				r.agent = slot.agent
+			}
+			runs = append(runs, r)
 		}
 	}
-	return runs
+	due := make(map[string]bool, len(runs))
+	for _, r := range runs {
+		due[r.id] = true
+	}
+	maps.DeleteFunc(c.agents, func(id string, _ agentSlot) bool { return !due[id] }) // stopped machines' agents end
+	return runs, nil
 }
 
 // machine describes node n to its agent. Callers hold c.mu.
@@ -113,7 +134,7 @@ func (c *Cloud) machine(n *node) Machine {
 		Index:     n.index,
 		PrivateIP: n.privateIP(),
 		ServerURL: n.g.agent.ServerURL,
-		Exec:      n.exec,
+		Exec:      &executor{c: c, group: n.g.name, id: n.id},
 		Workload:  n.g.workload,
 	}
 	if n.index < len(n.g.agent.Tokens) {
@@ -122,31 +143,41 @@ func (c *Cloud) machine(n *node) Machine {
 	return m
 }
 
-// keepAgent stores a newly started agent unless the machine rebooted or
-// its group ended meanwhile.
+// keepAgent stores a newly started agent; the next step drops it when the
+// machine rebooted (new epoch) or is no longer running.
 func (c *Cloud) keepAgent(r agentRun) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r.n.agentEpoch == r.epoch && !r.n.g.terminated {
-		r.n.agent = r.agent
-	}
+	c.agents[r.id] = agentSlot{epoch: r.epoch, agent: r.agent}
 }
 
 // Run steps the agents (StepAgents) at once and then every interval of wall
 // time until ctx is done, logging step errors. It is for development
 // servers; tests call StepAgents with their own clock.
-func (c *Cloud) Run(ctx context.Context, every time.Duration) error {
+// before, when set, runs ahead of each round (a shared clock loads its time).
+func (c *Cloud) Run(ctx context.Context, every time.Duration, before ...func(context.Context) error) error {
 	if every <= 0 {
 		return fmt.Errorf("sim: run: interval must be positive, got %s", every)
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		for _, f := range before {
+			if f == nil {
+				continue
+			}
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("sim: before agent round", "provider", c.name, "err", err)
+			}
+		}
 		if err := c.StepAgents(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("sim: agent step failed", "provider", c.name, "err", err)
 		}
 		select {
 		case <-ctx.Done():
+			c.stepMu.Lock()
+			c.releaseAgentLease(context.WithoutCancel(ctx))
+			c.stepMu.Unlock()
 			return ctx.Err()
 		case <-t.C:
 		}
@@ -155,13 +186,15 @@ func (c *Cloud) Run(ctx context.Context, every time.Duration) error {
 
 // Executor returns the executor of machine index of a live group, as its
 // agent would get it.
-func (c *Cloud) Executor(groupName string, index int) (providers.Executor, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Cloud) Executor(groupName string, index int) (_ providers.Executor, err error) {
+	if err := c.open(context.Background()); err != nil {
+		return nil, err
+	}
+	defer c.close(&err)
 	g, ok := c.groups[groupName]
 	if !ok || g.terminated || index < 0 || index >= len(g.nodes) {
 		return nil, c.errorf(providers.ErrNotFound, "Executor", "not-found", "",
 			"machine %d of group %q not found", index, groupName)
 	}
-	return g.nodes[index].exec, nil
+	return &executor{c: c, group: groupName, id: g.nodes[index].id}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/clusterdeck/clusterdeck/providers"
 )
 
@@ -30,7 +32,22 @@ type Cloud struct {
 	gens   map[string]int         // placements made per group name
 	faults []*activeFault         // injection order
 
-	stepMu sync.Mutex // serialises StepAgents
+	stepMu sync.Mutex           // serialises StepAgents
+	agents map[string]agentSlot // this process's running agents, by machine id
+
+	db      *gorm.DB         // nil: the state lives in this process only
+	holder  string           // this process, for the agent lease
+	wall    func() time.Time // the agent lease's clock: wall time, even under a fake clock
+	version int64            // version of the persisted state the model holds
+	sess    *session         // the open operation's transaction
+	tableMu sync.Mutex
+	tableOK bool
+}
+
+// agentSlot is a started agent and the boot of the machine it runs on.
+type agentSlot struct {
+	epoch int
+	agent MachineAgent
 }
 
 var _ providers.Provider = (*Cloud)(nil)
@@ -69,6 +86,7 @@ type offerState struct {
 	boot      time.Duration
 	counted   bool // cfg.NodesAvailable was set
 	free      int  // counted: free machines; otherwise hidden capacity left
+	initial   int  // free before any placement
 	available bool // uncounted: what the location answers when asked
 }
 
@@ -88,6 +106,7 @@ func New(cfg Config, opts ...Option) *Cloud {
 		byID:   map[string]*offerState{},
 		groups: map[string]*group{},
 		gens:   map[string]int{},
+		agents: map[string]agentSlot{},
 	}
 	for _, o := range opts {
 		o(c)
@@ -106,6 +125,7 @@ func New(cfg Config, opts ...Option) *Cloud {
 					s.available = *oc.Available
 				}
 			}
+			s.initial = s.free
 			s.cfg.NodesAvailable, s.cfg.Available = nil, nil // no aliasing of the caller's config
 			c.offers = append(c.offers, s)
 			c.byID[oc.ID] = s
@@ -119,12 +139,14 @@ func (c *Cloud) Name() string { return c.name }
 
 // ListOffers returns every offer with its current stock: a count where the
 // location counts, else only whether it has machines (NodesAvailable nil).
-func (c *Cloud) ListOffers(ctx context.Context) ([]providers.Offer, error) {
+func (c *Cloud) ListOffers(ctx context.Context) (_ []providers.Offer, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	defer c.close(&err)
 	out := make([]providers.Offer, 0, len(c.offers))
 	for _, s := range c.offers {
 		out = append(out, c.offer(s))
@@ -167,13 +189,15 @@ func (c *Cloud) offer(s *offerState) providers.Offer {
 // the same GroupName returns the live group it placed before and takes
 // nothing more; a GroupName whose group was terminated places a new group.
 // A refused placement takes nothing.
-func (c *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (providers.Group, error) {
+func (c *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (_ providers.Group, err error) {
 	const op = "PlaceGroup"
 	if err := ctx.Err(); err != nil {
 		return providers.Group{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.open(ctx); err != nil {
+		return providers.Group{}, err
+	}
+	defer c.close(&err)
 	now := c.now()
 	if g, ok := c.groups[req.GroupName]; ok && !g.terminated {
 		if g.offer.cfg.ID != req.OfferID || g.offer.loc.ID != req.Location || len(g.nodes) != req.Count {
@@ -242,12 +266,14 @@ func (c *Cloud) take(s *offerState, n int) error {
 }
 
 // DescribeGroup reports every machine of the group as of now.
-func (c *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.Group, error) {
+func (c *Cloud) DescribeGroup(ctx context.Context, groupName string) (_ providers.Group, err error) {
 	if err := c.describeDelay(ctx); err != nil {
 		return providers.Group{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.open(ctx); err != nil {
+		return providers.Group{}, err
+	}
+	defer c.close(&err)
 	g, ok := c.groups[groupName]
 	if !ok {
 		return providers.Group{}, c.errorf(providers.ErrNotFound, "DescribeGroup", "not-found", "",
@@ -257,12 +283,14 @@ func (c *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.
 }
 
 // DescribeGroups reports every named group the cloud knows in one call.
-func (c *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
+func (c *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (_ map[string]providers.Group, err error) {
 	if err := c.describeDelay(ctx); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	defer c.close(&err)
 	now := c.now()
 	out := make(map[string]providers.Group, len(groupNames))
 	for _, name := range groupNames {
@@ -274,10 +302,15 @@ func (c *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[st
 }
 
 // describeDelay holds a describe call for a describe_delay fault.
-func (c *Cloud) describeDelay(ctx context.Context) error {
-	c.mu.Lock()
+func (c *Cloud) describeDelay(ctx context.Context) (err error) {
+	if err := c.open(ctx); err != nil {
+		return err
+	}
 	d := c.takeDescribeDelay()
-	c.mu.Unlock()
+	c.close(&err)
+	if err != nil {
+		return err
+	}
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -296,13 +329,15 @@ func (c *Cloud) describeDelay(ctx context.Context) error {
 // NodeRestarting for a quarter of its boot time, then NodeRunning again with
 // the same address. Its agent process starts afresh. A machine that vanished
 // or belongs to a terminated group is ErrNotFound.
-func (c *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error {
+func (c *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) (err error) {
 	const op = "RestartNode"
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.open(ctx); err != nil {
+		return err
+	}
+	defer c.close(&err)
 	g, ok := c.groups[groupName]
 	if !ok || g.terminated {
 		return c.errorf(providers.ErrNotFound, op, "not-found", "", "group %q not found", groupName)
@@ -322,21 +357,52 @@ func (c *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 	if c.takeNodeFault(FaultRestartFails, n) {
 		return c.errorf(providers.ErrTransient, op, "restart-failed", g.offer.loc.ID, "restart of machine %s did not complete", nodeID)
 	}
-	n.downAt, n.silentAt = time.Time{}, time.Time{}
+	n.downAt, n.silentAt, n.stopped = time.Time{}, time.Time{}, false
 	n.restartUntil = now.Add(g.offer.boot / 4)
-	n.agent = nil
+	n.agentEpoch++
+	return nil
+}
+
+// StopNode stops one running machine (NodeStopped, "stopped by request")
+// until RestartNode starts it again with the same address. Its agent stops
+// with it. A machine that is not running is ErrValidation; one that vanished
+// or belongs to a terminated group is ErrNotFound.
+func (c *Cloud) StopNode(ctx context.Context, groupName, nodeID string) (err error) {
+	const op = "StopNode"
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := c.open(ctx); err != nil {
+		return err
+	}
+	defer c.close(&err)
+	g, ok := c.groups[groupName]
+	if !ok || g.terminated {
+		return c.errorf(providers.ErrNotFound, op, "not-found", "", "group %q not found", groupName)
+	}
+	i := slices.IndexFunc(g.nodes, func(n *node) bool { return n.id == nodeID })
+	if i < 0 {
+		return c.errorf(providers.ErrNotFound, op, "not-found", g.offer.loc.ID, "machine %q not found in group %q", nodeID, groupName)
+	}
+	n := g.nodes[i]
+	if st, _ := n.state(c.now()); st != providers.NodeRunning {
+		return c.errorf(providers.ErrValidation, op, "incorrect-state", g.offer.loc.ID, "machine %s is %s, not running", nodeID, st)
+	}
+	n.stopped = true
 	n.agentEpoch++
 	return nil
 }
 
 // TerminateGroup terminates every machine of the group and returns them to
 // stock, once. Unknown and already terminated groups are success.
-func (c *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
+func (c *Cloud) TerminateGroup(ctx context.Context, groupName string) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.open(ctx); err != nil {
+		return err
+	}
+	defer c.close(&err)
 	g, ok := c.groups[groupName]
 	if !ok || g.terminated {
 		return nil
@@ -344,9 +410,6 @@ func (c *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
 	g.terminated = true
 	g.terminatedAt = c.now()
 	g.offer.free += len(g.nodes)
-	for _, n := range g.nodes {
-		n.agent = nil
-	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -24,8 +25,32 @@ var softwares = []string{Slurm, Kubernetes, Ray}
 // executor is one machine's providers.Executor. It ignores the scripts it
 // is given and plays the output the real tools would print.
 type executor struct {
-	c *Cloud
-	n *node
+	c     *Cloud
+	group string
+	id    string // machine id
+	n     *node  // the machine as of the open operation
+}
+
+// errNoMachine is enter's error for a machine the cloud no longer has.
+var errNoMachine = errors.New("no longer exists")
+
+// enter opens an operation on the cloud and finds this machine in it.
+// Every enter is followed by c.close.
+func (e *executor) enter(ctx context.Context) error {
+	if err := e.c.open(ctx); err != nil {
+		return err
+	}
+	e.n = nil
+	if g, ok := e.c.groups[e.group]; ok {
+		if i := slices.IndexFunc(g.nodes, func(n *node) bool { return n.id == e.id }); i >= 0 {
+			e.n = g.nodes[i]
+		}
+	}
+	if e.n == nil {
+		e.c.close(nil)
+		return fmt.Errorf("sim: machine %s of group %s: %w", e.id, e.group, errNoMachine)
+	}
+	return nil
 }
 
 var _ providers.Executor = (*executor)(nil)
@@ -33,7 +58,7 @@ var _ providers.Executor = (*executor)(nil)
 // Reach succeeds when addr (an IP, or IP:port) is the private address of a
 // running machine of the same group, and this machine is running and not
 // scripted peer_unreachable.
-func (e *executor) Reach(ctx context.Context, addr string) error {
+func (e *executor) Reach(ctx context.Context, addr string) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -42,8 +67,10 @@ func (e *executor) Reach(ctx context.Context, addr string) error {
 		host = h
 	}
 	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer c.close(&err)
 	now := c.now()
 	if err := e.up(now); err != nil {
 		return err
@@ -64,27 +91,29 @@ func (e *executor) Reach(ctx context.Context, addr string) error {
 // prints nvidia-smi's GPU query, "nccl:nccl-tests" the NCCL check's
 // all-reduce. A failed
 // step returns its output and an "exit status N" error.
-func (e *executor) Run(ctx context.Context, step, script string) (string, error) {
+func (e *executor) Run(ctx context.Context, step, script string) (_ string, err error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
 	switch step {
 	case GPUStep:
-		return e.gpus()
+		return e.gpus(ctx)
 	case NCCLStep:
-		return e.nccl()
+		return e.nccl(ctx)
 	case PortsStep:
-		return e.ports(script)
+		return e.ports(ctx, script)
 	case KeysStep:
-		return e.keys(script)
+		return e.keys(ctx, script)
 	}
 	kind, software, _ := strings.Cut(step, ":")
 	if (kind != "install" && kind != "check") || !knownSoftware(software) {
 		return "", fmt.Errorf("sim: unknown step %q (want gpus, nccl:nccl-tests, ports, ssh-keys, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
 	}
 	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := e.enter(ctx); err != nil {
+		return "", err
+	}
+	defer c.close(&err)
 	now := c.now()
 	if err := e.up(now); err != nil {
 		return "", err
@@ -96,10 +125,12 @@ func (e *executor) Run(ctx context.Context, step, script string) (string, error)
 }
 
 // gpus plays nvidia-smi's GPU query on this machine.
-func (e *executor) gpus() (string, error) {
+func (e *executor) gpus(ctx context.Context) (_ string, err error) {
 	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := e.enter(ctx); err != nil {
+		return "", err
+	}
+	defer c.close(&err)
 	if err := e.up(c.now()); err != nil {
 		return "", err
 	}
@@ -107,10 +138,12 @@ func (e *executor) gpus() (string, error) {
 }
 
 // nccl plays the NCCL check's all-reduce, started on this machine.
-func (e *executor) nccl() (string, error) {
+func (e *executor) nccl(ctx context.Context) (_ string, err error) {
 	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := e.enter(ctx); err != nil {
+		return "", err
+	}
+	defer c.close(&err)
 	if err := e.up(c.now()); err != nil {
 		return "", err
 	}

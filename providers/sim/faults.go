@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,12 +209,14 @@ type activeFault struct {
 // all first and injects none when one is invalid. A fault's Offer may be the
 // simulator's offer id or the public one the API shows ("sim:" + id); an
 // offer the simulator does not have is refused, since it would never match.
-func (c *Cloud) Inject(faults ...Fault) error {
+func (c *Cloud) Inject(faults ...Fault) (err error) {
 	if err := validateFaults(faults); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.open(context.Background()); err != nil {
+		return err
+	}
+	defer c.close(&err)
 	resolved := make([]Fault, len(faults))
 	var errs []error
 	for i, f := range faults {
@@ -270,16 +273,22 @@ func (c *Cloud) faultOffer(offer string) (string, error) {
 // ClearFaults removes every injected fault. Faults already scripted onto
 // placed machines stay with them.
 func (c *Cloud) ClearFaults() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.open(context.Background()); err != nil {
+		c.log.Error("sim: clear faults", "error", err)
+		return
+	}
+	defer c.close(nil)
 	c.faults = nil
 }
 
 // Faults lists the faults still active, Count being the uses left (0 =
 // until cleared).
 func (c *Cloud) Faults() []Fault {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.open(context.Background()); err != nil {
+		c.log.Error("sim: list faults", "error", err)
+		return nil
+	}
+	defer c.close(nil)
 	out := make([]Fault, len(c.faults))
 	for i, f := range c.faults {
 		out[i] = f.Fault

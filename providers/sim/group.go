@@ -40,11 +40,11 @@ type node struct {
 	unrecoverable   bool      // every restart is refused
 	silentAt        time.Time // the agent stops from then until restarted (zero = never)
 
+	stopped bool // stopped by StopNode until started again
+
 	installed  map[string]time.Time // software → when its install succeeded
-	agent      MachineAgent
-	agentEpoch int // bumped when the machine reboots, so a stale agent is not kept
-	exec       *executor
-	ran        []Ran // the workload steps its agent ran, oldest first
+	agentEpoch int                  // bumped when the machine reboots, so a stale agent is not kept
+	ran        []Ran                // the workload steps its agent ran, oldest first
 }
 
 // newGroup creates the machines of a placement that already took stock and
@@ -73,7 +73,6 @@ func (c *Cloud) newGroup(s *offerState, req providers.PlaceRequest, now time.Tim
 			bootAt:    now.Add(s.boot + jitter),
 			installed: map[string]time.Time{},
 		}
-		n.exec = &executor{c: c, n: n}
 		g.nodes = append(g.nodes, n)
 	}
 	c.applyNodeFaults(g)
@@ -95,6 +94,8 @@ func (n *node) state(t time.Time) (providers.NodeState, string) {
 		return providers.NodeFailed, "host hardware fault"
 	case !n.downAt.IsZero() && !t.Before(n.downAt):
 		return providers.NodeStopped, "instance stopped"
+	case n.stopped:
+		return providers.NodeStopped, "stopped by request"
 	default:
 		return providers.NodeRunning, ""
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -22,18 +23,22 @@ const (
 // Ran is one workload step a simulated machine's agent ran: the ports step
 // (Run) or the start command (Start), with the user and env it ran with.
 type Ran struct {
-	At     time.Time
-	Step   string
-	Script string
-	User   string // "" for the ports step (root)
-	Env    map[string]string
+	At     time.Time         `json:"at"`
+	Step   string            `json:"step"`
+	Script string            `json:"script"`
+	User   string            `json:"user,omitempty"` // "" for the ports step (root)
+	Env    map[string]string `json:"env,omitempty"`
 }
 
 // Ran lists the workload steps machine index of a group ran, oldest first
 // (a restarted machine keeps the steps of its earlier boots).
-func (c *Cloud) Ran(groupName string, index int) []Ran {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Cloud) Ran(groupName string, index int) (ran []Ran) {
+	var err error
+	if err = c.open(context.Background()); err != nil {
+		c.log.Error("sim: ran", "error", err)
+		return nil
+	}
+	defer c.close(&err)
 	g, ok := c.groups[groupName]
 	if !ok || index < 0 || index >= len(g.nodes) {
 		return nil
@@ -42,10 +47,12 @@ func (c *Cloud) Ran(groupName string, index int) []Ran {
 }
 
 // keys plays adding the SSH keys (it prints nothing, like the script).
-func (e *executor) keys(script string) (string, error) {
+func (e *executor) keys(ctx context.Context, script string) (_ string, err error) {
 	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := e.enter(ctx); err != nil {
+		return "", err
+	}
+	defer c.close(&err)
 	now := c.now()
 	if err := e.up(now); err != nil {
 		return "", err
@@ -55,10 +62,12 @@ func (e *executor) keys(script string) (string, error) {
 }
 
 // ports plays opening the ports: what ufw prints for each rule.
-func (e *executor) ports(script string) (string, error) {
+func (e *executor) ports(ctx context.Context, script string) (_ string, err error) {
 	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := e.enter(ctx); err != nil {
+		return "", err
+	}
+	defer c.close(&err)
 	now := c.now()
 	if err := e.up(now); err != nil {
 		return "", err
@@ -81,13 +90,15 @@ var _ providers.Starter = (*executor)(nil)
 // `exit N` and `false` (the command ends with that code); commands are
 // separated by newlines, ";" or "&&". Anything else is a program that runs
 // until the machine stops, like a server. The end of the script is exit 0.
-func (e *executor) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+func (e *executor) Start(ctx context.Context, cmd providers.Command) (_ providers.Process, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := e.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer c.close(&err)
 	now := c.now()
 	if err := e.up(now); err != nil {
 		return nil, err
@@ -146,8 +157,18 @@ func (p *process) play(script string, t time.Time) {
 // that stopped or rebooted ends the command.
 func (p *process) Poll() ([]string, *providers.Exit) {
 	c := p.e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	var err error
+	if err = p.e.enter(context.Background()); errors.Is(err, errNoMachine) {
+		if p.done {
+			return nil, nil
+		}
+		p.done = true
+		return nil, &providers.Exit{Code: -1, At: c.now(), Err: "the machine no longer exists"}
+	} else if err != nil {
+		c.log.Warn("sim: poll start command", "error", err)
+		return nil, nil // asked again on the next poll
+	}
+	defer c.close(&err)
 	if p.done {
 		return nil, nil
 	}
