@@ -25,9 +25,17 @@ func (s *Store) PlanCharges(ctx context.Context) (int, error) {
 	for _, a := range due {
 		c := Charge{ID: NewID("ch"), OrgID: a.OrgID, Amount: a.Amount, Status: ChargePending,
 			CustomerID: a.CustomerID, PaymentMethodID: a.PaymentMethodID, CreatedAt: s.Now()}
+		// The insert checks again, in the one statement that writes: a
+		// charge another job settled since the look-up above has credited
+		// the balance and is no longer pending, and must not be paid twice.
 		res := s.db.WithContext(ctx).Exec(`INSERT INTO charges (id, org_id, amount, status, customer_id, payment_method_id, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			c.ID, c.OrgID, c.Amount, c.Status, c.CustomerID, c.PaymentMethodID, c.CreatedAt)
+			SELECT ?, ?, ?, ?, ?, ?, ? FROM auto_recharges a
+			WHERE a.org_id = ? AND a.enabled AND a.paused_by = ''
+			AND a.threshold > COALESCE((SELECT SUM(l.amount) FROM ledger_entries l WHERE l.org_id = a.org_id AND l.status = ?), 0)
+			AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.org_id = a.org_id AND c.status = ?)
+			ON CONFLICT DO NOTHING`,
+			c.ID, c.OrgID, c.Amount, c.Status, c.CustomerID, c.PaymentMethodID, c.CreatedAt,
+			a.OrgID, EntryCompleted, ChargePending)
 		if res.Error != nil {
 			return n, fmt.Errorf("models: plan charge for %s: %w", a.OrgID, res.Error)
 		}
