@@ -2,60 +2,23 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/internal/stripemock"
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"gorm.io/gorm"
 )
 
-// stripeMockURL starts Stripe's own stripe-mock (the go.mod tool) on a free
-// loopback port for one test. It skips loudly when it cannot start, and
-// fails under CI=true, where it must run.
+// stripeMockURL starts Stripe's own stripe-mock for one test.
 func stripeMockURL(t *testing.T) string {
 	t.Helper()
-	var url string
-	err := func() error {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		addr := l.Addr().String()
-		l.Close()
-		bin, err := exec.Command("go", "tool", "-n", "stripe-mock").Output()
-		if err != nil {
-			return fmt.Errorf("build stripe-mock: %w", err)
-		}
-		cmd := exec.Command(strings.TrimSpace(string(bin)), "-http-addr", addr)
-		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		for range 100 {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				c.Close()
-				url = "http://" + addr
-				return nil
-			}
-			time.Sleep(50 * time.Millisecond) // waiting for a child process to listen, not for the clock
-		}
-		return fmt.Errorf("stripe-mock did not listen on %s", addr)
-	}()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("stripe-mock must run under CI=true: %v", err)
-		}
-		t.Skipf("SKIPPING stripe-mock test: %v (go tool stripe-mock)", err)
-	}
+	url, stop, err := stripemock.Start()
+	stripemock.Require(t, err)
+	t.Cleanup(stop)
 	return url
 }
 

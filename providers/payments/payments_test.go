@@ -4,19 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/internal/stripemock"
 	"github.com/clusterdeck/clusterdeck/providers/payments"
 	"github.com/stripe/stripe-go/v76/webhook"
 )
@@ -26,61 +24,22 @@ const whsec = "whsec_test_secret"
 var stripeMock struct {
 	once sync.Once
 	url  string
+	stop func()
 	err  error
 }
 
-// startStripeMock runs Stripe's own stripe-mock (pinned in go.mod's tool
-// directive) once for the package on a free loopback port. It skips loudly
-// when it cannot start, and fails under CI=true, where it must run.
+// startStripeMock runs stripe-mock once for the package.
 func startStripeMock(t *testing.T) string {
 	t.Helper()
-	stripeMock.once.Do(func() {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			stripeMock.err = err
-			return
-		}
-		addr := l.Addr().String()
-		l.Close()
-		// "go tool -n" builds the pinned binary and prints its path, so the
-		// process started (and killed at the end) is stripe-mock itself.
-		bin, err := exec.Command("go", "tool", "-n", "stripe-mock").Output()
-		if err != nil {
-			stripeMock.err = fmt.Errorf("build stripe-mock: %w", err)
-			return
-		}
-		cmd := exec.Command(strings.TrimSpace(string(bin)), "-http-addr", addr)
-		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-		if err := cmd.Start(); err != nil {
-			stripeMock.err = err
-			return
-		}
-		stripeMockCmd = cmd
-		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				c.Close()
-				stripeMock.url = "http://" + addr
-				return
-			}
-		}
-		stripeMock.err = fmt.Errorf("stripe-mock did not listen on %s", addr)
-	})
-	if stripeMock.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("stripe-mock must run under CI=true: %v", stripeMock.err)
-		}
-		t.Skipf("SKIPPING stripe-mock tests: %v (go tool stripe-mock)", stripeMock.err)
-	}
+	stripeMock.once.Do(func() { stripeMock.url, stripeMock.stop, stripeMock.err = stripemock.Start() })
+	stripemock.Require(t, stripeMock.err)
 	return stripeMock.url
 }
 
-var stripeMockCmd *exec.Cmd
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if stripeMockCmd != nil && stripeMockCmd.Process != nil {
-		stripeMockCmd.Process.Kill()
-		stripeMockCmd.Wait()
+	if stripeMock.stop != nil {
+		stripeMock.stop()
 	}
 	os.Exit(code)
 }
