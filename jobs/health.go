@@ -38,15 +38,22 @@ func (j *Health) Name() string { return "health" }
 
 // Run implements Job: one pass over every live cluster.
 func (j *Health) Run(ctx context.Context) error {
-	batch := cmp(j.Batch, healthBatch)
+	return eachBatch(ctx, cmp(j.Batch, healthBatch), j.Store.LiveClustersAfter, j.pass)
+}
+
+// eachBatch pages through clusters by id, batch at a time (keyset paging),
+// and passes every page; a failed page does not stop the later ones.
+func eachBatch(ctx context.Context, batch int,
+	load func(ctx context.Context, after string, limit int) ([]models.Cluster, error),
+	pass func(context.Context, []models.Cluster) error) error {
 	var errs []error
 	for after := ""; ; {
-		cs, err := j.Store.LiveClustersAfter(ctx, after, batch)
+		cs, err := load(ctx, after, batch)
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}
 		if len(cs) > 0 {
-			errs = append(errs, j.pass(ctx, cs))
+			errs = append(errs, pass(ctx, cs))
 			after = cs[len(cs)-1].ID
 		}
 		if len(cs) < batch {

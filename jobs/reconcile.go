@@ -25,21 +25,7 @@ func (j *Reconcile) Name() string { return "reconcile" }
 
 // Run implements Job.
 func (j *Reconcile) Run(ctx context.Context) error {
-	batch := cmp(j.Batch, healthBatch)
-	var errs []error
-	for after := ""; ; {
-		cs, err := j.Store.ClustersToReconcile(ctx, after, batch)
-		if err != nil {
-			return errors.Join(append(errs, err)...)
-		}
-		if len(cs) > 0 {
-			errs = append(errs, j.pass(ctx, cs))
-			after = cs[len(cs)-1].ID
-		}
-		if len(cs) < batch {
-			return errors.Join(errs...)
-		}
-	}
+	return eachBatch(ctx, cmp(j.Batch, healthBatch), j.Store.ClustersToReconcile, j.pass)
 }
 
 func (j *Reconcile) pass(ctx context.Context, cs []models.Cluster) error {
