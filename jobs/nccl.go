@@ -21,15 +21,12 @@ func (j *NCCLCheck) Name() string { return "nccl" }
 
 // Run implements Job. One cluster's trouble does not stop the others.
 func (j *NCCLCheck) Run(ctx context.Context) error {
-	clusters, err := j.Store.ClustersInStatus(ctx, models.StatusReady)
+	clusters, err := j.Store.ClustersAwaitingNCCL(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, c := range clusters {
-		if c.TerminateRequestedAt != nil {
-			continue
-		}
 		if err := j.plan(ctx, c); err != nil && !errors.Is(err, models.ErrConflict) {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.ID, err))
 		}
@@ -38,9 +35,6 @@ func (j *NCCLCheck) Run(ctx context.Context) error {
 }
 
 func (j *NCCLCheck) plan(ctx context.Context, c models.Cluster) error {
-	if done, err := j.Store.HasNCCLCheck(ctx, c.ID); done || err != nil {
-		return err
-	}
 	nodes, err := j.Store.NodesFor(ctx, c.ID)
 	if err != nil {
 		return err

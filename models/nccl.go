@@ -100,11 +100,14 @@ func (s *Store) PlanNCCLCheck(ctx context.Context, c Cluster, script string) err
 	})
 }
 
-// HasNCCLCheck reports whether the cluster's NCCL check was planned.
-func (s *Store) HasNCCLCheck(ctx context.Context, clusterID string) (bool, error) {
-	var n int64
-	err := s.db.WithContext(ctx).Model(&NCCLCheck{}).Where("cluster_id = ?", clusterID).Count(&n).Error
-	return n > 0, err
+// ClustersAwaitingNCCL lists ready clusters, not being terminated, whose
+// NCCL check was never planned: one query, however many clusters are ready.
+func (s *Store) ClustersAwaitingNCCL(ctx context.Context) ([]Cluster, error) {
+	var out []Cluster
+	err := s.db.WithContext(ctx).Where("status = ? AND terminate_requested_at IS NULL", StatusReady).
+		Where("NOT EXISTS (SELECT 1 FROM cluster_nccl_checks n WHERE n.cluster_id = clusters.id)").
+		Order("created_at, id").Find(&out).Error
+	return out, err
 }
 
 // NCCLCheckFor returns the cluster's NCCL check, through its organisation;
