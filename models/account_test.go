@@ -328,67 +328,74 @@ func TestRolesAndMembers(t *testing.T) {
 	})
 }
 
+// TestLoginThrottle walks the throttle's whole policy through
+// ReserveLoginAttempt, the one call the log-in handler makes (A1): slowed
+// after SlowAfter attempts with doubling waits, locked after LockAfter, the
+// lock ends on time, the account is the key whatever the address, a good
+// log-in forgets the account's count, old attempts fall out of the window,
+// and many accounts from one address throttle the address.
 func TestLoginThrottle(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		s, clock := acctStore(t, db)
 		const email, ip = "ada@example.com", "198.51.100.4"
-		fail := func(n int, ip string) {
-			for i := 0; i < n; i++ {
-				if err := s.RecordLoginFailure(ctx, email, ip); err != nil {
-					t.Fatal(err)
+		reserve := func(email, ip string) *models.LoginBlock {
+			t.Helper()
+			b, err := s.ReserveLoginAttempt(ctx, email, ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		pass := func(n int) {
+			t.Helper()
+			for i := range n {
+				if b := reserve(email, ip); b != nil {
+					t.Fatalf("attempt %d of %d refused: %+v", i+1, n, b)
 				}
 			}
 		}
-		fail(models.AccountThrottle.SlowAfter-1, ip)
-		if b, err := s.LoginBlocked(ctx, email, ip); err != nil || b != nil {
-			t.Fatalf("blocked before SlowAfter: %+v %v", b, err)
-		}
-		fail(1, ip)
-		b, _ := s.LoginBlocked(ctx, email, ip)
-		if b == nil || b.Locked || b.Wait(clock.Now()) != models.AccountThrottle.BaseDelay {
-			t.Fatalf("after SlowAfter failures: %+v, want a %v slow-down", b, models.AccountThrottle.BaseDelay)
-		}
+		pass(models.AccountThrottle.SlowAfter)
 		// Another address is slowed too: the account is the key.
-		if b, _ := s.LoginBlocked(ctx, email, "203.0.113.8"); b == nil {
-			t.Error("account throttle did not follow the account")
+		if b := reserve(email, "203.0.113.8"); b == nil || b.ByIP {
+			t.Fatalf("account throttle did not follow the account: %+v", b)
 		}
-		clock.Advance(models.AccountThrottle.BaseDelay)
-		if b, _ := s.LoginBlocked(ctx, email, ip); b != nil {
-			t.Errorf("still blocked after the wait: %+v", b)
+		// Each further attempt waits twice as long, until the lock.
+		want := models.AccountThrottle.BaseDelay
+		for n := models.AccountThrottle.SlowAfter; n < models.AccountThrottle.LockAfter; n++ {
+			b := reserve(email, ip)
+			if b == nil || b.Locked || b.Wait(clock.Now()) != want {
+				t.Fatalf("after %d attempts: %+v, want a %v wait", n, b, want)
+			}
+			clock.Advance(b.Wait(clock.Now()))
+			pass(1)
+			want *= 2
 		}
-		fail(models.AccountThrottle.LockAfter-models.AccountThrottle.SlowAfter, ip)
-		b, _ = s.LoginBlocked(ctx, email, ip)
+		b := reserve(email, ip)
 		if b == nil || !b.Locked || b.Wait(clock.Now()) != models.AccountThrottle.Lock {
-			t.Fatalf("after LockAfter failures: %+v", b)
+			t.Fatalf("after LockAfter attempts: %+v, want a %v lock", b, models.AccountThrottle.Lock)
 		}
 		clock.Advance(models.AccountThrottle.Lock)
-		if b, _ := s.LoginBlocked(ctx, email, ip); b != nil {
-			t.Errorf("lock outlived its time: %+v", b)
+		pass(1) // the lock ended; the count did not: the next attempt locks again
+		if b := reserve(email, ip); b == nil || !b.Locked {
+			t.Fatalf("count forgotten by the lock's end: %+v", b)
 		}
+		clock.Advance(models.AccountThrottle.Lock)
 		// A good log-in clears the account, not the address.
 		if err := s.ClearLoginFailures(ctx, email); err != nil {
 			t.Fatal(err)
 		}
-		fail(1, ip)
-		if b, _ := s.LoginBlocked(ctx, email, ip); b != nil {
-			t.Errorf("count not reset by a good log-in: %+v", b)
-		}
-		// Failures older than the window are forgotten.
-		fail(models.AccountThrottle.SlowAfter-2, ip)
+		pass(models.AccountThrottle.SlowAfter)
+		// Attempts older than the window are forgotten.
 		clock.Advance(models.AccountThrottle.Window + time.Second)
-		fail(1, ip)
-		if b, _ := s.LoginBlocked(ctx, email, ip); b != nil {
-			t.Errorf("old failures counted: %+v", b)
-		}
+		pass(models.AccountThrottle.SlowAfter)
 		// Many accounts from one address: the address is throttled.
-		for i := 0; i < models.AddressThrottle.SlowAfter; i++ {
-			if err := s.RecordLoginFailure(ctx, strings.Repeat("x", i+1)+"@example.com", "192.0.2.200"); err != nil {
-				t.Fatal(err)
+		for i := range models.AddressThrottle.SlowAfter {
+			if b := reserve(strings.Repeat("x", i+1)+"@example.com", "192.0.2.200"); b != nil {
+				t.Fatalf("account %d from one address refused: %+v", i+1, b)
 			}
 		}
-		b, _ = s.LoginBlocked(ctx, "fresh@example.com", "192.0.2.200")
-		if b == nil || !b.ByIP {
+		if b := reserve("fresh@example.com", "192.0.2.200"); b == nil || !b.ByIP {
 			t.Errorf("address not throttled: %+v", b)
 		}
 	})
