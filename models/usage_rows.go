@@ -146,12 +146,12 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster, w Usage
 	now := s.Now()
 	out := make([]ClusterUsage, len(cs))
 	for i, c := range cs {
-		accMin, acc := accumulating(c, markOf[c.ID], now)
-		if !w.contains(now) {
-			accMin, acc = 0, 0
-		}
 		out[i] = ClusterUsage{Cluster: c}
 		for _, n := range machines[c.ID] {
+			accMin, acc := accumulating(c, n.Gaps, markOf[c.ID], now)
+			if !w.contains(now) {
+				accMin, acc = 0, 0
+			}
 			w := written[n.ID]
 			m := MachineUsage{NodeID: n.ID, Name: n.Name, MachineHour: c.MachineHour, Completed: w[0], Minutes: w[1],
 				AccumulatingMinutes: accMin, Accumulating: acc, Intervals: intervals[n.ID]}
@@ -166,7 +166,7 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster, w Usage
 // accumulating is one machine's usage after the last written period, up to
 // the release or now: the same cumulative rounding as the pass, so it is
 // exactly what the pass will write.
-func accumulating(c Cluster, mark *time.Time, now time.Time) (int64, Money) {
+func accumulating(c Cluster, gaps []BillingGap, mark *time.Time, now time.Time) (int64, Money) {
 	if c.ReadyAt == nil {
 		return 0, 0
 	}
@@ -177,7 +177,7 @@ func accumulating(c Cluster, mark *time.Time, now time.Time) (int64, Money) {
 	if c.ReleasedAt != nil && c.ReleasedAt.Before(to) {
 		to = *c.ReleasedAt
 	}
-	m0, m1 := minutesSince(*c.ReadyAt, from), minutesSince(*c.ReadyAt, to)
+	m0, m1 := billedMinutes(*c.ReadyAt, gaps, from), billedMinutes(*c.ReadyAt, gaps, to)
 	if m1 <= m0 {
 		return 0, 0
 	}
