@@ -121,8 +121,10 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/clusters/:id/kubeconfig", h.downloadKubeconfig)
 	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
 	app.GET("/clusters/:id/logs/panel", h.logPanel)
-	app.POST("/clusters/:id/recovery", h.setRecovery) // R3
-	app.POST("/clusters/:id/recover", h.recoverNow)   // R5
+	app.POST("/clusters/:id/recovery", h.setRecovery)            // R3
+	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
+	app.POST("/clusters/:id/workers", h.addWorker)               // L10
+	app.POST("/clusters/:id/nodes/:rank/replace", h.replaceNode) // X5
 
 	api.POST("/gpu/clusters/quote", h.apiQuote)
 	api.POST("/gpu/clusters", h.apiLaunch)
@@ -135,6 +137,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
 	api.PUT("/gpu/clusters/:id/recovery", h.apiSetRecovery)
 	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
+	api.POST("/gpu/clusters/:id/workers", h.apiAddWorker)
+	api.POST("/gpu/clusters/:id/nodes/:rank/replace", h.apiReplaceNode)
 
 	// The cluster agent's protocol: node tokens (agentAuth), outside the
 	// customer API's keys.
