@@ -37,6 +37,18 @@ type ClusterPage struct {
 	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
 	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
 	Ended        *EndedView    // once terminated or failed (B1)
+	// Join is one more machine for a ready cluster (L10) or in a down
+	// machine's place (X5); nil once ended.
+	Join *JoinView
+}
+
+// JoinView offers "Add worker" and "Replace" with the machine-hour price
+// shown before the customer confirms.
+type JoinView struct {
+	MachineHour string // "$19.97/h"
+	CanAdd      bool   // a ready cluster with no machine joining
+	NextNode    string // "node-2"
+	Joining     string // the node joining now, "" = none
 }
 
 // EndedView is what an ended cluster cost and when it ended.
@@ -87,6 +99,8 @@ type NodeView struct {
 	Steps   []StepView
 	Message string
 	Start   *StartView // the start command in this boot (N3); nil when the cluster has none
+	// CanReplace: the machine is down and nothing else joins (X5).
+	CanReplace bool
 }
 
 // StartView is a node's start command state.

@@ -401,6 +401,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		}
 	}
 	cp.Recovery = recoveryView(cl, now, nil)
+	cp.Join = joinView(cl, nodes, cp.Nodes)
 	if cp.Ended, err = h.endedView(c, cl); err != nil {
 		return cp, err
 	}

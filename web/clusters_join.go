@@ -8,8 +8,33 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
+
+// joinView offers "Add worker" on a ready cluster and "Replace" on each
+// down machine (L10, X5), with the machine-hour price, while nothing joins;
+// it marks the replaceable rows of views.
+func joinView(cl models.Cluster, nodes []models.ClusterNode, rows []views.NodeView) *views.JoinView {
+	if cl.Status.Terminal() || cl.TerminateRequestedAt != nil || cl.ReadyAt == nil {
+		return nil
+	}
+	v := &views.JoinView{MachineHour: "$" + models.DecimalUSD(cl.JoinPrice()) + "/h", NextNode: fmt.Sprintf("node-%d", cl.Nodes)}
+	for _, n := range nodes {
+		if n.JoinKind != "" {
+			v.Joining = n.Name
+		}
+	}
+	v.CanAdd = cl.Status == models.StatusReady && v.Joining == "" && cl.Nodes < models.MaxNodes
+	for i := range rows {
+		for _, n := range nodes {
+			if n.Rank == rows[i].Rank && n.Status == models.NodeDown && v.Joining == "" {
+				rows[i].CanReplace = true
+			}
+		}
+	}
+	return v
+}
 
 // joinError maps the refusals of adding a worker or replacing a machine
 // (L10, X5) onto the API's codes: admission as for a launch (L2), a join

@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/clusterdeck/clusterdeck/models"
@@ -100,6 +102,50 @@ func TestReplaceNodeAPI(t *testing.T) {
 		nodes, _ := out["nodes"].([]any)
 		if code != http.StatusAccepted || len(nodes) != 2 || nodes[1].(map[string]any)["status"] != "joining" {
 			t.Fatalf("confirmed replace: %d %v", code, out)
+		}
+	})
+}
+
+// L10, X5 on the cluster page: a ready cluster offers "Add worker" with the
+// machine-hour price in its confirm; the button adds node-2 (joining); a
+// down machine offers "Replace" with the price, which needs the confirm.
+func TestJoinButtonsOnTheClusterPage(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		owner := app.signupAccount("owner@example.com", "Acme")
+		c := app.login(owner)
+		cl := launchFor(t, app, owner, "train")
+		price := "$" + models.DecimalUSD(cl.MachineHour) + "/h"
+		if body := c.get("/clusters/" + cl.ID).Body.String(); strings.Contains(body, `data-testid="add-worker"`) {
+			t.Fatal("a provisioning cluster offers Add worker")
+		}
+		app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Updates(map[string]any{"status": models.StatusReady, "ready_at": app.clock.Now()})
+		body := c.get("/clusters/" + cl.ID).Body.String()
+		if !strings.Contains(body, `data-testid="add-worker"`) || !strings.Contains(body, "Add node-2: one more machine of this offer in the same location at "+price) {
+			t.Fatalf("ready cluster page lacks Add worker with %s", price)
+		}
+		if rec := c.post("/clusters/"+cl.ID+"/workers", nil); rec.Code != http.StatusSeeOther {
+			t.Fatalf("add worker from the page: %d %s", rec.Code, rec.Body.String())
+		}
+		body = c.get("/clusters/" + cl.ID).Body.String()
+		if !strings.Contains(body, `data-node="node-2" data-status="joining"`) || strings.Contains(body, `data-testid="add-worker"`) {
+			t.Fatal("after Add worker: node-2 is not joining, or the page still offers another")
+		}
+
+		other := launchFor(t, app, owner, "other")
+		app.db.Model(&models.Cluster{}).Where("id = ?", other.ID).Updates(map[string]any{"status": models.StatusDegraded, "ready_at": app.clock.Now()})
+		app.db.Model(&models.ClusterNode{}).Where("cluster_id = ? AND rank = 0", other.ID).Update("status", models.NodeDown)
+		body = c.get("/clusters/" + other.ID).Body.String()
+		if !strings.Contains(body, `data-testid="replace-node" data-node="node-0"`) || !strings.Contains(body, "Replace node-0 with a new machine of the same offer, same name and address, at "+price) {
+			t.Fatal("a down machine is not offered for replacement with its price")
+		}
+		if rec := c.post("/clusters/"+other.ID+"/nodes/0/replace", nil); rec.Code != http.StatusUnprocessableEntity {
+			t.Errorf("replace without the confirm: %d, want 422", rec.Code)
+		}
+		if rec := c.post("/clusters/"+other.ID+"/nodes/0/replace", url.Values{"confirm": {"1"}}); rec.Code != http.StatusSeeOther {
+			t.Fatalf("confirmed replace from the page: %d", rec.Code)
+		}
+		if n, _ := app.store.NodesFor(context.Background(), other.ID); n[0].Status != models.NodeJoining {
+			t.Errorf("node-0 after replace: %s", n[0].Status)
 		}
 	})
 }
