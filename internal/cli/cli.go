@@ -39,6 +39,8 @@ Usage:
   clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters add-worker ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters replace ID --node N [--yes] [--wait [--timeout 30m]]
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
 
@@ -57,6 +59,11 @@ X9): quote or launch one with --private-offer-id at its locked price.
 
 "clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
 one recovery attempt at once (R5).
+
+"clusters add-worker" adds one more machine of the same offer to a ready cluster (L10):
+admitted like a launch, billed from when it has joined. "clusters replace --node N"
+shows what a new machine in place of node-N (which is down) costs; with --yes it
+replaces it, same name and address, on the same billing line (X5).
 
 "billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
 month (B1); "billing usage" a month's cost per machine (B3). Owners' and admins' keys only.
@@ -129,12 +136,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // clusters dispatches `gpu clusters SUB …`.
 func (c *gpuCLI) clusters(args []string) error {
 	if len(args) == 0 {
-		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery or recover")
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, add-worker or replace")
 	}
 	commands := map[string]func([]string) error{
 		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
 		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
 		"recovery": c.recoveryPolicy, "recover": c.recoverNow,
+		"add-worker": c.addWorker, "replace": c.replaceNode,
 	}
 	sub, rest := args[0], args[1:]
 	if run, ok := commands[sub]; ok {
