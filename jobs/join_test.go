@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,14 @@ func TestAddWorkerJoinsAndBillsFromItsUpTime(t *testing.T) {
 			t.Errorf("cluster spec after join: hostfile %q env %q", spec.Hostfile(), spec.EnvBlock(0))
 		}
 
+		// X7: the worker's own span starts when it joined.
+		ivs, err := h.store.MachineIntervals(ctx, h.org.ID, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if iv := ivs[w2.ID]; len(iv) != 1 || !iv[0].StartedAt.Equal(joinedAt) || iv[0].State != models.MachineRunning {
+			t.Errorf("node-2 intervals = %+v, want one running from %s", iv, joinedAt)
+		}
 		// Billing: past two hour marks, then terminate.
 		h.run(2*time.Hour, 10*time.Minute)
 		if _, err := h.store.RequestTerminate(ctx, h.org.ID, c.ID, "test"); err != nil {
@@ -299,6 +308,11 @@ func TestReplaceNodeKeepsRankNameAddressAndBillingLine(t *testing.T) {
 		if _, _, err := h.store.NodeForAgentToken(ctx, oldToken); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("the old machine's token = %v, want refused", err)
 		}
+		for range 3 { // while the new machine joins the cluster is not healthy yet
+			if c = h.pass(time.Minute); c.Status != models.StatusDegraded || h.nodes()[1].Status != models.NodeJoining {
+				t.Fatalf("while node-1 is replaced: cluster %s, node-1 %s\n%s", c.Status, h.nodes()[1].Status, h.events(c.ID))
+			}
+		}
 		h.untilJoined(20)
 		c = h.pass(time.Minute)
 		c = h.pass(time.Minute)
@@ -348,5 +362,90 @@ func TestReplaceNodeKeepsRankNameAddressAndBillingLine(t *testing.T) {
 			t.Errorf("node-0 billed %d minutes, want %d", minutes[nodes[0].ID], want0)
 		}
 		h.checkBalance()
+	})
+}
+
+// L10 for Kubernetes (the worker runs the join command node-0 reported)
+// and Ray (it starts against the head): node-0's own check lists the new
+// node before it has joined.
+func TestAddWorkerJoinsKubernetesAndRay(t *testing.T) {
+	for _, software := range []string{"kubernetes", "ray"} {
+		t.Run(software, func(t *testing.T) {
+			modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+				h := newJoinWorld(t, db, 2, software)
+				if _, _, err := h.store.As(h.actor).AddWorker(context.Background(), h.c.ID); err != nil {
+					t.Fatal(err)
+				}
+				h.untilJoined(40)
+				nodes := h.nodes()
+				if c := h.cluster(h.c.ID); c.Status != models.StatusReady || len(nodes) != 3 || nodes[2].Status != models.NodeReady {
+					t.Fatalf("%s: %s with %d nodes\n%s", software, c.Status, len(nodes), h.events(h.c.ID))
+				}
+				if ev := h.events(h.c.ID); !strings.Contains(ev, "check on node-0 (join 1, check") || !strings.Contains(ev, "node-2 joined the cluster") {
+					t.Errorf("%s: events:\n%s", software, ev)
+				}
+				tasks, _ := h.store.JoinTasks(context.Background(), h.c.ID, nodes[2].JoinSeq)
+				for _, tk := range tasks {
+					if software == "kubernetes" && tk.Kind == models.TaskInstall && tk.Rank == 2 && !strings.Contains(tk.Decode().Script+fmt.Sprint(tk.Decode().Env), "kubeadm join") {
+						t.Errorf("node-2's Kubernetes install does not join: %s", tk.Decode().Script)
+					}
+				}
+			})
+		})
+	}
+}
+
+// X5: a replacement that fails its software install is released alone:
+// the node stays down, unbilled, and an event says why; the other
+// machines are untouched.
+func TestReplaceNodeFailureLeavesTheSlotDown(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newJoinWorld(t, db, 3, "slurm")
+		ctx := context.Background()
+		h.inject(sim.FaultUnrecoverable, 2)
+		for range 5 {
+			h.pass(time.Minute)
+		}
+		if h.nodes()[2].Status != models.NodeDown {
+			t.Fatalf("node-2 = %s, want down\n%s", h.nodes()[2].Status, h.events(h.c.ID))
+		}
+		h.inject(sim.FaultInstallFails, 2, func(f *sim.Fault) { f.Software, f.Count = "slurm", 1 })
+		stock := h.stock("h100.8x.vm")
+		if _, _, err := h.store.As(h.actor).ReplaceNode(ctx, h.c.ID, 2); err != nil {
+			t.Fatal(err)
+		}
+		h.untilJoined(30)
+		c := h.cluster(h.c.ID)
+		nodes := h.nodes()
+		if c.Status != models.StatusDegraded || nodes[2].Status != models.NodeDown || nodes[0].Status != models.NodeReady || nodes[1].Status != models.NodeReady {
+			t.Fatalf("after the failed replacement: %s, nodes %s %s %s\n%s", c.Status, nodes[0].Status, nodes[1].Status, nodes[2].Status, h.events(c.ID))
+		}
+		if ev := h.events(c.ID); !strings.Contains(ev, "Replacing node-2 failed at step software: Installing Slurm on node-2 failed") {
+			t.Errorf("no failure event:\n%s", ev)
+		}
+		if got := h.stock("h100.8x.vm"); got != stock {
+			t.Errorf("stock %d → %d: the failed replacement was not released", stock, got)
+		}
+		g, _ := h.cloud.DescribeGroup(ctx, c.ID)
+		if len(g.Nodes) < 2 || g.Nodes[0].State != "running" || g.Nodes[1].State != "running" || len(g.Nodes) == 3 && g.Nodes[2].State != "terminated" {
+			t.Errorf("machines at the provider: %+v", g.Nodes)
+		}
+		// The slot is billed until the old machine was released (it was
+		// held, down, at the locked rate: R2), not after.
+		var placedAt time.Time
+		evs, _ := h.store.EventsFor(ctx, c.ID)
+		for _, e := range evs {
+			if e.Node == "node-2" && e.Step == "reserved" {
+				placedAt = e.At
+			}
+		}
+		h.run(2*time.Hour, 20*time.Minute)
+		_, minutes := h.usageBy()
+		if want := int64(placedAt.Sub(*c.ReadyAt) / time.Minute); placedAt.IsZero() || minutes[nodes[2].ID] != want {
+			t.Errorf("node-2 billed %d minutes, want %d (until its old machine was released at %s)", minutes[nodes[2].ID], want, placedAt)
+		}
+		if minutes[nodes[0].ID] <= minutes[nodes[2].ID]+60 {
+			t.Errorf("node-0 billed %d minutes, want it billed on", minutes[nodes[0].ID])
+		}
 	})
 }

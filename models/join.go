@@ -303,6 +303,9 @@ func (s *Store) MarkJoinPlaced(ctx context.Context, c Cluster, n ClusterNode, p 
 			if err := tx.db.WithContext(ctx).Create(&BillingGap{ClusterID: c.ID, NodeID: n.ID, StartedAt: now}).Error; err != nil {
 				return err
 			}
+			if err := tx.nodeInterval(ctx, c, n.ID, ""); err != nil { // the old machine is released
+				return err
+			}
 		}
 		what := "The added machine"
 		if n.JoinKind == JoinReplace {
@@ -329,7 +332,14 @@ func (s *Store) MarkNodeJoined(ctx context.Context, c Cluster, n ClusterNode, ms
 				if res.RowsAffected == 0 {
 					return fmt.Errorf("models: %s is no longer joining: %w", n.Name, ErrConflict)
 				}
-				return tx.db.WithContext(ctx).Model(&BillingGap{}).Where("node_id = ? AND ended_at IS NULL", n.ID).Update("ended_at", now).Error
+				if err := tx.db.WithContext(ctx).Model(&BillingGap{}).Where("node_id = ? AND ended_at IS NULL", n.ID).Update("ended_at", now).Error; err != nil {
+					return err
+				}
+				cur, err := tx.ClusterByID(ctx, c.ID)
+				if err != nil {
+					return err
+				}
+				return tx.nodeInterval(ctx, cur, n.ID, machineState(cur.Status))
 			}})
 		return out, err
 	})
