@@ -473,10 +473,17 @@ func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.Node
 	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Address: n.PrivateIP, Message: n.Message}
 	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
 	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
-	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(cl.PlacedAt != nil, "done", "active"), At: clock(cl.PlacedAt)})
+	placed, joining := cl.PlacedAt, n.Status == models.NodeJoining
+	if joining || n.JoinPlacedAt != nil { // an added worker or a replacement: its own placement and deadlines (L10, X5)
+		placed = n.JoinPlacedAt
+	}
+	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(placed != nil, "done", "active"), At: clock(placed)})
 	for _, step := range models.ProvisionSteps {
 		sv := views.StepView{Label: labels[step], State: "waiting"}
 		deadline := cl.StepDeadline(step)
+		if joining {
+			deadline = cl.JoinDeadline(n, step)
+		}
 		if !deadline.IsZero() {
 			sv.Deadline = "deadline " + deadline.Format("15:04:05")
 		}
@@ -485,7 +492,7 @@ func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.Node
 			sv.State, sv.At = "done", clock(stamp[step])
 		case n.Step == step && (n.Status == models.NodeFailed || n.Status == models.NodeLost):
 			sv.State = "failed"
-		case n.Step == step && cl.Status == models.StatusProvisioning && !deadline.IsZero():
+		case n.Step == step && (cl.Status == models.StatusProvisioning || joining) && !deadline.IsZero():
 			sv.State = "active"
 			sv.Left = (deadline.Sub(now)).Round(time.Second).String() + " left"
 		}
@@ -496,7 +503,7 @@ func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.Node
 		switch {
 		case n.SoftwareAt != nil:
 			sv.State, sv.At = "done", clock(n.SoftwareAt)
-		case cl.Status == models.StatusInstalling:
+		case cl.Status == models.StatusInstalling || joining && n.MeshAt != nil:
 			sv.State = "active"
 		case cl.Status == models.StatusDegraded && cl.ReadyAt != nil && n.SoftwareAt == nil:
 			sv.State = "failed"
