@@ -75,6 +75,11 @@ func (j *Join) advance(ctx context.Context, c models.Cluster, n models.ClusterNo
 			return err
 		}
 	}
+	if bad, err := j.Store.GPUMismatch(ctx, c.ID); err != nil {
+		return err
+	} else if bad != nil && bad.Rank == n.Rank && n.AgentAt == nil {
+		return j.fail(ctx, p, c, n, models.StepAgent, bad.Mismatch) // L4: not the GPUs the offer promised
+	}
 	if failed, err := j.late(ctx, p, c, n); failed || err != nil {
 		return err
 	}

@@ -236,6 +236,26 @@ func TestAddWorkerFailureReleasesOnlyThatMachine(t *testing.T) {
 	})
 }
 
+// L10 with L4: a worker whose nvidia-smi shows fewer GPUs than the offer
+// is released at its check-in, naming the mismatch; the cluster is as it was.
+func TestAddWorkerWithMissingGPUIsReleased(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newJoinWorld(t, db, 2, "none")
+		h.inject(sim.FaultGPUMissing, 2, func(f *sim.Fault) { f.Count = 1 })
+		if _, _, err := h.store.As(h.actor).AddWorker(context.Background(), h.c.ID); err != nil {
+			t.Fatal(err)
+		}
+		h.untilJoined(15)
+		c := h.cluster(h.c.ID)
+		if c.Nodes != 2 || len(h.nodes()) != 2 || h.stock("h100.8x.vm") != 8 {
+			t.Fatalf("after the GPU mismatch: %d machines, %d rows, stock %d\n%s", c.Nodes, len(h.nodes()), h.stock("h100.8x.vm"), h.events(c.ID))
+		}
+		if ev := h.events(c.ID); !strings.Contains(ev, "Adding node-2 failed at step agent:") || !strings.Contains(ev, "GPU") {
+			t.Errorf("no mismatch event:\n%s", ev)
+		}
+	})
+}
+
 // L10 with L2: a worker is admitted against the quotas and the balance
 // like a launch; a refusal changes nothing.
 func TestAddWorkerAdmission(t *testing.T) {

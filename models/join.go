@@ -319,7 +319,7 @@ func (s *Store) MarkJoinPlaced(ctx context.Context, c Cluster, n ClusterNode, p 
 // cluster and billed from now; its unbilled gap closes. ErrConflict when
 // it is no longer joining.
 func (s *Store) MarkNodeJoined(ctx context.Context, c Cluster, n ClusterNode, msg string) (Cluster, error) {
-	return s.Tx2(ctx, func(tx *Store) (Cluster, error) {
+	return s.txCluster(ctx, func(tx *Store) (Cluster, error) {
 		now := tx.Now()
 		out, err := tx.transition(ctx, c.ID, change{event: EventNodeJoined, node: n.Name, step: "join", msg: msg, kind: "step",
 			nodes: func(tx *Store) error {
@@ -351,7 +351,7 @@ func (s *Store) MarkNodeJoined(ctx context.Context, c Cluster, n ClusterNode, ms
 // again, unbilled. The join's tasks still waiting are cancelled. One error
 // event names the node, the step and why.
 func (s *Store) FailJoin(ctx context.Context, c Cluster, n ClusterNode, step, why string) (Cluster, error) {
-	return s.Tx2(ctx, func(tx *Store) (Cluster, error) {
+	return s.txCluster(ctx, func(tx *Store) (Cluster, error) {
 		cur, err := tx.ClusterByID(ctx, c.ID)
 		if err != nil {
 			return cur, err
@@ -389,8 +389,8 @@ func (s *Store) FailJoin(ctx context.Context, c Cluster, n ClusterNode, step, wh
 	})
 }
 
-// Tx2 is Tx for a function that returns a cluster.
-func (s *Store) Tx2(ctx context.Context, fn func(tx *Store) (Cluster, error)) (Cluster, error) {
+// txCluster is Tx for a function that returns a cluster.
+func (s *Store) txCluster(ctx context.Context, fn func(tx *Store) (Cluster, error)) (Cluster, error) {
 	var out Cluster
 	err := s.Tx(ctx, func(tx *Store) error {
 		var err error
