@@ -82,7 +82,7 @@ func (s *Store) BudgetOverviewFor(ctx context.Context, orgID string) (BudgetOver
 		m := money[e.ID]
 		out.Burn += m.burn
 	}
-	if at, ok := Forecast(now, out.Balance, 0, out.Burn); ok {
+	if at, ok := Forecast(now, out.Balance, 0, out.Burn); ok && out.Burn > 0 {
 		out.BalanceRunOut = &at
 	}
 	for _, e := range envs {
