@@ -183,6 +183,7 @@ func TestBudgetAlertsOncePerMonth(t *testing.T) {
 			as[0].ForecastAt == nil || !as[0].ForecastAt.Equal(forecast) || as[0].Month != "2026-11" {
 			t.Fatalf("alerts %+v, want 50 %% with forecast %s", as, forecast)
 		}
+		w.checkOverview(c, now, budget, spendAt(c, 2, m50), forecast)
 		m := w.mailTo("owner@acme.test", "50%")
 		if !strings.Contains(m.Text, "reaches the budget at "+forecast.Format("2006-01-02 15:04 UTC")) ||
 			!strings.Contains(m.Text, "https://deck.example/billing#budgets") {
@@ -254,6 +255,41 @@ func TestBudgetAlertsOncePerMonth(t *testing.T) {
 	})
 }
 
+// checkOverview asserts X6's forecasts as the billing page and the API
+// read them: the environment's, the balance's (the deposit less all the
+// usage, written or still open) and the cluster's, the earlier of the two.
+func (w *budgetWorld) checkOverview(c models.Cluster, now time.Time, budget, spend models.Money, forecast time.Time) {
+	w.t.Helper()
+	o, err := w.store.BudgetOverviewFor(context.Background(), w.org.ID)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ledger, _ := w.store.Balance(context.Background(), w.org.ID)
+	if o.Balance != ledger || o.Burn != c.USDPerHour {
+		w.t.Errorf("balance %d burn %d, want %d and %d", o.Balance, o.Burn, ledger, c.USDPerHour)
+	}
+	balance := 1000*models.Micro - spend // the ledger less the open hour
+	runOut := now.Add(time.Duration((balance*60+c.USDPerHour-1)/c.USDPerHour) * time.Minute)
+	if o.BalanceRunOut == nil || !o.BalanceRunOut.Equal(runOut) {
+		w.t.Errorf("balance runs out at %v, want %s", o.BalanceRunOut, runOut)
+	}
+	var got []string
+	for _, l := range o.Lines {
+		line := l.Env.Name + " " + models.USD(l.Spend)
+		if l.ForecastAt != nil {
+			line += " " + l.ForecastAt.Format(time.RFC3339)
+		}
+		got = append(got, line)
+	}
+	want := []string{"default " + models.USD(spend) + " " + forecast.Format(time.RFC3339), "staging $0.00"}
+	if !slices.Equal(got, want) {
+		w.t.Errorf("lines %q, want %q", got, want)
+	}
+	if len(o.Clusters) != 1 || o.Clusters[0].Cluster.ID != c.ID || o.Clusters[0].By != models.RunOutBudget || !o.Clusters[0].At.Equal(forecast) {
+		w.t.Errorf("cluster run-outs %+v, want %s by the budget at %s", o.Clusters, c.ID, forecast)
+	}
+}
+
 // checkBudgetEnforced asserts the 100 % action on a cluster: its event
 // says the budget stopped it.
 func (w *budgetWorld) checkBudgetEnforced(id string) {
@@ -297,6 +333,18 @@ func TestBudgetEnforcedAfterWarningWindow(t *testing.T) {
 		}
 		if ev := w.events(c.ID); !strings.Contains(ev, "|budget|The environment's budget of $50.00") {
 			t.Errorf("no budget event:\n%s", ev)
+		}
+		// A raise above the spend lifts it: nothing more is mailed or
+		// enforced, and the page says it is not reached.
+		mails := len(w.budgetMails())
+		w.setBudget(w.org.ID, w.env.ID, 1000*models.Micro)
+		w.at(now.Add(2 * models.BudgetWarningWindow))
+		o, err := w.store.BudgetOverviewFor(context.Background(), w.org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := o.Lines[0]; l.Reached || l.EnforceAt != nil || len(l.Alerts) != 0 || len(w.budgetMails()) != mails {
+			t.Errorf("after the raise: %+v, %d mails (was %d)", l, len(w.budgetMails()), mails)
 		}
 	})
 }

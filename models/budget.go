@@ -193,6 +193,7 @@ func reached(spend, amount Money) []int {
 // envMoney is what an environment's clusters spent in a month and burn now.
 type envMoney struct {
 	spend Money     // written usage of periods starting in the month, plus the open period
+	open  Money     // the open period alone: owed, not yet in the ledger
 	burn  Money     // per hour: clusters billed now (as BurnRate)
 	live  []Cluster // clusters billed now
 }
@@ -252,6 +253,7 @@ func (s *Store) envMoneyOf(ctx context.Context, envIDs []string, w UsageWindow, 
 		if w.contains(now) {
 			_, acc := accumulating(c, markOf[c.ID], now)
 			m.spend += acc * int64(nodes[c.ID])
+			m.open += acc * int64(nodes[c.ID])
 		}
 		if c.ReleasedAt == nil && billing(c.Status) {
 			m.burn += c.USDPerHour

@@ -34,7 +34,7 @@ type BudgetOverview struct {
 	Month         string
 	Lines         []BudgetLine
 	Balance, Burn Money
-	BalanceRunOut *time.Time // the balance runs out; nil while nothing burns
+	BalanceRunOut *time.Time // the balance, less the open hour's usage, runs out; nil while nothing burns
 	Clusters      []ClusterRunOut
 }
 
@@ -78,11 +78,13 @@ func (s *Store) BudgetOverviewFor(ctx context.Context, orgID string) (BudgetOver
 	if out.Balance, err = s.Balance(ctx, orgID); err != nil {
 		return out, err
 	}
+	var open Money // usage of the open hour: owed, not yet written
 	for _, e := range envs {
 		m := money[e.ID]
 		out.Burn += m.burn
+		open += m.open
 	}
-	if at, ok := Forecast(now, out.Balance, 0, out.Burn); ok && out.Burn > 0 {
+	if at, ok := Forecast(now, out.Balance, open, out.Burn); ok && out.Burn > 0 {
 		out.BalanceRunOut = &at
 	}
 	for _, e := range envs {
