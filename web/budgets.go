@@ -224,7 +224,8 @@ func (h *handler) apiPutBudget(c echo.Context) error {
 }
 
 // apiDeleteBudget is DELETE /v1/billing/budgets/{envId}: no budget any
-// more (repeating it changes nothing).
+// more (repeating it changes nothing); the answer is the environment's line,
+// its amount null.
 func (h *handler) apiDeleteBudget(c echo.Context) error {
 	env, err := h.apiEnvironment(c)
 	if err != nil {
@@ -233,7 +234,7 @@ func (h *handler) apiDeleteBudget(c echo.Context) error {
 	if err := h.act(c).RemoveBudget(c.Request().Context(), env.ID); err != nil {
 		return err
 	}
-	return c.NoContent(http.StatusNoContent)
+	return h.apiBudgetOf(c, env.ID)
 }
 
 // apiEnvironment loads the route's environment through the organisation;
