@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 )
@@ -179,6 +181,47 @@ func TestBudgetsPage(t *testing.T) {
 		}
 		if b, ok, _ := app.store.BudgetFor(ctx, acc.org.ID, staging.ID); !ok || b.Amount != 250*models.Micro {
 			t.Errorf("staging's budget %+v %v after the member's tries", b, ok)
+		}
+	})
+}
+
+// X6 on the page: with a cluster burning $39.94/h for 90 minutes ($59.91
+// spent) against a $100 budget, the section shows 59 % used, the minute
+// the budget is reached (61 minutes on), the balance's run-out (the
+// ledger's $460.06 less the $19.955 of the hour still running: 662
+// minutes on) and the cluster's, the earlier: its budget.
+func TestBudgetsPageForecast(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		owner := app.signupAccount("f@example.com", "Forecasters")
+		cl := makeJoined(t, app, launchFor(t, app, owner, "burner"), true)
+		app.clock.Advance(90 * time.Minute)
+		if _, err := app.store.MeterUsage(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.store.As(models.Actor{OrgID: owner.org.ID, Role: models.RoleOwner, Name: "f@example.com"}).
+			SetBudget(ctx, owner.env.ID, 100*models.Micro); err != nil {
+			t.Fatal(err)
+		}
+		now := app.clock.Now()
+		d := doc(t, app.login(owner).get("/billing"))
+		row := d.Find("#budget-" + owner.env.ID)
+		at := func(m int) string { return now.Add(time.Duration(m) * time.Minute).UTC().Format("2006-01-02 15:04 UTC") }
+		if got := cells(d, "#budget-"+owner.env.ID)[0]; got[2] != "$59.91" || got[3] != "59 %" || got[4] != "$39.94/h" {
+			t.Errorf("budget row %q", got)
+		}
+		if got := strings.TrimSpace(row.Find(`[data-testid="budget-forecast"]`).Text()); got != at(61) {
+			t.Errorf("forecast %q, want %s", got, at(61))
+		}
+		if got := strings.TrimSpace(d.Find(`[data-testid="balance-run-out"]`).Text()); got != at(662) {
+			t.Errorf("balance runs out %q, want %s", got, at(662))
+		}
+		want := [][]string{{"burner", "default", at(61), "budget of default"}}
+		if got := cells(d, `[data-testid="run-out-row"]`); !reflect.DeepEqual(got, want) {
+			t.Errorf("run-out rows %q, want %q", got, want)
+		}
+		if href, _ := d.Find(`[data-testid="run-out-row"] a`).Attr("href"); href != "/clusters/"+cl.ID {
+			t.Errorf("run-out link %q", href)
 		}
 	})
 }
