@@ -206,7 +206,9 @@ func TestBudgetsPageForecast(t *testing.T) {
 		now := app.clock.Now()
 		d := doc(t, app.login(owner).get("/billing"))
 		row := d.Find("#budget-" + owner.env.ID)
-		at := func(m int) string { return now.Add(time.Duration(m) * time.Minute).UTC().Format("2006-01-02 15:04 UTC") }
+		at := func(m int) string {
+			return now.Add(time.Duration(m) * time.Minute).UTC().Format("2006-01-02 15:04 UTC")
+		}
 		if got := cells(d, "#budget-"+owner.env.ID)[0]; got[2] != "$59.91" || got[3] != "59 %" || got[4] != "$39.94/h" {
 			t.Errorf("budget row %q", got)
 		}
