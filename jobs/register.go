@@ -39,6 +39,7 @@ func Register(s *Scheduler, d Deps) error {
 		{"@every 10m", &Reconcile{Store: d.Store, Providers: d.Providers}, 5 * time.Minute},
 		{"@every 30s", &NCCLCheck{Store: d.Store}, 30 * time.Second},
 		{"@every 1m", &Billing{Store: d.Store}, 50 * time.Second},
+		{"@every 5s", &Stop{Store: d.Store, Providers: d.Providers, Mail: mail}, 2 * time.Minute},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)
