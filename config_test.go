@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // SALES_EMAIL (RQ2) defaults to sales@clusterdeck.local, is normalised, and
@@ -37,6 +38,26 @@ func TestDefaultMarkupConfig(t *testing.T) {
 	for _, bad := range []string{"-1", "501", "1.234", "ten"} {
 		if _, err := loadConfig(env(map[string]string{"DEFAULT_MARKUP_PERCENT": bad})); err == nil || !strings.Contains(err.Error(), "DEFAULT_MARKUP_PERCENT") {
 			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
+// BALANCE_GRACE and BALANCE_TERMINATE_GRACE (B6) default to 1 h and 72 h;
+// anything but a positive duration fails start-up naming the variable.
+func TestBalanceGraceConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	if c, err := loadConfig(env(nil)); err != nil || c.BalanceGrace != time.Hour || c.TerminateGrace != 72*time.Hour {
+		t.Errorf("default: %v %v %v", c.BalanceGrace, c.TerminateGrace, err)
+	}
+	c, err := loadConfig(env(map[string]string{"BALANCE_GRACE": "30m", "BALANCE_TERMINATE_GRACE": "24h"}))
+	if err != nil || c.BalanceGrace != 30*time.Minute || c.TerminateGrace != 24*time.Hour {
+		t.Errorf("set: %v %v %v", c.BalanceGrace, c.TerminateGrace, err)
+	}
+	for _, k := range []string{"BALANCE_GRACE", "BALANCE_TERMINATE_GRACE"} {
+		for _, bad := range []string{"0s", "-1h", "an hour"} {
+			if _, err := loadConfig(env(map[string]string{k: bad})); err == nil || !strings.Contains(err.Error(), k) {
+				t.Errorf("%s=%q: err = %v", k, bad, err)
+			}
 		}
 	}
 }

@@ -44,7 +44,7 @@ func TestJobAndProviderMetrics(t *testing.T) {
 		if err := sched.RunNow(ctx, "provision"); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := store.AcquireLease(ctx, "provision", "another-instance", time.Minute); !ok || err != nil {
+		if ok, err := store.AcquireLease(ctx, "provision", "another-instance", time.Now(), time.Minute); !ok || err != nil {
 			t.Fatalf("lease: %v %v", ok, err)
 		}
 		if err := sched.RunNow(ctx, "provision"); err != nil {

@@ -45,6 +45,7 @@ type Scheduler struct {
 	jobs    map[string]entry
 	metrics *Metrics // nil: not instrumented
 	before  func(context.Context) error
+	wall    func() time.Time // leases run on real time (time.Now), whatever the store's clock
 }
 
 // BeforeTick sets what runs before each tick that holds its lease (the
@@ -60,6 +61,7 @@ func NewScheduler(store *models.Store, log *slog.Logger) *Scheduler {
 		log:    log,
 		holder: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewID("sch")),
 		jobs:   map[string]entry{},
+		wall:   time.Now,
 		cron: cron.New(cron.WithLocation(time.UTC),
 			cron.WithChain(cron.SkipIfStillRunning(cl), cron.Recover(cl)),
 			cron.WithLogger(cl)),
@@ -126,7 +128,7 @@ func (s *Scheduler) tick(parent context.Context, name string) error {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(parent, e.timeout)
 	defer cancel()
-	ok, err := s.store.AcquireLease(ctx, name, s.holder, e.timeout+time.Minute)
+	ok, err := s.store.AcquireLease(ctx, name, s.holder, s.wall(), e.timeout+time.Minute)
 	if err != nil {
 		s.log.Error("job lease", "job", name, "error", err)
 		return err

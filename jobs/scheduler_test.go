@@ -75,3 +75,50 @@ func TestSchedulerLeaseRunsATickOnce(t *testing.T) {
 		}
 	})
 }
+
+// countJob counts its runs.
+type countJob struct{ runs atomic.Int64 }
+
+func (j *countJob) Name() string                  { return "count" }
+func (j *countJob) Run(ctx context.Context) error { j.runs.Add(1); return nil }
+
+// OP4 with the development fake clock: job leases run on real time. A lease
+// left by a killed instance lapses after its ttl of wall time even while the
+// fake clock stands an hour behind (it used to be read on the fake clock, so
+// a restarted server with a still clock never ran the job again), and a live
+// lease is honoured even when the fake clock has been moved hours ahead.
+func TestSchedulerLeaseRunsOnWallTime(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		wall := time.Now()
+		for _, tc := range []struct {
+			name      string
+			fakeNow   time.Time
+			leaseFrom time.Time // when the other instance took its one-minute lease
+			wantRuns  int64
+		}{
+			{"dead holder, fake clock behind", wall.Add(-time.Hour), wall.Add(-2 * time.Minute), 1},
+			{"live holder, fake clock ahead", wall.Add(3 * time.Hour), wall, 0},
+		} {
+			store := models.NewStore(db, models.NewFakeClock(tc.fakeNow))
+			job := &countJob{}
+			sched := jobs.NewScheduler(store, log)
+			if err := sched.Add("@every 1h", job, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.ReleaseLease(ctx, job.Name(), "other-instance"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := store.AcquireLease(ctx, job.Name(), "other-instance", tc.leaseFrom, time.Minute); !ok || err != nil {
+				t.Fatalf("%s: plant lease: %v %v", tc.name, ok, err)
+			}
+			if err := sched.RunNow(ctx, job.Name()); err != nil {
+				t.Fatal(err)
+			}
+			if got := job.runs.Load(); got != tc.wantRuns {
+				t.Errorf("%s: job ran %d times, want %d", tc.name, got, tc.wantRuns)
+			}
+		}
+	})
+}

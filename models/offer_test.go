@@ -189,16 +189,14 @@ func TestOfferFilterValidate(t *testing.T) {
 func TestLeaseIsExclusive(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		clock := models.NewFakeClock(t0)
-		s := models.NewStore(db, clock)
-		if ok, err := s.AcquireLease(ctx, "catalog", "a", time.Minute); !ok || err != nil {
+		s := models.NewStore(db, models.NewFakeClock(t0))
+		if ok, err := s.AcquireLease(ctx, "catalog", "a", t0, time.Minute); !ok || err != nil {
 			t.Fatalf("first acquire: %v %v", ok, err)
 		}
-		if ok, _ := s.AcquireLease(ctx, "catalog", "b", time.Minute); ok {
+		if ok, _ := s.AcquireLease(ctx, "catalog", "b", t0.Add(59*time.Second), time.Minute); ok {
 			t.Fatal("second instance took a held lease")
 		}
-		clock.Advance(2 * time.Minute)
-		if ok, _ := s.AcquireLease(ctx, "catalog", "b", time.Minute); !ok {
+		if ok, _ := s.AcquireLease(ctx, "catalog", "b", t0.Add(2*time.Minute), time.Minute); !ok {
 			t.Fatal("expired lease not taken over")
 		}
 		if err := s.RecordJobRun(ctx, "catalog", t0, t0.Add(time.Second), nil); err != nil {
@@ -213,7 +211,7 @@ func TestLeaseIsExclusive(t *testing.T) {
 		}
 		seedCatalog(t, s, offer("x", "l", 8, 1, nil), offer("y", "l", 8, 1, nil))
 		health, err := s.CatalogHealthByProvider(ctx)
-		if err != nil || len(health) != 1 || health[0].Offers != 2 || !health[0].RefreshedAt.Equal(clock.Now()) {
+		if err != nil || len(health) != 1 || health[0].Offers != 2 || !health[0].RefreshedAt.Equal(s.Now()) {
 			t.Errorf("catalog health = %+v, %v", health, err)
 		}
 	})
