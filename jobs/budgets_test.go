@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers"
 	"gorm.io/gorm"
 )
 
@@ -231,12 +233,30 @@ func TestBudgetAlertsOncePerMonth(t *testing.T) {
 		if len(as) != 3 || as[2].Percent != 100 || as[2].EnforceAt == nil || !as[2].EnforceAt.Equal(now) || as[2].EnforcedAt == nil {
 			t.Fatalf("100 %% alert %+v: want enforced at once, the 50 %% warning being over an hour old", as)
 		}
-		w.checkBudgetEnforced(c.ID)
+		stopped := w.checkBudgetStopped(c.ID, "$100.00")
 		if as := w.alerts(w.staging.ID); len(as) != 0 {
 			t.Errorf("staging, where nothing runs, has alerts %+v", as)
 		}
 		if as := w.alerts(w.otherEv.ID); len(as) != 0 {
 			t.Errorf("another organisation's budget has alerts %+v", as)
+		}
+
+		// B6: compute billing ended at the stop: an hour on, the spend is
+		// what it was then.
+		spent := spendAt(c, 2, int64(stopped.StoppedAt.Sub(ready)/time.Minute))
+		w.at(stopped.StoppedAt.Add(time.Hour))
+		if o, _ := w.store.BudgetOverviewFor(ctx, w.org.ID); o.Lines[0].Spend != spent || o.Burn != 0 {
+			t.Errorf("an hour after the stop: spend %d burn %d, want %d and 0", o.Lines[0].Spend, o.Burn, spent)
+		}
+		// Resume is refused while the budget is reached; a raise lifts it.
+		var br *models.BudgetReachedError
+		if _, err := w.store.RequestResume(ctx, w.org.ID, c.ID, "owner@acme.test"); !errors.As(err, &br) ||
+			br.Env != "default" || br.Budget != budget || br.Spend != spent {
+			t.Fatalf("resume while the budget is reached: %v, want a BudgetReachedError", err)
+		}
+		w.setBudget(w.org.ID, w.env.ID, 1000*models.Micro)
+		if r, err := w.store.RequestResume(ctx, w.org.ID, c.ID, "owner@acme.test"); err != nil || !r.Resuming() {
+			t.Fatalf("resume after the raise: %v %+v", err, r)
 		}
 
 		// The next month: spend starts again from zero and warns again.
@@ -249,6 +269,7 @@ func TestBudgetAlertsOncePerMonth(t *testing.T) {
 		if got := w.cluster(c.ID); got.Status != models.StatusTerminated {
 			t.Fatalf("first cluster %s", got.Status)
 		}
+		w.setBudget(w.org.ID, w.env.ID, budget)
 		w.at(w.clock.Now())
 		if got := w.budgetMails(); len(got) != 6 {
 			t.Fatalf("December started with mails: %v", got)
@@ -309,19 +330,34 @@ func (w *budgetWorld) checkOverview(c models.Cluster, now time.Time, budget, spe
 	}
 }
 
-// checkBudgetEnforced asserts the 100 % action on a cluster: its event
-// says the budget stopped it.
-func (w *budgetWorld) checkBudgetEnforced(id string) {
+// checkBudgetStopped asserts the 100 % action on a cluster (B5, B6): a
+// stop requested by the budget, named in its event, which the stop job
+// carries out: the cluster stopped, every machine stopped at the provider.
+func (w *budgetWorld) checkBudgetStopped(id, budget string) models.Cluster {
 	w.t.Helper()
-	if ev := w.events(id); !strings.Contains(ev, "|budget|The environment's budget of $100.00") {
-		w.t.Errorf("no budget event on %s:\n%s", id, ev)
+	c := w.cluster(id)
+	if c.StopReason != string(models.StopByBudget) || (c.StopRequestedAt == nil && c.Status != models.StatusStopped) {
+		w.t.Fatalf("after the budget: %s, stop reason %q\n%s", c.Status, c.StopReason, w.events(id))
 	}
+	if ev := w.events(id); !strings.Contains(ev, "Stop requested (budget): the environment's budget of "+budget) {
+		w.t.Errorf("no budget stop event on %s:\n%s", id, ev)
+	}
+	for i := 0; i < 20 && c.Status != models.StatusStopped; i++ {
+		w.clock.Advance(15 * time.Second)
+		w.tick()
+		c = w.cluster(id)
+	}
+	if c.Status != models.StatusStopped || c.StoppedAt == nil || !allIn(w.providerStates(id), providers.NodeStopped) {
+		w.t.Fatalf("not stopped: %s, machines %v\n%s", c.Status, w.providerStates(id), w.events(id))
+	}
+	return c
 }
 
 // X6: enforcement only after a warning window. A budget lowered below the
 // spend jumps to 100 %: one mail (the 50 and 80 % thresholds are recorded
 // with it, not mailed), which is the warning; the clusters are stopped a
-// window later, not before. A raise above the spend lifts it.
+// window later, not before, and so is a cluster started there later. A
+// raise above the spend lifts it.
 func TestBudgetEnforcedAfterWarningWindow(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		w := newBudgetWorld(t, db)
@@ -343,16 +379,19 @@ func TestBudgetEnforcedAfterWarningWindow(t *testing.T) {
 			t.Errorf("mail does not say when:\n%s", m.Text)
 		}
 		w.at(now.Add(models.BudgetWarningWindow - time.Minute))
-		if ev := w.events(c.ID); strings.Contains(ev, "|budget|") || w.alerts(w.env.ID)[2].EnforcedAt != nil {
-			t.Fatalf("enforced inside the warning window:\n%s", ev)
+		if got := w.cluster(c.ID); got.StopRequestedAt != nil || got.Status != models.StatusReady || w.alerts(w.env.ID)[2].EnforcedAt != nil {
+			t.Fatalf("enforced inside the warning window: %s\n%s", got.Status, w.events(c.ID))
 		}
 		w.at(now.Add(models.BudgetWarningWindow))
 		if w.alerts(w.env.ID)[2].EnforcedAt == nil {
 			t.Fatal("not enforced after the warning window")
 		}
-		if ev := w.events(c.ID); !strings.Contains(ev, "|budget|The environment's budget of $50.00") {
-			t.Errorf("no budget event:\n%s", ev)
-		}
+		w.checkBudgetStopped(c.ID, "$50.00")
+		// While it stays reached, a cluster started in the environment
+		// afterwards is stopped too.
+		late := w.ready(w.launch("H100_80GB", 2, 8))
+		w.at(w.clock.Now())
+		w.checkBudgetStopped(late.ID, "$50.00")
 		// A raise above the spend lifts it: nothing more is mailed or
 		// enforced, and the page says it is not reached.
 		mails := len(w.budgetMails())

@@ -285,3 +285,40 @@ func (s *Store) nodeCounts(ctx context.Context, clusterIDs []string) (map[string
 	}
 	return out, nil
 }
+
+// BudgetReachedError refuses to resume a cluster while its environment's
+// budget for the month is reached (B5): a raise above the spend, or the
+// next month, lifts it.
+type BudgetReachedError struct {
+	Env           string // the environment's name
+	Month         string // YYYY-MM
+	Budget, Spend Money
+}
+
+func (e *BudgetReachedError) Error() string {
+	return fmt.Sprintf("The budget of environment %s is reached: %s of %s spent in %s. Raise the budget on the billing page to resume the cluster.",
+		e.Env, USD(e.Spend), USD(e.Budget), e.Month)
+}
+
+// budgetReachedFor is a *BudgetReachedError when the environment of c has
+// a budget its spend this month has reached, else nil.
+func (s *Store) budgetReachedFor(ctx context.Context, c Cluster) error {
+	b, ok, err := s.BudgetFor(ctx, c.OrgID, c.EnvID)
+	if err != nil || !ok {
+		return err
+	}
+	now := s.Now()
+	w := MonthOf(now)
+	money, err := s.envMoneyOf(ctx, []string{c.EnvID}, w, now)
+	if err != nil {
+		return err
+	}
+	if spend := money[c.EnvID].spend; spend >= b.Amount {
+		env, err := s.EnvironmentForOrg(ctx, c.OrgID, c.EnvID)
+		if err != nil {
+			return err
+		}
+		return &BudgetReachedError{Env: env.Name, Month: w.Month(), Budget: b.Amount, Spend: spend}
+	}
+	return nil
+}

@@ -169,28 +169,40 @@ func enforceAt(seen []BudgetAlert, now time.Time) time.Time {
 }
 
 // enforceBudget stops the environment's billed clusters (B5, B6) once its
-// 100 % alert for the current budget is due and while the budget is still
-// reached; a raise lifts it (the alert belongs to the old amount).
+// 100 % alert for the current budget is due (X6's warning window passed),
+// on every pass while the budget is still reached, so a cluster started
+// in the environment afterwards is stopped too. A raise lifts it: the
+// alert belongs to the old amount. RequestStop leaves a cluster already
+// stopping or stopped as it is; the stop job stops the machines.
 func (s *Store) enforceBudget(ctx context.Context, b Budget, m envMoney, w UsageWindow, now time.Time, res *BudgetPass) error {
 	if m.spend < b.Amount {
 		return nil
 	}
+	var live []Cluster
+	for _, c := range m.live {
+		if c.StopRequestedAt == nil && c.TerminateRequestedAt == nil {
+			live = append(live, c)
+		}
+	}
 	var a BudgetAlert
-	err := s.db.WithContext(ctx).Where("env_id = ? AND month = ? AND percent = 100 AND budget = ? AND enforce_at <= ? AND enforced_at IS NULL",
+	err := s.db.WithContext(ctx).Where("env_id = ? AND month = ? AND percent = 100 AND budget = ? AND enforce_at <= ?",
 		b.EnvID, w.Month(), b.Amount, now).Limit(1).Find(&a).Error
-	if err != nil || a.ID == "" {
+	if err != nil || a.ID == "" || (a.EnforcedAt != nil && len(live) == 0) {
 		return err
 	}
 	return s.Tx(ctx, func(tx *Store) error {
-		r := tx.db.WithContext(ctx).Model(&BudgetAlert{}).Where("id = ? AND enforced_at IS NULL", a.ID).Update("enforced_at", now)
-		if r.Error != nil || r.RowsAffected == 0 {
-			return r.Error
+		if a.EnforcedAt == nil {
+			r := tx.db.WithContext(ctx).Model(&BudgetAlert{}).Where("id = ? AND enforced_at IS NULL", a.ID).Update("enforced_at", now)
+			if r.Error != nil {
+				return r.Error
+			}
+			if r.RowsAffected == 1 {
+				res.Enforced++
+			}
 		}
-		res.Enforced++
-		msg := fmt.Sprintf("The environment's budget of %s for %s is reached (%s spent): the cluster is stopped (B5).",
-			USD(b.Amount), w.Month(), USD(m.spend))
-		for _, c := range m.live {
-			if err := tx.addEvent(ctx, c, c.Status, "info", "", "budget", msg); err != nil {
+		detail := fmt.Sprintf("the environment's budget of %s for %s is reached (%s spent).", USD(b.Amount), w.Month(), USD(m.spend))
+		for _, c := range live {
+			if _, err := tx.RequestStop(ctx, c.OrgID, c.ID, StopByBudget, detail); err != nil {
 				return err
 			}
 		}
