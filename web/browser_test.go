@@ -88,6 +88,7 @@ func TestBrowserOfferFilterUpdatesInPlace(t *testing.T) {
 	defer srv.Close()
 
 	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1440, 900), // the grid; narrower screens show cards
 		chromedp.Navigate(srv.URL+"/offers?accelerator=H100_80GB&nodes=4"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=offer-row]`)),
 	); err != nil {

@@ -29,21 +29,28 @@ func TestOffersPageFullAndPartial(t *testing.T) {
 			t.Errorf("Vary = %q, want HX-Request", got)
 		}
 		d := doc(t, full)
-		// O3: grouped by location at the node count, cheapest startable group first.
-		var locs []string
-		d.Find(`[data-testid=offer-group]`).Each(func(_ int, s *goquery.Selection) {
-			locs = append(locs, s.AttrOr("data-location", "")+"@"+s.AttrOr("data-nodes", ""))
-		})
-		if strings.Join(locs, ",") != "us-east@4,eu-west@4" {
-			t.Errorf("groups = %v, want us-east@4 then eu-west@4 (eu-west cannot sell 4)", locs)
+		// O3: grouped by location at the node count; what can start first,
+		// what needs a quote under it (issue 13).
+		groupsOf := func(d *goquery.Document, testid string) string {
+			var locs []string
+			d.Find(`[data-testid=offer-grid] [data-testid=` + testid + `]`).Each(func(_ int, s *goquery.Selection) {
+				locs = append(locs, s.AttrOr("data-location", "")+"@"+s.AttrOr("data-nodes", ""))
+			})
+			return strings.Join(locs, ",")
+		}
+		if got, quote := groupsOf(d, "offer-group"), groupsOf(d, "quote-group"); got != "us-east@4" || quote != "eu-west@4" {
+			t.Errorf("groups = %q, needing a quote %q; want us-east@4, then eu-west@4 (it cannot sell 4)", got, quote)
 		}
 		row := d.Find(`#offer-sim\:big`)
-		// Whole cluster price with the machine price under it: 4 × (8 × 2.49 + 500 × 0.0001).
-		if got := row.Find(`[data-testid=cluster-price]`).Text(); got != "$79.88/h" {
-			t.Errorf("cluster price = %q, want $79.88/h", got)
+		// Whole cluster price, machine price and per-GPU rate: 4 × (8 × 2.49 + 500 × 0.0001).
+		if got := row.Find(`[data-testid=cluster-price]`).Text(); got != "$79.88" {
+			t.Errorf("cluster price = %q, want $79.88", got)
 		}
-		if got := row.Find(`[data-testid=machine-price]`).Text(); got != "$19.97/h per machine" {
+		if got := row.Find(`[data-testid=machine-price]`).Text(); got != "$19.97" {
 			t.Errorf("machine price = %q", got)
+		}
+		if got := row.Find(`[data-testid=gpu-price]`).Text(); got != "$2.49" {
+			t.Errorf("per-GPU price = %q", got)
 		}
 		// O4: the counted location with 3 free reads not in stock at 4 and links to a quote.
 		small := d.Find(`#offer-sim\:cheap`)
