@@ -42,13 +42,13 @@ func OfferRows(rows []OfferRow) templ.Component {
 
 var rowBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
-// Each size chip's class, by what the location says of the size (O4): can
-// start (green), reserved ahead (amber, dashed: on request) or not in stock
-// (grey, struck). The legend above the grid uses the same classes.
+// Each size chip's class (static/css/input.css), by what the location says
+// of the size (O4): can start (green), reserved ahead (amber, dashed: on
+// request) or not in stock (grey, struck). The legend uses the same.
 const (
-	chipStartable = "rounded px-1.5 py-0.5 text-xs tabular-nums bg-green-50 text-green-800 ring-1 ring-green-300 dark:bg-green-950 dark:text-green-300 dark:ring-green-800"
-	chipReserved  = "rounded px-1.5 py-0.5 text-xs tabular-nums text-amber-800 border border-dashed border-amber-400 dark:text-amber-300 dark:border-amber-700"
-	chipNoStock   = "rounded px-1.5 py-0.5 text-xs tabular-nums text-slate-400 line-through ring-1 ring-slate-200 dark:ring-slate-700"
+	chipStartable = "chip-start"
+	chipReserved  = "chip-reserved"
+	chipNoStock   = "chip-out"
 )
 
 // ChipClass is the class of a size chip that reads sell (models.Sellability).
@@ -62,12 +62,9 @@ func ChipClass(sell string) string {
 	return chipNoStock
 }
 
-// Classes of a row and a card by whether they can start: those that cannot
-// are dimmed, under "Needs a quote".
-const (
-	rowStartable = "align-top"
-	rowDimmed    = "align-top bg-slate-50/60 text-slate-600 dark:bg-slate-950/40 dark:text-slate-400"
-)
+// RowDimmed is the class of a row or card that cannot start: dimmed, under
+// "Needs a quote".
+const RowDimmed = "row-dim"
 
 // appendOfferRow is one <tr> of the grid's six fixed columns: the machine
 // (shape, interconnect, kind, community warning), $/GPU-h, $/machine-h,
@@ -82,11 +79,8 @@ func appendOfferRow(b []byte, o *models.Offer, n int) []byte {
 	b = appendEscaped(b, o.ID)
 	b = append(b, `" data-sell="`...)
 	b = appendEscaped(b, sell)
-	b = append(b, `" class="`...)
-	if sell == string(models.Startable) {
-		b = append(b, rowStartable...)
-	} else {
-		b = append(b, rowDimmed...)
+	if sell != string(models.Startable) {
+		b = append(b, `" class="`+RowDimmed...)
 	}
 	b = append(b, `"><td class="cell"><span class="block font-medium">`...)
 	b = appendShape(b, n, o.GPUsPerNode, o.Accelerator)
@@ -115,17 +109,13 @@ func appendOfferRow(b []byte, o *models.Offer, n int) []byte {
 
 // appendChips is the standard sizes, each as the location sells it (O4).
 func appendChips(b []byte, o *models.Offer) []byte {
-	b = append(b, `<span class="mt-1 flex flex-wrap gap-1" role="list" aria-label="Sizes">`...)
+	b = append(b, `<span class="mt-1 flex flex-wrap gap-1" aria-label="Sizes">`...)
 	for _, size := range sizeChips {
 		s := string(o.SellFor(size))
-		b = append(b, `<span role="listitem" class="`...)
+		b = append(b, `<span class="`...)
 		b = append(b, ChipClass(s)...)
 		b = append(b, `" title="`...)
-		b = strconv.AppendInt(b, int64(size), 10)
-		b = append(b, ` machines: `...)
 		b = append(b, sellLabel(s)...)
-		b = append(b, `" data-sell="`...)
-		b = append(b, s...)
 		b = append(b, `">`...)
 		b = append(strconv.AppendInt(b, int64(size), 10), `</span>`...)
 	}
@@ -266,7 +256,7 @@ func appendOfferCard(b []byte, o *models.Offer, n int) []byte {
 	sell := string(o.SellFor(n))
 	b = append(b, `<li class="flex items-start gap-3 px-3 py-3`...)
 	if sell != string(models.Startable) {
-		b = append(b, ` bg-slate-50/60 text-slate-600 dark:bg-slate-950/40 dark:text-slate-400`...)
+		b = append(b, ` `+RowDimmed...)
 	}
 	b = append(b, `" data-testid="offer-card" data-card-offer-id="`...)
 	b = appendEscaped(b, o.ID)

@@ -109,12 +109,12 @@ func TestBrowserOffersSortedAndLabelled(t *testing.T) {
 		if (!badge) out.push('no community badge');
 		else if (badge.getBoundingClientRect().right > badge.closest('td').getBoundingClientRect().right + 0.5) out.push('the community badge leaves its column');
 		if (!document.querySelector('[data-testid=size-legend]').checkVisibility()) out.push('no size legend');
-		const chip = s => document.querySelector('[data-offer-id="' + s + '"] [data-sell]');
 		const style = e => getComputedStyle(e);
-		const reserved = document.querySelector('[data-offer-id="sim:hil.8x.ib"] span[data-sell=reserved_ahead]');
-		const noStock = document.querySelector('[data-offer-id="sim:ash.8x.eth"] span[data-sell=not_in_stock]');
+		const reserved = document.querySelector('[data-offer-id="sim:hil.8x.ib"] span.chip-reserved');
+		const noStock = document.querySelector('[data-offer-id="sim:ash.8x.eth"] span.chip-out');
 		if (!reserved || !noStock) out.push('missing reserved-ahead or not-in-stock chips');
-		else if (style(reserved).borderStyle === style(noStock).borderStyle && style(reserved).textDecorationLine === style(noStock).textDecorationLine) out.push('reserved ahead looks like not in stock');
+		else if (style(reserved).borderTopStyle !== 'dashed' || style(reserved).textDecorationLine === 'line-through' ||
+			style(noStock).textDecorationLine !== 'line-through' || style(noStock).borderTopStyle === 'dashed') out.push('reserved ahead (dashed) and not in stock (struck) are not told apart');
 		const dimmed = document.querySelector('[data-offer-id="sim:ash.8x.eth"]');
 		if (style(dimmed).backgroundColor === style(document.querySelector('[data-offer-id="sim:ash.8x.ib"]')).backgroundColor) out.push('the row needing a quote is not dimmed');
 		if (document.documentElement.scrollWidth > innerWidth) out.push('the page is ' + document.documentElement.scrollWidth + ' px wide');
