@@ -590,5 +590,8 @@ func TestOffersDefaultGPUsPerMachine(t *testing.T) {
 		if err := json.Unmarshal(app.get("/v1/gpu/offers?accelerator=H100_80GB&nodes=2").Body.Bytes(), &resp); err != nil || resp.Count != 3 {
 			t.Errorf("API without gpus_per_node: %d offers (%v), want every size (3)", resp.Count, err)
 		}
+		if err := json.Unmarshal(app.get("/v1/gpu/offers?accelerator=H100_80GB&nodes=2&gpus_per_node=any").Body.Bytes(), &resp); err != nil || resp.Count != 3 {
+			t.Errorf("API with gpus_per_node=any: %d offers (%v), want every size (3)", resp.Count, err)
+		}
 	})
 }
