@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,4 +199,41 @@ func evalJS[T any](t *testing.T, ctx context.Context, what, js string) T {
 		t.Fatalf("%s: %v", what, err)
 	}
 	return v
+}
+
+// Without JavaScript the sort still works (O3, issue 13): the sort control
+// belongs to the filters' form, a Sort button shows (noscript), and
+// submitting it loads the page sorted with every filter kept in the URL.
+func TestBrowserOffersSortWithoutJavaScript(t *testing.T) {
+	ctx := newBrowserFor(t, time.Minute, chromedp.Flag("blink-settings", "scriptEnabled=false"))
+	app := newTestApp(t, openSQLite(t))
+	app.seedOffers(comparisonCatalog()...)
+	srv := httptest.NewServer(app.e)
+	defer srv.Close()
+
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1440, 900),
+		chromedp.Navigate(srv.URL+"/offers?accelerator=H100_80GB&nodes=4&include_community=true"),
+		chromedp.WaitVisible(`[data-testid=sort-submit]`), // shown only without scripts
+		chromedp.SendKeys(`#sort`, "$"),                   // "$/GPU-h", as a keyboard chooses
+		chromedp.Click(`[data-testid=sort-submit]`),
+		chromedp.WaitVisible(`[data-testid=offer-grid]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sort=gpu_price", "gpus_per_node=8", "include_community=true", "nodes=4"} {
+		if !strings.Contains(loc, want) {
+			t.Errorf("after Sort the URL is %s, want %s in it", loc, want)
+		}
+	}
+	if order := evalJS[string](t, ctx, "the rows", `[...document.querySelectorAll('[data-testid=offer-grid] [data-testid=offer-row]')].map(r => r.dataset.offerId).join(',')`); order != "sim:lis.8x.eth,sim:hil.8x.ib,sim:ash.8x.ib,sim:fra.8x.ib,sim:ash.8x.eth" {
+		t.Errorf("rows without JavaScript, by $/GPU-h: %s", order)
+	}
+	if ran := evalJS[bool](t, ctx, "htmx", `typeof htmx !== 'undefined'`); ran {
+		t.Fatal("the page's scripts ran: this test must run without JavaScript")
+	}
 }
