@@ -153,6 +153,13 @@ func TestBrowserOffersSortedAndLabelled(t *testing.T) {
 		t.Errorf("after a reload the sort reads %q, want gpu_price", sortValue)
 	}
 	saveScreenshot(t, ctx, "offers-by-gpu-price", 1440)
+	// Another filter keeps the sort: the sort control belongs to the
+	// filters' form, so the form's request carries it.
+	evalJS[bool](t, ctx, "choosing InfiniBand", `(() => { const s = document.getElementById('interconnect'); s.value = 'infiniband';
+		s.dispatchEvent(new Event('change', {bubbles: true})); return true; })()`)
+	poll("InfiniBand, still by $/GPU-h", `location.search.includes('interconnect=infiniband') && location.search.includes('sort=gpu_price') &&
+		[...document.querySelectorAll('[data-testid=offer-grid] [data-testid=offer-row]')].map(r => r.dataset.offerId).join(',') ===
+		'sim:hil.8x.ib,sim:ash.8x.ib,sim:fra.8x.ib'`)
 
 	// A phone: cards, price and Launch on screen, quotes folded.
 	if err := chromedp.Do(ctx,
