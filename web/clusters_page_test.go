@@ -180,7 +180,7 @@ func TestClusterNodeStatusVocabulary(t *testing.T) {
 		d, st = page(models.StatusDegraded)
 		expect(st, map[string]string{"node-0": "terminating", "node-1": "terminating"})
 		for _, action := range []string{"terminate", "retry-install", "recover-now", "recovery-form", "kubeconfig", "cluster-actions", "header-ssh"} {
-			if d.Find(`[data-testid=` + action + `]`).Length() != 0 {
+			if d.Find(`[data-testid=`+action+`]`).Length() != 0 {
 				t.Errorf("a terminating cluster still shows %s", action)
 			}
 		}
@@ -397,7 +397,7 @@ func TestClusterConnectSection(t *testing.T) {
 			overview.Find(`[data-testid=header-ssh] button[data-copy=ssh-primary]`).Length() != 1 {
 			t.Errorf("node-0's SSH command with Copy in the header: %q", ssh)
 		}
-		d := doc(t, c.get("/clusters/" + cl.ID + "?tab=connect"))
+		d := doc(t, c.get("/clusters/"+cl.ID+"?tab=connect"))
 		if cur := d.Find(`[data-testid=tab][aria-current=page]`); cur.Length() != 1 || cur.AttrOr("data-tab", "") != "connect" {
 			t.Errorf("current section: %q", cur.AttrOr("data-tab", ""))
 		}
