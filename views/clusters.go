@@ -92,6 +92,7 @@ type LogLineView struct {
 // EndedView is what an ended cluster cost and when it ended.
 type EndedView struct {
 	At, RanFor, TotalCost string
+	Ran                   string // how long it ran, from launch to the end: "1 h 30 min"
 }
 
 // NCCLView is the NCCL check beside what the interconnect advertises.

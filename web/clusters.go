@@ -419,6 +419,9 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	if cp.Ended, err = h.endedView(c, cl); err != nil {
 		return cp, err
 	}
+	if cp.Ended != nil && cl.EndedAt != nil {
+		cp.Ended.Ran = ranFor(cl.EndedAt.Sub(cl.CreatedAt))
+	}
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
 	}

@@ -467,10 +467,17 @@ func TestClusterLogsAndEventsSections(t *testing.T) {
 		if err := app.store.AppendNodeLogs(ctx, cl, 1, []models.LogInput{{Text: "node-1 booted"}, {Text: "node-1 waiting"}}); err != nil {
 			t.Fatal(err)
 		}
+		app.clock.Advance(25*time.Minute + 10*time.Second)
 		if _, err := app.store.FailCluster(ctx, cl.ID, "timeout:running", "node-0", models.StepRunning, "late", nil); err != nil {
 			t.Fatal(err)
 		}
 		d := doc(t, c.get("/clusters/"+cl.ID+"?tab=logs&node=1"))
+		if got := d.Find(`[data-testid=ran-duration]`).Text(); got != "25 min" {
+			t.Errorf("a cluster that failed 25 minutes after its launch ran for %q", got)
+		}
+		if got := d.Find(`[data-testid=ended-at]`).Text(); !strings.Contains(got, "never billed") {
+			t.Errorf("ended: %q", got)
+		}
 		if d.Find(`[sse-connect]`).Length() != 0 || d.Find(`#cluster-live[hx-trigger]`).Length() != 0 {
 			t.Error("a failed cluster's page opens a stream or polls")
 		}

@@ -263,3 +263,19 @@ func nodeDetail(cl models.Cluster, n models.ClusterNode, shown models.NodeStatus
 	}
 	return ""
 }
+
+// ranFor is how long an ended cluster existed, launch to end: "2 min",
+// "1 h 30 min", "3 d 4 h".
+func ranFor(d time.Duration) string {
+	d = max(d, 0).Round(time.Minute)
+	days, h, m := int(d.Hours())/24, int(d.Hours())%24, int(d.Minutes())%60
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%d d %d h", days, h)
+	case h > 0:
+		return fmt.Sprintf("%d h %d min", h, m)
+	case m == 0:
+		return "under a minute"
+	}
+	return fmt.Sprintf("%d min", m)
+}
