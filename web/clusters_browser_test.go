@@ -60,7 +60,7 @@ func TestBrowserClusterPageStates(t *testing.T) {
 	}
 	text := func(sel string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(` + jsString(sel) + `) || {innerText: ''}).innerText.trim()`))
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+jsString(sel)+`) || {innerText: ''}).innerText.trim()`))
 		if err != nil {
 			t.Fatalf("text of %s: %v", sel, err)
 		}
