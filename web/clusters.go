@@ -409,10 +409,13 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	} else {
 		cp.Progress = progressView(cl, nodes, nil, now)
 	}
-	if cl.Status == models.StatusFailed && cp.Tab == views.TabOverview {
+	if cl.Status == models.StatusFailed {
 		cp.Alternatives, err = h.alternatives(c, cl)
 		if err != nil {
 			return cp, err
+		}
+		if cp.Problem != nil {
+			cp.Problem.Advice = failedAdvice(len(cp.Alternatives))
 		}
 	}
 	cp.Recovery = recoveryView(cl, now, nil)

@@ -233,15 +233,15 @@ type problemCase struct {
 func TestClusterErrorSentences(t *testing.T) {
 	released := "every machine was released and nothing was billed."
 	cases := []problemCase{
-		{"timeout:running", models.StatusFailed, "node-1 did not finish booting in time; " + released, "Nothing is retried without you"},
-		{"timeout:agent", models.StatusFailed, "node-1 booted but its cluster agent never checked in; " + released, "Nothing is retried without you"},
-		{"timeout:mesh", models.StatusFailed, "node-1 did not reach every other machine on the private network in time; " + released, "launch again"},
-		{"timeout:reserved", models.StatusFailed, "The provider did not accept the reservation in time; " + released, "launch again"},
-		{"node_lost:running", models.StatusFailed, "node-1 vanished at the provider while booting; " + released, "launch again"},
-		{"node_lost:mesh", models.StatusFailed, "node-1 vanished at the provider while joining the private network; " + released, "launch again"},
-		{"gpu_mismatch:node-1", models.StatusFailed, "node-1 does not have the GPUs the offer promises; " + released, "launch again"},
-		{"provider_rejected:no_capacity", models.StatusFailed, "The provider no longer had 2 machines of this shape free in Loc us-east; " + released, "offers below"},
-		{"provider_rejected:validation", models.StatusFailed, "The provider refused the reservation (the offer changed or is no longer available); " + released, "launch again"},
+		{"timeout:running", models.StatusFailed, "node-1 did not finish booting in time; " + released, "Nothing is retried without you. One offer of the same shape can start now"},
+		{"timeout:agent", models.StatusFailed, "node-1 booted but its cluster agent never checked in; " + released, "Nothing is retried without you. One offer of the same shape can start now"},
+		{"timeout:mesh", models.StatusFailed, "node-1 did not reach every other machine on the private network in time; " + released, "Nothing is retried without you"},
+		{"timeout:reserved", models.StatusFailed, "The provider did not accept the reservation in time; " + released, "Nothing is retried without you"},
+		{"node_lost:running", models.StatusFailed, "node-1 vanished at the provider while booting; " + released, "Nothing is retried without you"},
+		{"node_lost:mesh", models.StatusFailed, "node-1 vanished at the provider while joining the private network; " + released, "Nothing is retried without you"},
+		{"gpu_mismatch:node-1", models.StatusFailed, "node-1 does not have the GPUs the offer promises; " + released, "Nothing is retried without you"},
+		{"provider_rejected:no_capacity", models.StatusFailed, "The provider no longer had 2 machines of this shape free in Loc us-east; " + released, "Nothing is retried without you"},
+		{"provider_rejected:validation", models.StatusFailed, "The provider refused the reservation (the offer changed or is no longer available); " + released, "Nothing is retried without you"},
 		{"install_failed:node-1", models.StatusDegraded, "Slurm failed to install on node-1; the node's log says why.", "billing continues at $39.94/h. Retry the install, or terminate"},
 		{"install_failed:config", models.StatusDegraded, "Slurm cannot be set up for this cluster's configuration.", "billing continues at $39.94/h"},
 		{"check_failed:slurm", models.StatusDegraded, "Slurm installed but did not pass its check in time.", "billing continues at $39.94/h. Retry the install"},
@@ -252,6 +252,7 @@ func TestClusterErrorSentences(t *testing.T) {
 		ctx := context.Background()
 		acc := app.signupAccount("e@example.com", "Errors")
 		c := app.login(acc)
+		var failedID string
 		for i, tc := range cases {
 			kind, detail, _ := strings.Cut(tc.code, ":")
 			sw := "none"
@@ -296,6 +297,9 @@ func TestClusterErrorSentences(t *testing.T) {
 					}
 				}
 			}
+			if tc.status == models.StatusFailed {
+				failedID = cl.ID
+			}
 			got, _ := app.store.ClusterByID(ctx, cl.ID)
 			if got.Status != tc.status || got.LastError != tc.code {
 				t.Fatalf("%s: the cluster is %s with %q", tc.code, got.Status, got.LastError)
@@ -314,6 +318,13 @@ func TestClusterErrorSentences(t *testing.T) {
 			if strings.Contains(box.Find(`[data-testid=problem-sentence]`).Text(), ":") && !strings.HasPrefix(tc.code, "node_down") {
 				t.Errorf("%s: the sentence shows a code: %q", tc.code, box.Find(`[data-testid=problem-sentence]`).Text())
 			}
+		}
+		// With nothing of the shape in stock, a failed cluster's advice says so.
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(0)))
+		d := doc(t, c.get("/clusters/"+failedID))
+		if a := d.Find(`[data-testid=problem-advice]`).Text(); !strings.Contains(a, "No offer of this shape can start right now") ||
+			d.Find(`[data-testid=alternatives]`).Length() != 0 {
+			t.Errorf("advice with nothing in stock: %q", a)
 		}
 	})
 }

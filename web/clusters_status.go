@@ -74,7 +74,7 @@ func problemView(cl models.Cluster, nodes []models.ClusterNode) *views.ProblemVi
 	rate := models.USD(cl.USDPerHour) + "/h"
 	switch {
 	case cl.Status == models.StatusFailed:
-		p.Advice = "Nothing is retried without you: launch again, or pick one of the offers below that can start now."
+		p.Advice = failedAdvice(0)
 		switch kind {
 		case "timeout":
 			switch detail {
@@ -278,4 +278,16 @@ func ranFor(d time.Duration) string {
 		return "under a minute"
 	}
 	return fmt.Sprintf("%d min", m)
+}
+
+// failedAdvice is what to do about a failed cluster, given how many offers
+// of its shape can start now (L4).
+func failedAdvice(alternatives int) string {
+	switch alternatives {
+	case 0:
+		return "Nothing is retried without you. No offer of this shape can start right now: request a quote, or try another shape on the offers page."
+	case 1:
+		return "Nothing is retried without you. One offer of the same shape can start now: see the Overview."
+	}
+	return fmt.Sprintf("Nothing is retried without you. %d offers of the same shape can start now: see the Overview.", alternatives)
 }
