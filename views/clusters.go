@@ -1,7 +1,12 @@
 package views
 
 import (
+	"context"
+	"html"
+	"io"
 	"strings"
+
+	"github.com/a-h/templ"
 
 	"github.com/clusterdeck/clusterdeck/models"
 )
@@ -380,6 +385,26 @@ func proseSpans(text string) []proseSpan {
 		out = append(out, proseSpan{Text: text})
 	}
 	return out
+}
+
+// proseCodeClass styles inline code in prose.
+const proseCodeClass = "rounded bg-slate-100 px-1 font-mono text-[0.85em] text-slate-800 dark:bg-slate-800 dark:text-slate-100"
+
+// Prose shows text written with `backticks` with the code as <code>, and
+// nothing added between the runs (a space before a comma would show).
+func Prose(text string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		var b strings.Builder
+		for _, s := range proseSpans(text) {
+			if s.Code {
+				b.WriteString(`<code class="` + proseCodeClass + `">` + html.EscapeString(s.Text) + `</code>`)
+			} else {
+				b.WriteString(html.EscapeString(s.Text))
+			}
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
 }
 
 func tabClass(current bool) string {

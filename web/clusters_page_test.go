@@ -445,6 +445,9 @@ func TestClusterConnectSection(t *testing.T) {
 		})
 		// Code as code: no literal backticks, the commands in <code>.
 		note := d.Find(`[data-testid=readiness-note]`)
+		if !strings.Contains(note.Text(), "do sleep 5; done, or run") {
+			t.Errorf("the readiness note's code is not followed by its comma: %q", note.Text())
+		}
 		if strings.Contains(note.Text(), "`") || note.Find(`code`).FilterFunction(func(_ int, s *goquery.Selection) bool {
 			return strings.HasPrefix(s.Text(), "until curl")
 		}).Length() != 1 {
