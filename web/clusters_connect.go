@@ -53,7 +53,7 @@ func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes [
 	if cp.Tab == views.TabLogs && len(cp.LogRanks) > 0 {
 		rank, err := logNode(c, cl)
 		if err != nil {
-			return err
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, fmt.Sprintf("No such node: this cluster has node-0 to node-%d.", cl.Nodes-1))
 		}
 		cp.LogRank = rank
 		if !cp.Live {

@@ -502,6 +502,9 @@ func TestClusterLogsAndEventsSections(t *testing.T) {
 		if d.Find(`#log-node option[selected]`).AttrOr("value", "") != "1" || d.Find(`[data-testid=log-node-show]`).Length() != 1 {
 			t.Error("the node picker does not keep node-1 or has no Show button")
 		}
+		if rec := c.get("/clusters/" + cl.ID + "?tab=logs&node=9"); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "this cluster has node-0 to node-1") {
+			t.Errorf("a node the cluster does not have: %d %s", rec.Code, rec.Body)
+		}
 		if empty := doc(t, c.get("/clusters/"+cl.ID+"?tab=logs")).Find(`[data-testid=log-empty]`).Text(); !strings.Contains(empty, "node-0 sent no lines") {
 			t.Errorf("node-0 without lines: %q", empty)
 		}
