@@ -61,11 +61,11 @@ type Config struct {
 	// Agent is how machines fetch the clusterdeck binary in their start-up script.
 	Agent AgentInstall
 
-	HTTPClient *http.Client                              // default: own client with timeouts
-	Now        func() time.Time                          // default time.Now
+	HTTPClient *http.Client                               // default: own client with timeouts
+	Now        func() time.Time                           // default time.Now
 	Sleep      func(context.Context, time.Duration) error // default: a timer honouring ctx
-	Retries    int                                       // transient retries per request (default 4; negative = none)
-	Backoff    time.Duration                             // first retry delay (default 2 s)
+	Retries    int                                        // transient retries per request (default 4; negative = none)
+	Backoff    time.Duration                              // first retry delay (default 2 s)
 }
 
 // String never shows the key.
