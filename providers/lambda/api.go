@@ -129,6 +129,7 @@ type Instance struct {
 	Hostname        string          `json:"hostname,omitempty"`
 	JupyterToken    string          `json:"jupyter_token,omitempty"`
 	JupyterURL      string          `json:"jupyter_url,omitempty"`
+	IsReserved      bool            `json:"is_reserved"`
 	Actions         InstanceActions `json:"actions"`
 	Tags            []Tag           `json:"tags,omitempty"`
 }

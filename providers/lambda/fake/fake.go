@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,6 +34,9 @@ type Fault struct {
 	Code       string // error.code; empty sends a body that is not the JSON envelope
 	Message    string
 	RetryAfter string // Retry-After header, if any
+	// Apply carries the request out before answering the fault: the
+	// answer is lost, the effect is not (a launch that did happen).
+	Apply bool
 }
 
 // Launch is one accepted or refused launch request, for assertions.
@@ -209,6 +213,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, f := range s.faults {
 		if f.Path == r.URL.Path {
 			s.faults = append(s.faults[:i], s.faults[i+1:]...)
+			if f.Apply {
+				s.route(httptest.NewRecorder(), r, now)
+			}
 			if f.RetryAfter != "" {
 				w.Header().Set("Retry-After", f.RetryAfter)
 			}
@@ -220,6 +227,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	s.route(w, r, now)
+}
+
+// route answers a request on its path.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, now time.Time) {
 	// Lambda does not document its rate-limit answer; SkyPilot handles 429,
 	// which is what this fake sends, with Retry-After in seconds.
 	if s.RequestInterval > 0 && !s.lastAny.IsZero() && now.Sub(s.lastAny) < s.RequestInterval {
@@ -307,6 +319,7 @@ func (s *Server) advance() {
 			in.IP = fmt.Sprintf("198.51.100.%d", 1+in.num%250)
 			in.PrivateIP = fmt.Sprintf("10.0.2.%d", 100+in.num%150)
 			in.Hostname = in.IP
+			in.JupyterURL = "https://jupyter-" + in.ID + ".lambdaspaces.com/?token=" + in.JupyterToken
 		case in.Status == lambda.StatusTerminating && !now.Before(in.terminatedAt.Add(s.TerminateDelay)):
 			in.Status = lambda.StatusTerminated
 		}
@@ -558,4 +571,18 @@ func (s *Server) addKey(w http.ResponseWriter, r *http.Request) {
 	k := lambda.SSHKey{ID: s.id(), Name: req.Name, PublicKey: req.PublicKey}
 	s.keys = append(s.keys, k)
 	s.ok(w, k)
+}
+
+// SetCapacity sets the free machines of a type in a region.
+func (s *Server) SetCapacity(typ, region string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Capacity[Cap{Type: typ, Region: region}] = n
+}
+
+// Free returns the free machines of a type in a region.
+func (s *Server) Free(typ, region string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Capacity[Cap{Type: typ, Region: region}]
 }
