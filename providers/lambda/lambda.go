@@ -277,7 +277,7 @@ func (l *Cloud) launchMissing(ctx context.Context, req providers.PlaceRequest, t
 		if _, ok := have[i]; ok {
 			continue
 		}
-		script, err := StartupScript(l.cfg.Agent, req.Agent.ServerURL, req.Agent.Tokens[i], req.SSHKeys)
+		script, err := StartupScript(l.cfg.Agent, req.Agent.ServerURL, req.Agent.Tokens[i], req.Workload())
 		if err != nil {
 			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch, Location: req.Location, Message: err.Error()}
 		}

@@ -286,8 +286,8 @@ func TestSSHKeys(t *testing.T) {
 	if l := e2.fake.Launches()[0]; l.Request.SSHKeyNames[0] != "my-public-key" || len(e2.fake.SSHKeys()) != 1 {
 		t.Errorf("configured key: %v, keys %d", l.Request.SSHKeyNames, len(e2.fake.SSHKeys()))
 	}
-	// The customer's keys still reach the machine, through the start-up script.
-	if ud := e2.fake.UserData(e2.fake.Live()[0].ID); !strings.Contains(ud, "alice@laptop") {
+	// The customer's keys still reach the machine, in the workload its agent installs.
+	if ud := e2.fake.UserData(e2.fake.Live()[0].ID); !strings.Contains(ud, `"sshKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIcustomer alice@laptop"]`) {
 		t.Errorf("customer key missing from user_data:\n%s", ud)
 	}
 }

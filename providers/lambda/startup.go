@@ -2,10 +2,13 @@ package lambda
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/clusterdeck/clusterdeck/providers"
 )
 
 // AgentInstall says where machines download the clusterdeck binary
@@ -32,75 +35,63 @@ func (a AgentInstall) validate() error {
 // userDataMax is Lambda's limit on user_data: plain text, at most 1 MB.
 const userDataMax = 1 << 20
 
-// StartupScript is the cloud-init user-data of one machine: it adds the
-// customer's SSH keys for the image's user, downloads the clusterdeck binary
-// (checked against its SHA-256 when one is configured), and runs
-// `clusterdeck agent --server URL --token T` as a systemd service that
-// restarts on failure and on every boot. The token authenticates exactly
-// this machine; Lambda never returns user_data in its answers, and the
-// token sits in a root-only file on the machine.
-func StartupScript(a AgentInstall, serverURL, token string, sshKeys []string) (string, error) {
+// StartupScript is the cloud-init user-data of one machine: it downloads
+// the clusterdeck binary (checked against its SHA-256 when one is
+// configured), writes the group's workload (image, env, ports, SSH keys,
+// start command: the agent installs the keys and runs the rest, N3) and
+// runs `clusterdeck agent --server URL --token T --workload FILE` as a
+// systemd service that restarts on failure and on every boot. The token
+// authenticates exactly this machine; Lambda never returns user_data in its
+// answers, and the token and workload sit in root-only files.
+func StartupScript(a AgentInstall, serverURL, token string, w providers.Workload) (string, error) {
 	if u, err := url.Parse(serverURL); serverURL == "" || err != nil || u.Host == "" {
 		return "", fmt.Errorf("lambda: server URL %q is not an absolute URL", serverURL)
 	}
 	if token == "" || strings.ContainsAny(token, "\n\r'\"\\ $`") {
 		return "", errors.New("lambda: agent token is empty or has characters a start-up script cannot carry")
 	}
-	var keys []string
-	for _, k := range sshKeys {
-		k = strings.TrimSpace(k)
-		if k == "" {
-			continue
-		}
-		if strings.ContainsAny(k, "\n\r") {
-			return "", errors.New("lambda: an SSH key spans several lines")
-		}
-		keys = append(keys, k)
+	workload, err := json.Marshal(w) // one line: it cannot end the here-document early
+	if err != nil {
+		return "", fmt.Errorf("lambda: workload: %w", err)
 	}
 	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	w("#!/bin/sh")
-	w("# Clusterdeck machine start-up (cloud-init user-data): install and start the cluster agent.")
-	w("set -eu")
-	if len(keys) > 0 {
-		w("install -d -m 0700 -o %s -g %s /home/%s/.ssh", SSHUser, SSHUser, SSHUser)
-		w("cat >> /home/%s/.ssh/authorized_keys <<'CLUSTERDECK_KEYS'", SSHUser)
-		for _, k := range keys {
-			w("%s", k)
-		}
-		w("CLUSTERDECK_KEYS")
-		w("chown %s:%s /home/%s/.ssh/authorized_keys && chmod 0600 /home/%s/.ssh/authorized_keys", SSHUser, SSHUser, SSHUser, SSHUser)
-	}
-	w("install -d -m 0755 /opt/clusterdeck")
-	w("install -d -m 0700 /etc/clusterdeck")
-	w("curl -fsSL --retry 10 --retry-delay 5 --retry-all-errors -o /opt/clusterdeck/clusterdeck.new %s", shellQuote(a.URL))
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	line("#!/bin/sh")
+	line("# Clusterdeck machine start-up (cloud-init user-data): install and start the cluster agent.")
+	line("set -eu")
+	line("install -d -m 0755 /opt/clusterdeck")
+	line("curl -fsSL --retry 10 --retry-delay 5 --retry-all-errors -o /opt/clusterdeck/clusterdeck.new %s", shellQuote(a.URL))
 	if a.SHA256 != "" {
-		w("echo %s | sha256sum -c -", shellQuote(strings.ToLower(a.SHA256)+"  /opt/clusterdeck/clusterdeck.new"))
+		line("echo %s | sha256sum -c -", shellQuote(strings.ToLower(a.SHA256)+"  /opt/clusterdeck/clusterdeck.new"))
 	}
-	w("chmod 0755 /opt/clusterdeck/clusterdeck.new && mv /opt/clusterdeck/clusterdeck.new /opt/clusterdeck/clusterdeck")
-	w("umask 077")
-	w("cat > /etc/clusterdeck/agent.env <<'CLUSTERDECK_ENV'")
-	w("CLUSTERDECK_SERVER=%s", serverURL)
-	w("CLUSTERDECK_TOKEN=%s", token)
-	w("CLUSTERDECK_ENV")
-	w("umask 022")
-	w("cat > /etc/systemd/system/clusterdeck-agent.service <<'CLUSTERDECK_UNIT'")
-	w("[Unit]")
-	w("Description=Clusterdeck cluster agent")
-	w("Wants=network-online.target")
-	w("After=network-online.target")
-	w("")
-	w("[Service]")
-	w("EnvironmentFile=/etc/clusterdeck/agent.env")
-	w("ExecStart=/opt/clusterdeck/clusterdeck agent --server ${CLUSTERDECK_SERVER} --token ${CLUSTERDECK_TOKEN}")
-	w("Restart=always")
-	w("RestartSec=5")
-	w("")
-	w("[Install]")
-	w("WantedBy=multi-user.target")
-	w("CLUSTERDECK_UNIT")
-	w("systemctl daemon-reload")
-	w("systemctl enable --now clusterdeck-agent.service")
+	line("chmod 0755 /opt/clusterdeck/clusterdeck.new && mv /opt/clusterdeck/clusterdeck.new /opt/clusterdeck/clusterdeck")
+	line("umask 077")
+	line("install -d -m 0700 /etc/clusterdeck")
+	line("cat > /etc/clusterdeck/agent.env <<'CLUSTERDECK_ENV'")
+	line("CLUSTERDECK_SERVER=%s", serverURL)
+	line("CLUSTERDECK_TOKEN=%s", token)
+	line("CLUSTERDECK_ENV")
+	line("cat > /etc/clusterdeck/workload.json <<'CLUSTERDECK_WORKLOAD'")
+	line("%s", workload)
+	line("CLUSTERDECK_WORKLOAD")
+	line("umask 022")
+	line("cat > /etc/systemd/system/clusterdeck-agent.service <<'CLUSTERDECK_UNIT'")
+	line("[Unit]")
+	line("Description=Clusterdeck cluster agent")
+	line("Wants=network-online.target")
+	line("After=network-online.target")
+	line("")
+	line("[Service]")
+	line("EnvironmentFile=/etc/clusterdeck/agent.env")
+	line("ExecStart=/opt/clusterdeck/clusterdeck agent --server ${CLUSTERDECK_SERVER} --token ${CLUSTERDECK_TOKEN} --workload /etc/clusterdeck/workload.json")
+	line("Restart=always")
+	line("RestartSec=5")
+	line("")
+	line("[Install]")
+	line("WantedBy=multi-user.target")
+	line("CLUSTERDECK_UNIT")
+	line("systemctl daemon-reload")
+	line("systemctl enable --now clusterdeck-agent.service")
 	if b.Len() > userDataMax {
 		return "", fmt.Errorf("lambda: start-up script is %d bytes; Lambda takes at most %d", b.Len(), userDataMax)
 	}

@@ -1,23 +1,28 @@
 package lambda_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/lambda"
 )
 
-// The start-up script is valid sh, installs the customer's keys, fetches
-// the binary, checks its SHA-256 and runs `clusterdeck agent --server URL
-// --token T` as a service that survives reboots.
+// The start-up script is valid sh; it fetches the binary, checks its
+// SHA-256, writes the workload (whose SSH keys the agent installs) and runs
+// `clusterdeck agent --server URL --token T --workload FILE` as a service
+// that survives reboots (N3).
 func TestStartupScript(t *testing.T) {
 	sum := strings.Repeat("0f", 32)
 	a := lambda.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64", SHA256: sum}
-	script, err := lambda.StartupScript(a, "https://deck.example.com", "agt_tok_1",
-		[]string{"ssh-ed25519 AAAAkey1 a@b", " ", "ssh-rsa AAAAkey2 c@d"})
+	w := providers.Workload{Image: "nvcr.io/nvidia/pytorch:24.05-py3", Env: map[string]string{"A": "x\nCLUSTERDECK_WORKLOAD\n'"},
+		Ports: []int{8888}, SSHKeys: []string{"ssh-ed25519 AAAAkey1 a@b"}, StartCommand: "echo hi; sleep 1"}
+	script, err := lambda.StartupScript(a, "https://deck.example.com", "agt_tok_1", w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +40,10 @@ func TestStartupScript(t *testing.T) {
 	for _, want := range []string{
 		"#!/bin/sh\n",
 		"set -eu\n",
-		"ssh-ed25519 AAAAkey1 a@b\nssh-rsa AAAAkey2 c@d\nCLUSTERDECK_KEYS\n",
 		"curl -fsSL --retry 10 --retry-delay 5 --retry-all-errors -o /opt/clusterdeck/clusterdeck.new 'https://deck.example.com/dl/clusterdeck-linux-amd64'\n",
 		"echo '" + sum + "  /opt/clusterdeck/clusterdeck.new' | sha256sum -c -\n",
 		"CLUSTERDECK_SERVER=https://deck.example.com\nCLUSTERDECK_TOKEN=agt_tok_1\n",
-		"ExecStart=/opt/clusterdeck/clusterdeck agent --server ${CLUSTERDECK_SERVER} --token ${CLUSTERDECK_TOKEN}\n",
+		"ExecStart=/opt/clusterdeck/clusterdeck agent --server ${CLUSTERDECK_SERVER} --token ${CLUSTERDECK_TOKEN} --workload /etc/clusterdeck/workload.json\n",
 		"Restart=always\n",
 		"systemctl enable --now clusterdeck-agent.service\n",
 	} {
@@ -51,21 +55,26 @@ func TestStartupScript(t *testing.T) {
 	if i, j := strings.Index(script, "umask 077"), strings.Index(script, "CLUSTERDECK_TOKEN="); i < 0 || i > j {
 		t.Error("the token is written before umask 077")
 	}
-	// Without a checksum nothing is verified; without keys none are added.
-	plain, err := lambda.StartupScript(lambda.AgentInstall{URL: a.URL}, "https://deck.example.com", "agt_tok_1", nil)
-	if err != nil || strings.Contains(plain, "sha256sum") || strings.Contains(plain, "authorized_keys") {
+	// The workload reads back as written, even with a value that looks like
+	// the here-document's end.
+	_, rest, _ := strings.Cut(script, "<<'CLUSTERDECK_WORKLOAD'\n")
+	body, _, ok := strings.Cut(rest, "\nCLUSTERDECK_WORKLOAD\n")
+	var back providers.Workload
+	if !ok || json.Unmarshal([]byte(body), &back) != nil || !reflect.DeepEqual(back, w) {
+		t.Errorf("workload %q reads back as %+v", body, back)
+	}
+	// Without a checksum nothing is verified.
+	plain, err := lambda.StartupScript(lambda.AgentInstall{URL: a.URL}, "https://deck.example.com", "agt_tok_1", providers.Workload{})
+	if err != nil || strings.Contains(plain, "sha256sum") {
 		t.Errorf("plain script: %v\n%s", err, plain)
 	}
 	for _, bad := range []struct{ server, token string }{
 		{"", "t"}, {"deck.example.com", "t"}, {"https://deck.example.com", ""},
 		{"https://deck.example.com", "t'; rm -rf /"}, {"https://deck.example.com", "t\nX=1"},
 	} {
-		if _, err := lambda.StartupScript(a, bad.server, bad.token, nil); err == nil {
+		if _, err := lambda.StartupScript(a, bad.server, bad.token, providers.Workload{}); err == nil {
 			t.Errorf("accepted server %q token %q", bad.server, bad.token)
 		}
-	}
-	if _, err := lambda.StartupScript(a, "https://deck.example.com", "t", []string{"ssh-rsa A\nrm -rf /"}); err == nil {
-		t.Error("accepted a key spanning lines")
 	}
 }
 
