@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -484,7 +485,7 @@ func (l *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[st
 // the machine still boots) is ErrTransient.
 func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error {
 	var in Instance
-	err := l.c.do(ctx, opRestart, http.MethodGet, pathInstances+"/"+nodeID, nil, &in)
+	err := l.c.do(ctx, opRestart, http.MethodGet, pathInstances+"/"+url.PathEscape(nodeID), nil, &in)
 	if err != nil {
 		return err
 	}

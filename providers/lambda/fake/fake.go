@@ -37,6 +37,8 @@ type Fault struct {
 	// Apply carries the request out before answering the fault: the
 	// answer is lost, the effect is not (a launch that did happen).
 	Apply bool
+	// After lets this many requests on Path through first.
+	After int
 }
 
 // Launch is one accepted or refused launch request, for assertions.
@@ -211,6 +213,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i, f := range s.faults {
+		if f.Path == r.URL.Path && f.After > 0 {
+			s.faults[i].After--
+			break
+		}
 		if f.Path == r.URL.Path {
 			s.faults = append(s.faults[:i], s.faults[i+1:]...)
 			if f.Apply {
