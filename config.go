@@ -53,6 +53,8 @@ type config struct {
 
 	HeartbeatLate  time.Duration // HEALTH_HEARTBEAT_LATE: an agent is late after this long without a heartbeat (default 3m)
 	UnhealthyAfter time.Duration // HEALTH_UNHEALTHY_AFTER: how long a machine's condition must hold (default 1m)
+	BalanceGrace   time.Duration // BALANCE_GRACE: an exhausted balance stops every running cluster after this long (default 1h)
+	TerminateGrace time.Duration // BALANCE_TERMINATE_GRACE: stopped by the balance and unpaid this long, they are terminated (default 72h)
 }
 
 func (c config) SQLitePath() string { return filepath.Join(c.DataDir, "clusterdeck.db") }
@@ -124,6 +126,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.UnhealthyAfter, err = positiveDuration(get("HEALTH_UNHEALTHY_AFTER", "1m")); err != nil {
 		return c, fmt.Errorf("HEALTH_UNHEALTHY_AFTER: %w", err)
+	}
+	if c.BalanceGrace, err = positiveDuration(get("BALANCE_GRACE", "1h")); err != nil {
+		return c, fmt.Errorf("BALANCE_GRACE: %w", err)
+	}
+	if c.TerminateGrace, err = positiveDuration(get("BALANCE_TERMINATE_GRACE", "72h")); err != nil {
+		return c, fmt.Errorf("BALANCE_TERMINATE_GRACE: %w", err)
 	}
 	if c.DefaultMarkup, err = models.ParsePercent(get("DEFAULT_MARKUP_PERCENT", "0")); err != nil || c.DefaultMarkup > models.MaxMarkupBP {
 		return c, fmt.Errorf("DEFAULT_MARKUP_PERCENT must be a percentage from 0 to 500 like 12.5, not %q", getenv("DEFAULT_MARKUP_PERCENT"))

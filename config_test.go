@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // SALES_EMAIL (RQ2) defaults to sales@clusterdeck.local, is normalised, and
@@ -75,6 +76,26 @@ func TestLambdaConfig(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("error shows the key: %v", err)
+		}
+	}
+}
+
+// BALANCE_GRACE and BALANCE_TERMINATE_GRACE (B6) default to 1 h and 72 h;
+// anything but a positive duration fails start-up naming the variable.
+func TestBalanceGraceConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	if c, err := loadConfig(env(nil)); err != nil || c.BalanceGrace != time.Hour || c.TerminateGrace != 72*time.Hour {
+		t.Errorf("default: %v %v %v", c.BalanceGrace, c.TerminateGrace, err)
+	}
+	c, err := loadConfig(env(map[string]string{"BALANCE_GRACE": "30m", "BALANCE_TERMINATE_GRACE": "24h"}))
+	if err != nil || c.BalanceGrace != 30*time.Minute || c.TerminateGrace != 24*time.Hour {
+		t.Errorf("set: %v %v %v", c.BalanceGrace, c.TerminateGrace, err)
+	}
+	for _, k := range []string{"BALANCE_GRACE", "BALANCE_TERMINATE_GRACE"} {
+		for _, bad := range []string{"0s", "-1h", "an hour"} {
+			if _, err := loadConfig(env(map[string]string{k: bad})); err == nil || !strings.Contains(err.Error(), k) {
+				t.Errorf("%s=%q: err = %v", k, bad, err)
+			}
 		}
 	}
 }

@@ -140,6 +140,10 @@ func (p countedProvider) RestartNode(ctx context.Context, group, node string) er
 	return p.count("RestartNode", p.Provider.RestartNode(ctx, group, node))
 }
 
+func (p countedProvider) StopNode(ctx context.Context, group, node string) error {
+	return p.count("StopNode", p.Provider.StopNode(ctx, group, node))
+}
+
 func (p countedProvider) TerminateGroup(ctx context.Context, group string) error {
 	return p.count("TerminateGroup", p.Provider.TerminateGroup(ctx, group))
 }

@@ -109,6 +109,17 @@ type Cluster struct {
 	RecoveryOutcome         string     `gorm:"type:text"` // JSON []MachineOutcome of the last attempt
 	RecoverRequestedAt      *time.Time // "recover now" waiting for the recovery job
 
+	// Stop and resume (B5, B6; see stop.go).
+	StopRequestedAt   *time.Time // a stop to carry out (or machines to stop again after a failed resume)
+	StopReason        string     `gorm:"size:16"`  // StopReason of the last stop
+	StopDetail        string     `gorm:"size:255"` // why, for people
+	StoppedFrom       string     `gorm:"size:16"`  // the status the stop left
+	StoppedAt         *time.Time // compute billing ended here; nil while it runs
+	BillFrom          *time.Time // the current billed run started here after a resume; nil = readyAt
+	ResumeRequestedAt *time.Time // a resume under way
+	ResumeStartedAt   *time.Time // the last resume's start: its step deadlines count from here
+	Resumes           int        // resumes completed
+
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -147,6 +158,10 @@ func (c Cluster) StepDeadline(step string) time.Time {
 	if c.PlacedAt == nil {
 		return time.Time{}
 	}
+	start := *c.PlacedAt
+	if c.ResumeStartedAt != nil && c.ResumeStartedAt.After(start) {
+		start = *c.ResumeStartedAt // a resume takes the launch's steps again (B6)
+	}
 	boot := c.BootTime()
 	running := max(2*boot, 3*time.Minute)
 	var d time.Duration
@@ -160,7 +175,7 @@ func (c Cluster) StepDeadline(step string) time.Time {
 	default:
 		d = c.Cap()
 	}
-	return c.PlacedAt.Add(min(d, c.Cap()))
+	return start.Add(min(d, c.Cap()))
 }
 
 // GroupName is the provider-side idempotency key for the cluster's machines.
@@ -508,7 +523,8 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("quota exceeded: %d %s in use + %d requested > limit %d", e.InUse, e.Resource, e.Requested, e.Limit)
 }
 
-// UsageInUse counts the machines and GPUs an organisation has in live clusters.
+// UsageInUse counts the machines and GPUs an organisation has in live clusters
+// and in stopped clusters being resumed.
 func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus int, err error) {
 	var row struct {
 		Machines int
@@ -516,7 +532,8 @@ func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus in
 	}
 	err = s.db.WithContext(ctx).Model(&Cluster{}).
 		Select("COALESCE(SUM(nodes), 0) AS machines, COALESCE(SUM(nodes * gpus_per_node), 0) AS gpus").
-		Where("org_id = ? AND status IN ?", orgID, liveStatuses).Scan(&row).Error
+		Where("org_id = ? AND (status IN ? OR (status = ? AND resume_requested_at IS NOT NULL))", orgID, liveStatuses, StatusStopped).
+		Scan(&row).Error
 	return row.Machines, row.GPUs, err
 }
 

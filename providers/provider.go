@@ -181,6 +181,12 @@ type Provider interface {
 	// upstream no longer knows is ErrNotFound; one it cannot bring back is
 	// ErrUnrecoverable; anything else (ErrTransient) may succeed later.
 	RestartNode(ctx context.Context, groupName, nodeID string) error
+	// StopNode stops one running machine in place, keeping its disk and
+	// interconnect address, until RestartNode starts it again (B6). A
+	// machine that is not running is ErrValidation; one the upstream no
+	// longer knows is ErrNotFound; anything else (ErrTransient) may
+	// succeed later.
+	StopNode(ctx context.Context, groupName, nodeID string) error
 	// TerminateGroup releases every machine of the group together. Unknown or
 	// already-gone groups are success.
 	TerminateGroup(ctx context.Context, groupName string) error

@@ -503,6 +503,15 @@ func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 	return l.c.do(ctx, opRestart, http.MethodPost, pathRestart, InstanceIDs{InstanceIDs: []string{nodeID}}, &out)
 }
 
+// StopNode is refused: Lambda's on-demand instances cannot be stopped
+// (its API has restart and terminate, no stop), so the machine keeps
+// running and billing. The refusal is ErrValidation with code
+// "unsupported"; only terminating the group releases the machines.
+func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
+	return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: "StopNode", Code: "unsupported",
+		Message: "Lambda cannot stop a machine and start it again; terminate the cluster to release it"}
+}
+
 // TerminateGroup terminates every live machine of the group in one call. A
 // group Lambda does not know, or machines already gone, are success.
 func (l *Cloud) TerminateGroup(ctx context.Context, groupName string) error {

@@ -28,6 +28,9 @@ type Env struct {
 	// was placed (a provider that places a group in one call may refuse it
 	// as a whole).
 	FailMidway func(t *testing.T)
+	// Stops says whether the upstream can stop a machine and start it
+	// again; one that cannot refuses StopNode with ErrValidation.
+	Stops bool
 }
 
 // Request is a placement of n machines of the env's offer.
@@ -154,6 +157,35 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		}
 		if err := e.Provider.RestartNode(ctx, "cl_1", "no-such-machine"); !errors.Is(err, providers.ErrNotFound) {
 			t.Fatalf("unknown machine: want ErrNotFound, got %v", err)
+		}
+	})
+	t.Run("stop, then restart starts the machine", func(t *testing.T) {
+		e := newEnv(t)
+		g, err := e.Provider.PlaceGroup(ctx, e.Request("cl_1", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(e.Boot)
+		err = e.Provider.StopNode(ctx, "cl_1", g.Nodes[0].ID)
+		if !e.Stops {
+			if !errors.Is(err, providers.ErrValidation) {
+				t.Fatalf("a provider that cannot stop refuses: want ErrValidation, got %v", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(e.Boot)
+		if g, err = e.Provider.DescribeGroup(ctx, "cl_1"); err != nil || g.Nodes[0].State != providers.NodeStopped {
+			t.Fatalf("after stop: %+v %v", g, err)
+		}
+		if err := e.Provider.RestartNode(ctx, "cl_1", g.Nodes[0].ID); err != nil {
+			t.Fatalf("restart of a stopped machine: %v", err)
+		}
+		e.Advance(e.Boot)
+		if g, err = e.Provider.DescribeGroup(ctx, "cl_1"); err != nil || g.Nodes[0].State != providers.NodeRunning {
+			t.Fatalf("after the restart: %+v %v", g, err)
 		}
 	})
 }
