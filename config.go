@@ -168,6 +168,9 @@ type lambdaConfig struct {
 	ImageFamily string   // LAMBDA_IMAGE_FAMILY: machine image family (default: Lambda Stack)
 	AgentURL    string   // LAMBDA_AGENT_URL: where machines download the clusterdeck binary (linux/amd64)
 	AgentSHA256 string   // LAMBDA_AGENT_SHA256: the binary's SHA-256, checked on every machine
+	// LAMBDA_REQUEST_INTERVAL and LAMBDA_LAUNCH_INTERVAL: the pacing of
+	// requests and launches (default Lambda's documented 1s and 12s).
+	RequestInterval, LaunchInterval time.Duration
 }
 
 // loadLambda reads LAMBDA_*; a key enables the provider (added to PROVIDERS
@@ -201,6 +204,13 @@ func (c *config) loadLambda(get func(k, def string) string) error {
 		if b, err := hex.DecodeString(l.AgentSHA256); err != nil || len(b) != 32 {
 			return errors.New("LAMBDA_AGENT_SHA256 must be the binary's SHA-256 in 64 hex digits (sha256sum clusterdeck)")
 		}
+	}
+	var err error
+	if l.RequestInterval, err = positiveDuration(get("LAMBDA_REQUEST_INTERVAL", "1s")); err != nil {
+		return fmt.Errorf("LAMBDA_REQUEST_INTERVAL: %w", err)
+	}
+	if l.LaunchInterval, err = positiveDuration(get("LAMBDA_LAUNCH_INTERVAL", "12s")); err != nil {
+		return fmt.Errorf("LAMBDA_LAUNCH_INTERVAL: %w", err)
 	}
 	c.Lambda = l
 	return nil

@@ -57,7 +57,8 @@ func TestLambdaConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.Providers, []string{"sim", "lambda"}) || !slices.Equal(c.Lambda.Regions, []string{"us-east-1", "us-west-1"}) ||
-		c.Lambda.APIURL != "https://cloud.lambda.ai" || c.Lambda.AgentSHA256 != strings.Repeat("ab", 32) {
+		c.Lambda.APIURL != "https://cloud.lambda.ai" || c.Lambda.AgentSHA256 != strings.Repeat("ab", 32) ||
+		c.Lambda.RequestInterval != time.Second || c.Lambda.LaunchInterval != 12*time.Second {
 		t.Errorf("enabled: %+v %v", c.Providers, c.Lambda.Regions)
 	}
 	c, err = loadConfig(env(map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd"}))
@@ -65,10 +66,11 @@ func TestLambdaConfig(t *testing.T) {
 		t.Errorf("lambda alone: %v %v", c.Providers, err)
 	}
 	for name, kv := range map[string]map[string]string{
-		"PROVIDERS":           {"PROVIDERS": "sim,lambda"},
-		"LAMBDA_AGENT_URL":    {"LAMBDA_API_KEY": "k"},
-		"LAMBDA_AGENT_SHA256": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": "abc"},
-		"LAMBDA_API_URL":      {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_API_URL": "cloud.lambda.ai"},
+		"PROVIDERS":              {"PROVIDERS": "sim,lambda"},
+		"LAMBDA_AGENT_URL":       {"LAMBDA_API_KEY": "k"},
+		"LAMBDA_AGENT_SHA256":    {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": "abc"},
+		"LAMBDA_API_URL":         {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_API_URL": "cloud.lambda.ai"},
+		"LAMBDA_LAUNCH_INTERVAL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_LAUNCH_INTERVAL": "0s"},
 	} {
 		_, err := loadConfig(env(kv))
 		if err == nil || !strings.Contains(err.Error(), name) {

@@ -57,7 +57,7 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 		case lambda.Name:
 			l := cfg.Lambda
 			p, err := lambda.New(lambda.Config{APIKey: l.APIKey, BaseURL: l.APIURL, Regions: l.Regions,
-				SSHKeyName: l.SSHKeyName, ImageFamily: l.ImageFamily,
+				SSHKeyName: l.SSHKeyName, ImageFamily: l.ImageFamily, RequestInterval: l.RequestInterval, LaunchInterval: l.LaunchInterval,
 				Agent: lambda.AgentInstall{URL: l.AgentURL, SHA256: l.AgentSHA256}})
 			if err != nil {
 				return nil, fmt.Errorf("LAMBDA_*: %w", err)

@@ -44,6 +44,8 @@ type client struct {
 	retries int           // attempts after the first, for transient failures only
 	backoff time.Duration // first retry delay; doubles up to maxBackoff
 
+	requestEvery, launchEvery time.Duration // RequestInterval and LaunchInterval unless configured
+
 	// pace serialises requests so that at most one leaves per
 	// RequestInterval and one launch per LaunchInterval (per account; one
 	// adapter per process).
@@ -82,9 +84,9 @@ func (c *client) wait(ctx context.Context, launch bool) error {
 			at = c.nextLaunch
 		}
 		if !at.After(now) {
-			c.nextAny = now.Add(RequestInterval)
+			c.nextAny = now.Add(c.requestEvery)
 			if launch {
-				c.nextLaunch = now.Add(LaunchInterval)
+				c.nextLaunch = now.Add(c.launchEvery)
 			}
 			return nil
 		}
@@ -124,8 +126,8 @@ func (c *client) do(ctx context.Context, op, method, path string, in, out any) e
 			wait = pe.RetryAfter
 		}
 		if launch && pe.Class == providers.ErrRateLimited {
-			if wait < LaunchInterval {
-				wait = LaunchInterval
+			if wait < c.launchEvery {
+				wait = c.launchEvery
 			}
 			c.holdLaunches(wait)
 		}

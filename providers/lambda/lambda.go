@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
@@ -66,7 +67,10 @@ type Config struct {
 	Now        func() time.Time                           // default time.Now
 	Sleep      func(context.Context, time.Duration) error // default: a timer honouring ctx
 	Retries    int                                        // transient retries per request (default 4; negative = none)
-	Backoff    time.Duration                              // first retry delay (default 2 s)
+	// RequestInterval and LaunchInterval pace requests and launches
+	// (default: Lambda's documented 1 s and 12 s).
+	RequestInterval, LaunchInterval time.Duration
+	Backoff                         time.Duration // first retry delay (default 2 s)
 }
 
 // String never shows the key.
@@ -79,6 +83,28 @@ type Cloud struct {
 	cfg     Config
 	c       *client
 	regions map[string]bool // allowed; nil = all
+
+	// A placement is many calls; placing, rolling back and terminating one
+	// group are serialised so that two callers (two overlapping job ticks)
+	// never launch a rank twice or launch into a group being terminated.
+	mu     sync.Mutex
+	groups map[string]*sync.Mutex
+}
+
+// lock holds group's lock until the returned func is called.
+func (l *Cloud) lock(group string) func() {
+	l.mu.Lock()
+	if l.groups == nil {
+		l.groups = map[string]*sync.Mutex{}
+	}
+	m, ok := l.groups[group]
+	if !ok {
+		m = &sync.Mutex{}
+		l.groups[group] = m
+	}
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 var _ providers.Provider = (*Cloud)(nil)
@@ -108,11 +134,18 @@ func New(cfg Config) (*Cloud, error) {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 2 * time.Second
 	}
+	if cfg.RequestInterval <= 0 {
+		cfg.RequestInterval = RequestInterval
+	}
+	if cfg.LaunchInterval <= 0 {
+		cfg.LaunchInterval = LaunchInterval
+	}
 	if err := cfg.Agent.validate(); err != nil {
 		return nil, err
 	}
 	l := &Cloud{cfg: cfg, c: &client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: cfg.HTTPClient,
-		now: cfg.Now, sleep: cfg.Sleep, retries: cfg.Retries, backoff: cfg.Backoff}}
+		now: cfg.Now, sleep: cfg.Sleep, retries: cfg.Retries, backoff: cfg.Backoff,
+		requestEvery: cfg.RequestInterval, launchEvery: cfg.LaunchInterval}}
 	if len(cfg.Regions) > 0 {
 		l.regions = map[string]bool{}
 		for _, r := range cfg.Regions {
@@ -202,6 +235,7 @@ func (l *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 	if err != nil {
 		return providers.Group{}, err
 	}
+	defer l.lock(req.GroupName)()
 	live, err := l.instances(ctx, opLaunch)
 	if err != nil {
 		return providers.Group{}, err
@@ -363,7 +397,7 @@ func (l *Cloud) rollback(ctx context.Context, group string) error {
 	// The caller's context may be what failed; cleaning up must not.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	if err := l.TerminateGroup(ctx, group); err != nil {
+	if err := l.terminate(ctx, group); err != nil {
 		return fmt.Errorf("lambda: roll back group %s: %w", group, err)
 	}
 	return nil
@@ -515,6 +549,12 @@ func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 // TerminateGroup terminates every live machine of the group in one call. A
 // group Lambda does not know, or machines already gone, are success.
 func (l *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
+	defer l.lock(groupName)()
+	return l.terminate(ctx, groupName)
+}
+
+// terminate is TerminateGroup under the group's lock.
+func (l *Cloud) terminate(ctx context.Context, groupName string) error {
 	by, err := l.instances(ctx, opTerminate)
 	if err != nil {
 		return err

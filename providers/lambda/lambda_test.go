@@ -622,3 +622,34 @@ func TestFakeMatchesDocumentedShapes(t *testing.T) {
 		t.Errorf("basic auth refused: %v", got)
 	}
 }
+
+// Two overlapping placements of one group (two job ticks at once) launch
+// each rank once and both return the same machines.
+func TestPlaceGroupConcurrent(t *testing.T) {
+	e := newEnv(t)
+	e.fake.SetCapacity(h100, "us-west-1", 3)
+	ctx := context.Background()
+	type res struct {
+		g   providers.Group
+		err error
+	}
+	out := make(chan res, 2)
+	for range 2 {
+		go func() {
+			g, err := e.cloud.PlaceGroup(ctx, request("cl_1", "us-west-1", 2))
+			out <- res{g, err}
+		}()
+	}
+	a, b := <-out, <-out
+	if a.err != nil || b.err != nil {
+		t.Fatalf("%v / %v", a.err, b.err)
+	}
+	if len(e.fake.Live()) != 2 || len(e.fake.Launches()) != 2 {
+		t.Fatalf("%d live, %d launches for one group of 2", len(e.fake.Live()), len(e.fake.Launches()))
+	}
+	for i := range 2 {
+		if a.g.Nodes[i].ID != b.g.Nodes[i].ID {
+			t.Errorf("rank %d: %s and %s", i, a.g.Nodes[i].ID, b.g.Nodes[i].ID)
+		}
+	}
+}
