@@ -46,11 +46,11 @@ type client struct {
 
 	requestEvery, launchEvery time.Duration // RequestInterval and LaunchInterval unless configured
 
-	// pace serialises requests so that at most one leaves per
-	// RequestInterval and one launch per LaunchInterval (per account; one
-	// adapter per process).
+	// pace spaces requests so that at most one leaves per RequestInterval
+	// and one launch per LaunchInterval (per account; one adapter per
+	// process).
 	pace       sync.Mutex
-	nextAny    time.Time
+	booked     []time.Time // send times of requests booked within the last RequestInterval or ahead
 	nextLaunch time.Time
 }
 
@@ -72,28 +72,42 @@ func newHTTPClient() *http.Client {
 	}
 }
 
-// wait blocks until the pacing allows another request (a launch when launch
-// is set) and books the slot.
+// wait books the next free slot for a request (a launch when launch is
+// set) and sleeps until it. Slots are booked under the lock and waited for
+// outside it, so a launch waiting its 12 s does not hold up the describe
+// calls meanwhile: they take the free slots around it, every request
+// RequestInterval away from every other.
 func (c *client) wait(ctx context.Context, launch bool) error {
 	c.pace.Lock()
-	defer c.pace.Unlock()
-	for {
-		now := c.now()
-		at := c.nextAny
-		if launch && c.nextLaunch.After(at) {
-			at = c.nextLaunch
-		}
-		if !at.After(now) {
-			c.nextAny = now.Add(c.requestEvery)
-			if launch {
-				c.nextLaunch = now.Add(c.launchEvery)
-			}
-			return nil
-		}
-		if err := c.sleep(ctx, at.Sub(now)); err != nil {
-			return err
+	now := c.now()
+	kept := c.booked[:0]
+	for _, b := range c.booked {
+		if now.Sub(b) < c.requestEvery {
+			kept = append(kept, b)
 		}
 	}
+	c.booked = kept
+	at := now
+	if launch && c.nextLaunch.After(at) {
+		at = c.nextLaunch
+	}
+	for moved := true; moved; {
+		moved = false
+		for _, b := range c.booked {
+			if d := at.Sub(b); d > -c.requestEvery && d < c.requestEvery {
+				at, moved = b.Add(c.requestEvery), true
+			}
+		}
+	}
+	c.booked = append(c.booked, at)
+	if launch {
+		c.nextLaunch = at.Add(c.launchEvery)
+	}
+	c.pace.Unlock()
+	if d := at.Sub(now); d > 0 {
+		return c.sleep(ctx, d)
+	}
+	return nil
 }
 
 // holdLaunches pushes the next launch back by d: the upstream said it was too early.

@@ -128,6 +128,9 @@ func TestPlaceGroupLaunchesEachMachine(t *testing.T) {
 	if len(launches) != 3 {
 		t.Fatalf("%d launches, want one per machine", len(launches))
 	}
+	if n := e.fake.TooMany(); n != 0 {
+		t.Errorf("the fake answered 429 %d times: the adapter must keep to 1 request/s and 1 launch/12 s", n)
+	}
 	for i, l := range launches {
 		if l.Status != http.StatusOK {
 			t.Errorf("launch %d answered %d: the pacing must keep below the limits", i, l.Status)
@@ -160,6 +163,9 @@ func TestPlaceGroupLaunchesEachMachine(t *testing.T) {
 	}
 	if e.fake.Free(h100, "us-west-1") != 0 {
 		t.Error("three machines took the region's three")
+	}
+	if n := e.fake.TooMany(); n != 0 {
+		t.Errorf("429 answers: %d", n)
 	}
 }
 

@@ -79,6 +79,7 @@ type Server struct {
 	lastAny    time.Time
 	launches   []Launch
 	requests   map[string]int // "METHOD path" → count
+	refused    int            // 429 answers sent
 	seq        int
 }
 
@@ -141,6 +142,13 @@ func (s *Server) Requests(methodPath string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests[methodPath]
+}
+
+// TooMany counts the 429 answers the pacing rules sent (not scripted faults).
+func (s *Server) TooMany() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // UserData returns the user_data the instance was launched with.
@@ -299,6 +307,7 @@ func (s *Server) fail(w http.ResponseWriter, status int, code, message, suggesti
 }
 
 func (s *Server) tooMany(w http.ResponseWriter, wait time.Duration) {
+	s.refused++
 	secs := int((wait + time.Second - 1) / time.Second)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	s.fail(w, http.StatusTooManyRequests, "global/too-many-requests", "Too many requests.", "")
