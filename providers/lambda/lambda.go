@@ -242,9 +242,17 @@ func (l *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 	}
 	have := map[int]Instance{}
 	for _, in := range live[req.GroupName] {
-		if i, ok := index(in); ok && alive(in) {
-			have[i] = in
+		i, ok := index(in)
+		if !ok || !alive(in) {
+			continue
 		}
+		if in.InstanceType.Name != typ || in.Region.Name != req.Location || i >= req.Count {
+			return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch,
+				Code: "group-conflict", Location: req.Location, Message: fmt.Sprintf(
+					"group %s already has machine %s (%s in %s, rank %d), not part of %d × %s in %s",
+					req.GroupName, in.ID, in.InstanceType.Name, in.Region.Name, i, req.Count, typ, req.Location)}
+		}
+		have[i] = in
 	}
 	if len(have) < req.Count {
 		if err := l.launchMissing(ctx, req, typ, have); err != nil {

@@ -184,7 +184,19 @@ func TestPlaceGroupIdempotent(t *testing.T) {
 			t.Errorf("node %d: %s then %s", i, first.Nodes[i].ID, again.Nodes[i].ID)
 		}
 	}
-	// A crash after the first launch: the retry launches only the missing rank.
+	// The same group name for another shape is refused, and nothing is launched.
+	other := request("cl_1", "us-west-1", 2)
+	other.OfferID = lambda.OfferID("gpu_1x_a10", "us-west-1")
+	if _, err := e.cloud.PlaceGroup(ctx, other); !errors.Is(err, providers.ErrValidation) || len(e.fake.Launches()) != 2 {
+		t.Fatalf("the group asked again as A10s: %v, %d launches", err, len(e.fake.Launches()))
+	}
+	if _, err := e.cloud.PlaceGroup(ctx, request("cl_1", "us-west-1", 1)); !errors.Is(err, providers.ErrValidation) {
+		t.Fatalf("the group of 2 asked again as 1: %v", err)
+	}
+	if len(e.fake.Live()) != 2 {
+		t.Fatal("a conflicting request must not roll back the live group")
+	}
+	// A refusal mid-way rolls the new group back.
 	e.fake.Inject(fake.Fault{Path: "/api/v1/instance-operations/launch", Status: 400, Code: "global/invalid-parameters", Message: "boom"})
 	_, err := e.cloud.PlaceGroup(ctx, request("cl_2", "us-west-1", 2))
 	if !errors.Is(err, providers.ErrValidation) {
