@@ -19,11 +19,12 @@ type OffersQuery struct {
 	MachineKind      string // vm, bare_metal or container
 	MaxPrice         string // dollars per hour for the whole cluster
 	IncludeCommunity bool
+	Sort             string // cluster_price (the default) or gpu_price
 }
 
 func (q OffersQuery) values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"accelerator": q.Accelerator, "interconnect": q.Interconnect, "machine_kind": q.MachineKind, "max_price": q.MaxPrice} {
+	for k, s := range map[string]string{"accelerator": q.Accelerator, "interconnect": q.Interconnect, "machine_kind": q.MachineKind, "max_price": q.MaxPrice, "sort": q.Sort} {
 		if s != "" {
 			v.Set(k, s)
 		}

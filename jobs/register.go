@@ -44,6 +44,7 @@ func Register(s *Scheduler, d Deps) error {
 		{"@every 5s", &Stop{Store: d.Store, Providers: d.Providers, Mail: mail}, 2 * time.Minute},
 		{"@every 1m", &BalanceEnforcement{Store: d.Store, Grace: d.BalanceGrace, TerminateGrace: d.TerminateGrace,
 			BaseURL: d.BaseURL}, 50 * time.Second},
+		{"@every 1m", &Budgets{Store: d.Store, BaseURL: d.BaseURL}, 50 * time.Second},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)

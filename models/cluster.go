@@ -584,6 +584,11 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if q.Expired(tx.Now()) {
 			return &PriceChangedError{Reason: "expired", Old: q}
 		}
+		// B5: an environment whose budget for the month is reached takes no
+		// new cluster (it would only be stopped on the next budgets pass).
+		if err := tx.budgetReachedFor(ctx, Cluster{OrgID: p.OrgID, EnvID: p.EnvID}); err != nil {
+			return err
+		}
 		offer, err := tx.admit(ctx, p.OrgID, q)
 		if err != nil {
 			return err

@@ -199,7 +199,8 @@ func (s *Store) MarkMachinesStopped(ctx context.Context, id string) (Cluster, er
 // RequestResume starts a stopped cluster again (B6): refused with an
 // *InsufficientBalanceError when the balance does not pass launch admission
 // (L2), with a *QuotaError when the organisation's quotas cannot hold its
-// machines again, and with ErrConflict unless the cluster is stopped with
+// machines again, with a *BudgetReachedError while its environment's
+// budget for the month is reached (B5), and with ErrConflict unless the cluster is stopped with
 // nothing under way. Every machine then takes the launch steps again
 // against their deadlines, counted from now; the stop job starts them.
 // Repeating it while the resume is under way changes nothing.
@@ -220,6 +221,9 @@ func (s *Store) RequestResume(ctx context.Context, orgID, id, actor string) (Clu
 			return fmt.Errorf("models: only a stopped cluster can be resumed; %s is %s: %w", c.Name, c.Status, ErrConflict)
 		case c.StopRequestedAt != nil:
 			return fmt.Errorf("models: %s's machines are still being stopped; resume once they are: %w", c.Name, ErrConflict)
+		}
+		if err := tx.budgetReachedFor(ctx, c); err != nil {
+			return err // B5: the budget would stop it again; a raise lifts it
 		}
 		org, err := tx.orgQuota(ctx, orgID)
 		if err != nil {

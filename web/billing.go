@@ -112,6 +112,11 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 		return views.BillingPage{}, err
 	}
 	bp.AutoRecharge = views.AutoRechargeSettings(form)
+	budgets, err := h.budgetsForm(ctx, p.Org.ID, bp.Meta.CSRF)
+	if err != nil {
+		return views.BillingPage{}, err
+	}
+	bp.Budgets = views.BudgetsSettings(budgets)
 	return bp, nil
 }
 

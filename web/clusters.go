@@ -50,7 +50,7 @@ func clusterRow(cl models.Cluster, now time.Time) views.ClusterRow {
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status),
 		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
 		Location: cl.LocationName, Age: age(now.Sub(cl.CreatedAt)),
-		Price: models.USD(cl.USDPerHour) + "/h",
+		Price: models.PriceUSD(cl.USDPerHour) + "/h",
 		Starting: cl.Status == models.StatusProvisioning || cl.Status == models.StatusInstalling ||
 			cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
 	}
@@ -176,11 +176,11 @@ func quoteView(q models.Quote) views.QuoteView {
 	qv := views.QuoteView{
 		ID: q.ID, Shape: views.Shape(q.Nodes, q.GPUsPerNode, q.Accelerator), Location: q.LocationName,
 		Interconnect: views.InterconnectLabel(q.Interconnect), Kind: views.KindLabel(q.MachineKind),
-		Price: models.USD(q.USDPerHour) + "/h", MachinePrice: models.USD(q.MachineHour()) + "/h",
+		Price: models.PriceUSD(q.USDPerHour) + "/h", MachinePrice: models.PriceUSD(q.MachineHour()) + "/h",
 		ExpiresAt: q.ExpiresAt.Format("15:04 MST, 2 Jan"), Community: q.Community,
 	}
 	for _, li := range q.LineItems() {
-		qv.Lines = append(qv.Lines, views.LineView{Name: lineName(li.Name), Quantity: li.Quantity, Price: models.USD(li.USDPerHour) + "/h"})
+		qv.Lines = append(qv.Lines, views.LineView{Name: lineName(li.Name), Quantity: li.Quantity, Price: models.PriceUSD(li.USDPerHour) + "/h"})
 	}
 	return qv
 }
@@ -455,7 +455,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status),
 		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
 		Location: cl.LocationName, Interconnect: views.InterconnectLabel(cl.Interconnect), Kind: views.KindLabel(cl.MachineKind),
-		Price: models.USD(cl.USDPerHour) + "/h", MachinePrice: models.USD(cl.MachineHour) + "/h",
+		Price: models.PriceUSD(cl.USDPerHour) + "/h", MachinePrice: models.PriceUSD(cl.MachineHour) + "/h",
 		ReadyAt: "not yet", LastError: cl.LastError, Software: cl.Software,
 		Created:     cl.CreatedAt.Format(time.RFC3339),
 		Terminating: cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
@@ -533,7 +533,7 @@ func (h *handler) alternatives(c echo.Context, cl models.Cluster) ([]views.Offer
 			}
 			out = append(out, views.OfferAlternative{
 				Label:     fmt.Sprintf("%s · %s · %s", o.LocationName, views.InterconnectLabel(o.Interconnect), views.KindLabel(o.MachineKind)),
-				Price:     models.USD(o.ClusterHour(cl.Nodes)) + "/h",
+				Price:     models.PriceUSD(o.ClusterHour(cl.Nodes)) + "/h",
 				LaunchURL: "/clusters/new?" + url.Values{"offer": {o.ID}, "nodes": {strconv.Itoa(cl.Nodes)}}.Encode(),
 			})
 		}

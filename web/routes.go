@@ -80,6 +80,11 @@ func (h *handler) routes(e *echo.Echo) {
 	api.PUT("/billing/auto-recharge", h.apiPutAutoRecharge, h.requireManager)
 	api.GET("/billing/balance", h.apiBillingBalance, h.requireManager)
 	api.GET("/billing/usage", h.apiBillingUsage, h.requireManager)
+	app.POST("/billing/budgets/:envId", h.saveBudget, h.requireManager) // B5: an environment's monthly budget
+	app.POST("/billing/budgets/:envId/delete", h.removeBudget, h.requireManager)
+	api.GET("/billing/budgets", h.apiBudgets, h.requireManager)
+	api.PUT("/billing/budgets/:envId", h.apiPutBudget, h.requireManager)
+	api.DELETE("/billing/budgets/:envId", h.apiDeleteBudget, h.requireManager)
 	e.POST("/webhooks/stripe", h.stripeWebhook)
 
 	// Request a quote (RQ1, RQ2): any member asks; the org's requests are

@@ -41,6 +41,7 @@ Usage:
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
+  clusterdeck gpu billing budgets [set ENV_ID AMOUNT | remove ENV_ID]
 
 Every command takes:
   --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
@@ -59,7 +60,9 @@ X9): quote or launch one with --private-offer-id at its locked price.
 one recovery attempt at once (R5).
 
 "billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
-month (B1); "billing usage" a month's cost per machine (B3). Owners' and admins' keys only.
+month (B1); "billing usage" a month's cost per machine (B3); "billing budgets" the key's
+environment's monthly budget, its spend and when it is reached at the current burn, and
+when the balance and each running cluster run out (B5, X6). Owners' and admins' keys only.
 
 "clusterdeck gpu clusters launch --help" (and so on) lists every flag.
 `
