@@ -208,3 +208,40 @@ func TestBalanceTopUpDuringGraceCancels(t *testing.T) {
 		}
 	})
 }
+
+// B6: a top-up that lifts the balance above zero without covering the next
+// hour restarts the grace: the stop comes a full grace after the balance
+// ran out again, not after it first did; the episode (and its one warning)
+// goes on.
+func TestBalancePartialTopUpRestartsGrace(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newEnforceWorld(t, db)
+		e.setStanding(10*models.Micro, "adj-low")
+		first := e.runUntilExhausted()
+		e.clock.Set(first.Add(50 * time.Minute))
+		e.step(0)
+		e.setStanding(20*models.Micro, "top-up-small") // above zero, under the $59.91 of the next hour
+		e.step(0)
+		if ep := e.episode(); ep == nil || ep.ExhaustedAt != nil {
+			t.Fatalf("after a partial top-up: %+v", ep)
+		}
+		again := e.runUntilExhausted()
+		if !again.After(first.Add(time.Hour)) {
+			t.Fatalf("exhausted again at %v, before the first grace ended (%v)", again, first.Add(time.Hour))
+		}
+		for e.clock.Now().Before(again.Add(models.DefaultBalanceGrace - time.Minute)) {
+			e.step(5 * time.Minute)
+		}
+		if c := e.cluster(e.c.ID); c.StopRequestedAt != nil {
+			t.Fatalf("stopped %v: within the grace that restarted at %v", c.StopRequestedAt, again)
+		}
+		e.clock.Set(again.Add(models.DefaultBalanceGrace))
+		e.step(0)
+		if c := e.cluster(e.c.ID); c.Status != models.StatusStopped {
+			t.Fatalf("after the restarted grace: %s", c.Status)
+		}
+		if n, _ := e.mails("balance-low:"); n != 1 {
+			t.Errorf("low-balance mails %d in one episode, want 1", n)
+		}
+	})
+}

@@ -43,7 +43,7 @@ type BalanceEpisode struct {
 	ExhaustedAt  *time.Time // the balance reached zero; the grace counts from here
 	StoppedAt    *time.Time // the grace passed: every running cluster was asked to stop
 	TerminatedAt *time.Time // the second grace passed: the stopped clusters were asked to terminate
-	UpdatedAt    time.Time
+	UpdatedAt    time.Time  `gorm:"autoUpdateTime:false"` // the store's clock, not the wall's
 }
 
 // EnforcePolicy is the operator's settings for balance enforcement.
