@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 )
@@ -109,6 +110,31 @@ func TestResumeAPI(t *testing.T) {
 		code, out = apiJSON(t, app, http.MethodPost, "/v1/gpu/clusters/"+ready.ID+"/resume", tok, "")
 		if e, _ := out["error"].(map[string]any); code != http.StatusConflict || e["code"] != "not_stopped" {
 			t.Errorf("resume a ready cluster: %d %v", code, out)
+		}
+	})
+}
+
+// B1, B6: a cluster terminated after a stop was billed from readyAt to
+// the stop only: its page says so and its total cost is that span's.
+func TestEndedAfterStopPage(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		owner := app.signupAccount("owner@example.com", "Acme")
+		browser := app.login(owner)
+		cl := launchFor(t, app, owner, "paused")
+		ready := app.clock.Now()
+		stopped, released := ready.Add(90*time.Minute), ready.Add(50*time.Hour)
+		if err := app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Updates(map[string]any{"status": models.StatusTerminated,
+			"ready_at": ready, "stopped_at": stopped, "released_at": released, "ended_at": released}).Error; err != nil {
+			t.Fatal(err)
+		}
+		app.clock.Set(released.Add(time.Hour))
+		d := doc(t, browser.get("/clusters/"+cl.ID))
+		want := models.USD(2 * (cl.MachineHour * 90 / 60))
+		if got := d.Find(`[data-testid=ran-for]`).Text(); got != "billed for 1.50 h" {
+			t.Errorf("ran for %q, want billed for 1.50 h (ready to stop)", got)
+		}
+		if got := d.Find(`[data-testid=total-cost]`).Text(); got != want {
+			t.Errorf("total cost %q, want %s", got, want)
 		}
 	})
 }
