@@ -468,7 +468,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		v.ReadyAt = cl.BillFrom.Format("15:04:05 MST, 2 Jan") + " (resumed)"
 	}
 	if cl.Status == models.StatusStopped && cl.StoppedAt != nil {
-		v.ReadyAt = "stopped " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")
+		v.ReadyAt = "none: stopped " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")
 	}
 	v.Stop = stopLine(cl)
 	return v
