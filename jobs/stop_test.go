@@ -323,3 +323,33 @@ func TestStopLeavesHealthAlone(t *testing.T) {
 		}
 	})
 }
+
+// B6, L6: a stop that interrupts the software install resumes the cluster
+// degraded (install_interrupted, billing running again), and the install
+// retried from there brings it to ready on the machines that came back.
+func TestResumeAfterInterruptedInstall(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		c := w.launchWith("H100_80GB", 2, 8, "slurm")
+		c = w.untilInstalling(c.ID)
+		c = w.stopNow(c.ID, models.StopByBudget)
+		if c.StoppedFrom != string(models.StatusInstalling) {
+			t.Fatalf("stopped from %q", c.StoppedFrom)
+		}
+		w.clock.Advance(10 * time.Minute)
+		if _, err := w.store.RequestResume(ctx, w.org.ID, c.ID, "test@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		c = w.runUntil(c.ID, models.StatusDegraded, 10*time.Minute, 30*time.Second)
+		if c.Status != models.StatusDegraded || c.LastError != models.LastErrorInstallInterrupted || c.BillFrom == nil {
+			t.Fatalf("resumed: %s %q billFrom %v\n%s", c.Status, c.LastError, c.BillFrom, w.events(c.ID))
+		}
+		if _, err := w.store.RetryInstall(ctx, w.org.ID, c.ID, "test@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		if c = w.runUntil(c.ID, models.StatusReady, 20*time.Minute, 30*time.Second); c.Status != models.StatusReady {
+			t.Fatalf("after the retried install: %s %q\n%s", c.Status, c.LastError, w.events(c.ID))
+		}
+	})
+}
