@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,6 +146,14 @@ func TestBalanceGraceStopTerminate(t *testing.T) {
 		stoppedAt := *c.StoppedAt
 		if n, member := e.mails("balance-stopped:"); n != 1 || member != 0 {
 			t.Fatalf("stopped mails %d (member %d)", n, member)
+		}
+		var stoppedMail models.OutboxMail
+		if err := db.Where("idempotency_key LIKE ?", "balance-stopped:%").Take(&stoppedMail).Error; err != nil {
+			t.Fatal(err)
+		}
+		if stoppedMail.To != "owner@acme.example" || !strings.Contains(stoppedMail.Text, "being stopped: "+c.Name+".") ||
+			!strings.Contains(stoppedMail.Text, "https://deck.example/billing") {
+			t.Errorf("stopped mail to %s:\n%s", stoppedMail.To, stoppedMail.Text)
 		}
 		e.step(71*time.Hour + 50*time.Minute)
 		if c := e.cluster(e.c.ID); c.Status != models.StatusStopped || c.TerminateRequestedAt != nil {
