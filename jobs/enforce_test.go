@@ -152,6 +152,7 @@ func TestBalanceGraceStopTerminate(t *testing.T) {
 			t.Fatal(err)
 		}
 		if stoppedMail.To != "owner@acme.example" || !strings.Contains(stoppedMail.Text, "being stopped: "+c.Name+".") ||
+			!strings.Contains(stoppedMail.Text, "within 1 hour") || !strings.Contains(stoppedMail.Text, "Unpaid 72 hours from now") ||
 			!strings.Contains(stoppedMail.Text, "https://deck.example/billing") {
 			t.Errorf("stopped mail to %s:\n%s", stoppedMail.To, stoppedMail.Text)
 		}
