@@ -82,3 +82,41 @@ func TestConcurrentResumesCannotOverdraw(t *testing.T) {
 		}
 	})
 }
+
+// B5, B6: a stop requested while a resume is under way cancels it: the
+// cluster stays stopped with lastError resume_cancelled:<reason>, its
+// machines are to be stopped again, and a second request changes nothing.
+func TestStopCancelsAResume(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 1000*models.Micro)
+		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
+		c, _, err := e.s.LaunchCluster(ctx, models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID,
+			Actor: "t", Workload: models.Workload{Name: "train", Software: "none"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Model(&models.Cluster{}).Where("id = ?", c.ID).Updates(map[string]any{"status": models.StatusStopped,
+			"ready_at": t0, "stopped_at": t0, "stopped_from": "ready", "stop_reason": "balance"}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.RequestResume(ctx, e.org.ID, c.ID, "t"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.s.RequestStop(ctx, e.org.ID, c.ID, models.StopByBudget, "The budget of default was reached.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != models.StatusStopped || got.Resuming() || got.StopRequestedAt == nil ||
+			got.LastError != "resume_cancelled:budget" || got.StopReason != "budget" {
+			t.Fatalf("after the stop request: %s resuming=%v stopRequested=%v %q %q", got.Status, got.Resuming(), got.StopRequestedAt, got.LastError, got.StopReason)
+		}
+		again, err := e.s.RequestStop(ctx, e.org.ID, c.ID, models.StopByBalance, "again")
+		if err != nil || !again.StopRequestedAt.Equal(*got.StopRequestedAt) || again.StopReason != "budget" {
+			t.Errorf("a second stop request: %v %+v", err, again)
+		}
+		if _, err := e.s.RequestResume(ctx, e.org.ID, c.ID, "t"); !errors.Is(err, models.ErrConflict) {
+			t.Errorf("resume while its machines are stopped again: %v, want ErrConflict", err)
+		}
+	})
+}
