@@ -49,6 +49,10 @@ func (j *Join) advance(ctx context.Context, c models.Cluster, n models.ClusterNo
 	if err != nil {
 		return j.fail(ctx, nil, c, n, "reserved", "The provider of this offer is no longer enabled.")
 	}
+	if c.StopRequestedAt != nil { // B6: the stop waits for this machine to be released, then stops the others
+		return j.fail(ctx, p, c, n, n.Step, fmt.Sprintf("The cluster is being stopped (%s): %s is released without joining; add or replace it again once the cluster runs.",
+			stopReason(c), n.Name))
+	}
 	if n.JoinPlacedAt == nil {
 		return j.place(ctx, p, c, n)
 	}
@@ -249,6 +253,17 @@ func (j *Join) joined(ctx context.Context, c models.Cluster, n models.ClusterNod
 	msg := fmt.Sprintf("%s %s: %s Billing for it starts now at $%s/h.", n.Name, what, why, models.DecimalUSD(c.MachineHour))
 	_, err := j.Store.MarkNodeJoined(ctx, c, n, msg)
 	return err
+}
+
+// stopReason names why a cluster is being stopped, for people.
+func stopReason(c models.Cluster) string {
+	switch models.StopReason(c.StopReason) {
+	case models.StopByBalance:
+		return "the balance ran out"
+	case models.StopByBudget:
+		return "the environment's budget was reached"
+	}
+	return "stop requested"
 }
 
 // fail releases the joining machine when one was placed (retried each tick

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 	"gorm.io/gorm"
 )
@@ -466,6 +467,71 @@ func TestReplaceNodeFailureLeavesTheSlotDown(t *testing.T) {
 		}
 		if minutes[nodes[0].ID] <= minutes[nodes[2].ID]+60 {
 			t.Errorf("node-0 billed %d minutes, want it billed on", minutes[nodes[0].ID])
+		}
+	})
+}
+
+// B6 with L10: a stop requested while a worker joins waits for the join
+// job, which releases the worker (the join fails, nothing is billed for
+// it, the cluster is back to its machines); then every machine that was
+// there is stopped. While the stop is under way no machine can be added.
+func TestStopDuringJoinReleasesTheWorkerFirst(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newJoinWorld(t, db, 2, "none")
+		ctx := context.Background()
+		_, w2, err := h.store.As(h.actor).AddWorker(ctx, h.c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.tick()
+		if placed := h.nodes()[2]; placed.JoinPlacedAt == nil || placed.ProviderNodeID == "" {
+			t.Fatalf("node-2 not placed: %+v\n%s", placed, h.events(h.c.ID))
+		}
+		if _, err := h.store.RequestStop(ctx, h.org.ID, h.c.ID, models.StopByBudget, "budget reached"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.store.As(h.actor).AddWorker(ctx, h.c.ID); !errors.Is(err, models.ErrJoinStopping) {
+			t.Fatalf("add while stopping = %v, want ErrJoinStopping", err)
+		}
+		if err := h.stop.Run(ctx); err != nil { // the stop job alone: it waits for the join
+			t.Fatal(err)
+		}
+		if c := h.cluster(h.c.ID); c.Status != models.StatusReady || c.StoppedAt != nil {
+			t.Fatalf("the stop did not wait for the joining machine: %s\n%s", c.Status, h.events(h.c.ID))
+		}
+		for range 5 {
+			if h.cluster(h.c.ID).Status == models.StatusStopped {
+				break
+			}
+			h.tick()
+		}
+		c := h.cluster(h.c.ID)
+		nodes := h.nodes()
+		if c.Status != models.StatusStopped || c.Nodes != 2 || c.USDPerHour != 2*c.MachineHour || len(nodes) != 2 {
+			t.Fatalf("after the stop: %s, %d machines at %d/h, %d rows\n%s", c.Status, c.Nodes, c.USDPerHour, len(nodes), h.events(c.ID))
+		}
+		for _, n := range nodes {
+			if n.Status != models.NodeStopped {
+				t.Errorf("%s is %s, want stopped", n.Name, n.Status)
+			}
+		}
+		ev := h.events(c.ID)
+		for _, want := range []string{"Adding node-2 failed", "being stopped (the environment's budget was reached)", "Every machine is stopped"} {
+			if !strings.Contains(ev, want) {
+				t.Errorf("events lack %q:\n%s", want, ev)
+			}
+		}
+		states := h.providerStates(c.ID)
+		if states[0] != providers.NodeStopped || states[1] != providers.NodeStopped {
+			t.Errorf("machines 0 and 1 at the provider: %v", states)
+		}
+		if len(states) > 2 && (states[2] == providers.NodeRunning || states[2] == providers.NodeStopped) {
+			t.Errorf("the worker was not released: %v", states)
+		}
+		h.clock.Advance(2 * time.Hour)
+		h.tick()
+		if amount, _ := h.usageBy(); amount[w2.ID] != 0 {
+			t.Errorf("the released worker was billed %d", amount[w2.ID])
 		}
 	})
 }

@@ -54,6 +54,7 @@ type world struct {
 	install *jobs.Install
 	join    *jobs.Join
 	billing *jobs.Billing
+	stop    *jobs.Stop
 	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
 	cat     *jobs.Catalog
 	org     models.Org
@@ -81,8 +82,9 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	}))
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
-		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store},
-		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL}, billing: &jobs.Billing{Store: store}, execs: execs}
+		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store},
+		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL},
+		stop: &jobs.Stop{Store: store, Providers: reg}, execs: execs}
 	if err := w.cat.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +148,9 @@ func (w *world) runJobs() {
 	}
 	if err := w.join.Run(ctx); err != nil {
 		w.t.Fatalf("join: %v", err)
+	}
+	if err := w.stop.Run(ctx); err != nil {
+		w.t.Fatalf("stop: %v", err)
 	}
 	if err := w.billing.Run(ctx); err != nil {
 		w.t.Fatalf("billing: %v", err)

@@ -23,6 +23,7 @@ const (
 	NodeDown         NodeStatus = "down"       // left running after admission (R2)
 	NodeRestarting   NodeStatus = "restarting" // a recovery attempt restarted it (R3)
 	NodeJoining      NodeStatus = "joining"    // an added worker or a replacement taking its steps (L10, X5)
+	NodeStopped      NodeStatus = "stopped"    // stopped at the provider with its cluster (B6)
 )
 
 // liveNodeStatuses are the nodes still taking steps.
@@ -57,6 +58,14 @@ const (
 	EventReplaceRequested Event = "replace_requested" // a new machine asked for in a down one's place (X5)
 	EventNodeJoined       Event = "node_joined"       // the added or replacement machine joined (L10, X5)
 	EventNodeJoinFailed   Event = "node_join_failed"  // it could not be placed or join: only it is released (L10, X5)
+
+	EventStopRequested   Event = "stop_requested"   // the balance or a budget asks to stop (B5, B6)
+	EventStopped         Event = "stopped"          // every machine stopped at the provider; compute billing ends (B6)
+	EventMachinesStopped Event = "machines_stopped" // the machines a failed resume started are stopped again (B6)
+	EventResumeRequested Event = "resume_requested" // the customer resumes a stopped cluster (B6)
+	EventResumed         Event = "resumed"          // every machine joined again; billing restarts (B6)
+	EventResumedDegraded Event = "resumed_degraded" // joined again, its software had not passed its check (B6, L6)
+	EventResumeFailed    Event = "resume_failed"    // a machine did not come back in time; stopped again (B6, L4)
 )
 
 // ClusterTransition is one legal move: an event in status From leads to To.
@@ -103,6 +112,19 @@ var ClusterTransitions = []ClusterTransition{
 	{StatusDegraded, EventTerminateRequested, StatusDegraded},
 	{StatusStopped, EventTerminateRequested, StatusStopped},
 
+	{StatusProvisioning, EventStopRequested, StatusProvisioning},
+	{StatusInstalling, EventStopRequested, StatusInstalling},
+	{StatusReady, EventStopRequested, StatusReady},
+	{StatusDegraded, EventStopRequested, StatusDegraded},
+	{StatusInstalling, EventStopped, StatusStopped},
+	{StatusReady, EventStopped, StatusStopped},
+	{StatusDegraded, EventStopped, StatusStopped},
+	{StatusStopped, EventMachinesStopped, StatusStopped},
+	{StatusStopped, EventResumeRequested, StatusStopped},
+	{StatusStopped, EventResumed, StatusReady},
+	{StatusStopped, EventResumedDegraded, StatusDegraded},
+	{StatusStopped, EventResumeFailed, StatusStopped},
+
 	{StatusProvisioning, EventTerminated, StatusTerminated},
 	{StatusInstalling, EventTerminated, StatusTerminated},
 	{StatusReady, EventTerminated, StatusTerminated},
@@ -118,7 +140,8 @@ var ClusterStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, Stat
 var Events = []Event{EventPlaced, EventJoined, EventJoinedInstall, EventSoftwareReady, EventDegrade,
 	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated,
 	EventMachineDown, EventHealthNoted, EventHealthy, EventHealthyInstall, EventRecoveryAttempt, EventRecoveryExhausted,
-	EventWorkerRequested, EventReplaceRequested, EventNodeJoined, EventNodeJoinFailed}
+	EventWorkerRequested, EventReplaceRequested, EventNodeJoined, EventNodeJoinFailed,
+	EventStopRequested, EventStopped, EventMachinesStopped, EventResumeRequested, EventResumed, EventResumedDegraded, EventResumeFailed}
 
 // NextStatus is where ev leads from status from, and whether it is legal there.
 func NextStatus(from ClusterStatus, ev Event) (ClusterStatus, bool) {

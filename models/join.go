@@ -40,6 +40,7 @@ var (
 	ErrJoinInProgress = fmt.Errorf("a machine is already joining this cluster; wait until it joined or failed: %w", ErrConflict)
 	ErrNotReplaceable = fmt.Errorf("only a machine that is down can be replaced: %w", ErrConflict)
 	ErrNotJoinable    = fmt.Errorf("a worker is added to a ready cluster only: %w", ErrConflict)
+	ErrJoinStopping   = fmt.Errorf("the cluster is being stopped (balance or budget); add or replace machines once it runs again: %w", ErrConflict)
 )
 
 // BillingGap is a stretch of time a machine is not billed (see above).
@@ -106,6 +107,9 @@ func (x Actions) lockedJoinable(ctx context.Context, tx *Store, clusterID string
 	if c.Status.Terminal() || c.TerminateRequestedAt != nil {
 		return c, fmt.Errorf("models: cluster %s has ended: %w", c.ID, ErrConflict)
 	}
+	if c.StopRequestedAt != nil {
+		return c, ErrJoinStopping // B6: a stop under way is not undone by a new machine
+	}
 	if j, err := tx.joining(ctx, c.ID); err != nil || j != nil {
 		if err == nil {
 			err = ErrJoinInProgress
@@ -166,8 +170,12 @@ func (x Actions) AddWorker(ctx context.Context, clusterID string) (Cluster, Clus
 }
 
 // admitWorker is L2 for one more machine of c: the quotas, the offer's
-// counted stock and the balance, inside the organisation's lock.
+// counted stock, the environment's budget (B5) and the balance, inside the
+// organisation's lock.
 func (s *Store) admitWorker(ctx context.Context, c Cluster) error {
+	if err := s.budgetReachedFor(ctx, c); err != nil {
+		return err // B5: the budgets job would stop the cluster it grows
+	}
 	org, err := s.orgQuota(ctx, c.OrgID)
 	if err != nil {
 		return err

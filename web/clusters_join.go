@@ -16,7 +16,7 @@ import (
 // down machine (L10, X5), with the machine-hour price, while nothing joins;
 // it marks the replaceable rows of views.
 func joinView(cl models.Cluster, nodes []models.ClusterNode, rows []views.NodeView) *views.JoinView {
-	if cl.Status.Terminal() || cl.TerminateRequestedAt != nil || cl.ReadyAt == nil {
+	if cl.Status.Terminal() || cl.TerminateRequestedAt != nil || cl.ReadyAt == nil || cl.StopRequestedAt != nil || cl.Status == models.StatusStopped {
 		return nil
 	}
 	v := &views.JoinView{MachineHour: "$" + models.DecimalUSD(cl.JoinPrice()) + "/h", NextNode: fmt.Sprintf("node-%d", cl.Nodes)}
@@ -46,6 +46,9 @@ func joinError(err error) error {
 			Message: "A machine is already joining this cluster: wait until it has joined or failed."}
 	case errors.Is(err, models.ErrNotJoinable):
 		return &APIError{Status: http.StatusConflict, Code: "not_ready", Message: "A worker can be added to a ready cluster only."}
+	case errors.Is(err, models.ErrJoinStopping):
+		return &APIError{Status: http.StatusConflict, Code: "stopping",
+			Message: "The cluster is being stopped (balance or budget): add or replace machines once it runs again."}
 	case errors.Is(err, models.ErrNotReplaceable):
 		return &APIError{Status: http.StatusConflict, Code: "not_replaceable",
 			Message: "Only a machine that is down can be replaced (its status reads down)."}

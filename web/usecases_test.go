@@ -49,6 +49,7 @@ func TestUseCasesCommitWithTheirAuditEntry(t *testing.T) {
 		{name: "recover now (page)", audit: "cluster.recover_now", setup: recoverNowCase},
 		{name: "add worker (API)", audit: "cluster.add_worker", setup: addWorkerCase},
 		{name: "replace node (API)", audit: "cluster.replace_node", setup: replaceNodeCase},
+		{name: "resume (API)", audit: "cluster.resume", setup: resumeCase},
 		{name: "invite", audit: "member.invite", setup: inviteCase},
 		{name: "invite without its mail", table: "mail_outbox", audit: "member.invite", setup: inviteCase},
 		{name: "revoke invite", audit: "member.invite_revoke", setup: revokeInviteCase},

@@ -41,8 +41,10 @@ Usage:
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters add-worker ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters replace ID --node N [--yes] [--wait [--timeout 30m]]
+  clusterdeck gpu clusters resume ID [--wait [--timeout 30m]]
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
+  clusterdeck gpu billing budgets [set ENV_ID AMOUNT | remove ENV_ID]
 
 Every command takes:
   --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
@@ -58,7 +60,9 @@ launch with it to retry safely (the same key and body give the same cluster, L1)
 X9): quote or launch one with --private-offer-id at its locked price.
 
 "clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
-one recovery attempt at once (R5).
+one recovery attempt at once (R5). "clusters resume" starts a cluster stopped by the
+balance or a budget again (B6): every machine, all or nothing; it needs the balance a
+launch needs. With --wait it exits 0 once the cluster runs again, 1 if the resume failed.
 
 "clusters add-worker" adds one more machine of the same offer to a ready cluster (L10):
 admitted like a launch, billed from when it has joined. "clusters replace --node N"
@@ -66,7 +70,9 @@ shows what a new machine in place of node-N (which is down) costs; with --yes it
 replaces it, same name and address, on the same billing line (X5).
 
 "billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
-month (B1); "billing usage" a month's cost per machine (B3). Owners' and admins' keys only.
+month (B1); "billing usage" a month's cost per machine (B3); "billing budgets" the key's
+environment's monthly budget, its spend and when it is reached at the current burn, and
+when the balance and each running cluster run out (B5, X6). Owners' and admins' keys only.
 
 "clusterdeck gpu clusters launch --help" (and so on) lists every flag.
 `
@@ -136,13 +142,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // clusters dispatches `gpu clusters SUB …`.
 func (c *gpuCLI) clusters(args []string) error {
 	if len(args) == 0 {
-		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, add-worker or replace")
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, resume, add-worker or replace")
 	}
 	commands := map[string]func([]string) error{
 		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
 		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
-		"recovery": c.recoveryPolicy, "recover": c.recoverNow,
 		"add-worker": c.addWorker, "replace": c.replaceNode,
+		"recovery": c.recoveryPolicy, "recover": c.recoverNow, "resume": c.resume,
 	}
 	sub, rest := args[0], args[1:]
 	if run, ok := commands[sub]; ok {
