@@ -127,7 +127,8 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 	switch {
 	case errors.Is(err, providers.ErrNoCapacity):
 		return j.fail(ctx, nil, c, n, "reserved", "The provider has no machine of this offer free in "+c.Location+": "+providerMessage(err))
-	case errors.Is(err, providers.ErrValidation), errors.Is(err, providers.ErrQuota), errors.Is(err, providers.ErrNotFound):
+	case errors.Is(err, providers.ErrValidation), errors.Is(err, providers.ErrQuota), errors.Is(err, providers.ErrNotFound),
+		errors.Is(err, providers.ErrUnsupported): // Lambda cannot add or replace one machine
 		return j.fail(ctx, nil, c, n, "reserved", "The provider refused the machine: "+providerMessage(err))
 	case err != nil:
 		return err // transient: the next tick tries again, until the cap

@@ -547,21 +547,20 @@ func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 
 // StopNode is refused: Lambda's on-demand instances cannot be stopped
 // (its API has restart and terminate, no stop), so the machine keeps
-// running and billing. The refusal is ErrValidation with code
-// "unsupported"; only terminating the group releases the machines.
+// running and billing. The refusal is ErrUnsupported; only terminating
+// the group releases the machines (the stop job does that instead, B6).
 func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
-	return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: "StopNode", Code: "unsupported",
+	return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: "StopNode", Code: "unsupported",
 		Message: "Lambda cannot stop a machine and start it again; terminate the cluster to release it"}
 }
 
 // PlaceNode is refused: a machine added to a running group, or put in a
 // gone one's place with its interconnect address (L10, X5), needs the
 // group's private network to take it at that address, which Lambda's
-// launch cannot promise. The refusal is ErrValidation with code
-// "unsupported" and launches nothing; the join fails and the cluster stays
-// as it was.
+// launch cannot promise. The refusal is ErrUnsupported and launches
+// nothing; the join fails and the cluster stays as it was.
 func (l *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
-	return providers.Node{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlaceNode, Code: "unsupported",
+	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
 		Location: req.Location, Message: "Lambda cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
 }
 

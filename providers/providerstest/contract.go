@@ -29,10 +29,10 @@ type Env struct {
 	// as a whole).
 	FailMidway func(t *testing.T)
 	// Stops says whether the upstream can stop a machine and start it
-	// again; one that cannot refuses StopNode with ErrValidation.
+	// again; one that cannot refuses StopNode with ErrUnsupported.
 	Stops bool
 	// PlacesNodes says whether the upstream can add one machine to a placed
-	// group (L10); one that cannot refuses PlaceNode with ErrValidation.
+	// group (L10); one that cannot refuses PlaceNode with ErrUnsupported.
 	PlacesNodes bool
 }
 
@@ -171,8 +171,8 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		e.Advance(e.Boot)
 		err = e.Provider.StopNode(ctx, "cl_1", g.Nodes[0].ID)
 		if !e.Stops {
-			if !errors.Is(err, providers.ErrValidation) {
-				t.Fatalf("a provider that cannot stop refuses: want ErrValidation, got %v", err)
+			if !errors.Is(err, providers.ErrUnsupported) {
+				t.Fatalf("a provider that cannot stop refuses: want ErrUnsupported, got %v", err)
 			}
 			return
 		}
@@ -237,8 +237,8 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		req.Agent.Tokens = req.Agent.Tokens[1:]
 		n, err := e.Provider.PlaceNode(ctx, "cl_1", 1, req)
 		if !e.PlacesNodes {
-			if !errors.Is(err, providers.ErrValidation) {
-				t.Fatalf("a provider that cannot add a machine refuses: want ErrValidation, got %v", err)
+			if !errors.Is(err, providers.ErrUnsupported) {
+				t.Fatalf("a provider that cannot add a machine refuses: want ErrUnsupported, got %v", err)
 			}
 			if g, err := e.Provider.DescribeGroup(ctx, "cl_1"); err != nil || len(g.Nodes) != 1 {
 				t.Fatalf("a refused placement adds nothing: %+v %v", g, err)
