@@ -93,6 +93,8 @@ func ErrorClass(err error) string {
 		{providers.ErrTransient, "transient"},
 		{providers.ErrNotFound, "not_found"},
 		{providers.ErrUnrecoverable, "unrecoverable"},
+		{providers.ErrAuth, "auth"},
+		{providers.ErrRateLimited, "rate_limited"},
 		{context.DeadlineExceeded, "timeout"},
 		{context.Canceled, "canceled"},
 	} {

@@ -113,6 +113,8 @@ func TestErrorClass(t *testing.T) {
 		&providers.Error{Class: providers.ErrUnrecoverable}: "unrecoverable",
 		&providers.Error{Class: providers.ErrNoCapacity}:    "no_capacity",
 		&providers.Error{Class: providers.ErrQuota}:         "quota",
+		&providers.Error{Class: providers.ErrAuth}:          "auth",
+		&providers.Error{Class: providers.ErrRateLimited}:   "rate_limited",
 		context.DeadlineExceeded:                            "timeout",
 		io.ErrUnexpectedEOF:                                 "unclassified",
 	} {
