@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterdeck/clusterdeck/providers/runpod/fake"
 	"github.com/clusterdeck/clusterdeck/providers/providerstest"
+	"github.com/clusterdeck/clusterdeck/providers/runpod/fake"
 )
 
 // The adapter against the fake RunPod passes the contract every provider

@@ -394,7 +394,9 @@ func (s *Server) listGPUs(w http.ResponseWriter, r *http.Request) {
 	s.reply(w, 200, map[string][]runpod.GpuType{"gpus": out})
 }
 
-func rank(l string) int { return slices.Index([]string{runpod.AvailNone, runpod.AvailLow, runpod.AvailMedium, runpod.AvailHigh}, l) }
+func rank(l string) int {
+	return slices.Index([]string{runpod.AvailNone, runpod.AvailLow, runpod.AvailMedium, runpod.AvailHigh}, l)
+}
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var in runpod.CreatePodRequest
