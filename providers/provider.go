@@ -67,8 +67,11 @@ const (
 // Offer is one purchasable machine shape in one location (O1). Prices are
 // integer micro-dollars (1 USD = 1,000,000).
 type Offer struct {
-	Provider      string
-	OfferID       string // stable, provider-native handle; unique per provider
+	Provider string
+	OfferID  string // stable, provider-native handle; unique per provider
+	// Upstream is the cloud behind an aggregator (Shadeform's "hyperstack",
+	// "lambdalabs", ...); empty when Provider runs the machines itself.
+	Upstream      string
 	Location      string // e.g. "us-east-1" (provider-native region / datacenter)
 	LocationName  string // human label, e.g. "Ashburn, US"
 	Interconnect  string // Ethernet, InfiniBand or RoCE
