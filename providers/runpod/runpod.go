@@ -225,14 +225,23 @@ func (r *Cloud) offer(g GpuType, n int, dc DataCenterAvailability) providers.Off
 // microUSD turns dollars into micro-dollars, rounded up so nothing is sold below its price.
 func microUSD(usd float64) int64 { return int64(math.Ceil(usd*1e6 - 1e-6)) }
 
-// accelerator turns {name "RTX 4090", memory 24} into "RTX_4090_24GB".
+// accelerator turns {name "RTX 4090", memory 24} into "RTX_4090_24GB" and
+// {name "H100 SXM", memory 80} into "H100_80GB": the form factor is
+// dropped, as the other providers' names have none (Lambda's
+// "H100 (80 GB SXM5)" is H100_80GB too), so offers compare across providers.
 func accelerator(g GpuType) string {
 	name := strings.TrimSpace(g.Name)
 	if name == "" {
 		name = strings.TrimPrefix(g.ID, "NVIDIA ")
 	}
-	return strings.ReplaceAll(name, " ", "_") + "_" + strconv.Itoa(g.Memory) + "GB"
+	words := strings.Fields(name)
+	for len(words) > 1 && formFactors[strings.ToUpper(words[len(words)-1])] {
+		words = words[:len(words)-1]
+	}
+	return strings.Join(words, "_") + "_" + strconv.Itoa(g.Memory) + "GB"
 }
+
+var formFactors = map[string]bool{"SXM": true, "SXM4": true, "SXM5": true, "PCIE": true, "NVL": true}
 
 func podName(group string, i int) string { return group + "-" + strconv.Itoa(i) }
 

@@ -131,7 +131,7 @@ func TestListOffers(t *testing.T) {
 		by[o.OfferID] = o
 	}
 	h4 := by[runpod.OfferID("US-KS-2", 4, h100)]
-	if !h4.Available || h4.GPUsPerNode != 4 || h4.PerGPUHourUSD != 2_990_000 || h4.Accelerator != "H100_SXM_80GB" ||
+	if !h4.Available || h4.GPUsPerNode != 4 || h4.PerGPUHourUSD != 2_990_000 || h4.Accelerator != "H100_80GB" ||
 		h4.MachineKind != providers.Container || h4.Provider != "runpod" || h4.LocationName != "US Kansas 2" {
 		t.Errorf("4 × H100 in Kansas: %+v", h4)
 	}
