@@ -70,6 +70,16 @@ func TestLambdaSmoke(t *testing.T) {
 		}
 		until(t, cl.ID, "ready", 0, []string{"provision", "install"}, s)
 
+		// The addresses Lambda assigned at boot are the nodes' (none was known at placement).
+		store := openStore(t, s)
+		for rank, m := range f.Live() {
+			_, n := node(t, store, cl.ID, rank)
+			if m.IP == "" || n.PublicHost != m.IP || n.PrivateIP != m.PrivateIP || n.SSHPort != 22 || n.SSHUser != "ubuntu" {
+				t.Errorf("node-%d: host %q private %q port %d user %q; Lambda says %s / %s", rank, n.PublicHost, n.PrivateIP,
+					n.SSHPort, n.SSHUser, m.IP, m.PrivateIP)
+			}
+		}
+
 		if code := s.api(t, http.MethodPost, "/v1/gpu/clusters/"+cl.ID+"/terminate", nil, nil); code >= 300 {
 			t.Fatalf("terminate: %d", code)
 		}

@@ -286,9 +286,9 @@ func (s *Store) nodeCounts(ctx context.Context, clusterIDs []string) (map[string
 	return out, nil
 }
 
-// BudgetReachedError refuses to resume a cluster while its environment's
-// budget for the month is reached (B5): a raise above the spend, or the
-// next month, lifts it.
+// BudgetReachedError refuses to launch or resume a cluster while its
+// environment's budget for the month is reached (B5): a raise above the
+// spend, or the next month, lifts it.
 type BudgetReachedError struct {
 	Env           string // the environment's name
 	Month         string // YYYY-MM
@@ -296,7 +296,7 @@ type BudgetReachedError struct {
 }
 
 func (e *BudgetReachedError) Error() string {
-	return fmt.Sprintf("The budget of environment %s is reached: %s of %s spent in %s. Raise the budget on the billing page to resume the cluster.",
+	return fmt.Sprintf("The budget of environment %s is reached: %s of %s spent in %s. Raise the budget on the billing page to launch or resume clusters there.",
 		e.Env, USD(e.Spend), USD(e.Budget), e.Month)
 }
 

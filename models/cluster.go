@@ -584,6 +584,11 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if q.Expired(tx.Now()) {
 			return &PriceChangedError{Reason: "expired", Old: q}
 		}
+		// B5: an environment whose budget for the month is reached takes no
+		// new cluster (it would only be stopped on the next budgets pass).
+		if err := tx.budgetReachedFor(ctx, Cluster{OrgID: p.OrgID, EnvID: p.EnvID}); err != nil {
+			return err
+		}
 		offer, err := tx.admit(ctx, p.OrgID, q)
 		if err != nil {
 			return err
@@ -693,6 +698,31 @@ func (s *Store) MarkPlaced(ctx context.Context, id string, nodes []PlacedNode) e
 			return nil
 		}})
 	return err
+}
+
+// SetNodeAddresses records addresses the provider reported for a machine
+// after its placement: clouds that assign them at boot (Lambda) report none
+// when the machine is placed. Empty values keep what is recorded; the
+// private address replaces the placement-time default. It reports whether
+// anything changed.
+func (s *Store) SetNodeAddresses(ctx context.Context, n ClusterNode, reported PlacedNode) (bool, error) {
+	up := map[string]any{}
+	if reported.PrivateIP != "" && reported.PrivateIP != n.PrivateIP {
+		up["private_ip"] = reported.PrivateIP
+	}
+	if reported.PublicHost != "" && reported.PublicHost != n.PublicHost {
+		up["public_host"] = reported.PublicHost
+	}
+	if reported.SSHPort != 0 && reported.SSHPort != n.SSHPort {
+		up["ssh_port"] = reported.SSHPort
+	}
+	if reported.User != "" && reported.User != n.SSHUser {
+		up["ssh_user"] = reported.User
+	}
+	if len(up) == 0 {
+		return false, nil
+	}
+	return true, s.nodeRows(ctx, n.ClusterID, up, "id = ?", n.ID)
 }
 
 // MarkNodeStep records that a node finished step at now and moves it on to

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -224,6 +225,46 @@ func TestBudgetsPageForecast(t *testing.T) {
 		}
 		if href, _ := d.Find(`[data-testid="run-out-row"] a`).Attr("href"); href != "/clusters/"+cl.ID {
 			t.Errorf("run-out link %q", href)
+		}
+	})
+}
+
+// B5: an environment whose budget for the month is reached takes no new
+// cluster: the launch is refused with 409 budget_reached and creates
+// nothing; a raise above the spend lets the same launch through.
+func TestLaunchRefusedWhileBudgetReached(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		owner := app.signupAccount("b@example.com", "Budgeted")
+		tok := apiKeyFor(t, app, owner)
+		makeJoined(t, app, launchFor(t, app, owner, "burner"), true)
+		app.clock.Advance(90 * time.Minute)
+		if _, err := app.store.MeterUsage(ctx); err != nil {
+			t.Fatal(err)
+		}
+		as := app.store.As(models.Actor{OrgID: owner.org.ID, Role: models.RoleOwner, Name: "b@example.com"})
+		if _, err := as.SetBudget(ctx, owner.env.ID, 50*models.Micro); err != nil { // $59.91 spent
+			t.Fatal(err)
+		}
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20))) // the catalog is fresh again
+		code, q := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8}`)
+		if code != http.StatusCreated {
+			t.Fatalf("quote: %d %v", code, q)
+		}
+		launch := fmt.Sprintf(`{"quoteId":%q,"name":"second"}`, q["id"])
+		var body map[string]any
+		code, body = apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, launch, "Idempotency-Key", "b1")
+		if e, _ := body["error"].(map[string]any); code != http.StatusConflict || e["code"] != "budget_reached" {
+			t.Fatalf("launch over a reached budget: %d %v", code, body)
+		}
+		if list, err := app.store.ClustersForOrg(ctx, owner.org.ID); err != nil || len(list) != 1 {
+			t.Fatalf("clusters after the refusal: %d %v", len(list), err)
+		}
+		if _, err := as.SetBudget(ctx, owner.env.ID, 500*models.Micro); err != nil {
+			t.Fatal(err)
+		}
+		if code, body := apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, launch, "Idempotency-Key", "b2"); code != http.StatusCreated {
+			t.Fatalf("launch after the raise: %d %v", code, body)
 		}
 	})
 }

@@ -386,23 +386,44 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		Meta: h.meta(c, cl.Name), C: clusterView(cl),
 		Live:         !cl.Status.Terminal(),
 		CanTerminate: !cl.Status.Terminal() && cl.TerminateRequestedAt == nil,
+		Tab:          clusterTab(c.QueryParam("tab")),
+		Problem:      problemView(cl, nodes),
 	}
 	for _, n := range nodes {
-		cp.Nodes = append(cp.Nodes, nodeView(cl, n, now))
+		cp.Nodes = append(cp.Nodes, nodeView(cl, n))
 	}
 	for _, e := range events {
 		cp.Events = append(cp.Events, views.EventView{At: e.At.Format("15:04:05"), Kind: e.Kind, Status: e.Status,
 			Node: e.Node, Step: e.Step, Message: e.Message})
+	}
+	cp.RecentEvents = cp.Events[max(len(cp.Events)-recentEvents, 0):]
+	for _, t := range views.ClusterTabs {
+		cp.Tabs = append(cp.Tabs, views.TabView{ID: t, Label: tabLabels[t], Href: views.TabHref(cl.ID, t), Current: t == cp.Tab})
+	}
+	if cl.Status == models.StatusInstalling && cl.TerminateRequestedAt == nil {
+		run, err := h.Store.SoftwareRunStarted(ctx, cl.OrgID, cl.ID)
+		if err != nil {
+			return cp, err
+		}
+		cp.Progress = progressView(cl, nodes, run, now)
+	} else {
+		cp.Progress = progressView(cl, nodes, nil, now)
 	}
 	if cl.Status == models.StatusFailed {
 		cp.Alternatives, err = h.alternatives(c, cl)
 		if err != nil {
 			return cp, err
 		}
+		if cp.Problem != nil {
+			cp.Problem.Advice = failedAdvice(len(cp.Alternatives))
+		}
 	}
 	cp.Recovery = recoveryView(cl, now, nil)
 	if cp.Ended, err = h.endedView(c, cl); err != nil {
 		return cp, err
+	}
+	if cp.Ended != nil && cl.EndedAt != nil {
+		cp.Ended.Ran = ranFor(cl.EndedAt.Sub(cl.CreatedAt))
 	}
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
@@ -424,6 +445,19 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	}
 	cp.NCCL = ncclView(cl, nccl)
 	return cp, nil
+}
+
+// recentEvents is how many events the overview shows; the Events section has all.
+const recentEvents = 5
+
+var tabLabels = map[string]string{views.TabOverview: "Overview", views.TabConnect: "Connect", views.TabLogs: "Logs", views.TabEvents: "Events"}
+
+// clusterTab reads ?tab=; anything but a known section is the overview.
+func clusterTab(q string) string {
+	if slices.Contains(views.ClusterTabs, q) {
+		return q
+	}
+	return views.TabOverview
 }
 
 // ncclView shows the NCCL check beside what the interconnect advertises (X4).
@@ -466,27 +500,28 @@ func clusterView(cl models.Cluster) views.ClusterView {
 	return v
 }
 
-// nodeView is one node's timeline: each step done (with when), the one it
-// waits for (with the time left before its deadline), or failed (X3).
-func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.NodeView {
-	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Address: n.PrivateIP, Message: n.Message}
+// nodeView is one node: its status as the cluster page says it (derived
+// from the cluster's status and the node's step, L8), and its timeline: each
+// step done (with when), the one it waits for (with when the cluster gives
+// up on it), or failed (X3, L11).
+func nodeView(cl models.Cluster, n models.ClusterNode) views.NodeView {
+	shown := models.ShownNodeStatus(cl, n)
+	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(shown), Detail: nodeDetail(cl, n, shown),
+		Address: n.PrivateIP, Message: n.Message}
 	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
 	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
 	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(cl.PlacedAt != nil, "done", "active"), At: clock(cl.PlacedAt)})
 	for _, step := range models.ProvisionSteps {
 		sv := views.StepView{Label: labels[step], State: "waiting"}
 		deadline := cl.StepDeadline(step)
-		if !deadline.IsZero() {
-			sv.Deadline = "deadline " + deadline.Format("15:04:05")
-		}
 		switch {
 		case stamp[step] != nil:
 			sv.State, sv.At = "done", clock(stamp[step])
-		case n.Step == step && (n.Status == models.NodeFailed || n.Status == models.NodeLost):
+		case n.Step == step && (shown == models.NodeFailed || shown == models.NodeLost):
 			sv.State = "failed"
-		case n.Step == step && cl.Status == models.StatusProvisioning && !deadline.IsZero():
+		case n.Step == step && shown == models.NodeProvisioning && !deadline.IsZero():
 			sv.State = "active"
-			sv.Left = (deadline.Sub(now)).Round(time.Second).String() + " left"
+			sv.Deadline = "gives up at " + deadline.Format("15:04:05")
 		}
 		nv.Steps = append(nv.Steps, sv)
 	}
@@ -495,9 +530,9 @@ func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.Node
 		switch {
 		case n.SoftwareAt != nil:
 			sv.State, sv.At = "done", clock(n.SoftwareAt)
-		case cl.Status == models.StatusInstalling:
+		case shown == models.NodeInstalling:
 			sv.State = "active"
-		case cl.Status == models.StatusDegraded && cl.ReadyAt != nil && n.SoftwareAt == nil:
+		case shown == models.NodeDegraded:
 			sv.State = "failed"
 		}
 		nv.Steps = append(nv.Steps, sv)
