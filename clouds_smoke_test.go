@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/providers/runpod"
 	rpfake "github.com/clusterdeck/clusterdeck/providers/runpod/fake"
 	"github.com/clusterdeck/clusterdeck/providers/shadeform"
@@ -65,6 +66,25 @@ func TestShadeformSmoke(t *testing.T) {
 		defer sf.Close()
 		s := startServer(t, databaseURL, "PROVIDERS=shadeform", "SHADEFORM_API_KEY=shadeform_secret_smoke", "SHADEFORM_API_URL="+sf.URL+"/v1",
 			"SHADEFORM_REGIONS=us-east-1", "SHADEFORM_CLOUDS=lambdalabs", "SHADEFORM_AGENT_URL=http://127.0.0.1:9/clusterdeck")
+		// The catalog keeps the cloud behind each offer (OP1): Lambda's
+		// machines sold through Shadeform say so.
+		s.devRun(t, "catalog")
+		var offers api.OffersResponse
+		if code := s.api(t, http.MethodGet, "/v1/gpu/offers?accelerator=H100_80GB&nodes=2", nil, &offers); code != http.StatusOK {
+			t.Fatalf("offers: %d", code)
+		}
+		found := 0
+		for _, g := range offers.Groups {
+			for _, o := range g.Offers {
+				if o.Provider != "shadeform" || o.Upstream != "lambdalabs" {
+					t.Errorf("offer %s: provider %q upstream %q", o.ID, o.Provider, o.Upstream)
+				}
+				found++
+			}
+		}
+		if found == 0 {
+			t.Fatalf("no Shadeform offer listed: %+v", offers)
+		}
 		cloudSmoke(t, s, "shadeform:"+shadeform.OfferID("lambdalabs", "H100_sxm5x8", "us-east-1"), func() []string {
 			var out []string
 			for _, in := range f.Live() {

@@ -225,7 +225,7 @@ func (r *Cloud) offer(g GpuType, n int, dc DataCenterAvailability) providers.Off
 // microUSD turns dollars into micro-dollars, rounded up so nothing is sold below its price.
 func microUSD(usd float64) int64 { return int64(math.Ceil(usd*1e6 - 1e-6)) }
 
-// accelerator turns {name "RTX 4090", memory 24} into "RTX_4090_24GB" and
+// accelerator turns {name "RTX 4090", memory 24} into "RTX_4090" and
 // {name "H100 SXM", memory 80} into "H100_80GB": the form factor is
 // dropped, as the other providers' names have none (Lambda's
 // "H100 (80 GB SXM5)" is H100_80GB too), so offers compare across providers.
@@ -238,7 +238,7 @@ func accelerator(g GpuType) string {
 	for len(words) > 1 && formFactors[strings.ToUpper(words[len(words)-1])] {
 		words = words[:len(words)-1]
 	}
-	return strings.Join(words, "_") + "_" + strconv.Itoa(g.Memory) + "GB"
+	return providers.AcceleratorName(strings.Join(words, " "), g.Memory)
 }
 
 var formFactors = map[string]bool{"SXM": true, "SXM4": true, "SXM5": true, "PCIE": true, "NVL": true}

@@ -139,7 +139,7 @@ func TestListOffers(t *testing.T) {
 		t.Error("8 GPUs of 4 free, or a data center without stock, offered as available")
 	}
 	rtx := by[runpod.OfferID("US-TX-3", 1, "NVIDIA GeForce RTX 4090")]
-	if rtx.PerGPUHourUSD != 440_000 || rtx.Accelerator != "RTX_4090_24GB" {
+	if rtx.PerGPUHourUSD != 440_000 || rtx.Accelerator != "RTX_4090" {
 		t.Errorf("RTX 4090: %+v", rtx)
 	}
 	if len(offers) != 2*2*4 {

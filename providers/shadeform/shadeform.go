@@ -222,9 +222,9 @@ func offer(t InstanceType, a Availability) providers.Offer {
 		RootDiskGB: t.Configuration.StorageInGB, Available: a.Available, BootTime: boot, PublicIPs: true}
 }
 
-// accelerator turns {gpu_type "H100", vram 80} into "H100_80GB".
+// accelerator turns {gpu_type "H100", vram 80} into "H100_80GB" (see providers.AcceleratorName).
 func accelerator(c Configuration) string {
-	return strings.ReplaceAll(strings.TrimSpace(c.GPUType), " ", "_") + "_" + strconv.Itoa(c.VRAMPerGPUInGB) + "GB"
+	return providers.AcceleratorName(c.GPUType, c.VRAMPerGPUInGB)
 }
 
 func nodeName(group string, i int) string { return group + "-" + strconv.Itoa(i) }

@@ -125,7 +125,7 @@ func TestListOffers(t *testing.T) {
 	if h.Available || h.Upstream != "hyperstack" || h.PerGPUHourUSD != 2_380_000 {
 		t.Errorf("Hyperstack's H100, none free: %+v", h)
 	}
-	if a := by["hyperstack/A6000/canada-1"]; a.PerGPUHourUSD != 2_100_000 || a.Accelerator != "A6000_48GB" {
+	if a := by["hyperstack/A6000/canada-1"]; a.PerGPUHourUSD != 2_100_000 || a.Accelerator != "A6000" {
 		t.Errorf("A6000: %+v", a)
 	}
 	if len(offers) != 3*2 {
