@@ -1,6 +1,7 @@
 package runpod_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,7 +17,17 @@ func TestContract(t *testing.T) {
 		e := newEnv(t)
 		e.fake.Stock[fake.Cap{GPU: h100, DC: "US-TX-3"}] = 3 * 8
 		return providerstest.Env{Provider: e.cloud, OfferID: "US-TX-3/8x/" + h100, Location: "US-TX-3", Free: 3,
-			Advance: e.clk.Advance, Boot: 5 * time.Minute, Stops: true,
+			Advance: e.clk.Advance,
+			RateLimited: func(t *testing.T, d time.Duration) {
+				e.fake.Inject(fake.Fault{Method: "GET", Path: "/v2/pods", Status: 429, Detail: "rate limit exceeded for the minute window", RetryAfter: strconv.Itoa(int(d.Seconds()))})
+			},
+			Waited: func() time.Duration {
+				var sum time.Duration
+				for _, d := range e.clk.Slept() {
+					sum += d
+				}
+				return sum
+			}, Boot: 5 * time.Minute, Stops: true,
 			FailMidway: func(t *testing.T) {
 				// The catalog says yes; the second create finds the host taken.
 				e.fake.Inject(fake.Fault{Method: "POST", Path: "/v2/pods", After: 1, Status: 400,

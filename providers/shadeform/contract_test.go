@@ -1,6 +1,7 @@
 package shadeform_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,7 +17,17 @@ func TestContract(t *testing.T) {
 		e := newEnv(t)
 		e.fake.Capacity[fake.Cap{Cloud: "lambdalabs", Type: h100, Region: "us-east-1"}] = 3
 		return providerstest.Env{Provider: e.cloud, OfferID: "lambdalabs/" + h100 + "/us-east-1", Location: "us-east-1", Free: 3,
-			Advance: e.clk.Advance, Boot: 10 * time.Minute,
+			Advance: e.clk.Advance,
+			RateLimited: func(t *testing.T, d time.Duration) {
+				e.fake.Inject(fake.Fault{Path: "/instances", Status: 429, ErrorCode: "RATE_LIMITED", Error: "too many requests", RetryAfter: strconv.Itoa(int(d.Seconds()))})
+			},
+			Waited: func() time.Duration {
+				var sum time.Duration
+				for _, d := range e.clk.Slept() {
+					sum += d
+				}
+				return sum
+			}, Boot: 10 * time.Minute,
 			FailMidway: func(t *testing.T) {
 				// The catalog says yes; the second create finds none left.
 				e.fake.Inject(fake.Fault{Path: "/instances/create", After: 1, Status: 409, ErrorCode: "OUT_OF_CAPACITY",
