@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/providers/runpod"
 	rpfake "github.com/clusterdeck/clusterdeck/providers/runpod/fake"
 	"github.com/clusterdeck/clusterdeck/providers/shadeform"
@@ -24,7 +26,8 @@ import (
 func TestRunPodSmoke(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, databaseURL string) {
 		f := rpfake.New("runpod_secret_smoke", time.Now)
-		f.BootDelay = 0
+		f.BootDelay, f.StartDelay = 0, 0
+		f.PerMinute = 0 // the rate-limit windows are the adapter's tests' business
 		f.Stock[rpfake.Cap{GPU: "NVIDIA H100 80GB HBM3", DC: "US-TX-3"}] = 16
 		rp := httptest.NewServer(f)
 		defer rp.Close()
@@ -42,7 +45,42 @@ func TestRunPodSmoke(t *testing.T) {
 				scripts = append(scripts, string(b))
 			}
 			return scripts
-		}, func() int { return len(f.Live()) })
+		}, func() int { return len(f.Live()) }, func(id string, agentsDown, agentsUp func()) {
+			// Stop (B6) and resume through the real stop job: RunPod stops
+			// the pods (EXITED: the GPUs are no longer billed) and starts them
+			// again on the same hosts.
+			st := openStore(t, s)
+			c, err := st.ClusterByID(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.RequestStop(context.Background(), c.OrgID, id, models.StopByBudget, "smoke"); err != nil {
+				t.Fatal(err)
+			}
+			until(t, id, "stopped", 0, []string{"stop"}, s)
+			for _, p := range f.Live() {
+				if p.Status != runpod.StatusExited {
+					t.Fatalf("pod %s is %s after the stop", p.ID, p.Status)
+				}
+			}
+			agentsDown()
+			if _, err := st.RequestResume(context.Background(), c.OrgID, id, "smoke"); err != nil {
+				t.Fatal(err)
+			}
+			s.devRun(t, "stop") // the resume starts every pod
+			for _, p := range f.Live() {
+				if p.Status != runpod.StatusRunning {
+					t.Fatalf("pod %s is %s after the start", p.ID, p.Status)
+				}
+			}
+			agentsUp()
+			until(t, id, "ready", 0, []string{"stop", "provision", "install"}, s)
+			for _, p := range f.Live() {
+				if p.Status != runpod.StatusRunning {
+					t.Fatalf("pod %s is %s after the resume", p.ID, p.Status)
+				}
+			}
+		})
 		for _, sc := range scripts {
 			if !strings.Contains(sc, "exec /opt/clusterdeck/clusterdeck agent") {
 				t.Errorf("a pod's command must run the agent in the foreground:\n%s", sc)
@@ -102,7 +140,7 @@ func TestShadeformSmoke(t *testing.T) {
 // cloudSmoke quotes and launches a 2 × 8 H100 cluster that must land on
 // offer, starts one real agent per machine from what its start-up script
 // says, waits for ready, terminates and checks that nothing is left.
-func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []string, live func() int) string {
+func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []string, live func() int, between ...func(id string, agentsDown, agentsUp func())) string {
 	t.Helper()
 	s.devRun(t, "catalog")
 	var quote struct{ ID, OfferID string }
@@ -125,19 +163,34 @@ func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []string, 
 	}
 	smi := fakeH100SMI(t)
 	var agents []*process
-	for _, script := range sc {
-		server, token, workload := userDataValue(script, "CLUSTERDECK_SERVER="), userDataValue(script, "CLUSTERDECK_TOKEN="), hereDoc(script, "CLUSTERDECK_WORKLOAD")
-		if server != s.url || token == "" || !strings.HasPrefix(workload, "{") {
-			t.Fatalf("start-up script lacks the agent's settings:\n%s", script)
+	up := func() {
+		agents = nil
+		for _, script := range sc {
+			server, token, workload := userDataValue(script, "CLUSTERDECK_SERVER="), userDataValue(script, "CLUSTERDECK_TOKEN="), hereDoc(script, "CLUSTERDECK_WORKLOAD")
+			if server != s.url || token == "" || !strings.HasPrefix(workload, "{") {
+				t.Fatalf("start-up script lacks the agent's settings:\n%s", script)
+			}
+			wl := filepath.Join(t.TempDir(), "workload.json")
+			if err := os.WriteFile(wl, []byte(workload), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			agents = append(agents, start(t, []string{"PATH=" + smi + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + s.dataDir},
+				"agent", "--server", server, "--token", token, "--workload", wl, "--every", "200ms"))
 		}
-		wl := filepath.Join(t.TempDir(), "workload.json")
-		if err := os.WriteFile(wl, []byte(workload), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		agents = append(agents, start(t, []string{"PATH=" + smi + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + s.dataDir},
-			"agent", "--server", server, "--token", token, "--workload", wl, "--every", "200ms"))
 	}
+	// A machine that stops takes its agent down; started again, it runs
+	// its start-up script again.
+	down := func() {
+		for _, a := range agents {
+			_ = a.cmd.Process.Kill()
+			<-a.done
+		}
+	}
+	up()
 	until(t, cl.ID, "ready", 0, []string{"provision", "install"}, s)
+	for _, f := range between {
+		f(cl.ID, down, up)
+	}
 	if code := s.api(t, http.MethodPost, "/v1/gpu/clusters/"+cl.ID+"/terminate", nil, nil); code >= 300 {
 		t.Fatalf("terminate: %d", code)
 	}
