@@ -89,6 +89,9 @@ type Cloud struct {
 
 	mu     sync.Mutex
 	groups map[string]*sync.Mutex
+	// keys serialises read-modify-write of the account's SSH keys (PUT
+	// replaces the whole set: two placements at once would drop a key).
+	keys sync.Mutex
 }
 
 var _ providers.Provider = (*Cloud)(nil)
@@ -410,6 +413,8 @@ func (r *Cloud) registerKeys(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	r.keys.Lock()
+	defer r.keys.Unlock()
 	var cur struct {
 		Keys []string `json:"keys"`
 	}

@@ -356,3 +356,28 @@ func TestConfig(t *testing.T) {
 		t.Error("pod sizes")
 	}
 }
+
+// Two placements at once, each with its customer's key, keep both keys:
+// the account's key set is replaced as a whole, so its read-modify-write
+// is serialised.
+func TestConcurrentKeyRegistration(t *testing.T) {
+	e := newEnv(t)
+	e.fake.Stock[fake.Cap{GPU: h100, DC: "US-TX-3"}] = 8 * 8
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			req := request("cl_k"+string(rune('a'+i)), "US-TX-3", 1)
+			req.SSHKeys = []string{"ssh-ed25519 AAAAkey" + string(rune('a'+i)) + " user@host"}
+			_, err := e.cloud.PlaceGroup(ctx, req)
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys := e.fake.SSHKeys(); len(keys) != 8 {
+		t.Errorf("%d keys registered of 8: %q", len(keys), keys)
+	}
+}
