@@ -127,6 +127,8 @@ func classify(op string, status int, ae APIError) error {
 		return providers.ErrNoCapacity
 	case status == http.StatusPaymentRequired:
 		return providers.ErrQuota
+	case status == http.StatusConflict && op != opPlace:
+		return providers.ErrTransient // e.g. a restart while the machine changes state: later it may work
 	case status == http.StatusNotFound && op != opPlace:
 		return providers.ErrNotFound
 	}

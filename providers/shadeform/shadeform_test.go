@@ -306,3 +306,24 @@ func TestConfig(t *testing.T) {
 		t.Errorf("config shows the key: %s", s)
 	}
 }
+
+// A restart refused because the machine is changing state (409) may work
+// later: transient, not a refusal.
+func TestRestartConflictIsTransient(t *testing.T) {
+	e := newEnv(t)
+	e.fake.Capacity[fake.Cap{Cloud: "hyperstack", Type: h100, Region: "canada-1"}] = 1
+	g, err := e.cloud.PlaceGroup(ctx, request("cl_r", "hyperstack", "canada-1", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(10 * time.Minute)
+	e.fake.Inject(fake.Fault{Path: "/instances/" + g.Nodes[0].ID + "/restart", Status: 409, ErrorCode: "INVALID_STATE", Error: "instance is busy"})
+	cloud, err := shadeform.New(shadeform.Config{APIKey: testKey, BaseURL: e.url + "/v1", Now: e.clk.Now, Sleep: e.clk.Sleep, Retries: -1,
+		Agent: bootstrap.AgentInstall{URL: "https://x/cd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cloud.RestartNode(ctx, "cl_r", g.Nodes[0].ID); !errors.Is(err, providers.ErrTransient) {
+		t.Errorf("409 on restart: %v", err)
+	}
+}

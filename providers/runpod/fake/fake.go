@@ -6,6 +6,9 @@
 // endpoint, on a clock; stop, start, restart and delete; GPU stock per data
 // center that decides both the catalog and the create).
 //
+// Its lists are wrapped ({"pods": [...]}) and not paginated: REST v2
+// defines no pagination parameters.
+//
 // Start it with httptest.NewServer(fake.New(...)); it never leaves loopback.
 package fake
 

@@ -12,6 +12,8 @@
 // 409 OUT_OF_CAPACITY, 400 INVALID_REQUEST, 401 UNAUTHORIZED, 404
 // NOT_FOUND, and 429 with Retry-After when PerMinute is set.
 //
+// Its lists are not paginated, as the published description's are not.
+//
 // Start it with httptest.NewServer(fake.New(...)); it never leaves loopback.
 package fake
 
