@@ -210,6 +210,10 @@ type Cluster struct {
 	CreatedAt            time.Time      `json:"createdAt"`
 	TerminateRequestedAt *time.Time     `json:"terminateRequestedAt,omitempty"`
 	EndedAt              *time.Time     `json:"endedAt,omitempty"`
+	StopRequestedAt      *time.Time     `json:"stopRequestedAt,omitempty"`   // B6: a stop being carried out
+	StopReason           string         `json:"stopReason,omitempty"`        // balance or budget
+	StoppedAt            *time.Time     `json:"stoppedAt,omitempty"`         // compute billing ended here
+	ResumeRequestedAt    *time.Time     `json:"resumeRequestedAt,omitempty"` // a resume under way
 	Nodes                []ClusterNode  `json:"nodes"`
 	Recovery             Recovery       `json:"recovery"`
 	Events               []ClusterEvent `json:"events,omitempty"`

@@ -116,6 +116,15 @@ func (c *Client) Recover(ctx context.Context, id string, opts ...Option) (api.Cl
 	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/recover", nil, nil, opts)
 }
 
+// Resume is POST /v1/gpu/clusters/{id}/resume (B6): a stopped cluster's
+// machines start again, all or nothing; an *Error with Code
+// "insufficient_balance" (with the amount to add and the top-up link) when
+// the balance does not pass launch admission, "not_stopped" unless the
+// cluster is stopped.
+func (c *Client) Resume(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/resume", nil, nil, opts)
+}
+
 // Connections is GET /v1/gpu/clusters/{id}/connections (N2–N5): an
 // *Error with Code "not_connectable" until every machine is up.
 func (c *Client) Connections(ctx context.Context, id string, opts ...Option) (api.Connections, error) {

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +147,15 @@ func TestBalanceGraceStopTerminate(t *testing.T) {
 		if n, member := e.mails("balance-stopped:"); n != 1 || member != 0 {
 			t.Fatalf("stopped mails %d (member %d)", n, member)
 		}
+		var stoppedMail models.OutboxMail
+		if err := db.Where("idempotency_key LIKE ?", "balance-stopped:%").Take(&stoppedMail).Error; err != nil {
+			t.Fatal(err)
+		}
+		if stoppedMail.To != "owner@acme.example" || !strings.Contains(stoppedMail.Text, "being stopped: "+c.Name+".") ||
+			!strings.Contains(stoppedMail.Text, "within 1 hour") || !strings.Contains(stoppedMail.Text, "Unpaid 72 hours from now") ||
+			!strings.Contains(stoppedMail.Text, "https://deck.example/billing") {
+			t.Errorf("stopped mail to %s:\n%s", stoppedMail.To, stoppedMail.Text)
+		}
 		e.step(71*time.Hour + 50*time.Minute)
 		if c := e.cluster(e.c.ID); c.Status != models.StatusStopped || c.TerminateRequestedAt != nil {
 			t.Fatalf("terminated within the second grace: %s", c.Status)
@@ -205,6 +215,43 @@ func TestBalanceTopUpDuringGraceCancels(t *testing.T) {
 		}
 		if n, _ := e.mails("balance-low:"); n != 2 {
 			t.Errorf("low-balance mails %d: want the first episode's and the new one's (73 h at $59.91/h spent the top-up)", n)
+		}
+	})
+}
+
+// B6: a top-up that lifts the balance above zero without covering the next
+// hour restarts the grace: the stop comes a full grace after the balance
+// ran out again, not after it first did; the episode (and its one warning)
+// goes on.
+func TestBalancePartialTopUpRestartsGrace(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newEnforceWorld(t, db)
+		e.setStanding(10*models.Micro, "adj-low")
+		first := e.runUntilExhausted()
+		e.clock.Set(first.Add(50 * time.Minute))
+		e.step(0)
+		e.setStanding(20*models.Micro, "top-up-small") // above zero, under the $59.91 of the next hour
+		e.step(0)
+		if ep := e.episode(); ep == nil || ep.ExhaustedAt != nil {
+			t.Fatalf("after a partial top-up: %+v", ep)
+		}
+		again := e.runUntilExhausted()
+		if !again.After(first.Add(time.Hour)) {
+			t.Fatalf("exhausted again at %v, before the first grace ended (%v)", again, first.Add(time.Hour))
+		}
+		for e.clock.Now().Before(again.Add(models.DefaultBalanceGrace - time.Minute)) {
+			e.step(5 * time.Minute)
+		}
+		if c := e.cluster(e.c.ID); c.StopRequestedAt != nil {
+			t.Fatalf("stopped %v: within the grace that restarted at %v", c.StopRequestedAt, again)
+		}
+		e.clock.Set(again.Add(models.DefaultBalanceGrace))
+		e.step(0)
+		if c := e.cluster(e.c.ID); c.Status != models.StatusStopped {
+			t.Fatalf("after the restarted grace: %s", c.Status)
+		}
+		if n, _ := e.mails("balance-low:"); n != 1 {
+			t.Errorf("low-balance mails %d in one episode, want 1", n)
 		}
 	})
 }

@@ -122,3 +122,60 @@ func TestSchedulerLeaseRunsOnWallTime(t *testing.T) {
 		}
 	})
 }
+
+// overlapJob records how many of its runs were ever under way at once; the
+// first run holds on until released.
+type overlapJob struct {
+	now, most, runs atomic.Int64
+	started         chan struct{}
+	release         chan struct{}
+}
+
+func (j *overlapJob) Name() string { return "overlap" }
+
+func (j *overlapJob) Run(ctx context.Context) error {
+	n := j.now.Add(1)
+	defer j.now.Add(-1)
+	for m := j.most.Load(); n > m && !j.most.CompareAndSwap(m, n); m = j.most.Load() {
+	}
+	if j.runs.Add(1) == 1 {
+		close(j.started)
+		<-j.release
+	}
+	return nil
+}
+
+// OP4 inside one process: the lease lets its own holder in again, so a
+// "run now" that lands while the scheduled tick of the same job is under
+// way waits for it instead of running beside it (with a real cloud that
+// placed one machine twice).
+func TestSchedulerTicksOfOneJobNeverOverlapInProcess(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		job := &overlapJob{started: make(chan struct{}), release: make(chan struct{})}
+		sched := jobs.NewScheduler(models.NewStore(db, nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err := sched.Add("@every 1h", job, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan error, 1)
+		go func() { first <- sched.RunNow(ctx, job.Name()) }()
+		<-job.started
+		second := make(chan error, 1)
+		go func() { second <- sched.RunNow(ctx, job.Name()) }()
+		select {
+		case err := <-second:
+			t.Fatalf("the second tick finished while the first still ran: %v", err)
+		case <-time.After(200 * time.Millisecond): // only a bound on a failure; success never waits on it
+		}
+		close(job.release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-second; err != nil {
+			t.Fatal(err)
+		}
+		if job.runs.Load() != 2 || job.most.Load() != 1 {
+			t.Errorf("runs %d, most at once %d; want 2 runs, never 2 at once", job.runs.Load(), job.most.Load())
+		}
+	})
+}

@@ -236,3 +236,154 @@ func TestResumeAllOrNothing(t *testing.T) {
 		w.checkBalance()
 	})
 }
+
+// B6, R1: while a stop is carried out its machines go down on purpose:
+// the health and recovery jobs neither degrade the cluster nor restart
+// them. A stop asked while the cluster still provisions waits until every
+// machine joined, then stops it.
+func TestStopLeavesHealthAlone(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		c := w.readyCluster()
+		health := &jobs.Health{Store: w.store, Providers: w.job.Providers}
+		recovery := &jobs.Recovery{Store: w.store, Providers: w.job.Providers}
+		if _, err := w.store.RequestStop(ctx, w.org.ID, c.ID, models.StopByBudget, "budget reached"); err != nil {
+			t.Fatal(err)
+		}
+		// One machine already stopped at the provider, the job not yet run.
+		g, err := w.cloud.DescribeGroup(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.cloud.StopNode(ctx, c.ID, g.Nodes[1].ID); err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			w.clock.Advance(time.Minute)
+			if err := health.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := recovery.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := w.cluster(c.ID); got.Status != models.StatusReady || got.EpisodeStartedAt != nil {
+			t.Fatalf("health judged a cluster being stopped: %s episode %v\n%s", got.Status, got.EpisodeStartedAt, w.events(c.ID))
+		}
+		if st := w.providerStates(c.ID); st[1] != providers.NodeStopped {
+			t.Fatalf("recovery restarted a machine being stopped: %v", st)
+		}
+		w.tick()
+		if got := w.cluster(c.ID); got.Status != models.StatusStopped {
+			t.Fatalf("not stopped: %s", got.Status)
+		}
+
+		// Requested mid-provision: the cluster comes up, then stops.
+		p := w.launch("H100_80GB", 2, 8)
+		w.tick()
+		if _, err := w.store.RequestStop(ctx, w.org.ID, p.ID, models.StopByBalance, "balance ran out"); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.cluster(p.ID); got.Status != models.StatusProvisioning || got.StopRequestedAt == nil {
+			t.Fatalf("mid-provision stop request: %s %v", got.Status, got.StopRequestedAt)
+		}
+		p = w.runUntil(p.ID, models.StatusStopped, 10*time.Minute, time.Minute)
+		if p.Status != models.StatusStopped || p.ReadyAt == nil || p.StoppedAt == nil {
+			t.Fatalf("mid-provision stop: %s ready %v stopped %v\n%s", p.Status, p.ReadyAt, p.StoppedAt, w.events(p.ID))
+		}
+		if !strings.Contains(w.events(p.ID), "request|provisioning|||Stop requested (balance)") {
+			t.Errorf("no stop request event:\n%s", w.events(p.ID))
+		}
+
+		// Terminate wins over a stop under way, and over a stopped cluster.
+		q := w.readyCluster()
+		if _, err := w.store.RequestStop(ctx, w.org.ID, q.ID, models.StopByBudget, "budget reached"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.store.RequestTerminate(ctx, w.org.ID, q.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{q.ID, c.ID} {
+			if id == c.ID {
+				if _, err := w.store.RequestTerminate(ctx, w.org.ID, id, "test"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.tick()
+			if got := w.cluster(id); got.Status != models.StatusTerminated {
+				t.Errorf("terminate after a stop: %s\n%s", got.Status, w.events(id))
+			}
+		}
+		if got, err := w.store.RequestStop(ctx, w.org.ID, q.ID, models.StopByBalance, "late"); err != nil || got.Status != models.StatusTerminated {
+			t.Errorf("stop of a terminated cluster: %v %s", err, got.Status)
+		}
+		if _, err := w.store.RequestStop(ctx, w.org.ID, q.ID, "whim", ""); err == nil {
+			t.Error("a stop reason neither balance nor budget was accepted")
+		}
+	})
+}
+
+// B6, L6: a stop that interrupts the software install resumes the cluster
+// degraded (install_interrupted, billing running again), and the install
+// retried from there brings it to ready on the machines that came back.
+func TestResumeAfterInterruptedInstall(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		c := w.launchWith("H100_80GB", 2, 8, "slurm")
+		c = w.untilInstalling(c.ID)
+		c = w.stopNow(c.ID, models.StopByBudget)
+		if c.StoppedFrom != string(models.StatusInstalling) {
+			t.Fatalf("stopped from %q", c.StoppedFrom)
+		}
+		w.clock.Advance(10 * time.Minute)
+		if _, err := w.store.RequestResume(ctx, w.org.ID, c.ID, "test@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		c = w.runUntil(c.ID, models.StatusDegraded, 10*time.Minute, 30*time.Second)
+		if c.Status != models.StatusDegraded || c.LastError != models.LastErrorInstallInterrupted || c.BillFrom == nil {
+			t.Fatalf("resumed: %s %q billFrom %v\n%s", c.Status, c.LastError, c.BillFrom, w.events(c.ID))
+		}
+		if _, err := w.store.RetryInstall(ctx, w.org.ID, c.ID, "test@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		if c = w.runUntil(c.ID, models.StatusReady, 20*time.Minute, 30*time.Second); c.Status != models.StatusReady {
+			t.Fatalf("after the retried install: %s %q\n%s", c.Status, c.LastError, w.events(c.ID))
+		}
+	})
+}
+
+// noStop is a cloud that cannot stop machines (like Lambda's API).
+type noStop struct{ providers.Provider }
+
+func (noStop) StopNode(context.Context, string, string) error {
+	return &providers.Error{Class: providers.ErrUnsupported, Provider: "sim", Op: "StopNode", Message: "no stop here"}
+}
+
+// B6 on a cloud that cannot stop machines: the stop terminates the cluster
+// instead (every machine released, billing closed), with an event saying
+// why, rather than leaving the machines running unbilled.
+func TestStopOnACloudThatCannotStopTerminates(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		c := w.readyCluster()
+		w.job.Providers["sim"] = noStop{w.cloud} // the registry every job of the world shares
+		if _, err := w.store.RequestStop(ctx, w.org.ID, c.ID, models.StopByBalance, "test stop"); err != nil {
+			t.Fatal(err)
+		}
+		w.run(time.Minute, time.Minute)
+		got := w.cluster(c.ID)
+		if got.Status != models.StatusTerminated {
+			t.Fatalf("status %s, want terminated\n%s", got.Status, w.events(c.ID))
+		}
+		if ev := w.events(c.ID); !strings.Contains(ev, "cannot stop machines, so they are released instead") {
+			t.Errorf("no event says why:\n%s", ev)
+		}
+		if st := w.providerStates(c.ID); !allIn(st, providers.NodeTerminated) {
+			t.Errorf("machines at the provider: %v", st)
+		}
+		w.checkBalance()
+	})
+}

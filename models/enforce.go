@@ -43,7 +43,7 @@ type BalanceEpisode struct {
 	ExhaustedAt  *time.Time // the balance reached zero; the grace counts from here
 	StoppedAt    *time.Time // the grace passed: every running cluster was asked to stop
 	TerminatedAt *time.Time // the second grace passed: the stopped clusters were asked to terminate
-	UpdatedAt    time.Time
+	UpdatedAt    time.Time  `gorm:"autoUpdateTime:false"` // the store's clock, not the wall's
 }
 
 // EnforcePolicy is the operator's settings for balance enforcement.
@@ -193,7 +193,7 @@ func (s *Store) stopForBalance(ctx context.Context, orgID string, exhausted time
 		return nil, err
 	}
 	detail := fmt.Sprintf("The balance ran out at %s and was not topped up within %s.",
-		exhausted.UTC().Format("2006-01-02 15:04 MST"), p.grace())
+		exhausted.UTC().Format("2006-01-02 15:04 MST"), spell(p.grace()))
 	var names []string
 	for _, c := range cs {
 		if _, err := s.RequestStop(ctx, orgID, c.ID, StopByBalance, detail); err != nil {
@@ -256,13 +256,13 @@ func balanceLowText(bal, burn Money, p EnforcePolicy) [2]string {
 			fmt.Sprintf("Your balance is %s while your clusters burn %s per hour.\n\n"+
 				"Add funds within %s or every running cluster is stopped (compute billing ends, nothing is deleted); "+
 				"unpaid %s after the stop, the clusters are terminated.\n\nAdd funds: %s\n",
-				USD(bal), USD(burn), p.grace(), p.terminateGrace(), billingLink(p))}
+				USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), billingLink(p))}
 	}
 	return [2]string{"Your Clusterdeck balance is running low",
 		fmt.Sprintf("Your balance of %s will not cover the next hour of your running clusters (%s per hour).\n\n"+
 			"When it runs out, every running cluster is stopped after %s unless you add funds; "+
 			"unpaid %s after the stop, the clusters are terminated.\n\nAdd funds: %s\n",
-			USD(bal), USD(burn), p.grace(), p.terminateGrace(), billingLink(p))}
+			USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), billingLink(p))}
 }
 
 func balanceStoppedText(names []string, bal Money, p EnforcePolicy) [2]string {
@@ -270,12 +270,25 @@ func balanceStoppedText(names []string, bal Money, p EnforcePolicy) [2]string {
 		fmt.Sprintf("Your balance (%s) ran out and was not topped up within %s, so these clusters are being stopped: %s.\n\n"+
 			"Their machines are stopped at the provider and compute billing ends; nothing is deleted. Add funds, then "+
 			"resume each cluster from its page. Unpaid %s from now, they are terminated.\n\nAdd funds: %s\n",
-			USD(bal), p.grace(), strings.Join(names, ", "), p.terminateGrace(), billingLink(p))}
+			USD(bal), spell(p.grace()), strings.Join(names, ", "), spell(p.terminateGrace()), billingLink(p))}
 }
 
 func balanceTerminatedText(names []string, bal Money, p EnforcePolicy) [2]string {
 	return [2]string{"Your stopped clusters were terminated: the balance stayed unpaid",
 		fmt.Sprintf("Your balance (%s) stayed unpaid for %s after your clusters were stopped, so these clusters are "+
 			"terminated: %s.\n\nTheir machines are released and billing for them has ended.\n\nBilling: %s\n",
-			USD(bal), p.terminateGrace(), strings.Join(names, ", "), billingLink(p))}
+			USD(bal), spell(p.terminateGrace()), strings.Join(names, ", "), billingLink(p))}
+}
+
+// spell writes a grace for people: "1 hour", "72 hours", "90 minutes".
+func spell(d time.Duration) string {
+	switch {
+	case d == time.Hour:
+		return "1 hour"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	}
+	return d.String()
 }

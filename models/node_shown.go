@@ -23,7 +23,7 @@ var NodeStatusesShown = map[ClusterStatus][]NodeStatus{
 	StatusInstalling:   {NodeInstalling, NodeTerminating},
 	StatusReady:        {NodeReady, NodeTerminating},
 	StatusDegraded:     {NodeReady, NodeInstalling, NodeDegraded, NodeDown, NodeRestarting, NodeTerminating},
-	StatusStopped:      {NodeStopped, NodeTerminating},
+	StatusStopped:      {NodeStopped, NodeProvisioning, NodeTerminating},
 	StatusFailed:       {NodeFailed, NodeLost, NodeReleased},
 	StatusTerminated:   {NodeTerminated, NodeLost},
 }
@@ -69,6 +69,9 @@ func ShownNodeStatus(c Cluster, n ClusterNode) NodeStatus {
 		}
 		return NodeReady
 	case StatusStopped:
+		if c.Resuming() && n.Status == NodeProvisioning { // starting again with the launch's steps (B6)
+			return NodeProvisioning
+		}
 		return NodeStopped
 	}
 	return NodeReady

@@ -20,8 +20,12 @@ const (
 )
 
 // LastErrorResumeFailed prefixes the lastError of a resume that could not
-// bring every machine back: "resume_failed:timeout:agent", … (L4's codes).
-const LastErrorResumeFailed = "resume_failed:"
+// bring every machine back: "resume_failed:timeout:agent", … (L4's codes);
+// LastErrorResumeCancelled one a stop request cancelled ("…:budget").
+const (
+	LastErrorResumeFailed    = "resume_failed:"
+	LastErrorResumeCancelled = "resume_cancelled:"
+)
 
 // LastErrorInstallInterrupted is the lastError of a cluster resumed after a
 // stop that interrupted its software install: it comes back degraded and the
@@ -112,7 +116,7 @@ func (s *Store) RequestStop(ctx context.Context, orgID, clusterID string, reason
 		case c.Status.Terminal(), c.TerminateRequestedAt != nil, c.StopRequestedAt != nil:
 			return nil
 		case c.Resuming():
-			c, err = tx.failResume(ctx, c.ID, "resume_cancelled:"+string(reason), "", "",
+			c, err = tx.failResume(ctx, c.ID, LastErrorResumeCancelled+string(reason), "", "",
 				fmt.Sprintf("Resume cancelled: stop requested (%s). %s", reason, detail), reason, detail)
 			return err
 		case c.Status == StatusStopped:
@@ -318,12 +322,12 @@ func (s *Store) MarkResumed(ctx context.Context, c Cluster, n *ClusterNotify) (C
 // machine stopped again (the stop job stops those that started), nothing
 // billed for the attempt.
 func (s *Store) FailResume(ctx context.Context, id, lastError, node, step, msg string) (Cluster, error) {
-	return s.failResume(ctx, id, lastError, node, step, msg, "", "")
+	return s.failResume(ctx, id, LastErrorResumeFailed+lastError, node, step, msg, "", "")
 }
 
 func (s *Store) failResume(ctx context.Context, id, lastError, node, step, msg string, reason StopReason, detail string) (Cluster, error) {
 	set := map[string]any{"resume_requested_at": nil, "stop_requested_at": s.Now(),
-		"last_error": truncate(LastErrorResumeFailed+lastError, 255)}
+		"last_error": truncate(lastError, 255)}
 	if reason != "" {
 		set["stop_reason"], set["stop_detail"] = string(reason), truncate(detail, 255)
 	}

@@ -40,6 +40,7 @@ type ClusterPage struct {
 	Live         bool // poll for changes while the cluster is not terminal
 	CanTerminate bool
 	CanRetry     bool // retry install (degraded by software)
+	CanResume    bool // resume a stopped cluster (B6)
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
@@ -127,7 +128,8 @@ type ClusterView struct {
 	Software     string
 	Created      string
 	Terminating  bool
-	Kubeconfig   bool // node-0 reported its kubeconfig: offer the download
+	Stop         string // the stop or resume under way, or the stop in force (B6); "" = none
+	Kubeconfig   bool   // node-0 reported its kubeconfig: offer the download
 	// KubeconfigPending: a Kubernetes cluster whose node-0 has not reported
 	// its kubeconfig yet; the page says it is not available yet.
 	KubeconfigPending bool

@@ -388,6 +388,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		CanTerminate: !cl.Status.Terminal() && cl.TerminateRequestedAt == nil,
 		Tab:          clusterTab(c.QueryParam("tab")),
 		Problem:      problemView(cl, nodes),
+		CanResume:    cl.Resumable(),
 	}
 	for _, n := range nodes {
 		cp.Nodes = append(cp.Nodes, nodeView(cl, n))
@@ -497,7 +498,43 @@ func clusterView(cl models.Cluster) views.ClusterView {
 	if cl.ReadyAt != nil {
 		v.ReadyAt = cl.ReadyAt.Format("15:04:05 MST, 2 Jan")
 	}
+	if cl.BillFrom != nil {
+		v.ReadyAt = cl.BillFrom.Format("15:04:05 MST, 2 Jan") + " (resumed)"
+	}
+	if cl.Status == models.StatusStopped && cl.StoppedAt != nil {
+		v.ReadyAt = "none: stopped " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")
+	}
+	v.Stop = stopLine(cl)
 	return v
+}
+
+// stopLine says what a stop or resume is doing to the cluster (B6).
+func stopLine(cl models.Cluster) string {
+	why := ""
+	switch models.StopReason(cl.StopReason) {
+	case models.StopByBalance:
+		why = " because the balance ran out"
+	case models.StopByBudget:
+		why = " because the environment's budget was reached"
+	}
+	switch {
+	case cl.Status.Terminal() || cl.TerminateRequestedAt != nil:
+		return ""
+	case cl.Resuming():
+		return "Resuming: every machine is starting again with the launch's step deadlines, all or nothing. Billing restarts when all of them have joined."
+	case cl.Status == models.StatusStopped && cl.StopRequestedAt != nil:
+		return "Stopped. The machines a failed resume started are being stopped again; resume once they are."
+	case cl.Status == models.StatusStopped:
+		at := ""
+		if cl.StoppedAt != nil {
+			at = " at " + cl.StoppedAt.Format("15:04 MST, 2 Jan")
+		}
+		return "Stopped" + at + why + ": every machine is stopped at the provider and compute billing ended; nothing is deleted. " +
+			"Resume starts every machine again (it needs the balance a launch needs; add funds on the billing page)."
+	case cl.StopRequestedAt != nil:
+		return "Stopping" + why + ": every machine is being stopped at the provider; compute billing ends when they are."
+	}
+	return ""
 }
 
 // nodeView is one node: its status as the cluster page says it (derived

@@ -257,6 +257,8 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/clusters/:id/recover":                    clusterA,
 	"/v1/gpu/clusters/:id/recovery":            clusterA,
 	"/v1/gpu/clusters/:id/recover":             clusterA,
+	"/clusters/:id/resume":                     clusterA,
+	"/v1/gpu/clusters/:id/resume":              clusterA,
 }
 
 func quoteRequestA(f *walkFixture) map[string]string {
