@@ -543,9 +543,10 @@ func (s *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 	return s.c.do(ctx, opRestart, http.MethodPost, "/instances/"+url.PathEscape(nodeID)+"/restart", nil, nil)
 }
 
-// StopNode is refused: Shadeform's API has no stop, only restart and delete.
+// StopNode is refused with ErrUnsupported: Shadeform's API has no stop,
+// only restart and delete.
 func (s *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
-	return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: "StopNode", Code: "unsupported",
+	return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: "StopNode", Code: "unsupported",
 		Message: "Shadeform cannot stop a machine and start it again; terminate the cluster to release it"}
 }
 

@@ -279,7 +279,7 @@ func TestLifecycle(t *testing.T) {
 	if err := e.cloud.RestartNode(ctx, "cl_other", g.Nodes[0].ID); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("another group's machine: %v", err)
 	}
-	if err := e.cloud.StopNode(ctx, "cl_l", g.Nodes[0].ID); !errors.Is(err, providers.ErrValidation) {
+	if err := e.cloud.StopNode(ctx, "cl_l", g.Nodes[0].ID); !errors.Is(err, providers.ErrUnsupported) {
 		t.Errorf("stop: %v", err)
 	}
 	e.fake.SetStatus(g.Nodes[1].ID, shadeform.StatusError)
