@@ -471,14 +471,30 @@ func TestReplaceNodeFailureLeavesTheSlotDown(t *testing.T) {
 	})
 }
 
-// B6 with L10: a stop requested while a worker joins waits for the join
-// job, which releases the worker (the join fails, nothing is billed for
-// it, the cluster is back to its machines); then every machine that was
-// there is stopped. While the stop is under way no machine can be added.
+// B5, B6 with L10: a worker is refused while the environment's budget is
+// reached, like a launch. A stop requested while a worker joins waits for
+// the join job, which releases the worker (the join fails, nothing is
+// billed for it, the cluster is back to its machines); then every machine
+// that was there is stopped. While the stop is under way no machine can be
+// added.
 func TestStopDuringJoinReleasesTheWorkerFirst(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		h := newJoinWorld(t, db, 2, "none")
 		ctx := context.Background()
+		h.run(10*time.Minute, time.Minute)
+		if _, err := h.store.As(h.actor).SetBudget(ctx, h.env.ID, models.Micro); err != nil {
+			t.Fatal(err)
+		}
+		var reached *models.BudgetReachedError
+		if _, _, err := h.store.As(h.actor).AddWorker(ctx, h.c.ID); !errors.As(err, &reached) {
+			t.Fatalf("add while the budget is reached = %v, want a BudgetReachedError", err)
+		}
+		if c := h.cluster(h.c.ID); c.Nodes != 2 || len(h.nodes()) != 2 || c.USDPerHour != 2*c.MachineHour {
+			t.Fatalf("a refused worker changed the cluster: %d machines at %d/h", c.Nodes, c.USDPerHour)
+		}
+		if _, err := h.store.As(h.actor).SetBudget(ctx, h.env.ID, 100000*models.Micro); err != nil {
+			t.Fatal(err)
+		}
 		_, w2, err := h.store.As(h.actor).AddWorker(ctx, h.c.ID)
 		if err != nil {
 			t.Fatal(err)
