@@ -44,6 +44,11 @@ else
 fi
 echo "` + readiness.SlurmJobEnd + `"`
 
+// SlurmCgroupsEnv, when set in the install's environment to v2, v1 or
+// none, overrides the cgroup mode the script reads from the machine (for
+// an operator whose machines report cgroups they cannot really use).
+const SlurmCgroupsEnv = "CLUSTERDECK_SLURM_CGROUPS"
+
 // mungeKeyPath is where the munge key waits, base64, until the script
 // installs it.
 const mungeKeyPath = "/etc/clusterdeck/munge.key.b64"
@@ -102,7 +107,9 @@ func SlurmScript(spec nodespec.Cluster, rank int) string {
 	// The cgroup mode, from what the machine reports.
 	w("# Process tracking: decided from this machine's cgroups.")
 	w("cgroups=%s", nodespec.CgroupNone)
-	w("if [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -d /run/systemd/system ]; then")
+	w(`if [ -n "${%s:-}" ]; then`, SlurmCgroupsEnv)
+	w(`  cgroups=$%s`, SlurmCgroupsEnv)
+	w("elif [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -d /run/systemd/system ]; then")
 	w("  cgroups=%s", nodespec.CgroupV2)
 	w("elif [ -d /sys/fs/cgroup/freezer ] && [ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] && [ -d /sys/fs/cgroup/devices ] &&")
 	w("  mkdir /sys/fs/cgroup/freezer/clusterdeck-probe 2>/dev/null && rmdir /sys/fs/cgroup/freezer/clusterdeck-probe; then")
