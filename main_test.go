@@ -34,6 +34,7 @@ func TestImportRules(t *testing.T) {
 		"internal/loadtest":   {"jobs", "models", "providers", "providers/sim", "static", "web"},
 		"providers":           {},
 		"providers/sim":       {"providers"},
+		"providers/ssh":       {"providers"},
 		"providers/agent":     {"providers", "api/agentapi"},
 		"providers/mail":      {},
 		"providers/payments":  {},

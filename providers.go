@@ -12,6 +12,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/agent"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
+	sshprov "github.com/clusterdeck/clusterdeck/providers/ssh"
 )
 
 // cloud is the set of enabled GPU providers and what runs beside them.
@@ -53,8 +54,25 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 				}))
 			c.Registry[c.sim.Name()] = c.sim
 			c.SimControl = &simControl{c.sim}
+		case sshprov.Name:
+			if cfg.SSHMachinesFile == "" {
+				return nil, fmt.Errorf("PROVIDERS: ssh needs SSH_MACHINES_FILE (the machines you sell)")
+			}
+			machines, err := sshprov.LoadFile(cfg.SSHMachinesFile)
+			if err != nil {
+				return nil, fmt.Errorf("SSH_MACHINES_FILE: %w", err)
+			}
+			state := cfg.SSHStateFile
+			if state == "" {
+				state = sshprov.StatePathFor(cfg.SSHMachinesFile)
+			}
+			p, err := sshprov.New(sshprov.Config{Machines: machines, StatePath: state})
+			if err != nil {
+				return nil, err
+			}
+			c.Registry[p.Name()] = p
 		default:
-			return nil, fmt.Errorf("PROVIDERS: unknown provider %q (available: sim)", name)
+			return nil, fmt.Errorf("PROVIDERS: unknown provider %q (available: sim, ssh)", name)
 		}
 	}
 	if len(c.Registry) == 0 {
