@@ -56,13 +56,6 @@ func (h *handler) agentCheckin(c echo.Context) error {
 	if err := c.Bind(&req); err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {hostname, privateIp, version, nvidiaSmi}."}
 	}
-	if node.ProviderNodeID == "" {
-		// A machine's agent can start before the provider's placement call
-		// returns (machines placed over SSH, start-up scripts): until the
-		// placement is recorded its peers' addresses are not known.
-		return &APIError{Status: http.StatusConflict, Code: "not_placed",
-			Message: "The cluster's machines are still being placed; check in again shortly."}
-	}
 	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node, req.NvidiaSMI)
 	if err != nil {
 		return err

@@ -273,10 +273,14 @@ func (p *Provider) group(name string, g stateGroup, state func(Machine) (provide
 	return out
 }
 
-// describe checks each machine's liveness over SSH.
+// describe checks each machine's liveness over SSH and keeps its agent
+// running: it starts the agent when none runs (the first describe after
+// placement, or after the agent died).
 func (p *Provider) describe(ctx context.Context, name string, g stateGroup) providers.Group {
 	return p.group(name, g, func(m Machine) (providers.NodeState, string) {
-		if _, err := p.run(ctx, m, "true", nil); err != nil {
+		script := "d=" + RemoteDir + "/" + name + "\n" +
+			`if [ -s "$d/agent.pid" ] && kill -0 "$(cat "$d/agent.pid")" 2>/dev/null; then exit 0; fi` + "\n" + restartAgentScript
+		if _, err := p.run(ctx, m, script, nil); err != nil {
 			return providers.NodeFailed, "unreachable over SSH: " + err.Error()
 		}
 		return providers.NodeRunning, ""
@@ -412,7 +416,9 @@ exit 0
 `
 
 // startAgent copies the agent binary (checking its SHA-256 on the
-// machine), writes its arguments and starts it.
+// machine) and writes its arguments. The agent itself starts at the first
+// DescribeGroup: once PlaceGroup has returned, the server knows every
+// machine's address, which the agent learns at check-in.
 func (p *Provider) startAgent(ctx context.Context, m Machine, group, server, token string) error {
 	bin, err := os.Open(p.cfg.AgentBinary)
 	if err != nil {
@@ -440,9 +446,6 @@ func (p *Provider) startAgent(ctx context.Context, m Machine, group, server, tok
 		"umask 077\ncat > \"$d/agent.env\"\n"
 	if _, err := p.run(ctx, m, script, strings.NewReader(env)); err != nil {
 		return fmt.Errorf("write the agent's settings: %w", err)
-	}
-	if _, err := p.run(ctx, m, "d="+d+"\n"+restartAgentScript, nil); err != nil {
-		return fmt.Errorf("start the agent: %w", err)
 	}
 	return nil
 }
