@@ -144,8 +144,11 @@ func newTestNet(t *testing.T, subnet string, n int) *testNet {
 			// null device), the way the driver presents them.
 			"mkdir -p " + ov + "/bin/up " + ov + "/bin/work",
 			"mount -t overlay overlay -o lowerdir=/usr/local/bin,upperdir=" + ov + "/bin/up,workdir=" + ov + "/bin/work /usr/local/bin",
-			"printf '%s\n' '#!/bin/sh' 'echo \"index, name, memory.total [MiB], driver_version\"' 'echo \"0, NVIDIA L40S, 46068 MiB, 550.54.15\"' > /usr/local/bin/nvidia-smi",
+			"cat > /usr/local/bin/nvidia-smi <<'EOF'\n" + fakeNvidiaSMI + "EOF",
 			"chmod 755 /usr/local/bin/nvidia-smi",
+			"mkdir -p " + ov + "/dev/up " + ov + "/dev/work",
+			"mount -t overlay overlay -o lowerdir=/dev,upperdir=" + ov + "/dev/up,workdir=" + ov + "/dev/work /dev",
+			"mknod -m 666 /dev/nvidia0 c 1 3",
 			fmt.Sprintf("hostname machine-%d", i),
 			"exec /usr/sbin/sshd -D -e -f " + filepath.Join(conf, "sshd_config"),
 		}, "\n")
@@ -178,6 +181,17 @@ func newTestNet(t *testing.T, subnet string, n int) *testNet {
 	}
 	return tn
 }
+
+// fakeNvidiaSMI answers the agent's GPU query and `nvidia-smi -L` for the
+// one L40S each namespace machine is sold with.
+const fakeNvidiaSMI = `#!/bin/sh
+if [ "${1:-}" = -L ]; then
+  echo "GPU 0: NVIDIA L40S (UUID: GPU-00000000-0000-0000-0000-000000000000)"
+else
+  echo "index, name, memory.total [MiB], driver_version"
+  echo "0, NVIDIA L40S, 46068 MiB, 550.54.15"
+fi
+`
 
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()
@@ -308,53 +322,72 @@ func (w *sshWorld) stockOf() int {
 // A 2-machine cluster on the operator's own machines goes launch → agent
 // check-in → mesh → ready → terminate through the real provisioning job,
 // the real agent binary and real SSH (OP1); terminate stops the agents and
-// removes the cluster's files, and the machines are for sale again.
+// removes the cluster's files, and the machines are for sale again. With
+// Slurm, the real install script installs Debian's real Slurm on both
+// machines (each its own /etc, /var, /run and host name) and the ready
+// check's job runs on both (S2).
 func TestSSHMachinesCluster(t *testing.T) {
-	needNamespaces(t)
+	needNamespaces(t, "slurmctld", "slurmd", "munged")
 	tn := newTestNet(t, "10.201.0", 2)
 	agentBin := buildAgent(t)
-	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
-		w := newSSHWorld(t, db, tn, agentBin)
-		if got := w.stockOf(); got != 2 {
-			t.Fatalf("stock %d, want 2", got)
+	for _, software := range []string{"none", "slurm"} {
+		t.Run(software, func(t *testing.T) {
+			modelstest.Each(t, func(t *testing.T, db *gorm.DB) { sshCluster(t, newSSHWorld(t, db, tn, agentBin), software) })
+		})
+	}
+}
+
+func sshCluster(t *testing.T, w *sshWorld, software string) {
+	if got := w.stockOf(); got != 2 {
+		t.Fatalf("stock %d, want 2", got)
+	}
+	c := w.launchWith("L40S", 2, 1, software)
+	c = w.until(c.ID, models.StatusReady, 150*time.Second)
+	if c.Status != models.StatusReady {
+		out0, _ := w.onMachine(0, "tail -n 30 "+sshprov.RemoteDir+"/*/agent.log /var/log/slurm/*.log; ps -eo pid,args")
+		t.Fatalf("status %s, want ready\n%s\nmachine 0:\n%s", c.Status, w.events(c.ID), out0)
+	}
+	ev := w.events(c.ID)
+	for _, want := range []string{"node-0's agent checked in", "node-1's agent checked in", "node-0 reached all 1 peers", "node-1 reached all 1 peers"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("events lack %q:\n%s", want, ev)
 		}
-		c := w.launchWith("L40S", 2, 1, "none")
-		c = w.until(c.ID, models.StatusReady, 90*time.Second)
-		if c.Status != models.StatusReady {
-			out0, _ := w.onMachine(0, "tail -n 30 "+sshprov.RemoteDir+"/*/agent.log; ps -eo pid,args")
-			t.Fatalf("status %s, want ready\n%s\nmachine 0's agent log:\n%s", c.Status, w.events(c.ID), out0)
-		}
-		ev := w.events(c.ID)
-		for _, want := range []string{"node-0's agent checked in", "node-1's agent checked in", "node-0 reached all 1 peers", "node-1 reached all 1 peers"} {
-			if !strings.Contains(ev, want) {
-				t.Errorf("events lack %q:\n%s", want, ev)
+	}
+	if software == "slurm" {
+		// The job ran on both machines, each with its GPU, under the
+		// Slurm node names (slurmd -N) the generated files give them.
+		check := w.lastCheck(c.ID, 1).Output
+		for _, want := range []string{"node-0 node-0 gpus=1", "node-1 node-1 gpus=1", "node-0 idle gpu:1", "node-1 idle gpu:1"} {
+			if !strings.Contains(check, want) {
+				t.Errorf("check output lacks %q:\n%s", want, check)
 			}
 		}
-		if got := w.stockOf(); got != 0 {
-			t.Errorf("stock while the cluster runs: %d, want 0", got)
+	}
+	if got := w.stockOf(); got != 0 {
+		t.Errorf("stock while the cluster runs: %d, want 0", got)
+	}
+	// Each machine runs one agent, from the cluster's directory.
+	for i := range 2 {
+		out, err := w.onMachine(i, "ps -eo args | grep -c '^"+sshprov.RemoteDir+"/"+c.ID+"/clusterdeck agent --server'")
+		if err != nil || out != "1\n" {
+			t.Errorf("machine %d: %v\n%s", i, err, out)
 		}
-		// Each machine runs one agent, from the cluster's directory.
-		for i := range 2 {
-			out, err := w.onMachine(i, "ps -eo args | grep -c '^"+sshprov.RemoteDir+"/"+c.ID+"/clusterdeck agent --server'")
-			if err != nil || out != "1\n" {
-				t.Errorf("machine %d: %v\n%s", i, err, out)
-			}
+	}
+	if _, err := w.store.RequestTerminate(context.Background(), w.org.ID, c.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	c = w.until(c.ID, models.StatusTerminated, 30*time.Second)
+	if c.Status != models.StatusTerminated {
+		t.Fatalf("status %s, want terminated\n%s", c.Status, w.events(c.ID))
+	}
+	// Nothing of the cluster is left: no agent, no daemon it started, no file.
+	for i := range 2 {
+		out, err := w.onMachine(i, "ls "+sshprov.RemoteDir+" /etc/clusterdeck /etc/slurm/slurm.conf 2>&1; ps -eo args | grep -c '[c]lusterdeck agent\\|[s]lurm\\|[m]unged' || true")
+		if err != nil || strings.Count(out, "No such file") != 3 || !strings.HasSuffix(out, "\n0\n") || strings.Contains(out, c.ID) {
+			t.Errorf("machine %d after terminate: %v\n%s", i, err, out)
 		}
-		if _, err := w.store.RequestTerminate(context.Background(), w.org.ID, c.ID, "test"); err != nil {
-			t.Fatal(err)
-		}
-		c = w.until(c.ID, models.StatusTerminated, 30*time.Second)
-		if c.Status != models.StatusTerminated {
-			t.Fatalf("status %s, want terminated\n%s", c.Status, w.events(c.ID))
-		}
-		for i := range 2 {
-			out, err := w.onMachine(i, "ls "+sshprov.RemoteDir+" /etc/clusterdeck 2>&1; ps -eo args | grep -c '[c]lusterdeck agent' || true")
-			if err != nil || !strings.Contains(out, "No such file") || !strings.HasSuffix(out, "0\n") || strings.Contains(out, c.ID) {
-				t.Errorf("machine %d after terminate: %v\n%s", i, err, out)
-			}
-		}
-		if got := w.stockOf(); got != 2 {
-			t.Errorf("stock after terminate: %d, want 2", got)
-		}
-	})
+	}
+	if got := w.stockOf(); got != 2 {
+		t.Errorf("stock after terminate: %d, want 2", got)
+	}
 }

@@ -510,7 +510,7 @@ func TestSlurmConf(t *testing.T) {
 	for mode, want := range map[string][2]string{
 		CgroupV1:   {"ProctrackType=proctrack/cgroup\n", "CgroupPlugin=cgroup/v1\n"},
 		CgroupV2:   {"ProctrackType=proctrack/cgroup\n", "CgroupPlugin=cgroup/v2\n"},
-		CgroupNone: {"ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n", "CgroupPlugin=autodetect\n"},
+		CgroupNone: {"ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n", "CgroupPlugin=cgroup/v1\n"},
 	} {
 		plugins, cgroup := SlurmPlugins(mode)
 		mustContain(t, "plugins "+mode, plugins, want[0])

@@ -207,7 +207,8 @@ func SlurmPlugins(mode string) (plugins, cgroupConf string) {
 			head + "CgroupPlugin=cgroup/" + mode + "\nConstrainCores=yes\nConstrainRAMSpace=yes\nConstrainDevices=yes\n"
 	default:
 		return head + "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n",
-			head + "# Unused: no cgroup plugin is loaded without usable cgroups.\nCgroupPlugin=autodetect\n"
+			head + "# slurmd loads a cgroup plugin even when no plugin uses it; autodetect\n" +
+				"# would stop it where /sys/fs/cgroup is not mounted, cgroup/v1 loads anyway.\nCgroupPlugin=cgroup/v1\n"
 	}
 }
 
