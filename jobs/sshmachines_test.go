@@ -382,8 +382,9 @@ func sshCluster(t *testing.T, w *sshWorld, software string) {
 	}
 	// Nothing of the cluster is left: no agent, no daemon it started, no file.
 	for i := range 2 {
-		out, err := w.onMachine(i, "ls "+sshprov.RemoteDir+" /etc/clusterdeck /etc/slurm/slurm.conf 2>&1; ps -eo args | grep -c '[c]lusterdeck agent\\|[s]lurm\\|[m]unged' || true")
-		if err != nil || strings.Count(out, "No such file") != 3 || !strings.HasSuffix(out, "\n0\n") || strings.Contains(out, c.ID) {
+		out, err := w.onMachine(i, "ls "+sshprov.RemoteDir+"/"+c.ID+" /etc/clusterdeck /etc/slurm/slurm.conf 2>&1; "+
+			"ps -eo comm | grep -cE '^(clusterdeck|slurmctld|slurmd|slurmstepd|munged)$' || true")
+		if err != nil || strings.Count(out, "No such file") != 3 || !strings.HasSuffix(out, "\n0\n") {
 			t.Errorf("machine %d after terminate: %v\n%s", i, err, out)
 		}
 	}
