@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -66,6 +67,7 @@ func must(t *testing.T, name string, args ...string) string {
 // whose writes stay in the namespace, /run is its own, and so is the host
 // name. Everything is removed in t.Cleanup, also on failure.
 type testNet struct {
+	hostKeys []string // each machine's host key, authorized_keys form
 	hostIP   string
 	machines []sshprov.Machine
 	key      string // the private key file the provider logs in with
@@ -159,6 +161,7 @@ func newTestNet(t *testing.T, subnet string, n int) *testNet {
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		hostKey := strings.TrimSpace(string(mustRead(t, filepath.Join(conf, "host_key.pub"))))
+		tn.hostKeys = append(tn.hostKeys, hostKey)
 		if i == 1 {
 			hostKey = "" // trust on first use, recorded
 		}
@@ -192,6 +195,11 @@ else
   echo "0, NVIDIA L40S, 46068 MiB, 550.54.15"
 fi
 `
+
+func (tn *testNet) hostKeyOf(t *testing.T, i int) string {
+	t.Helper()
+	return tn.hostKeys[i]
+}
 
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()
@@ -334,6 +342,73 @@ func TestSSHMachinesCluster(t *testing.T) {
 		t.Run(software, func(t *testing.T) {
 			modelstest.Each(t, func(t *testing.T, db *gorm.DB) { sshCluster(t, newSSHWorld(t, db, tn, agentBin), software) })
 		})
+	}
+	t.Run("rollback", func(t *testing.T) { sshRollback(t, tn, agentBin) })
+}
+
+// All or nothing: when one machine cannot be placed (its host key is not
+// the one the file names), the machine already prepared is cleaned, both
+// are for sale again and the error says why; trust on first use is
+// recorded and enforced.
+func sshRollback(t *testing.T, tn *testNet, agentBin string) {
+	ctx := context.Background()
+	ms := append([]sshprov.Machine(nil), tn.machines...)
+	ms[1].HostKey = ms[0].HostKey // machine 1 presents another key
+	state := filepath.Join(t.TempDir(), "state.json")
+	prov, err := sshprov.New(sshprov.Config{Machines: ms, StatePath: state, AgentBinary: agentBin, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offers, _ := prov.ListOffers(ctx)
+	req := providers.PlaceRequest{GroupName: "cl_rollback", OfferID: offers[0].OfferID, Location: "lab", Count: 2,
+		Agent: providers.AgentBootstrap{ServerURL: "http://" + tn.hostIP + ":1", Tokens: []string{"secret-token-0", "secret-token-1"}}}
+	_, err = prov.PlaceGroup(ctx, req)
+	if !errors.Is(err, providers.ErrValidation) || !strings.Contains(err.Error(), "host key mismatch") {
+		t.Fatalf("placement with a wrong host key: %v", err)
+	}
+	if strings.Contains(err.Error(), "secret-token") {
+		t.Errorf("the error shows an agent token: %v", err)
+	}
+	offers, _ = prov.ListOffers(ctx)
+	if *offers[0].NodesAvailable != 2 {
+		t.Errorf("stock after the rollback: %d, want 2", *offers[0].NodesAvailable)
+	}
+	w := &sshWorld{tn: tn}
+	if out, err := w.onMachine(0, "ls "+sshprov.RemoteDir+"/cl_rollback 2>&1; true"); err != nil || !strings.Contains(out, "No such file") {
+		t.Errorf("machine 0 keeps the failed placement's files: %v %s", err, out)
+	}
+	if _, err := prov.DescribeGroup(ctx, "cl_rollback"); !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("describe of the rolled back group: %v, want not found", err)
+	}
+
+	// Trust on first use: machine 1 without a host key is trusted and its
+	// key recorded; a later different key is refused.
+	ms = append([]sshprov.Machine(nil), tn.machines...)
+	prov, err = sshprov.New(sshprov.Config{Machines: ms[1:], StatePath: state, AgentBinary: agentBin, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.GroupName, req.Count, req.Agent.Tokens = "cl_tofu", 1, []string{"t"}
+	offers, _ = prov.ListOffers(ctx)
+	req.OfferID = offers[0].OfferID
+	if _, err := prov.PlaceGroup(ctx, req); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	if err := prov.TerminateGroup(ctx, "cl_tofu"); err != nil {
+		t.Fatal(err)
+	}
+	recorded := string(mustRead(t, state))
+	if !strings.Contains(recorded, strings.Fields(ms[0].HostKey)[0]) {
+		t.Fatalf("state does not record machine 1's key: %s", recorded)
+	}
+	bad := strings.Replace(recorded, strings.Fields(tn.hostKeyOf(t, 1))[1], strings.Fields(ms[0].HostKey)[1], 1)
+	if err := os.WriteFile(state, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prov, _ = sshprov.New(sshprov.Config{Machines: ms[1:], StatePath: state, AgentBinary: agentBin, DialTimeout: 5 * time.Second})
+	req.GroupName = "cl_tofu2"
+	if _, err := prov.PlaceGroup(ctx, req); !errors.Is(err, providers.ErrValidation) {
+		t.Fatalf("a changed host key after first use: %v, want refused", err)
 	}
 }
 
