@@ -159,6 +159,9 @@ func Validate(ms []Machine) error {
 		if err != nil {
 			bad("price_per_hour: %v", err)
 		}
+		if err == nil && m.GPUs > 0 && p%int64(m.GPUs) != 0 {
+			bad("price_per_hour %s does not split into whole micro-dollars over %d GPUs (offers are priced per GPU-hour)", m.PricePerHour, m.GPUs)
+		}
 		m.priceMicros = p
 	}
 	return errors.Join(errs...)
