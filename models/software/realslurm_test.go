@@ -100,7 +100,7 @@ func realSlurm(t *testing.T, cgroups string) {
 	}, "\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "unshare", "--mount", "--uts", "--pid", "--net", "--fork", "--kill-child", "bash", "-c", outer)
+	cmd := exec.CommandContext(ctx, "unshare", "--mount", "--uts", "--pid", "--net", "--fork", "--kill-child", "--mount-proc", "bash", "-c", outer)
 	out, err := cmd.CombinedOutput()
 	t.Logf("namespace output:\n%s", out)
 	if err != nil {
@@ -119,5 +119,38 @@ func realSlurm(t *testing.T, cgroups string) {
 	}
 	if cgroups != "" && !strings.Contains(string(out), "slurm: cgroups "+cgroups+" (ProctrackType=proctrack/linuxproc)") {
 		t.Errorf("install did not use cgroups %s:\n%s", cgroups, out)
+	}
+}
+
+// With GPUs configured and no driver devices, the install waits (bounded)
+// and then fails saying why, without starting slurmd, which would die on
+// the missing gres.conf device.
+func TestSlurmInstallWaitsForGPUDevices(t *testing.T) {
+	needRealSlurm(t)
+	if _, err := os.Stat("/dev/nvidia0"); err == nil {
+		t.Skip("this machine has /dev/nvidia0")
+	}
+	spec := nodespec.Cluster{Name: "gpu", Software: nodespec.SoftwareSlurm, MachineKind: nodespec.KindVM,
+		GPUsPerNode: 2, Nodes: nodespec.DefaultNodes(1)}
+	script := SlurmScript(spec, 0)
+	outer := strings.Join([]string{
+		"set -e",
+		"for d in /etc/slurm /etc/munge /etc/clusterdeck /etc/default /run /var/spool /var/log/slurm /var/log/munge /var/lib/munge; do mkdir -p $d; mount -t tmpfs tmpfs $d; done",
+		"echo AAAA > " + mungeKeyPath,
+		"export " + GPUWaitEnv + "=0",
+		"(" + script + ") 2>&1 && echo INSTALLED || echo \"EXIT $?\"",
+		"ls /run/slurmd.pid 2>&1 || true",
+	}, "\n")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "unshare", "--mount", "--uts", "--pid", "--net", "--fork", "--kill-child", "--mount-proc", "bash", "-c", outer).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"slurm: the GPU devices /dev/nvidia[0-1] did not appear within 0 s (is the NVIDIA driver loaded?); not starting slurmd",
+		"EXIT 1", "cannot access '/run/slurmd.pid'"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("install output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -58,6 +58,10 @@ const mungeKeyPath = "/etc/clusterdeck/munge.key.b64"
 // is missing.
 const GPUDeviceWait = 300 * time.Second
 
+// GPUWaitEnv, set in the install's environment, overrides GPUDeviceWait
+// (seconds).
+const GPUWaitEnv = "CLUSTERDECK_GPU_WAIT_SECONDS"
+
 // MungeKey is the cluster's Slurm munge key (1024 bytes, the size
 // mungekey(8) creates): the same on every node, so they trust each other.
 func MungeKey(keys Keys) []byte { return keys("clusterdeck/munge-key", 1024) }
@@ -127,10 +131,10 @@ func SlurmScript(spec nodespec.Cluster, rank int) string {
 	w(`echo "slurm: cgroups $cgroups ($(grep ^ProctrackType %s))"`, nodespec.SlurmPluginsPath)
 	if spec.GPUsPerNode > 0 {
 		w("# slurmd stops when a gres.conf device is missing: wait for the driver.")
-		w("waited=0")
+		w("waited=0; limit=${%s:-%d}", GPUWaitEnv, int(GPUDeviceWait.Seconds()))
 		w(`until [ -e /dev/nvidia%d ]; do`, spec.GPUsPerNode-1)
-		w("  if [ $waited -ge %d ]; then", int(GPUDeviceWait.Seconds()))
-		w(`    echo "slurm: the GPU devices %s did not appear within %d s (is the NVIDIA driver loaded?); not starting slurmd" >&2`, spec.GPUDevices(), int(GPUDeviceWait.Seconds()))
+		w("  if [ $waited -ge $limit ]; then")
+		w(`    echo "slurm: the GPU devices %s did not appear within $limit s (is the NVIDIA driver loaded?); not starting slurmd" >&2`, spec.GPUDevices())
 		w("    exit 1")
 		w("  fi")
 		w("  [ $waited -gt 0 ] || echo \"slurm: waiting for the GPU devices %s\"", spec.GPUDevices())
