@@ -191,9 +191,11 @@ type InviteForm struct {
 }
 
 // MemberRow is one member; CanEdit when this user may change or remove them.
+// OnlyOwner marks the organisation's single owner: changing their role or
+// removing them would fail, so the page offers neither.
 type MemberRow struct {
 	UserID, Email, Name, Role, Joined string
-	Self, CanEdit                     bool
+	Self, CanEdit, OnlyOwner          bool
 }
 
 // InviteRow is a pending invitation.

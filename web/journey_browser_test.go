@@ -139,7 +139,7 @@ func journeyShot(t *testing.T, ctx context.Context, name string) {
 // installing → ready in place (htmx polling, no reload) while the test moves
 // the fake clock and runs the jobs and the simulated machines' agents. Once
 // ready it connects (SSH command with a copy button) and terminates
-// (hx-confirm), and the page shows the cluster terminated.
+// (the confirmation dialog), and the page shows the cluster terminated.
 func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	ctx := newBrowser(t)
 	j := newJourney(t)
@@ -383,18 +383,23 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	}
 	journeyShot(t, ctx, "journey-3-ready")
 
-	// Terminate: one confirmation naming the cluster and saying billing stops.
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.confirm = (msg) => { window.__confirmed = msg; return true; }, true)`)); err != nil {
-		t.Fatal(err)
-	}
+	// Terminate: the styled dialog names the cluster and says billing stops;
+	// the htmx form waits for it.
 	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=terminate]`)); err != nil {
 		t.Fatal(err)
 	}
-	wait("the terminating notice", `!!document.querySelector('[data-testid=terminating]') && !document.querySelector('[data-testid=terminate]')`, 10*time.Second)
-	if msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.__confirmed || ''`)); err != nil ||
+	wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`, 10*time.Second)
+	if got := j.cluster(acc.org.ID, id); got.TerminateRequestedAt != nil {
+		t.Fatal("terminate was sent before it was confirmed")
+	}
+	if msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('confirm-dialog').innerText`)); err != nil ||
 		!strings.Contains(msg, "llama-ft") || !strings.Contains(msg, "billing stops") {
 		t.Errorf("confirmation = %q (%v), want it to name the cluster and say billing stops", msg, err)
 	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("the terminating notice", `!!document.querySelector('[data-testid=terminating]') && !document.querySelector('[data-testid=terminate]')`, 10*time.Second)
 	if got := j.cluster(acc.org.ID, id); got.TerminateRequestedAt == nil {
 		t.Fatal("the terminate click recorded nothing")
 	}

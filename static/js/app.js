@@ -1,6 +1,6 @@
-// Clusterdeck's only hand-written script: copy buttons, keeping the
-// live log to its last lines, following the tail, and closing the phone
-// menu. Everything else is htmx.
+// Clusterdeck's only hand-written script: copy buttons, confirming
+// destructive actions, keeping the live log to its last lines, following the
+// tail, and closing the phone menu. Everything else is htmx.
 document.addEventListener("click", function (ev) {
   var btn = ev.target.closest("[data-copy]");
   if (!btn) return;
@@ -35,3 +35,30 @@ function closeMenus(except) {
 }
 document.addEventListener("click", function (ev) { closeMenus(ev.target.closest("details[data-testid=nav-menu]")); });
 document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") closeMenus(null); });
+
+// A form with data-confirm asks first in the styled <dialog> of the layout
+// (#confirm-dialog), naming the object. The listener runs in the capture
+// phase, before htmx's own submit handler, so htmx forms wait too; on
+// "confirm" the form is submitted again, marked, with the same button.
+document.addEventListener("submit", function (ev) {
+  var form = ev.target;
+  if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-confirm")) return;
+  if (form.dataset.confirmed === "true") { delete form.dataset.confirmed; return; }
+  var dlg = document.getElementById("confirm-dialog");
+  if (!dlg || typeof dlg.showModal !== "function") return; // the plain form posts
+  ev.preventDefault();
+  ev.stopPropagation();
+  var submitter = ev.submitter || null;
+  dlg.querySelector("#confirm-title").textContent = form.getAttribute("data-confirm");
+  dlg.querySelector("#confirm-detail").textContent = form.getAttribute("data-confirm-detail") || "";
+  var ok = dlg.querySelector("[data-testid=confirm-ok]");
+  ok.textContent = form.getAttribute("data-confirm-label") || (submitter && submitter.textContent.trim()) || "Confirm";
+  dlg.returnValue = "";
+  dlg.onclose = function () {
+    dlg.onclose = null;
+    if (dlg.returnValue !== "confirm" || !form.isConnected) return;
+    form.dataset.confirmed = "true";
+    if (submitter && submitter.form === form) form.requestSubmit(submitter); else form.requestSubmit();
+  };
+  dlg.showModal();
+}, true);

@@ -1,0 +1,139 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/clusterdeck/clusterdeck/models"
+)
+
+// confirmOf is the data-confirm question of the one form posting to action.
+func confirmOf(t *testing.T, d *goquery.Document, action string) (question, label string) {
+	t.Helper()
+	f := d.Find(`form[action="` + action + `"]`)
+	if f.Length() != 1 {
+		t.Fatalf("forms posting to %s: %d, want 1", action, f.Length())
+	}
+	q, ok := f.Attr("data-confirm")
+	if !ok || q == "" {
+		t.Fatalf("the form posting to %s asks for no confirmation", action)
+	}
+	return q, f.AttrOr("data-confirm-label", "")
+}
+
+// Every destructive form asks first, naming what it destroys (issue 13):
+// remove a member, cancel an invitation, revoke an API key, delete an SSH
+// key, terminate a cluster. Without JavaScript the same form posts as it is.
+func TestDestructiveFormsNameTheirObject(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		owner := app.signupAccount("owner@example.com", "Acme Research")
+		mate := app.joinAccount(owner, "mate@example.com", models.RoleMember)
+		if _, _, err := app.store.CreateInvite(ctx, owner.org.ID, models.RoleOwner, owner.user.ID, "new@example.com", models.RoleAdmin); err != nil {
+			t.Fatal(err)
+		}
+		ssh, err := app.store.AddSSHKey(ctx, owner.org.ID, owner.user.ID, "work-laptop", testSSHKey(t, "o@laptop"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, _, err := app.store.CreateAPIKey(ctx, owner.org.ID, owner.env.ID, owner.user.ID, "ci-runner")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := launchFor(t, app, owner, "llama-ft")
+		c := app.login(owner)
+
+		d := doc(t, c.get("/settings/team"))
+		if q, _ := confirmOf(t, d, "/settings/team/members/"+mate.user.ID+"/remove"); !strings.Contains(q, "mate@example.com") || !strings.Contains(q, "Acme Research") {
+			t.Errorf("remove member asks %q, want the member and the organisation named", q)
+		}
+		invites, err := app.store.PendingInvites(ctx, owner.org.ID)
+		if err != nil || len(invites) != 1 {
+			t.Fatalf("invites %v %v", invites, err)
+		}
+		if q, _ := confirmOf(t, d, "/settings/team/invites/"+invites[0].ID+"/revoke"); !strings.Contains(q, "new@example.com") {
+			t.Errorf("cancel invite asks %q", q)
+		}
+
+		d = doc(t, c.get("/settings/api-keys"))
+		if q, label := confirmOf(t, d, "/settings/api-keys/"+key.ID+"/revoke"); !strings.Contains(q, "ci-runner") || !strings.Contains(q, key.Prefix) || label != "Revoke key" {
+			t.Errorf("revoke asks %q / %q, want the key's name and prefix", q, label)
+		}
+		d = doc(t, c.get("/settings/ssh-keys"))
+		if q, _ := confirmOf(t, d, "/settings/ssh-keys/"+ssh.ID+"/delete"); !strings.Contains(q, "work-laptop") {
+			t.Errorf("delete SSH key asks %q", q)
+		}
+		d = doc(t, c.get("/clusters/"+cl.ID))
+		if q, _ := confirmOf(t, d, "/clusters/"+cl.ID+"/terminate"); !strings.Contains(q, "llama-ft") {
+			t.Errorf("terminate asks %q", q)
+		}
+		if d.Find(`[hx-confirm]`).Length() != 0 {
+			t.Error("a browser confirm() is still used beside the dialog")
+		}
+		// The layout carries the one dialog the script opens.
+		if d.Find(`dialog#confirm-dialog [data-testid=confirm-ok]`).Length() != 1 {
+			t.Error("the layout has no confirmation dialog")
+		}
+
+		// Without JavaScript the plain form still does its work.
+		if rec := c.post("/settings/ssh-keys/"+ssh.ID+"/delete", nil); rec.Code != http.StatusSeeOther {
+			t.Fatalf("plain delete: %d", rec.Code)
+		}
+		if keys, _ := app.store.SSHKeys(ctx, owner.org.ID, owner.user.ID); len(keys) != 0 {
+			t.Errorf("the plain form did not delete the key: %v", keys)
+		}
+	})
+}
+
+// The team page offers no action that would fail (issue 13): the only owner
+// can neither be removed nor have their role changed — not even by
+// themselves — while with a second owner both may leave or be removed.
+func TestTeamHidesActionsThatWouldFail(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		owner := app.signupAccount("owner@example.com", "Acme Research")
+		admin := app.joinAccount(owner, "admin@example.com", models.RoleAdmin)
+		c := app.login(owner)
+		row := func(d *goquery.Document, acc account) *goquery.Selection {
+			t.Helper()
+			r := d.Find(`#member-` + acc.user.ID)
+			if r.Length() != 1 {
+				t.Fatalf("no row for %s", acc.user.Email)
+			}
+			return r
+		}
+
+		d := doc(t, c.get("/settings/team"))
+		self := row(d, owner)
+		if self.Find(`[data-testid=only-owner]`).Length() != 1 || self.Find(`form`).Length() != 0 {
+			t.Errorf("the only owner's row offers actions: %q", self.Text())
+		}
+		// Proof the guard matches the rule it anticipates: the post fails.
+		if rec := c.post("/settings/team/members/"+owner.user.ID+"/remove", nil); rec.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("removing the only owner: %d, want 422", rec.Code)
+		}
+		if row(d, admin).Find(`[data-testid=remove-member]`).Length() != 1 {
+			t.Error("the admin's row offers no Remove")
+		}
+		// An admin sees the owner's row without actions (CanGrant), their own as Leave.
+		d = doc(t, app.login(admin).get("/settings/team"))
+		if row(d, owner).Find(`form`).Length() != 0 {
+			t.Error("an admin is offered actions on an owner")
+		}
+		if r := row(d, admin); r.Find(`[data-testid=leave]`).Length() != 1 || r.Find(`[data-testid=remove-member]`).Length() != 0 {
+			t.Errorf("an admin's own row: %q", r.Text())
+		}
+
+		// A second owner: the first may now leave, and is asked "Leave …?".
+		second := app.joinAccount(owner, "second@example.com", models.RoleOwner)
+		d = doc(t, c.get("/settings/team"))
+		if q, label := confirmOf(t, d, "/settings/team/members/"+owner.user.ID+"/remove"); !strings.HasPrefix(q, "Leave Acme Research") || label != "Leave" {
+			t.Errorf("leaving asks %q / %q", q, label)
+		}
+		if row(d, second).Find(`[data-testid=remove-member]`).Length() != 1 || row(d, owner).Find(`[data-testid=only-owner]`).Length() != 0 {
+			t.Error("with two owners the guard still shows")
+		}
+	})
+}
