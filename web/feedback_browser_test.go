@@ -2,8 +2,11 @@ package web
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,5 +143,193 @@ func TestBrowserConfirmDialogs(t *testing.T) {
 	b.wait("the member gone", `!document.querySelector('#member-`+mate.user.ID+`')`)
 	if _, err := app.store.Member(bg, owner.org.ID, mate.user.ID); err == nil {
 		t.Error("confirming did not remove the member")
+	}
+}
+
+// gate holds the requests it matches until released, so a test can look at
+// the page while one is in flight. release runs in t.Cleanup too (before the
+// server closes, which waits for held requests): a failing test never hangs.
+type gate struct {
+	mu      sync.Mutex
+	match   func(*http.Request) bool
+	arrived chan string
+	open    chan struct{}
+	once    *sync.Once
+}
+
+func (g *gate) ServeHTTP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		match, arrived, open := g.match, g.arrived, g.open
+		g.mu.Unlock()
+		if match != nil && match(r) {
+			select {
+			case arrived <- r.Method + " " + r.URL.Path:
+			default:
+			}
+			select {
+			case <-open:
+			case <-r.Context().Done():
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hold starts holding requests matching match.
+func (g *gate) hold(match func(*http.Request) bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.match, g.arrived, g.open, g.once = match, make(chan string, 1), make(chan struct{}), &sync.Once{}
+}
+
+// await waits (up to 15 s) for a held request to arrive.
+func (g *gate) await(t *testing.T) string {
+	t.Helper()
+	g.mu.Lock()
+	arrived := g.arrived
+	g.mu.Unlock()
+	select {
+	case what := <-arrived:
+		return what
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held request never came")
+		return ""
+	}
+}
+
+// release lets every held request through and stops holding.
+func (g *gate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.once != nil {
+		g.once.Do(func() { close(g.open) })
+	}
+	g.match = nil
+}
+
+func newGatedServer(t *testing.T, app *testApp) (*httptest.Server, *gate) {
+	g := &gate{}
+	srv := httptest.NewServer(g.ServeHTTP(app.e))
+	t.Cleanup(srv.Close)
+	t.Cleanup(g.release) // runs first: the server's Close waits for held requests
+	return srv, g
+}
+
+// Feedback while a request runs (issue 13): a filter change dims the offers
+// (aria-busy) and shows "Updating…"; a submitting button — on an htmx form
+// or a plain one — is disabled and aria-busy until the answer lands.
+func TestBrowserBusyFeedback(t *testing.T) {
+	ctx := newBrowser(t)
+	app := newTestApp(t, openSQLite(t))
+	eth := testOffer("eth", "us-east", 8, 2_000_000, intp(10))
+	eth.Interconnect = "ethernet"
+	app.seedOffers(testOffer("ib", "us-east", 8, 2_490_000, intp(10)), eth)
+	owner := app.signupAccount("ada@example.com", "Analytical Engines")
+	mate := app.joinAccount(owner, "grace@example.com", models.RoleMember)
+	srv, g := newGatedServer(t, app)
+	b := browserSession{t: t, ctx: ctx, srv: srv}
+	b.login(owner)
+
+	// A filter swap.
+	b.do(chromedp.Navigate(srv.URL+"/offers?accelerator=H100_80GB&nodes=4"), chromedp.WaitVisible(`[data-testid=offer-row]`))
+	b.wait("the indicator hidden at rest", `getComputedStyle(document.getElementById('offer-loading')).visibility === 'hidden'`)
+	g.hold(func(r *http.Request) bool { return r.URL.Path == "/offers" && r.Header.Get("HX-Request") == "true" })
+	b.str(`(() => { const s = document.getElementById('interconnect'); s.value = 'ethernet';
+		s.dispatchEvent(new Event('change', {bubbles: true})); return ''; })()`)
+	g.await(t)
+	busy := `document.getElementById('offer-results').getAttribute('aria-busy') === 'true' &&
+		getComputedStyle(document.getElementById('offer-loading')).visibility === 'visible' &&
+		document.querySelector('#offer-filters button[type=submit]').disabled &&
+		document.querySelector('#offer-filters button[type=submit]').getAttribute('aria-busy') === 'true'`
+	b.wait("the offers busy while the filter request runs", busy)
+	journeyShot(t, ctx, "busy-offers")
+	g.release()
+	b.wait("the new offers, nothing busy", `document.querySelectorAll('[data-testid=offer-row]').length === 1 &&
+		!document.querySelector('[aria-busy]') && !document.querySelector('#offer-filters button[type=submit]').disabled &&
+		getComputedStyle(document.getElementById('offer-loading')).visibility === 'hidden'`)
+
+	// An htmx form's button.
+	b.do(chromedp.Navigate(srv.URL+"/settings/ssh-keys"), chromedp.WaitVisible(`#ssh-key-form`))
+	b.do(chromedp.SetValue(`#public_key`, testSSHKey(t, "ada@desk")))
+	g.hold(func(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == "/settings/ssh-keys" })
+	b.do(chromedp.Click(`#ssh-key-form button[type=submit]`))
+	g.await(t)
+	b.wait("the Add key button busy", `(b => b.disabled && b.getAttribute('aria-busy') === 'true')(document.querySelector('#ssh-key-form button[type=submit]'))`)
+	g.release()
+	b.wait("the key added, the button back", `!!document.querySelector('[data-testid=ssh-key-row]') &&
+		(b => !b.disabled && !b.hasAttribute('aria-busy'))(document.querySelector('#ssh-key-form button[type=submit]'))`)
+
+	// A plain form's button (the role change navigates, so the page cannot
+	// be asked while the post is held: an observer notes the button's state
+	// in sessionStorage, read back on the next page). Busy, yet its form
+	// still carries its values.
+	b.do(chromedp.Navigate(srv.URL+"/settings/team"), chromedp.WaitVisible(`#role-`+mate.user.ID))
+	b.do(chromedp.SetValue(`#role-`+mate.user.ID, "admin"))
+	b.str(`(() => { sessionStorage.removeItem('busy');
+		const btn = document.querySelector('#member-` + mate.user.ID + ` form[action$="/role"] button');
+		new MutationObserver(() => { if (btn.getAttribute('aria-busy') === 'true')
+			sessionStorage.setItem('busy', JSON.stringify({disabled: btn.disabled})); }).observe(btn, {attributes: true});
+		return ''; })()`)
+	g.hold(func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/role")
+	})
+	b.do(chromedp.Click(`#member-` + mate.user.ID + ` form[action$="/role"] button`))
+	g.await(t)
+	g.release()
+	b.wait("the role changed", `!!document.querySelector('#member-`+mate.user.ID+`[data-role=admin]')`)
+	if got := b.str(`sessionStorage.getItem('busy') || ''`); got != `{"disabled":true}` {
+		t.Errorf("the plain form's button while its post was held: %q, want busy and disabled", got)
+	}
+	if m, err := app.store.Member(context.Background(), owner.org.ID, mate.user.ID); err != nil || m.Role != models.RoleAdmin {
+		t.Errorf("role after the held post: %v %v", m.Role, err)
+	}
+}
+
+// The launch page's price lock counts down from the server's clock and,
+// when it lapses, locks a fresh price in place: the quote panel and the
+// form's quote id change, what was typed stays, and the launch goes through
+// on the new quote (issue 13, L2).
+func TestBrowserQuoteCountdownRequotes(t *testing.T) {
+	ctx := newBrowser(t)
+	app := newTestApp(t, openSQLite(t))
+	owner := app.signupAccount("ada@example.com", "Analytical Engines")
+	launchFor(t, app, owner, "first") // seeds the offer and money
+	srv := httptest.NewServer(app.e)
+	t.Cleanup(srv.Close)
+	b := browserSession{t: t, ctx: ctx, srv: srv}
+	b.login(owner)
+
+	b.do(chromedp.Navigate(srv.URL+"/clusters/new?offer=sim:h100x8&nodes=2"), chromedp.WaitVisible(`#launch-form`))
+	b.wait("the countdown", `/^1[45]:\d\d left$/.test(document.querySelector('[data-testid=quote-countdown]').innerText)`)
+	first := b.str(`document.getElementById('quote-id').value`)
+	if first == "" || b.str(`document.querySelector('[data-testid=quote]').dataset.quoteId`) != first {
+		t.Fatalf("quote id %q", first)
+	}
+	if b.str(`String(document.querySelector('[data-testid=requote]').offsetParent === null)`) != "true" {
+		t.Error("Lock a fresh price shows while the lock holds")
+	}
+	b.do(chromedp.SetValue(`#name`, "kept-name"))
+	// Both clocks move past the lock: the server's fake clock and the
+	// browser's (Date.now), without waiting on either.
+	app.clock.Advance(models.QuoteTTL + time.Minute)
+	app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20))) // the catalog job's refresh
+	b.str(`(() => { const real = Date.now.bind(Date); const skip = ` + strconv.FormatInt((models.QuoteTTL+time.Minute).Milliseconds(), 10) + `;
+		Date.now = () => real() + skip; return ''; })()`)
+	b.wait("a fresh quote in place", `document.getElementById('quote-id').value !== `+jsString(first)+` &&
+		document.querySelector('[data-testid=quote]').dataset.quoteId === document.getElementById('quote-id').value &&
+		/^1[45]:\d\d left$/.test(document.querySelector('[data-testid=quote-countdown]').innerText)`)
+	if got := b.str(`document.getElementById('name').value`); got != "kept-name" {
+		t.Errorf("the form lost what was typed: name %q", got)
+	}
+	second := b.str(`document.getElementById('quote-id').value`)
+	q, err := app.store.QuoteForOrg(context.Background(), owner.org.ID, second)
+	if err != nil || !q.ExpiresAt.After(app.clock.Now()) {
+		t.Fatalf("the fresh quote %s: %v, expires %v", second, err, q.ExpiresAt)
+	}
+	b.do(chromedp.Click(`[data-testid=launch-submit]`))
+	b.wait("the cluster page", `!!document.querySelector('[data-testid=cluster-name]')`)
+	if q, _ = app.store.QuoteForOrg(context.Background(), owner.org.ID, second); q.UsedByCluster == "" {
+		t.Error("the launch did not use the fresh quote")
 	}
 }

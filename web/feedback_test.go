@@ -3,8 +3,10 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/clusterdeck/clusterdeck/models"
@@ -134,6 +136,53 @@ func TestTeamHidesActionsThatWouldFail(t *testing.T) {
 		}
 		if row(d, second).Find(`[data-testid=remove-member]`).Length() != 1 || row(d, owner).Find(`[data-testid=only-owner]`).Length() != 0 {
 			t.Error("with two owners the guard still shows")
+		}
+	})
+}
+
+// The launch page carries what the countdown needs — the lock's end and the
+// server's now, from the injected clock — and a fresh-price link for the
+// same offer and size, hidden while the lock holds and shown once it
+// lapsed (issue 13, L2).
+func TestLaunchPageCountdownAndRequote(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		owner := app.signupAccount("owner@example.com", "Acme Research")
+		launchFor(t, app, owner, "first")
+		c := app.login(owner)
+		rec := c.get("/clusters/new?offer=sim:h100x8&nodes=2")
+		if rec.Code != http.StatusOK {
+			t.Fatalf("launch page: %d", rec.Code)
+		}
+		d := doc(t, rec)
+		exp := d.Find(`[data-testid=quote-expiry]`)
+		now := app.clock.Now().UTC()
+		if exp.AttrOr("data-now", "") != now.Format(time.RFC3339) || exp.AttrOr("data-expires", "") != now.Add(models.QuoteTTL).Format(time.RFC3339) {
+			t.Errorf("countdown data: now %q expires %q", exp.AttrOr("data-now", ""), exp.AttrOr("data-expires", ""))
+		}
+		again := d.Find(`[data-testid=requote]`)
+		if _, hidden := again.Attr("hidden"); !hidden || again.AttrOr("href", "") != "/clusters/new?offer=sim%3Ah100x8&nodes=2" ||
+			again.AttrOr("hx-select-oob", "") != "#quote-id" {
+			t.Errorf("requote link: %s", goquery.NewDocumentFromNode(again.Get(0)).Text())
+		}
+		quoteID := d.Find(`#quote-id`).AttrOr("value", "")
+		if quoteID == "" || d.Find(`[data-testid=quote]`).AttrOr("data-quote-id", "") != quoteID {
+			t.Fatalf("the form's quote %q and the panel's differ", quoteID)
+		}
+
+		// Past the lock, a form re-rendered with a problem says it lapsed
+		// and shows the link.
+		app.clock.Advance(models.QuoteTTL + time.Second)
+		rec = c.post("/clusters", url.Values{"quote_id": {quoteID}, "form_token": {strings.Repeat("t", 20)},
+			"name": {"late"}, "software": {"none"}, "ports": {"not-a-port"}})
+		if rec.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("bad ports: %d", rec.Code)
+		}
+		d = doc(t, rec)
+		if !strings.Contains(d.Find(`[data-testid=quote-expiry]`).Text(), "lapsed") {
+			t.Errorf("expiry reads %q after the lock", d.Find(`[data-testid=quote-expiry]`).Text())
+		}
+		if _, hidden := d.Find(`[data-testid=requote]`).Attr("hidden"); hidden {
+			t.Error("the fresh-price link stays hidden after the lock lapsed")
 		}
 	})
 }

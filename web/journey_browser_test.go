@@ -378,6 +378,35 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	}
 	// The logs panel arrived with a poll too, and its stream follows node-0.
 	wait("node-0's log streamed", `[...document.querySelectorAll('#logs [data-testid=log-line]')].some(l => l.innerText.includes('checked in as node-0'))`, 10*time.Second)
+	// The panel says the stream is live; pausing keeps the reader's place
+	// while lines arrive, resuming jumps to the tail and follows again.
+	wait("the log marked live", `(s => s.dataset.state === 'live' && s.innerText.trim() === 'Live')(document.querySelector('[data-testid=log-status]'))`, 10*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=log-follow]`)); err != nil {
+		t.Fatal(err)
+	}
+	// More lines than the box shows, delivered as the SSE extension does.
+	feed := `(() => { const box = document.getElementById('log-lines');
+		document.dispatchEvent(new CustomEvent('htmx:sseBeforeMessage'));
+		for (let i = 0; i < 60; i++) box.insertAdjacentHTML('beforeend', '<span class="block" data-testid="log-line">fed ' + i + '</span>');
+		document.dispatchEvent(new CustomEvent('htmx:sseMessage')); return box.scrollTop; })()`
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById('log-lines').scrollTop = 0, true)`)); err != nil {
+		t.Fatal(err)
+	}
+	if top, err := chromedp.Run(ctx, chromedp.Evaluate[float64](feed)); err != nil || top != 0 {
+		t.Errorf("paused, the log scrolled to %v (%v)", top, err)
+	}
+	if got := text(`[data-testid=log-follow]`); got != "Resume following" {
+		t.Errorf("the follow button reads %q while paused", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=log-follow]`)); err != nil {
+		t.Fatal(err)
+	}
+	atBottom := `(b => b.scrollHeight - b.scrollTop - b.clientHeight < 2)(document.getElementById('log-lines'))`
+	wait("resumed at the tail", atBottom, 5*time.Second)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[float64](feed)); err != nil {
+		t.Fatal(err)
+	}
+	wait("following the new tail", atBottom, 5*time.Second)
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById('logs').__same = true, true)`)); err != nil {
 		t.Fatal(err)
 	}
