@@ -30,6 +30,26 @@ type LoginPage struct {
 	Blocked  string
 }
 
+// ForgotPasswordPage asks for the address to mail a reset link to; Sent
+// once asked (the same answer whether or not an account has it).
+type ForgotPasswordPage struct {
+	Meta     Meta
+	Email    string
+	Problems map[string]string
+	Blocked  string
+	Sent     bool
+}
+
+// ResetPasswordPage sets a new password through a mailed link; Gone when
+// the link is unknown, used or expired.
+type ResetPasswordPage struct {
+	Meta     Meta
+	Token    string
+	Email    string
+	Problems map[string]string
+	Gone     bool
+}
+
 // SignupPage is the sign-up form (optionally through an invitation).
 type SignupPage struct {
 	Meta     Meta
@@ -317,6 +337,14 @@ func signupTitle(p SignupPage) string {
 		return "Create your account"
 	}
 	return "Create a Clusterdeck account"
+}
+
+// forgotURL is the reset form, with the address typed so far.
+func forgotURL(email string) string {
+	if email == "" {
+		return "/forgot-password"
+	}
+	return "/forgot-password?email=" + url.QueryEscape(email)
 }
 
 func loginURL(next string) string {

@@ -158,7 +158,7 @@ func blockedMessage(b models.LoginBlock, wait time.Duration) string {
 			mins = 1
 		}
 		return fmt.Sprintf("Too many failed log-ins for %s: log-in is locked for %d more minute%s. "+
-			"If you forgot your password, ask an owner of your organisation.", who, mins, plural(mins))
+			"If you forgot your password, reset it by mail (Forgot your password? below).", who, mins, plural(mins))
 	}
 	secs := int(wait.Round(time.Second).Seconds())
 	if secs < 1 {
