@@ -26,6 +26,7 @@ type LoginPage struct {
 	Meta     Meta
 	Email    string
 	Next     string
+	Intent   string // what the visitor was about to do ("launch …"), from Next
 	Problems map[string]string
 	Blocked  string
 }
@@ -53,6 +54,7 @@ type ResetPasswordPage struct {
 // SignupPage is the sign-up form (optionally through an invitation).
 type SignupPage struct {
 	Meta     Meta
+	Intent   string // what the visitor was about to do, from Form.Next
 	Form     SignupFields
 	Problems map[string]string
 	Invite   *InviteInfo // set when signing up through an invitation
@@ -345,6 +347,13 @@ func forgotURL(email string) string {
 		return "/forgot-password"
 	}
 	return "/forgot-password?email=" + url.QueryEscape(email)
+}
+
+func signupURL(next string) string {
+	if next == "" {
+		return "/signup"
+	}
+	return "/signup?next=" + url.QueryEscape(next)
 }
 
 func loginURL(next string) string {

@@ -119,7 +119,7 @@ func ClusterRows(p ClustersPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if !p.HasSSHKeys {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<li><a class=\"link\" href=\"/settings\">Add an SSH key</a> so you can log in to every node.</li>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<li><a class=\"link\" href=\"/settings/ssh-keys\">Add an SSH key</a> so you can log in to every node.</li>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

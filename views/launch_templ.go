@@ -786,7 +786,7 @@ func LaunchFormView(p LaunchPage) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if len(p.SSHKeys) == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "<p class=\"mt-1 text-sm text-slate-500\"><a class=\"link\" href=\"/settings\">Add an SSH key</a> to log in to the nodes.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "<p class=\"mt-1 text-sm text-slate-500\"><a class=\"link\" href=\"/settings/ssh-keys\" data-testid=\"add-ssh-key\">Add an SSH key</a> to log in to the nodes.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

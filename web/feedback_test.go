@@ -186,3 +186,53 @@ func TestLaunchPageCountdownAndRequote(t *testing.T) {
 		}
 	})
 }
+
+// Signed out, Launch and Request a quote lead to a log-in that says what the
+// visitor was about to do, in display names, and returns there afterwards;
+// sign-up carries the same (issue 13, A1).
+func TestSignedOutIntentSurvivesLogin(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		owner := app.signupAccount("ada@example.com", "Analytical Engines")
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		cases := []struct{ start, intent string }{
+			{"/clusters/new?offer=sim:h100x8&nodes=2", "Log in to launch 2 × 8 × H100 80GB in Loc us-east."},
+			{"/quote-requests/new?accelerator=H100_80GB&gpus_per_node=8&nodes=16&location=us-east", "Log in to request a quote for 16 × 8 × H100 80GB."},
+			{"/quote-requests/new", "Log in to request a quote for reserved capacity."},
+		}
+		for _, tc := range cases {
+			visitor := app.client()
+			rec := visitor.get(tc.start)
+			login := location(rec)
+			if rec.Code != http.StatusSeeOther || !strings.HasPrefix(login, "/login?next=") {
+				t.Fatalf("%s signed out: %d %q", tc.start, rec.Code, login)
+			}
+			d := doc(t, visitor.get(login))
+			if got := strings.Join(strings.Fields(d.Find(`[data-testid=intent]`).Text()), " "); !strings.HasPrefix(got, tc.intent) {
+				t.Errorf("%s: the log-in page says %q, want %q", tc.start, got, tc.intent)
+			}
+			signup := d.Find(`[data-testid=signup-link]`).AttrOr("href", "")
+			if signup != "/signup?next="+url.QueryEscape(tc.start) {
+				t.Errorf("%s: the sign-up link %q loses where the visitor was going", tc.start, signup)
+			}
+			if got := doc(t, visitor.get(signup)).Find(`[data-testid=intent]`).Text(); !strings.Contains(got, "Sign up to "+strings.TrimPrefix(tc.intent, "Log in to ")) {
+				t.Errorf("%s: the sign-up page says %q", tc.start, got)
+			}
+			rec = visitor.post("/login", url.Values{"email": {owner.user.Email}, "password": {testPassword}, "next": {tc.start}})
+			if rec.Code != http.StatusSeeOther || location(rec) != tc.start {
+				t.Errorf("%s: after log-in %d → %q", tc.start, rec.Code, location(rec))
+			}
+			if rec := visitor.get(tc.start); rec.Code != http.StatusOK {
+				t.Errorf("%s signed in: %d", tc.start, rec.Code)
+			}
+		}
+		// A plain log-in says nothing of the sort.
+		if n := doc(t, app.client().get("/login")).Find(`[data-testid=intent]`).Length(); n != 0 {
+			t.Error("a plain log-in page shows an intent")
+		}
+		// Without a key, the launch form's "Add an SSH key" goes to the keys page.
+		d := doc(t, app.login(owner).get("/clusters/new?offer=sim:h100x8&nodes=2"))
+		if href := d.Find(`[data-testid=add-ssh-key]`).AttrOr("href", ""); href != "/settings/ssh-keys" {
+			t.Errorf("Add an SSH key links to %q", href)
+		}
+	})
+}
