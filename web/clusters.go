@@ -469,7 +469,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
 		Location: cl.LocationName, Interconnect: views.InterconnectLabel(cl.Interconnect), Kind: views.KindLabel(cl.MachineKind),
 		Price: models.USD(cl.USDPerHour) + "/h", MachinePrice: models.USD(cl.MachineHour) + "/h",
-		ReadyAt: "not yet", LastError: cl.LastError, Software: cl.Software,
+		ReadyAt: "not yet", LastError: cl.LastError, Software: cl.SoftwareLabel(),
 		Created:     cl.CreatedAt.Format(time.RFC3339),
 		Terminating: cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
 	}

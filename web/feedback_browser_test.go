@@ -234,6 +234,13 @@ func TestBrowserBusyFeedback(t *testing.T) {
 	// A filter swap.
 	b.do(chromedp.Navigate(srv.URL+"/offers?accelerator=H100_80GB&nodes=4"), chromedp.WaitVisible(`[data-testid=offer-row]`))
 	b.wait("the indicator hidden at rest", `getComputedStyle(document.getElementById('offer-loading')).visibility === 'hidden'`)
+	// Selects are drawn like the inputs beside them (no native grey bevel).
+	if got := b.str(`(() => { const s = getComputedStyle(document.getElementById('interconnect')), i = getComputedStyle(document.getElementById('nodes'));
+		const diff = ['backgroundColor', 'borderRadius', 'boxShadow', 'fontSize', 'height'].filter(k => s[k] !== i[k]);
+		if (s.appearance !== 'none') diff.push('appearance ' + s.appearance);
+		return diff.join(', '); })()`); got != "" {
+		t.Errorf("the select differs from the input in: %s", got)
+	}
 	g.hold(func(r *http.Request) bool { return r.URL.Path == "/offers" && r.Header.Get("HX-Request") == "true" })
 	b.str(`(() => { const s = document.getElementById('interconnect'); s.value = 'ethernet';
 		s.dispatchEvent(new Event('change', {bubbles: true})); return ''; })()`)

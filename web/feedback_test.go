@@ -236,3 +236,40 @@ func TestSignedOutIntentSurvivesLogin(t *testing.T) {
 		}
 	})
 }
+
+// Every page links the favicon, served like the other assets (versioned,
+// immutable); row actions are quiet buttons, and the stylesheet draws
+// selects like inputs (issue 13).
+func TestFaviconQuietRowActionsAndSelects(t *testing.T) {
+	app := newTestApp(t, openSQLite(t))
+	owner := app.signupAccount("ada@example.com", "Analytical Engines")
+	app.joinAccount(owner, "grace@example.com", models.RoleMember)
+	c := app.login(owner)
+	for _, path := range []string{"/offers", "/login"} {
+		d := doc(t, app.get(path))
+		href := d.Find(`link[rel=icon]`).AttrOr("href", "")
+		if !strings.HasPrefix(href, "/static/img/favicon.svg?v=") {
+			t.Fatalf("%s: favicon link %q", path, href)
+		}
+		rec := app.get(href)
+		if rec.Code != 200 || rec.Header().Get("Content-Type") != "image/svg+xml" ||
+			!strings.Contains(rec.Header().Get("Cache-Control"), "immutable") || !strings.Contains(rec.Body.String(), "<svg") {
+			t.Errorf("favicon: %d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Header().Get("Cache-Control"))
+		}
+	}
+	d := doc(t, c.get("/settings/team"))
+	d.Find(`[data-testid=member-row] td:last-child button`).Each(func(_ int, b *goquery.Selection) {
+		if cls := b.AttrOr("class", ""); !strings.HasPrefix(cls, "btn-quiet") {
+			t.Errorf("row action %q has class %q, want a quiet button", strings.TrimSpace(b.Text()), cls)
+		}
+	})
+	if d.Find(`[data-testid=member-row] td:last-child button`).Length() < 2 {
+		t.Error("the team page has no row actions to check")
+	}
+	css := app.get(doc(t, app.get("/offers")).Find(`link[rel=stylesheet]`).AttrOr("href", "")).Body.String()
+	for _, want := range []string{"select.input{", "appearance:none", ".btn-quiet{", ".btn-quiet-danger{"} {
+		if !strings.Contains(css, want) {
+			t.Errorf("the stylesheet lacks %q", want)
+		}
+	}
+}
