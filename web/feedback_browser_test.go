@@ -340,3 +340,41 @@ func TestBrowserQuoteCountdownRequotes(t *testing.T) {
 		t.Error("the launch did not use the fresh quote")
 	}
 }
+
+// Password reset in a real browser through the dev mailbox (A1, issue 13):
+// "Forgot your password?" under the log-in form, the mail in /dev/mailbox,
+// its link, a new password, then log-in with it.
+func TestBrowserPasswordResetThroughTheMailbox(t *testing.T) {
+	ctx := newBrowser(t)
+	app := newTestApp(t, openSQLite(t))
+	srv := httptest.NewServer(app.e)
+	t.Cleanup(srv.Close)
+	owner := app.signupAccount("ada@example.com", "Analytical Engines")
+	b := browserSession{t: t, ctx: ctx, srv: srv}
+
+	b.do(chromedp.Navigate(srv.URL+"/login"), chromedp.WaitVisible(`#login-form`),
+		chromedp.SetValue(`#email`, "ada@example.com"),
+		chromedp.Click(`[data-testid=forgot-password]`))
+	b.wait("the reset form, the address carried over", `!!document.querySelector('#forgot-form') && document.getElementById('email').value === 'ada@example.com'`)
+	b.do(chromedp.Click(`#forgot-form button[type=submit]`))
+	b.wait("told to check the mail", `!!document.querySelector('[data-testid=reset-sent]')`)
+
+	// The mailbox (loopback only, which the test server is).
+	b.do(chromedp.Navigate(srv.URL + "/dev/mailbox"))
+	b.wait("the reset mail listed", `[...document.querySelectorAll('[data-testid=mail-row]')].some(r => r.innerText.includes('Reset your Clusterdeck password'))`)
+	b.do(chromedp.Click(`[data-testid=mail-link]`))
+	b.wait("the mail", `document.body.innerText.includes('/reset-password/')`)
+	link := b.str(`document.body.innerText.match(/http:\/\/127\.0\.0\.1(\/reset-password\/[A-Za-z0-9]+)/)[1]`)
+	b.do(chromedp.Navigate(srv.URL + link))
+	b.wait("the new-password form", `document.querySelector('[data-testid=reset-email]').innerText === 'ada@example.com'`)
+	b.do(chromedp.SetValue(`#new_password`, "a brand new password"),
+		chromedp.SetValue(`#confirm_password`, "a brand new password"),
+		chromedp.Click(`#reset-form button[type=submit]`))
+	b.wait("back at log-in, told so", `location.pathname === '/login' && document.body.innerText.includes('Your password was changed')`)
+	b.do(chromedp.SetValue(`#email`, owner.user.Email), chromedp.SetValue(`#password`, "a brand new password"),
+		chromedp.Click(`#login-form button[type=submit]`))
+	b.wait("signed in with the new password", `location.pathname === '/offers' && document.querySelector('header').innerText.includes('ada@example.com')`)
+	// The link is spent.
+	b.do(chromedp.Navigate(srv.URL + link))
+	b.wait("the spent link explained", `!!document.querySelector('[data-testid=reset-gone]')`)
+}

@@ -51,6 +51,14 @@ document.addEventListener("click", function (ev) {
   if (!pause && box) box.scrollTop = box.scrollHeight;
 });
 
+// "Forgot your password?" takes the address typed so far along
+// (data-carry-email names the field).
+document.addEventListener("click", function (ev) {
+  var a = ev.target.closest("a[data-carry-email]");
+  var field = a && document.getElementById(a.getAttribute("data-carry-email"));
+  if (field && field.value) a.href = a.pathname + "?email=" + encodeURIComponent(field.value.trim());
+});
+
 // The phone menu (a <details>) closes on a click outside it or on Escape.
 function closeMenus(except) {
   document.querySelectorAll("details[data-testid=nav-menu][open]").forEach(function (d) {
