@@ -121,8 +121,8 @@ func TestTeamHidesActionsThatWouldFail(t *testing.T) {
 		}
 		// An admin sees the owner's row without actions (CanGrant), their own as Leave.
 		d = doc(t, app.login(admin).get("/settings/team"))
-		if row(d, owner).Find(`form`).Length() != 0 {
-			t.Error("an admin is offered actions on an owner")
+		if r := row(d, owner); r.Find(`form`).Length() != 0 || r.Find(`[data-testid=only-owner]`).Length() != 0 {
+			t.Error("an admin is offered actions on an owner, or told to make someone owner (which they cannot)")
 		}
 		if r := row(d, admin); r.Find(`[data-testid=leave]`).Length() != 1 || r.Find(`[data-testid=remove-member]`).Length() != 0 {
 			t.Errorf("an admin's own row: %q", r.Text())
