@@ -165,6 +165,14 @@ func (s *Store) ResetPassword(ctx context.Context, token, password, ip string) (
 	return u, err
 }
 
+// PrunePasswordResets deletes reset links that expired more than a day ago
+// (used or not), so the table stays small; the login-throttle-prune job
+// runs it hourly.
+func (s *Store) PrunePasswordResets(ctx context.Context) (int64, error) {
+	res := s.db.WithContext(ctx).Where("expires_at < ?", s.Now().Add(-24*time.Hour)).Delete(&PasswordReset{})
+	return res.RowsAffected, res.Error
+}
+
 func orUnknown(ip string) string {
 	if ip == "" {
 		return "an unknown address"
