@@ -131,6 +131,7 @@ type OrgChoice struct {
 type SSHKeysPage struct {
 	Meta     Meta
 	Nav      SettingsNav
+	Next     string // the launch page to return to once a key is added ("" for none)
 	Keys     []SSHKeyRow
 	Form     SSHKeyForm
 	Problems map[string]string
@@ -339,6 +340,14 @@ func signupTitle(p SignupPage) string {
 		return "Create your account"
 	}
 	return "Create a Clusterdeck account"
+}
+
+// sshKeysFor is the SSH keys page, coming back to the launch page after.
+func sshKeysFor(launch string) string {
+	if launch == "" {
+		return "/settings/ssh-keys"
+	}
+	return "/settings/ssh-keys?next=" + url.QueryEscape(launch)
 }
 
 // forgotURL is the reset form, with the address typed so far.

@@ -229,10 +229,30 @@ func TestSignedOutIntentSurvivesLogin(t *testing.T) {
 		if n := doc(t, app.client().get("/login")).Find(`[data-testid=intent]`).Length(); n != 0 {
 			t.Error("a plain log-in page shows an intent")
 		}
-		// Without a key, the launch form's "Add an SSH key" goes to the keys page.
-		d := doc(t, app.login(owner).get("/clusters/new?offer=sim:h100x8&nodes=2"))
-		if href := d.Find(`[data-testid=add-ssh-key]`).AttrOr("href", ""); href != "/settings/ssh-keys" {
-			t.Errorf("Add an SSH key links to %q", href)
+		// Without a key, the launch form's "Add an SSH key" goes to the keys
+		// page, which comes back to the launch with the new key ticked.
+		c := app.login(owner)
+		d := doc(t, c.get("/clusters/new?offer=sim:h100x8&nodes=2"))
+		href := d.Find(`[data-testid=add-ssh-key]`).AttrOr("href", "")
+		if !strings.HasPrefix(href, "/settings/ssh-keys?next=") {
+			t.Fatalf("Add an SSH key links to %q", href)
+		}
+		d = doc(t, c.get(href))
+		next := d.Find(`#ssh-key-form input[name=next]`).AttrOr("value", "")
+		if d.Find(`[data-testid=ssh-key-for-launch]`).Length() != 1 || !strings.HasPrefix(next, "/clusters/new?") {
+			t.Fatalf("the keys page does not offer the way back (next %q)", next)
+		}
+		rec := c.post("/settings/ssh-keys", url.Values{"name": {"laptop"}, "public_key": {testSSHKey(t, "ada@laptop")}, "next": {next}})
+		if rec.Code != http.StatusSeeOther || location(rec) != next {
+			t.Fatalf("after adding: %d → %q, want back to %q", rec.Code, location(rec), next)
+		}
+		if n := doc(t, c.get(next)).Find(`input[name=ssh_key_ids]:checked`).Length(); n != 1 {
+			t.Errorf("back on the launch page %d keys are ticked, want the new one", n)
+		}
+		// Only a launch page is a way back: anything else lands on the keys page.
+		rec = c.post("/settings/ssh-keys", url.Values{"public_key": {testSSHKey(t, "ada@desk")}, "next": {"https://evil.example/"}})
+		if location(rec) != "/settings/ssh-keys" {
+			t.Errorf("an outside next led to %q", location(rec))
 		}
 	})
 }
