@@ -439,6 +439,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	wait("the terminated badge, polling stopped", badge+` === 'terminated' &&
 		!document.getElementById('cluster-live').hasAttribute('hx-get')`, 10*time.Second)
 	kept("on terminate")
+	wait("the log stream ended, not retrying", `document.querySelector('[data-testid=log-status]').dataset.state === 'ended'`, 10*time.Second)
 	if same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.getElementById('logs') && document.getElementById('logs').__same === true`)); err != nil || !same {
 		t.Errorf("the polls replaced the logs panel (and its stream) instead of keeping it (%v)", err)
 	}

@@ -41,6 +41,11 @@ document.addEventListener("htmx:sseMessage", function () {
 });
 document.addEventListener("htmx:sseOpen", function () { setLogStatus("live", "Live"); });
 document.addEventListener("htmx:sseError", function () { setLogStatus("reconnecting", "Reconnecting…"); });
+// The server ends the stream ("end") once the cluster ended and every line
+// was sent: nothing more will come, so the stream closes instead of retrying.
+document.addEventListener("htmx:sseClose", function (ev) {
+  if (ev.detail && ev.detail.type === "message") setLogStatus("ended", "Ended: every line is shown");
+});
 document.addEventListener("click", function (ev) {
   var btn = ev.target.closest("[data-log-follow]");
   if (!btn) return;
