@@ -3,6 +3,7 @@ package views
 import (
 	"context"
 	"io"
+	"net/url"
 
 	"github.com/a-h/templ"
 )
@@ -42,6 +43,21 @@ type OfferForm struct {
 	GPUs         string
 	MaxPrice     string
 	Community    bool
+}
+
+// QuoteRequestURL is the quote-request form prefilled with the filters: the
+// GPU, the machine count and, when chosen, GPUs per machine and fabric.
+func (f OfferForm) QuoteRequestURL() string {
+	q := url.Values{}
+	for k, v := range map[string]string{"accelerator": f.Accelerator, "nodes": f.Nodes, "gpus_per_node": f.GPUs, "interconnect": f.Interconnect} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 {
+		return "/quote-requests/new"
+	}
+	return "/quote-requests/new?" + q.Encode()
 }
 
 // OfferGroupView is one location at one node count.

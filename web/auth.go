@@ -132,8 +132,11 @@ func (h *handler) intent(c echo.Context, next string) string {
 			return "request a quote for reserved capacity"
 		}
 		what := views.AcceleratorLabel(accel)
-		if nodes, gpus := atoi(q.Get("nodes")), atoi(q.Get("gpus_per_node")); nodes > 0 && gpus > 0 {
+		switch nodes, gpus := atoi(q.Get("nodes")), atoi(q.Get("gpus_per_node")); {
+		case nodes > 0 && gpus > 0:
 			what = views.Shape(nodes, gpus, accel)
+		case nodes > 0:
+			what = strconv.Itoa(nodes) + " machines of " + what
 		}
 		return "request a quote for " + what
 	}

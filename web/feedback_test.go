@@ -198,6 +198,7 @@ func TestSignedOutIntentSurvivesLogin(t *testing.T) {
 			{"/clusters/new?offer=sim:h100x8&nodes=2", "Log in to launch 2 × 8 × H100 80GB in Loc us-east."},
 			{"/quote-requests/new?accelerator=H100_80GB&gpus_per_node=8&nodes=16&location=us-east", "Log in to request a quote for 16 × 8 × H100 80GB."},
 			{"/quote-requests/new", "Log in to request a quote for reserved capacity."},
+			{"/quote-requests/new?accelerator=A100_80GB&nodes=4", "Log in to request a quote for 4 machines of A100 80GB."},
 		}
 		for _, tc := range cases {
 			visitor := app.client()
@@ -225,6 +226,11 @@ func TestSignedOutIntentSurvivesLogin(t *testing.T) {
 				t.Errorf("%s signed in: %d", tc.start, rec.Code)
 			}
 		}
+		// The filters' Request a quote carries them along.
+		d := doc(t, app.client().get("/offers?accelerator=H100_80GB&nodes=4&gpus_per_node=8&interconnect=infiniband"))
+		if href := d.Find(`[data-testid=filters-request-quote]`).AttrOr("href", ""); href != "/quote-requests/new?accelerator=H100_80GB&gpus_per_node=8&interconnect=infiniband&nodes=4" {
+			t.Errorf("the filters' Request a quote links to %q", href)
+		}
 		// A plain log-in says nothing of the sort.
 		if n := doc(t, app.client().get("/login")).Find(`[data-testid=intent]`).Length(); n != 0 {
 			t.Error("a plain log-in page shows an intent")
@@ -232,7 +238,7 @@ func TestSignedOutIntentSurvivesLogin(t *testing.T) {
 		// Without a key, the launch form's "Add an SSH key" goes to the keys
 		// page, which comes back to the launch with the new key ticked.
 		c := app.login(owner)
-		d := doc(t, c.get("/clusters/new?offer=sim:h100x8&nodes=2"))
+		d = doc(t, c.get("/clusters/new?offer=sim:h100x8&nodes=2"))
 		href := d.Find(`[data-testid=add-ssh-key]`).AttrOr("href", "")
 		if !strings.HasPrefix(href, "/settings/ssh-keys?next=") {
 			t.Fatalf("Add an SSH key links to %q", href)
