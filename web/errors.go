@@ -36,9 +36,12 @@ func classify(err error) *APIError {
 	var fe models.FieldErrors
 	var he *echo.HTTPError
 	var fb *models.ForbiddenError
+	var br *models.BudgetReachedError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &br): // B5: resuming while the environment's budget is reached
+		return &APIError{Status: http.StatusConflict, Code: "budget_reached", Message: br.Error()}
 	case errors.As(err, &fe):
 		return invalid(fe)
 	case errors.As(err, &fb):

@@ -31,6 +31,7 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"AutoRechargeBody": api.AutoRechargeBody{}, "AutoRecharge": api.AutoRecharge{}, "FailedCharge": api.FailedCharge{},
 		"BillingBalance": api.BillingBalance{}, "BillingUsage": api.BillingUsage{}, "ClusterUsage": api.ClusterUsage{},
 		"MachineUsage": api.MachineUsage{}, "StateInterval": api.StateInterval{},
+		"BudgetBody": api.BudgetBody{}, "Budgets": api.Budgets{}, "Budget": api.Budget{}, "ClusterRunOut": api.ClusterRunOut{},
 
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},

@@ -39,8 +39,10 @@ Usage:
   clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters resume ID [--wait [--timeout 30m]]
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
+  clusterdeck gpu billing budgets [set ENV_ID AMOUNT | remove ENV_ID]
 
 Every command takes:
   --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
@@ -56,10 +58,14 @@ launch with it to retry safely (the same key and body give the same cluster, L1)
 X9): quote or launch one with --private-offer-id at its locked price.
 
 "clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
-one recovery attempt at once (R5).
+one recovery attempt at once (R5). "clusters resume" starts a cluster stopped by the
+balance or a budget again (B6): every machine, all or nothing; it needs the balance a
+launch needs. With --wait it exits 0 once the cluster runs again, 1 if the resume failed.
 
 "billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
-month (B1); "billing usage" a month's cost per machine (B3). Owners' and admins' keys only.
+month (B1); "billing usage" a month's cost per machine (B3); "billing budgets" the key's
+environment's monthly budget, its spend and when it is reached at the current burn, and
+when the balance and each running cluster run out (B5, X6). Owners' and admins' keys only.
 
 "clusterdeck gpu clusters launch --help" (and so on) lists every flag.
 `
@@ -129,12 +135,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // clusters dispatches `gpu clusters SUB …`.
 func (c *gpuCLI) clusters(args []string) error {
 	if len(args) == 0 {
-		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery or recover")
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover or resume")
 	}
 	commands := map[string]func([]string) error{
 		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
 		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
-		"recovery": c.recoveryPolicy, "recover": c.recoverNow,
+		"recovery": c.recoveryPolicy, "recover": c.recoverNow, "resume": c.resume,
 	}
 	sub, rest := args[0], args[1:]
 	if run, ok := commands[sub]; ok {
