@@ -356,8 +356,8 @@ func (w *budgetWorld) checkBudgetStopped(id, budget string) models.Cluster {
 // X6: enforcement only after a warning window. A budget lowered below the
 // spend jumps to 100 %: one mail (the 50 and 80 % thresholds are recorded
 // with it, not mailed), which is the warning; the clusters are stopped a
-// window later, not before, and so is a cluster started there later. A
-// raise above the spend lifts it.
+// window later, not before, and no new cluster is admitted there. A raise
+// above the spend lifts it.
 func TestBudgetEnforcedAfterWarningWindow(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		w := newBudgetWorld(t, db)
@@ -387,11 +387,16 @@ func TestBudgetEnforcedAfterWarningWindow(t *testing.T) {
 			t.Fatal("not enforced after the warning window")
 		}
 		w.checkBudgetStopped(c.ID, "$50.00")
-		// While it stays reached, a cluster started in the environment
-		// afterwards is stopped too.
-		late := w.ready(w.launch("H100_80GB", 2, 8))
-		w.at(w.clock.Now())
-		w.checkBudgetStopped(late.ID, "$50.00")
+		// While it stays reached, the environment takes no new cluster.
+		q, err := w.store.CreateQuote(context.Background(), w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reached *models.BudgetReachedError
+		if _, _, err := w.store.LaunchCluster(context.Background(), models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID,
+			Actor: "test@example.com", Workload: models.Workload{Name: "late", Software: "none"}}); !errors.As(err, &reached) {
+			t.Fatalf("a launch while the budget is reached: %v", err)
+		}
 		// A raise above the spend lifts it: nothing more is mailed or
 		// enforced, and the page says it is not reached.
 		mails := len(w.budgetMails())

@@ -72,8 +72,11 @@ func (j *Stop) stop(ctx context.Context, c models.Cluster) error {
 			switch n.State {
 			case providers.NodeRunning:
 				done = false
-				if err := p.StopNode(ctx, c.GroupName(), n.ID); err != nil &&
-					!errors.Is(err, providers.ErrNotFound) && !errors.Is(err, providers.ErrValidation) {
+				err := p.StopNode(ctx, c.GroupName(), n.ID)
+				if errors.Is(err, providers.ErrUnsupported) {
+					return j.terminateInstead(ctx, c)
+				}
+				if err != nil && !errors.Is(err, providers.ErrNotFound) && !errors.Is(err, providers.ErrValidation) {
 					return fmt.Errorf("stop %s: %w", n.ID, err)
 				}
 			case providers.NodeRestarting:
@@ -203,4 +206,14 @@ func (j *Stop) failResume(ctx context.Context, c models.Cluster, lastError, node
 		return err
 	}
 	return j.stop(ctx, failed)
+}
+
+// terminateInstead ends a cluster whose provider cannot stop machines (B6):
+// left running they would cost the operator while the customer is no longer
+// billed, and a stop is only asked for when the balance or a budget ran out
+// after its warnings. The ordinary terminate releases every machine.
+func (j *Stop) terminateInstead(ctx context.Context, c models.Cluster) error {
+	_, err := j.Store.RequestTerminate(ctx, c.OrgID, c.ID,
+		fmt.Sprintf("the %s stop: %s cannot stop machines, so they are released instead", c.StopReason, c.Provider))
+	return err
 }

@@ -353,3 +353,37 @@ func TestResumeAfterInterruptedInstall(t *testing.T) {
 		}
 	})
 }
+
+// noStop is a cloud that cannot stop machines (like Lambda's API).
+type noStop struct{ providers.Provider }
+
+func (noStop) StopNode(context.Context, string, string) error {
+	return &providers.Error{Class: providers.ErrUnsupported, Provider: "sim", Op: "StopNode", Message: "no stop here"}
+}
+
+// B6 on a cloud that cannot stop machines: the stop terminates the cluster
+// instead (every machine released, billing closed), with an event saying
+// why, rather than leaving the machines running unbilled.
+func TestStopOnACloudThatCannotStopTerminates(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		c := w.readyCluster()
+		w.job.Providers["sim"] = noStop{w.cloud} // the registry every job of the world shares
+		if _, err := w.store.RequestStop(ctx, w.org.ID, c.ID, models.StopByBalance, "test stop"); err != nil {
+			t.Fatal(err)
+		}
+		w.run(time.Minute, time.Minute)
+		got := w.cluster(c.ID)
+		if got.Status != models.StatusTerminated {
+			t.Fatalf("status %s, want terminated\n%s", got.Status, w.events(c.ID))
+		}
+		if ev := w.events(c.ID); !strings.Contains(ev, "cannot stop machines, so they are released instead") {
+			t.Errorf("no event says why:\n%s", ev)
+		}
+		if st := w.providerStates(c.ID); !allIn(st, providers.NodeTerminated) {
+			t.Errorf("machines at the provider: %v", st)
+		}
+		w.checkBalance()
+	})
+}

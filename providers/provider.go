@@ -24,6 +24,9 @@ var (
 	// ErrUnrecoverable: the machine exists but the upstream cannot bring it
 	// back (hardware fault, host gone); only a replacement helps (R5, X5).
 	ErrUnrecoverable = errors.New("providers: machine cannot be recovered")
+	// ErrUnsupported: the upstream has no such operation at all (Lambda
+	// cannot stop a machine); retrying never helps.
+	ErrUnsupported = errors.New("providers: operation not supported")
 	// ErrAuth: the upstream refused our credentials or the account (bad or
 	// revoked key, inactive account); nothing succeeds until the operator acts.
 	ErrAuth = errors.New("providers: authentication refused")

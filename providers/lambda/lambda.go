@@ -547,10 +547,10 @@ func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 
 // StopNode is refused: Lambda's on-demand instances cannot be stopped
 // (its API has restart and terminate, no stop), so the machine keeps
-// running and billing. The refusal is ErrValidation with code
-// "unsupported"; only terminating the group releases the machines.
+// running and billing. The refusal is ErrUnsupported; only terminating
+// the group releases the machines (the stop job does that instead, B6).
 func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
-	return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: "StopNode", Code: "unsupported",
+	return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: "StopNode", Code: "unsupported",
 		Message: "Lambda cannot stop a machine and start it again; terminate the cluster to release it"}
 }
 

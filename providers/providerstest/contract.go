@@ -29,7 +29,7 @@ type Env struct {
 	// as a whole).
 	FailMidway func(t *testing.T)
 	// Stops says whether the upstream can stop a machine and start it
-	// again; one that cannot refuses StopNode with ErrValidation.
+	// again; one that cannot refuses StopNode with ErrUnsupported.
 	Stops bool
 }
 
@@ -168,8 +168,8 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		e.Advance(e.Boot)
 		err = e.Provider.StopNode(ctx, "cl_1", g.Nodes[0].ID)
 		if !e.Stops {
-			if !errors.Is(err, providers.ErrValidation) {
-				t.Fatalf("a provider that cannot stop refuses: want ErrValidation, got %v", err)
+			if !errors.Is(err, providers.ErrUnsupported) {
+				t.Fatalf("a provider that cannot stop refuses: want ErrUnsupported, got %v", err)
 			}
 			return
 		}
