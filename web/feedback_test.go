@@ -231,6 +231,17 @@ func TestSignedOutIntentSurvivesLogin(t *testing.T) {
 		if href := d.Find(`[data-testid=filters-request-quote]`).AttrOr("href", ""); href != "/quote-requests/new?accelerator=H100_80GB&gpus_per_node=8&interconnect=infiniband&nodes=4" {
 			t.Errorf("the filters' Request a quote links to %q", href)
 		}
+		// Every size ("any", O3) is no size a quote can ask for: it is left
+		// out, and the quote form starts from its own default.
+		d = doc(t, app.client().get("/offers?accelerator=H100_80GB&nodes=4&gpus_per_node=any"))
+		if href := d.Find(`[data-testid=filters-request-quote]`).AttrOr("href", ""); href != "/quote-requests/new?accelerator=H100_80GB&nodes=4" {
+			t.Errorf("with any GPUs per machine, Request a quote links to %q", href)
+		}
+		// Without a choice the page picks the largest machine, and says so.
+		d = doc(t, app.client().get("/offers?accelerator=H100_80GB&nodes=4"))
+		if href := d.Find(`[data-testid=filters-request-quote]`).AttrOr("href", ""); href != "/quote-requests/new?accelerator=H100_80GB&gpus_per_node=8&nodes=4" {
+			t.Errorf("with the default GPUs per machine, Request a quote links to %q", href)
+		}
 		// A plain log-in says nothing of the sort.
 		if n := doc(t, app.client().get("/login")).Find(`[data-testid=intent]`).Length(); n != 0 {
 			t.Error("a plain log-in page shows an intent")
