@@ -74,16 +74,20 @@ func TestBrowserAddWorker(t *testing.T) {
 	if got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid=add-worker]').innerText`)); !strings.Contains(got, price) {
 		t.Errorf("Add worker button = %q, want the price %s", got, price)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.confirm = (msg) => { sessionStorage.setItem('confirmed', msg); return true; }, true)`)); err != nil {
-		t.Fatal(err)
-	}
 	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=add-worker]`)); err != nil {
 		t.Fatal(err)
 	}
-	wait("node-2 joining", `!!document.querySelector('[data-node="node-2"][data-status="joining"]') && !document.querySelector('[data-testid=add-worker]')`)
-	if msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem('confirmed') || ''`)); !strings.Contains(msg, "Add node-2") || !strings.Contains(msg, price) {
+	wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`)
+	if msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('confirm-title').textContent`)); !strings.Contains(msg, "Add node-2") || !strings.Contains(msg, price) {
 		t.Errorf("confirmation = %q, want node-2 and %s", msg, price)
 	}
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-node="node-2"]').length`)); n != 0 {
+		t.Fatal("the worker was asked for before the confirmation")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("node-2 joining", `!!document.querySelector('[data-node="node-2"][data-status="joining"]') && !document.querySelector('[data-testid=add-worker]')`)
 	journeyShot(t, ctx, "add-worker-1-joining")
 	for range 12 {
 		app.clock.Advance(time.Minute)
