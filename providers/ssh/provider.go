@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -48,6 +49,9 @@ type Config struct {
 type Provider struct {
 	cfg      Config
 	machines map[string]Machine
+	// dialBackoff is the first wait before dialling a machine again
+	// (doubling each time); zero means 250 ms.
+	dialBackoff time.Duration
 
 	mu    sync.Mutex
 	state state
@@ -530,9 +534,43 @@ func clip(s string) string {
 	return s
 }
 
-// dial connects to m, verifying its host key: against the machines file,
-// else against the key recorded at first use (recording it then).
+// dial connects to m, retrying a connection that fails before the SSH
+// handshake completes (refused, reset, or closed by sshd while it is
+// starting or shedding load under MaxStartups) a few times with a short
+// backoff. A host key mismatch or a refused key is final at once.
 func (p *Provider) dial(ctx context.Context, m Machine) (*gossh.Client, error) {
+	var err error
+	wait := p.dialBackoff
+	if wait == 0 {
+		wait = 250 * time.Millisecond
+	}
+	for attempt := 0; ; attempt, wait = attempt+1, wait*2 {
+		var c *gossh.Client
+		if c, err = p.dialOnce(ctx, m); err == nil || attempt == 3 || !retryableDial(err) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// retryableDial reports a failure of the connection itself, not of trust.
+func retryableDial(err error) bool {
+	if errors.Is(err, errHostKey) || strings.Contains(err.Error(), "unable to authenticate") {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || strings.Contains(err.Error(), "connection closed") ||
+		strings.Contains(err.Error(), "handshake failed")
+}
+
+// dialOnce connects to m once, verifying its host key: against the machines
+// file, else against the key recorded at first use (recording it then).
+func (p *Provider) dialOnce(ctx context.Context, m Machine) (*gossh.Client, error) {
 	key, err := os.ReadFile(m.KeyPath)
 	if err != nil {
 		return nil, fmt.Errorf("read the key of %s: %w", m.Name, err)
