@@ -297,7 +297,7 @@ func TestVolumeBilling(t *testing.T) {
 		if r := e.meter(t); r.Volumes != 1 || r.Entries != 1 {
 			t.Errorf("first pass %+v, want the 12:07–13:00 period", r)
 		}
-		e.terminate(t, c.ID) // the volume outlives it and keeps billing
+		e.terminate(t, c.ID)           // the volume outlives it and keeps billing
 		e.clock.Advance(2 * time.Hour) // 15:37
 		e.meter(t)
 		usage, err := e.s.VolumeUsageForMonth(ctx, e.org.ID, models.UsageWindow{})
