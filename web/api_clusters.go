@@ -21,7 +21,7 @@ type quoteBody api.QuoteBody
 func (b quoteBody) fields() models.QuoteFields {
 	f := models.QuoteFields{Accelerator: b.Accelerator, Nodes: b.Nodes, GPUsPerNode: b.GPUsPerNode,
 		MaxHourlyPrice: b.MaxHourlyPrice, Location: b.Location, OfferID: b.OfferID, IncludeCommunity: b.IncludeCommunity,
-		PrivateOfferID: b.PrivateOfferID}
+		PrivateOfferID: b.PrivateOfferID, VolumeID: b.VolumeID}
 	if b.Storage != nil {
 		f.VolumeGB = b.Storage.PersistentGB
 	}
@@ -35,7 +35,7 @@ func toQuoteJSON(q models.Quote) api.Quote {
 		Provider: q.Provider, MachineKind: q.MachineKind, Interconnect: q.Interconnect, IncludeCommunity: q.IncludeCommunity,
 		USDPerHour: models.DecimalUSD(q.USDPerHour), USDPerMachineHour: models.DecimalUSD(q.MachineHour()),
 		PerGPUUSDPerHour: models.DecimalUSD(q.PerGPUHour), DiskGBPerNode: q.RootDiskGB, RootDiskRate: models.DecimalUSD(q.DiskGBHour),
-		Availability: q.Availability, ExpiresAt: q.ExpiresAt, PrivateOfferID: q.PrivateOfferID,
+		Availability: q.Availability, ExpiresAt: q.ExpiresAt, PrivateOfferID: q.PrivateOfferID, VolumeID: q.VolumeID,
 	}
 	if q.MaxHourlyPrice > 0 {
 		s := models.DecimalUSD(q.MaxHourlyPrice)

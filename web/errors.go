@@ -36,9 +36,12 @@ func classify(err error) *APIError {
 	var fe models.FieldErrors
 	var he *echo.HTTPError
 	var fb *models.ForbiddenError
+	var va *models.VolumeAttachedError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &va):
+		return volumeAttached(va)
 	case errors.As(err, &fe):
 		return invalid(fe)
 	case errors.As(err, &fb):

@@ -31,6 +31,8 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"AutoRechargeBody": api.AutoRechargeBody{}, "AutoRecharge": api.AutoRecharge{}, "FailedCharge": api.FailedCharge{},
 		"BillingBalance": api.BillingBalance{}, "BillingUsage": api.BillingUsage{}, "ClusterUsage": api.ClusterUsage{},
 		"MachineUsage": api.MachineUsage{}, "StateInterval": api.StateInterval{},
+		"Volume": api.Volume{}, "VolumeBody": api.VolumeBody{}, "VolumeGrowBody": api.VolumeGrowBody{}, "VolumeList": api.VolumeList{},
+		"VolumeUsage": api.VolumeUsage{}, "ClusterVolume": api.ClusterVolume{}, "Mount": api.Mount{},
 
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},

@@ -1,0 +1,267 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
+	"github.com/labstack/echo/v4"
+)
+
+// Volumes (V1–V5, X11): the page of the current environment's volumes and
+// /v1/volumes for the API key's. Both call the same use cases
+// (models.Actions.CreateVolume, GrowVolume, DeleteVolume).
+
+// volumeAttached is V3's 409: grow or delete while a cluster is attached, or
+// a second cluster mounting it.
+func volumeAttached(e *models.VolumeAttachedError) *APIError {
+	return &APIError{Status: http.StatusConflict, Code: "volume_attached", Message: e.Error(),
+		Extra: map[string]any{"volumeId": e.Volume.ID, "clusterId": e.ClusterID}}
+}
+
+// volumesPage builds /volumes for the current environment, with each
+// volume's accrued cost (X11).
+func (h *handler) volumesPage(c echo.Context) (views.VolumesPage, error) {
+	p := principal(c)
+	ctx := c.Request().Context()
+	vs, err := h.Store.VolumesForOrg(ctx, p.Org.ID, p.Env.ID)
+	if err != nil {
+		return views.VolumesPage{}, err
+	}
+	att, err := h.Store.Attachments(ctx, vs)
+	if err != nil {
+		return views.VolumesPage{}, err
+	}
+	usage, err := h.Store.VolumeUsageForMonth(ctx, p.Org.ID, models.UsageWindow{})
+	if err != nil {
+		return views.VolumesPage{}, err
+	}
+	accrued := map[string]models.Money{}
+	for _, u := range usage {
+		accrued[u.Volume.ID] = u.Total()
+	}
+	locs, err := h.Store.VolumeLocations(ctx)
+	if err != nil {
+		return views.VolumesPage{}, err
+	}
+	pg := views.VolumesPage{Meta: h.meta(c, "Volumes"), Env: p.Env.Name,
+		Rate: "$" + models.DecimalUSD(models.VolumeGBHour) + " per GB-hour"}
+	for _, l := range locs {
+		pg.Locations = append(pg.Locations, views.VolumeLocationOption{ID: l.Location, Label: l.Label()})
+	}
+	for _, v := range vs {
+		r := views.VolumeRow{ID: v.ID, Name: v.Name, Location: v.Location, SizeGB: v.SizeGB,
+			PerHour: "$" + models.DecimalUSD(v.HourRate()) + "/h", Accrued: models.USD(accrued[v.ID]),
+			Created: views.FormatTime(v.CreatedAt)}
+		if cl, ok := att[v.ID]; ok {
+			r.ClusterID, r.ClusterName = cl.ID, cl.Name
+		}
+		pg.Rows = append(pg.Rows, r)
+	}
+	return pg, nil
+}
+
+// listVolumes is GET /volumes.
+func (h *handler) listVolumes(c echo.Context) error {
+	pg, err := h.volumesPage(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.VolumesView(pg))
+}
+
+// volumeFormNames maps the models' problems onto the form's field names.
+var volumeFormNames = map[string]string{"sizeGb": "size_gb"}
+
+func formProblems(fe models.FieldErrors, names map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range fe {
+		if n, ok := names[k]; ok {
+			k = n
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// formSize reads a typed size: anything but a whole number is -1, which
+// validation refuses with the range.
+func formSize(s string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// createVolume is POST /volumes: 422 with field problems and the input
+// kept, or the volume and a 303 back to the list.
+func (h *handler) createVolume(c echo.Context) error {
+	form := views.VolumeForm{Name: trimForm(c, "name"), Location: trimForm(c, "location"), SizeGB: trimForm(c, "size_gb")}
+	v, err := h.act(c).CreateVolume(c.Request().Context(), models.VolumeInput{Name: form.Name, Location: form.Location, SizeGB: formSize(form.SizeGB)})
+	var fe models.FieldErrors
+	if errors.As(err, &fe) {
+		pg, perr := h.volumesPage(c)
+		if perr != nil {
+			return perr
+		}
+		pg.Form, pg.Problems = form, formProblems(fe, volumeFormNames)
+		return page(c, http.StatusUnprocessableEntity, views.VolumesView(pg), views.VolumeFormView(pg))
+	}
+	if err != nil {
+		return err
+	}
+	_ = h.flash(c, views.FlashSuccess, "Volume "+v.Name+" created: "+strconv.Itoa(v.SizeGB)+" GB in "+v.Location+
+		", billing $"+models.DecimalUSD(v.HourRate())+"/h until you delete it.")
+	return redirect(c, "/volumes")
+}
+
+// volumeInEnv loads a volume of the current environment (another one's, or
+// another organisation's, is not found).
+func (h *handler) volumeInEnv(c echo.Context) (models.Volume, error) {
+	p := principal(c)
+	v, err := h.Store.VolumeForOrg(c.Request().Context(), p.Org.ID, c.Param("id"))
+	if err != nil {
+		return v, err
+	}
+	if v.EnvID != p.Env.ID {
+		return v, models.ErrNotFound
+	}
+	return v, nil
+}
+
+// growVolume is POST /volumes/{id}/grow: 422 beside the row, 409 while
+// attached (V3), or the new size.
+func (h *handler) growVolume(c echo.Context) error {
+	v, err := h.volumeInEnv(c)
+	if err != nil {
+		return err
+	}
+	typed := trimForm(c, "size_gb")
+	g, err := h.act(c).GrowVolume(c.Request().Context(), v.ID, formSize(typed))
+	var fe models.FieldErrors
+	if errors.As(err, &fe) {
+		pg, perr := h.volumesPage(c)
+		if perr != nil {
+			return perr
+		}
+		pg.GrowID, pg.GrowProblems = v.ID, formProblems(fe, volumeFormNames)
+		for i := range pg.Rows {
+			if pg.Rows[i].ID == v.ID {
+				pg.Rows[i].GrowTo = typed
+			}
+		}
+		return render(c, http.StatusUnprocessableEntity, views.VolumesView(pg))
+	}
+	if err != nil {
+		return err
+	}
+	_ = h.flash(c, views.FlashSuccess, "Volume "+g.Name+" is now "+strconv.Itoa(g.SizeGB)+" GB, at $"+models.DecimalUSD(g.HourRate())+"/h from now.")
+	return redirect(c, "/volumes")
+}
+
+// deleteVolume is POST /volumes/{id}/delete: 409 while attached (V3).
+func (h *handler) deleteVolume(c echo.Context) error {
+	v, err := h.volumeInEnv(c)
+	if err != nil {
+		return err
+	}
+	if _, err := h.act(c).DeleteVolume(c.Request().Context(), v.ID); err != nil {
+		return err
+	}
+	_ = h.flash(c, views.FlashSuccess, "Volume "+v.Name+" deleted; its billing stopped.")
+	return redirect(c, "/volumes")
+}
+
+func toVolumeJSON(v models.Volume, att *models.Cluster) api.Volume {
+	j := api.Volume{ID: v.ID, Name: v.Name, Location: v.Location, LocationName: v.LocationName, Provider: v.Provider,
+		SizeGB: v.SizeGB, GBHourRate: models.DecimalUSD(v.GBHour), USDPerHour: models.DecimalUSD(v.HourRate()),
+		CreatedAt: v.CreatedAt.UTC()}
+	if att != nil {
+		j.ClusterID = &att.ID
+	}
+	return j
+}
+
+// apiListVolumes is GET /v1/volumes: the key's environment's volumes.
+func (h *handler) apiListVolumes(c echo.Context) error {
+	p := principal(c)
+	ctx := c.Request().Context()
+	vs, err := h.Store.VolumesForOrg(ctx, p.Org.ID, p.Env.ID)
+	if err != nil {
+		return err
+	}
+	att, err := h.Store.Attachments(ctx, vs)
+	if err != nil {
+		return err
+	}
+	out := api.VolumeList{Volumes: []api.Volume{}}
+	for _, v := range vs {
+		var a *models.Cluster
+		if cl, ok := att[v.ID]; ok {
+			a = &cl
+		}
+		out.Volumes = append(out.Volumes, toVolumeJSON(v, a))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// apiCreateVolume is POST /v1/volumes: 201 with the volume, or 422.
+func (h *handler) apiCreateVolume(c echo.Context) error {
+	var b api.VolumeBody
+	if _, err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	v, err := h.act(c).CreateVolume(c.Request().Context(), models.VolumeInput{Name: b.Name, Location: b.Location, SizeGB: b.SizeGB})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toVolumeJSON(v, nil))
+}
+
+// apiGetVolume is GET /v1/volumes/{id}.
+func (h *handler) apiGetVolume(c echo.Context) error {
+	v, err := h.volumeInEnv(c)
+	if err != nil {
+		return err
+	}
+	att, err := h.Store.Attachment(c.Request().Context(), v)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toVolumeJSON(v, att))
+}
+
+// apiGrowVolume is POST /v1/volumes/{id}/grow: 200 with the volume, 422,
+// or 409 volume_attached (V3).
+func (h *handler) apiGrowVolume(c echo.Context) error {
+	v, err := h.volumeInEnv(c)
+	if err != nil {
+		return err
+	}
+	var b api.VolumeGrowBody
+	if _, err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	g, err := h.act(c).GrowVolume(c.Request().Context(), v.ID, b.SizeGB)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toVolumeJSON(g, nil))
+}
+
+// apiDeleteVolume is DELETE /v1/volumes/{id}: 204, or 409 volume_attached (V3).
+func (h *handler) apiDeleteVolume(c echo.Context) error {
+	v, err := h.volumeInEnv(c)
+	if err != nil {
+		return err
+	}
+	if _, err := h.act(c).DeleteVolume(c.Request().Context(), v.ID); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
