@@ -662,3 +662,50 @@ func (s *Store) refuseCommunityVolume(ctx context.Context, r QuoteRequest) error
 	}
 	return FieldErrors{field: CommunityVolumeReason}
 }
+
+// ---- mounts (V4) ----
+
+// Paths of V4's folders on the machines.
+const (
+	SharedDir        = "/shared"        // vm and bare_metal: node-0's folder, over NFS on every node
+	SharedVolumeDir  = "/shared/volume" // vm and bare_metal: the volume, synced in and back
+	HeadVolumeDir    = "/volume"        // container: the volume, on the head only
+	VolumeDevicePath = "/mnt/clusterdeck-volume"
+)
+
+// Mount is one folder on a cluster's machines (V4): where, on which
+// nodes, and what it holds.
+type Mount struct {
+	Path  string
+	Nodes []string
+	What  string
+}
+
+// HasSharedFolder reports whether the machine kind gets /shared (V4).
+func HasSharedFolder(machineKind string) bool { return machineKind == "vm" || machineKind == "bare_metal" }
+
+// Mounts is what is mounted where on c's machines (V4): on vm and
+// bare_metal /shared from node-0 on every node with the hostfile in it, and
+// an attached volume synced into /shared/volume; on container no shared
+// folder, and the volume on the head only.
+func Mounts(c Cluster, v *Volume) []Mount {
+	all := make([]string, c.Nodes)
+	for i := range all {
+		all[i] = fmt.Sprintf("node-%d", i)
+	}
+	var out []Mount
+	if HasSharedFolder(c.MachineKind) {
+		out = append(out, Mount{Path: SharedDir, Nodes: all,
+			What: "exported by node-0 over the private network (NFS), the hostfile at " + SharedDir + "/hostfile"})
+		if v != nil {
+			out = append(out, Mount{Path: SharedVolumeDir, Nodes: all,
+				What: fmt.Sprintf("volume %s (%d GB), synced from the volume on node-0 at start and back to it every minute and at terminate", v.Name, v.SizeGB)})
+		}
+		return out
+	}
+	if v != nil {
+		out = append(out, Mount{Path: HeadVolumeDir, Nodes: all[:min(1, len(all))],
+			What: fmt.Sprintf("volume %s (%d GB), on the head only: containers get no shared folder", v.Name, v.SizeGB)})
+	}
+	return out
+}

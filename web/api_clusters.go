@@ -243,6 +243,11 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 		}
 	}
 	j.NCCL = toNCCLJSON(nccl)
+	vol, err := h.Store.VolumeOfCluster(ctx, cl)
+	if err != nil {
+		return err
+	}
+	j.Volume = toClusterVolumeJSON(cl, vol)
 	return c.JSON(status, j)
 }
 
@@ -290,4 +295,16 @@ func (h *handler) apiTerminate(c echo.Context) error {
 		return err
 	}
 	return h.clusterJSONResponse(c, http.StatusAccepted, cl)
+}
+
+// toClusterVolumeJSON is the cluster's volume and its mounts (V4), or nil.
+func toClusterVolumeJSON(cl models.Cluster, v *models.Volume) *api.ClusterVolume {
+	if v == nil {
+		return nil
+	}
+	out := &api.ClusterVolume{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB, Mounts: []api.Mount{}}
+	for _, m := range models.Mounts(cl, v) {
+		out.Mounts = append(out.Mounts, api.Mount{Path: m.Path, Nodes: m.Nodes, What: m.What})
+	}
+	return out
 }

@@ -1,0 +1,210 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+)
+
+func volumeCount(t testing.TB, app *testApp) int64 {
+	t.Helper()
+	var n int64
+	if err := app.db.Model(&models.Volume{}).Where("deleted_at IS NULL").Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// V1–V3, A3, A4 over the API: create with field problems (nothing stored),
+// list and get in the key's environment only, grow, delete; while a
+// cluster is attached grow and delete answer 409 volume_attached and
+// nothing changes; after terminate both work.
+func TestAPIVolumes(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("v@example.com", "Volume Labs")
+		tok := apiKeyFor(t, app, acc)
+		other := app.signupAccount("o@example.com", "Other Labs")
+		otherTok := apiKeyFor(t, app, other)
+		cl := launchFor(t, app, acc, "train") // seeds us-east and a deposit
+
+		for _, bad := range []struct{ body, field string }{
+			{`{"name":"Bad Name","location":"us-east","sizeGb":10}`, "name"},
+			{`{"name":"data","location":"mars","sizeGb":10}`, "location"},
+			{`{"name":"data","location":"us-east","sizeGb":0}`, "sizeGb"},
+			{`{"name":"data","location":"us-east","sizeGb":100001}`, "sizeGb"},
+		} {
+			code, body := apiJSON(t, app, "POST", "/v1/volumes", tok, bad.body)
+			fields, _ := body["error"].(map[string]any)["fields"].(map[string]any)
+			if code != http.StatusUnprocessableEntity || fields[bad.field] == nil {
+				t.Errorf("%s: %d %v", bad.body, code, body)
+			}
+		}
+		if code, _ := apiJSON(t, app, "POST", "/v1/volumes", tok, `{"name":"data","size":10}`); code != http.StatusUnprocessableEntity {
+			t.Errorf("unknown field: %d", code)
+		}
+		if n := volumeCount(t, app); n != 0 {
+			t.Fatalf("bad bodies stored %d volumes", n)
+		}
+
+		code, v := apiJSON(t, app, "POST", "/v1/volumes", tok, `{"name":"ckpt","location":"us-east","sizeGb":200}`)
+		if code != http.StatusCreated || v["sizeGb"].(float64) != 200 || v["clusterId"] != nil ||
+			v["usdPerHour"] != models.DecimalUSD(200*models.VolumeRate("us-east")) {
+			t.Fatalf("create: %d %v", code, v)
+		}
+		id := v["id"].(string)
+		code, list := apiJSON(t, app, "GET", "/v1/volumes", tok, "")
+		if vs := list["volumes"].([]any); code != 200 || len(vs) != 1 || vs[0].(map[string]any)["id"] != id {
+			t.Errorf("list: %d %v", code, list)
+		}
+		if code, list := apiJSON(t, app, "GET", "/v1/volumes", otherTok, ""); code != 200 || len(list["volumes"].([]any)) != 0 {
+			t.Errorf("another org's list: %d %v", code, list)
+		}
+		for _, r := range []struct{ method, path, body string }{
+			{"GET", "/v1/volumes/" + id, ""}, {"POST", "/v1/volumes/" + id + "/grow", `{"sizeGb":300}`}, {"DELETE", "/v1/volumes/" + id, ""},
+		} {
+			if code, body := apiJSON(t, app, r.method, r.path, otherTok, r.body); code != http.StatusNotFound {
+				t.Errorf("another org %s %s: %d %v", r.method, r.path, code, body)
+			}
+		}
+
+		// Attach it to a second cluster through a launch with volumeId.
+		code, q := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"volumeId":"`+id+`"}`)
+		if code != http.StatusCreated || q["volumeId"] != id || q["location"] != "us-east" || q["storage"].(map[string]any)["persistentGb"].(float64) != 200 {
+			t.Fatalf("quote with volumeId: %d %v", code, q)
+		}
+		code, launched := apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, `{"quoteId":"`+q["id"].(string)+`","name":"mounts"}`)
+		if code != http.StatusCreated {
+			t.Fatalf("launch with the volume: %d %v", code, launched)
+		}
+		cid := launched["id"].(string)
+		if vol, _ := launched["volume"].(map[string]any); vol == nil || vol["id"] != id {
+			t.Errorf("the cluster does not show its volume: %v", launched["volume"])
+		}
+		code, got := apiJSON(t, app, "GET", "/v1/volumes/"+id, tok, "")
+		if code != 200 || got["clusterId"] != cid {
+			t.Errorf("get: %d %v", code, got)
+		}
+		for _, r := range []struct{ method, path, body string }{
+			{"POST", "/v1/volumes/" + id + "/grow", `{"sizeGb":300}`}, {"DELETE", "/v1/volumes/" + id, ""},
+		} {
+			code, body := apiJSON(t, app, r.method, r.path, tok, r.body)
+			e, _ := body["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if code != http.StatusConflict || e["code"] != "volume_attached" || e["clusterId"] != cid || !strings.Contains(msg, "mounts") {
+				t.Errorf("%s %s while attached: %d %v", r.method, r.path, code, body)
+			}
+		}
+		code, body := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"volumeId":"`+id+`"}`)
+		if code != http.StatusConflict || errCode(body) != "volume_attached" {
+			t.Errorf("a second cluster on the attached volume: %d %v", code, body)
+		}
+		if got, _ := app.store.VolumeForOrg(ctx, acc.org.ID, id); got.SizeGB != 200 {
+			t.Errorf("refusals changed the volume: %+v", got)
+		}
+
+		if _, err := app.store.MarkTerminated(ctx, cid); err != nil {
+			t.Fatal(err)
+		}
+		if code, g := apiJSON(t, app, "POST", "/v1/volumes/"+id+"/grow", tok, `{"sizeGb":150}`); code != http.StatusUnprocessableEntity {
+			t.Errorf("shrink: %d %v", code, g)
+		}
+		if code, g := apiJSON(t, app, "POST", "/v1/volumes/"+id+"/grow", tok, `{"sizeGb":300}`); code != 200 || g["sizeGb"].(float64) != 300 {
+			t.Errorf("grow after terminate: %d %v", code, g)
+		}
+		if code, _ := apiJSON(t, app, "DELETE", "/v1/volumes/"+id, tok, ""); code != http.StatusNoContent {
+			t.Errorf("delete: %d", code)
+		}
+		if code, _ := apiJSON(t, app, "GET", "/v1/volumes/"+id, tok, ""); code != http.StatusNotFound {
+			t.Errorf("get after delete: %d", code)
+		}
+		_ = cl
+	})
+}
+
+// V5 over the API: a volume on a community offer is refused before the
+// quote, with the reason, and no quote is written.
+func TestAPICommunityVolumeRefused(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("c@example.com", "Community Labs")
+		tok := apiKeyFor(t, app, acc)
+		home := testOffer("home", "us-east", 8, 900_000, intp(4))
+		home.Community = true
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)), home)
+		code, body := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok,
+			`{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"offerId":"sim:home","include_community":true,"storage":{"persistentGb":100}}`)
+		fields, _ := body["error"].(map[string]any)["fields"].(map[string]any)
+		if code != http.StatusUnprocessableEntity || fields["storage.persistentGb"] != models.CommunityVolumeReason {
+			t.Errorf("community + persistentGb: %d %v", code, body)
+		}
+		var n int64
+		app.db.Model(&models.Quote{}).Count(&n)
+		if n != 0 {
+			t.Errorf("the refusal wrote %d quotes", n)
+		}
+	})
+}
+
+// The Volumes page (V1–V3, X11): the create form keeps what was typed with
+// a problem beside each bad field and stores nothing; a created volume is
+// listed with its accrued cost and, once its cluster ended, as detached and
+// still billing; grow and delete through the forms.
+func TestVolumesPage(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("p@example.com", "Page Labs")
+		launchFor(t, app, acc, "train")
+		c := app.login(acc)
+		d := doc(t, c.get("/volumes"))
+		if d.Find(`nav a[href="/volumes"]`).Length() == 0 {
+			t.Error("no Volumes entry in the navigation")
+		}
+		if d.Find(`#location option[value="us-east"]`).Length() != 1 {
+			t.Errorf("the location select lacks us-east")
+		}
+		rec := c.post("/volumes", url.Values{"name": {"Not OK"}, "location": {"us-east"}, "size_gb": {"lots"}})
+		if rec.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("bad form: %d", rec.Code)
+		}
+		d = doc(t, rec)
+		if d.Find("#problem-name").Length() != 1 || d.Find("#problem-size_gb").Length() != 1 ||
+			d.Find(`#name`).AttrOr("value", "") != "Not OK" || d.Find(`#location option[selected]`).AttrOr("value", "") != "us-east" {
+			t.Errorf("the form lost the input or the problems:\n%.2000s", rec.Body)
+		}
+		if n := volumeCount(t, app); n != 0 {
+			t.Fatalf("a bad form stored %d volumes", n)
+		}
+		rec = c.post("/volumes", url.Values{"name": {"ckpt"}, "location": {"us-east"}, "size_gb": {"100"}})
+		if rec.Code != http.StatusSeeOther {
+			t.Fatalf("create: %d %s", rec.Code, rec.Body)
+		}
+		vs, _ := app.store.VolumesForOrg(context.Background(), acc.org.ID, acc.env.ID)
+		if len(vs) != 1 {
+			t.Fatalf("volumes %+v", vs)
+		}
+		app.clock.Advance(2 * time.Hour)
+		d = doc(t, c.get("/volumes"))
+		row := d.Find("#volume-" + vs[0].ID)
+		want := models.USD(100 * models.VolumeRate("us-east") * 2)
+		if !strings.Contains(row.Text(), "Accrued "+want) || !strings.Contains(row.Text(), "detached, still billing") {
+			t.Errorf("row %q, want accrued %s and detached", row.Text(), want)
+		}
+		if rec := c.post("/volumes/"+vs[0].ID+"/grow", url.Values{"size_gb": {"50"}}); rec.Code != http.StatusUnprocessableEntity ||
+			!strings.Contains(rec.Body.String(), "only grows") {
+			t.Errorf("shrink through the page: %d", rec.Code)
+		}
+		if rec := c.post("/volumes/"+vs[0].ID+"/grow", url.Values{"size_gb": {"400"}}); rec.Code != http.StatusSeeOther {
+			t.Errorf("grow: %d", rec.Code)
+		}
+		if rec := c.post("/volumes/"+vs[0].ID+"/delete", nil); rec.Code != http.StatusSeeOther {
+			t.Errorf("delete: %d", rec.Code)
+		}
+		if n := volumeCount(t, app); n != 0 {
+			t.Errorf("%d volumes after delete", n)
+		}
+	})
+}
