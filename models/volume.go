@@ -682,7 +682,9 @@ type Mount struct {
 }
 
 // HasSharedFolder reports whether the machine kind gets /shared (V4).
-func HasSharedFolder(machineKind string) bool { return machineKind == "vm" || machineKind == "bare_metal" }
+func HasSharedFolder(machineKind string) bool {
+	return machineKind == "vm" || machineKind == "bare_metal"
+}
 
 // Mounts is what is mounted where on c's machines (V4): on vm and
 // bare_metal /shared from node-0 on every node with the hostfile in it, and
