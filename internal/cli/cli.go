@@ -24,8 +24,8 @@ Usage:
   clusterdeck gpu offers --accelerator H100_80GB --nodes 4 [--include-community]
         [--interconnect I] [--machine-kind K] [--gpus-per-node G] [--max-price USD]
   clusterdeck gpu clusters quote --accelerator A --nodes N --gpus-per-node G
-        [--persistent-gb GB] [--max-hourly-price USD] [--location L] [--offer-id ID]
-        [--include-community]
+        [--persistent-gb GB | --volume-id ID] [--max-hourly-price USD] [--location L]
+        [--offer-id ID] [--include-community]
   clusterdeck gpu clusters quote --private-offer-id ID
   clusterdeck gpu clusters launch (--quote-id ID | --offer-id ID --nodes N --gpus-per-node G
         | --private-offer-id ID)
@@ -39,6 +39,11 @@ Usage:
   clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
+  clusterdeck gpu volumes list
+  clusterdeck gpu volumes create --name NAME --location L --size-gb GB
+  clusterdeck gpu volumes get ID
+  clusterdeck gpu volumes grow ID --size-gb GB
+  clusterdeck gpu volumes delete ID
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
 
@@ -57,6 +62,11 @@ X9): quote or launch one with --private-offer-id at its locked price.
 
 "clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
 one recovery attempt at once (R5).
+
+"volumes" are persistent volumes of the key's environment (V1–V5): one location, one
+cluster at a time (mounted at /shared/volume), billed by the GB-hour until deleted,
+attached or not. Mount one with "clusters quote/launch --volume-id"; grow and delete
+are refused (volume_attached) while a cluster that has not ended holds it.
 
 "billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
 month (B1); "billing usage" a month's cost per machine (B3). Owners' and admins' keys only.
@@ -121,6 +131,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return c.fail(c.clusters(rest))
 	case "billing":
 		return c.fail(c.billing(rest))
+	case "volumes", "volume":
+		return c.fail(c.volumes(rest))
 	default:
 		return c.fail(usageError(fmt.Sprintf("unknown command %q", cmd)))
 	}
