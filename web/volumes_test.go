@@ -208,3 +208,76 @@ func TestVolumesPage(t *testing.T) {
 		}
 	})
 }
+
+// B2, B3, V3, X11: a volume bills from creation through its cluster's
+// terminate, on its own "Volume — NAME" line of the billing page (detached
+// and still billing, with its accrued cost) and in GET /v1/billing/usage,
+// whose total includes it; after delete it bills no more.
+func TestVolumeBillingLines(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("b@example.com", "Billing Labs")
+		tok := apiKeyFor(t, app, acc)
+		launchFor(t, app, acc, "train")
+		code, v := apiJSON(t, app, "POST", "/v1/volumes", tok, `{"name":"ckpt","location":"us-east","sizeGb":1000}`)
+		if code != http.StatusCreated {
+			t.Fatalf("create: %d %v", code, v)
+		}
+		id := v["id"].(string)
+		code, q := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"volumeId":"`+id+`"}`)
+		if code != http.StatusCreated {
+			t.Fatal(code, q)
+		}
+		code, cl := apiJSON(t, app, "POST", "/v1/gpu/clusters", tok, `{"quoteId":"`+q["id"].(string)+`","name":"mounted"}`)
+		if code != http.StatusCreated {
+			t.Fatal(code, cl)
+		}
+		app.clock.Advance(90 * time.Minute)
+		if _, err := app.store.MarkTerminated(ctx, cl["id"].(string)); err != nil {
+			t.Fatal(err)
+		}
+		app.clock.Advance(90 * time.Minute) // 3 h since creation, half of it detached
+		if _, err := app.store.MeterUsage(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rate := 1000 * models.VolumeRate("us-east")
+		want := rate * 3 // 180 minutes, 3 hours written
+		c := app.login(acc)
+		d := doc(t, c.get("/billing"))
+		line := d.Find("#volume-usage-" + id)
+		if !strings.Contains(line.Text(), "Volume — ckpt") || !strings.Contains(line.Text(), models.USD(want)) ||
+			line.AttrOr("data-detached", "") != "true" || !strings.Contains(line.Text(), "detached, still billing") {
+			t.Errorf("billing line %q, want %s detached", line.Text(), models.USD(want))
+		}
+		code, u := apiJSON(t, app, "GET", "/v1/billing/usage", tok, "")
+		vols, _ := u["volumes"].([]any)
+		if code != 200 || len(vols) != 1 {
+			t.Fatalf("usage: %d %v", code, u)
+		}
+		vu := vols[0].(map[string]any)
+		if vu["volumeId"] != id || vu["amount"] != models.DecimalUSD(want) || vu["clusterId"] != "" || vu["minutes"].(float64) != 180 {
+			t.Errorf("volume usage %v, want %s", vu, models.DecimalUSD(want))
+		}
+		var clusters models.Money
+		for _, cu := range u["clusters"].([]any) {
+			amt, _ := models.ParseUSD(cu.(map[string]any)["amount"].(string))
+			clusters += amt
+		}
+		if total, _ := models.ParseUSD(u["total"].(string)); total != clusters+want {
+			t.Errorf("total %v, want clusters %d + volume %d", u["total"], clusters, want)
+		}
+
+		if code, _ := apiJSON(t, app, "DELETE", "/v1/volumes/"+id, tok, ""); code != http.StatusNoContent {
+			t.Fatalf("delete: %d", code)
+		}
+		app.clock.Advance(5 * time.Hour)
+		if _, err := app.store.MeterUsage(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, u = apiJSON(t, app, "GET", "/v1/billing/usage", tok, "")
+		vu = u["volumes"].([]any)[0].(map[string]any)
+		if vu["amount"] != models.DecimalUSD(want) || vu["deleted"] != true {
+			t.Errorf("after delete the volume billed on: %v", vu)
+		}
+	})
+}
