@@ -244,7 +244,27 @@ type LaunchPage struct {
 	OffersURL        string             // the offers page for this shape, with Alternatives
 	Already          *ClusterRow
 	Software         []SoftwareOption
+	Storage          LaunchStorage // V1, V2, V5
 }
+
+// LaunchStorage is the launch page's persistent volume: what the quote
+// holds, and a form to price the offer with another choice.
+type LaunchStorage struct {
+	Current   string
+	Community bool // V5: no volume; Reason says why
+	Private   bool // a private offer's price is fixed: no choice here
+	Reason    string
+	Location  string
+	OfferID   string
+	Nodes     int
+	VolumeID  string // mounted
+	NewGB     string // created with the cluster
+	Rate      string
+	Volumes   []VolumeOption // detached volumes of the environment in this location
+}
+
+// VolumeOption is one volume the launch can mount.
+type VolumeOption struct{ ID, Label string }
 
 // QuoteView shows a locked price and its breakdown.
 type QuoteView struct {

@@ -16,6 +16,8 @@ import (
 type OfferRow struct {
 	Offer *models.Offer // after holds (models' stock.go)
 	Nodes int
+	// Volume is the volume the picker is pinned to (V2): Launch carries it.
+	Volume string
 }
 
 // sizeChips are the node sizes each offer row shows as sellable or not (O4).
@@ -30,7 +32,7 @@ func OfferRows(rows []OfferRow) templ.Component {
 		bp := rowBuffers.Get().(*[]byte)
 		defer rowBuffers.Put(bp)
 		for _, r := range rows {
-			*bp = appendOfferRow((*bp)[:0], r.Offer, r.Nodes)
+			*bp = appendOfferRow((*bp)[:0], r.Offer, r.Nodes, r.Volume)
 			if _, err := w.Write(*bp); err != nil {
 				return err
 			}
@@ -49,7 +51,7 @@ const (
 
 // appendOfferRow is one <tr>: shape, interconnect, kind, cluster and machine
 // price, free machines, the standard sizes (O4) and the action.
-func appendOfferRow(b []byte, o *models.Offer, n int) []byte {
+func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 	sell := string(o.SellFor(n))
 	b = append(b, `<tr id="offer-`...)
 	b = appendEscaped(b, o.ID)
@@ -88,7 +90,7 @@ func appendOfferRow(b []byte, o *models.Offer, n int) []byte {
 		b = append(strconv.AppendInt(b, int64(size), 10), `</span>`...)
 	}
 	b = append(b, `</div></td><td class="cell whitespace-nowrap text-right">`...)
-	b = appendAction(b, o, n, sell, "")
+	b = appendAction(b, o, n, sell, "", volume)
 	return append(b, `</td></tr>`...)
 }
 
@@ -158,12 +160,16 @@ func appendQueryEscaped(b []byte, s string) []byte {
 // appendAction is the row's or card's action: Launch at this size, or what
 // the location says and Request a quote. prefix tells the card's test ids
 // ("card-") from the table's ("").
-func appendAction(b []byte, o *models.Offer, n int, sell, prefix string) []byte {
+func appendAction(b []byte, o *models.Offer, n int, sell, prefix, volume string) []byte {
 	if sell == string(models.Startable) {
 		b = append(b, `<a href="/clusters/new?nodes=`...)
 		b = strconv.AppendInt(b, int64(n), 10)
 		b = append(b, `&amp;offer=`...)
 		b = appendQueryEscaped(b, o.ID)
+		if volume != "" {
+			b = append(b, `&amp;volume=`...)
+			b = appendQueryEscaped(b, volume)
+		}
 		b = append(b, `" class="btn-primary" data-testid="`...)
 		b = append(b, prefix...)
 		b = append(b, `launch-link">Launch</a>`...)
@@ -198,7 +204,7 @@ func OfferCards(g OfferGroupView) templ.Component {
 		bp := rowBuffers.Get().(*[]byte)
 		defer rowBuffers.Put(bp)
 		for _, r := range g.Offers {
-			*bp = appendOfferCard((*bp)[:0], g.LocationName, r.Offer, r.Nodes)
+			*bp = appendOfferCard((*bp)[:0], g.LocationName, r.Offer, r.Nodes, r.Volume)
 			if _, err := w.Write(*bp); err != nil {
 				return err
 			}
@@ -207,7 +213,7 @@ func OfferCards(g OfferGroupView) templ.Component {
 	})
 }
 
-func appendOfferCard(b []byte, locationName string, o *models.Offer, n int) []byte {
+func appendOfferCard(b []byte, locationName string, o *models.Offer, n int, volume string) []byte {
 	sell := string(o.SellFor(n))
 	b = append(b, `<li class="flex items-center gap-3 px-3 py-3" data-testid="offer-card" data-card-offer-id="`...)
 	b = appendEscaped(b, o.ID)
@@ -232,6 +238,6 @@ func appendOfferCard(b []byte, locationName string, o *models.Offer, n int) []by
 	b = append(models.AppendUSD(b, o.PerGPUHour), "/GPU-h · "...)
 	b = appendAvailability(b, o)
 	b = append(b, `</span></p></div><div class="shrink-0 text-right">`...)
-	b = appendAction(b, o, n, sell, "card-")
+	b = appendAction(b, o, n, sell, "card-", volume)
 	return append(b, `</div></li>`...)
 }

@@ -123,8 +123,13 @@ func (h *handler) createVolume(c echo.Context) error {
 // volumeInEnv loads a volume of the current environment (another one's, or
 // another organisation's, is not found).
 func (h *handler) volumeInEnv(c echo.Context) (models.Volume, error) {
+	return h.volumeOfEnv(c, c.Param("id"))
+}
+
+// volumeOfEnv loads volume id of the current environment.
+func (h *handler) volumeOfEnv(c echo.Context, id string) (models.Volume, error) {
 	p := principal(c)
-	v, err := h.Store.VolumeForOrg(c.Request().Context(), p.Org.ID, c.Param("id"))
+	v, err := h.Store.VolumeForOrg(c.Request().Context(), p.Org.ID, id)
 	if err != nil {
 		return v, err
 	}
@@ -264,4 +269,48 @@ func (h *handler) apiDeleteVolume(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// launchStorage is the launch page's storage panel (V1, V2, V5): the
+// quote's volume, and the choices that re-price the offer with another
+// (the environment's detached volumes in the offer's location, or a new
+// one); on a community host only why there is none.
+func (h *handler) launchStorage(c echo.Context, q models.Quote) (views.LaunchStorage, error) {
+	st := views.LaunchStorage{Community: q.Community, Location: q.Location, OfferID: q.OfferID, Nodes: q.Nodes,
+		Reason: models.CommunityVolumeReason, Rate: "$" + models.DecimalUSD(q.VolumeGBHour) + "/GB-h"}
+	if q.PrivateOfferID != "" {
+		st.Private = true
+	}
+	switch {
+	case q.VolumeID != "":
+		st.Current = "mounts volume " + q.VolumeID + " (" + strconv.Itoa(q.VolumeGB) + " GB) on every node"
+		if v, err := h.Store.VolumeForOrg(c.Request().Context(), q.OrgID, q.VolumeID); err == nil {
+			st.Current = "mounts volume " + v.Name + " (" + strconv.Itoa(v.SizeGB) + " GB) on every node; it stays after terminate"
+		}
+		st.VolumeID = q.VolumeID
+	case q.VolumeGB > 0:
+		st.Current = "creates a " + strconv.Itoa(q.VolumeGB) + " GB volume with the cluster; it stays after terminate and bills until you delete it"
+		st.NewGB = strconv.Itoa(q.VolumeGB)
+	default:
+		st.Current = "no persistent volume: everything on the machines is deleted on terminate"
+	}
+	if q.Community || st.Private {
+		return st, nil
+	}
+	p := principal(c)
+	vs, err := h.Store.VolumesForOrg(c.Request().Context(), p.Org.ID, q.EnvID)
+	if err != nil {
+		return st, err
+	}
+	att, err := h.Store.Attachments(c.Request().Context(), vs)
+	if err != nil {
+		return st, err
+	}
+	for _, v := range vs {
+		if _, busy := att[v.ID]; busy || v.Location != q.Location {
+			continue
+		}
+		st.Volumes = append(st.Volumes, views.VolumeOption{ID: v.ID, Label: v.Name + " (" + strconv.Itoa(v.SizeGB) + " GB)"})
+	}
+	return st, nil
 }

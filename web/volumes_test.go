@@ -281,3 +281,78 @@ func TestVolumeBillingLines(t *testing.T) {
 		}
 	})
 }
+
+// V2 in the dashboard: the picker pinned by a volume shows only offers in
+// its location (cheaper ones elsewhere are left out) and says so; Launch
+// carries the volume, whose quote is in its location and mounts it; the
+// launch attaches it. V5, O5: a community offer's launch page repeats the
+// warning and offers no volume, and asking for one is refused with the reason.
+func TestVolumePinsPickerAndLaunchPage(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("pin@example.com", "Pin Labs")
+		launchFor(t, app, acc, "first") // deposit, us-east offer
+		home := testOffer("home", "eu-west", 8, 900_000, intp(4))
+		home.Community = true
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)), testOffer("cheap", "eu-west", 8, 1_000_000, intp(20)), home)
+		v, err := app.store.As(models.Actor{OrgID: acc.org.ID, EnvID: acc.env.ID, UserID: acc.user.ID, Role: models.RoleOwner, Name: acc.user.Email}).
+			CreateVolume(ctx, models.VolumeInput{Name: "ckpt", Location: "us-east", SizeGB: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := app.login(acc)
+		d := doc(t, c.get("/offers?accelerator=H100_80GB&nodes=2&include_community=true&volume="+v.ID))
+		if pin := d.Find("[data-testid=volume-pin]").Text(); !strings.Contains(pin, "us-east") || !strings.Contains(pin, "ckpt") {
+			t.Errorf("the picker does not say it is pinned: %q", pin)
+		}
+		if d.Find(`#offer-sim\:cheap`).Length() != 0 || d.Find(`#offer-sim\:home`).Length() != 0 {
+			t.Error("the pinned picker shows offers outside the volume's location (or community hosts)")
+		}
+		link := d.Find(`#offer-sim\:h100x8 [data-testid=launch-link]`).AttrOr("href", "")
+		if !strings.Contains(link, "volume="+v.ID) {
+			t.Fatalf("Launch does not carry the volume: %q", link)
+		}
+		if rec := c.get("/offers?volume=vol_nope"); rec.Code != http.StatusNotFound {
+			t.Errorf("an unknown volume pins: %d", rec.Code)
+		}
+
+		rec := c.get(link)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("launch page: %d %s", rec.Code, rec.Body)
+		}
+		d = doc(t, rec)
+		if cur := d.Find("[data-testid=storage-current]").Text(); !strings.Contains(cur, "mounts volume ckpt") {
+			t.Errorf("storage panel: %q", cur)
+		}
+		if !strings.Contains(d.Find("[data-testid=line-items]").Text(), "300 GB") {
+			t.Errorf("the quote does not price the volume: %q", d.Find("[data-testid=line-items]").Text())
+		}
+		rec = c.post("/clusters", url.Values{"quote_id": {d.Find("input[name=quote_id]").AttrOr("value", "")},
+			"form_token": {d.Find("input[name=form_token]").AttrOr("value", "")}, "name": {"mounted"}, "software": {"none"}})
+		if rec.Code != http.StatusSeeOther {
+			t.Fatalf("launch: %d %s", rec.Code, rec.Body)
+		}
+		got, _ := app.store.VolumeForOrg(ctx, acc.org.ID, v.ID)
+		cl, err := app.store.ClusterForOrg(ctx, acc.org.ID, got.ClusterID)
+		if err != nil || cl.Name != "mounted" || cl.VolumeID != v.ID || cl.Location != "us-east" {
+			t.Errorf("the launch did not attach the volume: %+v %v", cl, err)
+		}
+		d = doc(t, c.get("/volumes"))
+		if row := d.Find("#volume-" + v.ID); row.AttrOr("data-attached", "") != "true" || row.Find("[data-testid=volume-delete]").Length() != 0 {
+			t.Errorf("the attached volume's row: %q", row.Text())
+		}
+
+		// Community: the warning again, and no volume.
+		d = doc(t, c.get("/clusters/new?offer=sim:home&nodes=2"))
+		if w := d.Find("[data-testid=community-warning]").Text(); !strings.Contains(w, "Keep secrets off") {
+			t.Errorf("no community warning on the launch page: %q", w)
+		}
+		if d.Find("[data-testid=storage-form]").Length() != 0 || !strings.Contains(d.Find("[data-testid=storage-refused]").Text(), "Community hosts take no persistent volume") {
+			t.Errorf("the community launch page offers a volume")
+		}
+		rec = c.get("/clusters/new?offer=sim:home&nodes=2&persistent_gb=100")
+		if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "Community hosts take no persistent volume") {
+			t.Errorf("community + persistent_gb: %d", rec.Code)
+		}
+	})
+}
