@@ -1,0 +1,137 @@
+package jobs_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers/sim"
+	"gorm.io/gorm"
+)
+
+// mountSteps returns the mounts steps machine rank's agent ran.
+func (w *world) mountSteps(c models.Cluster, rank int) []sim.Ran {
+	var out []sim.Ran
+	for _, r := range w.cloud.Ran(c.GroupName(), rank) {
+		if r.Step == sim.MountsStep {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (w *world) nodeLog(c models.Cluster, rank int) string {
+	w.t.Helper()
+	logs, err := w.store.TailNodeLogs(context.Background(), w.org.ID, c.ID, rank, 200)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var text []string
+	for _, l := range logs {
+		text = append(text, l.Text)
+	}
+	return strings.Join(text, "\n")
+}
+
+// launchVolume launches nodes machines of accel with a new volume of gb GB
+// (persistentGb, V2).
+func (w *world) launchVolume(accel string, nodes, gpus, gb int) models.Cluster {
+	w.t.Helper()
+	ctx := context.Background()
+	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus, VolumeGB: gb})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	c, _, err := w.store.LaunchCluster(ctx, models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID, Actor: "test@example.com",
+		Workload: models.Workload{Name: "mounted", Software: "none"}})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return c
+}
+
+// V2, V4 through the placement request and the real agent: the volume
+// created with the cluster reaches the simulated cloud with the placement;
+// once the cluster is ready, on a vm node-0 exports /shared to exactly its
+// peers with the hostfile in it and syncs the volume into /shared/volume
+// (and back, every minute and at shutdown), and every other node mounts
+// /shared from node-0; each node's log shows what was mounted.
+func TestVolumeMountsOnVM(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newWorld(t, db)
+		c := w.launchVolume("H100_80GB", 3, 8, 250)
+		for i := 0; i < 40 && w.cluster(c.ID).Status != models.StatusReady; i++ {
+			for rank := range 3 {
+				if m := w.mountSteps(c, rank); len(m) > 0 {
+					t.Fatalf("node-%d mounted before the cluster was ready", rank)
+				}
+			}
+			w.clock.Advance(30 * time.Second)
+			w.tick()
+		}
+		if st := w.cluster(c.ID).Status; st != models.StatusReady {
+			t.Fatalf("status %s\n%s", st, w.events(c.ID))
+		}
+		c = w.cluster(c.ID)
+		v := w.cloud.Volume(c.GroupName())
+		if v == nil || v.ID != c.VolumeID || v.SizeGB != 250 || v.Name != "mounted" {
+			t.Fatalf("the placement carried volume %+v, want the cluster's %s", v, c.VolumeID)
+		}
+		w.clock.Advance(10 * time.Second)
+		w.tick()
+		nodes, _ := w.store.NodesFor(context.Background(), c.ID)
+		for _, n := range nodes {
+			m := w.mountSteps(c, n.Rank)
+			if len(m) != 1 {
+				t.Fatalf("%s ran %d mounts steps, want 1", n.Name, len(m))
+			}
+			script, log := m[0].Script, w.nodeLog(c, n.Rank)
+			if n.Rank == 0 {
+				for _, want := range []string{"exportfs -rav", "/shared 10.77.0.2(rw,sync,no_subtree_check,no_root_squash) 10.77.0.3(rw,",
+					"cat > /shared/hostfile", "node-2 slots=8", "rsync -a /mnt/clusterdeck-volume/ '/shared/volume'/",
+					"rsync -a --delete /shared/volume/ /mnt/clusterdeck-volume/", "/etc/cron.d/clusterdeck-volume", "ExecStop=/usr/local/sbin/clusterdeck-volume-sync"} {
+					if !strings.Contains(script, want) {
+						t.Errorf("node-0's mounts script lacks %q:\n%s", want, script)
+					}
+				}
+				if !strings.Contains(log, "exporting 10.77.0.3:/shared") || !strings.Contains(log, "volume mounted (250 GB) mounted on /mnt/clusterdeck-volume") {
+					t.Errorf("node-0's log does not show the export and the volume:\n%s", log)
+				}
+				continue
+			}
+			if !strings.Contains(script, "echo '10.77.0.1:/shared /shared nfs defaults,_netdev 0 0' >> /etc/fstab") ||
+				strings.Contains(script, "exportfs") || strings.Contains(script, "rsync") {
+				t.Errorf("%s's mounts script:\n%s", n.Name, script)
+			}
+			if !strings.Contains(log, "10.77.0.1:/shared on /shared type nfs4") {
+				t.Errorf("%s's log does not show /shared mounted:\n%s", n.Name, log)
+			}
+		}
+	})
+}
+
+// V4 on containers: no shared folder; the volume on the head only, and
+// nothing to mount on the others.
+func TestVolumeMountsOnContainer(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newWorld(t, db)
+		c := w.launchVolume("L40S", 2, 2, 40)
+		w.runUntil(c.ID, models.StatusReady, 20*time.Minute, 30*time.Second)
+		w.clock.Advance(10 * time.Second)
+		w.tick()
+		head := w.mountSteps(c, 0)
+		if len(head) != 1 || !strings.Contains(head[0].Script, "mount /dev/disk/by-label/clusterdeck-volume '/volume'") ||
+			strings.Contains(head[0].Script, "/shared") {
+			t.Fatalf("the container head's mounts: %+v", head)
+		}
+		if !strings.Contains(w.nodeLog(c, 0), "volume mounted (40 GB) mounted on /volume") {
+			t.Errorf("node-0's log:\n%s", w.nodeLog(c, 0))
+		}
+		if m := w.mountSteps(c, 1); len(m) != 0 {
+			t.Errorf("a container worker mounted %+v", m)
+		}
+	})
+}
