@@ -37,6 +37,18 @@ type ClusterPage struct {
 	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
 	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
 	Ended        *EndedView    // once terminated or failed (B1)
+	Storage      *StorageView  // V4: what is mounted where; nil when nothing is
+}
+
+// StorageView is the cluster's shared folder and volume (V1, V4).
+type StorageView struct {
+	VolumeID, VolumeName, VolumeNote string
+	Mounts                           []MountView
+}
+
+// MountView is one folder and the nodes that have it.
+type MountView struct {
+	Path, Nodes, What string
 }
 
 // EndedView is what an ended cluster cost and when it ended.

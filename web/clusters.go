@@ -417,6 +417,9 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		}
 	}
 	cp.Recovery = recoveryView(cl, now, nil)
+	if cp.Storage, err = h.storageView(c, cl); err != nil {
+		return cp, err
+	}
 	if cp.Ended, err = h.endedView(c, cl); err != nil {
 		return cp, err
 	}

@@ -314,3 +314,36 @@ func (h *handler) launchStorage(c echo.Context, q models.Quote) (views.LaunchSto
 	}
 	return st, nil
 }
+
+// storageView is the cluster page's storage panel (V1, V4): the folders
+// the machine kind gets and the cluster's volume.
+func (h *handler) storageView(c echo.Context, cl models.Cluster) (*views.StorageView, error) {
+	vol, err := h.Store.VolumeOfCluster(c.Request().Context(), cl)
+	if err != nil {
+		return nil, err
+	}
+	mounts := models.Mounts(cl, vol)
+	if len(mounts) == 0 {
+		return nil, nil
+	}
+	st := &views.StorageView{}
+	if vol != nil {
+		st.VolumeID, st.VolumeName = vol.ID, vol.Name
+		switch {
+		case vol.DeletedAt != nil:
+			st.VolumeNote = "deleted since"
+		case cl.Status.Terminal():
+			st.VolumeNote = "kept after terminate: it bills until you delete it"
+		default:
+			st.VolumeNote = strconv.Itoa(vol.SizeGB) + " GB, kept after terminate; it cannot be grown or deleted while this cluster runs"
+		}
+	}
+	for _, m := range mounts {
+		nodes := strings.Join(m.Nodes, ", ")
+		if len(m.Nodes) == cl.Nodes && cl.Nodes > 1 {
+			nodes = "every node"
+		}
+		st.Mounts = append(st.Mounts, views.MountView{Path: m.Path, Nodes: nodes, What: m.What})
+	}
+	return st, nil
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
@@ -336,6 +337,12 @@ func TestVolumePinsPickerAndLaunchPage(t *testing.T) {
 		cl, err := app.store.ClusterForOrg(ctx, acc.org.ID, got.ClusterID)
 		if err != nil || cl.Name != "mounted" || cl.VolumeID != v.ID || cl.Location != "us-east" {
 			t.Errorf("the launch did not attach the volume: %+v %v", cl, err)
+		}
+		d = doc(t, c.get("/clusters/"+cl.ID))
+		paths := d.Find("[data-testid=storage] [data-testid=mount-path]").Map(func(_ int, s *goquery.Selection) string { return s.Text() })
+		if strings.Join(paths, " ") != "/shared /shared/volume" || !strings.Contains(d.Find("[data-testid=storage]").Text(), "on every node") ||
+			!strings.Contains(d.Find("[data-testid=storage-volume]").Text(), "ckpt") {
+			t.Errorf("the cluster page's storage: %v %q", paths, d.Find("[data-testid=storage]").Text())
 		}
 		d = doc(t, c.get("/volumes"))
 		if row := d.Find("#volume-" + v.ID); row.AttrOr("data-attached", "") != "true" || row.Find("[data-testid=volume-delete]").Length() != 0 {
