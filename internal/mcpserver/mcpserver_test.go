@@ -31,6 +31,9 @@ func TestToolsListed(t *testing.T) {
 			"recover_cluster":   {},                                 // R5: each call asks for one more attempt
 			"get_balance":       {readOnly: true, idempotent: true}, // B1
 			"billing_usage":     {readOnly: true},                   // B3
+			"list_volumes":      {readOnly: true},                   // V1
+			"create_volume":     {},                                 // V2
+			"delete_volume":     {destructive: true},                // V3
 		}
 		for _, w := range ways {
 			cs := mustConnect(t, w, d, d.key)
