@@ -268,6 +268,9 @@ func TestVolumeBillingLines(t *testing.T) {
 			t.Errorf("total %v, want clusters %d + volume %d", u["total"], clusters, want)
 		}
 
+		if csv := c.get("/billing/usage.csv").Body.String(); !strings.Contains(csv, "Volume — ckpt,,"+models.USD(rate)+"/h,3.00,"+models.USD(want)+",") {
+			t.Errorf("the usage CSV lacks the volume's row:\n%s", csv)
+		}
 		if code, _ := apiJSON(t, app, "DELETE", "/v1/volumes/"+id, tok, ""); code != http.StatusNoContent {
 			t.Fatalf("delete: %d", code)
 		}
