@@ -46,9 +46,9 @@ func VolumesView(p VolumesPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var3 string
-			templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs("Persistent volumes of " + p.Env + ". A volume lives in one location and mounts on one cluster at a time, at /shared/volume (at /volume on the head of container clusters). It outlives terminate and bills " + p.Rate + " from creation until you delete it, attached or not.")
+			templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs("Persistent volumes of the " + p.Env + " environment. A volume lives in one location and mounts on one cluster at a time, at /shared/volume (at /volume on the head of container clusters). It outlives terminate and bills " + p.Rate + " from creation until you delete it, attached or not.")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/volumes.templ`, Line: 13, Col: 276}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/volumes.templ`, Line: 13, Col: 292}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 			if templ_7745c5c3_Err != nil {

@@ -76,6 +76,7 @@ func TestBrowserVolumeJourney(t *testing.T) {
 		t.Fatalf("volumes %+v %v", vs, err)
 	}
 
+	journeyShot(t, ctx, "volumes")
 	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=volume-launch]`)); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +89,7 @@ func TestBrowserVolumeJourney(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("the launch page", `!!document.querySelector('#launch-form')`)
+	journeyShot(t, ctx, "volume-launch")
 	storage, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid=storage-current]').innerText`))
 	if !strings.Contains(storage, "mounts volume checkpoints") {
 		t.Errorf("the launch page's storage says %q", storage)
