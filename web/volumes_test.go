@@ -32,7 +32,7 @@ func TestAPIVolumes(t *testing.T) {
 		tok := apiKeyFor(t, app, acc)
 		other := app.signupAccount("o@example.com", "Other Labs")
 		otherTok := apiKeyFor(t, app, other)
-		cl := launchFor(t, app, acc, "train") // seeds us-east and a deposit
+		launchFor(t, app, acc, "train") // seeds us-east and a deposit
 
 		for _, bad := range []struct{ body, field string }{
 			{`{"name":"Bad Name","location":"us-east","sizeGb":10}`, "name"},
@@ -124,7 +124,6 @@ func TestAPIVolumes(t *testing.T) {
 		if code, _ := apiJSON(t, app, "GET", "/v1/volumes/"+id, tok, ""); code != http.StatusNotFound {
 			t.Errorf("get after delete: %d", code)
 		}
-		_ = cl
 	})
 }
 
