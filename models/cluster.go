@@ -739,7 +739,10 @@ func (s *Store) FailCluster(ctx context.Context, id, lastError, node, step, msg 
 			if err := tx.nodeRows(ctx, id, map[string]any{"status": NodeTerminated}, "status <> ? AND name <> ?", NodeLost, node); err != nil {
 				return err
 			}
-			return tx.nodeRows(ctx, id, map[string]any{"status": NodeFailed}, "status <> ? AND name = ?", NodeLost, node)
+			if err := tx.nodeRows(ctx, id, map[string]any{"status": NodeFailed}, "status <> ? AND name = ?", NodeLost, node); err != nil {
+				return err
+			}
+			return tx.dropLaunchVolume(ctx, id)
 		}})
 }
 

@@ -27,7 +27,10 @@ type Volume struct {
 	// ClusterID is the cluster it is, or was last, attached to; it is
 	// attached while that cluster has not ended (Attachment).
 	ClusterID string `gorm:"size:32"`
-	CreatedBy string `gorm:"size:191"`
+	// CreatedWith is the cluster whose launch created it (persistentGb,
+	// V2), "" for one created on its own.
+	CreatedWith string `gorm:"size:32"`
+	CreatedBy   string `gorm:"size:191"`
 	// SizeSince is when the current size started to bill; BilledUntil how
 	// far its usage is written to the ledger.
 	SizeSince   time.Time
@@ -63,6 +66,7 @@ func init() {
 			SizeGB       int    `gorm:"column:size_gb"`
 			GBHour       int64  `gorm:"column:gb_hour"`
 			ClusterID    string `gorm:"size:32"`
+			CreatedWith  string `gorm:"size:32"`
 			CreatedBy    string `gorm:"size:191"`
 			SizeSince    time.Time
 			BilledUntil  *time.Time
@@ -382,6 +386,9 @@ func (s *Store) attachVolume(ctx context.Context, c Cluster, q Quote, actor stri
 		v, err := s.insertVolume(ctx, c.OrgID, c.EnvID, c.Name, loc, q.VolumeGB, q.VolumeGBHour, c.ID, actor)
 		if err != nil {
 			return "", err
+		}
+		if err := s.db.WithContext(ctx).Model(&Volume{}).Where("id = ?", v.ID).Update("created_with", c.ID).Error; err != nil {
+			return "", fmt.Errorf("models: launch volume: %w", err)
 		}
 		return v.ID, nil
 	}
@@ -710,4 +717,15 @@ func Mounts(c Cluster, v *Volume) []Mount {
 			What: fmt.Sprintf("volume %s (%d GB), on the head only: containers get no shared folder", v.Name, v.SizeGB)})
 	}
 	return out
+}
+
+// dropLaunchVolume deletes, with a cluster that failed to start (L4), the
+// volume its launch created: it never held anything, so it is not left
+// behind to bill as a detached volume. Its billing stops now (the minutes
+// since the launch are charged like any volume's); a volume the cluster
+// only mounted is kept.
+func (s *Store) dropLaunchVolume(ctx context.Context, clusterID string) error {
+	now := s.Now()
+	return s.db.WithContext(ctx).Model(&Volume{}).Where("created_with = ? AND cluster_id = ? AND deleted_at IS NULL", clusterID, clusterID).
+		Updates(map[string]any{"deleted_at": now, "updated_at": now}).Error
 }

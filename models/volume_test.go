@@ -369,3 +369,48 @@ func TestVolumeBillingGrow(t *testing.T) {
 		}
 	})
 }
+
+// V2 with L4: the volume a launch created goes with a cluster that failed to
+// start (billing stops then), while a volume it only mounted is kept.
+func TestFailedLaunchDropsItsNewVolume(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 10_000*models.Micro)
+		kept := e.volume(t, "kept", "us-east", 20)
+		qNew := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeGB: 100})
+		withNew, _, err := e.launch(qNew, "", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		qKept := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: kept.ID})
+		withKept, _, err := e.launch(qKept, "", "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(20 * time.Minute)
+		for _, c := range []models.Cluster{withNew, withKept} {
+			if _, err := e.s.FailCluster(ctx, c.ID, "timeout:running", "node-1", "running", "node-1 never booted", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vs, err := e.s.VolumesForOrg(ctx, e.org.ID, "")
+		if err != nil || len(vs) != 1 || vs[0].ID != kept.ID {
+			t.Fatalf("volumes after the failures %+v %v, want only %s", vs, err, kept.ID)
+		}
+		if _, err := e.actions().DeleteVolume(ctx, kept.ID); err != nil {
+			t.Errorf("the mounted volume is detached once its cluster failed: %v", err)
+		}
+		if _, err := e.s.MeterUsage(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var gone models.Volume
+		if err := db.Where("id = ?", withNew.VolumeID).Take(&gone).Error; err != nil || gone.DeletedAt == nil {
+			t.Fatalf("the launch's volume %+v %v", gone, err)
+		}
+		var charged models.Money
+		db.Model(&models.UsageEntry{}).Where("node_id = ?", gone.UsageRef()).Select("COALESCE(-SUM(amount), 0)").Scan(&charged)
+		if want := 100 * gone.GBHour * 20 / 60; charged != want {
+			t.Errorf("the launch's volume charged %d, want its 20 minutes, %d", charged, want)
+		}
+	})
+}
