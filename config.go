@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,8 @@ type config struct {
 	SimConfig string   // SIM_CONFIG: JSON or YAML file for the simulated cloud (default: built in)
 	SimSeed   int64    // SIM_SEED: seed for the simulated cloud (default 1)
 
+	Lambda lambdaConfig // LAMBDA_*: Lambda's Public Cloud API; enabled when LAMBDA_API_KEY is set
+
 	SMTPURL    string // SMTP_URL: smtp://user:pass@host:port; unset → the dev mailbox
 	MailFrom   string // MAIL_FROM: sender address (default "Clusterdeck <noreply@clusterdeck.local>")
 	SalesEmail string // SALES_EMAIL: receives every new quote request (default "sales@clusterdeck.local")
@@ -49,6 +53,8 @@ type config struct {
 
 	HeartbeatLate  time.Duration // HEALTH_HEARTBEAT_LATE: an agent is late after this long without a heartbeat (default 3m)
 	UnhealthyAfter time.Duration // HEALTH_UNHEALTHY_AFTER: how long a machine's condition must hold (default 1m)
+	BalanceGrace   time.Duration // BALANCE_GRACE: an exhausted balance stops every running cluster after this long (default 1h)
+	TerminateGrace time.Duration // BALANCE_TERMINATE_GRACE: stopped by the balance and unpaid this long, they are terminated (default 72h)
 }
 
 func (c config) SQLitePath() string { return filepath.Join(c.DataDir, "clusterdeck.db") }
@@ -101,6 +107,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 			c.Providers = append(c.Providers, p)
 		}
 	}
+	if err := c.loadLambda(get); err != nil {
+		return c, err
+	}
 	seed, err := strconv.ParseInt(get("SIM_SEED", "1"), 10, 64)
 	if err != nil {
 		return c, fmt.Errorf("SIM_SEED must be an integer: %w", err)
@@ -117,6 +126,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.UnhealthyAfter, err = positiveDuration(get("HEALTH_UNHEALTHY_AFTER", "1m")); err != nil {
 		return c, fmt.Errorf("HEALTH_UNHEALTHY_AFTER: %w", err)
+	}
+	if c.BalanceGrace, err = positiveDuration(get("BALANCE_GRACE", "1h")); err != nil {
+		return c, fmt.Errorf("BALANCE_GRACE: %w", err)
+	}
+	if c.TerminateGrace, err = positiveDuration(get("BALANCE_TERMINATE_GRACE", "72h")); err != nil {
+		return c, fmt.Errorf("BALANCE_TERMINATE_GRACE: %w", err)
 	}
 	if c.DefaultMarkup, err = models.ParsePercent(get("DEFAULT_MARKUP_PERCENT", "0")); err != nil || c.DefaultMarkup > models.MaxMarkupBP {
 		return c, fmt.Errorf("DEFAULT_MARKUP_PERCENT must be a percentage from 0 to 500 like 12.5, not %q", getenv("DEFAULT_MARKUP_PERCENT"))
@@ -141,6 +156,64 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, errors.New("production needs SESSION_AUTH_KEY (64 hex bytes) and SESSION_ENC_KEY (32 hex bytes); generate them with `openssl rand -hex 32`")
 	}
 	return c, nil
+}
+
+// lambdaConfig is the Lambda adapter's settings (OP1). The key is never
+// printed: the struct has no String of its own and the config is never logged.
+type lambdaConfig struct {
+	APIKey      string   // LAMBDA_API_KEY: enables the provider
+	APIURL      string   // LAMBDA_API_URL: API server (default https://cloud.lambda.ai)
+	Regions     []string // LAMBDA_REGIONS: comma list of regions sold; unset = every region Lambda lists
+	SSHKeyName  string   // LAMBDA_SSH_KEY_NAME: a key of the Lambda account that every launch names
+	ImageFamily string   // LAMBDA_IMAGE_FAMILY: machine image family (default: Lambda Stack)
+	AgentURL    string   // LAMBDA_AGENT_URL: where machines download the clusterdeck binary (linux/amd64)
+	AgentSHA256 string   // LAMBDA_AGENT_SHA256: the binary's SHA-256, checked on every machine
+	// LAMBDA_REQUEST_INTERVAL and LAMBDA_LAUNCH_INTERVAL: the pacing of
+	// requests and launches (default Lambda's documented 1s and 12s).
+	RequestInterval, LaunchInterval time.Duration
+}
+
+// loadLambda reads LAMBDA_*; a key enables the provider (added to PROVIDERS
+// when not listed there), and naming lambda in PROVIDERS needs a key.
+func (c *config) loadLambda(get func(k, def string) string) error {
+	l := lambdaConfig{APIKey: get("LAMBDA_API_KEY", ""), APIURL: get("LAMBDA_API_URL", "https://cloud.lambda.ai"),
+		SSHKeyName: get("LAMBDA_SSH_KEY_NAME", ""), ImageFamily: get("LAMBDA_IMAGE_FAMILY", ""),
+		AgentURL: get("LAMBDA_AGENT_URL", ""), AgentSHA256: strings.ToLower(get("LAMBDA_AGENT_SHA256", ""))}
+	for _, r := range strings.Split(get("LAMBDA_REGIONS", ""), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			l.Regions = append(l.Regions, r)
+		}
+	}
+	listed := slices.Contains(c.Providers, "lambda")
+	if l.APIKey == "" {
+		if listed {
+			return errors.New("PROVIDERS names lambda but LAMBDA_API_KEY is unset")
+		}
+		return nil
+	}
+	if !listed {
+		c.Providers = append(c.Providers, "lambda")
+	}
+	if u, err := url.Parse(l.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("LAMBDA_API_URL must be an http(s) URL like https://cloud.lambda.ai, not %q", l.APIURL)
+	}
+	if u, err := url.Parse(l.AgentURL); l.AgentURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("LAMBDA_AGENT_URL is required with LAMBDA_API_KEY: the http(s) URL Lambda machines download the clusterdeck binary (linux/amd64) from")
+	}
+	if l.AgentSHA256 != "" {
+		if b, err := hex.DecodeString(l.AgentSHA256); err != nil || len(b) != 32 {
+			return errors.New("LAMBDA_AGENT_SHA256 must be the binary's SHA-256 in 64 hex digits (sha256sum clusterdeck)")
+		}
+	}
+	var err error
+	if l.RequestInterval, err = positiveDuration(get("LAMBDA_REQUEST_INTERVAL", "1s")); err != nil {
+		return fmt.Errorf("LAMBDA_REQUEST_INTERVAL: %w", err)
+	}
+	if l.LaunchInterval, err = positiveDuration(get("LAMBDA_LAUNCH_INTERVAL", "12s")); err != nil {
+		return fmt.Errorf("LAMBDA_LAUNCH_INTERVAL: %w", err)
+	}
+	c.Lambda = l
+	return nil
 }
 
 func positiveDuration(s string) (time.Duration, error) {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // SALES_EMAIL (RQ2) defaults to sales@clusterdeck.local, is normalised, and
@@ -37,6 +39,65 @@ func TestDefaultMarkupConfig(t *testing.T) {
 	for _, bad := range []string{"-1", "501", "1.234", "ten"} {
 		if _, err := loadConfig(env(map[string]string{"DEFAULT_MARKUP_PERCENT": bad})); err == nil || !strings.Contains(err.Error(), "DEFAULT_MARKUP_PERCENT") {
 			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
+// LAMBDA_API_KEY enables the Lambda provider (OP1) beside PROVIDERS; it
+// needs LAMBDA_AGENT_URL, and naming lambda without a key fails start-up.
+func TestLambdaConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	c, err := loadConfig(env(nil))
+	if err != nil || slices.Contains(c.Providers, "lambda") {
+		t.Fatalf("default: %v %v", c.Providers, err)
+	}
+	c, err = loadConfig(env(map[string]string{"LAMBDA_API_KEY": "secret_abc", "LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck",
+		"LAMBDA_REGIONS": " us-east-1, us-west-1 ,", "LAMBDA_AGENT_SHA256": strings.Repeat("AB", 32)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Providers, []string{"sim", "lambda"}) || !slices.Equal(c.Lambda.Regions, []string{"us-east-1", "us-west-1"}) ||
+		c.Lambda.APIURL != "https://cloud.lambda.ai" || c.Lambda.AgentSHA256 != strings.Repeat("ab", 32) ||
+		c.Lambda.RequestInterval != time.Second || c.Lambda.LaunchInterval != 12*time.Second {
+		t.Errorf("enabled: %+v %v", c.Providers, c.Lambda.Regions)
+	}
+	c, err = loadConfig(env(map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd"}))
+	if err != nil || !slices.Equal(c.Providers, []string{"lambda"}) {
+		t.Errorf("lambda alone: %v %v", c.Providers, err)
+	}
+	for name, kv := range map[string]map[string]string{
+		"PROVIDERS":              {"PROVIDERS": "sim,lambda"},
+		"LAMBDA_AGENT_URL":       {"LAMBDA_API_KEY": "k"},
+		"LAMBDA_AGENT_SHA256":    {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": "abc"},
+		"LAMBDA_API_URL":         {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_API_URL": "cloud.lambda.ai"},
+		"LAMBDA_LAUNCH_INTERVAL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_LAUNCH_INTERVAL": "0s"},
+	} {
+		_, err := loadConfig(env(kv))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("error shows the key: %v", err)
+		}
+	}
+}
+
+// BALANCE_GRACE and BALANCE_TERMINATE_GRACE (B6) default to 1 h and 72 h;
+// anything but a positive duration fails start-up naming the variable.
+func TestBalanceGraceConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	if c, err := loadConfig(env(nil)); err != nil || c.BalanceGrace != time.Hour || c.TerminateGrace != 72*time.Hour {
+		t.Errorf("default: %v %v %v", c.BalanceGrace, c.TerminateGrace, err)
+	}
+	c, err := loadConfig(env(map[string]string{"BALANCE_GRACE": "30m", "BALANCE_TERMINATE_GRACE": "24h"}))
+	if err != nil || c.BalanceGrace != 30*time.Minute || c.TerminateGrace != 24*time.Hour {
+		t.Errorf("set: %v %v %v", c.BalanceGrace, c.TerminateGrace, err)
+	}
+	for _, k := range []string{"BALANCE_GRACE", "BALANCE_TERMINATE_GRACE"} {
+		for _, bad := range []string{"0s", "-1h", "an hour"} {
+			if _, err := loadConfig(env(map[string]string{k: bad})); err == nil || !strings.Contains(err.Error(), k) {
+				t.Errorf("%s=%q: err = %v", k, bad, err)
+			}
 		}
 	}
 }

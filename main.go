@@ -203,7 +203,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		cloud.BeforeRound = shared.load
 	}
 	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
-		Charger: jobsCharger(cfg), HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter}); err != nil {
+		Charger: jobsCharger(cfg), HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter,
+		BalanceGrace: cfg.BalanceGrace, TerminateGrace: cfg.TerminateGrace}); err != nil {
 		return err
 	}
 	// Fill the catalog before the first page view, then keep it fresh.

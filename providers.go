@@ -11,6 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/agent"
+	"github.com/clusterdeck/clusterdeck/providers/lambda"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 )
 
@@ -53,8 +54,17 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 				}))
 			c.Registry[c.sim.Name()] = c.sim
 			c.SimControl = &simControl{c.sim}
+		case lambda.Name:
+			l := cfg.Lambda
+			p, err := lambda.New(lambda.Config{APIKey: l.APIKey, BaseURL: l.APIURL, Regions: l.Regions,
+				SSHKeyName: l.SSHKeyName, ImageFamily: l.ImageFamily, RequestInterval: l.RequestInterval, LaunchInterval: l.LaunchInterval,
+				Agent: lambda.AgentInstall{URL: l.AgentURL, SHA256: l.AgentSHA256}})
+			if err != nil {
+				return nil, fmt.Errorf("LAMBDA_*: %w", err)
+			}
+			c.Registry[p.Name()] = p
 		default:
-			return nil, fmt.Errorf("PROVIDERS: unknown provider %q (available: sim)", name)
+			return nil, fmt.Errorf("PROVIDERS: unknown provider %q (available: sim, lambda)", name)
 		}
 	}
 	if len(c.Registry) == 0 {

@@ -211,6 +211,10 @@ type Cluster struct {
 	CreatedAt            time.Time      `json:"createdAt"`
 	TerminateRequestedAt *time.Time     `json:"terminateRequestedAt,omitempty"`
 	EndedAt              *time.Time     `json:"endedAt,omitempty"`
+	StopRequestedAt      *time.Time     `json:"stopRequestedAt,omitempty"`   // B6: a stop being carried out
+	StopReason           string         `json:"stopReason,omitempty"`        // balance or budget
+	StoppedAt            *time.Time     `json:"stoppedAt,omitempty"`         // compute billing ended here
+	ResumeRequestedAt    *time.Time     `json:"resumeRequestedAt,omitempty"` // a resume under way
 	Nodes                []ClusterNode  `json:"nodes"`
 	Recovery             Recovery       `json:"recovery"`
 	Events               []ClusterEvent `json:"events,omitempty"`
@@ -534,4 +538,45 @@ type Volume struct {
 // VolumeList is GET /v1/volumes.
 type VolumeList struct {
 	Volumes []Volume `json:"volumes"`
+}
+
+// BudgetBody is PUT /v1/billing/budgets/{envId} (B5): the environment's
+// monthly budget in dollars, whole cents.
+type BudgetBody struct {
+	Amount string `json:"amount"` // dollars, like "500.00"
+}
+
+// Budgets is GET /v1/billing/budgets (B5, X6): every environment of the
+// organisation with its budget and forecast, when the balance runs out and
+// each billed cluster's projected run-out, at the current burn.
+type Budgets struct {
+	Month           string          `json:"month"` // YYYY-MM (UTC): budgets are per calendar month
+	Balance         string          `json:"balance"`
+	BurnRate        string          `json:"burnRate"`        // dollars per hour of everything billed now
+	BalanceRunOutAt *time.Time      `json:"balanceRunOutAt"` // null while nothing burns
+	Environments    []Budget        `json:"environments"`
+	Clusters        []ClusterRunOut `json:"clusters"`
+}
+
+// Budget is one environment's monthly budget and where it stands.
+type Budget struct {
+	EnvironmentID  string     `json:"environmentId"`
+	Environment    string     `json:"environment"`    // its name
+	Amount         *string    `json:"amount"`         // dollars a month; null: no budget
+	SpendThisMonth string     `json:"spendThisMonth"` // written usage and the open hour
+	BurnRate       string     `json:"burnRate"`       // dollars per hour
+	Percent        int        `json:"percent"`        // spend of the budget, rounded down; 0 without one
+	Reached        bool       `json:"reached"`
+	ForecastAt     *time.Time `json:"forecastAt"` // when the budget is reached at the current burn; null: not this month
+	Alerts         []int      `json:"alerts"`     // thresholds (50, 80, 100) reached this month
+	EnforceAt      *time.Time `json:"enforceAt"`  // reached: when its clusters are (were) stopped
+}
+
+// ClusterRunOut is a billed cluster's projected run-out (X6).
+type ClusterRunOut struct {
+	ClusterID   string     `json:"clusterId"`
+	Name        string     `json:"name"`
+	Environment string     `json:"environment"`
+	RunOutAt    *time.Time `json:"runOutAt"` // null: nothing runs out this month at the current burn
+	By          string     `json:"by"`       // budget or balance: which runs out first
 }

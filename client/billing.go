@@ -28,3 +28,28 @@ func (c *Client) Usage(ctx context.Context, month string, opts ...Option) (api.B
 	err := c.do(ctx, http.MethodGet, "/v1/billing/usage", q, nil, &out, nil, opts)
 	return out, err
 }
+
+// Budgets is GET /v1/billing/budgets (B5, X6): the environments' monthly
+// budgets with their spend and forecast, the balance's run-out and each
+// billed cluster's. An API key sees its own environment.
+func (c *Client) Budgets(ctx context.Context, opts ...Option) (api.Budgets, error) {
+	var out api.Budgets
+	err := c.do(ctx, http.MethodGet, "/v1/billing/budgets", nil, nil, &out, nil, opts)
+	return out, err
+}
+
+// SetBudget is PUT /v1/billing/budgets/{envId} (B5): amount is dollars a
+// month, like "500.00".
+func (c *Client) SetBudget(ctx context.Context, envID, amount string, opts ...Option) (api.Budget, error) {
+	var out api.Budget
+	err := c.do(ctx, http.MethodPut, "/v1/billing/budgets/"+url.PathEscape(envID), nil, api.BudgetBody{Amount: amount}, &out, nil, opts)
+	return out, err
+}
+
+// RemoveBudget is DELETE /v1/billing/budgets/{envId} (B5): the answer is
+// the environment with no budget.
+func (c *Client) RemoveBudget(ctx context.Context, envID string, opts ...Option) (api.Budget, error) {
+	var out api.Budget
+	err := c.do(ctx, http.MethodDelete, "/v1/billing/budgets/"+url.PathEscape(envID), nil, nil, &out, nil, opts)
+	return out, err
+}

@@ -19,11 +19,12 @@ type OffersQuery struct {
 	MachineKind      string // vm, bare_metal or container
 	MaxPrice         string // dollars per hour for the whole cluster
 	IncludeCommunity bool
+	Sort             string // cluster_price (the default) or gpu_price
 }
 
 func (q OffersQuery) values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"accelerator": q.Accelerator, "interconnect": q.Interconnect, "machine_kind": q.MachineKind, "max_price": q.MaxPrice} {
+	for k, s := range map[string]string{"accelerator": q.Accelerator, "interconnect": q.Interconnect, "machine_kind": q.MachineKind, "max_price": q.MaxPrice, "sort": q.Sort} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -113,6 +114,15 @@ func RecoveryPolicyOf(mode string, maxAttempts, cooldownMinutes int) api.Recover
 // at once; an *Error with Code "nothing_to_recover" when no machine is down.
 func (c *Client) Recover(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
 	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/recover", nil, nil, opts)
+}
+
+// Resume is POST /v1/gpu/clusters/{id}/resume (B6): a stopped cluster's
+// machines start again, all or nothing; an *Error with Code
+// "insufficient_balance" (with the amount to add and the top-up link) when
+// the balance does not pass launch admission, "not_stopped" unless the
+// cluster is stopped.
+func (c *Client) Resume(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/resume", nil, nil, opts)
 }
 
 // Connections is GET /v1/gpu/clusters/{id}/connections (N2–N5): an

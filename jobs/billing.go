@@ -7,7 +7,8 @@ import (
 )
 
 // Billing writes usage (B1, B2): each minute, every machine's closed hours
-// and every terminated cluster's last partial hour become ledger entries.
+// and every terminated or stopped cluster's last partial hour (to the
+// minute it ended, B6) become ledger entries.
 // Entries are keyed by machine and period, so a rerun or a pass on another
 // instance charges nothing twice; the scheduler's lease keeps it to one
 // instance anyway.

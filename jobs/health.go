@@ -20,7 +20,8 @@ const (
 	healthBatch           = 1000
 )
 
-// Health is R1–R2: it checks every admitted machine of every live cluster,
+// Health is R1–R2: it checks every admitted machine of every live cluster
+// (not those being stopped, nor stopped ones: B6),
 // a batch of clusters at a time: one describe call per provider per batch,
 // and the agents' heartbeats from the database. Writes happen only when
 // something changed, so a healthy fleet costs two reads per batch.

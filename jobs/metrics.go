@@ -93,6 +93,8 @@ func ErrorClass(err error) string {
 		{providers.ErrTransient, "transient"},
 		{providers.ErrNotFound, "not_found"},
 		{providers.ErrUnrecoverable, "unrecoverable"},
+		{providers.ErrAuth, "auth"},
+		{providers.ErrRateLimited, "rate_limited"},
 		{context.DeadlineExceeded, "timeout"},
 		{context.Canceled, "canceled"},
 	} {
@@ -138,6 +140,10 @@ func (p countedProvider) DescribeGroups(ctx context.Context, names []string) (ma
 
 func (p countedProvider) RestartNode(ctx context.Context, group, node string) error {
 	return p.count("RestartNode", p.Provider.RestartNode(ctx, group, node))
+}
+
+func (p countedProvider) StopNode(ctx context.Context, group, node string) error {
+	return p.count("StopNode", p.Provider.StopNode(ctx, group, node))
 }
 
 func (p countedProvider) TerminateGroup(ctx context.Context, group string) error {

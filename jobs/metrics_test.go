@@ -44,7 +44,7 @@ func TestJobAndProviderMetrics(t *testing.T) {
 		if err := sched.RunNow(ctx, "provision"); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := store.AcquireLease(ctx, "provision", "another-instance", time.Minute); !ok || err != nil {
+		if ok, err := store.AcquireLease(ctx, "provision", "another-instance", time.Now(), time.Minute); !ok || err != nil {
 			t.Fatalf("lease: %v %v", ok, err)
 		}
 		if err := sched.RunNow(ctx, "provision"); err != nil {
@@ -113,6 +113,8 @@ func TestErrorClass(t *testing.T) {
 		&providers.Error{Class: providers.ErrUnrecoverable}: "unrecoverable",
 		&providers.Error{Class: providers.ErrNoCapacity}:    "no_capacity",
 		&providers.Error{Class: providers.ErrQuota}:         "quota",
+		&providers.Error{Class: providers.ErrAuth}:          "auth",
+		&providers.Error{Class: providers.ErrRateLimited}:   "rate_limited",
 		context.DeadlineExceeded:                            "timeout",
 		io.ErrUnexpectedEOF:                                 "unclassified",
 	} {

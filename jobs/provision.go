@@ -99,8 +99,15 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 			if confirmed, err := j.unknownTo(ctx, []models.ClusterNode{n}); !confirmed || err != nil {
 				return err
 			}
-		} else if n.DownPasses > 0 {
-			seenAgain = append(seenAgain, n.ID)
+		} else {
+			if n.DownPasses > 0 {
+				seenAgain = append(seenAgain, n.ID)
+			}
+			// Addresses a cloud assigns at boot (Lambda) arrive with the describe.
+			if _, err := j.Store.SetNodeAddresses(ctx, n, models.PlacedNode{PrivateIP: pn.PrivateIP,
+				PublicHost: pn.PublicHost, SSHPort: pn.SSHPort, User: pn.SSHUser}); err != nil {
+				return err
+			}
 		}
 		switch {
 		case !ok || pn.State == providers.NodeTerminated || pn.State == providers.NodeFailed || pn.State == providers.NodeStopped:

@@ -53,6 +53,7 @@ type world struct {
 	job     *jobs.Provision
 	install *jobs.Install
 	billing *jobs.Billing
+	stop    *jobs.Stop
 	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
 	cat     *jobs.Catalog
 	org     models.Org
@@ -80,7 +81,8 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	}))
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
-		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store}, execs: execs}
+		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store},
+		stop: &jobs.Stop{Store: store, Providers: reg}, execs: execs}
 	if err := w.cat.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +143,9 @@ func (w *world) runJobs() {
 	}
 	if err := w.install.Run(ctx); err != nil {
 		w.t.Fatalf("install: %v", err)
+	}
+	if err := w.stop.Run(ctx); err != nil {
+		w.t.Fatalf("stop: %v", err)
 	}
 	if err := w.billing.Run(ctx); err != nil {
 		w.t.Fatalf("billing: %v", err)

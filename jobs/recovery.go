@@ -37,6 +37,8 @@ func (j *Recovery) Run(ctx context.Context) error {
 	for _, c := range cs {
 		var err error
 		switch {
+		case c.StopRequestedAt != nil:
+			// being stopped (B6): its machines go down on purpose
 		case c.RecoveryDue(now):
 			err = j.attempt(ctx, c)
 		case c.RecoverySpent(now):

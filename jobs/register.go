@@ -19,6 +19,8 @@ type Deps struct {
 
 	HeartbeatLate  time.Duration // an agent is late after this long without a heartbeat (R1); 0 = 3m
 	UnhealthyAfter time.Duration // a machine's condition must hold this long (R1); 0 = 1m
+	BalanceGrace   time.Duration // an exhausted balance stops the clusters after this long (B6); 0 = 1h
+	TerminateGrace time.Duration // stopped and unpaid this long, they are terminated (B6); 0 = 72h
 }
 
 // Register adds every job. Like web/routes.go for URLs, this is the one place
@@ -39,6 +41,10 @@ func Register(s *Scheduler, d Deps) error {
 		{"@every 10m", &Reconcile{Store: d.Store, Providers: d.Providers}, 5 * time.Minute},
 		{"@every 30s", &NCCLCheck{Store: d.Store}, 30 * time.Second},
 		{"@every 1m", &Billing{Store: d.Store}, 50 * time.Second},
+		{"@every 5s", &Stop{Store: d.Store, Providers: d.Providers, Mail: mail}, 2 * time.Minute},
+		{"@every 1m", &BalanceEnforcement{Store: d.Store, Grace: d.BalanceGrace, TerminateGrace: d.TerminateGrace,
+			BaseURL: d.BaseURL}, 50 * time.Second},
+		{"@every 1m", &Budgets{Store: d.Store, BaseURL: d.BaseURL}, 50 * time.Second},
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)

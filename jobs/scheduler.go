@@ -37,14 +37,19 @@ type entry struct {
 // database lease so a tick runs once across instances (OP4), and one log
 // line per tick.
 type Scheduler struct {
-	store   *models.Store
-	log     *slog.Logger
-	cron    *cron.Cron
-	holder  string
-	mu      sync.Mutex
-	jobs    map[string]entry
+	store  *models.Store
+	log    *slog.Logger
+	cron   *cron.Cron
+	holder string
+	mu     sync.Mutex
+	jobs   map[string]entry
+	// running serialises this process's ticks of each job: the database
+	// lease keeps other instances out but lets its own holder in again, so
+	// a scheduled tick and a "run now" must not overlap here.
+	running map[string]*sync.Mutex
 	metrics *Metrics // nil: not instrumented
 	before  func(context.Context) error
+	wall    func() time.Time // leases run on real time (time.Now), whatever the store's clock
 }
 
 // BeforeTick sets what runs before each tick that holds its lease (the
@@ -56,10 +61,12 @@ func NewScheduler(store *models.Store, log *slog.Logger) *Scheduler {
 	host, _ := os.Hostname()
 	cl := cronLogger{log}
 	return &Scheduler{
-		store:  store,
-		log:    log,
-		holder: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewID("sch")),
-		jobs:   map[string]entry{},
+		store:   store,
+		log:     log,
+		holder:  fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewID("sch")),
+		jobs:    map[string]entry{},
+		running: map[string]*sync.Mutex{},
+		wall:    time.Now,
 		cron: cron.New(cron.WithLocation(time.UTC),
 			cron.WithChain(cron.SkipIfStillRunning(cl), cron.Recover(cl)),
 			cron.WithLogger(cl)),
@@ -70,6 +77,7 @@ func NewScheduler(store *models.Store, log *slog.Logger) *Scheduler {
 func (s *Scheduler) Add(spec string, job Job, timeout time.Duration) error {
 	s.mu.Lock()
 	s.jobs[job.Name()] = entry{spec: spec, job: job, timeout: timeout}
+	s.running[job.Name()] = &sync.Mutex{}
 	s.mu.Unlock()
 	s.metrics.scheduled(job.Name())
 	_, err := s.cron.AddFunc(spec, func() { _ = s.tick(context.Background(), job.Name()) })
@@ -122,11 +130,13 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) error {
 
 func (s *Scheduler) tick(parent context.Context, name string) error {
 	s.mu.Lock()
-	e := s.jobs[name]
+	e, running := s.jobs[name], s.running[name]
 	s.mu.Unlock()
+	running.Lock()
+	defer running.Unlock()
 	ctx, cancel := context.WithTimeout(parent, e.timeout)
 	defer cancel()
-	ok, err := s.store.AcquireLease(ctx, name, s.holder, e.timeout+time.Minute)
+	ok, err := s.store.AcquireLease(ctx, name, s.holder, s.wall(), e.timeout+time.Minute)
 	if err != nil {
 		s.log.Error("job lease", "job", name, "error", err)
 		return err

@@ -75,3 +75,107 @@ func TestSchedulerLeaseRunsATickOnce(t *testing.T) {
 		}
 	})
 }
+
+// countJob counts its runs.
+type countJob struct{ runs atomic.Int64 }
+
+func (j *countJob) Name() string                  { return "count" }
+func (j *countJob) Run(ctx context.Context) error { j.runs.Add(1); return nil }
+
+// OP4 with the development fake clock: job leases run on real time. A lease
+// left by a killed instance lapses after its ttl of wall time even while the
+// fake clock stands an hour behind (it used to be read on the fake clock, so
+// a restarted server with a still clock never ran the job again), and a live
+// lease is honoured even when the fake clock has been moved hours ahead.
+func TestSchedulerLeaseRunsOnWallTime(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		wall := time.Now()
+		for _, tc := range []struct {
+			name      string
+			fakeNow   time.Time
+			leaseFrom time.Time // when the other instance took its one-minute lease
+			wantRuns  int64
+		}{
+			{"dead holder, fake clock behind", wall.Add(-time.Hour), wall.Add(-2 * time.Minute), 1},
+			{"live holder, fake clock ahead", wall.Add(3 * time.Hour), wall, 0},
+		} {
+			store := models.NewStore(db, models.NewFakeClock(tc.fakeNow))
+			job := &countJob{}
+			sched := jobs.NewScheduler(store, log)
+			if err := sched.Add("@every 1h", job, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.ReleaseLease(ctx, job.Name(), "other-instance"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := store.AcquireLease(ctx, job.Name(), "other-instance", tc.leaseFrom, time.Minute); !ok || err != nil {
+				t.Fatalf("%s: plant lease: %v %v", tc.name, ok, err)
+			}
+			if err := sched.RunNow(ctx, job.Name()); err != nil {
+				t.Fatal(err)
+			}
+			if got := job.runs.Load(); got != tc.wantRuns {
+				t.Errorf("%s: job ran %d times, want %d", tc.name, got, tc.wantRuns)
+			}
+		}
+	})
+}
+
+// overlapJob records how many of its runs were ever under way at once; the
+// first run holds on until released.
+type overlapJob struct {
+	now, most, runs atomic.Int64
+	started         chan struct{}
+	release         chan struct{}
+}
+
+func (j *overlapJob) Name() string { return "overlap" }
+
+func (j *overlapJob) Run(ctx context.Context) error {
+	n := j.now.Add(1)
+	defer j.now.Add(-1)
+	for m := j.most.Load(); n > m && !j.most.CompareAndSwap(m, n); m = j.most.Load() {
+	}
+	if j.runs.Add(1) == 1 {
+		close(j.started)
+		<-j.release
+	}
+	return nil
+}
+
+// OP4 inside one process: the lease lets its own holder in again, so a
+// "run now" that lands while the scheduled tick of the same job is under
+// way waits for it instead of running beside it (with a real cloud that
+// placed one machine twice).
+func TestSchedulerTicksOfOneJobNeverOverlapInProcess(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		job := &overlapJob{started: make(chan struct{}), release: make(chan struct{})}
+		sched := jobs.NewScheduler(models.NewStore(db, nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err := sched.Add("@every 1h", job, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan error, 1)
+		go func() { first <- sched.RunNow(ctx, job.Name()) }()
+		<-job.started
+		second := make(chan error, 1)
+		go func() { second <- sched.RunNow(ctx, job.Name()) }()
+		select {
+		case err := <-second:
+			t.Fatalf("the second tick finished while the first still ran: %v", err)
+		case <-time.After(200 * time.Millisecond): // only a bound on a failure; success never waits on it
+		}
+		close(job.release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-second; err != nil {
+			t.Fatal(err)
+		}
+		if job.runs.Load() != 2 || job.most.Load() != 1 {
+			t.Errorf("runs %d, most at once %d; want 2 runs, never 2 at once", job.runs.Load(), job.most.Load())
+		}
+	})
+}

@@ -6,8 +6,8 @@ import (
 )
 
 // Admission is L2's arithmetic for one launch in an organisation: the
-// balance, less one hour of everything the organisation already runs or
-// provisions, must cover one hour of the new cluster and at least $10.
+// balance, less one hour of everything the organisation already runs,
+// provisions or resumes (B6), must cover one hour of the new cluster and at least $10.
 type Admission struct {
 	Balance   Money // the ledger's sum
 	Committed Money // one hour of every live cluster of the organisation
@@ -34,7 +34,8 @@ func (s *Store) AdmissionFor(ctx context.Context, orgID string, usdPerHour Money
 	}
 	var committed Money
 	err = s.db.WithContext(ctx).Model(&Cluster{}).Select("COALESCE(SUM(usd_per_hour), 0)").
-		Where("org_id = ? AND status IN ?", orgID, liveStatuses).Scan(&committed).Error
+		Where("org_id = ? AND (status IN ? OR (status = ? AND resume_requested_at IS NOT NULL))", orgID, liveStatuses, StatusStopped).
+		Scan(&committed).Error
 	if err != nil {
 		return Admission{}, fmt.Errorf("models: committed hour of %s: %w", orgID, err)
 	}

@@ -110,6 +110,17 @@ type Cluster struct {
 	RecoveryOutcome         string     `gorm:"type:text"` // JSON []MachineOutcome of the last attempt
 	RecoverRequestedAt      *time.Time // "recover now" waiting for the recovery job
 
+	// Stop and resume (B5, B6; see stop.go).
+	StopRequestedAt   *time.Time // a stop to carry out (or machines to stop again after a failed resume)
+	StopReason        string     `gorm:"size:16"`  // StopReason of the last stop
+	StopDetail        string     `gorm:"size:255"` // why, for people
+	StoppedFrom       string     `gorm:"size:16"`  // the status the stop left
+	StoppedAt         *time.Time // compute billing ended here; nil while it runs
+	BillFrom          *time.Time // the current billed run started here after a resume; nil = readyAt
+	ResumeRequestedAt *time.Time // a resume under way
+	ResumeStartedAt   *time.Time // the last resume's start: its step deadlines count from here
+	Resumes           int        // resumes completed
+
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -148,6 +159,10 @@ func (c Cluster) StepDeadline(step string) time.Time {
 	if c.PlacedAt == nil {
 		return time.Time{}
 	}
+	start := *c.PlacedAt
+	if c.ResumeStartedAt != nil && c.ResumeStartedAt.After(start) {
+		start = *c.ResumeStartedAt // a resume takes the launch's steps again (B6)
+	}
 	boot := c.BootTime()
 	running := max(2*boot, 3*time.Minute)
 	var d time.Duration
@@ -161,7 +176,7 @@ func (c Cluster) StepDeadline(step string) time.Time {
 	default:
 		d = c.Cap()
 	}
-	return c.PlacedAt.Add(min(d, c.Cap()))
+	return start.Add(min(d, c.Cap()))
 }
 
 // GroupName is the provider-side idempotency key for the cluster's machines.
@@ -509,7 +524,8 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("quota exceeded: %d %s in use + %d requested > limit %d", e.InUse, e.Resource, e.Requested, e.Limit)
 }
 
-// UsageInUse counts the machines and GPUs an organisation has in live clusters.
+// UsageInUse counts the machines and GPUs an organisation has in live clusters
+// and in stopped clusters being resumed.
 func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus int, err error) {
 	var row struct {
 		Machines int
@@ -517,7 +533,8 @@ func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus in
 	}
 	err = s.db.WithContext(ctx).Model(&Cluster{}).
 		Select("COALESCE(SUM(nodes), 0) AS machines, COALESCE(SUM(nodes * gpus_per_node), 0) AS gpus").
-		Where("org_id = ? AND status IN ?", orgID, liveStatuses).Scan(&row).Error
+		Where("org_id = ? AND (status IN ? OR (status = ? AND resume_requested_at IS NOT NULL))", orgID, liveStatuses, StatusStopped).
+		Scan(&row).Error
 	return row.Machines, row.GPUs, err
 }
 
@@ -567,6 +584,11 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		}
 		if q.Expired(tx.Now()) {
 			return &PriceChangedError{Reason: "expired", Old: q}
+		}
+		// B5: an environment whose budget for the month is reached takes no
+		// new cluster (it would only be stopped on the next budgets pass).
+		if err := tx.budgetReachedFor(ctx, Cluster{OrgID: p.OrgID, EnvID: p.EnvID}); err != nil {
+			return err
 		}
 		offer, err := tx.admit(ctx, p.OrgID, q)
 		if err != nil {
@@ -685,6 +707,31 @@ func (s *Store) MarkPlaced(ctx context.Context, id string, nodes []PlacedNode) e
 			return nil
 		}})
 	return err
+}
+
+// SetNodeAddresses records addresses the provider reported for a machine
+// after its placement: clouds that assign them at boot (Lambda) report none
+// when the machine is placed. Empty values keep what is recorded; the
+// private address replaces the placement-time default. It reports whether
+// anything changed.
+func (s *Store) SetNodeAddresses(ctx context.Context, n ClusterNode, reported PlacedNode) (bool, error) {
+	up := map[string]any{}
+	if reported.PrivateIP != "" && reported.PrivateIP != n.PrivateIP {
+		up["private_ip"] = reported.PrivateIP
+	}
+	if reported.PublicHost != "" && reported.PublicHost != n.PublicHost {
+		up["public_host"] = reported.PublicHost
+	}
+	if reported.SSHPort != 0 && reported.SSHPort != n.SSHPort {
+		up["ssh_port"] = reported.SSHPort
+	}
+	if reported.User != "" && reported.User != n.SSHUser {
+		up["ssh_user"] = reported.User
+	}
+	if len(up) == 0 {
+		return false, nil
+	}
+	return true, s.nodeRows(ctx, n.ClusterID, up, "id = ?", n.ID)
 }
 
 // MarkNodeStep records that a node finished step at now and moves it on to

@@ -46,3 +46,19 @@ func (x Actions) Kubeconfig(ctx context.Context, clusterID string) (string, erro
 	})
 	return kc, err
 }
+
+// Resume is B6's resume of a stopped cluster by the actor: admission (L2)
+// and the quotas are checked under the organisation's lock, and the
+// request, its event and the audit entry commit together. The stop job
+// starts the machines.
+func (x Actions) Resume(ctx context.Context, clusterID string) (Cluster, error) {
+	var c Cluster
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var err error
+		if c, err = tx.RequestResume(ctx, x.a.OrgID, clusterID, x.a.Name); err != nil {
+			return nil, err
+		}
+		return x.audit("cluster.resume", c.ID, c.Name), nil
+	})
+	return c, err
+}

@@ -86,6 +86,9 @@ func clusterMailText(c Cluster, baseURL, topic string) (subject, body string, ok
 	if c.ReadyAt != nil {
 		since = "at " + c.ReadyAt.Format("2006-01-02 15:04 MST")
 	}
+	if topic == "resumed" {
+		return resumedMailText(c, shape, link)
+	}
 	switch c.Status {
 	case StatusReady:
 		if topic == "healthy" {
@@ -131,4 +134,20 @@ func healthMailText(c Cluster, shape, link string) ([2]string, bool) {
 				c.Name, shape, strings.TrimPrefix(c.LastError, LastErrorNodeDown), USD(c.USDPerHour), c.recoveryLine(), link)}, true
 	}
 	return [2]string{}, false
+}
+
+// resumedMailText is the mail of a resume that brought every machine back (B6).
+func resumedMailText(c Cluster, shape, link string) (subject, body string, ok bool) {
+	switch c.Status {
+	case StatusReady:
+		return fmt.Sprintf("Cluster %s is running again", c.Name),
+			fmt.Sprintf("Every machine of your cluster %s (%s) started again and joined; the cluster is ready.\n\n"+
+				"Billing restarted now for all machines at %s per hour.\n\nConnect: %s\n", c.Name, shape, USD(c.USDPerHour), link), true
+	case StatusDegraded:
+		return fmt.Sprintf("Cluster %s is running again, degraded", c.Name),
+			fmt.Sprintf("Every machine of your cluster %s (%s) started again and joined, but its software had not passed "+
+				"its check before the stop (%s).\n\nBilling restarted now at %s per hour. Retry the install or terminate: %s\n",
+				c.Name, shape, c.LastError, USD(c.USDPerHour), link), true
+	}
+	return "", "", false
 }

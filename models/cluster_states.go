@@ -22,6 +22,7 @@ const (
 	NodeInstalling   NodeStatus = "installing" // up and joined; its software installs (L5)
 	NodeDown         NodeStatus = "down"       // left running after admission (R2)
 	NodeRestarting   NodeStatus = "restarting" // a recovery attempt restarted it (R3)
+	NodeStopped      NodeStatus = "stopped"    // stopped at the provider with its cluster (B6)
 )
 
 // liveNodeStatuses are the nodes still taking steps.
@@ -51,6 +52,14 @@ const (
 	EventHealthyInstall    Event = "healthy_install"    // every machine healthy again; the install goes on (R2, L6)
 	EventRecoveryAttempt   Event = "recovery_attempt"   // one recovery attempt made (R3, R5)
 	EventRecoveryExhausted Event = "recovery_exhausted" // every attempt spent, still unhealthy (R5)
+
+	EventStopRequested   Event = "stop_requested"   // the balance or a budget asks to stop (B5, B6)
+	EventStopped         Event = "stopped"          // every machine stopped at the provider; compute billing ends (B6)
+	EventMachinesStopped Event = "machines_stopped" // the machines a failed resume started are stopped again (B6)
+	EventResumeRequested Event = "resume_requested" // the customer resumes a stopped cluster (B6)
+	EventResumed         Event = "resumed"          // every machine joined again; billing restarts (B6)
+	EventResumedDegraded Event = "resumed_degraded" // joined again, its software had not passed its check (B6, L6)
+	EventResumeFailed    Event = "resume_failed"    // a machine did not come back in time; stopped again (B6, L4)
 )
 
 // ClusterTransition is one legal move: an event in status From leads to To.
@@ -89,6 +98,19 @@ var ClusterTransitions = []ClusterTransition{
 	{StatusDegraded, EventTerminateRequested, StatusDegraded},
 	{StatusStopped, EventTerminateRequested, StatusStopped},
 
+	{StatusProvisioning, EventStopRequested, StatusProvisioning},
+	{StatusInstalling, EventStopRequested, StatusInstalling},
+	{StatusReady, EventStopRequested, StatusReady},
+	{StatusDegraded, EventStopRequested, StatusDegraded},
+	{StatusInstalling, EventStopped, StatusStopped},
+	{StatusReady, EventStopped, StatusStopped},
+	{StatusDegraded, EventStopped, StatusStopped},
+	{StatusStopped, EventMachinesStopped, StatusStopped},
+	{StatusStopped, EventResumeRequested, StatusStopped},
+	{StatusStopped, EventResumed, StatusReady},
+	{StatusStopped, EventResumedDegraded, StatusDegraded},
+	{StatusStopped, EventResumeFailed, StatusStopped},
+
 	{StatusProvisioning, EventTerminated, StatusTerminated},
 	{StatusInstalling, EventTerminated, StatusTerminated},
 	{StatusReady, EventTerminated, StatusTerminated},
@@ -103,7 +125,8 @@ var ClusterStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, Stat
 // Events lists every event.
 var Events = []Event{EventPlaced, EventJoined, EventJoinedInstall, EventSoftwareReady, EventDegrade,
 	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated,
-	EventMachineDown, EventHealthNoted, EventHealthy, EventHealthyInstall, EventRecoveryAttempt, EventRecoveryExhausted}
+	EventMachineDown, EventHealthNoted, EventHealthy, EventHealthyInstall, EventRecoveryAttempt, EventRecoveryExhausted,
+	EventStopRequested, EventStopped, EventMachinesStopped, EventResumeRequested, EventResumed, EventResumedDegraded, EventResumeFailed}
 
 // NextStatus is where ev leads from status from, and whether it is legal there.
 func NextStatus(from ClusterStatus, ev Event) (ClusterStatus, bool) {

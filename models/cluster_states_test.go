@@ -46,7 +46,45 @@ func fire(ctx context.Context, e *launchEnv, ev models.Event, id string) error {
 		_, err := s.MarkTerminated(ctx, id)
 		return err
 	}
+	if err, ok := fireStop(ctx, e, ev, id); ok {
+		return err
+	}
 	return fireHealth(ctx, e, ev, id)
+}
+
+// fireStop drives the stop and resume events (B6). The cluster handed to
+// MarkResumed is made to ask for exactly ev.
+func fireStop(ctx context.Context, e *launchEnv, ev models.Event, id string) (error, bool) {
+	s := e.s
+	switch ev {
+	case models.EventStopRequested:
+		_, err := s.RequestStop(ctx, e.org.ID, id, models.StopByBalance, "The balance ran out.")
+		return err, true
+	case models.EventStopped:
+		_, err := s.MarkStopped(ctx, id)
+		return err, true
+	case models.EventMachinesStopped:
+		_, err := s.MarkMachinesStopped(ctx, id)
+		return err, true
+	case models.EventResumeRequested:
+		_, err := s.RequestResume(ctx, e.org.ID, id, "owner@acme.example")
+		return err, true
+	case models.EventResumed, models.EventResumedDegraded:
+		c, err := s.ClusterByID(ctx, id)
+		if err != nil {
+			return err, true
+		}
+		c.StoppedFrom = string(models.StatusReady)
+		if ev == models.EventResumedDegraded {
+			c.StoppedFrom = string(models.StatusInstalling)
+		}
+		_, err = s.MarkResumed(ctx, c, notifyAll)
+		return err, true
+	case models.EventResumeFailed:
+		_, err := s.FailResume(ctx, id, "timeout:agent", "node-1", models.StepAgent, "node-1 was late.")
+		return err, true
+	}
+	return nil, false
 }
 
 // fireHealth drives the health and recovery events (R2–R5). The cluster
@@ -132,6 +170,12 @@ func clusterIn(t *testing.T, e *launchEnv, status models.ClusterStatus, ev model
 	if ev == models.EventHealthyInstall {
 		set["degraded_from"] = "installing"
 	}
+	switch ev { // what the stop and resume events find when they are due (B6)
+	case models.EventStopped, models.EventMachinesStopped:
+		set["stop_requested_at"] = t0
+	case models.EventResumed, models.EventResumedDegraded, models.EventResumeFailed:
+		set["resume_requested_at"], set["resume_started_at"] = t0, t0
+	}
 	if status != models.StatusProvisioning && status != models.StatusFailed {
 		set["ready_at"] = t0
 	}
@@ -171,7 +215,8 @@ func TestClusterTransitionTable(t *testing.T) {
 						checkLegal(t, ev, to, err, before, after)
 						return
 					}
-					if !errors.Is(err, models.ErrConflict) && !(ev == models.EventTerminateRequested && err == nil) {
+					idempotent := ev == models.EventTerminateRequested || ev == models.EventStopRequested
+					if !errors.Is(err, models.ErrConflict) && !(idempotent && err == nil) {
 						t.Errorf("illegal %s in %s: err %v, want ErrConflict", ev, from, err)
 					}
 					if !reflect.DeepEqual(before, after) {
@@ -200,7 +245,9 @@ func checkLegal(t *testing.T, ev models.Event, to models.ClusterStatus, err erro
 	}
 	nodeStatus := map[models.Event]models.NodeStatus{models.EventJoined: models.NodeReady, models.EventJoinedInstall: models.NodeInstalling,
 		models.EventSoftwareReady: models.NodeReady, models.EventFail: models.NodeFailed, models.EventTerminated: models.NodeTerminated,
-		models.EventMachineDown: models.NodeDown, models.EventHealthNoted: models.NodeDown}
+		models.EventMachineDown: models.NodeDown, models.EventHealthNoted: models.NodeDown,
+		models.EventStopped: models.NodeStopped, models.EventResumeFailed: models.NodeStopped,
+		models.EventResumed: models.NodeReady, models.EventResumedDegraded: models.NodeReady}
 	for i, n := range after.nodes {
 		want, ok := nodeStatus[ev]
 		if ev == models.EventFail && n.Name != "node-1" {

@@ -122,11 +122,12 @@ func (c Cluster) RecoverySpent(now time.Time) bool {
 // ---- health passes (R1, R2) ----
 
 // LiveClustersAfter is one batch of a health pass: clusters whose machines
-// are checked, by id after afterID, with the columns a pass decides on.
+// are checked, by id after afterID, with the columns a pass decides on. A
+// cluster being stopped is left out: its machines go down on purpose (B6).
 func (s *Store) LiveClustersAfter(ctx context.Context, afterID string, limit int) ([]Cluster, error) {
 	var out []Cluster
 	err := s.db.WithContext(ctx).Select("id, org_id, status, provider, episodes, episode_started_at, degraded_from, "+
-		"terminate_requested_at, last_error").Where("status IN ? AND id > ?", HealthStatuses, afterID).
+		"terminate_requested_at, last_error").Where("status IN ? AND id > ? AND stop_requested_at IS NULL", HealthStatuses, afterID).
 		Order("id").Limit(limit).Find(&out).Error
 	return out, err
 }

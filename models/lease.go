@@ -57,9 +57,12 @@ func init() {
 }
 
 // AcquireLease takes the lease for name until now+ttl when it is free or
-// expired (or already ours), in one atomic upsert. It reports whether we hold it.
-func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	now := s.Now()
+// expired at now (or already ours), in one atomic upsert. It reports
+// whether we hold it. now is the caller's wall time, not the store's clock:
+// a lease coordinates processes, and one left by a killed process must lapse
+// after ttl of real time even while the development fake clock stands still.
+func (s *Store) AcquireLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
+	now = now.UTC()
 	res := s.db.WithContext(ctx).Exec(
 		`INSERT INTO job_leases (name, holder, expires_at) VALUES (?, ?, ?)
 		 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at

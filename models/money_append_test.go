@@ -26,3 +26,23 @@ func TestAppendUSDMatchesUSD(t *testing.T) {
 		}
 	}
 }
+
+// PriceUSD is exact (O7): it reads as DecimalUSD with a dollar sign and
+// thousands separators, and n × a machine's price reads as n × its figure.
+func TestPriceUSDIsExact(t *testing.T) {
+	for m, want := range map[models.Money]string{
+		0: "$0.00", 39_840_000: "$39.84", 19_974_000: "$19.974", 79_751_600: "$79.7516",
+		139: "$0.000139", 1_275_520_000: "$1,275.52", 123_456_789_012: "$123,456.789012", -2_490_500: "-$2.4905",
+	} {
+		if got := models.PriceUSD(m); got != want {
+			t.Errorf("PriceUSD(%d) = %q, want %q", m, got, want)
+		}
+	}
+	for m := models.Money(0); m < 50_000_000; m += 104_729 {
+		got := models.PriceUSD(m)
+		back, err := models.ParseUSD(got[1:])
+		if err != nil || back != m {
+			t.Fatalf("PriceUSD(%d) = %q reads back as %d (%v): not exact", m, got, back, err)
+		}
+	}
+}

@@ -189,8 +189,21 @@ type OfferFilter struct {
 	GPUsPerNode      int    // 0 = any
 	MaxClusterHour   Money  // 0 = no ceiling (whole cluster, per hour)
 	IncludeCommunity bool
-	Location         string // "" = any
+	Location         string    // "" = any
+	Sort             OfferSort // "" = SortClusterPrice
 }
+
+// OfferSort orders the picker's answer (O3): groups by their best startable
+// offer, offers inside a group startable first, then by the key.
+type OfferSort string
+
+const (
+	SortClusterPrice OfferSort = "cluster_price" // whole cluster per hour (the default)
+	SortGPUPrice     OfferSort = "gpu_price"     // per GPU-hour (Q3's rate), then whole cluster
+)
+
+// OfferSorts are the sorts a customer can ask for, the default first.
+var OfferSorts = []OfferSort{SortClusterPrice, SortGPUPrice}
 
 // Validate returns field problems keyed by the API's query names.
 func (f OfferFilter) Validate() FieldErrors {
@@ -212,6 +225,9 @@ func (f OfferFilter) Validate() FieldErrors {
 	}
 	if f.MaxClusterHour < 0 {
 		fe["max_price"] = "a ceiling cannot be negative"
+	}
+	if f.Sort != "" && !slices.Contains(OfferSorts, f.Sort) {
+		fe["sort"] = "sort by cluster_price or gpu_price"
 	}
 	return fe
 }
@@ -253,6 +269,21 @@ func newOfferKey(o *Offer, held, nodes int) offerKey {
 	return offerKey{offer: o, held: held, startable: o.less(held).SellFor(nodes) == Startable, price: o.ClusterHour(nodes)}
 }
 
+// compareBy orders two offers by the filter's sort key: per GPU-hour first
+// when asked, then whole cluster, then id (a total order, so answers with
+// equal stamps are equal).
+func (f *OfferFilter) compareBy(a, b *Offer, aPrice, bPrice Money) int {
+	if f.Sort == SortGPUPrice {
+		if c := cmp.Compare(a.PerGPUHour, b.PerGPUHour); c != 0 {
+			return c
+		}
+	}
+	if c := cmp.Compare(aPrice, bPrice); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
 // matches is the picker's row filter: fresh at cutoff (O6), the asked shape
 // (O3), community hosts only when asked (O5). The price ceiling is applied
 // when grouping.
@@ -292,10 +323,7 @@ func groupOffers(keys []offerKey, f OfferFilter) []OfferGroup {
 			}
 			return 1
 		}
-		if c := cmp.Compare(a.price, b.price); c != 0 {
-			return c
-		}
-		return strings.Compare(a.offer.ID, b.offer.ID)
+		return f.compareBy(a.offer, b.offer, a.price, b.price)
 	})
 	offers := make([]Offer, len(keys))
 	for i, k := range keys {
@@ -316,13 +344,16 @@ func groupOffers(keys []offerKey, f OfferFilter) []OfferGroup {
 		groups = append(groups, g)
 		i = j
 	}
+	// A group's first offer is its best startable one when it has any.
 	sort.SliceStable(groups, func(i, j int) bool {
 		a, b := groups[i], groups[j]
 		if (a.Cheapest > 0) != (b.Cheapest > 0) {
 			return a.Cheapest > 0
 		}
-		if a.Cheapest != b.Cheapest {
-			return a.Cheapest < b.Cheapest
+		if a.Cheapest > 0 {
+			if c := f.compareBy(&a.Offers[0], &b.Offers[0], a.Cheapest, b.Cheapest); c != 0 {
+				return c < 0
+			}
 		}
 		return a.Location < b.Location
 	})

@@ -147,6 +147,64 @@ func TestPickOffers(t *testing.T) {
 	})
 }
 
+// O3: sorted by $/GPU-h, groups follow their best startable offer's rate and
+// offers inside a group their rate (startable first); a tie on the rate goes
+// to the cheaper whole cluster. The stamp tells the two sorts apart.
+// LargestMachine is the picker's default GPUs per machine: the largest the
+// other filters leave, here 8, or 4 where only 4-GPU machines are fresh.
+func TestPickOffersSortByGPUPrice(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := models.NewStore(db, models.NewFakeClock(t0))
+		// Per GPU-hour vs whole cluster at 4 machines (disk 500 GB × $0.0001):
+		// x1 $2.00 × 1 GPU = $8.20/h, y8 $1.90 × 8 = $61.00/h, y8disk $1.90 with
+		// a dearer disk, z4 $2.10 × 4 = $33.80/h.
+		dearDisk := offer("y8disk", "eu-west", 8, 1_900_000, intp(10))
+		dearDisk.DiskGBHour = 300
+		ethernet := offer("x1", "us-east", 1, 2_000_000, intp(10))
+		ethernet.Interconnect = "ethernet"
+		seedCatalog(t, s, ethernet, offer("y8", "eu-west", 8, 1_900_000, intp(10)), dearDisk,
+			offer("z4", "us-east", 4, 2_100_000, intp(10)), offer("w8", "us-east", 8, 1_000_000, intp(1)))
+		f := models.OfferFilter{Accelerator: "H100_80GB", Nodes: 4}
+		byCluster, err := s.PickOffers(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(groupSummary(byCluster, 4)); got != "[us-east:x1=available,z4=available,w8=not_in_stock eu-west:y8=available,y8disk=available]" {
+			t.Errorf("by cluster price: %s", got)
+		}
+		f.Sort = models.SortGPUPrice
+		byGPU, err := s.PickOffers(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(groupSummary(byGPU, 4)); got != "[eu-west:y8=available,y8disk=available us-east:x1=available,z4=available,w8=not_in_stock]" {
+			t.Errorf("by $/GPU-h: %s", got)
+		}
+		a, err := s.PreparePick(ctx, models.OfferFilter{Accelerator: "H100_80GB", Nodes: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := s.PreparePick(ctx, f)
+		if a.Stamp == b.Stamp {
+			t.Error("the two sorts share a stamp: a kept answer would be served in the wrong order")
+		}
+		if got := a.LargestMachine(); got != 8 {
+			t.Errorf("LargestMachine = %d, want 8", got)
+		}
+		ib, _ := s.PreparePick(ctx, models.OfferFilter{Accelerator: "H100_80GB", Nodes: 4, Interconnect: "ethernet", GPUsPerNode: 8})
+		if got := ib.LargestMachine(); got != 1 {
+			t.Errorf("LargestMachine over ethernet = %d, want 1 (the filter's GPUs per machine is ignored)", got)
+		}
+		if w := a.WithGPUs(4); w.Stamp == a.Stamp || fmt.Sprint(groupSummary(w.Groups(), 4)) != "[us-east:z4=available]" {
+			t.Errorf("WithGPUs(4): stamp unchanged or answer %v", groupSummary(w.Groups(), 4))
+		}
+		if none, _ := s.PreparePick(ctx, models.OfferFilter{Accelerator: "L40S", Nodes: 4}); none.LargestMachine() != 0 {
+			t.Error("LargestMachine with no offers should be 0")
+		}
+	})
+}
+
 func b8Price(n int) models.Money { return int64(8*n)*2_200_000 + int64(500*n)*100 }
 
 func groupSummary(groups []models.OfferGroup, n int) []string {
@@ -175,6 +233,7 @@ func TestOfferFilterValidate(t *testing.T) {
 		{models.OfferFilter{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 3}, "gpus_per_node"},
 		{models.OfferFilter{Accelerator: "H100_80GB", Nodes: 2, Interconnect: "carrier-pigeon"}, "interconnect"},
 		{models.OfferFilter{Accelerator: "H100_80GB", Nodes: 2, MachineKind: "mainframe"}, "machine_kind"},
+		{models.OfferFilter{Accelerator: "H100_80GB", Nodes: 2, Sort: "cheapest"}, "sort"},
 	}
 	for _, tt := range tests {
 		if fe := tt.f.Validate(); fe[tt.field] == "" {
@@ -189,16 +248,14 @@ func TestOfferFilterValidate(t *testing.T) {
 func TestLeaseIsExclusive(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		clock := models.NewFakeClock(t0)
-		s := models.NewStore(db, clock)
-		if ok, err := s.AcquireLease(ctx, "catalog", "a", time.Minute); !ok || err != nil {
+		s := models.NewStore(db, models.NewFakeClock(t0))
+		if ok, err := s.AcquireLease(ctx, "catalog", "a", t0, time.Minute); !ok || err != nil {
 			t.Fatalf("first acquire: %v %v", ok, err)
 		}
-		if ok, _ := s.AcquireLease(ctx, "catalog", "b", time.Minute); ok {
+		if ok, _ := s.AcquireLease(ctx, "catalog", "b", t0.Add(59*time.Second), time.Minute); ok {
 			t.Fatal("second instance took a held lease")
 		}
-		clock.Advance(2 * time.Minute)
-		if ok, _ := s.AcquireLease(ctx, "catalog", "b", time.Minute); !ok {
+		if ok, _ := s.AcquireLease(ctx, "catalog", "b", t0.Add(2*time.Minute), time.Minute); !ok {
 			t.Fatal("expired lease not taken over")
 		}
 		if err := s.RecordJobRun(ctx, "catalog", t0, t0.Add(time.Second), nil); err != nil {
@@ -213,7 +270,7 @@ func TestLeaseIsExclusive(t *testing.T) {
 		}
 		seedCatalog(t, s, offer("x", "l", 8, 1, nil), offer("y", "l", 8, 1, nil))
 		health, err := s.CatalogHealthByProvider(ctx)
-		if err != nil || len(health) != 1 || health[0].Offers != 2 || !health[0].RefreshedAt.Equal(clock.Now()) {
+		if err != nil || len(health) != 1 || health[0].Offers != 2 || !health[0].RefreshedAt.Equal(s.Now()) {
 			t.Errorf("catalog health = %+v, %v", health, err)
 		}
 	})

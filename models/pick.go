@@ -59,6 +59,29 @@ func (p *Pick) Groups() []OfferGroup {
 	return groupOffers(keys, f)
 }
 
+// LargestMachine is the most GPUs per machine among the fresh offers the
+// filter matches whatever its GPUs per machine (0 when none): the picker's
+// default, since a cluster is usually built of the fullest machines.
+func (p *Pick) LargestMachine() int {
+	f := p.filter
+	f.GPUsPerNode = 0
+	most := 0
+	for i := range p.snap.offers {
+		if o := &p.snap.offers[i]; o.GPUsPerNode > most && f.matches(o, p.cutoff) {
+			most = o.GPUsPerNode
+		}
+	}
+	return most
+}
+
+// WithGPUs is the same question at gpus per machine, on the same reads.
+func (p *Pick) WithGPUs(gpus int) *Pick {
+	q := *p
+	q.filter.GPUsPerNode = gpus
+	q.Stamp = q.stamp()
+	return &q
+}
+
 // stamp lists the answer's inputs. Which offers are stale is a count: the
 // snapshot's refresh times are sorted, and the stale ones are a prefix.
 func (p *Pick) stamp() string {
@@ -76,6 +99,7 @@ func (p *Pick) stamp() string {
 	b = strconv.AppendInt(append(b, " max "...), f.MaxClusterHour, 10)
 	b = strconv.AppendBool(append(b, " community "...), f.IncludeCommunity)
 	b = append(append(b, " location "...), strconv.Quote(f.Location)...)
+	b = append(append(b, " sort "...), strconv.Quote(string(f.Sort))...)
 	ids := make([]string, 0, len(p.held))
 	for id := range p.held {
 		ids = append(ids, id)

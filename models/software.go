@@ -460,7 +460,8 @@ func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt i
 // SoftwareFailure reports whether lastError is a software failure that
 // RetryInstall can act on (L6), as opposed to a lost node (R2).
 func SoftwareFailure(lastError string) bool {
-	return strings.HasPrefix(lastError, "install_failed:") || strings.HasPrefix(lastError, "check_failed:")
+	return strings.HasPrefix(lastError, "install_failed:") || strings.HasPrefix(lastError, "check_failed:") ||
+		lastError == LastErrorInstallInterrupted // a stop interrupted the install (B6)
 }
 
 // RetryInstall is the customer's "retry install" (L6): a cluster degraded

@@ -78,7 +78,12 @@ type billedCluster struct {
 	ReadyAt     time.Time
 	ReleasedAt  *time.Time
 	BilledUntil *time.Time
+	StoppedAt   *time.Time // a stop ended the current run's billing here (B6)
+	BillFrom    *time.Time // the current run started here after a resume
 }
+
+// meterColumns is what a metering pass reads of a cluster and its mark.
+const meterColumns = "c.id, c.org_id, c.name, c.machine_hour, c.ready_at, c.released_at, c.stopped_at, c.bill_from, m.billed_until"
 
 // usageRow is one machine-period about to be written.
 type usageRow struct {
@@ -98,8 +103,10 @@ type MeterResult struct {
 // MeterUsage is one billing pass (B1, B2): for every cluster that ever had
 // every machine up (readyAt), it writes each machine's closed periods since
 // the last pass at the quote's locked per-machine rate, prorated by the
-// minute from readyAt. A period closes at the end of its hour or, for a
-// terminated cluster, at the minute its machines were released. Entries are
+// minute from readyAt (or, after a resume, from the moment every machine
+// joined again). A period closes at the end of its hour or, for a
+// terminated or stopped cluster, at the minute its machines were released
+// or stopped (B6). Entries are
 // unique by key, so a rerun, a crash half-way or two passes at once charge
 // once. The open period is not written (it is Accumulating).
 func (s *Store) MeterUsage(ctx context.Context) (MeterResult, error) {
@@ -141,12 +148,14 @@ func (s *Store) meterClusters(ctx context.Context) (MeterResult, error) {
 func (s *Store) clustersToMeter(ctx context.Context, now time.Time, after string) ([]billedCluster, error) {
 	var out []billedCluster
 	err := s.db.WithContext(ctx).Table("clusters AS c").
-		Select("c.id, c.org_id, c.name, c.machine_hour, c.ready_at, c.released_at, m.billed_until").
+		Select(meterColumns).
 		Joins("LEFT JOIN usage_marks m ON m.cluster_id = c.id").
 		Where("c.ready_at IS NOT NULL AND c.id > ?", after).
-		Where("(c.released_at IS NULL AND COALESCE(m.billed_until, c.ready_at) < ?) OR "+
-			"(c.released_at IS NOT NULL AND (m.billed_until IS NULL OR m.billed_until < c.released_at))",
-			now.Truncate(UsagePeriod)).
+		Where("(COALESCE(c.stopped_at, c.released_at) IS NULL AND COALESCE(m.billed_until, c.ready_at) < ? AND "+
+			"COALESCE(c.bill_from, c.ready_at) < ?) OR "+
+			"(COALESCE(c.stopped_at, c.released_at) IS NOT NULL AND "+
+			"(m.billed_until IS NULL OR m.billed_until < COALESCE(c.stopped_at, c.released_at)))",
+			now.Truncate(UsagePeriod), now.Truncate(UsagePeriod)).
 		Order("c.id").Limit(meterPageSize).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: clusters to meter: %w", err)
@@ -214,18 +223,23 @@ func (s *Store) machinesOf(ctx context.Context, clusterIDs []string) (map[string
 }
 
 // closedUsage computes a cluster's closed, unwritten periods for every
-// machine and the mark after them (zero when none closed).
+// machine and the mark after them (zero when none closed). Billing runs
+// from the current run's start (readyAt, or the last resume's) to its end
+// (the stop or the release); minutes count from the run's start. A
+// resumed run's pieces are keyed by their own start, so they never meet the
+// keys of an earlier run in the same hour.
 func closedUsage(c billedCluster, nodes []machineRef, now time.Time) (time.Time, []usageRow) {
-	from := c.ReadyAt
-	if c.BilledUntil != nil {
+	anchor, stop := c.billAnchor(), c.billEnd()
+	from := anchor
+	if c.BilledUntil != nil && c.BilledUntil.After(from) {
 		from = *c.BilledUntil
 	}
 	var until time.Time
 	var rows []usageRow
 	for p := from.Truncate(UsagePeriod); ; p = p.Add(UsagePeriod) {
 		end := p.Add(UsagePeriod)
-		if c.ReleasedAt != nil && !end.Before(*c.ReleasedAt) {
-			end = *c.ReleasedAt
+		if stop != nil && !end.Before(*stop) {
+			end = *stop
 		} else if end.After(now) {
 			break // the open period: Accumulating, not written
 		}
@@ -233,17 +247,21 @@ func closedUsage(c billedCluster, nodes []machineRef, now time.Time) (time.Time,
 			break
 		}
 		start := maxTime(p, from)
-		m0, m1 := minutesSince(c.ReadyAt, start), minutesSince(c.ReadyAt, end)
+		m0, m1 := minutesSince(anchor, start), minutesSince(anchor, end)
 		until = end
+		key := p
+		if !anchor.Equal(c.ReadyAt) {
+			key = maxTime(p, anchor)
+		}
 		if m1 > m0 {
 			amount := machineCharge(c.MachineHour, m1) - machineCharge(c.MachineHour, m0)
 			for _, n := range nodes {
 				rows = append(rows, usageRow{orgID: c.OrgID, clusterID: c.ID, nodeID: n.ID, amount: amount,
-					minutes: m1 - m0, start: p, end: end,
+					minutes: m1 - m0, start: key, end: end,
 					desc: fmt.Sprintf("Cluster usage — %s, %s, %s–%s", c.Name, n.Name, start.Format("Jan 2 15:04"), end.Format("15:04"))})
 			}
 		}
-		if c.ReleasedAt != nil && !end.Before(*c.ReleasedAt) {
+		if stop != nil && !end.Before(*stop) {
 			break
 		}
 	}

@@ -164,20 +164,22 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster, w Usage
 }
 
 // accumulating is one machine's usage after the last written period, up to
-// the release or now: the same cumulative rounding as the pass, so it is
-// exactly what the pass will write.
+// the stop, the release or now: the same cumulative rounding as the pass,
+// so it is exactly what the pass will write.
 func accumulating(c Cluster, mark *time.Time, now time.Time) (int64, Money) {
 	if c.ReadyAt == nil {
 		return 0, 0
 	}
-	from, to := *c.ReadyAt, now
-	if mark != nil {
+	b := billedCluster{ReadyAt: *c.ReadyAt, ReleasedAt: c.ReleasedAt, StoppedAt: c.StoppedAt, BillFrom: c.BillFrom}
+	anchor := b.billAnchor()
+	from, to := anchor, now
+	if mark != nil && mark.After(from) {
 		from = *mark
 	}
-	if c.ReleasedAt != nil && c.ReleasedAt.Before(to) {
-		to = *c.ReleasedAt
+	if end := b.billEnd(); end != nil && end.Before(to) {
+		to = *end
 	}
-	m0, m1 := minutesSince(*c.ReadyAt, from), minutesSince(*c.ReadyAt, to)
+	m0, m1 := minutesSince(anchor, from), minutesSince(anchor, to)
 	if m1 <= m0 {
 		return 0, 0
 	}

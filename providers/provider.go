@@ -24,6 +24,15 @@ var (
 	// ErrUnrecoverable: the machine exists but the upstream cannot bring it
 	// back (hardware fault, host gone); only a replacement helps (R5, X5).
 	ErrUnrecoverable = errors.New("providers: machine cannot be recovered")
+	// ErrUnsupported: the upstream has no such operation at all (Lambda
+	// cannot stop a machine); retrying never helps.
+	ErrUnsupported = errors.New("providers: operation not supported")
+	// ErrAuth: the upstream refused our credentials or the account (bad or
+	// revoked key, inactive account); nothing succeeds until the operator acts.
+	ErrAuth = errors.New("providers: authentication refused")
+	// ErrRateLimited: the upstream asked us to slow down; Error.RetryAfter
+	// says for how long when it told us.
+	ErrRateLimited = errors.New("providers: rate limited")
 )
 
 // Error is a classified upstream failure. Class is one of the sentinels above.
@@ -34,6 +43,9 @@ type Error struct {
 	Code     string // upstream machine code when there is one
 	Message  string // upstream human message (never shown to customers verbatim)
 	Location string
+	// RetryAfter is how long the upstream asked us to wait (Retry-After)
+	// before trying again; zero when it did not say.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -183,6 +195,12 @@ type Provider interface {
 	// upstream no longer knows is ErrNotFound; one it cannot bring back is
 	// ErrUnrecoverable; anything else (ErrTransient) may succeed later.
 	RestartNode(ctx context.Context, groupName, nodeID string) error
+	// StopNode stops one running machine in place, keeping its disk and
+	// interconnect address, until RestartNode starts it again (B6). A
+	// machine that is not running is ErrValidation; one the upstream no
+	// longer knows is ErrNotFound; anything else (ErrTransient) may
+	// succeed later.
+	StopNode(ctx context.Context, groupName, nodeID string) error
 	// TerminateGroup releases every machine of the group together. Unknown or
 	// already-gone groups are success.
 	TerminateGroup(ctx context.Context, groupName string) error

@@ -27,6 +27,8 @@ type BillingPage struct {
 	// AutoRecharge is the auto-recharge settings panel (B4), rendered in its
 	// own section when set; nil leaves the section out.
 	AutoRecharge templ.Component
+	// Budgets is the budgets and forecast section (B5, X6); nil leaves it out.
+	Budgets templ.Component
 }
 
 // TopUpForm is the "Add funds" form.

@@ -1,6 +1,15 @@
 package views
 
-import "github.com/clusterdeck/clusterdeck/models"
+import (
+	"context"
+	"html"
+	"io"
+	"strings"
+
+	"github.com/a-h/templ"
+
+	"github.com/clusterdeck/clusterdeck/models"
+)
 
 // ClustersPage is /clusters.
 type ClustersPage struct {
@@ -31,6 +40,7 @@ type ClusterPage struct {
 	Live         bool // poll for changes while the cluster is not terminal
 	CanTerminate bool
 	CanRetry     bool // retry install (degraded by software)
+	CanResume    bool // resume a stopped cluster (B6)
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
@@ -38,6 +48,14 @@ type ClusterPage struct {
 	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
 	Ended        *EndedView    // once terminated or failed (B1)
 	Storage      *StorageView  // V4: what is mounted where; nil when nothing is
+	Tab          string        // the section shown: overview, connect, logs or events
+	Tabs         []TabView
+	Problem      *ProblemView  // lastError as a sentence (L4, L6, R2, R5)
+	Progress     *ProgressView // while the cluster starts (L11)
+	HeaderSSH    string        // node-0's SSH command, once it can be reached (N5)
+	LogLines     []LogLineView // an ended cluster's last lines, shown instead of a stream (N6)
+	LogRank      int           // the node whose log the logs section shows
+	RecentEvents []EventView   // the overview's last few events
 }
 
 // StorageView is the cluster's shared folder and volume (V1, V4).
@@ -51,9 +69,48 @@ type MountView struct {
 	Path, Nodes, What string
 }
 
+// Cluster page sections (tabs).
+const (
+	TabOverview = "overview"
+	TabConnect  = "connect"
+	TabLogs     = "logs"
+	TabEvents   = "events"
+)
+
+// ClusterTabs lists the cluster page's sections in order.
+var ClusterTabs = []string{TabOverview, TabConnect, TabLogs, TabEvents}
+
+// TabView is one section link of the cluster page.
+type TabView struct {
+	ID, Label, Href string
+	Current         bool
+}
+
+// ProblemView is a cluster's lastError for people: what happened, what it
+// means for billing and what to do; the code in small print.
+type ProblemView struct {
+	Tone     string // failed or degraded
+	Sentence string
+	Advice   string
+	Code     string
+}
+
+// ProgressView is a starting cluster's progress line: "Booting · 1 of 2
+// machines booted · usually about 12 min for bare metal · 3:10 elapsed",
+// with GivesUp ("gives up at 04:20") as secondary text.
+type ProgressView struct {
+	Phase, Count, Usual, Elapsed, GivesUp string
+}
+
+// LogLineView is one stored log line.
+type LogLineView struct {
+	At, Text string
+}
+
 // EndedView is what an ended cluster cost and when it ended.
 type EndedView struct {
 	At, RanFor, TotalCost string
+	Ran                   string // how long it ran, from launch to the end: "1 h 30 min"
 }
 
 // NCCLView is the NCCL check beside what the interconnect advertises.
@@ -83,7 +140,8 @@ type ClusterView struct {
 	Software     string
 	Created      string
 	Terminating  bool
-	Kubeconfig   bool // node-0 reported its kubeconfig: offer the download
+	Stop         string // the stop or resume under way, or the stop in force (B6); "" = none
+	Kubeconfig   bool   // node-0 reported its kubeconfig: offer the download
 	// KubeconfigPending: a Kubernetes cluster whose node-0 has not reported
 	// its kubeconfig yet; the page says it is not available yet.
 	KubeconfigPending bool
@@ -93,7 +151,8 @@ type ClusterView struct {
 type NodeView struct {
 	Name    string
 	Rank    int
-	Status  string
+	Status  string // derived from the cluster's status and the node's step (models.ShownNodeStatus)
+	Detail  string // what it is doing while the cluster starts, or why it failed
 	Address string
 	GPUs    string // what nvidia-smi showed at check-in
 	Steps   []StepView
@@ -112,8 +171,7 @@ type StepView struct {
 	Label    string
 	State    string // done, active, waiting, failed
 	At       string // when it finished
-	Deadline string // when it must finish
-	Left     string // time left before the deadline, while active
+	Deadline string // when it must finish: "gives up at 12:04", while active
 }
 
 // EventView is one entry of the cluster's history.
@@ -138,7 +196,8 @@ type ConnectView struct {
 	PrimarySSH string
 	Nodes      []ConnectNode
 	EnvBlock   string
-	EnvMasked  string // EnvBlock with the customer's values masked; "" when they gave none
+	EnvMasked  string    // EnvBlock with the customer's values masked; "" when they gave none
+	Env        []EnvView // every variable with where it comes from
 	Hostfile   string
 	Commands   []CommandView
 	Readiness  string
@@ -154,6 +213,14 @@ type PortView struct {
 	Addresses []string
 	Tunnel    string
 	Note      string
+}
+
+// EnvView is one environment variable as the connect section lists it.
+type EnvView struct {
+	Name, Value string
+	Scope       string // "every node", "per node" or "yours"
+	Masked      bool   // the customer's value: hidden until revealed
+	Note        string
 }
 
 // ConnectNode is one node's SSH command and interconnect address.
@@ -321,3 +388,135 @@ type SoftwareOption struct {
 	Value, Label, Help string
 	Checked            bool
 }
+
+// proseSpan is a run of prose or of inline code.
+type proseSpan struct {
+	Text string
+	Code bool
+}
+
+// proseSpans splits text written with `backticks` into prose and code, so
+// the page shows code as code instead of literal backticks. An unpaired
+// backtick stays as it is.
+func proseSpans(text string) []proseSpan {
+	var out []proseSpan
+	for {
+		open := strings.IndexByte(text, '`')
+		if open < 0 {
+			break
+		}
+		closing := strings.IndexByte(text[open+1:], '`')
+		if closing < 0 {
+			break
+		}
+		if open > 0 {
+			out = append(out, proseSpan{Text: text[:open]})
+		}
+		out = append(out, proseSpan{Text: text[open+1 : open+1+closing], Code: true})
+		text = text[open+1+closing+1:]
+	}
+	if text != "" {
+		out = append(out, proseSpan{Text: text})
+	}
+	return out
+}
+
+// proseCodeClass styles inline code in prose.
+const proseCodeClass = "rounded bg-slate-100 px-1 font-mono text-[0.85em] text-slate-800 dark:bg-slate-800 dark:text-slate-100"
+
+// Prose shows text written with `backticks` with the code as <code>, and
+// nothing added between the runs (a space before a comma would show).
+func Prose(text string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		var b strings.Builder
+		for _, s := range proseSpans(text) {
+			if s.Code {
+				b.WriteString(`<code class="` + proseCodeClass + `">` + html.EscapeString(s.Text) + `</code>`)
+			} else {
+				b.WriteString(html.EscapeString(s.Text))
+			}
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
+}
+
+func tabClass(current bool) string {
+	if current {
+		return "-mb-px shrink-0 border-b-2 border-indigo-600 px-3 py-2 text-sm font-medium text-indigo-700 dark:border-indigo-400 dark:text-indigo-300"
+	}
+	return "-mb-px shrink-0 border-b-2 border-transparent px-3 py-2 text-sm text-slate-600 hover:border-slate-300 hover:text-slate-900 dark:text-slate-400 dark:hover:text-slate-100"
+}
+
+// problemClass colours the error banner: red for a failed cluster, amber
+// for a degraded one.
+func problemClass(tone string) string {
+	if tone == string(models.StatusFailed) {
+		return "mb-4 rounded-md bg-red-50 p-3 text-sm text-red-900 ring-1 ring-red-200 dark:bg-red-950 dark:text-red-100 dark:ring-red-900"
+	}
+	return "mb-4 rounded-md bg-amber-50 p-3 text-sm text-amber-900 ring-1 ring-amber-200 dark:bg-amber-950 dark:text-amber-100 dark:ring-amber-900"
+}
+
+// nodeStatusClass colours a node's status like its cluster's (one
+// vocabulary, UI.md): the words a cluster also has take its colours.
+func nodeStatusClass(s string) string {
+	switch s {
+	case string(models.NodeDown), string(models.NodeDegraded):
+		return statusClass(string(models.StatusDegraded))
+	case string(models.NodeRestarting):
+		return statusClass(string(models.StatusProvisioning))
+	case string(models.NodeLost):
+		return statusClass(string(models.StatusFailed))
+	case string(models.NodeReleased), string(models.NodeTerminating):
+		return statusClass(string(models.StatusStopped))
+	}
+	return statusClass(s)
+}
+
+func nodeDotClass(s string) string {
+	switch s {
+	case string(models.NodeDown), string(models.NodeDegraded):
+		return dotClass(string(models.StatusDegraded))
+	case string(models.NodeRestarting):
+		return dotClass(string(models.StatusProvisioning))
+	case string(models.NodeLost):
+		return dotClass(string(models.StatusFailed))
+	}
+	return dotClass(s)
+}
+
+// TabHref is the address of one section of the cluster page.
+func TabHref(id, tab string) string {
+	if tab == "" || tab == TabOverview {
+		return "/clusters/" + id
+	}
+	return "/clusters/" + id + "?tab=" + tab
+}
+
+// connectUnavailable says why there is nothing to connect to yet, or any more.
+func connectUnavailable(p ClusterPage) string {
+	switch {
+	case p.C.Terminating || p.C.Status == string(models.StatusTerminated):
+		return "The cluster is terminated or terminating: its machines are released, so there is nothing to connect to."
+	case p.C.Status == string(models.StatusFailed):
+		return "The cluster failed to start and its machines were released, so there is nothing to connect to."
+	}
+	return "SSH commands, the environment and launcher recipes appear here once every machine is up and has joined."
+}
+
+func envScopeClass(scope string) string {
+	switch scope {
+	case EnvPerNode:
+		return "shrink-0 rounded bg-indigo-50 px-1.5 font-sans text-[11px] font-medium text-indigo-800 ring-1 ring-indigo-200 dark:bg-indigo-950 dark:text-indigo-200 dark:ring-indigo-800"
+	case EnvYours:
+		return "shrink-0 rounded bg-amber-50 px-1.5 font-sans text-[11px] font-medium text-amber-900 ring-1 ring-amber-200 dark:bg-amber-950 dark:text-amber-200 dark:ring-amber-800"
+	}
+	return "shrink-0 font-sans text-[11px] text-slate-500"
+}
+
+// Where an environment variable's value comes from.
+const (
+	EnvEveryNode = "every node"
+	EnvPerNode   = "per node"
+	EnvYours     = "yours"
+)

@@ -3,6 +3,7 @@ package views
 import (
 	"context"
 	"io"
+	"strconv"
 
 	"github.com/a-h/templ"
 )
@@ -15,6 +16,8 @@ type OffersPage struct {
 	Groups        []OfferGroupView
 	Private       []PrivateOfferRow // X9: the signed-in organisation's own, above the rest
 	Shown         int               // offers shown in all groups
+	Startable     int               // of them, those that can start now at the asked size
+	GPUsDefaulted bool              // Form.GPUs is the page's default, not the visitor's choice
 	Accelerators  []string
 	Interconnects []string
 	Kinds         []string
@@ -48,6 +51,23 @@ type OfferForm struct {
 	GPUs         string
 	MaxPrice     string
 	Community    bool
+	Sort         string // models.OfferSort; "" reads as cluster price
+}
+
+// AnyGPUs is the GPUs-per-machine choice of every size: absent, the page
+// picks the largest machine on offer.
+const AnyGPUs = "any"
+
+// NeedQuote is how many shown offers cannot start at the asked size.
+func (p OffersPage) NeedQuote() int { return p.Shown - p.Startable }
+
+// sortedBy reports whether the page is sorted by s (cluster price when the
+// form names none).
+func (f OfferForm) sortedBy(s string) bool {
+	if f.Sort == "" {
+		return s == "cluster_price"
+	}
+	return f.Sort == s
 }
 
 // OfferGroupView is one location at one node count.
@@ -55,7 +75,8 @@ type OfferGroupView struct {
 	Location     string
 	LocationName string
 	Nodes        int
-	Offers       []OfferRow
+	Offers       []OfferRow // startable first
+	Startable    int        // how many of Offers, from the front, can start now
 }
 
 func sellLabel(s string) string {
@@ -69,3 +90,51 @@ func sellLabel(s string) string {
 }
 
 func selected(a, b string) bool { return a == b }
+
+// startLine is the summary's first half: "3 can start now".
+func startLine(n int) string {
+	if n == 0 {
+		return "None can start now"
+	}
+	return strconv.Itoa(n) + " can start now"
+}
+
+// quoteLine is the summary's second half: "8 need a quote".
+func quoteLine(n int) string {
+	if n == 1 {
+		return "1 needs a quote"
+	}
+	return strconv.Itoa(n) + " need a quote"
+}
+
+// gpusLine names the machine size the page shows, when it shows one.
+func gpusLine(p OffersPage) string {
+	switch p.Form.GPUs {
+	case "", AnyGPUs:
+		return ", any GPUs per machine"
+	case "1":
+		return ", 1 GPU per machine"
+	}
+	return ", " + p.Form.GPUs + " GPUs per machine"
+}
+
+// gpusDefaultLine says the machine size was the page's choice.
+func gpusDefaultLine(p OffersPage) string {
+	if !p.GPUsDefaulted {
+		return ""
+	}
+	return "The largest machines on offer; choose Any under GPUs per machine for every size."
+}
+
+// sortLine says the order.
+func sortLine(f OfferForm) string {
+	if f.sortedBy("gpu_price") {
+		return "lowest price per GPU-hour first"
+	}
+	return "cheapest whole cluster first"
+}
+
+// needsQuoteLine says what the rows under "Needs a quote" are.
+func needsQuoteLine(nodes string) string {
+	return "These locations cannot start " + nodes + " machines now: Request a quote and we reserve them for you."
+}

@@ -23,9 +23,10 @@ type OfferRow struct {
 // sizeChips are the node sizes each offer row shows as sellable or not (O4).
 var sizeChips = [...]int{2, 4, 8, 16, 32, 64}
 
-// OfferRows renders a location's table rows. It is written in Go rather than
-// templ: templ's runtime allocates for every expression, and a page with 400
-// rows would allocate megabytes. Each row is built in one pooled buffer and
+// OfferRows renders rows of the offers grid (one location's startable rows,
+// or its rows that need a quote). It is written in Go rather than templ:
+// templ's runtime allocates for every expression, and a page with 400 rows
+// would allocate megabytes. Each row is built in one pooled buffer and
 // written at once, so rows allocate nothing per request.
 func OfferRows(rows []OfferRow) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
@@ -43,14 +44,35 @@ func OfferRows(rows []OfferRow) templ.Component {
 
 var rowBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
-// Each chip's class, by whether the size can start now.
+// Each size chip's class (static/css/input.css), by what the location says
+// of the size (O4): can start (green), reserved ahead (amber, dashed: on
+// request) or not in stock (grey, struck). The legend uses the same.
 const (
-	chipStartable = "rounded px-1.5 py-0.5 text-xs tabular-nums bg-green-50 text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-300 dark:ring-green-900"
-	chipOther     = "rounded px-1.5 py-0.5 text-xs tabular-nums text-slate-400 line-through ring-1 ring-slate-200 dark:ring-slate-700"
+	chipStartable = "chip-start"
+	chipReserved  = "chip-reserved"
+	chipNoStock   = "chip-out"
 )
 
-// appendOfferRow is one <tr>: shape, interconnect, kind, cluster and machine
-// price, free machines, the standard sizes (O4) and the action.
+// ChipClass is the class of a size chip that reads sell (models.Sellability).
+func ChipClass(sell string) string {
+	switch sell {
+	case string(models.Startable):
+		return chipStartable
+	case string(models.ReservedAhead):
+		return chipReserved
+	}
+	return chipNoStock
+}
+
+// RowDimmed is the class of a row or card that cannot start: dimmed, under
+// "Needs a quote".
+const RowDimmed = "row-dim"
+
+// appendOfferRow is one <tr> of the grid's six fixed columns: the machine
+// (shape, interconnect, kind, community warning), $/GPU-h, $/machine-h,
+// $/cluster-h, what the location has free with the standard sizes (O4), and
+// the action. Prices are exact (models.AppendPrice), so the cluster's is the
+// machine's × machines as shown (O7).
 func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 	sell := string(o.SellFor(n))
 	b = append(b, `<tr id="offer-`...)
@@ -59,39 +81,47 @@ func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 	b = appendEscaped(b, o.ID)
 	b = append(b, `" data-sell="`...)
 	b = appendEscaped(b, sell)
-	b = append(b, `"><td class="cell whitespace-nowrap"><span class="font-medium">`...)
-	b = appendShape(b, n, o.GPUsPerNode, o.Accelerator)
-	b = append(b, `</span> `...)
-	if o.Community {
-		b = append(b, `<span class="ml-1 rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100" title="Community host: keep secrets off it" data-testid="community-warning">community · keep secrets off</span>`...)
+	if sell != string(models.Startable) {
+		b = append(b, `" class="`+RowDimmed...)
 	}
-	b = append(b, `</td><td class="cell">`...)
+	b = append(b, `"><td class="cell"><span class="block font-medium">`...)
+	b = appendShape(b, n, o.GPUsPerNode, o.Accelerator)
+	b = append(b, `</span><span class="block text-xs text-slate-500">`...)
 	b = appendEscaped(b, InterconnectLabel(o.Interconnect))
-	b = append(b, `</td><td class="cell">`...)
+	b = append(b, ` · `...)
 	b = appendEscaped(b, KindLabel(o.MachineKind))
-	b = append(b, `</td><td class="cell num whitespace-nowrap"><span class="font-semibold" data-testid="cluster-price">`...)
-	b = append(models.AppendUSD(b, o.ClusterHour(n)), "/h"...)
-	b = append(b, `</span> <span class="block text-xs text-slate-500" data-testid="machine-price">`...)
-	b = append(models.AppendUSD(b, o.MachineHour()), "/h per machine"...)
-	b = append(b, `</span></td><td class="cell num whitespace-nowrap" data-testid="nodes-available">`...)
+	b = append(b, `</span>`...)
+	if o.Community {
+		b = append(b, `<span class="mt-1 inline-block rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100" title="Community host: keep secrets off it" data-testid="community-warning">community · keep secrets off</span>`...)
+	}
+	b = append(b, `</td><td class="cell num" data-testid="gpu-price">`...)
+	b = models.AppendPrice(b, o.PerGPUHour)
+	b = append(b, `</td><td class="cell num" data-testid="machine-price">`...)
+	b = models.AppendPrice(b, o.MachineHour())
+	b = append(b, `</td><td class="cell num font-semibold" data-testid="cluster-price">`...)
+	b = models.AppendPrice(b, o.ClusterHour(n))
+	b = append(b, `</td><td class="cell"><span class="block text-xs" data-testid="nodes-available">`...)
 	b = appendAvailability(b, o)
-	b = append(b, `</td><td class="cell"><div class="flex gap-1" aria-label="Node sizes">`...)
+	b = append(b, `</span>`...)
+	b = appendChips(b, o)
+	b = append(b, `</td><td class="cell text-right">`...)
+	b = appendAction(b, o, n, sell, "", volume)
+	return append(b, `</td></tr>`...)
+}
+
+// appendChips is the standard sizes, each as the location sells it (O4).
+func appendChips(b []byte, o *models.Offer) []byte {
+	b = append(b, `<span class="mt-1 flex flex-wrap gap-1" aria-label="Sizes">`...)
 	for _, size := range sizeChips {
 		s := string(o.SellFor(size))
 		b = append(b, `<span class="`...)
-		if s == string(models.Startable) {
-			b = append(b, chipStartable...)
-		} else {
-			b = append(b, chipOther...)
-		}
+		b = append(b, ChipClass(s)...)
 		b = append(b, `" title="`...)
 		b = append(b, sellLabel(s)...)
 		b = append(b, `">`...)
 		b = append(strconv.AppendInt(b, int64(size), 10), `</span>`...)
 	}
-	b = append(b, `</div></td><td class="cell whitespace-nowrap text-right">`...)
-	b = appendAction(b, o, n, sell, "", volume)
-	return append(b, `</td></tr>`...)
+	return append(b, `</span>`...)
 }
 
 // appendShape is Shape, escaped: "4 × 8 × H100 80GB".
@@ -108,15 +138,30 @@ func appendShape(b []byte, nodes, gpus int, accel string) []byte {
 	return b
 }
 
-// appendAvailability is what the location reports free, less holds.
+// appendAvailability is what the location has free (less holds) in words
+// that agree with the action (O2, O4): a counted location says how many are
+// free and so how many can start; one that only says whether it has any
+// starts up to 8 and takes the rest on request.
 func appendAvailability(b []byte, o *models.Offer) []byte {
 	switch {
-	case o.NodesAvailable != nil:
-		return append(strconv.AppendInt(b, int64(*o.NodesAvailable), 10), " free"...)
-	case o.Available:
-		return append(b, "in stock"...)
+	case o.NodesAvailable != nil && *o.NodesAvailable > 0:
+		b = append(strconv.AppendInt(b, int64(*o.NodesAvailable), 10), " free here — up to "...)
+		return appendMachines(b, o.MaxNodes())
+	case o.NodesAvailable == nil && o.Available:
+		b = append(b, "in stock — up to "...)
+		b = appendMachines(b, models.UncountedMaxNodes)
+		return strconv.AppendInt(append(b, "; available on request above "...), models.UncountedMaxNodes, 10)
 	}
-	return append(b, "none"...)
+	return append(b, "none free here — on request"...)
+}
+
+// appendMachines is "1 machine" or "n machines".
+func appendMachines(b []byte, n int) []byte {
+	b = strconv.AppendInt(b, int64(n), 10)
+	if n == 1 {
+		return append(b, " machine"...)
+	}
+	return append(b, " machines"...)
 }
 
 // appendEscaped appends s escaped as html.EscapeString (and templ) does.
@@ -195,16 +240,16 @@ func appendAction(b []byte, o *models.Offer, n int, sell, prefix, volume string)
 	return b
 }
 
-// OfferCards renders a location's offers as phone cards (below md): the
-// shape and where, the cluster price large with the machine's and the
-// GPU-hour's under it, and the action. Written like OfferRows, for the same
-// reason.
-func OfferCards(g OfferGroupView) templ.Component {
+// OfferCards renders offers as phone cards (below xl), under their
+// location's name: the shape, the cluster price large with the machine's and the GPU-hour's
+// under it, what is free, and the action. Written like OfferRows, for the
+// same reason.
+func OfferCards(rows []OfferRow) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		bp := rowBuffers.Get().(*[]byte)
 		defer rowBuffers.Put(bp)
-		for _, r := range g.Offers {
-			*bp = appendOfferCard((*bp)[:0], g.LocationName, r.Offer, r.Nodes, r.Volume)
+		for _, r := range rows {
+			*bp = appendOfferCard((*bp)[:0], r.Offer, r.Nodes, r.Volume)
 			if _, err := w.Write(*bp); err != nil {
 				return err
 			}
@@ -213,17 +258,19 @@ func OfferCards(g OfferGroupView) templ.Component {
 	})
 }
 
-func appendOfferCard(b []byte, locationName string, o *models.Offer, n int, volume string) []byte {
+func appendOfferCard(b []byte, o *models.Offer, n int, volume string) []byte {
 	sell := string(o.SellFor(n))
-	b = append(b, `<li class="flex items-center gap-3 px-3 py-3" data-testid="offer-card" data-card-offer-id="`...)
+	b = append(b, `<li class="flex items-start gap-3 px-3 py-3`...)
+	if sell != string(models.Startable) {
+		b = append(b, ` `+RowDimmed...)
+	}
+	b = append(b, `" data-testid="offer-card" data-card-offer-id="`...)
 	b = appendEscaped(b, o.ID)
 	b = append(b, `" data-sell="`...)
 	b = appendEscaped(b, sell)
 	b = append(b, `"><div class="min-w-0 flex-1"><p class="font-medium">`...)
 	b = appendShape(b, n, o.GPUsPerNode, o.Accelerator)
 	b = append(b, `</p><p class="text-xs text-slate-500">`...)
-	b = appendEscaped(b, locationName)
-	b = append(b, ` · `...)
 	b = appendEscaped(b, InterconnectLabel(o.Interconnect))
 	b = append(b, ` · `...)
 	b = appendEscaped(b, KindLabel(o.MachineKind))
@@ -232,12 +279,16 @@ func appendOfferCard(b []byte, locationName string, o *models.Offer, n int, volu
 		b = append(b, `<p class="mt-1"><span class="rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100">community · keep secrets off</span></p>`...)
 	}
 	b = append(b, `<p class="mt-1 tabular-nums"><span class="font-semibold" data-testid="card-cluster-price">`...)
-	b = append(models.AppendUSD(b, o.ClusterHour(n)), "/h"...)
-	b = append(b, `</span> <span class="block text-xs text-slate-500">`...)
-	b = append(models.AppendUSD(b, o.MachineHour()), "/h per machine · "...)
-	b = append(models.AppendUSD(b, o.PerGPUHour), "/GPU-h · "...)
+	b = append(models.AppendPrice(b, o.ClusterHour(n)), "/cluster-h"...)
+	b = append(b, `</span> <span class="block text-xs text-slate-500"><span class="whitespace-nowrap" data-testid="card-machine-price">`...)
+	b = append(models.AppendPrice(b, o.MachineHour()), "/machine-h"...)
+	b = append(b, `</span> · <span class="whitespace-nowrap" data-testid="card-gpu-price">`...)
+	b = append(models.AppendPrice(b, o.PerGPUHour), "/GPU-h"...)
+	b = append(b, `</span></span></p><p class="mt-1 text-xs" data-testid="card-nodes-available">`...)
 	b = appendAvailability(b, o)
-	b = append(b, `</span></p></div><div class="shrink-0 text-right">`...)
+	b = append(b, `</p>`...)
+	b = appendChips(b, o)
+	b = append(b, `</div><div class="shrink-0 text-right">`...)
 	b = appendAction(b, o, n, sell, "card-", volume)
 	return append(b, `</div></li>`...)
 }

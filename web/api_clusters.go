@@ -188,6 +188,12 @@ func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []model
 	if cl.LastError != "" {
 		j.LastError = &cl.LastError
 	}
+	if !cl.Status.Terminal() { // B6: the stop and resume under way, or the stop in force
+		j.StopRequestedAt, j.ResumeRequestedAt = cl.StopRequestedAt, cl.ResumeRequestedAt
+		if cl.Status == models.StatusStopped || cl.StopRequestedAt != nil {
+			j.StopReason, j.StoppedAt = cl.StopReason, cl.StoppedAt
+		}
+	}
 	for _, n := range nodes {
 		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost,
 			Message: n.Message, StartCommand: startJSON(cl, starts[n.Rank])})

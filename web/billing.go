@@ -135,6 +135,11 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 		return views.BillingPage{}, err
 	}
 	bp.AutoRecharge = views.AutoRechargeSettings(form)
+	budgets, err := h.budgetsForm(ctx, p.Org.ID, bp.Meta.CSRF)
+	if err != nil {
+		return views.BillingPage{}, err
+	}
+	bp.Budgets = views.BudgetsSettings(budgets)
 	return bp, nil
 }
 
@@ -312,7 +317,12 @@ func (h *handler) endedView(c echo.Context, cl models.Cluster) (*views.EndedView
 	}
 	ran := "never billed: not every machine came up"
 	if cl.ReadyAt != nil {
-		ran = "billed for " + hours(minutesBetween(*cl.ReadyAt, end)) + " h"
+		minutes := minutesBetween(*cl.ReadyAt, end)
+		if (cl.StoppedAt != nil || cl.BillFrom != nil) && len(u.Machines) > 0 {
+			// stopped on the way (B6): only the billed runs count
+			minutes = u.Machines[0].Minutes + u.Machines[0].AccumulatingMinutes
+		}
+		ran = "billed for " + hours(minutes) + " h"
 	}
 	return &views.EndedView{At: end.UTC().Format("2006-01-02 15:04 UTC"), RanFor: ran, TotalCost: models.USD(u.Completed + u.Accumulating)}, nil
 }

@@ -21,8 +21,9 @@ func newBrowser(t *testing.T) context.Context {
 	return newBrowserFor(t, time.Minute)
 }
 
-// newBrowserFor is newBrowser for a test that needs longer than a minute.
-func newBrowserFor(t *testing.T, within time.Duration) context.Context {
+// newBrowserFor is newBrowser for a test that needs longer than a minute;
+// extra options start the browser differently (e.g. without JavaScript).
+func newBrowserFor(t *testing.T, within time.Duration, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := os.Getenv("CHROMIUM_PATH")
 	if path == "" {
@@ -48,6 +49,7 @@ func newBrowserFor(t *testing.T, within time.Duration) context.Context {
 		chromedp.Flag("disable-quic", true),
 		chromedp.WindowSize(1280, 900),
 		chromedp.UserDataDir(t.TempDir()))
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, within)
@@ -88,6 +90,7 @@ func TestBrowserOfferFilterUpdatesInPlace(t *testing.T) {
 	defer srv.Close()
 
 	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1440, 900), // the grid; narrower screens show cards
 		chromedp.Navigate(srv.URL+"/offers?accelerator=H100_80GB&nodes=4"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=offer-row]`)),
 	); err != nil {

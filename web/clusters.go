@@ -50,7 +50,7 @@ func clusterRow(cl models.Cluster, now time.Time) views.ClusterRow {
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status),
 		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
 		Location: cl.LocationName, Age: age(now.Sub(cl.CreatedAt)),
-		Price: models.USD(cl.USDPerHour) + "/h",
+		Price: models.PriceUSD(cl.USDPerHour) + "/h",
 		Starting: cl.Status == models.StatusProvisioning || cl.Status == models.StatusInstalling ||
 			cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
 	}
@@ -192,11 +192,11 @@ func quoteView(q models.Quote) views.QuoteView {
 	qv := views.QuoteView{
 		ID: q.ID, Shape: views.Shape(q.Nodes, q.GPUsPerNode, q.Accelerator), Location: q.LocationName,
 		Interconnect: views.InterconnectLabel(q.Interconnect), Kind: views.KindLabel(q.MachineKind),
-		Price: models.USD(q.USDPerHour) + "/h", MachinePrice: models.USD(q.MachineHour()) + "/h",
+		Price: models.PriceUSD(q.USDPerHour) + "/h", MachinePrice: models.PriceUSD(q.MachineHour()) + "/h",
 		ExpiresAt: q.ExpiresAt.Format("15:04 MST, 2 Jan"), Community: q.Community,
 	}
 	for _, li := range q.LineItems() {
-		qv.Lines = append(qv.Lines, views.LineView{Name: lineName(li.Name), Quantity: li.Quantity, Price: models.USD(li.USDPerHour) + "/h"})
+		qv.Lines = append(qv.Lines, views.LineView{Name: lineName(li.Name), Quantity: li.Quantity, Price: models.PriceUSD(li.USDPerHour) + "/h"})
 	}
 	return qv
 }
@@ -402,18 +402,37 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		Meta: h.meta(c, cl.Name), C: clusterView(cl),
 		Live:         !cl.Status.Terminal(),
 		CanTerminate: !cl.Status.Terminal() && cl.TerminateRequestedAt == nil,
+		Tab:          clusterTab(c.QueryParam("tab")),
+		Problem:      problemView(cl, nodes),
+		CanResume:    cl.Resumable(),
 	}
 	for _, n := range nodes {
-		cp.Nodes = append(cp.Nodes, nodeView(cl, n, now))
+		cp.Nodes = append(cp.Nodes, nodeView(cl, n))
 	}
 	for _, e := range events {
 		cp.Events = append(cp.Events, views.EventView{At: e.At.Format("15:04:05"), Kind: e.Kind, Status: e.Status,
 			Node: e.Node, Step: e.Step, Message: e.Message})
 	}
+	cp.RecentEvents = cp.Events[max(len(cp.Events)-recentEvents, 0):]
+	for _, t := range views.ClusterTabs {
+		cp.Tabs = append(cp.Tabs, views.TabView{ID: t, Label: tabLabels[t], Href: views.TabHref(cl.ID, t), Current: t == cp.Tab})
+	}
+	if cl.Status == models.StatusInstalling && cl.TerminateRequestedAt == nil {
+		run, err := h.Store.SoftwareRunStarted(ctx, cl.OrgID, cl.ID)
+		if err != nil {
+			return cp, err
+		}
+		cp.Progress = progressView(cl, nodes, run, now)
+	} else {
+		cp.Progress = progressView(cl, nodes, nil, now)
+	}
 	if cl.Status == models.StatusFailed {
 		cp.Alternatives, err = h.alternatives(c, cl)
 		if err != nil {
 			return cp, err
+		}
+		if cp.Problem != nil {
+			cp.Problem.Advice = failedAdvice(len(cp.Alternatives))
 		}
 	}
 	cp.Recovery = recoveryView(cl, now, nil)
@@ -422,6 +441,9 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	}
 	if cp.Ended, err = h.endedView(c, cl); err != nil {
 		return cp, err
+	}
+	if cp.Ended != nil && cl.EndedAt != nil {
+		cp.Ended.Ran = ranFor(cl.EndedAt.Sub(cl.CreatedAt))
 	}
 	if err := h.decorateClusterPage(c, cl, nodes, &cp); err != nil {
 		return cp, err
@@ -443,6 +465,19 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	}
 	cp.NCCL = ncclView(cl, nccl)
 	return cp, nil
+}
+
+// recentEvents is how many events the overview shows; the Events section has all.
+const recentEvents = 5
+
+var tabLabels = map[string]string{views.TabOverview: "Overview", views.TabConnect: "Connect", views.TabLogs: "Logs", views.TabEvents: "Events"}
+
+// clusterTab reads ?tab=; anything but a known section is the overview.
+func clusterTab(q string) string {
+	if slices.Contains(views.ClusterTabs, q) {
+		return q
+	}
+	return views.TabOverview
 }
 
 // ncclView shows the NCCL check beside what the interconnect advertises (X4).
@@ -474,7 +509,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status),
 		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
 		Location: cl.LocationName, Interconnect: views.InterconnectLabel(cl.Interconnect), Kind: views.KindLabel(cl.MachineKind),
-		Price: models.USD(cl.USDPerHour) + "/h", MachinePrice: models.USD(cl.MachineHour) + "/h",
+		Price: models.PriceUSD(cl.USDPerHour) + "/h", MachinePrice: models.PriceUSD(cl.MachineHour) + "/h",
 		ReadyAt: "not yet", LastError: cl.LastError, Software: cl.Software,
 		Created:     cl.CreatedAt.Format(time.RFC3339),
 		Terminating: cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
@@ -482,30 +517,67 @@ func clusterView(cl models.Cluster) views.ClusterView {
 	if cl.ReadyAt != nil {
 		v.ReadyAt = cl.ReadyAt.Format("15:04:05 MST, 2 Jan")
 	}
+	if cl.BillFrom != nil {
+		v.ReadyAt = cl.BillFrom.Format("15:04:05 MST, 2 Jan") + " (resumed)"
+	}
+	if cl.Status == models.StatusStopped && cl.StoppedAt != nil {
+		v.ReadyAt = "none: stopped " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")
+	}
+	v.Stop = stopLine(cl)
 	return v
 }
 
-// nodeView is one node's timeline: each step done (with when), the one it
-// waits for (with the time left before its deadline), or failed (X3).
-func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.NodeView {
-	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Address: n.PrivateIP, Message: n.Message}
+// stopLine says what a stop or resume is doing to the cluster (B6).
+func stopLine(cl models.Cluster) string {
+	why := ""
+	switch models.StopReason(cl.StopReason) {
+	case models.StopByBalance:
+		why = " because the balance ran out"
+	case models.StopByBudget:
+		why = " because the environment's budget was reached"
+	}
+	switch {
+	case cl.Status.Terminal() || cl.TerminateRequestedAt != nil:
+		return ""
+	case cl.Resuming():
+		return "Resuming: every machine is starting again with the launch's step deadlines, all or nothing. Billing restarts when all of them have joined."
+	case cl.Status == models.StatusStopped && cl.StopRequestedAt != nil:
+		return "Stopped. The machines a failed resume started are being stopped again; resume once they are."
+	case cl.Status == models.StatusStopped:
+		at := ""
+		if cl.StoppedAt != nil {
+			at = " at " + cl.StoppedAt.Format("15:04 MST, 2 Jan")
+		}
+		return "Stopped" + at + why + ": every machine is stopped at the provider and compute billing ended; nothing is deleted. " +
+			"Resume starts every machine again (it needs the balance a launch needs; add funds on the billing page)."
+	case cl.StopRequestedAt != nil:
+		return "Stopping" + why + ": every machine is being stopped at the provider; compute billing ends when they are."
+	}
+	return ""
+}
+
+// nodeView is one node: its status as the cluster page says it (derived
+// from the cluster's status and the node's step, L8), and its timeline: each
+// step done (with when), the one it waits for (with when the cluster gives
+// up on it), or failed (X3, L11).
+func nodeView(cl models.Cluster, n models.ClusterNode) views.NodeView {
+	shown := models.ShownNodeStatus(cl, n)
+	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(shown), Detail: nodeDetail(cl, n, shown),
+		Address: n.PrivateIP, Message: n.Message}
 	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
 	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
 	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(cl.PlacedAt != nil, "done", "active"), At: clock(cl.PlacedAt)})
 	for _, step := range models.ProvisionSteps {
 		sv := views.StepView{Label: labels[step], State: "waiting"}
 		deadline := cl.StepDeadline(step)
-		if !deadline.IsZero() {
-			sv.Deadline = "deadline " + deadline.Format("15:04:05")
-		}
 		switch {
 		case stamp[step] != nil:
 			sv.State, sv.At = "done", clock(stamp[step])
-		case n.Step == step && (n.Status == models.NodeFailed || n.Status == models.NodeLost):
+		case n.Step == step && (shown == models.NodeFailed || shown == models.NodeLost):
 			sv.State = "failed"
-		case n.Step == step && cl.Status == models.StatusProvisioning && !deadline.IsZero():
+		case n.Step == step && shown == models.NodeProvisioning && !deadline.IsZero():
 			sv.State = "active"
-			sv.Left = (deadline.Sub(now)).Round(time.Second).String() + " left"
+			sv.Deadline = "gives up at " + deadline.Format("15:04:05")
 		}
 		nv.Steps = append(nv.Steps, sv)
 	}
@@ -514,9 +586,9 @@ func nodeView(cl models.Cluster, n models.ClusterNode, now time.Time) views.Node
 		switch {
 		case n.SoftwareAt != nil:
 			sv.State, sv.At = "done", clock(n.SoftwareAt)
-		case cl.Status == models.StatusInstalling:
+		case shown == models.NodeInstalling:
 			sv.State = "active"
-		case cl.Status == models.StatusDegraded && cl.ReadyAt != nil && n.SoftwareAt == nil:
+		case shown == models.NodeDegraded:
 			sv.State = "failed"
 		}
 		nv.Steps = append(nv.Steps, sv)
@@ -552,7 +624,7 @@ func (h *handler) alternatives(c echo.Context, cl models.Cluster) ([]views.Offer
 			}
 			out = append(out, views.OfferAlternative{
 				Label:     fmt.Sprintf("%s · %s · %s", o.LocationName, views.InterconnectLabel(o.Interconnect), views.KindLabel(o.MachineKind)),
-				Price:     models.USD(o.ClusterHour(cl.Nodes)) + "/h",
+				Price:     models.PriceUSD(o.ClusterHour(cl.Nodes)) + "/h",
 				LaunchURL: "/clusters/new?" + url.Values{"offer": {o.ID}, "nodes": {strconv.Itoa(cl.Nodes)}}.Encode(),
 			})
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/api"
@@ -35,8 +36,9 @@ func (h *handler) spec(c echo.Context, cl models.Cluster, nodes []models.Cluster
 // decorateClusterPage adds what the cluster page shows once machines are up:
 // how to connect, the logs, and the software actions.
 func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes []models.ClusterNode, cp *views.ClusterPage) error {
-	cp.CanRetry = cl.Status == models.StatusDegraded && models.SoftwareFailure(cl.LastError)
-	if sw := software.Lookup(cl.Software); sw != nil && sw.HeadReports && !cl.Status.Terminal() {
+	terminating := cl.TerminateRequestedAt != nil
+	cp.CanRetry = cl.Status == models.StatusDegraded && models.SoftwareFailure(cl.LastError) && !terminating
+	if sw := software.Lookup(cl.Software); sw != nil && sw.HeadReports && !cl.Status.Terminal() && !terminating {
 		reported, err := h.Store.KubeconfigReported(c.Request().Context(), cl.ID)
 		if err != nil {
 			return err
@@ -46,6 +48,22 @@ func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes [
 	if cl.PlacedAt != nil {
 		for _, n := range nodes {
 			cp.LogRanks = append(cp.LogRanks, n.Rank)
+		}
+	}
+	if cp.Tab == views.TabLogs && len(cp.LogRanks) > 0 {
+		rank, err := logNode(c, cl)
+		if err != nil {
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, fmt.Sprintf("No such node: this cluster has node-0 to node-%d.", cl.Nodes-1))
+		}
+		cp.LogRank = rank
+		if !cp.Live {
+			lines, err := h.Store.TailNodeLogs(c.Request().Context(), cl.OrgID, cl.ID, rank, logsBacklog)
+			if err != nil {
+				return err
+			}
+			for _, l := range lines {
+				cp.LogLines = append(cp.LogLines, views.LogLineView{At: l.At.Format("15:04:05"), Text: l.Text})
+			}
 		}
 	}
 	starts, err := h.Store.NodeStarts(c.Request().Context(), cl.OrgID, cl.ID)
@@ -60,8 +78,12 @@ func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes [
 		return nil
 	}
 	s := h.spec(c, cl, nodes)
+	cp.HeaderSSH = s.PrimarySSH().Command
+	if cp.Tab != views.TabConnect {
+		return nil
+	}
 	cv := &views.ConnectView{
-		PrimarySSH: s.PrimarySSH().Command, EnvBlock: s.EnvBlock(0), EnvMasked: maskedEnvBlock(s, cl.Env()),
+		PrimarySSH: s.PrimarySSH().Command, EnvBlock: s.EnvBlock(0), EnvMasked: maskedEnvBlock(s, cl.Env()), Env: envViews(s, cl.Env()),
 		Readiness: nodespec.ReadinessNote, Malloc: nodespec.MallocHint,
 		StartCmd: cl.StartCommand, Ports: portViews(portsFor(cl, s)),
 	}
@@ -213,7 +235,7 @@ func (h *handler) apiLogs(c echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, api.LogLines{Cluster: cl.ID, Node: "node-" + strconv.Itoa(rank), Lines: out})
 	}
-	return h.streamLogs(c, cl, rank, func(l models.NodeLogLine) ([]byte, error) {
+	return h.streamLogs(c, cl, rank, "the cluster has ended", func(l models.NodeLogLine) ([]byte, error) {
 		return json.Marshal(api.LogLine{ID: l.ID, Node: "node-" + strconv.Itoa(rank), At: l.At, Text: l.Text})
 	})
 }
@@ -230,7 +252,11 @@ func (h *handler) streamLogsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.streamLogs(c, cl, rank, func(l models.NodeLogLine) ([]byte, error) {
+	var end bytes.Buffer
+	if err := views.LogEnd().Render(ctx, &end); err != nil {
+		return err
+	}
+	return h.streamLogs(c, cl, rank, end.String(), func(l models.NodeLogLine) ([]byte, error) {
 		var buf bytes.Buffer
 		err := views.LogLine(l.At.Format("15:04:05"), l.Text).Render(ctx, &buf)
 		return buf.Bytes(), err
@@ -251,8 +277,9 @@ func (h *handler) logPanel(c echo.Context) error {
 }
 
 // streamLogs writes a node's last lines, then follows new ones as "line"
-// events until the client leaves or the cluster ended and everything was sent.
-func (h *handler) streamLogs(c echo.Context, cl models.Cluster, rank int, encode func(models.NodeLogLine) ([]byte, error)) error {
+// events until the client leaves or the cluster ended and everything was
+// sent, which it says with one "end" event carrying end.
+func (h *handler) streamLogs(c echo.Context, cl models.Cluster, rank int, end string, encode func(models.NodeLogLine) ([]byte, error)) error {
 	ctx := c.Request().Context()
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
@@ -282,7 +309,7 @@ func (h *handler) streamLogs(c echo.Context, cl models.Cluster, rank int, encode
 		if len(lines) == 0 {
 			cur, err := h.Store.ClusterByID(ctx, cl.ID)
 			if err != nil || cur.Status.Terminal() {
-				fmt.Fprint(w, "event: end\ndata: the cluster has ended\n\n")
+				fmt.Fprintf(w, "event: end\ndata: %s\n\n", strings.ReplaceAll(end, "\n", "\ndata: "))
 				w.Flush()
 				return nil
 			}

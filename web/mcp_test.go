@@ -51,6 +51,10 @@ func TestMCPToolsSpeakTheDocumentedAPI(t *testing.T) {
 			return fmt.Sprint(res.StructuredContent.(map[string]any)[k])
 		}
 		call("list_offers", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "include_community": true}, false)
+		if got := field(call("list_offers", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "sort": "gpu_price"}, false), "count"); got == "0" {
+			t.Errorf("list_offers sorted by gpu_price lists nothing")
+		}
+		call("list_offers", map[string]any{"nodes": 2, "sort": "cheapest"}, true) // O3: the sort is checked
 		qid := field(call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "persistent_gb": 100}, false), "id")
 		call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "max_hourly_price": "1"}, true)
 		launch := map[string]any{"quote_id": qid, "software": "slurm", "env": map[string]string{"HF_TOKEN": "x"}, "ports": []int{8888}}

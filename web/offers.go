@@ -31,6 +31,7 @@ func offerQuery(q url.Values, defaults bool) (views.OfferForm, models.OfferFilte
 		GPUs:         first("gpus_per_node", "gpusPerNode"),
 		MaxPrice:     first("max_price", "maxHourlyPrice"),
 		Community:    parseBool(first("include_community", "includeCommunity")),
+		Sort:         first("sort"),
 	}
 	if defaults && form.Accelerator == "" {
 		form.Accelerator = "H100_80GB"
@@ -39,14 +40,16 @@ func offerQuery(q url.Values, defaults bool) (views.OfferForm, models.OfferFilte
 		form.Nodes = "2"
 	}
 	f := models.OfferFilter{Accelerator: form.Accelerator, Interconnect: form.Interconnect,
-		MachineKind: form.Kind, IncludeCommunity: form.Community}
+		MachineKind: form.Kind, IncludeCommunity: form.Community, Sort: models.OfferSort(form.Sort)}
 	fe := models.FieldErrors{}
 	n, err := strconv.Atoi(form.Nodes)
 	if err != nil {
 		fe["nodes"] = fmt.Sprintf("a whole number of machines, %d to %d", models.MinNodes, models.MaxNodes)
 	}
 	f.Nodes = n
-	if form.GPUs != "" {
+	// "any" is the picker's explicit choice of every size; absent, the page
+	// picks a default (listOffers) and the API shows every size.
+	if form.GPUs != "" && form.GPUs != views.AnyGPUs {
 		if f.GPUsPerNode, err = strconv.Atoi(form.GPUs); err != nil {
 			fe["gpus_per_node"] = "machines come with 1, 2, 4 or 8 GPUs"
 		}
@@ -91,13 +94,26 @@ func (h *handler) listOffers(c echo.Context) error {
 	if len(problems) > 0 {
 		status = 422
 	} else {
-		var err error
-		// Before offerResults: private rows are the organisation's own, so
-		// signed-in answers are never kept (offerResults).
+		pick, err := h.Store.PreparePick(c.Request().Context(), f)
+		if err != nil {
+			return err
+		}
+		// Private rows are the organisation's own: shown whatever the
+		// default machine size, and before offerResults, so signed-in
+		// answers are never kept (offerResults).
 		if p.Private, err = h.privateRows(c, f); err != nil {
 			return err
 		}
-		results, err := h.offerResults(c, p, f)
+		if form.GPUs == "" {
+			// The default GPUs per machine is the largest machine the other
+			// filters leave: a cluster is usually built of full machines
+			// (issue 13). "Any" stays one choice away, and in the URL.
+			if g := pick.LargestMachine(); g > 0 {
+				pick, f.GPUsPerNode = pick.WithGPUs(g), g
+				p.Form.GPUs, p.GPUsDefaulted = strconv.Itoa(g), true
+			}
+		}
+		results, err := h.offerResults(c, p, pick, f)
 		if err != nil {
 			return err
 		}
@@ -134,20 +150,17 @@ func (h *handler) privateRows(c echo.Context, f models.OfferFilter) ([]views.Pri
 // catalog scale it is most of the page, and the catalog changes once a
 // minute (issue 13). OfferResults must show only the answer and the form:
 // whatever else it comes to show (per user, per organisation) joins the key.
-func (h *handler) offerResults(c echo.Context, p views.OffersPage, f models.OfferFilter) ([]byte, error) {
-	pick, err := h.Store.PreparePick(c.Request().Context(), f)
-	if err != nil {
-		return nil, err
-	}
+func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.Pick, f models.OfferFilter) ([]byte, error) {
 	// Only the public answer is kept: a signed-in organisation's results
 	// may show what is its own (private offers), which no stamp covers.
 	shared := principal(c) == nil
 	fm := p.Form
-	key := fmt.Sprintf("html %s|%q %q %q %q %q %q %t", pick.Stamp, fm.Accelerator, fm.Nodes, fm.Interconnect, fm.Kind, fm.GPUs, fm.MaxPrice, fm.Community)
+	key := fmt.Sprintf("html %s|%q %q %q %q %q %q %t %q %t", pick.Stamp, fm.Accelerator, fm.Nodes, fm.Interconnect, fm.Kind, fm.GPUs,
+		fm.MaxPrice, fm.Community, fm.Sort, p.GPUsDefaulted)
 	if b, ok := h.renders.get(key); ok && shared {
 		return b, nil
 	}
-	p.Groups, p.Shown = offerGroupViews(pick.Groups(), f)
+	p.Groups, p.Startable, p.Shown = offerGroupViews(pick.Groups(), f)
 	if p.Volume != nil {
 		for i := range p.Groups {
 			for j := range p.Groups[i].Offers {
@@ -167,21 +180,25 @@ func (h *handler) offerResults(c echo.Context, p views.OffersPage, f models.Offe
 }
 
 // offerGroupViews points each row at its offer; the rows of every group
-// share one slice.
-func offerGroupViews(groups []models.OfferGroup, f models.OfferFilter) ([]views.OfferGroupView, int) {
-	shown := 0
+// share one slice. Each group's startable rows come first (models sorts
+// them so); Startable counts them, and the page's.
+func offerGroupViews(groups []models.OfferGroup, f models.OfferFilter) (out []views.OfferGroupView, startable, shown int) {
 	for _, g := range groups {
 		shown += len(g.Offers)
 	}
-	out := make([]views.OfferGroupView, 0, len(groups))
+	out = make([]views.OfferGroupView, 0, len(groups))
 	rows := make([]views.OfferRow, 0, shown)
 	for _, g := range groups {
-		start := len(rows)
+		start, n := len(rows), 0
 		for i := range g.Offers {
+			if g.Offers[i].SellFor(f.Nodes) == models.Startable {
+				n++
+			}
 			rows = append(rows, views.OfferRow{Offer: &g.Offers[i], Nodes: f.Nodes})
 		}
+		startable += n
 		out = append(out, views.OfferGroupView{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes,
-			Offers: rows[start:len(rows):len(rows)]})
+			Offers: rows[start:len(rows):len(rows)], Startable: n})
 	}
-	return out, shown
+	return out, startable, shown
 }

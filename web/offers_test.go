@@ -1,11 +1,17 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
-	"github.com/PuerkitoBio/goquery"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
 )
 
 func TestOffersPageFullAndPartial(t *testing.T) {
@@ -29,21 +35,28 @@ func TestOffersPageFullAndPartial(t *testing.T) {
 			t.Errorf("Vary = %q, want HX-Request", got)
 		}
 		d := doc(t, full)
-		// O3: grouped by location at the node count, cheapest startable group first.
-		var locs []string
-		d.Find(`[data-testid=offer-group]`).Each(func(_ int, s *goquery.Selection) {
-			locs = append(locs, s.AttrOr("data-location", "")+"@"+s.AttrOr("data-nodes", ""))
-		})
-		if strings.Join(locs, ",") != "us-east@4,eu-west@4" {
-			t.Errorf("groups = %v, want us-east@4 then eu-west@4 (eu-west cannot sell 4)", locs)
+		// O3: grouped by location at the node count; what can start first,
+		// what needs a quote under it (issue 13).
+		groupsOf := func(d *goquery.Document, testid string) string {
+			var locs []string
+			d.Find(`[data-testid=offer-grid] [data-testid=` + testid + `]`).Each(func(_ int, s *goquery.Selection) {
+				locs = append(locs, s.AttrOr("data-location", "")+"@"+s.AttrOr("data-nodes", ""))
+			})
+			return strings.Join(locs, ",")
+		}
+		if got, quote := groupsOf(d, "offer-group"), groupsOf(d, "quote-group"); got != "us-east@4" || quote != "eu-west@4" {
+			t.Errorf("groups = %q, needing a quote %q; want us-east@4, then eu-west@4 (it cannot sell 4)", got, quote)
 		}
 		row := d.Find(`#offer-sim\:big`)
-		// Whole cluster price with the machine price under it: 4 × (8 × 2.49 + 500 × 0.0001).
-		if got := row.Find(`[data-testid=cluster-price]`).Text(); got != "$79.88/h" {
-			t.Errorf("cluster price = %q, want $79.88/h", got)
+		// Whole cluster price, machine price and per-GPU rate: 4 × (8 × 2.49 + 500 × 0.0001).
+		if got := row.Find(`[data-testid=cluster-price]`).Text(); got != "$79.88" {
+			t.Errorf("cluster price = %q, want $79.88", got)
 		}
-		if got := row.Find(`[data-testid=machine-price]`).Text(); got != "$19.97/h per machine" {
+		if got := row.Find(`[data-testid=machine-price]`).Text(); got != "$19.97" {
 			t.Errorf("machine price = %q", got)
+		}
+		if got := row.Find(`[data-testid=gpu-price]`).Text(); got != "$2.49" {
+			t.Errorf("per-GPU price = %q", got)
 		}
 		// O4: the counted location with 3 free reads not in stock at 4 and links to a quote.
 		small := d.Find(`#offer-sim\:cheap`)
@@ -240,4 +253,348 @@ func TestErrorsAreCustomerSafe(t *testing.T) {
 	if rec.Code != 404 || !strings.Contains(rec.Body.String(), `"code":"not_found"`) {
 		t.Errorf("API 404 body: %s", rec.Body)
 	}
+}
+
+// rowIDs lists the grid's rows (or, with "card", the phone's cards) under
+// sel, in order.
+func rowIDs(d *goquery.Document, sel string) string {
+	var ids []string
+	d.Find(sel).Each(func(_ int, s *goquery.Selection) {
+		ids = append(ids, strings.TrimPrefix(s.AttrOr("data-offer-id", s.AttrOr("data-card-offer-id", "")), "sim:"))
+	})
+	return strings.Join(ids, ",")
+}
+
+// O3, issue 13: the page sorts by cluster price (the default) or by $/GPU-h,
+// read from the URL like every filter, the same in the grid and the cards;
+// what can start comes first whatever the sort. The API sorts alike. An
+// unknown sort is a field problem (422), on the page and the API.
+func TestOffersSortOrder(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		// At 4 machines (disk 500 GB): cheap-gpu $1.90/GPU-h but a dear disk
+		// ($0.004/GB-h) → $68.80/h; mid $2.10 → $67.40/h; dear $2.50 →
+		// $80.20/h in another location; scarce $1.00 with 2 free cannot start.
+		cheapGPU := testOffer("cheap-gpu", "us-east", 8, 1_900_000, intp(10))
+		cheapGPU.DiskGBHour = 4_000
+		app.seedOffers(cheapGPU, testOffer("mid", "us-east", 8, 2_100_000, intp(10)),
+			testOffer("dear", "eu-west", 8, 2_500_000, intp(10)), testOffer("scarce", "eu-west", 8, 1_000_000, intp(2)))
+		for _, tt := range []struct{ query, grid, cards string }{
+			{"", "mid,cheap-gpu,dear,scarce", "mid,cheap-gpu,dear"},
+			{"&sort=cluster_price", "mid,cheap-gpu,dear,scarce", "mid,cheap-gpu,dear"},
+			{"&sort=gpu_price", "cheap-gpu,mid,dear,scarce", "cheap-gpu,mid,dear"},
+		} {
+			for _, hx := range []string{"", "true"} {
+				rec := app.get("/offers?accelerator=H100_80GB&nodes=4"+tt.query, "HX-Request", hx)
+				d := doc(t, rec)
+				if rec.Code != http.StatusOK {
+					t.Fatalf("%q: status %d", tt.query, rec.Code)
+				}
+				if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=offer-row]`); got != tt.grid {
+					t.Errorf("%q (htmx %q): grid rows %s, want %s", tt.query, hx, got, tt.grid)
+				}
+				if got := rowIDs(d, `[data-testid=card-group] [data-testid=offer-card]`); got != tt.cards {
+					t.Errorf("%q (htmx %q): cards that can start %s, want %s", tt.query, hx, got, tt.cards)
+				}
+				want := "cluster_price"
+				if strings.Contains(tt.query, "gpu_price") {
+					want = "gpu_price"
+				}
+				sel := d.Find(`#sort`)
+				if got := sel.Find(`option[selected]`).AttrOr("value", ""); got != want || sel.AttrOr("form", "") != "offer-filters" {
+					t.Errorf("%q: the sort control reads %q (form %q), want %s in the filters' form", tt.query, got, sel.AttrOr("form", ""), want)
+				}
+			}
+		}
+		var resp struct {
+			Groups []struct {
+				Offers []struct{ ID string }
+			}
+		}
+		if err := json.Unmarshal(app.get("/v1/gpu/offers?accelerator=H100_80GB&nodes=4&sort=gpu_price").Body.Bytes(), &resp); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, g := range resp.Groups {
+			for _, o := range g.Offers {
+				ids = append(ids, strings.TrimPrefix(o.ID, "sim:"))
+			}
+		}
+		if got := strings.Join(ids, ","); got != "cheap-gpu,mid,dear,scarce" {
+			t.Errorf("API by $/GPU-h: %s", got)
+		}
+		rec := app.get("/offers?accelerator=H100_80GB&nodes=4&sort=cheapest")
+		if rec.Code != http.StatusUnprocessableEntity || doc(t, rec).Find(`[data-testid=problem-sort]`).Length() != 1 {
+			t.Errorf("an unknown sort: %d, want 422 with a problem beside the sort", rec.Code)
+		}
+		if rec := app.get("/v1/gpu/offers?sort=cheapest"); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), `"sort"`) {
+			t.Errorf("API, an unknown sort: %d %s", rec.Code, rec.Body)
+		}
+	})
+}
+
+// Issue 13: the summary counts what can start now and what needs a quote,
+// and the grid and the cards hold exactly those: startable rows first (one
+// group per location), the rest dimmed under "Needs a quote" (the cards
+// folded).
+func TestOffersSummaryCounts(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.seedOffers(
+			testOffer("a", "us-east", 8, 2_000_000, intp(10)), testOffer("b", "us-east", 8, 2_100_000, intp(3)),
+			testOffer("c", "eu-west", 8, 2_200_000, nil), testOffer("d", "eu-west", 8, 1_500_000, intp(0)),
+			testOffer("e", "ap-south", 8, 1_800_000, intp(4)),
+		)
+		// 8 machines: a (10 free) and c (uncounted, up to 8) can start; b (3),
+		// d (none) and e (4) cannot.
+		d := doc(t, app.get("/offers?accelerator=H100_80GB&nodes=8"))
+		summary := strings.Join(strings.Fields(d.Find(`[data-testid=offer-summary]`).Text()), " ")
+		if summary != "2 can start now · 3 need a quote" {
+			t.Errorf("summary = %q", summary)
+		}
+		if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=offer-group] [data-testid=offer-row]`); got != "a,c" {
+			t.Errorf("startable rows = %s, want a,c", got)
+		}
+		// Under "Needs a quote", locations keep their order above (those with
+		// startable rows by price, then the others by name).
+		if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=quote-group] [data-testid=offer-row]`); got != "b,d,e" {
+			t.Errorf("rows needing a quote = %s, want b,d,e", got)
+		}
+		// In the one grid the rows needing a quote follow every startable row.
+		if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=offer-row]`); got != "a,c,b,d,e" {
+			t.Errorf("grid order = %s", got)
+		}
+		d.Find(`[data-testid=offer-grid] [data-testid=offer-row]`).Each(func(_ int, r *goquery.Selection) {
+			startable := r.AttrOr("data-sell", "") == "available"
+			dimmed := r.HasClass(views.RowDimmed)
+			if startable == dimmed || startable != (r.Find(`[data-testid=launch-link]`).Length() == 1) {
+				t.Errorf("row %s (%s): dimmed %v, launch links %d", r.AttrOr("data-offer-id", ""), r.AttrOr("data-sell", ""),
+					dimmed, r.Find(`[data-testid=launch-link]`).Length())
+			}
+		})
+		if got := strings.TrimSpace(d.Find(`[data-testid=needs-quote] th > span`).First().Text()); got != "Needs a quote · 3" {
+			t.Errorf("the grid's quote heading = %q", got)
+		}
+		fold := d.Find(`[data-testid=needs-quote-cards]`)
+		if _, open := fold.Attr("open"); open || rowIDs(d, `[data-testid=needs-quote-cards] [data-testid=offer-card]`) != "b,d,e" ||
+			rowIDs(d, `[data-testid=card-group] [data-testid=offer-card]`) != "a,c" {
+			t.Errorf("cards: folded quotes %s (open %v), startable %s", rowIDs(d, `[data-testid=needs-quote-cards] [data-testid=offer-card]`),
+				open, rowIDs(d, `[data-testid=card-group] [data-testid=offer-card]`))
+		}
+		// Nothing can start at 16: the quotes are all there is, unfolded.
+		d = doc(t, app.get("/offers?accelerator=H100_80GB&nodes=16"))
+		if got := strings.Join(strings.Fields(d.Find(`[data-testid=offer-summary]`).Text()), " "); got != "None can start now · 5 need a quote" {
+			t.Errorf("at 16: summary = %q", got)
+		}
+		if _, open := d.Find(`[data-testid=needs-quote-cards]`).Attr("open"); !open {
+			t.Error("at 16 the only cards are folded away")
+		}
+		// At 2 only d (none free) needs a quote; at 2 without d, nothing does
+		// and there is no quote half.
+		d = doc(t, app.get("/offers?accelerator=H100_80GB&nodes=2"))
+		if got := strings.Join(strings.Fields(d.Find(`[data-testid=offer-summary]`).Text()), " "); got != "4 can start now · 1 needs a quote" ||
+			rowIDs(d, `[data-testid=offer-grid] [data-testid=quote-group] [data-testid=offer-row]`) != "d" {
+			t.Errorf("at 2: summary = %q", got)
+		}
+		app.seedOffers(testOffer("a", "us-east", 8, 2_000_000, intp(10)), testOffer("c", "eu-west", 8, 2_200_000, nil))
+		d = doc(t, app.get("/offers?accelerator=H100_80GB&nodes=2"))
+		if got := strings.Join(strings.Fields(d.Find(`[data-testid=offer-summary]`).Text()), " "); got != "2 can start now" ||
+			d.Find(`[data-testid=needs-quote], [data-testid=needs-quote-cards]`).Length() != 0 {
+			t.Errorf("all startable: summary = %q, quote sections %d", got, d.Find(`[data-testid=needs-quote], [data-testid=needs-quote-cards]`).Length())
+		}
+	})
+}
+
+// O2, O4, issue 13: the availability wording never contradicts the action,
+// in the grid and the cards: a counted location says how many are free and
+// up to how many machines can start (64 at most), and Launch shows exactly
+// when the asked size is within that; an uncounted one says up to 8 and on
+// request above, and reads reserved ahead beyond 8. The size chips say the
+// same per size.
+func TestOffersAvailabilityWording(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		saysNo := testOffer("says-no", "l6", 8, 2_000_000, nil)
+		saysNo.Available = false
+		app.seedOffers(testOffer("plenty", "l1", 8, 2_000_000, intp(100)), testOffer("three", "l2", 8, 2_000_000, intp(3)),
+			testOffer("one", "l3", 8, 2_000_000, intp(1)), testOffer("none", "l4", 8, 2_000_000, intp(0)),
+			testOffer("says-yes", "l5", 8, 2_000_000, nil), saysNo)
+		words := map[string]string{
+			"plenty":   "100 free here — up to 64 machines",
+			"three":    "3 free here — up to 3 machines",
+			"one":      "1 free here — up to 1 machine",
+			"none":     "none free here — on request",
+			"says-yes": "in stock — up to 8 machines; available on request above 8",
+			"says-no":  "none free here — on request",
+		}
+		upTo := map[string]int{"plenty": 64, "three": 3, "one": 1, "none": 0, "says-yes": 8, "says-no": 0}
+		for _, n := range []int{2, 3, 4, 8, 9, 64} {
+			d := doc(t, app.get("/offers?accelerator=H100_80GB&nodes="+strconv.Itoa(n)))
+			for id, want := range words {
+				row := d.Find(`#offer-sim\:` + id)
+				card := d.Find(`[data-card-offer-id="sim:` + id + `"]`)
+				if got := row.Find(`[data-testid=nodes-available]`).Text(); got != want {
+					t.Errorf("n=%d %s: the grid says %q, want %q", n, id, got, want)
+				}
+				if got := card.Find(`[data-testid=card-nodes-available]`).Text(); got != want {
+					t.Errorf("n=%d %s: the card says %q, want %q", n, id, got, want)
+				}
+				canStart := n <= upTo[id]
+				wantSell := "available"
+				switch {
+				case !canStart && id == "says-yes":
+					wantSell = "reserved_ahead"
+				case !canStart:
+					wantSell = "not_in_stock"
+				}
+				launch, quote := row.Find(`[data-testid=launch-link]`).Length(), row.Find(`[data-testid=quote-link]`).Length()
+				cardLaunch := card.Find(`[data-testid=card-launch-link]`).Length()
+				if row.AttrOr("data-sell", "") != wantSell || (launch == 1) != canStart || (quote == 1) == canStart || (cardLaunch == 1) != canStart {
+					t.Errorf("n=%d %s (%q): sell %q, launch %d, quote %d, card launch %d; want %s", n, id, want,
+						row.AttrOr("data-sell", ""), launch, quote, cardLaunch, wantSell)
+				}
+				if !canStart && !strings.Contains(row.Find(`[data-testid=sell-label]`).Text(), strings.ReplaceAll(wantSell, "_", " ")) {
+					t.Errorf("n=%d %s: the action says %q", n, id, row.Find(`[data-testid=sell-label]`).Text())
+				}
+			}
+			if n != 2 {
+				continue
+			}
+			// The chips: green up to what can start, then reserved ahead
+			// (uncounted) or not in stock, each styled apart.
+			for id, want := range map[string]string{
+				"three":    "2:available 4:not_in_stock 8:not_in_stock 16:not_in_stock 32:not_in_stock 64:not_in_stock",
+				"says-yes": "2:available 4:available 8:available 16:reserved_ahead 32:reserved_ahead 64:reserved_ahead",
+				"plenty":   "2:available 4:available 8:available 16:available 32:available 64:available",
+			} {
+				var got []string
+				d.Find(`#offer-sim\:` + id + ` [aria-label=Sizes] > span`).Each(func(_ int, c *goquery.Selection) {
+					sell := "unstyled"
+					for _, s := range []string{"available", "reserved_ahead", "not_in_stock"} {
+						if c.AttrOr("class", "") == views.ChipClass(s) {
+							sell = s
+						}
+					}
+					got = append(got, c.Text()+":"+sell)
+				})
+				if strings.Join(got, " ") != want {
+					t.Errorf("%s chips: %s, want %s", id, strings.Join(got, " "), want)
+				}
+			}
+			legend := d.Find(`[data-testid=size-legend]`)
+			for _, sell := range []string{"available", "reserved_ahead", "not_in_stock"} {
+				if legend.Find(`span[class="`+views.ChipClass(sell)+`"]`).Length() != 1 {
+					t.Errorf("the legend has no %s chip", sell)
+				}
+			}
+			if views.ChipClass("reserved_ahead") == views.ChipClass("not_in_stock") {
+				t.Error("reserved ahead and not in stock look alike") // how they look: TestBrowserOffersSortedAndLabelled
+			}
+		}
+	})
+}
+
+// O7, Q6, issue 13: prices are exact wherever they are shown. An offer at
+// $2.4905/GPU-h with a 500 GB disk at $0.000139/GB-h costs $19.9935 a
+// machine; at 9 machines $179.9415. The grid and the card show those
+// figures (the cluster's = the machine's × 9 as shown, which rounding to
+// cents would break: $19.99 × 9 = $179.91, not $179.94), the API says the
+// same, the quote's locked price and the launch event too.
+func TestOffersPricesAgreeEverywhere(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		o := testOffer("odd", "us-east", 8, 2_490_500, intp(20))
+		o.DiskGBHour = 139
+		app.seedOffers(o)
+		const gpu, machine, cluster = "2.4905", "19.9935", "179.9415"
+		d := doc(t, app.get("/offers?accelerator=H100_80GB&nodes=9"))
+		row, card := d.Find(`#offer-sim\:odd`), d.Find(`[data-card-offer-id="sim:odd"]`)
+		for sel, want := range map[string]string{
+			"gpu-price": "$" + gpu, "machine-price": "$" + machine, "cluster-price": "$" + cluster,
+		} {
+			if got := row.Find(`[data-testid=` + sel + `]`).Text(); got != want {
+				t.Errorf("grid %s = %q, want %q", sel, got, want)
+			}
+		}
+		for sel, want := range map[string]string{
+			"card-gpu-price": "$" + gpu + "/GPU-h", "card-machine-price": "$" + machine + "/machine-h", "card-cluster-price": "$" + cluster + "/cluster-h",
+		} {
+			if got := card.Find(`[data-testid=` + sel + `]`).Text(); got != want {
+				t.Errorf("card %s = %q, want %q", sel, got, want)
+			}
+		}
+		m, errM := models.ParseUSD(strings.TrimPrefix(row.Find(`[data-testid=machine-price]`).Text(), "$"))
+		c, errC := models.ParseUSD(strings.TrimPrefix(row.Find(`[data-testid=cluster-price]`).Text(), "$"))
+		if errM != nil || errC != nil || c != 9*m {
+			t.Errorf("shown cluster %d ≠ 9 × shown machine %d (%v %v)", c, m, errM, errC)
+		}
+		var resp api.OffersResponse
+		if err := json.Unmarshal(app.get("/v1/gpu/offers?accelerator=H100_80GB&nodes=9").Body.Bytes(), &resp); err != nil || resp.Count != 1 {
+			t.Fatalf("API: %v %+v", err, resp)
+		}
+		if a := resp.Groups[0].Offers[0]; a.PerGPUUSDPerHour != gpu || a.USDPerMachineHour != machine || a.USDPerHour != cluster {
+			t.Errorf("API: %s, %s, %s; want %s, %s, %s", a.PerGPUUSDPerHour, a.USDPerMachineHour, a.USDPerHour, gpu, machine, cluster)
+		}
+
+		acc := app.signupAccount("exact@example.com", "Exact Labs")
+		if _, err := app.store.Deposit(context.Background(), acc.org.ID, 5_000*models.Micro, "dep", "test"); err != nil {
+			t.Fatal(err)
+		}
+		lp := doc(t, app.login(acc).get("/clusters/new?nodes=9&offer=sim:odd"))
+		if got := lp.Find(`[data-testid=quote-price]`).Text(); got != "$"+cluster+"/h" {
+			t.Errorf("the launch page locks %q, want $%s/h", got, cluster)
+		}
+		q, err := app.store.CreateQuote(context.Background(), acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 9, GPUsPerNode: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, _, err := app.store.LaunchCluster(context.Background(), models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID,
+			Actor: acc.user.Email, Workload: models.Workload{Name: "exact", Software: "none"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, err := app.store.EventsFor(context.Background(), cl.ID)
+		if err != nil || len(events) == 0 || !strings.Contains(events[0].Message, "$"+cluster+"/h") {
+			t.Errorf("the launch event does not name $%s/h: %v %v", cluster, events, err)
+		}
+	})
+}
+
+// Issue 13: GPUs per machine defaults to the largest machine the other
+// filters leave (8 for H100 here, 4 for L40S), said so on the page; "any"
+// shows every size and stays chosen; an explicit size is kept. The API has
+// no default: absent means every size.
+func TestOffersDefaultGPUsPerMachine(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		l40s := testOffer("l40s.4x", "us-east", 4, 900_000, intp(10))
+		l40s.Accelerator = "L40S"
+		l40s1 := testOffer("l40s.1x", "us-east", 1, 900_000, intp(10))
+		l40s1.Accelerator = "L40S"
+		app.seedOffers(testOffer("h8", "us-east", 8, 2_000_000, intp(10)), testOffer("h2", "us-east", 2, 2_000_000, intp(10)),
+			testOffer("h1", "eu-west", 1, 2_000_000, intp(10)), l40s, l40s1)
+		for _, tt := range []struct{ query, selected, rows, note string }{
+			{"accelerator=H100_80GB", "8", "h8", "The largest machines on offer"},
+			{"accelerator=L40S", "4", "l40s.4x", "The largest machines on offer"},
+			{"accelerator=H100_80GB&gpus_per_node=any", "any", "h1,h2,h8", ""},
+			{"accelerator=H100_80GB&gpus_per_node=2", "2", "h2", ""},
+			// Chosen, 8 is the default's answer but not its page (no note):
+			// the kept rendering is keyed by the default too.
+			{"accelerator=H100_80GB&gpus_per_node=8", "8", "h8", ""},
+			{"accelerator=H100_80GB&interconnect=roce", "8", "", ""}, // nothing left: no default to name
+		} {
+			d := doc(t, app.get("/offers?nodes=2&"+tt.query))
+			if got := d.Find(`#gpus_per_node option[selected]`).AttrOr("value", ""); got != tt.selected && !(tt.rows == "" && got == "") {
+				t.Errorf("%s: GPUs per machine reads %q, want %q", tt.query, got, tt.selected)
+			}
+			if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=offer-row]`); got != tt.rows {
+				t.Errorf("%s: rows %s, want %s", tt.query, got, tt.rows)
+			}
+			if got := d.Find(`[data-testid=gpus-default-note]`).Text(); !strings.HasPrefix(got, tt.note) || (tt.note == "") != (got == "") {
+				t.Errorf("%s: the default note reads %q", tt.query, got)
+			}
+		}
+		var resp api.OffersResponse
+		if err := json.Unmarshal(app.get("/v1/gpu/offers?accelerator=H100_80GB&nodes=2").Body.Bytes(), &resp); err != nil || resp.Count != 3 {
+			t.Errorf("API without gpus_per_node: %d offers (%v), want every size (3)", resp.Count, err)
+		}
+		if err := json.Unmarshal(app.get("/v1/gpu/offers?accelerator=H100_80GB&nodes=2&gpus_per_node=any").Body.Bytes(), &resp); err != nil || resp.Count != 3 {
+			t.Errorf("API with gpus_per_node=any: %d offers (%v), want every size (3)", resp.Count, err)
+		}
+	})
 }

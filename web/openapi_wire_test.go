@@ -33,6 +33,7 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"MachineUsage": api.MachineUsage{}, "StateInterval": api.StateInterval{},
 		"Volume": api.Volume{}, "VolumeBody": api.VolumeBody{}, "VolumeGrowBody": api.VolumeGrowBody{}, "VolumeList": api.VolumeList{},
 		"VolumeUsage": api.VolumeUsage{}, "ClusterVolume": api.ClusterVolume{}, "Mount": api.Mount{},
+		"BudgetBody": api.BudgetBody{}, "Budgets": api.Budgets{}, "Budget": api.Budget{}, "ClusterRunOut": api.ClusterRunOut{},
 
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},

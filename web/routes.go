@@ -80,6 +80,11 @@ func (h *handler) routes(e *echo.Echo) {
 	api.PUT("/billing/auto-recharge", h.apiPutAutoRecharge, h.requireManager)
 	api.GET("/billing/balance", h.apiBillingBalance, h.requireManager)
 	api.GET("/billing/usage", h.apiBillingUsage, h.requireManager)
+	app.POST("/billing/budgets/:envId", h.saveBudget, h.requireManager) // B5: an environment's monthly budget
+	app.POST("/billing/budgets/:envId/delete", h.removeBudget, h.requireManager)
+	api.GET("/billing/budgets", h.apiBudgets, h.requireManager)
+	api.PUT("/billing/budgets/:envId", h.apiPutBudget, h.requireManager)
+	api.DELETE("/billing/budgets/:envId", h.apiDeleteBudget, h.requireManager)
 	e.POST("/webhooks/stripe", h.stripeWebhook)
 
 	// Request a quote (RQ1, RQ2): any member asks; the org's requests are
@@ -123,6 +128,7 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/clusters/:id/logs/panel", h.logPanel)
 	app.POST("/clusters/:id/recovery", h.setRecovery) // R3
 	app.POST("/clusters/:id/recover", h.recoverNow)   // R5
+	app.POST("/clusters/:id/resume", h.resumeCluster) // B6
 
 	// Volumes (V1–V5): the current environment's on the page, the key's in the API.
 	app.GET("/volumes", h.listVolumes)
@@ -146,6 +152,7 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
 	api.PUT("/gpu/clusters/:id/recovery", h.apiSetRecovery)
 	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
+	api.POST("/gpu/clusters/:id/resume", h.apiResume)
 
 	// The cluster agent's protocol: node tokens (agentAuth), outside the
 	// customer API's keys.

@@ -230,6 +230,9 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/admin/orgs/:id/quota":                    func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
 	"/clusters/:id":                            clusterA,
 	"/billing/usage/:id":                       clusterA,
+	"/billing/budgets/:envId":                  defaultEnvA,
+	"/billing/budgets/:envId/delete":           defaultEnvA,
+	"/v1/billing/budgets/:envId":               defaultEnvA,
 	"/clusters/:id/terminate":                  clusterA,
 	"/clusters/:id/retry-install":              clusterA,
 	"/clusters/:id/kubeconfig":                 clusterA,
@@ -258,6 +261,8 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/volumes/:id/delete":                      volumeA,
 	"/v1/volumes/:id":                          volumeA,
 	"/v1/volumes/:id/grow":                     volumeA,
+	"/clusters/:id/resume":                     clusterA,
+	"/v1/gpu/clusters/:id/resume":              clusterA,
 }
 
 func volumeA(f *walkFixture) map[string]string { return map[string]string{"id": f.volumeA.ID} }
@@ -265,6 +270,10 @@ func volumeA(f *walkFixture) map[string]string { return map[string]string{"id": 
 func quoteRequestA(f *walkFixture) map[string]string {
 	return map[string]string{"id": f.quoteRequestA.ID}
 }
+
+// defaultEnvA is A's default environment, where A's cluster lives (not
+// envA, the other environment's key's).
+func defaultEnvA(f *walkFixture) map[string]string { return map[string]string{"envId": f.A.env.ID} }
 
 func clusterA(f *walkFixture) map[string]string { return map[string]string{"id": f.clusterA.ID} }
 

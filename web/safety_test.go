@@ -256,7 +256,7 @@ func TestSecretsAreNotCachedAndMasked(t *testing.T) {
 		}
 		makeJoined(t, app, cl, true)
 		browser := app.login(acc)
-		page := browser.get("/clusters/" + cl.ID)
+		page := browser.get("/clusters/" + cl.ID + "?tab=connect")
 		if page.Code != http.StatusOK {
 			t.Fatalf("cluster page: %d", page.Code)
 		}

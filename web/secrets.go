@@ -1,9 +1,11 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
+	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
 
@@ -36,4 +38,22 @@ func maskedEnvBlock(s nodespec.Cluster, user map[string]string) string {
 		return ""
 	}
 	return b.String()
+}
+
+// envViews lists node-0's environment for the connect section: the
+// customer's values masked (revealed with the shell block), NODE_RANK
+// marked as the one variable that differs per node (N2, N3).
+func envViews(s nodespec.Cluster, user map[string]string) []views.EnvView {
+	var out []views.EnvView
+	for _, e := range s.Env(0) {
+		v := views.EnvView{Name: e.Name, Value: nodespec.ShellQuote(e.Value), Scope: views.EnvEveryNode}
+		switch _, mine := user[e.Name]; {
+		case mine:
+			v.Value, v.Masked, v.Scope = maskedEnvText, true, views.EnvYours
+		case e.Name == nodespec.EnvNodeRank:
+			v.Scope, v.Note = views.EnvPerNode, fmt.Sprintf("node-i has i (0 to %d); node-0 shown", len(s.Nodes)-1)
+		}
+		out = append(out, v)
+	}
+	return out
 }

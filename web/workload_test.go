@@ -89,6 +89,7 @@ func TestStartCommandStateShown(t *testing.T) {
 		if st, _ := d.Find(`[data-testid=node-row][data-node=node-0] [data-testid=node-start]`).Attr("data-state"); st != "waiting" {
 			t.Errorf("node-0's start on the page: %q", st)
 		}
+		d = doc(t, app.login(acc).get("/clusters/"+cl.ID+"?tab=connect"))
 		port := d.Find(`[data-testid=connect-port][data-port="8888"]`)
 		if pub, _ := port.Attr("data-published"); pub != "true" || !strings.Contains(port.Text(), "n1.example.net:8888") {
 			t.Errorf("connections panel port: %q %q", pub, port.Text())

@@ -81,3 +81,47 @@ func (d *deck) memberKey(t *testing.T, email string) string {
 	}
 	return key
 }
+
+// B5, X6, API3: "billing budgets set" sets the key's environment's
+// monthly budget, "billing budgets" lists it with the spend, the share
+// used and the forecast, the balance's run-out and the running cluster's;
+// a bad amount is the API's field error (exit 1); "remove" removes it; a
+// member's key is refused.
+func TestCLIBudgets(t *testing.T) {
+	eachDeck(t, func(t *testing.T, d *deck) {
+		cl := d.launch(t, "train")
+		d.join(t, cl.ID, 2)
+		d.clock.Advance(time.Hour)
+		out, errOut, code := d.gpu(t, "billing", "budgets", "set", d.env.ID, "100")
+		if code != 0 {
+			t.Fatalf("set: %d %s", code, errOut)
+		}
+		mustContain(t, "set", out, "Budget of default ("+d.env.ID+"): $100.00 a month; $39.94 spent this month (39 %).")
+		out, errOut, code = d.gpu(t, "billing", "budgets")
+		if code != 0 {
+			t.Fatalf("budgets: %d %s", code, errOut)
+		}
+		mustContain(t, "budgets", out, "ENVIRONMENT", d.env.ID, "$100.00", "$39.94", "39 %", "$39.94/h", "runs out at", cl.ID, "train")
+		b := mustJSON(t, "budgets --json", func() string { o, _, _ := d.gpu(t, "billing", "budgets", "--json"); return o }())
+		envs, _ := b["environments"].([]any)
+		if len(envs) != 1 || envs[0].(map[string]any)["amount"] != "100.00" || b["balanceRunOutAt"] == nil {
+			t.Errorf("budgets --json: %v", b)
+		}
+		if _, errOut, code := d.gpu(t, "billing", "budgets", "set", d.env.ID, "0.001"); code != 1 || !strings.Contains(errOut, "amount") {
+			t.Errorf("bad amount: %d %s", code, errOut)
+		}
+		if _, _, code := d.gpu(t, "billing", "budgets", "set", d.env.ID); code != 2 {
+			t.Errorf("set without an amount: exit %d, want 2", code)
+		}
+		member := d.memberKey(t, "m@example.com")
+		if _, errOut, code := d.gpu(t, "billing", "budgets", "set", d.env.ID, "5", "--key", member); code != 1 || !strings.Contains(errOut, "forbidden") {
+			t.Errorf("member: %d %s", code, errOut)
+		}
+		if out, errOut, code := d.gpu(t, "billing", "budgets", "remove", d.env.ID); code != 0 || !strings.Contains(out, "No budget for default ("+d.env.ID+")") {
+			t.Fatalf("remove: %d %s %s", code, out, errOut)
+		}
+		if _, ok, _ := d.store.BudgetFor(context.Background(), d.org.ID, d.env.ID); ok {
+			t.Error("budget still set after remove")
+		}
+	})
+}

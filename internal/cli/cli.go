@@ -44,8 +44,10 @@ Usage:
   clusterdeck gpu volumes get ID
   clusterdeck gpu volumes grow ID --size-gb GB
   clusterdeck gpu volumes delete ID
+  clusterdeck gpu clusters resume ID [--wait [--timeout 30m]]
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
+  clusterdeck gpu billing budgets [set ENV_ID AMOUNT | remove ENV_ID]
 
 Every command takes:
   --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
@@ -61,7 +63,9 @@ launch with it to retry safely (the same key and body give the same cluster, L1)
 X9): quote or launch one with --private-offer-id at its locked price.
 
 "clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
-one recovery attempt at once (R5).
+one recovery attempt at once (R5). "clusters resume" starts a cluster stopped by the
+balance or a budget again (B6): every machine, all or nothing; it needs the balance a
+launch needs. With --wait it exits 0 once the cluster runs again, 1 if the resume failed.
 
 "volumes" are persistent volumes of the key's environment (V1–V5): one location, one
 cluster at a time (mounted at /shared/volume), billed by the GB-hour until deleted,
@@ -69,7 +73,9 @@ attached or not. Mount one with "clusters quote/launch --volume-id"; grow and de
 are refused (volume_attached) while a cluster that has not ended holds it.
 
 "billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
-month (B1); "billing usage" a month's cost per machine (B3). Owners' and admins' keys only.
+month (B1); "billing usage" a month's cost per machine (B3); "billing budgets" the key's
+environment's monthly budget, its spend and when it is reached at the current burn, and
+when the balance and each running cluster run out (B5, X6). Owners' and admins' keys only.
 
 "clusterdeck gpu clusters launch --help" (and so on) lists every flag.
 `
@@ -141,12 +147,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // clusters dispatches `gpu clusters SUB …`.
 func (c *gpuCLI) clusters(args []string) error {
 	if len(args) == 0 {
-		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery or recover")
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover or resume")
 	}
 	commands := map[string]func([]string) error{
 		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
 		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
-		"recovery": c.recoveryPolicy, "recover": c.recoverNow,
+		"recovery": c.recoveryPolicy, "recover": c.recoverNow, "resume": c.resume,
 	}
 	sub, rest := args[0], args[1:]
 	if run, ok := commands[sub]; ok {

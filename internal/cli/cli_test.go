@@ -252,8 +252,8 @@ func TestGPUOffers(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		// 4 machines × (8 × $2.49 + 500 GB × $0.0001) = 4 × $19.97
-		mustContain(t, "offers", out, "OFFER", "LOCATION", "INTERCONNECT", "$/H CLUSTER", "$/H MACHINE", "FREE", "AVAILABILITY",
-			"sim:h100x8", "us-east", "infiniband", "8 × H100_80GB", "$79.88/h", "$19.97/h", "can start now", "not counted")
+		mustContain(t, "offers", out, "OFFER", "LOCATION", "INTERCONNECT", "$/H CLUSTER", "$/H MACHINE", "$/GPU-H", "FREE", "AVAILABILITY",
+			"sim:h100x8", "us-east", "infiniband", "8 × H100_80GB", "$79.88/h", "$19.97/h", "$2.49/h", "can start now", "not counted")
 		if strings.Contains(out, "home-lab") {
 			t.Errorf("community host shown without --include-community:\n%s", out)
 		}
@@ -275,6 +275,16 @@ func TestGPUOffers(t *testing.T) {
 		_, errOut, code = d.gpu(t, "offers", "--nodes", "1")
 		if code != 1 || !strings.Contains(errOut, "nodes: a cluster has 2 to 64 machines") {
 			t.Errorf("bad nodes: %d %s", code, errOut)
+		}
+		// --sort reaches the API (O3): gpu_price lists (the community host's
+		// $0.40/GPU-h first), an unknown sort is the API's field error.
+		out, errOut, code = d.gpu(t, "offers", "--accelerator", "H100_80GB", "--nodes", "2", "--include-community", "--sort", "gpu_price")
+		if code != 0 || !regexp.MustCompile(`(?s)sim:c4090 .*sim:h100x8 .*sim:h100x8eu `).MatchString(out) {
+			t.Errorf("--sort gpu_price: %d %s\n%s", code, errOut, out)
+		}
+		_, errOut, code = d.gpu(t, "offers", "--nodes", "2", "--sort", "cheapest")
+		if code != 1 || !strings.Contains(errOut, "sort: sort by cluster_price or gpu_price") {
+			t.Errorf("--sort cheapest: %d %s", code, errOut)
 		}
 	})
 }

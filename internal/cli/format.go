@@ -132,9 +132,9 @@ func printOffers(w io.Writer, out api.OffersResponse) {
 		fmt.Fprintln(w, ".")
 		return
 	}
-	fmt.Fprintf(w, "%s, %d machines: %d offers (price per hour for the whole cluster, and per machine)\n\n", what, out.Nodes, out.Count)
+	fmt.Fprintf(w, "%s, %d machines: %d offers (price per hour for the whole cluster, per machine and per GPU)\n\n", what, out.Nodes, out.Count)
 	tw := table(w)
-	row(tw, "OFFER", "LOCATION", "INTERCONNECT", "KIND", "GPUS/MACHINE", "$/H CLUSTER", "$/H MACHINE", "FREE", "AVAILABILITY")
+	row(tw, "OFFER", "LOCATION", "INTERCONNECT", "KIND", "GPUS/MACHINE", "$/H CLUSTER", "$/H MACHINE", "$/GPU-H", "FREE", "AVAILABILITY")
 	community := false
 	for _, g := range out.Groups {
 		for _, o := range g.Offers {
@@ -156,7 +156,7 @@ func printOffers(w io.Writer, out api.OffersResponse) {
 				loc = g.Location
 			}
 			row(tw, o.ID, loc, o.Interconnect, kind, fmt.Sprintf("%d × %s", o.GPUsPerNode, o.Accelerator),
-				perHour(o.USDPerHour), perHour(o.USDPerMachineHour), free, sell)
+				perHour(o.USDPerHour), perHour(o.USDPerMachineHour), perHour(o.PerGPUUSDPerHour), free, sell)
 		}
 	}
 	tw.Flush()

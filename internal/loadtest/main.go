@@ -55,13 +55,15 @@ func main() {
 	}
 }
 
-// pages are the three ways the offers page is read.
+// pages are the three ways the offers page is read. The pages ask for every
+// machine size (the page's default is the largest), so they show what the
+// JSON lists.
 var pages = []struct {
 	name, path string
 	htmx       bool
 }{
-	{"offers (full)", "/offers?accelerator=H100_80GB&nodes=4", false},
-	{"offers (htmx)", "/offers?accelerator=H100_80GB&nodes=4", true},
+	{"offers (full)", "/offers?accelerator=H100_80GB&nodes=4&gpus_per_node=any", false},
+	{"offers (htmx)", "/offers?accelerator=H100_80GB&nodes=4&gpus_per_node=any", true},
 	{"offers (JSON)", "/v1/gpu/offers?accelerator=H100_80GB&nodes=4", false},
 }
 

@@ -31,9 +31,10 @@ import (
 const instructions = `Clusterdeck runs multi-node GPU clusters. To start one: list_offers (what can start now),
 quote_cluster (locks a whole-cluster price), launch_cluster with the quote_id, then get_cluster until
 status is "ready" (billing starts there), cluster_connections for SSH and launch commands,
-cluster_logs for a node's output, terminate_cluster when the work is done (there is no stop).
+cluster_logs for a node's output, terminate_cluster when the work is done (there is no user stop).
 A degraded cluster (a machine down) keeps billing: recover_cluster tries once now, set_recovery
-restarts machines automatically.
+restarts machines automatically. A cluster "stopped" by the balance or a budget bills no compute;
+after adding funds, resume_cluster starts it again.
 Refusals are tool errors carrying the API's code: no_capacity (see advice), price_changed
 (quote again), quota_exceeded, insufficient_balance (shortfall is the amount to add).
 For reserved capacity, more machines or a fast fabric, request_quote; what the team agrees comes
@@ -61,7 +62,7 @@ func (t *tools) all() []func(*mcp.Server) {
 	return []func(*mcp.Server){
 		t.listOffers, t.quoteCluster, t.launchCluster, t.listClusters, t.getCluster,
 		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote, t.setRecovery, t.recoverCluster,
-		t.getBalance, t.billingUsage, t.listVolumes, t.createVolume, t.deleteVolume,
+		t.resumeCluster, t.getBalance, t.billingUsage, t.listVolumes, t.createVolume, t.deleteVolume,
 	}
 }
 

@@ -58,3 +58,19 @@ func (t *tools) recoverCluster(s *mcp.Server) {
 				})
 		})
 }
+
+func (t *tools) resumeCluster(s *mcp.Server) {
+	// Idempotent (asking again while the resume is under way changes
+	// nothing); not destructive (it starts machines).
+	mcp.AddTool(s, &mcp.Tool{Name: "resume_cluster", InputSchema: clusterSchema[ClusterArgs](), Annotations: writes("Resume a stopped cluster", false, true),
+		Description: "Start a cluster stopped by the balance or a budget again (B6): every machine, all or nothing; billing restarts when all have joined. " +
+			"Refused with insufficient_balance (shortfall is the amount to add) like a launch, or not_stopped."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ClusterArgs) (*mcp.CallToolResult, any, error) {
+			var cl api.Cluster
+			return call(ctx, func(o client.Option) (err error) { cl, err = t.api.Resume(ctx, in.ClusterID, o); return err },
+				func() string {
+					return fmt.Sprintf("Resume of cluster %s requested: every machine starts again; call get_cluster until status is \"ready\" "+
+						"(a failed resume leaves it \"stopped\" with lastError).", cl.ID)
+				})
+		})
+}

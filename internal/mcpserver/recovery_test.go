@@ -84,3 +84,34 @@ func TestRecoveryTools(t *testing.T) {
 		}
 	})
 }
+
+// B6 through the tools: resume_cluster is refused with not_stopped on a
+// running cluster; on a stopped one it asks for the resume (the same call
+// twice is the same resume); another organisation's cluster is not found.
+func TestResumeTool(t *testing.T) {
+	eachDeck(t, func(t *testing.T, d *deck) {
+		ctx := context.Background()
+		cs := mustConnect(t, ways[0], d, d.key)
+		id := d.readyCluster(cs, "resume-me")
+		refused(t, cs, "resume_cluster", map[string]any{"cluster_id": id}, "not_stopped")
+		if _, err := d.store.RequestStop(ctx, d.org.ID, id, models.StopByBudget, "budget reached"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.store.MarkStopped(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		rival := d.signup("rival@example.com", "Rival Labs", 100)
+		refused(t, mustConnect(t, ways[1], d, rival.key), "resume_cluster", map[string]any{"cluster_id": id}, "not_found")
+		var first any
+		for i := range 2 {
+			r := ok(t, cs, "resume_cluster", map[string]any{"cluster_id": id})
+			if r.data["status"] != "stopped" || r.data["resumeRequestedAt"] == nil || !strings.Contains(r.text, "every machine starts again") {
+				t.Fatalf("resume_cluster: %s", r.text)
+			}
+			if i == 1 && r.data["resumeRequestedAt"] != first {
+				t.Errorf("a second call changed the resume: %v then %v", first, r.data["resumeRequestedAt"])
+			}
+			first = r.data["resumeRequestedAt"]
+		}
+	})
+}

@@ -21,18 +21,20 @@ type OffersArgs struct {
 	MachineKind      string `json:"machine_kind,omitempty" jsonschema:"vm, bare_metal or container"`
 	MaxPrice         string `json:"max_price,omitempty" jsonschema:"a ceiling in dollars per hour for the whole cluster, e.g. \"60\""`
 	IncludeCommunity bool   `json:"include_community,omitempty" jsonschema:"also offer community hosts, run by independent operators (keep secrets off them)"`
+	Sort             string `json:"sort,omitempty" jsonschema:"cluster_price (the default: cheapest whole cluster first) or gpu_price (lowest price per GPU-hour first)"`
 }
 
 func (t *tools) listOffers(s *mcp.Server) {
 	schema := inputSchema[OffersArgs](map[string][]any{
 		"gpus_per_node": {1, 2, 4, 8},
 		"interconnect":  {"ethernet", "infiniband", "roce"}, "machine_kind": {"vm", "bare_metal", "container"},
+		"sort": {"cluster_price", "gpu_price"},
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "list_offers", InputSchema: schema, Annotations: readOnly("List offers"),
 		Description: "List the offers that can start a cluster of this size now, by location, with the whole-cluster price per hour, and the organisation's own private offers."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in OffersArgs) (*mcp.CallToolResult, any, error) {
 			q := client.OffersQuery{Accelerator: in.Accelerator, Nodes: in.Nodes, GPUsPerNode: in.GPUsPerNode, Interconnect: in.Interconnect,
-				MachineKind: in.MachineKind, MaxPrice: in.MaxPrice, IncludeCommunity: in.IncludeCommunity}
+				MachineKind: in.MachineKind, MaxPrice: in.MaxPrice, IncludeCommunity: in.IncludeCommunity, Sort: in.Sort}
 			var out api.OffersResponse
 			return call(ctx, func(o client.Option) (err error) { out, err = t.api.Offers(ctx, q, o); return err },
 				func() string { return offersSummary(out) })

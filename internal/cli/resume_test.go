@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/clusterdeck/clusterdeck/models"
+)
+
+// B6, API3: "clusters resume" resumes a stopped cluster; without the
+// balance a launch needs it is refused (exit 3, insufficient_balance) and
+// nothing changes; --wait follows the resume and exits 0 once the cluster
+// runs again, 1 when the resume failed.
+func TestCLIResume(t *testing.T) {
+	eachDeck(t, func(t *testing.T, d *deck) {
+		ctx := context.Background()
+		cl := d.launch(t, "paused")
+		d.join(t, cl.ID, 2)
+		stop := func() {
+			t.Helper()
+			if _, err := d.store.RequestStop(ctx, d.org.ID, cl.ID, models.StopByBudget, "budget reached"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.store.MarkStopped(ctx, cl.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop()
+
+		bal, _ := d.store.Balance(ctx, d.org.ID)
+		if _, err := d.store.AddLedgerEntry(ctx, models.LedgerEntry{OrgID: d.org.ID, Kind: models.LedgerAdjustment,
+			Amount: -bal, IdemKey: "spend-all", Description: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, errOut, code := d.gpu(t, "clusters", "resume", cl.ID); code != 3 || !strings.Contains(errOut, "insufficient_balance") ||
+			!strings.Contains(errOut, "/billing") {
+			t.Fatalf("resume without balance: exit %d %s", code, errOut)
+		}
+		if got, _ := d.store.ClusterByID(ctx, cl.ID); got.ResumeRequestedAt != nil {
+			t.Fatal("a refused resume changed the cluster")
+		}
+		if _, err := d.store.Deposit(ctx, d.org.ID, 200*models.Micro, "top-up", "test"); err != nil {
+			t.Fatal(err)
+		}
+
+		out, errOut, done := d.background(ctx, "clusters", "resume", cl.ID, "--wait", "--poll-interval", "2ms")
+		out.waitFor(t, regexp.MustCompile(`Resume accepted for `+cl.ID), done)
+		c, _ := d.store.ClusterByID(ctx, cl.ID)
+		if _, err := d.store.MarkResumed(ctx, c, nil); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, done, out, errOut); code != 0 {
+			t.Fatalf("resume --wait: exit %d %s %s", code, out, errOut)
+		}
+		mustContain(t, "resume --wait", out.String(), "billing restarts now", "is ready again")
+
+		stop()
+		out, errOut, done = d.background(ctx, "clusters", "resume", cl.ID, "--wait", "--poll-interval", "2ms")
+		out.waitFor(t, regexp.MustCompile(`Resume accepted for `+cl.ID), done)
+		if _, err := d.store.FailResume(ctx, cl.ID, "timeout:running", "node-1", models.StepRunning, "node-1 was late."); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, done, out, errOut); code != 1 || !strings.Contains(errOut.String(), "resume_failed:timeout:running") {
+			t.Fatalf("failed resume --wait: exit %d %s", code, errOut)
+		}
+	})
+}

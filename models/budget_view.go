@@ -1,0 +1,117 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// BudgetLine is one environment as the billing page's budgets section and
+// GET /v1/billing/budgets show it (B5, X6).
+type BudgetLine struct {
+	Env        Environment
+	Budget     *Budget // nil: none set
+	Spend      Money   // this month, written and open
+	Burn       Money   // per hour, the environment's clusters billed now
+	ForecastAt *time.Time
+	Reached    bool
+	Alerts     []int      // thresholds reached this month for this budget
+	EnforceAt  *time.Time // reached: when its clusters are (were) stopped
+}
+
+// ClusterRunOut is a billed cluster's projected run-out (X6): the first of
+// its environment's budget and the organisation's balance to run out at
+// the current burn.
+type ClusterRunOut struct {
+	Cluster Cluster
+	EnvName string
+	At      *time.Time // nil: neither runs out this month at the current burn
+	By      string     // "budget" or "balance"
+}
+
+// BudgetOverview is the organisation's budgets and forecasts (X6).
+type BudgetOverview struct {
+	Month         string
+	Lines         []BudgetLine
+	Balance, Burn Money
+	BalanceRunOut *time.Time // the balance, less the open hour's usage, runs out; nil while nothing burns
+	Clusters      []ClusterRunOut
+}
+
+// Run-out causes.
+const (
+	RunOutBudget  = "budget"
+	RunOutBalance = "balance"
+)
+
+// BudgetOverviewFor reads every environment of the organisation with its
+// budget, spend this month, burn and forecast, the balance's run-out and
+// each billed cluster's, in a fixed number of queries.
+func (s *Store) BudgetOverviewFor(ctx context.Context, orgID string) (BudgetOverview, error) {
+	now := s.Now()
+	w := MonthOf(now)
+	out := BudgetOverview{Month: w.Month()}
+	envs, err := s.Environments(ctx, orgID)
+	if err != nil {
+		return out, fmt.Errorf("models: environments of %s: %w", orgID, err)
+	}
+	var budgets []Budget
+	if err := s.db.WithContext(ctx).Where("org_id = ?", orgID).Find(&budgets).Error; err != nil {
+		return out, fmt.Errorf("models: budgets of %s: %w", orgID, err)
+	}
+	budgetOf := map[string]*Budget{}
+	for i := range budgets {
+		budgetOf[budgets[i].EnvID] = &budgets[i]
+	}
+	var alerts []BudgetAlert
+	if err := s.db.WithContext(ctx).Where("org_id = ? AND month = ?", orgID, w.Month()).Order("percent").Find(&alerts).Error; err != nil {
+		return out, fmt.Errorf("models: budget alerts of %s: %w", orgID, err)
+	}
+	ids := make([]string, len(envs))
+	for i, e := range envs {
+		ids[i] = e.ID
+	}
+	money, err := s.envMoneyOf(ctx, ids, w, now)
+	if err != nil {
+		return out, err
+	}
+	if out.Balance, err = s.Balance(ctx, orgID); err != nil {
+		return out, err
+	}
+	var open Money // usage of the open hour: owed, not yet written
+	for _, e := range envs {
+		m := money[e.ID]
+		out.Burn += m.burn
+		open += m.open
+	}
+	if at, ok := Forecast(now, out.Balance, open, out.Burn); ok && out.Burn > 0 {
+		out.BalanceRunOut = &at
+	}
+	for _, e := range envs {
+		m := money[e.ID]
+		l := BudgetLine{Env: e, Budget: budgetOf[e.ID], Spend: m.spend, Burn: m.burn}
+		if b := l.Budget; b != nil {
+			l.Reached = m.spend >= b.Amount
+			if at, ok := Forecast(now, b.Amount, m.spend, m.burn); ok && at.Before(w.To) {
+				l.ForecastAt = &at
+			}
+			for _, a := range alerts {
+				if a.EnvID == e.ID && a.Budget == b.Amount {
+					l.Alerts = append(l.Alerts, a.Percent)
+					if a.Percent == 100 && l.Reached {
+						l.EnforceAt = a.EnforceAt
+					}
+				}
+			}
+		}
+		out.Lines = append(out.Lines, l)
+		for _, c := range m.live {
+			r := ClusterRunOut{Cluster: c, EnvName: e.Name, At: out.BalanceRunOut, By: RunOutBalance}
+			if l.ForecastAt != nil && (r.At == nil || l.ForecastAt.Before(*r.At)) {
+				r.At, r.By = l.ForecastAt, RunOutBudget
+			}
+			out.Clusters = append(out.Clusters, r)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,93 @@
+package models
+
+import (
+	"context"
+	"errors"
+
+	"gorm.io/gorm"
+)
+
+// Statuses a node is only shown with: the page derives them from the
+// cluster's status, so they are never stored.
+const (
+	NodeReleased    NodeStatus = "released"    // released with its failed cluster, which it did not fail (L4)
+	NodeTerminating NodeStatus = "terminating" // its cluster is being terminated (L7)
+	NodeDegraded    NodeStatus = "degraded"    // up, but its cluster's software failed to get in place (L6)
+)
+
+// NodeStatusesShown lists, for each cluster status, the statuses its nodes
+// may be shown with (L8): a node never reads provisioning in an installing
+// cluster, ready in a provisioning one or failed in one that is not.
+var NodeStatusesShown = map[ClusterStatus][]NodeStatus{
+	StatusProvisioning: {NodeProvisioning, NodeLost, NodeTerminating},
+	StatusInstalling:   {NodeInstalling, NodeTerminating},
+	StatusReady:        {NodeReady, NodeTerminating},
+	StatusDegraded:     {NodeReady, NodeInstalling, NodeDegraded, NodeDown, NodeRestarting, NodeTerminating},
+	StatusStopped:      {NodeStopped, NodeProvisioning, NodeTerminating},
+	StatusFailed:       {NodeFailed, NodeLost, NodeReleased},
+	StatusTerminated:   {NodeTerminated, NodeLost},
+}
+
+// ShownNodeStatus is what the page says about node n of cluster c: derived
+// from the cluster's status, then the node's own (down, restarting, lost,
+// the one that failed) and its step, so it never contradicts the cluster
+// (L8, L11). Stored statuses lag behind the cluster's in places — nodes of
+// a cluster degraded by its software still read installing — which is why
+// the page never shows them raw.
+func ShownNodeStatus(c Cluster, n ClusterNode) NodeStatus {
+	switch c.Status {
+	case StatusTerminated:
+		if n.Status == NodeLost {
+			return NodeLost
+		}
+		return NodeTerminated
+	case StatusFailed:
+		if n.Status == NodeFailed || n.Status == NodeLost {
+			return n.Status
+		}
+		return NodeReleased
+	}
+	if c.TerminateRequestedAt != nil {
+		return NodeTerminating
+	}
+	switch c.Status {
+	case StatusProvisioning:
+		if n.Status == NodeLost {
+			return NodeLost
+		}
+		return NodeProvisioning
+	case StatusInstalling:
+		return NodeInstalling
+	case StatusDegraded:
+		switch {
+		case n.Status == NodeDown || n.Status == NodeRestarting:
+			return n.Status
+		case n.Step == StepSoftware && SoftwareFailure(c.LastError):
+			return NodeDegraded
+		case n.Step == StepSoftware:
+			return NodeInstalling
+		}
+		return NodeReady
+	case StatusStopped:
+		if c.Resuming() && n.Status == NodeProvisioning { // starting again with the launch's steps (B6)
+			return NodeProvisioning
+		}
+		return NodeStopped
+	}
+	return NodeReady
+}
+
+// SoftwareRunStarted returns the organisation's cluster's software run, or
+// nil when none started yet; unlike SoftwareRunFor it never starts one, so
+// a page may read it (L11).
+func (s *Store) SoftwareRunStarted(ctx context.Context, orgID, clusterID string) (*SoftwareRun, error) {
+	var run SoftwareRun
+	err := s.db.WithContext(ctx).Where("cluster_id = ? AND org_id = ?", clusterID, orgID).Take(&run).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &run, nil
+}

@@ -1,0 +1,177 @@
+package lambda_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/lambda"
+	"github.com/clusterdeck/clusterdeck/providers/lambda/fake"
+)
+
+const testKey = "secret_lambda_key_0123456789abcdef"
+
+// clock is the tests' time: Sleep moves it instead of waiting, and records
+// every wait the adapter asked for.
+type clock struct {
+	mu    sync.Mutex
+	t     time.Time
+	slept []time.Duration
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	c.slept = append(c.slept, d)
+	return nil
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func (c *clock) Slept() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.slept...)
+}
+
+// env is an adapter talking to a fake Lambda on loopback.
+type env struct {
+	t     *testing.T
+	clk   *clock
+	fake  *fake.Server
+	cloud *lambda.Cloud
+	url   string
+}
+
+func newEnv(t *testing.T, opts ...func(*lambda.Config)) *env {
+	t.Helper()
+	clk := newClock()
+	f := fake.New(testKey, clk.Now)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	cfg := lambda.Config{APIKey: testKey, BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
+		Agent: lambda.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64",
+			SHA256: strings.Repeat("ab", 32)}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := lambda.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, clk: clk, fake: f, cloud: c, url: srv.URL}
+}
+
+const h100 = "gpu_8x_h100_sxm5gdr"
+
+// request asks for n machines of the fake's H100 type in region.
+func request(group, region string, n int) providers.PlaceRequest {
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = "agt_" + group + "_" + string(rune('a'+i))
+	}
+	return providers.PlaceRequest{GroupName: group, OfferID: lambda.OfferID(h100, region), Location: region, Count: n,
+		SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIcustomer alice@laptop"},
+		Agent:   providers.AgentBootstrap{ServerURL: "https://deck.example.com", Tokens: tokens}}
+}
+
+// must returns v, or stops the test (with a panic the test reports) on err.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func getJSON(t *testing.T, url, key string) map[string]any {
+	t.Helper()
+	req := must(http.NewRequest(http.MethodGet, url, nil))
+	req.Header.Set("Authorization", "Bearer "+key)
+	return doJSON(t, req)
+}
+
+func getJSONBasic(t *testing.T, url, key string) map[string]any {
+	t.Helper()
+	req := must(http.NewRequest(http.MethodGet, url, nil))
+	req.SetBasicAuth(key, "")
+	return doJSON(t, req)
+}
+
+func doJSON(t *testing.T, req *http.Request) map[string]any {
+	t.Helper()
+	resp := must(http.DefaultClient.Do(req))
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readJSON(t *testing.T, file string) map[string]any {
+	t.Helper()
+	var out map[string]any
+	if err := json.Unmarshal(must(os.ReadFile(file)), &out); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return out
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// keyPaths lists every object key path of v ("actions.restart.available"),
+// sorted; array elements share their array's path.
+func keyPaths(v map[string]any, prefix string) []string {
+	var out []string
+	for k, x := range v {
+		p := prefix + k
+		out = append(out, p)
+		switch x := x.(type) {
+		case map[string]any:
+			out = append(out, keyPaths(x, p+".")...)
+		case []any:
+			for _, el := range x {
+				if m, ok := el.(map[string]any); ok {
+					out = append(out, keyPaths(m, p+"[].")...)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	return must(strconv.Atoi(s))
+}

@@ -1,0 +1,594 @@
+// Package lambda adapts Lambda's Public Cloud API v1 (on-demand instances)
+// to providers.Provider (OP1).
+//
+// Lambda sells instance types (gpu_8x_h100_sxm5) per region with a yes/no
+// capacity signal, and launches one instance per call, at most one launch
+// per 12 seconds per account. A group of N machines is therefore N launches
+// in one region, each named "<group>-<index>" and tagged with the group and
+// the index; when any launch fails, every machine of the group is
+// terminated before the error is returned (all or nothing at our level), and
+// a retried placement adopts the machines it finds by tag.
+package lambda
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// Name is the provider's stable identifier, stored on offers and clusters.
+const Name = "lambda"
+
+// DefaultBaseURL is Lambda's production API server.
+const DefaultBaseURL = "https://cloud.lambda.ai"
+
+// Tags every machine we launch carries: the group (the cluster id) and its rank.
+const (
+	TagGroup = "clusterdeck-group"
+	TagIndex = "clusterdeck-index"
+)
+
+// BootTime is the typical time from launch to a reachable machine: Lambda
+// VMs boot in a few minutes; step deadlines are derived from it (L4).
+const BootTime = 10 * time.Minute
+
+// SSHUser is the login of Lambda Stack images.
+const SSHUser = "ubuntu"
+
+// Config configures the adapter. APIKey is required; every other field has
+// a default.
+type Config struct {
+	APIKey  string   // LAMBDA_API_KEY; sent as a Bearer token, never logged
+	BaseURL string   // default DefaultBaseURL
+	Regions []string // regions we sell (LAMBDA_REGIONS); empty = every region Lambda lists
+	// SSHKeyName is a key already registered in the Lambda account that
+	// every launch names (Lambda requires exactly one). Empty: the first of
+	// the customer's keys is registered under a name derived from it.
+	SSHKeyName string
+	// ImageFamily picks the machine image (default: Lambda's latest Lambda Stack).
+	ImageFamily string
+	// Agent is how machines fetch the clusterdeck binary in their start-up script.
+	Agent AgentInstall
+
+	HTTPClient *http.Client                               // default: own client with timeouts
+	Now        func() time.Time                           // default time.Now
+	Sleep      func(context.Context, time.Duration) error // default: a timer honouring ctx
+	Retries    int                                        // transient retries per request (default 4; negative = none)
+	// RequestInterval and LaunchInterval pace requests and launches
+	// (default: Lambda's documented 1 s and 12 s).
+	RequestInterval, LaunchInterval time.Duration
+	Backoff                         time.Duration // first retry delay (default 2 s)
+}
+
+// String never shows the key.
+func (c Config) String() string {
+	return fmt.Sprintf("lambda.Config{BaseURL: %q, Regions: %v, APIKey: [redacted]}", c.BaseURL, c.Regions)
+}
+
+// Cloud is the Lambda adapter. It is safe for concurrent use.
+type Cloud struct {
+	cfg     Config
+	c       *client
+	regions map[string]bool // allowed; nil = all
+
+	// A placement is many calls; placing, rolling back and terminating one
+	// group are serialised so that two callers (two overlapping job ticks)
+	// never launch a rank twice or launch into a group being terminated.
+	mu     sync.Mutex
+	groups map[string]*sync.Mutex
+}
+
+// lock holds group's lock until the returned func is called.
+func (l *Cloud) lock(group string) func() {
+	l.mu.Lock()
+	if l.groups == nil {
+		l.groups = map[string]*sync.Mutex{}
+	}
+	m, ok := l.groups[group]
+	if !ok {
+		m = &sync.Mutex{}
+		l.groups[group] = m
+	}
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+var _ providers.Provider = (*Cloud)(nil)
+
+// New returns the adapter for cfg.
+func New(cfg Config) (*Cloud, error) {
+	if strings.TrimSpace(cfg.APIKey) == "" {
+		return nil, errors.New("lambda: an API key is required")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = newHTTPClient()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = 4
+	} else if cfg.Retries < 0 {
+		cfg.Retries = 0
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 2 * time.Second
+	}
+	if cfg.RequestInterval <= 0 {
+		cfg.RequestInterval = RequestInterval
+	}
+	if cfg.LaunchInterval <= 0 {
+		cfg.LaunchInterval = LaunchInterval
+	}
+	if err := cfg.Agent.validate(); err != nil {
+		return nil, err
+	}
+	l := &Cloud{cfg: cfg, c: &client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: cfg.HTTPClient,
+		now: cfg.Now, sleep: cfg.Sleep, retries: cfg.Retries, backoff: cfg.Backoff,
+		requestEvery: cfg.RequestInterval, launchEvery: cfg.LaunchInterval}}
+	if len(cfg.Regions) > 0 {
+		l.regions = map[string]bool{}
+		for _, r := range cfg.Regions {
+			l.regions[r] = true
+		}
+	}
+	return l, nil
+}
+
+// Name is "lambda".
+func (l *Cloud) Name() string { return Name }
+
+// ListOffers returns one offer per instance type with GPUs and allowed
+// region. Lambda only says whether a region has capacity for a type, so
+// NodesAvailable is nil and Available carries the yes/no (O1). Prices are
+// per type (the same in every region), in micro-dollars per GPU-hour.
+func (l *Cloud) ListOffers(ctx context.Context) ([]providers.Offer, error) {
+	var types map[string]InstanceTypesItem
+	if err := l.c.do(ctx, opListOffers, http.MethodGet, pathInstanceTypes, nil, &types); err != nil {
+		return nil, err
+	}
+	var regions []Region
+	if err := l.c.do(ctx, opListOffers, http.MethodGet, pathRegions, nil, &regions); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(types))
+	for n := range types {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	sort.Slice(regions, func(i, j int) bool { return regions[i].Name < regions[j].Name })
+	var offers []providers.Offer
+	for _, n := range names {
+		it := types[n].InstanceType
+		if it.Specs.GPUs <= 0 || it.PriceCentsPerHour <= 0 {
+			continue // CPU-only shapes are not sold here
+		}
+		for _, r := range regions {
+			if !l.allowed(r.Name) {
+				continue
+			}
+			available := slices.ContainsFunc(types[n].RegionsWithCapacityAvailable, func(c Region) bool { return c.Name == r.Name })
+			offers = append(offers, offerFor(it, r, available))
+		}
+	}
+	return offers, nil
+}
+
+func (l *Cloud) allowed(region string) bool { return l.regions == nil || l.regions[region] }
+
+// OfferID is the offer handle for an instance type in a region.
+func OfferID(instanceType, region string) string { return instanceType + "." + region }
+
+func offerFor(it InstanceType, r Region, available bool) providers.Offer {
+	// Cents per machine-hour → micro-dollars per GPU-hour, rounded up so a
+	// machine is never sold below its price.
+	perGPU := (it.PriceCentsPerHour*10_000 + int64(it.Specs.GPUs) - 1) / int64(it.Specs.GPUs)
+	return providers.Offer{
+		Provider: Name, OfferID: OfferID(it.Name, r.Name), Location: r.Name, LocationName: r.Description,
+		Interconnect: providers.Ethernet, MachineKind: providers.VM, Accelerator: accelerator(it.GPUDescription),
+		GPUsPerNode: it.Specs.GPUs, VCPUs: it.Specs.VCPUs, MemoryGB: it.Specs.MemoryGiB, PerGPUHourUSD: perGPU,
+		RootDiskGB: it.Specs.StorageGiB, // included in the machine price: DiskGBHourUSD stays 0
+		Available:  available, BootTime: BootTime, PublicIPs: true,
+	}
+}
+
+var gpuDescRe = regexp.MustCompile(`^(?:Tesla )?(.+?)\s*\((\d+) GB`)
+
+// accelerator turns "H100 (80 GB SXM5)" into "H100_80GB".
+func accelerator(desc string) string {
+	if m := gpuDescRe.FindStringSubmatch(desc); m != nil {
+		return strings.ReplaceAll(m[1], " ", "_") + "_" + m[2] + "GB"
+	}
+	return strings.ReplaceAll(strings.TrimSpace(desc), " ", "_")
+}
+
+// nodeName is the instance name of the group's machine i (≤ 64 characters).
+func nodeName(group string, i int) string { return group + "-" + strconv.Itoa(i) }
+
+// PlaceGroup launches req.Count machines of one instance type in
+// req.Location, one launch per machine, paced one per 12 s. Machines already
+// tagged with the group are adopted (a retry after a crash launches only the
+// missing ranks). When any launch fails, every machine of the group is
+// terminated and the launch's error returned.
+func (l *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (providers.Group, error) {
+	typ, err := l.validate(req)
+	if err != nil {
+		return providers.Group{}, err
+	}
+	defer l.lock(req.GroupName)()
+	live, err := l.instances(ctx, opLaunch)
+	if err != nil {
+		return providers.Group{}, err
+	}
+	have := map[int]Instance{}
+	for _, in := range live[req.GroupName] {
+		i, ok := index(in)
+		if !ok || !alive(in) {
+			continue
+		}
+		if in.InstanceType.Name != typ || in.Region.Name != req.Location || i >= req.Count {
+			return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch,
+				Code: "group-conflict", Location: req.Location, Message: fmt.Sprintf(
+					"group %s already has machine %s (%s in %s, rank %d), not part of %d × %s in %s",
+					req.GroupName, in.ID, in.InstanceType.Name, in.Region.Name, i, req.Count, typ, req.Location)}
+		}
+		have[i] = in
+	}
+	if len(have) < req.Count {
+		if err := l.launchMissing(ctx, req, typ, have); err != nil {
+			if rb := l.rollback(ctx, req.GroupName); rb != nil {
+				return providers.Group{}, errors.Join(err, rb)
+			}
+			return providers.Group{}, err
+		}
+	}
+	g := providers.Group{Provider: Name, Name: req.GroupName, Location: req.Location}
+	for i := 0; i < req.Count; i++ {
+		g.Nodes = append(g.Nodes, node(have[i], i))
+	}
+	return g, nil
+}
+
+// validate checks what Lambda would refuse, before anything is launched.
+func (l *Cloud) validate(req providers.PlaceRequest) (string, error) {
+	bad := func(format string, args ...any) error {
+		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch, Location: req.Location,
+			Message: fmt.Sprintf(format, args...)}
+	}
+	typ, region, ok := strings.Cut(req.OfferID, ".")
+	switch {
+	case !ok || typ == "" || region == "":
+		return "", bad("offer %q is not <instance type>.<region>", req.OfferID)
+	case region != req.Location:
+		return "", bad("offer %s is sold in %s, not in %q", req.OfferID, region, req.Location)
+	case !l.allowed(region):
+		return "", bad("region %s is not enabled (LAMBDA_REGIONS)", region)
+	case req.Count < 1:
+		return "", bad("count %d: at least one machine", req.Count)
+	case req.GroupName == "" || len(nodeName(req.GroupName, req.Count-1)) > 64:
+		return "", bad("group name %q: 1 to 60 characters", req.GroupName)
+	case len(req.Agent.Tokens) != req.Count:
+		return "", bad("%d agent tokens for %d machines", len(req.Agent.Tokens), req.Count)
+	case l.cfg.SSHKeyName == "" && len(req.SSHKeys) == 0:
+		return "", bad("Lambda needs one SSH key per launch: none given and LAMBDA_SSH_KEY_NAME unset")
+	}
+	return typ, nil
+}
+
+// launchMissing launches every rank not in have, adding what it launched.
+func (l *Cloud) launchMissing(ctx context.Context, req providers.PlaceRequest, typ string, have map[int]Instance) error {
+	// Launch requests are rate-limited: ask the cheap catalog first, as
+	// Lambda advises, and refuse without launching when the region has none.
+	var types map[string]InstanceTypesItem
+	if err := l.c.do(ctx, opLaunch, http.MethodGet, pathInstanceTypes, nil, &types); err != nil {
+		return err
+	}
+	item, ok := types[typ]
+	if !ok {
+		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch, Location: req.Location,
+			Message: fmt.Sprintf("instance type %q is not sold", typ)}
+	}
+	if !slices.ContainsFunc(item.RegionsWithCapacityAvailable, func(r Region) bool { return r.Name == req.Location }) {
+		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opLaunch, Location: req.Location,
+			Code: "instance-operations/launch/insufficient-capacity", Message: fmt.Sprintf("no %s capacity in %s", typ, req.Location)}
+	}
+	key, err := l.sshKey(ctx, req.SSHKeys)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < req.Count; i++ {
+		if _, ok := have[i]; ok {
+			continue
+		}
+		script, err := StartupScript(l.cfg.Agent, req.Agent.ServerURL, req.Agent.Tokens[i], req.Workload())
+		if err != nil {
+			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch, Location: req.Location, Message: err.Error()}
+		}
+		lr := LaunchRequest{RegionName: req.Location, InstanceTypeName: typ, SSHKeyNames: []string{key},
+			Name: nodeName(req.GroupName, i), UserData: script,
+			Tags: []Tag{{Key: TagGroup, Value: req.GroupName}, {Key: TagIndex, Value: strconv.Itoa(i)}}}
+		if l.cfg.ImageFamily != "" {
+			lr.Image = &ImageSpec{Family: l.cfg.ImageFamily}
+		}
+		in, err := l.launch(ctx, req, lr, i)
+		if err != nil {
+			return err
+		}
+		have[i] = in
+	}
+	return nil
+}
+
+// launch launches one machine. After a transient failure the launch may
+// have happened: the group's machines are listed before launching again.
+func (l *Cloud) launch(ctx context.Context, req providers.PlaceRequest, lr LaunchRequest, i int) (Instance, error) {
+	for attempt := 0; ; attempt++ {
+		var out LaunchResponse
+		err := l.c.do(ctx, opLaunch, http.MethodPost, pathLaunch, lr, &out)
+		if err == nil {
+			if len(out.InstanceIDs) != 1 {
+				return Instance{}, &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opLaunch,
+					Message: fmt.Sprintf("launch answered %d instance ids for one machine", len(out.InstanceIDs))}
+			}
+			return Instance{ID: out.InstanceIDs[0], Name: lr.Name, Status: StatusBooting, Tags: lr.Tags}, nil
+		}
+		var pe *providers.Error
+		if !errors.As(err, &pe) || pe.Class != providers.ErrTransient || attempt >= l.cfg.Retries {
+			if errors.As(err, &pe) && pe.Location == "" {
+				pe.Location = req.Location
+			}
+			return Instance{}, err
+		}
+		live, lerr := l.instances(ctx, opLaunch)
+		if lerr != nil {
+			return Instance{}, errors.Join(err, lerr)
+		}
+		for _, in := range live[req.GroupName] {
+			if j, ok := index(in); ok && j == i && alive(in) {
+				return in, nil // the failed-looking launch went through
+			}
+		}
+		if err := l.c.sleep(ctx, l.cfg.Backoff<<attempt); err != nil {
+			return Instance{}, err
+		}
+	}
+}
+
+// sshKey returns the key name launches use: the configured one, or the
+// customer's first key, registered under a name derived from it when absent.
+func (l *Cloud) sshKey(ctx context.Context, keys []string) (string, error) {
+	if l.cfg.SSHKeyName != "" {
+		return l.cfg.SSHKeyName, nil
+	}
+	pub := strings.TrimSpace(keys[0])
+	sum := sha256.Sum256([]byte(pub))
+	name := "clusterdeck-" + hex.EncodeToString(sum[:8])
+	var existing []SSHKey
+	if err := l.c.do(ctx, opLaunch, http.MethodGet, pathSSHKeys, nil, &existing); err != nil {
+		return "", err
+	}
+	for _, k := range existing {
+		if k.Name == name || strings.TrimSpace(k.PublicKey) == pub {
+			return k.Name, nil
+		}
+	}
+	var added SSHKey
+	if err := l.c.do(ctx, opLaunch, http.MethodPost, pathSSHKeys, SSHKey{Name: name, PublicKey: pub}, &added); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// rollback terminates every machine of the group, so a failed placement
+// leaves nothing billed behind.
+func (l *Cloud) rollback(ctx context.Context, group string) error {
+	// The caller's context may be what failed; cleaning up must not.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if err := l.terminate(ctx, group); err != nil {
+		return fmt.Errorf("lambda: roll back group %s: %w", group, err)
+	}
+	return nil
+}
+
+// instances lists every instance of the account (one call; the endpoint is
+// not paginated) by group tag.
+func (l *Cloud) instances(ctx context.Context, op string) (map[string][]Instance, error) {
+	var all []Instance
+	if err := l.c.do(ctx, op, http.MethodGet, pathInstances, nil, &all); err != nil {
+		return nil, err
+	}
+	by := map[string][]Instance{}
+	for _, in := range all {
+		if g := in.Tag(TagGroup); g != "" {
+			by[g] = append(by[g], in)
+		}
+	}
+	return by, nil
+}
+
+// index is the machine's rank from its tag (or, failing that, its name).
+func index(in Instance) (int, bool) {
+	v := in.Tag(TagIndex)
+	if v == "" {
+		if k := strings.LastIndexByte(in.Name, '-'); k >= 0 {
+			v = in.Name[k+1:]
+		}
+	}
+	i, err := strconv.Atoi(v)
+	return i, err == nil && i >= 0
+}
+
+// alive: the machine is not on its way out.
+func alive(in Instance) bool {
+	return in.Status != StatusTerminated && in.Status != StatusTerminating
+}
+
+// node maps an instance onto the neutral node.
+func node(in Instance, i int) providers.Node {
+	n := providers.Node{ID: in.ID, Index: i, PublicHost: in.IP, PrivateIP: in.PrivateIP, SSHUser: SSHUser}
+	if in.IP != "" {
+		n.SSHPort = 22
+	}
+	switch in.Status {
+	case StatusBooting:
+		n.State = providers.NodePending
+	case StatusActive:
+		n.State = providers.NodeRunning
+		if !in.Actions.Restart.Available && in.Actions.Restart.ReasonCode == "vm-action-in-progress" {
+			n.State = providers.NodeRestarting
+		}
+	case StatusUnhealthy:
+		n.State, n.Message = providers.NodeFailed, "Lambda reports the machine unhealthy"
+	case StatusPreempted:
+		n.State, n.Message = providers.NodeFailed, "Lambda preempted the machine"
+	case StatusTerminating, StatusTerminated:
+		n.State = providers.NodeTerminated
+	default:
+		n.State, n.Message = providers.NodePending, "Lambda status "+in.Status
+	}
+	return n
+}
+
+// DescribeGroup reports the group's machines; ErrNotFound when Lambda
+// knows none of them.
+func (l *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.Group, error) {
+	gs, err := l.DescribeGroups(ctx, []string{groupName})
+	if err != nil {
+		return providers.Group{}, err
+	}
+	g, ok := gs[groupName]
+	if !ok {
+		return providers.Group{}, &providers.Error{Class: providers.ErrNotFound, Provider: Name, Op: opDescribe,
+			Message: "no machine of group " + groupName}
+	}
+	return g, nil
+}
+
+// DescribeGroups reports many groups with one list call (R1).
+func (l *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
+	by, err := l.instances(ctx, opDescribe)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]providers.Group{}
+	for _, name := range groupNames {
+		ins := by[name]
+		if len(ins) == 0 {
+			continue
+		}
+		g := providers.Group{Provider: Name, Name: name, Location: ins[0].Region.Name}
+		seen := map[int]int{} // rank → position in g.Nodes
+		for _, in := range ins {
+			i, ok := index(in)
+			if !ok {
+				continue
+			}
+			n := node(in, i)
+			if k, dup := seen[i]; dup {
+				// A rank launched again after a rollback: the live machine wins.
+				if g.Nodes[k].State == providers.NodeTerminated {
+					g.Nodes[k] = n
+				}
+				continue
+			}
+			seen[i] = len(g.Nodes)
+			g.Nodes = append(g.Nodes, n)
+		}
+		sort.Slice(g.Nodes, func(a, b int) bool { return g.Nodes[a].Index < g.Nodes[b].Index })
+		out[name] = g
+	}
+	return out, nil
+}
+
+// RestartNode restarts one machine of the group (POST
+// /instance-operations/restart). A machine Lambda no longer knows, or that
+// is terminating, is ErrNotFound; a restart Lambda refuses for now (409,
+// the machine still boots) is ErrTransient.
+func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error {
+	var in Instance
+	err := l.c.do(ctx, opRestart, http.MethodGet, pathInstances+"/"+url.PathEscape(nodeID), nil, &in)
+	if err != nil {
+		return err
+	}
+	if in.Tag(TagGroup) != groupName || !alive(in) {
+		return &providers.Error{Class: providers.ErrNotFound, Provider: Name, Op: opRestart,
+			Message: fmt.Sprintf("machine %s of group %s is gone", nodeID, groupName)}
+	}
+	if in.Status == StatusPreempted {
+		return &providers.Error{Class: providers.ErrUnrecoverable, Provider: Name, Op: opRestart,
+			Message: fmt.Sprintf("machine %s was preempted", nodeID)}
+	}
+	var out struct {
+		Restarted []Instance `json:"restarted_instances"`
+	}
+	return l.c.do(ctx, opRestart, http.MethodPost, pathRestart, InstanceIDs{InstanceIDs: []string{nodeID}}, &out)
+}
+
+// StopNode is refused: Lambda's on-demand instances cannot be stopped
+// (its API has restart and terminate, no stop), so the machine keeps
+// running and billing. The refusal is ErrUnsupported; only terminating
+// the group releases the machines (the stop job does that instead, B6).
+func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
+	return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: "StopNode", Code: "unsupported",
+		Message: "Lambda cannot stop a machine and start it again; terminate the cluster to release it"}
+}
+
+// TerminateGroup terminates every live machine of the group in one call. A
+// group Lambda does not know, or machines already gone, are success.
+func (l *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
+	defer l.lock(groupName)()
+	return l.terminate(ctx, groupName)
+}
+
+// terminate is TerminateGroup under the group's lock.
+func (l *Cloud) terminate(ctx context.Context, groupName string) error {
+	by, err := l.instances(ctx, opTerminate)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, in := range by[groupName] {
+		if alive(in) {
+			ids = append(ids, in.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var out struct {
+		Terminated []Instance `json:"terminated_instances"`
+	}
+	err = l.c.do(ctx, opTerminate, http.MethodPost, pathTerminate, InstanceIDs{InstanceIDs: ids}, &out)
+	if !errors.Is(err, providers.ErrNotFound) {
+		return err
+	}
+	// One of them went meanwhile: terminate the rest one by one.
+	for _, id := range ids {
+		err := l.c.do(ctx, opTerminate, http.MethodPost, pathTerminate, InstanceIDs{InstanceIDs: []string{id}}, &out)
+		if err != nil && !errors.Is(err, providers.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}

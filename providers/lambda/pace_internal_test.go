@@ -1,0 +1,35 @@
+package lambda
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Requests keep 1 s apart and launches 12 s apart, and a request booked
+// while a launch waits its turn takes the free slot before it rather than
+// queueing behind it (LSPEC rate limits).
+func TestPacingSlots(t *testing.T) {
+	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	var slept []time.Duration
+	c := &client{now: func() time.Time { return now }, requestEvery: RequestInterval, launchEvery: LaunchInterval,
+		sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}
+	ctx := context.Background()
+	for _, launch := range []bool{true, true, false, false, true} {
+		if err := c.wait(ctx, launch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// launch at 0 s; launch at 12 s; requests at 1 s and 2 s; launch at 24 s.
+	want := []time.Duration{12 * time.Second, time.Second, 2 * time.Second, 24 * time.Second}
+	if !slices.Equal(slept, want) {
+		t.Errorf("waits %v, want %v", slept, want)
+	}
+	// Once the clock passed, old bookings are forgotten.
+	now = now.Add(time.Minute)
+	slept = nil
+	if err := c.wait(ctx, false); err != nil || len(slept) != 0 {
+		t.Errorf("a request a minute later waited %v (%v)", slept, err)
+	}
+}

@@ -1,0 +1,209 @@
+// Package providerstest is the contract every providers.Provider passes
+// alike (OP1): the simulated cloud and each real adapter against its fake
+// run the same cases, so the jobs can rely on one behaviour.
+package providerstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+)
+
+// Env is one fresh provider and what the contract needs to drive it.
+type Env struct {
+	Provider providers.Provider
+	// OfferID and Location name an offer with at least Free (≥ 2) machines
+	// free in Location.
+	OfferID, Location string
+	Free              int
+	// Advance moves the provider's clock (machines boot with it).
+	Advance func(time.Duration)
+	// Boot is long enough for a placed machine to be running.
+	Boot time.Duration
+	// FailMidway scripts the next placement to fail after part of the group
+	// was placed (a provider that places a group in one call may refuse it
+	// as a whole).
+	FailMidway func(t *testing.T)
+	// Stops says whether the upstream can stop a machine and start it
+	// again; one that cannot refuses StopNode with ErrUnsupported.
+	Stops bool
+}
+
+// Request is a placement of n machines of the env's offer.
+func (e Env) Request(group string, n int) providers.PlaceRequest {
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = fmt.Sprintf("agt_%s_%d", group, i)
+	}
+	return providers.PlaceRequest{GroupName: group, OfferID: e.OfferID, Location: e.Location, Count: n,
+		SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIcontract contract@test"},
+		Agent:   providers.AgentBootstrap{ServerURL: "https://deck.example.com", Tokens: tokens}}
+}
+
+// Run runs every case of the contract, each on a fresh Env.
+func Run(t *testing.T, newEnv func(t *testing.T) Env) {
+	ctx := context.Background()
+	t.Run("capacity refusal leaves nothing", func(t *testing.T) {
+		e := newEnv(t)
+		_, err := e.Provider.PlaceGroup(ctx, e.Request("cl_big", e.Free+1))
+		if !errors.Is(err, providers.ErrNoCapacity) {
+			t.Fatalf("%d machines of %d free: want ErrNoCapacity, got %v", e.Free+1, e.Free, err)
+		}
+		gone(t, e, "cl_big")
+		if _, err := e.Provider.PlaceGroup(ctx, e.Request("cl_fits", e.Free)); err != nil {
+			t.Fatalf("the refusal must hold no machines: placing all %d free: %v", e.Free, err)
+		}
+	})
+	t.Run("validation refusal", func(t *testing.T) {
+		e := newEnv(t)
+		req := e.Request("cl_bad", 1)
+		req.OfferID = "no-such-offer"
+		if _, err := e.Provider.PlaceGroup(ctx, req); !errors.Is(err, providers.ErrValidation) {
+			t.Fatalf("unknown offer: want ErrValidation, got %v", err)
+		}
+		req = e.Request("cl_bad", 1)
+		req.Count = 0
+		if _, err := e.Provider.PlaceGroup(ctx, req); !errors.Is(err, providers.ErrValidation) {
+			t.Fatalf("no machines: want ErrValidation, got %v", err)
+		}
+		gone(t, e, "cl_bad")
+	})
+	t.Run("partial placement rolled back", func(t *testing.T) {
+		e := newEnv(t)
+		e.FailMidway(t)
+		_, err := e.Provider.PlaceGroup(ctx, e.Request("cl_half", 2))
+		if !errors.Is(err, providers.ErrNoCapacity) {
+			t.Fatalf("want ErrNoCapacity, got %v", err)
+		}
+		gone(t, e, "cl_half")
+	})
+	t.Run("placement is idempotent on the group name", func(t *testing.T) {
+		e := newEnv(t)
+		a, err := e.Provider.PlaceGroup(ctx, e.Request("cl_twice", 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := e.Provider.PlaceGroup(ctx, e.Request("cl_twice", 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Nodes) != 2 || len(b.Nodes) != 2 || a.Nodes[0].ID != b.Nodes[0].ID || a.Nodes[1].ID != b.Nodes[1].ID {
+			t.Fatalf("a retry placed other machines: %+v then %+v", a.Nodes, b.Nodes)
+		}
+		if _, err := e.Provider.PlaceGroup(ctx, e.Request("cl_rest", e.Free-2)); err != nil {
+			t.Fatalf("the retry took more machines: %v", err)
+		}
+	})
+	t.Run("terminate of a missing group is success", func(t *testing.T) {
+		e := newEnv(t)
+		if err := e.Provider.TerminateGroup(ctx, "cl_never"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Provider.PlaceGroup(ctx, e.Request("cl_1", 1)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			if err := e.Provider.TerminateGroup(ctx, "cl_1"); err != nil {
+				t.Fatalf("terminate %d: %v", i+1, err)
+			}
+		}
+	})
+	t.Run("describe after terminate", func(t *testing.T) {
+		e := newEnv(t)
+		for _, g := range []string{"cl_1", "cl_2"} {
+			if _, err := e.Provider.PlaceGroup(ctx, e.Request(g, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.Advance(e.Boot)
+		gs, err := e.Provider.DescribeGroups(ctx, []string{"cl_1", "cl_2", "cl_never"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := gs["cl_never"]; ok || len(gs) != 2 {
+			t.Fatalf("groups %v", gs)
+		}
+		for name, g := range gs {
+			if len(g.Nodes) != 1 || g.Nodes[0].State != providers.NodeRunning || g.Name != name {
+				t.Fatalf("%s booted: %+v", name, g)
+			}
+		}
+		if err := e.Provider.TerminateGroup(ctx, "cl_1"); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, e, "cl_1")
+		if g, err := e.Provider.DescribeGroup(ctx, "cl_2"); err != nil || g.Nodes[0].State != providers.NodeRunning {
+			t.Fatalf("the other group: %+v %v", g, err)
+		}
+	})
+	t.Run("restart of a running machine", func(t *testing.T) {
+		e := newEnv(t)
+		g, err := e.Provider.PlaceGroup(ctx, e.Request("cl_1", 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(e.Boot)
+		if err := e.Provider.RestartNode(ctx, "cl_1", g.Nodes[1].ID); err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(e.Boot)
+		g, err = e.Provider.DescribeGroup(ctx, "cl_1")
+		if err != nil || g.Nodes[1].State != providers.NodeRunning || g.Nodes[0].State != providers.NodeRunning {
+			t.Fatalf("after the restart: %+v %v", g, err)
+		}
+		if err := e.Provider.RestartNode(ctx, "cl_1", "no-such-machine"); !errors.Is(err, providers.ErrNotFound) {
+			t.Fatalf("unknown machine: want ErrNotFound, got %v", err)
+		}
+	})
+	t.Run("stop, then restart starts the machine", func(t *testing.T) {
+		e := newEnv(t)
+		g, err := e.Provider.PlaceGroup(ctx, e.Request("cl_1", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(e.Boot)
+		err = e.Provider.StopNode(ctx, "cl_1", g.Nodes[0].ID)
+		if !e.Stops {
+			if !errors.Is(err, providers.ErrUnsupported) {
+				t.Fatalf("a provider that cannot stop refuses: want ErrUnsupported, got %v", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(e.Boot)
+		if g, err = e.Provider.DescribeGroup(ctx, "cl_1"); err != nil || g.Nodes[0].State != providers.NodeStopped {
+			t.Fatalf("after stop: %+v %v", g, err)
+		}
+		if err := e.Provider.RestartNode(ctx, "cl_1", g.Nodes[0].ID); err != nil {
+			t.Fatalf("restart of a stopped machine: %v", err)
+		}
+		e.Advance(e.Boot)
+		if g, err = e.Provider.DescribeGroup(ctx, "cl_1"); err != nil || g.Nodes[0].State != providers.NodeRunning {
+			t.Fatalf("after the restart: %+v %v", g, err)
+		}
+	})
+}
+
+// gone requires that the group holds no live machine: unknown upstream, or
+// every machine terminated.
+func gone(t *testing.T, e Env, group string) {
+	t.Helper()
+	g, err := e.Provider.DescribeGroup(context.Background(), group)
+	if errors.Is(err, providers.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("describe %s: %v", group, err)
+	}
+	for _, n := range g.Nodes {
+		if n.State != providers.NodeTerminated {
+			t.Fatalf("group %s left machine %s %s behind", group, n.ID, n.State)
+		}
+	}
+}

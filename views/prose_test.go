@@ -1,0 +1,26 @@
+package views
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// Issue 13: text written with `backticks` shows its code as code, escaped,
+// with nothing added around it; an unpaired backtick stays as written.
+func TestProse(t *testing.T) {
+	for in, want := range map[string]string{
+		"run `until curl x; done`, or not": `run <code class="` + proseCodeClass + `">until curl x; done</code>, or not`,
+		"`<b>` & `a<b`":                    `<code class="` + proseCodeClass + `">&lt;b&gt;</code> &amp; <code class="` + proseCodeClass + `">a&lt;b</code>`,
+		"one ` backtick <i>":               "one ` backtick &lt;i&gt;",
+		"":                                 "",
+	} {
+		var b strings.Builder
+		if err := Prose(in).Render(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != want {
+			t.Errorf("Prose(%q) = %q\nwant %q", in, b.String(), want)
+		}
+	}
+}
