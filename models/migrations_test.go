@@ -25,8 +25,8 @@ var allModels = []any{
 	&models.NodeGPUCheck{}, &models.NCCLCheck{}, &models.ProviderLeak{},
 	&models.ProviderSetting{}, &models.PrivateOffer{}, &models.NodeStart{},
 	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},
-	&models.AutoRecharge{}, &models.Charge{}, &models.Volume{},
 	&models.AutoRecharge{}, &models.Charge{}, &models.BalanceEpisode{}, &models.Budget{}, &models.BudgetAlert{},
+	&models.Volume{},
 }
 
 // readModels read a table another model owns; their columns are checked

@@ -563,6 +563,71 @@ func (s *Store) meterVolumes(ctx context.Context, now time.Time) (volumes int, e
 	}
 }
 
+// volumeOpen is v's open period up to now: from its mark, never written;
+// nothing once it is deleted (its last period is written then).
+func volumeOpen(v Volume, now time.Time) (minutes int64, amount Money) {
+	if v.DeletedAt != nil {
+		return 0, 0
+	}
+	from := v.SizeSince
+	if v.BilledUntil != nil && v.BilledUntil.After(from) {
+		from = *v.BilledUntil
+	}
+	m0, m1 := minutesSince(v.SizeSince, from), minutesSince(v.SizeSince, now)
+	if m1 <= m0 {
+		return 0, 0
+	}
+	return m1 - m0, volumeCharge(v, m1) - volumeCharge(v, m0)
+}
+
+// volumeMoneyOf adds the volumes of envIDs to their environments' money
+// for budgets (B5, X6): a volume bills its environment from creation until
+// deleted, attached or not (V3), so its periods starting in w count as
+// spend, its open period while now is in w as spend owed, and every volume
+// not deleted burns its hourly rate.
+func (s *Store) volumeMoneyOf(ctx context.Context, out map[string]*envMoney, envIDs []string, w UsageWindow, now time.Time) error {
+	var vs []Volume
+	err := s.db.WithContext(ctx).Where("env_id IN ? AND created_at < ? AND (deleted_at IS NULL OR deleted_at >= ?)", envIDs, w.To, w.From).
+		Order("id").Find(&vs).Error
+	if err != nil {
+		return fmt.Errorf("models: budget volumes: %w", err)
+	}
+	if len(vs) == 0 {
+		return nil
+	}
+	envOf := make(map[string]string, len(vs))
+	refs := make([]string, len(vs))
+	for i, v := range vs {
+		refs[i] = v.UsageRef()
+		envOf[v.UsageRef()] = v.EnvID
+	}
+	var sums []struct {
+		NodeID string
+		Amount Money
+	}
+	err = s.db.WithContext(ctx).Table("ledger_entries").Select("node_id, COALESCE(SUM(amount), 0) AS amount").
+		Where("kind = ? AND node_id IN ? AND period_start >= ? AND period_start < ?", LedgerUsage, refs, w.From, w.To).
+		Group("node_id").Scan(&sums).Error
+	if err != nil {
+		return fmt.Errorf("models: budget volume spend: %w", err)
+	}
+	for _, r := range sums {
+		out[envOf[r.NodeID]].spend -= r.Amount
+	}
+	for _, v := range vs {
+		m := out[v.EnvID]
+		if w.contains(now) {
+			_, acc := volumeOpen(v, now)
+			m.spend += acc
+			m.open += acc
+		}
+		if v.DeletedAt == nil {
+			m.burn += v.HourRate()
+		}
+	}
+	return nil
+}
+
 // VolumeUsage is a volume's line on the billing page (B3, X11): what is
 // written and what its open period has run up so far.
 type VolumeUsage struct {
@@ -625,17 +690,10 @@ func (s *Store) VolumeUsageForMonth(ctx context.Context, orgID string, w UsageWi
 		if i, ok := byRef[v.UsageRef()]; ok {
 			u.Completed, u.Minutes = -sums[i].Amount, sums[i].Minutes
 		}
-		if v.DeletedAt == nil && (w.To.IsZero() || (!now.Before(w.From) && now.Before(w.To))) {
-			// The open period: from the mark to now, never written.
-			from := v.SizeSince
-			if v.BilledUntil != nil && v.BilledUntil.After(from) {
-				from = *v.BilledUntil
-			}
-			m0, m1 := minutesSince(v.SizeSince, from), minutesSince(v.SizeSince, now)
-			if m1 > m0 {
-				u.Accumulating = volumeCharge(v, m1) - volumeCharge(v, m0)
-				u.Minutes += m1 - m0
-			}
+		if w.contains(now) {
+			m, acc := volumeOpen(v, now)
+			u.Accumulating = acc
+			u.Minutes += m
 		}
 		out = append(out, u)
 	}

@@ -414,3 +414,86 @@ func TestFailedLaunchDropsItsNewVolume(t *testing.T) {
 		}
 	})
 }
+
+// B5, X6, V3: a volume bills its environment's budget like its clusters do.
+// While its cluster runs, the environment burns the machines and the volume
+// once (the cluster's locked rate includes the volume; it is not counted
+// twice); once the cluster ended the detached volume still burns, its
+// written periods and its open one count as spend, and the budget's
+// forecast follows the volume alone.
+func TestVolumeCountsInBudget(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newMeterEnv(t, db)
+		ctx := e.ctx
+		e.clock.Advance(7 * time.Minute) // 12:07
+		v := e.volume(t, "ckpt", "us-east", 100)
+		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
+		c, _, err := e.launch(q, "", "h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = e.ready(t, c)
+		if c.USDPerHour != 2*c.MachineHour+v.HourRate() {
+			t.Fatalf("locked rate %d, want the machines %d and the volume %d", c.USDPerHour, 2*c.MachineHour, v.HourRate())
+		}
+		line := func() models.BudgetLine {
+			t.Helper()
+			o, err := e.s.BudgetOverviewFor(ctx, e.org.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range o.Lines {
+				if l.Env.ID == e.env.ID {
+					return l
+				}
+			}
+			t.Fatalf("no line for %s in %+v", e.env.ID, o.Lines)
+			return models.BudgetLine{}
+		}
+		burn, err := e.s.BurnRate(ctx, e.org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := line(); l.Burn != c.USDPerHour || l.Burn != burn {
+			t.Errorf("running: the environment burns %d, BurnRate %d; want %d once", l.Burn, burn, c.USDPerHour)
+		}
+
+		e.clock.Advance(53 * time.Minute) // 13:00
+		e.terminate(t, c.ID)
+		e.clock.Advance(2*time.Hour + 30*time.Minute) // 15:30
+		e.meter(t)
+		var written models.Money
+		if err := db.Model(&models.UsageEntry{}).Where("org_id = ? AND kind = ?", e.org.ID, models.LedgerUsage).
+			Select("COALESCE(SUM(amount), 0)").Scan(&written).Error; err != nil {
+			t.Fatal(err)
+		}
+		usage, err := e.s.VolumeUsageForMonth(ctx, e.org.ID, models.MonthOf(e.clock.Now()))
+		if err != nil || len(usage) != 1 || usage[0].Accumulating == 0 {
+			t.Fatalf("volume usage %+v %v", usage, err)
+		}
+		l := line()
+		if l.Burn != v.HourRate() {
+			t.Errorf("detached: the environment burns %d, want the volume's %d", l.Burn, v.HourRate())
+		}
+		if want := -written + usage[0].Accumulating; l.Spend != want {
+			t.Errorf("spend %d, want %d: the cluster's and the volume's written periods and the volume's open one", l.Spend, want)
+		}
+
+		// A budget about one volume-hour above the spend (in whole cents)
+		// is forecast at the volume's burn, and reached once it has run.
+		cent := models.Micro / 100
+		amount := (l.Spend + v.HourRate() + cent - 1) / cent * cent
+		if _, err := e.actions().SetBudget(ctx, e.env.ID, amount); err != nil {
+			t.Fatal(err)
+		}
+		l = line()
+		want, _ := models.Forecast(e.clock.Now(), amount, l.Spend, v.HourRate())
+		if l.ForecastAt == nil || !l.ForecastAt.Equal(want) || want.Before(e.clock.Now().Add(time.Hour)) {
+			t.Errorf("forecast %v, want %v, an hour or a little more at the volume's burn", l.ForecastAt, want)
+		}
+		e.clock.Advance(want.Sub(e.clock.Now()))
+		if l = line(); !l.Reached {
+			t.Errorf("an hour of the detached volume later the budget is not reached: %+v", l)
+		}
+	})
+}
