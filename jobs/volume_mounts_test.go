@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,55 @@ func TestVolumeMountsOnContainer(t *testing.T) {
 		}
 		if m := w.mountSteps(c, 1); len(m) != 0 {
 			t.Errorf("a container worker mounted %+v", m)
+		}
+	})
+}
+
+// B6, V3, V4: a stopped cluster keeps its volume (deleting it is refused
+// while the cluster has not ended), and a resume boots every machine again,
+// so each agent runs the mounts step again in its new boot: node-0 exports
+// /shared and mounts and syncs the volume anew, the others mount /shared
+// from it.
+func TestVolumeMountedAgainAfterResume(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		c := w.launchVolume("H100_80GB", 3, 8, 250)
+		c = w.runUntil(c.ID, models.StatusReady, 20*time.Minute, 30*time.Second)
+		w.clock.Advance(10 * time.Second)
+		w.tick()
+		for rank := range 3 {
+			if m := w.mountSteps(c, rank); len(m) != 1 {
+				t.Fatalf("node-%d ran %d mounts steps before the stop, want 1", rank, len(m))
+			}
+		}
+		c = w.stopNow(c.ID, models.StopByBalance)
+		owner := w.store.As(models.Actor{OrgID: w.org.ID, EnvID: w.env.ID, Role: models.RoleOwner, Name: "owner@example.com"})
+		var attached *models.VolumeAttachedError
+		if _, err := owner.DeleteVolume(ctx, c.VolumeID); !errors.As(err, &attached) || attached.ClusterID != c.ID {
+			t.Fatalf("deleting the volume of a stopped cluster: %v, want volume_attached", err)
+		}
+		if _, err := w.store.RequestResume(ctx, w.org.ID, c.ID, "test@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		c = w.runUntil(c.ID, models.StatusReady, 20*time.Minute, 30*time.Second)
+		w.clock.Advance(10 * time.Second)
+		w.tick()
+		if v := w.cloud.Volume(c.GroupName()); v == nil || v.ID != c.VolumeID {
+			t.Fatalf("after the resume the group's volume is %+v, want %s", v, c.VolumeID)
+		}
+		for rank := range 3 {
+			m := w.mountSteps(c, rank)
+			if len(m) != 2 {
+				t.Fatalf("node-%d ran %d mounts steps after the resume, want one per boot", rank, len(m))
+			}
+			if rank == 0 && (!strings.Contains(m[1].Script, "mount /dev/disk/by-label/clusterdeck-volume '/mnt/clusterdeck-volume'") ||
+				!strings.Contains(m[1].Script, "rsync -a /mnt/clusterdeck-volume/ '/shared/volume'/")) {
+				t.Errorf("node-0's mounts after the resume do not mount and copy the volume:\n%s", m[1].Script)
+			}
+			if rank > 0 && !strings.Contains(m[1].Script, "10.77.0.1:/shared /shared nfs") {
+				t.Errorf("node-%d's mounts after the resume do not mount /shared:\n%s", rank, m[1].Script)
+			}
 		}
 	})
 }
