@@ -224,7 +224,7 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	case errors.Is(err, providers.ErrNoCapacity):
 		return j.fail(ctx, c, "provider_rejected:no_capacity", "", "reserved",
 			"The provider could not place every machine together: "+providerMessage(err))
-	case errors.Is(err, providers.ErrValidation), errors.Is(err, providers.ErrQuota):
+	case errors.Is(err, providers.ErrValidation), errors.Is(err, providers.ErrQuota), errors.Is(err, providers.ErrUnsupported):
 		return j.fail(ctx, c, "provider_rejected:validation", "", "reserved",
 			"The provider refused the request: "+providerMessage(err))
 	case err != nil:

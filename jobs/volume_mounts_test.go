@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 	"gorm.io/gorm"
 )
@@ -182,6 +183,48 @@ func TestVolumeMountedAgainAfterResume(t *testing.T) {
 			if rank > 0 && !strings.Contains(m[1].Script, "10.77.0.1:/shared /shared nfs") {
 				t.Errorf("node-%d's mounts after the resume do not mount /shared:\n%s", rank, m[1].Script)
 			}
+		}
+	})
+}
+
+// noVolumes is a cloud that cannot attach a volume (like the Lambda
+// adapter): a placement with one is refused as unsupported.
+type noVolumes struct{ providers.Provider }
+
+func (p noVolumes) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (providers.Group, error) {
+	if req.Volume != nil {
+		return providers.Group{}, &providers.Error{Class: providers.ErrUnsupported, Provider: "sim", Op: "PlaceGroup",
+			Code: "unsupported", Message: "no volumes here"}
+	}
+	return p.Provider.PlaceGroup(ctx, req)
+}
+
+// L4, V2, V4: a cloud that cannot attach the volume refuses the placement;
+// the cluster fails at once (not retried until the cap) with the
+// provider's reason, nothing is placed or billed, and the volume its launch
+// created goes with it.
+func TestPlacementWithVolumeUnsupportedFails(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newWorld(t, db)
+		w.job.Providers["sim"] = noVolumes{w.cloud}
+		c := w.launchVolume("H100_80GB", 2, 8, 100)
+		w.tick()
+		got := w.cluster(c.ID)
+		if got.Status != models.StatusFailed || got.LastError != "provider_rejected:validation" {
+			t.Fatalf("status %s %q after one tick\n%s", got.Status, got.LastError, w.events(c.ID))
+		}
+		if ev := w.events(c.ID); !strings.Contains(ev, "no volumes here") {
+			t.Errorf("no event gives the provider's reason:\n%s", ev)
+		}
+		if g, _ := w.cloud.DescribeGroup(context.Background(), c.GroupName()); len(g.Nodes) != 0 {
+			t.Errorf("machines placed: %+v", g.Nodes)
+		}
+		var v models.Volume
+		if err := db.Where("id = ?", got.VolumeID).Take(&v).Error; err != nil || v.DeletedAt == nil {
+			t.Errorf("the launch's volume is left billing: %+v %v", v, err)
+		}
+		if w.billed() != 0 {
+			t.Errorf("%d billed", w.billed())
 		}
 	})
 }
