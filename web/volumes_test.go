@@ -351,6 +351,22 @@ func TestVolumePinsPickerAndLaunchPage(t *testing.T) {
 			t.Errorf("the attached volume's row: %q", row.Text())
 		}
 
+		// B6: stopped, the cluster still holds the volume, which bills on.
+		now := app.clock.Now()
+		if err := app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Updates(map[string]any{"status": models.StatusStopped,
+			"ready_at": now, "stopped_at": now, "stopped_from": "ready", "stop_reason": "balance"}).Error; err != nil {
+			t.Fatal(err)
+		}
+		d = doc(t, c.get("/clusters/" + cl.ID))
+		if note := d.Find("[data-testid=storage-volume]").Text(); !strings.Contains(note, "kept while this cluster is stopped") ||
+			!strings.Contains(note, "bills meanwhile") {
+			t.Errorf("the stopped cluster's volume note: %q", note)
+		}
+		d = doc(t, c.get("/volumes"))
+		if row := d.Find("#volume-" + v.ID); row.AttrOr("data-attached", "") != "true" || row.Find("[data-testid=volume-delete]").Length() != 0 {
+			t.Errorf("the stopped cluster's volume's row: %q", row.Text())
+		}
+
 		// Community: the warning again, and no volume.
 		d = doc(t, c.get("/clusters/new?offer=sim:home&nodes=2"))
 		if w := d.Find("[data-testid=community-warning]").Text(); !strings.Contains(w, "Keep secrets off") {
