@@ -357,7 +357,7 @@ func TestVolumePinsPickerAndLaunchPage(t *testing.T) {
 			"ready_at": now, "stopped_at": now, "stopped_from": "ready", "stop_reason": "balance"}).Error; err != nil {
 			t.Fatal(err)
 		}
-		d = doc(t, c.get("/clusters/" + cl.ID))
+		d = doc(t, c.get("/clusters/"+cl.ID))
 		if note := d.Find("[data-testid=storage-volume]").Text(); !strings.Contains(note, "kept while this cluster is stopped") ||
 			!strings.Contains(note, "bills meanwhile") {
 			t.Errorf("the stopped cluster's volume note: %q", note)
