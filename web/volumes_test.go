@@ -193,6 +193,12 @@ func TestVolumesPage(t *testing.T) {
 		if !strings.Contains(row.Text(), "Accrued "+want) || !strings.Contains(row.Text(), "detached, still billing") {
 			t.Errorf("row %q, want accrued %s and detached", row.Text(), want)
 		}
+		if q, label := confirmOf(t, d, "/volumes/"+vs[0].ID+"/delete"); !strings.Contains(q, "ckpt") || label != "Delete volume" {
+			t.Errorf("delete asks %q / %q, want the volume's name in the page's dialog", q, label)
+		}
+		if d.Find(`[hx-confirm]`).Length() != 0 {
+			t.Error("a browser confirm() is used beside the dialog")
+		}
 		if rec := c.post("/volumes/"+vs[0].ID+"/grow", url.Values{"size_gb": {"50"}}); rec.Code != http.StatusUnprocessableEntity ||
 			!strings.Contains(rec.Body.String(), "only grows") {
 			t.Errorf("shrink through the page: %d", rec.Code)
