@@ -228,3 +228,61 @@ func TestPlacementWithVolumeUnsupportedFails(t *testing.T) {
 		}
 	})
 }
+
+// recordNodes passes every PlaceNode on and keeps its request.
+type recordNodes struct {
+	providers.Provider
+	reqs *[]providers.PlaceRequest
+}
+
+func (p recordNodes) PlaceNode(ctx context.Context, group string, index int, req providers.PlaceRequest) (providers.Node, error) {
+	*p.reqs = append(*p.reqs, req)
+	return p.Provider.PlaceNode(ctx, group, index, req)
+}
+
+// L10, V4: a worker added to a cluster with a volume is placed with the
+// cluster's volume in its request, like the group's first machines (a
+// replacement of node-0 needs it attached), joins, and once it joined its
+// agent mounts /shared from node-0 like the others.
+func TestAddedWorkerMountsShared(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		var reqs []providers.PlaceRequest
+		w.job.Providers["sim"] = recordNodes{w.cloud, &reqs} // the registry every job of the world shares
+		c := w.launchVolume("H100_80GB", 2, 8, 100)
+		c = w.runUntil(c.ID, models.StatusReady, 20*time.Minute, 30*time.Second)
+		w.clock.Advance(10 * time.Second)
+		w.tick()
+		owner := w.store.As(models.Actor{OrgID: w.org.ID, EnvID: w.env.ID, Role: models.RoleOwner, Name: "owner@example.com"})
+		if _, _, err := owner.AddWorker(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		joined := func() bool {
+			nodes, err := w.store.NodesFor(ctx, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(nodes) == 3 && nodes[2].JoinKind == "" && nodes[2].Status == models.NodeReady
+		}
+		for i := 0; i < 30 && !joined(); i++ {
+			w.clock.Advance(30 * time.Second)
+			w.tick()
+		}
+		if !joined() {
+			t.Fatalf("node-2 did not join\n%s", w.events(c.ID))
+		}
+		if len(reqs) != 1 || reqs[0].Volume == nil || reqs[0].Volume.ID != c.VolumeID || reqs[0].Count != 1 {
+			t.Fatalf("PlaceNode requests %+v, want one carrying volume %s", reqs, c.VolumeID)
+		}
+		w.clock.Advance(10 * time.Second)
+		w.tick()
+		m := w.mountSteps(c, 2)
+		if len(m) != 1 || !strings.Contains(m[0].Script, "10.77.0.1:/shared /shared nfs") || strings.Contains(m[0].Script, "exportfs") {
+			t.Fatalf("node-2's mounts: %+v", m)
+		}
+		if log := w.nodeLog(c, 2); !strings.Contains(log, "10.77.0.1:/shared on /shared type nfs4") {
+			t.Errorf("node-2's log does not show /shared mounted:\n%s", log)
+		}
+	})
+}

@@ -267,6 +267,14 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/v1/volumes/:id/grow":                     volumeA,
 	"/clusters/:id/resume":                     clusterA,
 	"/v1/gpu/clusters/:id/resume":              clusterA,
+	"/clusters/:id/workers":                    clusterA,
+	"/v1/gpu/clusters/:id/workers":             clusterA,
+	"/clusters/:id/nodes/:rank/replace":        clusterNodeA,
+	"/v1/gpu/clusters/:id/nodes/:rank/replace": clusterNodeA,
+}
+
+func clusterNodeA(f *walkFixture) map[string]string {
+	return map[string]string{"id": f.clusterA.ID, "rank": "1"}
 }
 
 func volumeA(f *walkFixture) map[string]string { return map[string]string{"id": f.volumeA.ID} }
