@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,11 +12,11 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 )
 
-// V1, V2, V4 in a browser: create a volume on the Volumes page, launch a
-// cluster on it from the row's "Launch on it" (the picker says it is pinned
-// to the volume's location), and see /shared/volume on the cluster page
+// V1, V2, V4, L10 in a browser: create a volume on the Volumes page, launch
+// a cluster on it from the row's "Launch on it" (the picker says it is
+// pinned to the volume's location), see /shared/volume on the cluster page
 // once the cluster is ready, mounted by the real agents on the simulated
-// machines.
+// machines, then add a worker and see it join and mount /shared.
 func TestBrowserVolumeJourney(t *testing.T) {
 	ctx := newBrowserFor(t, 3*time.Minute)
 	j := newJourney(t)
@@ -120,6 +121,42 @@ func TestBrowserVolumeJourney(t *testing.T) {
 	}
 	wait("the storage panel", `[...document.querySelectorAll('[data-testid=mount-path]')].some(e => e.innerText === '/shared/volume')`)
 	journeyShot(t, ctx, "volume-cluster")
+
+	// Add a worker (L10, issue 12): confirmed in the page's dialog, it
+	// joins in place, and once it joined its agent mounts /shared from
+	// node-0 like the others; the Storage panel counts it.
+	before := j.cluster(acc.org.ID, id).Nodes
+	worker := fmt.Sprintf("node-%d", before)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`[data-testid=add-worker]`), chromedp.Click(`[data-testid=add-worker]`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`)
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+		t.Fatal(err)
+	}
+	wait(worker+" joining", `!!document.querySelector('[data-node="`+worker+`"][data-status="joining"]')`)
+	joined := func() bool {
+		nodes, err := app.store.NodesFor(context.Background(), id)
+		return err == nil && len(nodes) == before+1 && nodes[before].JoinKind == "" && nodes[before].Status == models.NodeReady
+	}
+	for i := 0; i < 30 && !joined(); i++ {
+		app.clock.Advance(30 * time.Second)
+		j.tick()
+	}
+	wait(worker+" ready in place", `!!document.querySelector('[data-node="`+worker+`"][data-status="ready"]')`)
+	app.clock.Advance(10 * time.Second)
+	j.tick() // the new worker's agent takes the start order and mounts
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/clusters/"+id)); err != nil {
+		t.Fatal(err)
+	}
+	wait("/shared on every node, the worker too", `[...document.querySelectorAll('[data-testid=mount]')].some(e => e.innerText.includes('/shared on every node'))`)
+	journeyShot(t, ctx, "volume-cluster-worker")
+	if got := j.cluster(acc.org.ID, id); got.Nodes != before+1 || got.Status != models.StatusReady {
+		t.Errorf("after the join: %d machines, %s", got.Nodes, got.Status)
+	}
+	if ran := j.cloud.Ran(j.cluster(acc.org.ID, id).GroupName(), before); !strings.Contains(ranSteps(ran), "mounts") {
+		t.Errorf("%s's agent ran %s, no mounts", worker, ranSteps(ran))
+	}
 	// Leave the page: its log stream would keep the server busy until the browser's deadline.
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatal(err)
