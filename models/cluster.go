@@ -204,6 +204,13 @@ type ClusterNode struct {
 	DownSince      *time.Time // a health pass first saw it unwell (R1); nil = well
 	DownPasses     int        // consecutive passes that saw it unwell
 	Seen           string     `gorm:"size:255"` // what the last pass saw when unwell
+
+	// The machine that claimed this rank with the cluster's bootstrap token
+	// (bootstrap.go): its provider machine id, or its host name when it
+	// reported none. Empty until claimed; a node whose machine got a
+	// per-node token at placement is never claimed.
+	ClaimedBy string `gorm:"size:128;not null;default:''"`
+	ClaimedAt *time.Time
 }
 
 // ClusterEvent is one entry of a cluster's history: every transition and
@@ -632,7 +639,7 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 	nodes := make([]ClusterNode, c.Nodes)
 	for i := range nodes {
 		nodes[i] = ClusterNode{ID: NewID("nd"), ClusterID: c.ID, OrgID: c.OrgID, Rank: i, Name: fmt.Sprintf("node-%d", i),
-			Status: NodeProvisioning, Step: StepRunning, PrivateIP: fmt.Sprintf("10.77.0.%d", i+1)}
+			Status: NodeProvisioning, Step: StepRunning} // addresses come from the provider or the agent (OP1)
 	}
 	if err := s.db.WithContext(ctx).Create(&nodes).Error; err != nil {
 		return Cluster{}, fmt.Errorf("models: create nodes: %w", err)
