@@ -77,7 +77,7 @@ Flags:
 // agentFlagValues are the agent's command-line settings.
 type agentFlagValues struct {
 	server, token, machineID, privateIP, workload *string
-	every                              *time.Duration
+	every                                         *time.Duration
 }
 
 // agentFlags declares the agent's flags, for parsing and for its help.

@@ -24,7 +24,7 @@ type Machine struct {
 	// Token is the group's bootstrap token (cdb_…) when the placement gave
 	// one, else the machine's own node token.
 	ServerURL, Token string
-	Exec                providers.Executor
+	Exec             providers.Executor
 	// Workload is what the placement asked every machine to run (N3): a
 	// real cloud writes it for the start-up script, here it goes to the agent.
 	Workload providers.Workload
