@@ -1,0 +1,89 @@
+package jobs_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers"
+	"gorm.io/gorm"
+)
+
+// recordingProvider keeps every placement request the job made.
+type recordingProvider struct {
+	providers.Provider
+	mu   sync.Mutex
+	reqs []providers.PlaceRequest
+}
+
+func (r *recordingProvider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (providers.Group, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req)
+	r.mu.Unlock()
+	return r.Provider.PlaceGroup(ctx, req)
+}
+
+// OP1: the placement request carries everything a machine needs — image,
+// workload, SSH keys, ports, the cluster's bootstrap token and the price
+// ceiling the quote locked — and the machines come up on it.
+func TestPlacementCarriesEverything(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newWorld(t, db)
+		rec := &recordingProvider{Provider: w.cloud}
+		w.job.Providers = providers.Registry{"sim": rec}
+		c := w.launchWorkload("L40S", 2, 2, models.Workload{Name: "serve", Software: "none", Image: "ubuntu-22.04-cuda",
+			Ports: []int{8000}, StartCommand: "python serve.py", Env: map[string]string{"MODEL": "llama"}})
+		w.tick()
+		if len(rec.reqs) != 1 {
+			t.Fatalf("%d placements, want 1", len(rec.reqs))
+		}
+		req := rec.reqs[0]
+		if req.Agent.Token != models.BootstrapToken(c) || req.Agent.ServerURL != w.srv.URL {
+			t.Errorf("agent bootstrap %+v", req.Agent)
+		}
+		if req.MaxMachineHourUSD != c.MachineHour || req.MaxMachineHourUSD <= 0 {
+			t.Errorf("price ceiling %d, want the locked machine-hour %d", req.MaxMachineHourUSD, c.MachineHour)
+		}
+		if req.Image != "ubuntu-22.04-cuda" || req.StartCommand != "python serve.py" || req.Env["MODEL"] != "llama" ||
+			len(req.Ports) != 1 || req.Ports[0] != 8000 || len(req.SSHKeys) != 1 || req.SSHKeys[0] != testKey ||
+			req.VolumeGB != c.VolumeGB || req.Count != 2 || req.Location != c.Location {
+			t.Errorf("placement request %+v", req)
+		}
+		w.run(8*time.Minute, time.Minute)
+		if got := w.cluster(c.ID); got.Status != models.StatusReady {
+			t.Fatalf("status %s lastError %q\n%s", got.Status, got.LastError, w.events(c.ID))
+		}
+	})
+}
+
+// OP1: an adapter refuses to place above the price the quote locked; the
+// simulated cloud does, the cluster fails whole with nothing placed.
+func TestPriceCeilingRefused(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newWorld(t, db)
+		before := w.stock("h100.8x.vm")
+		c := w.launch("H100_80GB", 2, 8)
+		// The upstream's price is now above what the quote locked.
+		if err := db.Model(&models.Cluster{}).Where("id = ?", c.ID).Update("machine_hour", c.MachineHour-1).Error; err != nil {
+			t.Fatal(err)
+		}
+		w.tick()
+		got := w.cluster(c.ID)
+		if got.Status != models.StatusFailed || got.LastError != "provider_rejected:validation" {
+			t.Fatalf("status %s lastError %q\n%s", got.Status, got.LastError, w.events(c.ID))
+		}
+		if ev := w.events(c.ID); !strings.Contains(ev, "above the ceiling") {
+			t.Errorf("events do not say why:\n%s", ev)
+		}
+		if after := w.stock("h100.8x.vm"); after != before {
+			t.Errorf("stock %d → %d: a refused placement must take nothing", before, after)
+		}
+		if w.billed() != 0 {
+			t.Errorf("a refused placement was billed")
+		}
+	})
+}
