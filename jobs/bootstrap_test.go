@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/agent"
 	"gorm.io/gorm"
 )
 
@@ -84,6 +86,57 @@ func TestPriceCeilingRefused(t *testing.T) {
 		}
 		if w.billed() != 0 {
 			t.Errorf("a refused placement was billed")
+		}
+	})
+}
+
+// OP1: the real agent against the real server: a machine not in the group
+// is told so and keeps trying (the provider may not have reported it yet),
+// a machine whose rank another machine holds stops, and every agent stops
+// once the cluster ended.
+func TestAgentClaimRefusals(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		c := w.launch("H100_80GB", 2, 8)
+		newAgent := func(machineID, host, ip string) *agent.Agent {
+			return agent.New(agent.Config{Server: w.srv.URL, Token: models.BootstrapToken(c), MachineID: machineID,
+				Hostname: host, PrivateIP: ip, Exec: w.execs["none"], HTTP: w.srv.Client(), Now: w.clock.Now})
+		}
+		early := newAgent("sim-unknown", "h", "")
+		if err := early.Step(ctx); err == nil || !strings.Contains(err.Error(), "not_placed") {
+			t.Errorf("claim before the placement: %v", err)
+		}
+		w.run(6*time.Minute, time.Minute)
+		if got := w.cluster(c.ID); got.Status != models.StatusReady {
+			t.Fatalf("status %s\n%s", got.Status, w.events(c.ID))
+		}
+		nodes, _ := w.store.NodesFor(ctx, c.ID)
+
+		stranger := newAgent("sim-stranger", "stranger", "")
+		err := stranger.Step(ctx)
+		if err == nil || !strings.Contains(err.Error(), "unknown_machine") || errors.Is(err, agent.ErrRevoked) || errors.Is(err, agent.ErrClaimRefused) {
+			t.Errorf("a machine not in the group: %v (want unknown_machine, retried)", err)
+		}
+		// Another machine reporting node-1's address: node-1 is bound to its own machine.
+		impostor := newAgent("", "impostor", nodes[1].PrivateIP)
+		if err := impostor.Step(ctx); !errors.Is(err, agent.ErrClaimRefused) {
+			t.Errorf("a second machine claiming node-1: %v, want ErrClaimRefused", err)
+		}
+		ctxRun, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := impostor.Run(ctxRun, time.Millisecond); !errors.Is(err, agent.ErrClaimRefused) {
+			t.Errorf("Run of a refused claim: %v, want it to stop with ErrClaimRefused", err)
+		}
+		if got, _ := w.store.NodesFor(ctx, c.ID); got[1].ClaimedBy != nodes[1].ProviderNodeID {
+			t.Errorf("node-1 claimed by %q after the refusals, want %q", got[1].ClaimedBy, nodes[1].ProviderNodeID)
+		}
+
+		if _, err := w.store.RequestTerminate(ctx, w.org.ID, c.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if err := newAgent(nodes[0].ProviderNodeID, "h", "").Step(ctx); !errors.Is(err, agent.ErrRevoked) {
+			t.Errorf("claim after terminate: %v, want ErrRevoked", err)
 		}
 	})
 }
