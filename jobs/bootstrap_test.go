@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -137,6 +138,63 @@ func TestAgentClaimRefusals(t *testing.T) {
 		}
 		if err := newAgent(nodes[0].ProviderNodeID, "h", "").Step(ctx); !errors.Is(err, agent.ErrRevoked) {
 			t.Errorf("claim after terminate: %v, want ErrRevoked", err)
+		}
+	})
+}
+
+// addressless is a cloud that reports no private addresses (some clouds
+// only know them inside the machine).
+type addressless struct{ providers.Provider }
+
+func strip(g providers.Group) providers.Group {
+	nodes := make([]providers.Node, len(g.Nodes))
+	for i, n := range g.Nodes {
+		n.PrivateIP = ""
+		nodes[i] = n
+	}
+	g.Nodes = nodes
+	return g
+}
+
+func (a addressless) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (providers.Group, error) {
+	g, err := a.Provider.PlaceGroup(ctx, req)
+	return strip(g), err
+}
+
+func (a addressless) DescribeGroup(ctx context.Context, name string) (providers.Group, error) {
+	g, err := a.Provider.DescribeGroup(ctx, name)
+	return strip(g), err
+}
+
+// OP1, N1: with a cloud that reports no private addresses, each node's
+// address is the one its agent reported at the claim; the agents learn
+// their peers' addresses as they arrive, the mesh completes on them, and
+// the node env carries them.
+func TestAddressesFromTheAgents(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		w.job.Providers = providers.Registry{"sim": addressless{w.cloud}}
+		c := w.launch("H100_80GB", 3, 8)
+		w.tick()
+		nodes, _ := w.store.NodesFor(ctx, c.ID)
+		for _, n := range nodes {
+			if n.PrivateIP != "" {
+				t.Fatalf("%s has address %q before its agent reported one", n.Name, n.PrivateIP)
+			}
+		}
+		w.run(8*time.Minute, time.Minute)
+		if got := w.cluster(c.ID); got.Status != models.StatusReady {
+			t.Fatalf("status %s lastError %q\n%s", got.Status, got.LastError, w.events(c.ID))
+		}
+		nodes, _ = w.store.NodesFor(ctx, c.ID)
+		for _, n := range nodes {
+			if want := fmt.Sprintf("10.77.0.%d", n.Rank+1); n.PrivateIP != want || n.ClaimedBy != n.ProviderNodeID {
+				t.Errorf("%s: address %q claimed by %q, want the agent's %s", n.Name, n.PrivateIP, n.ClaimedBy, want)
+			}
+		}
+		if env := models.ClusterSpec(c, nodes, models.Offer{}).EnvBlock(2); !strings.Contains(env, "10.77.0.1") {
+			t.Errorf("node-2's env lacks the primary's reported address:\n%s", env)
 		}
 	})
 }

@@ -86,7 +86,17 @@ func (h *handler) agentPeers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, agentapi.PeersResponse{MeshComplete: done})
+	resp := agentapi.PeersResponse{MeshComplete: done}
+	if !done {
+		nodes, err := h.Store.NodesFor(c.Request().Context(), cl.ID)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			resp.Peers = append(resp.Peers, agentapi.Peer{Name: n.Name, Rank: n.Rank, Address: n.PrivateIP})
+		}
+	}
+	return c.JSON(http.StatusOK, resp)
 }
 
 // agentHeartbeat is POST /v1/agent/heartbeat: liveness, the start command's

@@ -76,6 +76,10 @@ type PeersRequest struct {
 // PeersResponse says whether this node's mesh step is complete.
 type PeersResponse struct {
 	MeshComplete bool `json:"meshComplete"`
+	// Peers, while the mesh is not complete, is every node with its
+	// address as known now: a peer's address may have arrived with its own
+	// agent's report after this node checked in (OP1).
+	Peers []Peer `json:"peers,omitempty"`
 }
 
 // Task kinds.

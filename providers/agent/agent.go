@@ -198,6 +198,10 @@ func (a *Agent) reportPeers(ctx context.Context) error {
 		if p.Rank == a.self.Rank {
 			continue
 		}
+		if p.Address == "" {
+			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: p.Address, Error: p.Name + "'s address is not known yet"})
+			continue
+		}
 		if err := a.cfg.Exec.Reach(ctx, p.Address); err != nil {
 			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: p.Address, Error: err.Error()})
 			continue
@@ -207,6 +211,9 @@ func (a *Agent) reportPeers(ctx context.Context) error {
 	var resp agentapi.PeersResponse
 	if err := a.post(ctx, "/v1/agent/peers", req, &resp); err != nil {
 		return err
+	}
+	if !resp.MeshComplete && len(resp.Peers) > 0 {
+		a.self.Peers = resp.Peers // addresses reported since check-in
 	}
 	if resp.MeshComplete {
 		a.meshDone = true
