@@ -36,6 +36,9 @@ type config struct {
 	SimSeed   int64    // SIM_SEED: seed for the simulated cloud (default 1)
 
 	Lambda lambdaConfig // LAMBDA_*: Lambda's Public Cloud API; enabled when LAMBDA_API_KEY is set
+	// RUNPOD_* and SHADEFORM_*: RunPod's REST API v2 and Shadeform; each
+	// enabled when its API key is set.
+	RunPod, Shadeform cloudConfig
 
 	SMTPURL    string // SMTP_URL: smtp://user:pass@host:port; unset → the dev mailbox
 	MailFrom   string // MAIL_FROM: sender address (default "Clusterdeck <noreply@clusterdeck.local>")
@@ -110,6 +113,19 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err := c.loadLambda(get); err != nil {
 		return c, err
 	}
+	var err error
+	if c.RunPod, err = c.loadCloud(get, "runpod", "RUNPOD", "https://api.runpod.io", "RUNPOD_DATACENTERS"); err != nil {
+		return c, err
+	}
+	if c.Shadeform, err = c.loadCloud(get, "shadeform", "SHADEFORM", "https://api.shadeform.ai/v1", "SHADEFORM_REGIONS"); err != nil {
+		return c, err
+	}
+	for _, cl := range strings.Split(get("SHADEFORM_CLOUDS", ""), ",") {
+		if cl = strings.TrimSpace(cl); cl != "" {
+			c.Shadeform.Clouds = append(c.Shadeform.Clouds, cl)
+		}
+	}
+	c.RunPod.Image = get("RUNPOD_IMAGE", "")
 	seed, err := strconv.ParseInt(get("SIM_SEED", "1"), 10, 64)
 	if err != nil {
 		return c, fmt.Errorf("SIM_SEED must be an integer: %w", err)
@@ -214,6 +230,53 @@ func (c *config) loadLambda(get func(k, def string) string) error {
 	}
 	c.Lambda = l
 	return nil
+}
+
+// cloudConfig is a cloud adapter's settings (OP1): RunPod and Shadeform.
+// The key is never printed.
+type cloudConfig struct {
+	APIKey      string   // <P>_API_KEY: enables the provider
+	APIURL      string   // <P>_API_URL: API server
+	Locations   []string // RUNPOD_DATACENTERS / SHADEFORM_REGIONS: locations sold; unset = every one listed
+	Clouds      []string // SHADEFORM_CLOUDS: Shadeform's upstream clouds sold; unset = all
+	Image       string   // RUNPOD_IMAGE: container image of pods whose cluster names none
+	AgentURL    string   // <P>_AGENT_URL: where machines download the clusterdeck binary (linux/amd64)
+	AgentSHA256 string   // <P>_AGENT_SHA256: the binary's SHA-256, checked on every machine
+}
+
+// loadCloud reads <P>_API_KEY, <P>_API_URL, the locations variable and
+// <P>_AGENT_URL/_SHA256: a key enables the provider (added to PROVIDERS),
+// and naming it in PROVIDERS needs a key.
+func (c *config) loadCloud(get func(k, def string) string, name, p, defURL, locVar string) (cloudConfig, error) {
+	l := cloudConfig{APIKey: get(p+"_API_KEY", ""), APIURL: get(p+"_API_URL", defURL),
+		AgentURL: get(p+"_AGENT_URL", ""), AgentSHA256: strings.ToLower(get(p+"_AGENT_SHA256", ""))}
+	for _, r := range strings.Split(get(locVar, ""), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			l.Locations = append(l.Locations, r)
+		}
+	}
+	listed := slices.Contains(c.Providers, name)
+	if l.APIKey == "" {
+		if listed {
+			return l, fmt.Errorf("PROVIDERS names %s but %s_API_KEY is unset", name, p)
+		}
+		return l, nil
+	}
+	if !listed {
+		c.Providers = append(c.Providers, name)
+	}
+	if u, err := url.Parse(l.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return l, fmt.Errorf("%s_API_URL must be an http(s) URL like %s, not %q", p, defURL, l.APIURL)
+	}
+	if u, err := url.Parse(l.AgentURL); l.AgentURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return l, fmt.Errorf("%s_AGENT_URL is required with %s_API_KEY: the http(s) URL machines download the clusterdeck binary (linux/amd64) from", p, p)
+	}
+	if l.AgentSHA256 != "" {
+		if b, err := hex.DecodeString(l.AgentSHA256); err != nil || len(b) != 32 {
+			return l, fmt.Errorf("%s_AGENT_SHA256 must be the binary's SHA-256 in 64 hex digits (sha256sum clusterdeck)", p)
+		}
+	}
+	return l, nil
 }
 
 func positiveDuration(s string) (time.Duration, error) {

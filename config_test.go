@@ -101,3 +101,42 @@ func TestBalanceGraceConfig(t *testing.T) {
 		}
 	}
 }
+
+// RUNPOD_API_KEY and SHADEFORM_API_KEY enable their providers (OP1) beside
+// PROVIDERS, each with its agent URL; naming one without its key, or a bad
+// URL or checksum, fails start-up naming the variable, never showing the key.
+func TestRunPodShadeformConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	c, err := loadConfig(env(nil))
+	if err != nil || slices.Contains(c.Providers, "runpod") || slices.Contains(c.Providers, "shadeform") {
+		t.Fatalf("default: %v %v", c.Providers, err)
+	}
+	c, err = loadConfig(env(map[string]string{"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "https://deck.example.com/cd",
+		"RUNPOD_DATACENTERS": "US-TX-3, EU-RO-1", "RUNPOD_IMAGE": "ubuntu:24.04",
+		"SHADEFORM_API_KEY": "secret_sf", "SHADEFORM_AGENT_URL": "https://deck.example.com/cd", "SHADEFORM_AGENT_SHA256": strings.Repeat("CD", 32),
+		"SHADEFORM_CLOUDS": "lambdalabs,hyperstack", "SHADEFORM_REGIONS": "us-east-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Providers, []string{"sim", "runpod", "shadeform"}) || !slices.Equal(c.RunPod.Locations, []string{"US-TX-3", "EU-RO-1"}) ||
+		c.RunPod.APIURL != "https://api.runpod.io" || c.RunPod.Image != "ubuntu:24.04" || c.Shadeform.APIURL != "https://api.shadeform.ai/v1" ||
+		!slices.Equal(c.Shadeform.Clouds, []string{"lambdalabs", "hyperstack"}) || !slices.Equal(c.Shadeform.Locations, []string{"us-east-1"}) ||
+		c.Shadeform.AgentSHA256 != strings.Repeat("cd", 32) {
+		t.Errorf("enabled: %v %+v", c.Providers, c.Shadeform.Locations)
+	}
+	for name, kv := range map[string]map[string]string{
+		"RUNPOD_API_KEY":         {"PROVIDERS": "sim,runpod"},
+		"SHADEFORM_API_KEY":      {"PROVIDERS": "shadeform"},
+		"RUNPOD_AGENT_URL":       {"RUNPOD_API_KEY": "secret_rp"},
+		"SHADEFORM_AGENT_SHA256": {"SHADEFORM_API_KEY": "secret_sf", "SHADEFORM_AGENT_URL": "https://x/cd", "SHADEFORM_AGENT_SHA256": "xyz"},
+		"RUNPOD_API_URL":         {"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "https://x/cd", "RUNPOD_API_URL": "api.runpod.io"},
+	} {
+		_, err := loadConfig(env(kv))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("error shows the key: %v", err)
+		}
+	}
+}

@@ -11,7 +11,10 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/agent"
+	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
 	"github.com/clusterdeck/clusterdeck/providers/lambda"
+	"github.com/clusterdeck/clusterdeck/providers/runpod"
+	"github.com/clusterdeck/clusterdeck/providers/shadeform"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 )
 
@@ -63,8 +66,24 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 				return nil, fmt.Errorf("LAMBDA_*: %w", err)
 			}
 			c.Registry[p.Name()] = p
+		case runpod.Name:
+			r := cfg.RunPod
+			p, err := runpod.New(runpod.Config{APIKey: r.APIKey, BaseURL: r.APIURL, DataCenters: r.Locations, Image: r.Image,
+				Agent: bootstrap.AgentInstall{URL: r.AgentURL, SHA256: r.AgentSHA256}})
+			if err != nil {
+				return nil, fmt.Errorf("RUNPOD_*: %w", err)
+			}
+			c.Registry[p.Name()] = p
+		case shadeform.Name:
+			s := cfg.Shadeform
+			p, err := shadeform.New(shadeform.Config{APIKey: s.APIKey, BaseURL: s.APIURL, Regions: s.Locations, Clouds: s.Clouds,
+				Agent: bootstrap.AgentInstall{URL: s.AgentURL, SHA256: s.AgentSHA256}})
+			if err != nil {
+				return nil, fmt.Errorf("SHADEFORM_*: %w", err)
+			}
+			c.Registry[p.Name()] = p
 		default:
-			return nil, fmt.Errorf("PROVIDERS: unknown provider %q (available: sim, lambda)", name)
+			return nil, fmt.Errorf("PROVIDERS: unknown provider %q (available: sim, lambda, runpod, shadeform)", name)
 		}
 	}
 	if len(c.Registry) == 0 {

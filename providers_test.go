@@ -10,6 +10,8 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/lambda/fake"
+	rpfake "github.com/clusterdeck/clusterdeck/providers/runpod/fake"
+	sffake "github.com/clusterdeck/clusterdeck/providers/shadeform/fake"
 )
 
 // LAMBDA_* reach the adapter: PROVIDERS=lambda registers it with the key
@@ -49,3 +51,47 @@ func TestBuildProvidersLambda(t *testing.T) {
 }
 
 func isAuth(err error) bool { return errors.Is(err, providers.ErrAuth) }
+
+// RUNPOD_* and SHADEFORM_* reach their adapters: each is registered with
+// the key and API URL from the environment (fakes on loopback) and a wrong
+// key is the auth class.
+func TestBuildProvidersRunPodShadeform(t *testing.T) {
+	rp := rpfake.New("secret_rp_1", time.Now)
+	rpSrv := httptest.NewServer(rp)
+	defer rpSrv.Close()
+	sf := sffake.New("secret_sf_1", time.Now)
+	sfSrv := httptest.NewServer(sf)
+	defer sfSrv.Close()
+	env := map[string]string{"PROVIDERS": "runpod,shadeform",
+		"RUNPOD_API_KEY": "secret_rp_1", "RUNPOD_API_URL": rpSrv.URL, "RUNPOD_AGENT_URL": "https://deck.example.com/clusterdeck",
+		"SHADEFORM_API_KEY": "secret_sf_1", "SHADEFORM_API_URL": sfSrv.URL + "/v1", "SHADEFORM_AGENT_URL": "https://deck.example.com/clusterdeck"}
+	cfg, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := buildProviders(cfg, models.RealClock{}, nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Registry.Names(); len(got) != 2 || got[0] != "runpod" || got[1] != "shadeform" {
+		t.Fatalf("registry %v", got)
+	}
+	for _, name := range []string{"runpod", "shadeform"} {
+		p, _ := c.Registry.Get(name)
+		if err := p.TerminateGroup(context.Background(), "cl_none"); err != nil {
+			t.Fatalf("%s reaches the configured API with the configured key: %v", name, err)
+		}
+	}
+	if rp.Requests("GET /v2/pods") != 1 || sf.Requests("GET /instances") != 1 {
+		t.Error("no request reached a fake")
+	}
+	env["RUNPOD_API_KEY"], env["SHADEFORM_API_KEY"] = "wrong", "wrong"
+	cfg, _ = loadConfig(func(k string) string { return env[k] })
+	c, _ = buildProviders(cfg, models.RealClock{}, nil, "test")
+	for _, name := range []string{"runpod", "shadeform"} {
+		p, _ := c.Registry.Get(name)
+		if err := p.TerminateGroup(context.Background(), "cl_none"); !isAuth(err) {
+			t.Errorf("%s, wrong key: %v", name, err)
+		}
+	}
+}

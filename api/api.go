@@ -13,6 +13,7 @@ import "time"
 type Offer struct {
 	ID                string    `json:"id"`
 	Provider          string    `json:"provider"`
+	Upstream          string    `json:"upstream,omitempty"` // the cloud behind an aggregator provider
 	Location          string    `json:"location"`
 	LocationName      string    `json:"locationName"`
 	Interconnect      string    `json:"interconnect"`

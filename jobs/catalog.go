@@ -47,6 +47,7 @@ func (j *Catalog) Run(ctx context.Context) error {
 func offerRow(o providers.Offer) models.Offer {
 	return models.Offer{
 		ProviderOffer:  o.OfferID,
+		Upstream:       o.Upstream,
 		Location:       o.Location,
 		LocationName:   o.LocationName,
 		Interconnect:   o.Interconnect,

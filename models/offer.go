@@ -35,8 +35,11 @@ const OfferFreshness = 10 * time.Minute
 // Offer is one machine shape in one location, as the catalog job last saw it.
 // Prices are micro-dollars.
 type Offer struct {
-	ID             string `gorm:"primaryKey;size:191"` // provider + ":" + provider offer id
-	Provider       string `gorm:"size:64;index"`
+	ID       string `gorm:"primaryKey;size:191"` // provider + ":" + provider offer id
+	Provider string `gorm:"size:64;index"`
+	// Upstream is the cloud behind an aggregator provider (Shadeform's
+	// "lambdalabs", ...), kept from the adapter's offer; empty otherwise.
+	Upstream       string `gorm:"size:64;not null;default:''"`
 	ProviderOffer  string `gorm:"size:128"`
 	Location       string `gorm:"size:128;index"`
 	LocationName   string `gorm:"size:191"`

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -70,8 +72,11 @@ const (
 // Offer is one purchasable machine shape in one location (O1). Prices are
 // integer micro-dollars (1 USD = 1,000,000).
 type Offer struct {
-	Provider      string
-	OfferID       string // stable, provider-native handle; unique per provider
+	Provider string
+	OfferID  string // stable, provider-native handle; unique per provider
+	// Upstream is the cloud behind an aggregator (Shadeform's "hyperstack",
+	// "lambdalabs", ...); empty when Provider runs the machines itself.
+	Upstream      string
 	Location      string // e.g. "us-east-1" (provider-native region / datacenter)
 	LocationName  string // human label, e.g. "Ashburn, US"
 	Interconnect  string // Ethernet, InfiniBand or RoCE
@@ -242,4 +247,21 @@ type Executor interface {
 	// Run runs one named step ("install:slurm", "check:ray", ...) with its
 	// shell script and returns the step's combined output.
 	Run(ctx context.Context, step, script string) (string, error)
+}
+
+// singleMemory are GPU models made with one memory size only: the catalog
+// names them without it (O1: "L40S", "RTX_4090").
+var singleMemory = map[string]bool{"L40S": true, "L40": true, "L4": true, "RTX_4090": true, "RTX_3090": true,
+	"RTX_A6000": true, "A6000": true, "A40": true, "A10": true, "A10G": true}
+
+// AcceleratorName is the provider-neutral name of a GPU model ("H100",
+// "RTX 4090") with memGB of memory: "H100_80GB", or the bare model for
+// models made in one memory size only ("RTX_4090"), so that offers of one
+// GPU compare across providers.
+func AcceleratorName(model string, memGB int) string {
+	m := strings.Join(strings.Fields(model), "_")
+	if singleMemory[strings.ToUpper(m)] || memGB <= 0 {
+		return m
+	}
+	return m + "_" + strconv.Itoa(memGB) + "GB"
 }

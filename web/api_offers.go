@@ -12,7 +12,7 @@ import (
 
 func toOfferJSON(o models.Offer, n int) api.Offer {
 	return api.Offer{
-		ID: o.ID, Provider: o.Provider, Location: o.Location, LocationName: o.LocationName,
+		ID: o.ID, Provider: o.Provider, Upstream: o.Upstream, Location: o.Location, LocationName: o.LocationName,
 		Interconnect: o.Interconnect, MachineKind: o.MachineKind, Accelerator: o.Accelerator,
 		GPUsPerNode: o.GPUsPerNode, VCPUs: o.VCPUs, MemoryGB: o.MemoryGB, Community: o.Community,
 		NodesAvailable: o.NodesAvailable, MaxNodes: o.MaxNodes(), Nodes: n,

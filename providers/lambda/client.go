@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/httpx"
 )
 
 // Documented pacing of the Lambda Cloud API v1: requests are "generally
@@ -42,7 +41,7 @@ type client struct {
 	now     func() time.Time
 	sleep   func(context.Context, time.Duration) error
 	retries int           // attempts after the first, for transient failures only
-	backoff time.Duration // first retry delay; doubles up to maxBackoff
+	backoff time.Duration // first retry delay; doubles up to httpx.MaxBackoff
 
 	requestEvery, launchEvery time.Duration // RequestInterval and LaunchInterval unless configured
 
@@ -52,24 +51,6 @@ type client struct {
 	pace       sync.Mutex
 	booked     []time.Time // send times of requests booked within the last RequestInterval or ahead
 	nextLaunch time.Time
-}
-
-const maxBackoff = 60 * time.Second
-
-// newHTTPClient is the adapter's own client: every phase of a request is
-// bounded so that a stalled upstream cannot hold a job's lease.
-func newHTTPClient() *http.Client {
-	return &http.Client{
-		Timeout: 60 * time.Second,
-		Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: 45 * time.Second,
-			IdleConnTimeout:       90 * time.Second,
-			MaxIdleConnsPerHost:   2,
-		},
-	}
 }
 
 // wait books the next free slot for a request (a launch when launch is
@@ -135,10 +116,7 @@ func (c *client) do(ctx context.Context, op, method, path string, in, out any) e
 			// have been carried out. The caller reconciles by name first.
 			return err
 		}
-		wait := delay
-		if pe.RetryAfter > wait {
-			wait = pe.RetryAfter
-		}
+		wait := httpx.Wait(delay, pe.RetryAfter)
 		if launch && pe.Class == providers.ErrRateLimited {
 			if wait < c.launchEvery {
 				wait = c.launchEvery
@@ -148,9 +126,7 @@ func (c *client) do(ctx context.Context, op, method, path string, in, out any) e
 		if err := c.sleep(ctx, wait); err != nil {
 			return err
 		}
-		if delay *= 2; delay > maxBackoff {
-			delay = maxBackoff
-		}
+		delay = httpx.NextBackoff(delay)
 	}
 }
 
@@ -224,7 +200,7 @@ func (c *client) once(ctx context.Context, op, method, path string, launch bool,
 		e.Message += " (" + env.Error.Suggestion + ")"
 	}
 	if e.Class == providers.ErrRateLimited {
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.now())
+		e.RetryAfter = httpx.RetryAfter(resp.Header.Get("Retry-After"), c.now())
 	}
 	return e
 }
@@ -266,31 +242,4 @@ func classify(op string, status int, code string) error {
 		return providers.ErrTransient
 	}
 	return providers.ErrValidation
-}
-
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// sleepCtx is the real sleeper: it waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -1,6 +1,7 @@
 package lambda_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,7 +18,17 @@ func TestContract(t *testing.T) {
 		e := newEnv(t)
 		e.fake.SetCapacity(h100, "us-west-1", 3)
 		return providerstest.Env{Provider: e.cloud, OfferID: "gpu_8x_h100_sxm5gdr.us-west-1", Location: "us-west-1", Free: 3,
-			Advance: e.clk.Advance, Boot: 5 * time.Minute,
+			Advance: e.clk.Advance,
+			RateLimited: func(t *testing.T, d time.Duration) {
+				e.fake.Inject(fake.Fault{Path: "/api/v1/instances", Status: 429, Code: "global/rate-limited", Message: "Too many requests", RetryAfter: strconv.Itoa(int(d.Seconds()))})
+			},
+			Waited: func() time.Duration {
+				var sum time.Duration
+				for _, d := range e.clk.Slept() {
+					sum += d
+				}
+				return sum
+			}, Boot: 5 * time.Minute,
 			FailMidway: func(t *testing.T) {
 				// The catalog says yes; the second launch finds no capacity.
 				e.fake.Inject(fake.Fault{Path: "/api/v1/instance-operations/launch", After: 1, Status: 400,

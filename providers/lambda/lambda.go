@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/httpx"
 )
 
 // Name is the provider's stable identifier, stored on offers and clusters.
@@ -118,13 +119,13 @@ func New(cfg Config) (*Cloud, error) {
 		cfg.BaseURL = DefaultBaseURL
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = newHTTPClient()
+		cfg.HTTPClient = httpx.NewClient()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
+		cfg.Sleep = httpx.Sleep
 	}
 	if cfg.Retries == 0 {
 		cfg.Retries = 4
@@ -140,8 +141,8 @@ func New(cfg Config) (*Cloud, error) {
 	if cfg.LaunchInterval <= 0 {
 		cfg.LaunchInterval = LaunchInterval
 	}
-	if err := cfg.Agent.validate(); err != nil {
-		return nil, err
+	if err := cfg.Agent.Validate(); err != nil {
+		return nil, fmt.Errorf("lambda: %w", err)
 	}
 	l := &Cloud{cfg: cfg, c: &client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: cfg.HTTPClient,
 		now: cfg.Now, sleep: cfg.Sleep, retries: cfg.Retries, backoff: cfg.Backoff,

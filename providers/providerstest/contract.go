@@ -31,6 +31,12 @@ type Env struct {
 	// Stops says whether the upstream can stop a machine and start it
 	// again; one that cannot refuses StopNode with ErrUnsupported.
 	Stops bool
+	// RateLimited scripts the upstream's next answer to be "too many
+	// requests, retry after d"; Waited is how long the provider has slept
+	// so far (on the test's clock). Both nil for a provider whose upstream
+	// has no rate limit (the simulated cloud).
+	RateLimited func(t *testing.T, d time.Duration)
+	Waited      func() time.Duration
 }
 
 // Request is a placement of n machines of the env's offer.
@@ -170,6 +176,24 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		}
 		if err := e.Provider.RestartNode(ctx, "cl_1", "no-such-machine"); !errors.Is(err, providers.ErrNotFound) {
 			t.Fatalf("unknown machine: want ErrNotFound, got %v", err)
+		}
+	})
+	t.Run("rate limit honoured", func(t *testing.T) {
+		e := newEnv(t)
+		if e.RateLimited == nil {
+			return // no upstream rate limit to honour
+		}
+		if _, err := e.Provider.PlaceGroup(ctx, e.Request("cl_1", 1)); err != nil {
+			t.Fatal(err)
+		}
+		before := e.Waited()
+		e.RateLimited(t, 45*time.Second)
+		gs, err := e.Provider.DescribeGroups(ctx, []string{"cl_1"})
+		if err != nil || len(gs["cl_1"].Nodes) != 1 {
+			t.Fatalf("a rate-limited describe is retried after the wait: %v %v", gs, err)
+		}
+		if w := e.Waited() - before; w < 45*time.Second {
+			t.Fatalf("waited %v before retrying; the upstream asked for 45s", w)
 		}
 	})
 	t.Run("stop, then restart starts the machine", func(t *testing.T) {

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/providers/runpod"
+	rpfake "github.com/clusterdeck/clusterdeck/providers/runpod/fake"
+	"github.com/clusterdeck/clusterdeck/providers/shadeform"
+	sffake "github.com/clusterdeck/clusterdeck/providers/shadeform/fake"
+)
+
+// OP1 with RunPod: the real server sells a fake RunPod (on loopback)
+// through the real jobs; each pod's command carries what the real agent
+// needs, and agents started with exactly that bring the cluster to ready
+// through the real agent protocol; terminate deletes every pod.
+func TestRunPodSmoke(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, databaseURL string) {
+		f := rpfake.New("runpod_secret_smoke", time.Now)
+		f.BootDelay, f.StartDelay = 0, 0
+		f.PerMinute = 0 // the rate-limit windows are the adapter's tests' business
+		f.Stock[rpfake.Cap{GPU: "NVIDIA H100 80GB HBM3", DC: "US-TX-3"}] = 16
+		rp := httptest.NewServer(f)
+		defer rp.Close()
+		s := startServer(t, databaseURL, "PROVIDERS=runpod", "RUNPOD_API_KEY=runpod_secret_smoke", "RUNPOD_API_URL="+rp.URL,
+			"RUNPOD_DATACENTERS=US-TX-3", "RUNPOD_AGENT_URL=http://127.0.0.1:9/clusterdeck")
+		var scripts []string
+		cloudSmoke(t, s, "runpod:"+runpod.OfferID("US-TX-3", 8, "NVIDIA H100 80GB HBM3"), func() []string {
+			scripts = nil
+			for _, p := range f.Live() {
+				enc := strings.TrimSuffix(strings.TrimPrefix(p.Args, "sh -c 'echo "), " | base64 -d | sh'")
+				b, err := base64.StdEncoding.DecodeString(enc)
+				if err != nil {
+					t.Fatalf("pod %s args %q: %v", p.ID, p.Args, err)
+				}
+				scripts = append(scripts, string(b))
+			}
+			return scripts
+		}, func() int { return len(f.Live()) }, func(id string, agentsDown, agentsUp func()) {
+			// Stop (B6) and resume through the real stop job: RunPod stops
+			// the pods (EXITED: the GPUs are no longer billed) and starts them
+			// again on the same hosts.
+			st := openStore(t, s)
+			c, err := st.ClusterByID(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.RequestStop(context.Background(), c.OrgID, id, models.StopByBudget, "smoke"); err != nil {
+				t.Fatal(err)
+			}
+			until(t, id, "stopped", 0, []string{"stop"}, s)
+			for _, p := range f.Live() {
+				if p.Status != runpod.StatusExited {
+					t.Fatalf("pod %s is %s after the stop", p.ID, p.Status)
+				}
+			}
+			agentsDown()
+			if _, err := st.RequestResume(context.Background(), c.OrgID, id, "smoke"); err != nil {
+				t.Fatal(err)
+			}
+			s.devRun(t, "stop") // the resume starts every pod
+			for _, p := range f.Live() {
+				if p.Status != runpod.StatusRunning {
+					t.Fatalf("pod %s is %s after the start", p.ID, p.Status)
+				}
+			}
+			agentsUp()
+			until(t, id, "ready", 0, []string{"stop", "provision", "install"}, s)
+			for _, p := range f.Live() {
+				if p.Status != runpod.StatusRunning {
+					t.Fatalf("pod %s is %s after the resume", p.ID, p.Status)
+				}
+			}
+		})
+		for _, sc := range scripts {
+			if !strings.Contains(sc, "exec /opt/clusterdeck/clusterdeck agent") {
+				t.Errorf("a pod's command must run the agent in the foreground:\n%s", sc)
+			}
+		}
+		if strings.Contains(s.out.String(), "runpod_secret_smoke") {
+			t.Error("the server logged the RunPod key")
+		}
+		s.stop(t)
+	})
+}
+
+// OP1 with Shadeform: as for RunPod, through Shadeform's launch scripts,
+// on an upstream cloud's machines the offer names.
+func TestShadeformSmoke(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, databaseURL string) {
+		f := sffake.New("shadeform_secret_smoke", time.Now)
+		f.BootDelay, f.DeleteDelay = 0, 0
+		f.Capacity[sffake.Cap{Cloud: "lambdalabs", Type: "H100_sxm5x8", Region: "us-east-1"}] = 2
+		sf := httptest.NewServer(f)
+		defer sf.Close()
+		s := startServer(t, databaseURL, "PROVIDERS=shadeform", "SHADEFORM_API_KEY=shadeform_secret_smoke", "SHADEFORM_API_URL="+sf.URL+"/v1",
+			"SHADEFORM_REGIONS=us-east-1", "SHADEFORM_CLOUDS=lambdalabs", "SHADEFORM_AGENT_URL=http://127.0.0.1:9/clusterdeck")
+		// The catalog keeps the cloud behind each offer (OP1): Lambda's
+		// machines sold through Shadeform say so.
+		s.devRun(t, "catalog")
+		var offers api.OffersResponse
+		if code := s.api(t, http.MethodGet, "/v1/gpu/offers?accelerator=H100_80GB&nodes=2", nil, &offers); code != http.StatusOK {
+			t.Fatalf("offers: %d", code)
+		}
+		found := 0
+		for _, g := range offers.Groups {
+			for _, o := range g.Offers {
+				if o.Provider != "shadeform" || o.Upstream != "lambdalabs" {
+					t.Errorf("offer %s: provider %q upstream %q", o.ID, o.Provider, o.Upstream)
+				}
+				found++
+			}
+		}
+		if found == 0 {
+			t.Fatalf("no Shadeform offer listed: %+v", offers)
+		}
+		cloudSmoke(t, s, "shadeform:"+shadeform.OfferID("lambdalabs", "H100_sxm5x8", "us-east-1"), func() []string {
+			var out []string
+			for _, in := range f.Live() {
+				out = append(out, f.Script(in.ID))
+			}
+			return out
+		}, func() int { return len(f.Live()) })
+		if strings.Contains(s.out.String(), "shadeform_secret_smoke") {
+			t.Error("the server logged the Shadeform key")
+		}
+		s.stop(t)
+	})
+}
+
+// cloudSmoke quotes and launches a 2 × 8 H100 cluster that must land on
+// offer, starts one real agent per machine from what its start-up script
+// says, waits for ready, terminates and checks that nothing is left.
+func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []string, live func() int, between ...func(id string, agentsDown, agentsUp func())) string {
+	t.Helper()
+	s.devRun(t, "catalog")
+	var quote struct{ ID, OfferID string }
+	if code := s.api(t, http.MethodPost, "/v1/gpu/clusters/quote",
+		map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpusPerNode": 8}, &quote); code != http.StatusCreated {
+		t.Fatalf("quote: %d\n%s", code, s.out)
+	}
+	if quote.OfferID != offer {
+		t.Fatalf("quoted offer %q, want %q", quote.OfferID, offer)
+	}
+	var cl struct{ ID string }
+	if code := s.api(t, http.MethodPost, "/v1/gpu/clusters", map[string]any{"quoteId": quote.ID, "name": "on-cloud", "software": "none"},
+		&cl, "Idempotency-Key", "cloud-"+quote.ID); code >= 300 || cl.ID == "" {
+		t.Fatalf("launch: %d %+v", code, cl)
+	}
+	s.devRun(t, "provision")
+	sc := scripts()
+	if len(sc) != 2 {
+		t.Fatalf("%d machines after the provision tick; events:\n%s", len(sc), eventsOf(t, s, cl.ID))
+	}
+	smi := fakeH100SMI(t)
+	var agents []*process
+	up := func() {
+		agents = nil
+		for _, script := range sc {
+			server, token, workload := userDataValue(script, "CLUSTERDECK_SERVER="), userDataValue(script, "CLUSTERDECK_TOKEN="), hereDoc(script, "CLUSTERDECK_WORKLOAD")
+			if server != s.url || token == "" || !strings.HasPrefix(workload, "{") {
+				t.Fatalf("start-up script lacks the agent's settings:\n%s", script)
+			}
+			wl := filepath.Join(t.TempDir(), "workload.json")
+			if err := os.WriteFile(wl, []byte(workload), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			agents = append(agents, start(t, []string{"PATH=" + smi + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + s.dataDir},
+				"agent", "--server", server, "--token", token, "--workload", wl, "--every", "200ms"))
+		}
+	}
+	// A machine that stops takes its agent down; started again, it runs
+	// its start-up script again.
+	down := func() {
+		for _, a := range agents {
+			_ = a.cmd.Process.Kill()
+			<-a.done
+		}
+	}
+	up()
+	until(t, cl.ID, "ready", 0, []string{"provision", "install"}, s)
+	for _, f := range between {
+		f(cl.ID, down, up)
+	}
+	if code := s.api(t, http.MethodPost, "/v1/gpu/clusters/"+cl.ID+"/terminate", nil, nil); code >= 300 {
+		t.Fatalf("terminate: %d", code)
+	}
+	until(t, cl.ID, "terminated", 0, []string{"provision"}, s)
+	if n := live(); n != 0 {
+		t.Errorf("%d machines left running", n)
+	}
+	for _, a := range agents {
+		select {
+		case err := <-a.done:
+			if err != nil || !strings.Contains(a.out.String(), "the cluster has ended") {
+				t.Errorf("agent exited with %v:\n%s", err, a.out)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("agent still running 30 s after terminate:\n%s", a.out)
+		}
+	}
+	return cl.ID
+}

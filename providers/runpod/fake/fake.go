@@ -1,0 +1,522 @@
+// Package fake is an in-memory RunPod REST API v2 server for tests: the
+// documented paths, methods, Bearer authentication, request and response
+// JSON, RFC 9457 problem bodies, RateLimit headers and 429 answers with
+// Retry-After, over state that behaves like the cloud's (pods that go
+// PROVISIONING → STARTING → RUNNING, first without and then with their SSH
+// endpoint, on a clock; stop, start, restart and delete; GPU stock per data
+// center that decides both the catalog and the create).
+//
+// Its lists are wrapped ({"pods": [...]}) and not paginated: REST v2
+// defines no pagination parameters.
+//
+// Start it with httptest.NewServer(fake.New(...)); it never leaves loopback.
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers/runpod"
+)
+
+// Cap is a (GPU type id, data center) pair.
+type Cap struct{ GPU, DC string }
+
+// Fault is a scripted answer to a request on Method and Path (Path is
+// matched as a prefix, e.g. "/v2/pods"); it is used once.
+type Fault struct {
+	Method, Path string
+	Status       int
+	Detail       string // problem detail; empty sends a body that is not a problem object
+	RetryAfter   string
+	Apply        bool // carry the request out first: the answer is lost, the effect is not
+	After        int  // let this many matching requests through first
+}
+
+// Server is the fake. Exported fields are set before serving.
+type Server struct {
+	Key  string
+	Now  func() time.Time
+	GPUs []runpod.GpuType // catalog, without availability (computed from Stock)
+	DCs  map[string]string
+	// Stock is the free GPUs per (GPU, data center); a pod takes its count
+	// and a delete gives them back (a stopped pod keeps its host's GPUs).
+	Stock map[Cap]int
+	// Balance false answers 402 to creates.
+	Broke bool
+	// BootDelay: create → RUNNING with SSH; StartDelay: start → RUNNING.
+	BootDelay, StartDelay time.Duration
+	// PerMinute is the minute window's quota (0 = none): beyond it, 429
+	// with Retry-After until the window resets.
+	PerMinute int
+
+	mu       sync.Mutex
+	pods     map[string]*pod
+	order    []string
+	keys     []string
+	faults   []Fault
+	requests map[string]int
+	creates  []runpod.CreatePodRequest
+	window   time.Time
+	used     int
+	tooMany  int
+	seq      int
+}
+
+type pod struct {
+	runpod.Pod
+	created, readyAt time.Time
+	num              int
+}
+
+// Catalog is the spec's GPU type example plus an H100 type.
+func Catalog() ([]runpod.GpuType, map[string]string) {
+	var rtx, h100 runpod.GpuType
+	rtx.ID, rtx.Name, rtx.Pool, rtx.Manufacturer, rtx.Memory, rtx.Secure, rtx.Community = "NVIDIA GeForce RTX 4090", "RTX 4090", "ADA_24", "NVIDIA", 24, true, true
+	rtx.Price.Secure, rtx.Price.Community = 0.44, 0.31
+	rtx.MaxCount.Secure, rtx.MaxCount.Community = 8, 4
+	h100.ID, h100.Name, h100.Pool, h100.Manufacturer, h100.Memory, h100.Secure = "NVIDIA H100 80GB HBM3", "H100 SXM", "HOPPER_141", "NVIDIA", 80, true
+	h100.Price.Secure = 2.99
+	h100.MaxCount.Secure = 8
+	return []runpod.GpuType{rtx, h100}, map[string]string{"US-KS-2": "US Kansas 2", "US-TX-3": "US Texas 3", "EU-RO-1": "EU Romania 1"}
+}
+
+// New returns a fake with the Catalog, no stock, and the spec's example
+// rate-limit policy of 60 requests a minute.
+func New(key string, now func() time.Time) *Server {
+	gpus, dcs := Catalog()
+	return &Server{Key: key, Now: now, GPUs: gpus, DCs: dcs, Stock: map[Cap]int{},
+		BootDelay: 3 * time.Minute, StartDelay: time.Minute, PerMinute: 60}
+}
+
+// Inject queues scripted answers.
+func (s *Server) Inject(f ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, f...)
+}
+
+// Requests counts the requests made to "METHOD /path" (path without query).
+func (s *Server) Requests(methodPath string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[methodPath]
+}
+
+// Creates returns every create body accepted so far.
+func (s *Server) Creates() []runpod.CreatePodRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.creates)
+}
+
+// TooMany counts the 429 answers the minute window sent.
+func (s *Server) TooMany() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tooMany
+}
+
+// Live returns the pods not deleted, in creation order.
+func (s *Server) Live() []runpod.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []runpod.Pod
+	for _, id := range s.order {
+		if p, ok := s.pods[id]; ok {
+			s.advance(p)
+			out = append(out, p.Pod)
+		}
+	}
+	return out
+}
+
+// SetStatus forces a pod's status (e.g. ERROR).
+func (s *Server) SetStatus(id, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.pods[id]; ok {
+		p.Status, p.readyAt = status, time.Time{}
+		p.Actions = actions(status)
+	}
+}
+
+// SSHKeys returns the account's registered keys.
+func (s *Server) SSHKeys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.keys)
+}
+
+func actions(status string) []string {
+	switch status {
+	case runpod.StatusRunning:
+		return []string{"stop", "restart", "terminate"}
+	case runpod.StatusExited, runpod.StatusError:
+		return []string{"start", "terminate"}
+	case runpod.StatusProvisioning, runpod.StatusStarting:
+		return []string{"stop", "terminate"}
+	}
+	return []string{}
+}
+
+// advance moves a pod along its clock: a third of the boot provisioning,
+// a third starting, a third RUNNING without the SSH endpoint (as observed
+// on the live API), then RUNNING with it.
+func (s *Server) advance(p *pod) {
+	if p.readyAt.IsZero() {
+		return
+	}
+	now := s.Now()
+	left := p.readyAt.Sub(now)
+	third := s.BootDelay / 3
+	switch {
+	case left <= 0:
+		p.Status = runpod.StatusRunning
+		host := fmt.Sprintf("198.51.100.%d", 10+p.num)
+		port := 30000 + p.num
+		p.SSH.Direct = &runpod.SSHEndpoint{Host: host, Port: port, Username: "root", Command: fmt.Sprintf("ssh root@%s -p %d", host, port)}
+		p.SSH.Proxy = &runpod.SSHEndpoint{Host: "ssh.runpod.io", Port: 22, Username: p.ID + "-64411eb2", Command: "ssh " + p.ID + "-64411eb2@ssh.runpod.io"}
+		pub := port
+		p.Runtime = &struct {
+			Uptime int                  `json:"uptime"`
+			Ports  []runpod.RuntimePort `json:"ports"`
+		}{Uptime: int(now.Sub(p.readyAt) / time.Second), Ports: []runpod.RuntimePort{{Private: 22, Public: &pub, Type: "tcp", IP: &host}}}
+		started := p.readyAt.UTC().Format(time.RFC3339)
+		p.StartedAt = &started
+		p.readyAt = time.Time{}
+	case left <= third:
+		p.Status = runpod.StatusRunning // not reachable yet
+	case left <= 2*third:
+		p.Status = runpod.StatusStarting
+	}
+	p.Actions = actions(p.Status)
+}
+
+func (s *Server) problem(w http.ResponseWriter, status int, detail string, errs ...string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(runpod.Problem{Title: http.StatusText(status), Status: status, Detail: detail, Errors: errs})
+}
+
+func (s *Server) reply(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if v != nil {
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+// ServeHTTP answers the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.requests == nil {
+		s.requests = map[string]int{}
+	}
+	s.requests[r.Method+" "+r.URL.Path]++
+	if r.Header.Get("Authorization") != "Bearer "+s.Key {
+		s.problem(w, http.StatusUnauthorized, "missing bearer token")
+		return
+	}
+	if s.PerMinute > 0 {
+		now := s.Now()
+		if now.Sub(s.window) >= time.Minute {
+			s.window, s.used = now, 0
+		}
+		reset := int((s.window.Add(time.Minute).Sub(now) + time.Second - 1) / time.Second)
+		if s.used >= s.PerMinute {
+			s.tooMany++
+			w.Header().Set("Retry-After", strconv.Itoa(reset))
+			w.Header().Set("RateLimit", fmt.Sprintf(`"minute";r=0;t=%d`, reset))
+			w.Header().Set("RateLimit-Policy", fmt.Sprintf(`"minute";q=%d;w=60`, s.PerMinute))
+			s.problem(w, http.StatusTooManyRequests, "rate limit exceeded for the minute window")
+			return
+		}
+		s.used++
+		w.Header().Set("RateLimit", fmt.Sprintf(`"minute";r=%d;t=%d`, s.PerMinute-s.used, reset))
+		w.Header().Set("RateLimit-Policy", fmt.Sprintf(`"minute";q=%d;w=60`, s.PerMinute))
+	}
+	for k, f := range s.faults {
+		if f.Method != r.Method || !strings.HasPrefix(r.URL.Path, f.Path) {
+			continue
+		}
+		if f.After > 0 {
+			s.faults[k].After--
+			break
+		}
+		s.faults = slices.Delete(s.faults, k, k+1)
+		if f.Apply {
+			s.route(httpDiscard{}, r)
+		}
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		if f.Detail == "" {
+			w.WriteHeader(f.Status)
+			_, _ = w.Write([]byte("<html>upstream error</html>"))
+			return
+		}
+		s.problem(w, f.Status, f.Detail)
+		return
+	}
+	s.route(w, r)
+}
+
+type httpDiscard struct{}
+
+func (httpDiscard) Header() http.Header { return http.Header{} }
+func (httpDiscard) Write(b []byte) (int, error) {
+	return len(b), nil
+}
+func (httpDiscard) WriteHeader(int) {}
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case path == "/v2/catalog/gpus" && r.Method == http.MethodGet:
+		s.listGPUs(w, r)
+	case path == "/v2/account/ssh-keys" && r.Method == http.MethodGet:
+		s.reply(w, 200, map[string][]string{"keys": s.keys})
+	case path == "/v2/account/ssh-keys" && r.Method == http.MethodPut:
+		var in struct {
+			Keys []string `json:"keys"`
+		}
+		if err := strict(r, &in); err != nil {
+			s.problem(w, 422, "Request validation failed.", err.Error())
+			return
+		}
+		s.keys = in.Keys
+		s.reply(w, 200, map[string][]string{"keys": s.keys})
+	case path == "/v2/pods" && r.Method == http.MethodGet:
+		out := []runpod.Pod{}
+		for _, id := range s.order {
+			if p, ok := s.pods[id]; ok {
+				s.advance(p)
+				out = append(out, p.Pod)
+			}
+		}
+		s.reply(w, 200, map[string][]runpod.Pod{"pods": out})
+	case path == "/v2/pods" && r.Method == http.MethodPost:
+		s.create(w, r)
+	case strings.HasPrefix(path, "/v2/pods/"):
+		rest := strings.TrimPrefix(path, "/v2/pods/")
+		id, verb, _ := strings.Cut(rest, "/")
+		p, ok := s.pods[id]
+		if !ok {
+			s.problem(w, 404, "pod not found")
+			return
+		}
+		s.advance(p)
+		switch {
+		case verb == "" && r.Method == http.MethodGet:
+			s.reply(w, 200, p.Pod)
+		case verb == "" && r.Method == http.MethodDelete:
+			s.Stock[Cap{p.GPU.ID, *p.DataCenterID}] += p.GPU.Count
+			delete(s.pods, id)
+			w.WriteHeader(http.StatusNoContent)
+		case verb == "action" && r.Method == http.MethodPost:
+			s.act(w, r, p)
+		default:
+			s.problem(w, 405, "method not allowed")
+		}
+	default:
+		s.problem(w, 404, "resource not found")
+	}
+}
+
+func strict(r *http.Request, v any) error {
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(r.Body)
+	dec := json.NewDecoder(&buf)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return fmt.Errorf("$: additional properties %s not allowed", strings.ReplaceAll(name, `"`, "'"))
+		}
+		return fmt.Errorf("$: %v", err)
+	}
+	return nil
+}
+
+func level(free, count int) string {
+	switch n := free / max(count, 1); {
+	case n <= 0:
+		return runpod.AvailNone
+	case n == 1:
+		return runpod.AvailLow
+	case n == 2:
+		return runpod.AvailMedium
+	}
+	return runpod.AvailHigh
+}
+
+func (s *Server) listGPUs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	include := q.Get("include") == "AVAILABILITY"
+	if include && q.Get("product") == "" {
+		s.problem(w, 400, "product is required with include=AVAILABILITY")
+		return
+	}
+	count := 1
+	if c := q.Get("count"); c != "" {
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 1 {
+			s.problem(w, 422, "Request validation failed.", "count: must be a positive integer")
+			return
+		}
+		count = n
+	}
+	out := []runpod.GpuType{}
+	for _, g := range s.GPUs {
+		if include {
+			best := runpod.AvailNone
+			var dcs []string
+			for dc := range s.DCs {
+				dcs = append(dcs, dc)
+			}
+			slices.Sort(dcs)
+			for _, dc := range dcs {
+				l := level(s.Stock[Cap{g.ID, dc}], count)
+				g.DataCenters = append(g.DataCenters, runpod.DataCenterAvailability{ID: dc, Name: s.DCs[dc], Availability: l})
+				if rank(l) > rank(best) {
+					best = l
+				}
+			}
+			g.Availability = best
+		}
+		out = append(out, g)
+	}
+	s.reply(w, 200, map[string][]runpod.GpuType{"gpus": out})
+}
+
+func rank(l string) int {
+	return slices.Index([]string{runpod.AvailNone, runpod.AvailLow, runpod.AvailMedium, runpod.AvailHigh}, l)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var in runpod.CreatePodRequest
+	if err := strict(r, &in); err != nil {
+		s.problem(w, 422, "Request validation failed.", err.Error())
+		return
+	}
+	switch {
+	case in.Name == "":
+		s.problem(w, 422, "Request validation failed.", "$.name: minLength 1")
+		return
+	case in.GPU == nil:
+		s.problem(w, 400, "exactly one of gpu or cpu must be set")
+		return
+	case in.Image == "":
+		s.problem(w, 400, "image is required unless templateId is set")
+		return
+	case in.Cloud != "" && in.Cloud != "SECURE" && in.Cloud != "COMMUNITY":
+		s.problem(w, 422, "Request validation failed.", "$.cloud: value must be one of 'SECURE', 'COMMUNITY'")
+		return
+	}
+	k := slices.IndexFunc(s.GPUs, func(g runpod.GpuType) bool { return g.ID == in.GPU.ID })
+	if k < 0 {
+		s.problem(w, 404, "gpu type not found")
+		return
+	}
+	if in.GPU.Count < 1 || in.GPU.Count > s.GPUs[k].MaxCount.Secure {
+		s.problem(w, 400, fmt.Sprintf("gpu count %d exceeds the maximum of %d for this GPU type", in.GPU.Count, s.GPUs[k].MaxCount.Secure))
+		return
+	}
+	if s.Broke {
+		s.problem(w, 402, "insufficient balance")
+		return
+	}
+	dcs := in.DataCenterIDs
+	if len(dcs) == 0 {
+		for dc := range s.DCs {
+			dcs = append(dcs, dc)
+		}
+		slices.Sort(dcs)
+	}
+	dc := ""
+	for _, d := range dcs {
+		if _, ok := s.DCs[d]; !ok {
+			s.problem(w, 400, "unknown data center "+d)
+			return
+		}
+		if dc == "" && s.Stock[Cap{in.GPU.ID, d}] >= in.GPU.Count {
+			dc = d
+		}
+	}
+	if dc == "" {
+		s.problem(w, 400, "There are no longer any instances available with the requested specifications. Please refresh and try again.")
+		return
+	}
+	s.Stock[Cap{in.GPU.ID, dc}] -= in.GPU.Count
+	s.seq++
+	now := s.Now()
+	p := &pod{created: now, readyAt: now.Add(s.BootDelay), num: s.seq}
+	p.ID = fmt.Sprintf("pod%07dx", s.seq)
+	p.Name, p.Image, p.Args, p.Disk, p.Ports, p.Env = in.Name, in.Image, in.Args, in.Disk, in.Ports, in.Env
+	if p.Env == nil {
+		p.Env = map[string]string{}
+	}
+	if p.Ports == nil {
+		p.Ports = []string{}
+	}
+	p.Status, p.Actions = runpod.StatusProvisioning, actions(runpod.StatusProvisioning)
+	p.GPU = &runpod.GPUConfig{ID: in.GPU.ID, Count: in.GPU.Count}
+	p.Cloud = "SECURE"
+	p.DataCenterID = &dc
+	cuda := "12.8"
+	p.CudaVersion = &cuda
+	p.Cost = s.GPUs[k].Price.Secure * float64(in.GPU.Count)
+	p.Mounts = map[string]any{}
+	p.CreatedAt = now.UTC().Format(time.RFC3339)
+	if s.pods == nil {
+		s.pods = map[string]*pod{}
+	}
+	s.pods[p.ID] = p
+	s.order = append(s.order, p.ID)
+	s.creates = append(s.creates, in)
+	s.reply(w, 201, p.Pod)
+}
+
+func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
+	var in struct {
+		Action string `json:"action"`
+	}
+	if err := strict(r, &in); err != nil {
+		s.problem(w, 422, "Request validation failed.", err.Error())
+		return
+	}
+	if !slices.Contains([]string{"start", "stop", "restart", "terminate"}, in.Action) {
+		s.problem(w, 422, "Request validation failed.", "$.action: value must be one of 'start', 'stop', 'restart', 'terminate'")
+		return
+	}
+	if !slices.Contains(p.Actions, in.Action) {
+		s.problem(w, 409, fmt.Sprintf("action %s is not valid for a pod in status %s", in.Action, p.Status))
+		return
+	}
+	now := s.Now()
+	switch in.Action {
+	case "stop":
+		p.Status, p.readyAt, p.Cost, p.Runtime = runpod.StatusExited, time.Time{}, 0, nil
+		p.SSH.Direct, p.SSH.Proxy = nil, nil
+	case "start":
+		p.Status, p.readyAt = runpod.StatusStarting, now.Add(s.StartDelay)
+		p.Cost = float64(p.GPU.Count) * s.GPUs[slices.IndexFunc(s.GPUs, func(g runpod.GpuType) bool { return g.ID == p.GPU.ID })].Price.Secure
+	case "restart":
+		// The pod stays RUNNING throughout.
+	case "terminate":
+		s.Stock[Cap{p.GPU.ID, *p.DataCenterID}] += p.GPU.Count
+		delete(s.pods, p.ID)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	p.Actions = actions(p.Status)
+	s.reply(w, 200, p.Pod)
+}

@@ -1,0 +1,92 @@
+package runpod_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
+	"github.com/clusterdeck/clusterdeck/providers/runpod"
+	"github.com/clusterdeck/clusterdeck/providers/runpod/fake"
+)
+
+const testKey = "rpa_secret_runpod_key_0123456789"
+
+// clock is the tests' time: Sleep moves it and records the waits.
+type clock struct {
+	mu    sync.Mutex
+	t     time.Time
+	slept []time.Duration
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	c.slept = append(c.slept, d)
+	return nil
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func (c *clock) Slept() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.slept...)
+}
+
+type env struct {
+	clk   *clock
+	fake  *fake.Server
+	cloud *runpod.Cloud
+	url   string
+}
+
+func newEnv(t *testing.T, opts ...func(*runpod.Config)) *env {
+	t.Helper()
+	clk := newClock()
+	f := fake.New(testKey, clk.Now)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	cfg := runpod.Config{APIKey: testKey, BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
+		Agent: bootstrap.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64", SHA256: strings.Repeat("ab", 32)}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := runpod.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{clk: clk, fake: f, cloud: c, url: srv.URL}
+}
+
+const h100 = "NVIDIA H100 80GB HBM3"
+
+func request(group, dc string, n int) providers.PlaceRequest {
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = "agt_" + group + "_" + string(rune('a'+i))
+	}
+	return providers.PlaceRequest{GroupName: group, OfferID: runpod.OfferID(dc, 8, h100), Location: dc, Count: n,
+		SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIcustomer alice@laptop"},
+		Agent:   providers.AgentBootstrap{ServerURL: "https://deck.example.com", Tokens: tokens}}
+}

@@ -1,0 +1,447 @@
+// Package fake is an in-memory Shadeform API server for tests: the
+// documented paths and methods (mutations are POST .../<verb>), the
+// X-API-KEY header, request and response JSON, and state that behaves like
+// the service's: instances go creating → pending_provider → pending →
+// active on a clock, with their address and SSH port only once active;
+// delete moves them to deleting, then they leave /instances; availability
+// per (cloud, type, region) decides both the catalog and the create.
+//
+// Shadeform documents no error bodies, statuses or rate limits. The fake
+// answers with the one body shape seen from the service
+// ({"error_code": ..., "error": ...}): 409 INSUFFICIENT_FUNDS (observed),
+// 409 OUT_OF_CAPACITY, 400 INVALID_REQUEST, 401 UNAUTHORIZED, 404
+// NOT_FOUND, and 429 with Retry-After when PerMinute is set.
+//
+// Its lists are not paginated, as the published description's are not.
+//
+// Start it with httptest.NewServer(fake.New(...)); it never leaves loopback.
+package fake
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers/shadeform"
+)
+
+// Cap is a (cloud, shade instance type, region) triple.
+type Cap struct{ Cloud, Type, Region string }
+
+// Fault is a scripted answer to a request whose path starts with Path; it is used once.
+type Fault struct {
+	Path       string
+	Status     int
+	ErrorCode  string // empty sends a body that is not JSON
+	Error      string
+	Apply      bool // carry the request out first: the answer is lost, the effect is not
+	After      int  // let this many matching requests through first
+	RetryAfter string
+}
+
+// Server is the fake. Exported fields are set before serving.
+type Server struct {
+	Key   string
+	Now   func() time.Time
+	Types []shadeform.InstanceType // availability is computed from Capacity
+	// Capacity is the free machines per (cloud, type, region).
+	Capacity map[Cap]int
+	// Broke answers creates 409 INSUFFICIENT_FUNDS.
+	Broke bool
+	// BootDelay: create → active; DeleteDelay: deleting → gone.
+	BootDelay, DeleteDelay time.Duration
+	// PerMinute (0 = none): beyond it, 429 with Retry-After.
+	PerMinute int
+
+	mu        sync.Mutex
+	instances map[string]*instance
+	order     []string
+	keys      []shadeform.SSHKey
+	faults    []Fault
+	requests  map[string]int
+	creates   []shadeform.CreateRequest
+	window    time.Time
+	used      int
+	seq       int
+}
+
+type instance struct {
+	shadeform.Instance
+	created, deletedAt time.Time
+	num                int
+}
+
+// Catalog is the spec's instance type example (hyperstack A6000) plus an
+// 8-GPU H100 type of two clouds.
+func Catalog() []shadeform.InstanceType {
+	nv := true
+	a6000 := shadeform.InstanceType{Cloud: "hyperstack", ShadeInstanceType: "A6000", CloudInstanceType: "gpu_1x_a6000",
+		Configuration: shadeform.Configuration{MemoryInGB: 12, StorageInGB: 256, VCPUs: 6, NumGPUs: 1, GPUType: "A6000",
+			Interconnect: "pcie", NVLink: &nv, VRAMPerGPUInGB: 48, OSOptions: []string{"ubuntu22.04_cuda12.2_shade_os"}, GPUManufacturer: "nvidia"},
+		HourlyPrice: 210, DeploymentType: "vm", BootTime: &shadeform.BootTime{MinBootInSec: 180, MaxBootInSec: 300}}
+	h100 := func(cloud string, cents int64) shadeform.InstanceType {
+		return shadeform.InstanceType{Cloud: cloud, ShadeInstanceType: "H100_sxm5x8", CloudInstanceType: "gpu_8x_h100_sxm5",
+			Configuration: shadeform.Configuration{MemoryInGB: 1800, StorageInGB: 20000, VCPUs: 208, NumGPUs: 8, GPUType: "H100",
+				Interconnect: "sxm5", NVLink: &nv, VRAMPerGPUInGB: 80, OSOptions: []string{"ubuntu22.04_cuda12.2_shade_os"}, GPUManufacturer: "nvidia"},
+			HourlyPrice: cents, DeploymentType: "vm", BootTime: &shadeform.BootTime{MinBootInSec: 300, MaxBootInSec: 600}}
+	}
+	return []shadeform.InstanceType{a6000, h100("lambdalabs", 2392), h100("hyperstack", 1904)}
+}
+
+// Regions are the regions every type is listed in, with display names.
+var Regions = map[string]string{"canada-1": "Canada, Montreal", "us-central-1": "US, Wichita, KS", "us-east-1": "US, Virginia"}
+
+// New returns a fake with the Catalog and no capacity.
+func New(key string, now func() time.Time) *Server {
+	return &Server{Key: key, Now: now, Types: Catalog(), Capacity: map[Cap]int{}, BootDelay: 5 * time.Minute, DeleteDelay: time.Minute}
+}
+
+// Inject queues scripted answers.
+func (s *Server) Inject(f ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, f...)
+}
+
+// Requests counts "METHOD /path" requests (path without query).
+func (s *Server) Requests(methodPath string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[methodPath]
+}
+
+// Creates returns every accepted create body.
+func (s *Server) Creates() []shadeform.CreateRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.creates)
+}
+
+// Script returns the decoded start-up script an instance was created with.
+func (s *Server) Script(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.instances[id]
+	if !ok || in.LaunchConfiguration == nil || in.LaunchConfiguration.ScriptConfiguration == nil {
+		return ""
+	}
+	b, _ := base64.StdEncoding.DecodeString(in.LaunchConfiguration.ScriptConfiguration.Base64Script)
+	return string(b)
+}
+
+// Live returns the instances not deleting or gone.
+func (s *Server) Live() []shadeform.Instance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []shadeform.Instance
+	for _, id := range s.order {
+		if in, ok := s.instances[id]; ok {
+			s.advance(in)
+			if in.Status != shadeform.StatusDeleting && in.Status != shadeform.StatusDeleted {
+				out = append(out, in.Instance)
+			}
+		}
+	}
+	return out
+}
+
+// SetStatus forces an instance's status (e.g. "error").
+func (s *Server) SetStatus(id, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in, ok := s.instances[id]; ok {
+		in.Status, in.created = status, time.Time{}
+	}
+}
+
+// SSHKeys returns the account's keys.
+func (s *Server) SSHKeys() []shadeform.SSHKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.keys)
+}
+
+func (s *Server) advance(in *instance) {
+	now := s.Now()
+	if !in.deletedAt.IsZero() {
+		if now.Sub(in.deletedAt) >= s.DeleteDelay {
+			delete(s.instances, in.ID)
+		}
+		return
+	}
+	if in.created.IsZero() || in.Status == shadeform.StatusActive {
+		return
+	}
+	age := now.Sub(in.created)
+	switch {
+	case age >= s.BootDelay:
+		in.Status = shadeform.StatusActive
+		in.IP = fmt.Sprintf("203.0.113.%d", 10+in.num)
+		in.SSHPort = 22
+		in.ActiveAt = in.created.Add(s.BootDelay).UTC().Format(time.RFC3339)
+	case age >= 2*s.BootDelay/3:
+		in.Status = shadeform.StatusPending
+	case age >= s.BootDelay/3:
+		in.Status = shadeform.StatusPendingProvider
+	}
+}
+
+func (s *Server) fail(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(shadeform.APIError{ErrorCode: code, Error: msg})
+}
+
+func (s *Server) reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if v != nil {
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+// ServeHTTP answers the API (under /v1).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.requests == nil {
+		s.requests = map[string]int{}
+	}
+	path := strings.TrimPrefix(r.URL.Path, "/v1")
+	s.requests[r.Method+" "+path]++
+	if r.Header.Get("X-API-KEY") != s.Key || s.Key == "" {
+		s.fail(w, http.StatusUnauthorized, "UNAUTHORIZED", "invalid API key")
+		return
+	}
+	if s.PerMinute > 0 {
+		now := s.Now()
+		if now.Sub(s.window) >= time.Minute {
+			s.window, s.used = now, 0
+		}
+		if s.used >= s.PerMinute {
+			w.Header().Set("Retry-After", strconv.Itoa(int((s.window.Add(time.Minute).Sub(now)+time.Second-1)/time.Second)))
+			s.fail(w, http.StatusTooManyRequests, "RATE_LIMITED", "too many requests")
+			return
+		}
+		s.used++
+	}
+	for k, f := range s.faults {
+		if !strings.HasPrefix(path, f.Path) {
+			continue
+		}
+		if f.After > 0 {
+			s.faults[k].After--
+			break
+		}
+		s.faults = slices.Delete(s.faults, k, k+1)
+		if f.Apply {
+			s.route(discard{}, r, path)
+		}
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		if f.ErrorCode == "" {
+			w.WriteHeader(f.Status)
+			_, _ = w.Write([]byte("<html>bad gateway</html>"))
+			return
+		}
+		s.fail(w, f.Status, f.ErrorCode, f.Error)
+		return
+	}
+	s.route(w, r, path)
+}
+
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}
+
+func decode(r *http.Request, v any) error {
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(r.Body)
+	dec := json.NewDecoder(&buf)
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request, path string) {
+	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
+	switch {
+	case path == "/instances/types" && get:
+		s.listTypes(w, r)
+	case path == "/instances" && get:
+		out := []shadeform.Instance{}
+		for _, id := range s.order {
+			if in, ok := s.instances[id]; ok {
+				s.advance(in)
+				if _, still := s.instances[id]; still {
+					out = append(out, in.Instance)
+				}
+			}
+		}
+		s.reply(w, map[string][]shadeform.Instance{"instances": out})
+	case path == "/instances/create" && post:
+		s.create(w, r)
+	case path == "/sshkeys" && get:
+		s.reply(w, map[string][]shadeform.SSHKey{"ssh_keys": append([]shadeform.SSHKey{}, s.keys...)})
+	case path == "/sshkeys/add" && post:
+		var in struct {
+			Name      string `json:"name"`
+			PublicKey string `json:"public_key"`
+		}
+		if err := decode(r, &in); err != nil || in.Name == "" || !strings.HasPrefix(in.PublicKey, "ssh-") {
+			s.fail(w, 400, "INVALID_REQUEST", "name and a public key are required")
+			return
+		}
+		s.seq++
+		id := fmt.Sprintf("78a0dd5a-0000-4000-8000-%012d", s.seq)
+		s.keys = append(s.keys, shadeform.SSHKey{ID: id, Name: in.Name, PublicKey: in.PublicKey, IsDefault: len(s.keys) == 0})
+		s.reply(w, map[string]string{"id": id})
+	case strings.HasPrefix(path, "/instances/"):
+		id, verb, _ := strings.Cut(strings.TrimPrefix(path, "/instances/"), "/")
+		in, ok := s.instances[id]
+		if ok {
+			s.advance(in)
+			_, ok = s.instances[id]
+		}
+		if !ok {
+			s.fail(w, 404, "NOT_FOUND", "instance not found")
+			return
+		}
+		switch {
+		case verb == "info" && get:
+			s.reply(w, in.Instance)
+		case verb == "delete" && post:
+			if in.Status == shadeform.StatusDeleting {
+				s.reply(w, nil)
+				return
+			}
+			in.Status, in.deletedAt = shadeform.StatusDeleting, s.Now()
+			in.DeletedAt = s.Now().UTC().Format(time.RFC3339)
+			s.Capacity[Cap{in.Cloud, in.ShadeInstanceType, in.Region}]++
+			s.reply(w, nil)
+		case verb == "restart" && post:
+			if in.Status != shadeform.StatusActive {
+				s.fail(w, 409, "INVALID_STATE", "instance is "+in.Status)
+				return
+			}
+			s.reply(w, nil) // stays active throughout
+		default:
+			s.fail(w, 404, "NOT_FOUND", "no such route")
+		}
+	default:
+		s.fail(w, 404, "NOT_FOUND", "no such route")
+	}
+}
+
+func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	out := []shadeform.InstanceType{}
+	regions := make([]string, 0, len(Regions))
+	for k := range Regions {
+		regions = append(regions, k)
+	}
+	sort.Strings(regions)
+	for _, t := range s.Types {
+		if (q.Get("cloud") != "" && q.Get("cloud") != t.Cloud) || (q.Get("shade_instance_type") != "" && q.Get("shade_instance_type") != t.ShadeInstanceType) ||
+			(q.Get("gpu_type") != "" && q.Get("gpu_type") != t.Configuration.GPUType) ||
+			(q.Get("num_gpus") != "" && q.Get("num_gpus") != strconv.Itoa(t.Configuration.NumGPUs)) {
+			continue
+		}
+		t.Availability = nil
+		some := false
+		for _, reg := range regions {
+			if q.Get("region") != "" && q.Get("region") != reg {
+				continue
+			}
+			a := s.Capacity[Cap{t.Cloud, t.ShadeInstanceType, reg}] > 0
+			some = some || a
+			t.Availability = append(t.Availability, shadeform.Availability{Region: reg, Available: a, DisplayName: Regions[reg]})
+		}
+		if q.Get("available") == "true" && !some {
+			continue
+		}
+		out = append(out, t)
+	}
+	if q.Get("sort") == "price" {
+		sort.SliceStable(out, func(a, b int) bool { return out[a].HourlyPrice < out[b].HourlyPrice })
+	}
+	s.reply(w, map[string][]shadeform.InstanceType{"instance_types": out})
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var in shadeform.CreateRequest
+	if err := decode(r, &in); err != nil {
+		s.fail(w, 400, "INVALID_REQUEST", err.Error())
+		return
+	}
+	if in.Cloud == "" || in.Region == "" || in.ShadeInstanceType == "" || in.Name == "" {
+		s.fail(w, 400, "INVALID_REQUEST", "cloud, region, shade_instance_type, shade_cloud and name are required")
+		return
+	}
+	k := slices.IndexFunc(s.Types, func(t shadeform.InstanceType) bool {
+		return t.Cloud == in.Cloud && t.ShadeInstanceType == in.ShadeInstanceType
+	})
+	if k < 0 {
+		s.fail(w, 400, "INVALID_REQUEST", "unknown instance type "+in.ShadeInstanceType+" for cloud "+in.Cloud)
+		return
+	}
+	if _, ok := Regions[in.Region]; !ok {
+		s.fail(w, 400, "INVALID_REQUEST", "unknown region "+in.Region)
+		return
+	}
+	if lc := in.LaunchConfiguration; lc != nil && lc.Type == "script" {
+		if lc.ScriptConfiguration == nil {
+			s.fail(w, 400, "INVALID_REQUEST", "script_configuration is required with type script")
+			return
+		}
+		if _, err := base64.StdEncoding.DecodeString(lc.ScriptConfiguration.Base64Script); err != nil {
+			s.fail(w, 400, "INVALID_REQUEST", "base64_script is not base64")
+			return
+		}
+	}
+	if in.SSHKeyID != "" && !slices.ContainsFunc(s.keys, func(k shadeform.SSHKey) bool { return k.ID == in.SSHKeyID }) {
+		s.fail(w, 400, "INVALID_REQUEST", "unknown ssh_key_id")
+		return
+	}
+	if s.Broke {
+		s.fail(w, 409, "INSUFFICIENT_FUNDS", "Balance must be a minimum of $5 to launch an instance.")
+		return
+	}
+	c := Cap{in.Cloud, in.ShadeInstanceType, in.Region}
+	if s.Capacity[c] <= 0 {
+		s.fail(w, 409, "OUT_OF_CAPACITY", "The selected instance is out of capacity in "+in.Region)
+		return
+	}
+	s.Capacity[c]--
+	s.seq++
+	t := s.Types[k]
+	now := s.Now()
+	inst := &instance{created: now, num: s.seq}
+	inst.ID = fmt.Sprintf("d290f1ee-6c54-4b01-90e6-%012d", s.seq)
+	inst.Cloud, inst.Region, inst.ShadeInstanceType, inst.CloudInstanceType = in.Cloud, in.Region, in.ShadeInstanceType, t.CloudInstanceType
+	inst.CloudAssignedID = fmt.Sprintf("13b057d7-e266-4869-985f-%012d", s.seq)
+	inst.ShadeCloud, inst.Name, inst.Configuration = in.ShadeCloud, in.Name, t.Configuration
+	inst.Configuration.OSOptions = nil
+	inst.Configuration.OS = "ubuntu22.04_cuda12.2_shade_os"
+	inst.SSHUser, inst.Status, inst.CostEstimate, inst.HourlyPrice = "shadeform", shadeform.StatusCreating, "0.0", t.HourlyPrice
+	inst.SSHKeyID, inst.LaunchConfiguration, inst.Tags = in.SSHKeyID, in.LaunchConfiguration, in.Tags
+	inst.CreatedAt = now.UTC().Format(time.RFC3339)
+	inst.BootTime = t.BootTime
+	if s.instances == nil {
+		s.instances = map[string]*instance{}
+	}
+	s.instances[inst.ID] = inst
+	s.order = append(s.order, inst.ID)
+	s.creates = append(s.creates, in)
+	s.reply(w, map[string]string{"id": inst.ID})
+}

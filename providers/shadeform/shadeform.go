@@ -1,0 +1,575 @@
+// Package shadeform adapts Shadeform's API (an aggregator of GPU clouds)
+// to providers.Provider (OP1).
+//
+// Shadeform sells instance types of many upstream clouds, each per region
+// with a yes/no availability. Offers keep the upstream cloud (Offer.Upstream
+// and the offer id "<cloud>/<shade instance type>/<region>"): a group's
+// machines are all of one upstream cloud in one region, so they share its
+// network. A group of N machines is N creates, each named "<group>-<index>"
+// and tagged with the group and its rank; when any create fails, every
+// machine of the group is deleted before the error is returned (all or
+// nothing at our level), and a retried placement adopts what it finds.
+//
+// Shadeform cannot stop a machine: StopNode is refused.
+package shadeform
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
+	"github.com/clusterdeck/clusterdeck/providers/httpx"
+)
+
+// Name is the provider's stable identifier.
+const Name = "shadeform"
+
+// DefaultBaseURL is Shadeform's API server.
+const DefaultBaseURL = "https://api.shadeform.ai/v1"
+
+// Tag prefixes every machine we create carries: its group and its rank.
+const (
+	TagGroup = "clusterdeck-group="
+	TagIndex = "clusterdeck-index="
+)
+
+// DefaultBootTime is used when a type does not say.
+const DefaultBootTime = 10 * time.Minute
+
+// Config configures the adapter. APIKey and Agent.URL are required.
+type Config struct {
+	APIKey  string   // SHADEFORM_API_KEY; sent as X-API-KEY, never logged
+	BaseURL string   // default DefaultBaseURL
+	Clouds  []string // SHADEFORM_CLOUDS: upstream clouds sold; empty = all
+	Regions []string // SHADEFORM_REGIONS: regions sold; empty = all
+	Agent   bootstrap.AgentInstall
+
+	HTTPClient *http.Client
+	Now        func() time.Time
+	Sleep      func(context.Context, time.Duration) error
+	Retries    int           // transient retries per request (default 4; negative = none)
+	Backoff    time.Duration // first retry delay (default 2 s)
+}
+
+// String never shows the key.
+func (c Config) String() string {
+	return fmt.Sprintf("shadeform.Config{BaseURL: %q, Clouds: %v, Regions: %v, APIKey: [redacted]}", c.BaseURL, c.Clouds, c.Regions)
+}
+
+// Cloud is the Shadeform adapter. It is safe for concurrent use.
+type Cloud struct {
+	cfg     Config
+	c       *client
+	clouds  map[string]bool
+	regions map[string]bool
+
+	mu     sync.Mutex
+	groups map[string]*sync.Mutex
+}
+
+var _ providers.Provider = (*Cloud)(nil)
+
+func set(xs []string) map[string]bool {
+	if len(xs) == 0 {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// New returns the adapter for cfg.
+func New(cfg Config) (*Cloud, error) {
+	if strings.TrimSpace(cfg.APIKey) == "" {
+		return nil, errors.New("shadeform: an API key is required")
+	}
+	if err := cfg.Agent.Validate(); err != nil {
+		return nil, fmt.Errorf("shadeform: %w", err)
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = httpx.NewClient()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = httpx.Sleep
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = 4
+	} else if cfg.Retries < 0 {
+		cfg.Retries = 0
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 2 * time.Second
+	}
+	return &Cloud{cfg: cfg, clouds: set(cfg.Clouds), regions: set(cfg.Regions),
+		c: &client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: cfg.HTTPClient,
+			now: cfg.Now, sleep: cfg.Sleep, retries: cfg.Retries, backoff: cfg.Backoff}}, nil
+}
+
+// Name is "shadeform".
+func (s *Cloud) Name() string { return Name }
+
+func (s *Cloud) lock(group string) func() {
+	s.mu.Lock()
+	if s.groups == nil {
+		s.groups = map[string]*sync.Mutex{}
+	}
+	m, ok := s.groups[group]
+	if !ok {
+		m = &sync.Mutex{}
+		s.groups[group] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// OfferID is "<cloud>/<shade instance type>/<region>".
+func OfferID(cloud, typ, region string) string { return cloud + "/" + typ + "/" + region }
+
+func parseOfferID(id string) (cloud, typ, region string, ok bool) {
+	p := strings.Split(id, "/")
+	if len(p) != 3 || p[0] == "" || p[1] == "" || p[2] == "" {
+		return "", "", "", false
+	}
+	return p[0], p[1], p[2], true
+}
+
+func (s *Cloud) allowed(cloud, region string) bool {
+	return (s.clouds == nil || s.clouds[cloud]) && (s.regions == nil || s.regions[region])
+}
+
+func (s *Cloud) types(ctx context.Context, op string, q url.Values) ([]InstanceType, error) {
+	path := pathTypes
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out struct {
+		InstanceTypes []InstanceType `json:"instance_types"`
+	}
+	if err := s.c.do(ctx, op, http.MethodGet, path, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.InstanceTypes, nil
+}
+
+// ListOffers returns one offer per upstream cloud, instance type and
+// region. Shadeform only says whether a region has the type, so
+// NodesAvailable is nil and Available carries the yes/no (O1); the price
+// is the type's, per machine-hour in cents, turned into micro-dollars per
+// GPU-hour.
+func (s *Cloud) ListOffers(ctx context.Context) ([]providers.Offer, error) {
+	types, err := s.types(ctx, opListOffers, nil)
+	if err != nil {
+		return nil, err
+	}
+	var offers []providers.Offer
+	for _, t := range types {
+		if t.Configuration.NumGPUs < 1 || t.HourlyPrice <= 0 {
+			continue
+		}
+		for _, a := range t.Availability {
+			if s.allowed(t.Cloud, a.Region) {
+				offers = append(offers, offer(t, a))
+			}
+		}
+	}
+	sort.Slice(offers, func(a, b int) bool { return offers[a].OfferID < offers[b].OfferID })
+	return offers, nil
+}
+
+func offer(t InstanceType, a Availability) providers.Offer {
+	n := int64(t.Configuration.NumGPUs)
+	kind := providers.VM
+	switch t.DeploymentType {
+	case "container":
+		kind = providers.Container
+	case "baremetal":
+		kind = providers.BareMetal
+	}
+	boot := DefaultBootTime
+	if t.BootTime != nil && t.BootTime.MaxBootInSec > 0 {
+		boot = time.Duration(t.BootTime.MaxBootInSec) * time.Second
+	}
+	name := a.DisplayName
+	if name == "" {
+		name = a.Region
+	}
+	return providers.Offer{Provider: Name, Upstream: t.Cloud, OfferID: OfferID(t.Cloud, t.ShadeInstanceType, a.Region),
+		Location: a.Region, LocationName: name, Interconnect: providers.Ethernet, MachineKind: kind,
+		Accelerator: accelerator(t.Configuration), GPUsPerNode: int(n), VCPUs: t.Configuration.VCPUs,
+		MemoryGB: t.Configuration.MemoryInGB, PerGPUHourUSD: (t.HourlyPrice*10_000 + n - 1) / n,
+		RootDiskGB: t.Configuration.StorageInGB, Available: a.Available, BootTime: boot, PublicIPs: true}
+}
+
+// accelerator turns {gpu_type "H100", vram 80} into "H100_80GB" (see providers.AcceleratorName).
+func accelerator(c Configuration) string {
+	return providers.AcceleratorName(c.GPUType, c.VRAMPerGPUInGB)
+}
+
+func nodeName(group string, i int) string { return group + "-" + strconv.Itoa(i) }
+
+// PlaceGroup creates req.Count machines of one upstream cloud's type in one
+// region, one create each; the group's machines already there are adopted.
+// When any create fails, every machine of the group is deleted.
+func (s *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (providers.Group, error) {
+	cloud, typ, region, err := s.validate(req)
+	if err != nil {
+		return providers.Group{}, err
+	}
+	defer s.lock(req.GroupName)()
+	by, err := s.instances(ctx, opPlace)
+	if err != nil {
+		return providers.Group{}, err
+	}
+	have := map[int]Instance{}
+	for _, in := range by[req.GroupName] {
+		i, ok := index(in)
+		if !ok || !alive(in) {
+			continue
+		}
+		if in.Cloud != cloud || in.ShadeInstanceType != typ || in.Region != region || i >= req.Count {
+			return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace,
+				Code: "group-conflict", Location: region, Message: fmt.Sprintf(
+					"group %s already has machine %s (rank %d) that is not part of %d × %s", req.GroupName, in.ID, i, req.Count, req.OfferID)}
+		}
+		have[i] = in
+	}
+	if len(have) < req.Count {
+		if err := s.createMissing(ctx, req, cloud, typ, region, have); err != nil {
+			if rb := s.rollback(ctx, req.GroupName); rb != nil {
+				return providers.Group{}, errors.Join(err, rb)
+			}
+			return providers.Group{}, err
+		}
+	}
+	g := providers.Group{Provider: Name, Name: req.GroupName, Location: region}
+	for i := 0; i < req.Count; i++ {
+		g.Nodes = append(g.Nodes, node(have[i], i))
+	}
+	return g, nil
+}
+
+func (s *Cloud) validate(req providers.PlaceRequest) (string, string, string, error) {
+	bad := func(format string, args ...any) error {
+		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: req.Location,
+			Message: fmt.Sprintf(format, args...)}
+	}
+	cloud, typ, region, ok := parseOfferID(req.OfferID)
+	switch {
+	case !ok:
+		return "", "", "", bad("offer %q is not <cloud>/<instance type>/<region>", req.OfferID)
+	case region != req.Location:
+		return "", "", "", bad("offer %s is sold in %s, not in %q", req.OfferID, region, req.Location)
+	case !s.allowed(cloud, region):
+		return "", "", "", bad("%s in %s is not enabled (SHADEFORM_CLOUDS, SHADEFORM_REGIONS)", cloud, region)
+	case req.Count < 1:
+		return "", "", "", bad("count %d: at least one machine", req.Count)
+	case req.GroupName == "":
+		return "", "", "", bad("a group name is required")
+	case len(req.Agent.Tokens) != req.Count:
+		return "", "", "", bad("%d agent tokens for %d machines", len(req.Agent.Tokens), req.Count)
+	}
+	return cloud, typ, region, nil
+}
+
+func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, cloud, typ, region string, have map[int]Instance) error {
+	types, err := s.types(ctx, opPlace, url.Values{"cloud": {cloud}, "shade_instance_type": {typ}})
+	if err != nil {
+		return err
+	}
+	k := slices.IndexFunc(types, func(t InstanceType) bool { return t.Cloud == cloud && t.ShadeInstanceType == typ })
+	if k < 0 {
+		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: region,
+			Message: fmt.Sprintf("%s of %s is not sold", typ, cloud)}
+	}
+	if !slices.ContainsFunc(types[k].Availability, func(a Availability) bool { return a.Region == region && a.Available }) {
+		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: region,
+			Message: fmt.Sprintf("no %s of %s available in %s", typ, cloud, region)}
+	}
+	keyID, err := s.sshKey(ctx, req.SSHKeys)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < req.Count; i++ {
+		if _, ok := have[i]; ok {
+			continue
+		}
+		script, err := bootstrap.Script(s.cfg.Agent, bootstrap.Systemd, req.Agent.ServerURL, req.Agent.Tokens[i], req.Workload())
+		if err != nil {
+			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: region, Message: err.Error()}
+		}
+		cr := CreateRequest{Cloud: cloud, Region: region, ShadeInstanceType: typ, ShadeCloud: true, Name: nodeName(req.GroupName, i),
+			SSHKeyID: keyID, Tags: []string{TagGroup + req.GroupName, TagIndex + strconv.Itoa(i)},
+			LaunchConfiguration: &LaunchConfiguration{Type: "script",
+				ScriptConfiguration: &ScriptConfiguration{Base64Script: base64.StdEncoding.EncodeToString([]byte(script))}}}
+		in, err := s.create(ctx, req.GroupName, i, cr)
+		if err != nil {
+			var pe *providers.Error
+			if errors.As(err, &pe) && pe.Location == "" {
+				pe.Location = region
+			}
+			return err
+		}
+		have[i] = in
+	}
+	return nil
+}
+
+// create creates one machine. After a transient failure the create may
+// have happened: the group's machines are listed before creating again.
+func (s *Cloud) create(ctx context.Context, group string, i int, cr CreateRequest) (Instance, error) {
+	for attempt := 0; ; attempt++ {
+		var out struct {
+			ID string `json:"id"`
+		}
+		err := s.c.do(ctx, opPlace, http.MethodPost, pathCreate, cr, &out)
+		if err == nil {
+			if out.ID == "" {
+				return Instance{}, &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opPlace, Message: "create answered no id"}
+			}
+			return Instance{ID: out.ID, Cloud: cr.Cloud, Region: cr.Region, ShadeInstanceType: cr.ShadeInstanceType,
+				Name: cr.Name, Status: StatusCreating, Tags: cr.Tags}, nil
+		}
+		if !errors.Is(err, providers.ErrTransient) || attempt >= s.cfg.Retries {
+			return Instance{}, err
+		}
+		by, lerr := s.instances(ctx, opPlace)
+		if lerr != nil {
+			return Instance{}, errors.Join(err, lerr)
+		}
+		for _, in := range by[group] {
+			if j, ok := index(in); ok && j == i && alive(in) {
+				return in, nil
+			}
+		}
+		if err := s.c.sleep(ctx, s.cfg.Backoff<<attempt); err != nil {
+			return Instance{}, err
+		}
+	}
+}
+
+// sshKey is the id of the customer's first key, registered when absent;
+// empty (Shadeform's default key) when the placement has none.
+func (s *Cloud) sshKey(ctx context.Context, keys []string) (string, error) {
+	if len(keys) == 0 {
+		return "", nil
+	}
+	pub := strings.TrimSpace(keys[0])
+	var list struct {
+		SSHKeys []SSHKey `json:"ssh_keys"`
+	}
+	if err := s.c.do(ctx, opPlace, http.MethodGet, pathSSHKeys, nil, &list); err != nil {
+		return "", err
+	}
+	for _, k := range list.SSHKeys {
+		if strings.TrimSpace(k.PublicKey) == pub {
+			return k.ID, nil
+		}
+	}
+	sum := sha256.Sum256([]byte(pub))
+	var added struct {
+		ID string `json:"id"`
+	}
+	if err := s.c.do(ctx, opPlace, http.MethodPost, pathAddSSHKey,
+		map[string]string{"name": "clusterdeck-" + hex.EncodeToString(sum[:8]), "public_key": pub}, &added); err != nil {
+		return "", err
+	}
+	return added.ID, nil
+}
+
+func (s *Cloud) rollback(ctx context.Context, group string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if err := s.terminate(ctx, group); err != nil {
+		return fmt.Errorf("shadeform: roll back group %s: %w", group, err)
+	}
+	return nil
+}
+
+// instances lists the account's instances (one call, not paginated) by group tag.
+func (s *Cloud) instances(ctx context.Context, op string) (map[string][]Instance, error) {
+	var out struct {
+		Instances []Instance `json:"instances"`
+	}
+	if err := s.c.do(ctx, op, http.MethodGet, pathInstances, nil, &out); err != nil {
+		return nil, err
+	}
+	by := map[string][]Instance{}
+	for _, in := range out.Instances {
+		if g := tag(in, TagGroup); g != "" {
+			by[g] = append(by[g], in)
+		}
+	}
+	return by, nil
+}
+
+func tag(in Instance, prefix string) string {
+	for _, t := range in.Tags {
+		if v, ok := strings.CutPrefix(t, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func index(in Instance) (int, bool) {
+	v := tag(in, TagIndex)
+	if v == "" {
+		if k := strings.LastIndexByte(in.Name, '-'); k >= 0 {
+			v = in.Name[k+1:]
+		}
+	}
+	i, err := strconv.Atoi(v)
+	return i, err == nil && i >= 0
+}
+
+// alive: not deleting (billing stops there) nor deleted.
+func alive(in Instance) bool { return in.Status != StatusDeleting && in.Status != StatusDeleted }
+
+// node maps an instance onto the neutral node: running once active with
+// its address and SSH port.
+func node(in Instance, i int) providers.Node {
+	n := providers.Node{ID: in.ID, Index: i, SSHUser: in.SSHUser}
+	if in.Status == StatusActive && in.IP != "" && in.SSHPort > 0 {
+		n.PublicHost, n.SSHPort = in.IP, in.SSHPort
+	}
+	switch in.Status {
+	case StatusCreating, StatusPendingProvider, StatusPending:
+		n.State = providers.NodePending
+	case StatusActive:
+		n.State = providers.NodeRunning
+		if n.PublicHost == "" {
+			n.State, n.Message = providers.NodePending, "Shadeform reports the machine active without its address yet"
+		}
+	case StatusError:
+		n.State, n.Message = providers.NodeFailed, "Shadeform reports an error: "+in.StatusDetails
+	case StatusDeleting, StatusDeleted:
+		n.State = providers.NodeTerminated
+	default:
+		n.State, n.Message = providers.NodePending, "Shadeform status "+in.Status
+	}
+	return n
+}
+
+// DescribeGroup reports the group's machines; ErrNotFound when Shadeform knows none.
+func (s *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.Group, error) {
+	gs, err := s.DescribeGroups(ctx, []string{groupName})
+	if err != nil {
+		return providers.Group{}, err
+	}
+	g, ok := gs[groupName]
+	if !ok {
+		return providers.Group{}, &providers.Error{Class: providers.ErrNotFound, Provider: Name, Op: opDescribe,
+			Message: "no machine of group " + groupName}
+	}
+	return g, nil
+}
+
+// DescribeGroups reports many groups with one list call (R1).
+func (s *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
+	by, err := s.instances(ctx, opDescribe)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]providers.Group{}
+	for _, name := range groupNames {
+		ins := by[name]
+		if len(ins) == 0 {
+			continue
+		}
+		g := providers.Group{Provider: Name, Name: name, Location: ins[0].Region}
+		seen := map[int]int{}
+		for _, in := range ins {
+			i, ok := index(in)
+			if !ok {
+				continue
+			}
+			n := node(in, i)
+			if k, dup := seen[i]; dup {
+				if g.Nodes[k].State == providers.NodeTerminated {
+					g.Nodes[k] = n
+				}
+				continue
+			}
+			seen[i] = len(g.Nodes)
+			g.Nodes = append(g.Nodes, n)
+		}
+		sort.Slice(g.Nodes, func(a, b int) bool { return g.Nodes[a].Index < g.Nodes[b].Index })
+		out[name] = g
+	}
+	return out, nil
+}
+
+// RestartNode restarts one active machine (POST /instances/{id}/restart).
+// A machine gone or of another group is ErrNotFound; one in error is
+// ErrUnrecoverable; one still coming up is ErrTransient.
+func (s *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error {
+	var in Instance
+	if err := s.c.do(ctx, opRestart, http.MethodGet, "/instances/"+url.PathEscape(nodeID)+"/info", nil, &in); err != nil {
+		return err
+	}
+	switch {
+	case tag(in, TagGroup) != groupName || !alive(in):
+		return &providers.Error{Class: providers.ErrNotFound, Provider: Name, Op: opRestart,
+			Message: fmt.Sprintf("machine %s of group %s is gone", nodeID, groupName)}
+	case in.Status == StatusError:
+		return &providers.Error{Class: providers.ErrUnrecoverable, Provider: Name, Op: opRestart,
+			Message: fmt.Sprintf("machine %s is in error: %s", nodeID, in.StatusDetails)}
+	case in.Status != StatusActive:
+		return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opRestart,
+			Message: fmt.Sprintf("machine %s is %s; try again once it is active", nodeID, in.Status)}
+	}
+	return s.c.do(ctx, opRestart, http.MethodPost, "/instances/"+url.PathEscape(nodeID)+"/restart", nil, nil)
+}
+
+// StopNode is refused with ErrUnsupported: Shadeform's API has no stop,
+// only restart and delete.
+func (s *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
+	return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: "StopNode", Code: "unsupported",
+		Message: "Shadeform cannot stop a machine and start it again; terminate the cluster to release it"}
+}
+
+// TerminateGroup deletes every machine of the group. Machines already
+// deleting or gone are success.
+func (s *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
+	defer s.lock(groupName)()
+	return s.terminate(ctx, groupName)
+}
+
+func (s *Cloud) terminate(ctx context.Context, groupName string) error {
+	by, err := s.instances(ctx, opTerminate)
+	if err != nil {
+		return err
+	}
+	for _, in := range by[groupName] {
+		if !alive(in) {
+			continue
+		}
+		err := s.c.do(ctx, opTerminate, http.MethodPost, "/instances/"+url.PathEscape(in.ID)+"/delete", nil, nil)
+		if err != nil && !errors.Is(err, providers.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
