@@ -3,6 +3,7 @@ package models_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -170,6 +171,36 @@ func TestAgentReportedAddress(t *testing.T) {
 		nodes, _ = e.s.NodesFor(ctx, c.ID)
 		if nodes[1].PrivateIP != "10.0.0.11" {
 			t.Errorf("after the provider's report: %q", nodes[1].PrivateIP)
+		}
+	})
+}
+
+// OP1: machines racing for one rank: exactly one claim wins, every other
+// is refused, on both databases.
+func TestClaimRankRace(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 1000*models.Micro)
+		c := e.placedCluster(t, []models.PlacedNode{{Rank: 0, ProviderNodeID: "i-0", PrivateIP: "10.0.0.10"}, {Rank: 1, ProviderNodeID: "i-1"}})
+		const racers = 8
+		errs := make(chan error, racers)
+		for i := range racers {
+			go func() {
+				_, _, err := e.s.ClaimRank(ctx, models.BootstrapToken(c), models.Claim{Hostname: fmt.Sprintf("racer-%d", i), PrivateIP: "10.0.0.10"})
+				errs <- err
+			}()
+		}
+		won := 0
+		for range racers {
+			switch err := <-errs; {
+			case err == nil:
+				won++
+			case !errors.Is(err, models.ErrRankClaimed):
+				t.Errorf("a losing claim: %v, want ErrRankClaimed", err)
+			}
+		}
+		if won != 1 {
+			t.Errorf("%d claims won node-0, want exactly 1", won)
 		}
 	})
 }
