@@ -34,6 +34,11 @@ type config struct {
 	Providers []string // PROVIDERS: comma list of enabled GPU providers (default "sim")
 	SimConfig string   // SIM_CONFIG: JSON or YAML file for the simulated cloud (default: built in)
 	SimSeed   int64    // SIM_SEED: seed for the simulated cloud (default 1)
+	// SSHMachinesFile is SSH_MACHINES_FILE: the operator's own machines
+	// (YAML or JSON) sold by the "ssh" provider; SSH_STATE_FILE overrides
+	// where it records placements and trusted host keys (default: beside it).
+	SSHMachinesFile string
+	SSHStateFile    string
 
 	Lambda lambdaConfig // LAMBDA_*: Lambda's Public Cloud API; enabled when LAMBDA_API_KEY is set
 	// RUNPOD_* and SHADEFORM_*: RunPod's REST API v2 and Shadeform; each
@@ -70,16 +75,18 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return def
 	}
 	c := config{
-		Addr:         get("ADDR", "127.0.0.1:8080"),
-		DatabaseURL:  get("DATABASE_URL", ""),
-		DataDir:      get("DATA_DIR", "data"),
-		LogFormat:    get("LOG_FORMAT", "text"),
-		LogLevel:     get("LOG_LEVEL", "info"),
-		SimConfig:    get("SIM_CONFIG", ""),
-		SMTPURL:      get("SMTP_URL", ""),
-		MailFrom:     get("MAIL_FROM", "Clusterdeck <noreply@clusterdeck.local>"),
-		SalesEmail:   models.NormalizeEmail(get("SALES_EMAIL", models.DefaultSalesEmail)),
-		MetricsToken: get("METRICS_TOKEN", ""),
+		Addr:            get("ADDR", "127.0.0.1:8080"),
+		DatabaseURL:     get("DATABASE_URL", ""),
+		DataDir:         get("DATA_DIR", "data"),
+		LogFormat:       get("LOG_FORMAT", "text"),
+		LogLevel:        get("LOG_LEVEL", "info"),
+		SimConfig:       get("SIM_CONFIG", ""),
+		SSHMachinesFile: get("SSH_MACHINES_FILE", ""),
+		SSHStateFile:    get("SSH_STATE_FILE", ""),
+		SMTPURL:         get("SMTP_URL", ""),
+		MailFrom:        get("MAIL_FROM", "Clusterdeck <noreply@clusterdeck.local>"),
+		SalesEmail:      models.NormalizeEmail(get("SALES_EMAIL", models.DefaultSalesEmail)),
+		MetricsToken:    get("METRICS_TOKEN", ""),
 
 		StripeSecretKey:     get("STRIPE_SECRET_KEY", ""),
 		StripeWebhookSecret: get("STRIPE_WEBHOOK_SECRET", ""),

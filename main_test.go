@@ -34,6 +34,7 @@ func TestImportRules(t *testing.T) {
 		"internal/loadtest":        {"jobs", "models", "providers", "providers/sim", "static", "web"},
 		"providers":                {},
 		"providers/sim":            {"providers"},
+		"providers/ssh":            {"providers"},
 		"providers/lambda":         {"providers", "providers/providerstest", "providers/httpx", "providers/bootstrap"},
 		"providers/httpx":          {},
 		"providers/runpod":         {"providers", "providers/providerstest", "providers/httpx", "providers/bootstrap"},

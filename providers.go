@@ -16,6 +16,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers/runpod"
 	"github.com/clusterdeck/clusterdeck/providers/shadeform"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
+	sshprov "github.com/clusterdeck/clusterdeck/providers/ssh"
 )
 
 // cloud is the set of enabled GPU providers and what runs beside them.
@@ -82,8 +83,25 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 				return nil, fmt.Errorf("SHADEFORM_*: %w", err)
 			}
 			c.Registry[p.Name()] = p
+		case sshprov.Name:
+			if cfg.SSHMachinesFile == "" {
+				return nil, fmt.Errorf("PROVIDERS: ssh needs SSH_MACHINES_FILE (the machines you sell)")
+			}
+			machines, err := sshprov.LoadFile(cfg.SSHMachinesFile)
+			if err != nil {
+				return nil, fmt.Errorf("SSH_MACHINES_FILE: %w", err)
+			}
+			state := cfg.SSHStateFile
+			if state == "" {
+				state = sshprov.StatePathFor(cfg.SSHMachinesFile)
+			}
+			p, err := sshprov.New(sshprov.Config{Machines: machines, StatePath: state})
+			if err != nil {
+				return nil, err
+			}
+			c.Registry[p.Name()] = p
 		default:
-			return nil, fmt.Errorf("PROVIDERS: unknown provider %q (available: sim, lambda, runpod, shadeform)", name)
+			return nil, fmt.Errorf("PROVIDERS: unknown provider %q (available: sim, lambda, runpod, shadeform, ssh)", name)
 		}
 	}
 	if len(c.Registry) == 0 {

@@ -254,7 +254,7 @@ func (a *attempt) checkFailure(window time.Duration) (string, string) {
 		node = a.failingNode(rep)
 	}
 	return node, fmt.Sprintf("%s: %s. Output of `%s` on node-0:\n%s",
-		head, t.Summary, strings.TrimSpace(a.sw.CheckCommand), tailString(t.Output, 1200))
+		head, t.Summary, checkShown(a.sw.CheckCommand), tailString(t.Output, 1200))
 }
 
 // failingNode is the node a report blames, "" for none.
@@ -294,4 +294,14 @@ func tailString(s string, n int) string {
 // brief is the end of a short output on one line.
 func brief(s string) string {
 	return strings.ReplaceAll(tailString(strings.TrimSpace(s), 300), "\n", " / ")
+}
+
+// checkShown is a check command as quoted in an event: its first line, and
+// "…" when it has more.
+func checkShown(cmd string) string {
+	first, rest, _ := strings.Cut(strings.TrimSpace(cmd), "\n")
+	if strings.TrimSpace(rest) != "" {
+		return first + " …"
+	}
+	return first
 }

@@ -88,7 +88,10 @@ func contractScript(spec nodespec.Cluster, rank int) string {
 	w("grep -qxF '. %s' /etc/bash.bashrc || sed -i '1i . %s' /etc/bash.bashrc", envPath, envPath)
 	w("sed -i '/^# BEGIN clusterdeck$/,/^# END clusterdeck$/d' /etc/hosts")
 	w("cat %s >> /etc/hosts", hostsPath)
-	w("hostnamectl set-hostname %s 2>/dev/null || hostname %s", self.Name, self.Name)
+	// Containers usually may not rename themselves; that must not stop the
+	// install (software names nodes without the host name, e.g. slurmd -N).
+	w("hostnamectl set-hostname %s 2>/dev/null || hostname %s 2>/dev/null ||", self.Name, self.Name)
+	w(`  echo "note: could not set the host name to %s (it stays $(hostname))"`, self.Name)
 	if !spec.HasSharedFolder() {
 		w("home=$(getent passwd %s | cut -d: -f6)", user)
 		w(`[ -z "$home" ] || install -m 644 -o %s %s "$home/hostfile"`, user, hostfilePath)

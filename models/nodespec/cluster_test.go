@@ -481,7 +481,8 @@ func TestSlurmConf(t *testing.T) {
 		"\nGresTypes=gpu\n",
 		"\nSelectType=select/cons_tres\n",
 		"\nSelectTypeParameters=CR_Core_Memory\n",
-		"\nProctrackType=proctrack/cgroup\n",
+		"\nDefMemPerCPU=7372\n", // 235929 MiB / 32 CPUs: a job asking for no memory gets its share
+		"\nInclude /etc/slurm/plugins.conf\n",
 		"\nNodeName=node-0 NodeAddr=10.77.0.1 CPUs=32 RealMemory=235929 Gres=gpu:8 State=UNKNOWN\n",
 		"\nNodeName=node-1 NodeAddr=10.77.0.2 CPUs=32 RealMemory=235929 Gres=gpu:8 State=UNKNOWN\n",
 		"\nPartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n")
@@ -495,16 +496,30 @@ func TestSlurmConf(t *testing.T) {
 	mustContain(t, "slurm.conf minimal", conf,
 		"\nClusterName=clusterdeck\n",
 		"\nSelectTypeParameters=CR_Core\n",
-		"\nProctrackType=proctrack/linuxproc\n",
 		"\nNodeName=node-1 NodeAddr=10.77.0.2 Gres=gpu:1 State=UNKNOWN\n")
-	mustNotContain(t, "slurm.conf minimal", conf, "RealMemory", "CPUs=", "cgroup")
+	mustNotContain(t, "slurm.conf minimal", conf, "RealMemory", "CPUs=", "DefMem", "ProctrackType")
 	if got := c.GresConf(); !strings.HasSuffix(got, "\nName=gpu File=/dev/nvidia0\n") {
 		t.Errorf("GresConf() = %q", got)
 	}
-	// Every line is a comment, blank, or Key=Value pairs.
+	// Without GPUs no node claims a GPU and gres.conf names no device
+	// (slurmd stops when a File= device does not exist).
+	c.GPUsPerNode = 0
+	mustNotContain(t, "slurm.conf no GPUs", c.SlurmConf(), "Gres=gpu")
+	mustNotContain(t, "gres.conf no GPUs", c.GresConf(), "File=")
+	// The plugins follow the machine's cgroups.
+	for mode, want := range map[string][2]string{
+		CgroupV1:   {"ProctrackType=proctrack/cgroup\n", "CgroupPlugin=cgroup/v1\n"},
+		CgroupV2:   {"ProctrackType=proctrack/cgroup\n", "CgroupPlugin=cgroup/v2\n"},
+		CgroupNone: {"ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n", "CgroupPlugin=cgroup/v1\n"},
+	} {
+		plugins, cgroup := SlurmPlugins(mode)
+		mustContain(t, "plugins "+mode, plugins, want[0])
+		mustContain(t, "cgroup.conf "+mode, cgroup, want[1])
+	}
+	// Every line is a comment, blank, Include <file>, or Key=Value pairs.
 	for line := range strings.Lines(c.SlurmConf()) {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
+		if line == "" || strings.HasPrefix(line, "#") || line == "Include "+SlurmPluginsPath {
 			continue
 		}
 		for _, kv := range strings.Fields(line) {

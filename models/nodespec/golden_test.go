@@ -118,6 +118,13 @@ func renderAll(c Cluster) string {
 		b.WriteString(c.SlurmConf())
 		sec("gres.conf")
 		b.WriteString(c.GresConf())
+		for _, mode := range []string{CgroupV2, CgroupV1, CgroupNone} {
+			plugins, cgroup := SlurmPlugins(mode)
+			sec("plugins.conf (cgroups " + mode + ")")
+			b.WriteString(plugins)
+			sec("cgroup.conf (cgroups " + mode + ")")
+			b.WriteString(cgroup)
+		}
 	case SoftwareRay:
 		sec("ray start")
 		for _, n := range c.byRank() {

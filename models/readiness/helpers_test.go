@@ -150,8 +150,8 @@ func TestCheckDispatch(t *testing.T) {
 		gpus             int
 		want             string
 	}{
-		{"slurm", slurm, []string{"g-11", "g-12"}, 0, "slurm"},
-		{"Slurm", slurm, []string{"g-11", "g-12"}, 0, "slurm"},
+		{"slurm", slurmCheck(slurm, "g-11 a gpus=0", "g-12 b gpus=0"), []string{"g-11", "g-12"}, 0, "slurm"},
+		{"Slurm", slurmCheck(slurm, "g-11 a gpus=0", "g-12 b gpus=0"), []string{"g-11", "g-12"}, 0, "slurm"},
 		{"kubernetes", k8s, []string{"node-0", "node-1", "node-2"}, 8, "kubernetes"},
 		{"k8s", k8s, []string{"node-0", "node-1", "node-2"}, 8, "kubernetes"},
 		{" ray ", ray, []string{"node_0bf2868539ecac836c61a352462452b953710b904e9f6b0b9d4b25c1", "node_9141273b0ca7727b27c33f7d427040275356cfc7a2ea43685c400099"}, 4, "ray"},

@@ -2,7 +2,8 @@
 // (S1: Slurm, Kubernetes or Ray) is ready on every node, by parsing the raw
 // output of that software's own check command (S2):
 //
-//   - Slurm: every node is idle in sinfo (see [Slurm]);
+//   - Slurm: every node is idle in sinfo and ran a test job (see
+//     [SlurmReady]);
 //   - Kubernetes: every node is Ready with its GPUs schedulable
 //     (see [Kubernetes]);
 //   - Ray: every node is listed as healthy by `ray status`, none pending and
@@ -127,15 +128,16 @@ func (r Report) Failing() []NodeResult {
 
 // Check runs the check of the named software ("slurm", "kubernetes" or its
 // short name "k8s", "ray"; case does not matter) on its command's output.
-// gpusPerNode is used by Kubernetes only (0 turns the GPU requirement off);
-// Slurm's sinfo does not print GPUs and Ray's check is about nodes, whose
-// GPU total is reported in Report.TotalGPUs for the caller to compare.
+// gpusPerNode is used by Kubernetes and Slurm (0 turns the GPU requirement
+// off); Slurm's output is the full check of [SlurmReady] (sinfo and a test
+// job on every node). Ray's check is about nodes, whose GPU total is
+// reported in Report.TotalGPUs for the caller to compare.
 // Software "none" has no check (L5: such a cluster is ready at once), so it
 // is an error here like any other name.
 func Check(software, output string, expected []string, gpusPerNode int) (Report, error) {
 	switch strings.ToLower(strings.TrimSpace(software)) {
 	case "slurm":
-		return Slurm(output, expected)
+		return SlurmReady(output, expected, gpusPerNode)
 	case "kubernetes", "k8s":
 		return Kubernetes(output, expected, gpusPerNode)
 	case "ray":

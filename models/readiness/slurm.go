@@ -20,7 +20,8 @@ type SlurmNode struct {
 	// Reason is Slurm's reason (the REASON column of `sinfo -N -l`, or
 	// scontrol's Reason=), when the output has one.
 	Reason string
-	// GPUs is the gpu count of scontrol's Gres= (0 for sinfo output).
+	// GPUs is the gpu count of scontrol's Gres= or of sinfo's GRES column
+	// (`%G`); 0 when the output has neither.
 	GPUs int
 }
 
@@ -35,7 +36,8 @@ type SlurmNode struct {
 //   - any other `sinfo -o` format whose header has a STATE column and a
 //     NODELIST or HOSTNAMES column;
 //   - headerless (`-h`) lines of `%n,%T` ("name,state"), `%N %T`
-//     ("hostlist state") or the six default columns;
+//     ("hostlist state"), `%N %T %G` ("hostlist state gres") or the six
+//     default columns;
 //   - `scontrol show node[s]` records (NodeName=… State=…).
 //
 // `sinfo -R` (reasons without states), truncated records, malformed rows
@@ -301,6 +303,7 @@ func parseSinfoTable(cols []string, rows []string, lineNo int) ([]SlurmNode, err
 	partCol := slices.Index(cols, "PARTITION")
 	countCol := slices.Index(cols, "NODES")
 	reasonCol := slices.Index(cols, "REASON")
+	gresCol := slices.Index(cols, "GRES")
 	var out []SlurmNode
 	for i, line := range rows {
 		n := lineNo + i
@@ -324,6 +327,9 @@ func parseSinfoTable(cols []string, rows []string, lineNo int) ([]SlurmNode, err
 		}
 		if reasonCol >= 0 {
 			row.Reason = f[reasonCol]
+		}
+		if gresCol >= 0 {
+			row.GPUs = gresGPUs(f[gresCol])
 		}
 		names, err := slurmNames(f[listCol], row.State, n)
 		if err != nil {
@@ -356,7 +362,7 @@ func parseSinfoHeaderless(lines []string) ([]SlurmNode, error) {
 	for i, line := range lines {
 		n := i + 1
 		f := strings.Fields(line)
-		var list, state, partition string
+		var list, state, partition, gres string
 		switch len(f) {
 		case 0:
 			continue
@@ -368,6 +374,8 @@ func parseSinfoHeaderless(lines []string) ([]SlurmNode, error) {
 			list, state = f[0][:cut], f[0][cut+1:]
 		case 2: // %N %T
 			list, state = f[0], f[1]
+		case 3: // %N %T %G
+			list, state, gres = f[0], f[1], f[2]
 		case 6: // -h with the default columns
 			partition, state, list = strings.TrimSuffix(f[0], "*"), f[4], f[5]
 		case 5:
@@ -386,7 +394,7 @@ func parseSinfoHeaderless(lines []string) ([]SlurmNode, error) {
 			return nil, fmt.Errorf("slurm: %w: line %d: more than %d node rows", ErrFormat, n, MaxHostlist)
 		}
 		for _, name := range names {
-			out = append(out, SlurmNode{Name: name, Partition: partition, State: state})
+			out = append(out, SlurmNode{Name: name, Partition: partition, State: state, GPUs: gresGPUs(gres)})
 		}
 	}
 	return out, nil

@@ -18,10 +18,14 @@ const (
 // SlurmCheckCommand, KubernetesCheckCommand and RayCheckCommand are the
 // commands whose output the "check:<software>" steps print:
 //
-//   - slurm: one "<node> <state>" line per node, in node order, as printed
-//     by `sinfo -N -h -o "%N %T"`: "idle" when healthy, "drained" when a
-//     check_fails fault hits the node, "down*" when the node is not running
-//     or never installed Slurm.
+//   - slurm: one "<node> <state> <gres>" line per node, in node order, as
+//     printed by `sinfo -N -h -o "%N %T %G"`: "idle" when healthy,
+//     "drained" when a check_fails fault hits the node, "down*" when the
+//     node is not running or never installed Slurm; gres "gpu:<n>" or
+//     "(null)". Then the test job's section (between the SRUN markers):
+//     one "<node> <node> gpus=<n>" line per node when every node is idle
+//     (n one short on a node with a gpu_missing fault), else the line
+//     "test job not started: not every node is idle".
 //   - kubernetes: the NodeList of `kubectl get nodes -o json` (kind "List",
 //     4-space indent, sorted keys, as kubectl prints it). Every node that
 //     joined is listed: Ready "True" with status.allocatable["nvidia.com/gpu"]
@@ -38,7 +42,7 @@ const (
 // not installed, and with exit status 1 when the head (node-0: the Slurm
 // controller, the Kubernetes control plane, the Ray head) is not up.
 const (
-	SlurmCheckCommand      = `sinfo -N -h -o "%N %T"`
+	SlurmCheckCommand      = `sinfo -N -h -o "%N %T %G"; srun -N"$NNODES" --ntasks-per-node=1 …`
 	KubernetesCheckCommand = "kubectl get nodes -o json"
 	RayCheckCommand        = "ray status"
 )
@@ -109,9 +113,10 @@ func headDown(software, headIP string) string {
 	}
 }
 
-// slurmStatus prints `sinfo -N -h -o "%N %T"`.
+// slurmStatus prints `sinfo -N -h -o "%N %T %G"` and the test job.
 func slurmStatus(nodes []nodeHealth) string {
 	var b strings.Builder
+	allIdle := true
 	for _, h := range nodes {
 		state := "idle"
 		switch {
@@ -120,10 +125,37 @@ func slurmStatus(nodes []nodeHealth) string {
 		case !h.healthy:
 			state = "drained"
 		}
-		fmt.Fprintf(&b, "%s %s\n", h.n.name(), state)
+		allIdle = allIdle && state == "idle"
+		gres := "(null)"
+		if g := h.n.g.offer.cfg.GPUsPerNode; g > 0 {
+			gres = fmt.Sprintf("gpu:%d", g)
+		}
+		fmt.Fprintf(&b, "%s %s %s\n", h.n.name(), state, gres)
 	}
+	b.WriteString(slurmJobBegin + "\n")
+	if !allIdle {
+		b.WriteString("test job not started: not every node is idle\n")
+	}
+	for _, h := range nodes {
+		if !allIdle {
+			break
+		}
+		gpus := h.n.g.offer.cfg.GPUsPerNode
+		if h.n.gpuMissing && gpus > 0 {
+			gpus--
+		}
+		fmt.Fprintf(&b, "%s %s gpus=%d\n", h.n.name(), h.n.name(), gpus)
+	}
+	b.WriteString(slurmJobEnd + "\n")
 	return b.String()
 }
+
+// The markers around the Slurm check's test job (the same text as
+// readiness.SlurmJobBegin/End; providers import nothing of the module).
+const (
+	slurmJobBegin = "-----BEGIN CLUSTERDECK SRUN-----"
+	slurmJobEnd   = "-----END CLUSTERDECK SRUN-----"
+)
 
 // kubeNodes prints `kubectl get nodes -o json`.
 func (c *Cloud) kubeNodes(nodes []nodeHealth, now time.Time) (string, error) {

@@ -156,12 +156,13 @@ func TestInstallFailureOutputs(t *testing.T) {
 	}
 }
 
-// sinfoLine is one line of `sinfo -N -h -o "%N %T"`.
-var sinfoLine = regexp.MustCompile(`^(\S+) ([a-z]+\*?)$`)
+// sinfoLine is one line of `sinfo -N -h -o "%N %T %G"`.
+var sinfoLine = regexp.MustCompile(`^(\S+) ([a-z]+\*?) (gpu:\d+|\(null\))$`)
 
 func parseSinfo(t *testing.T, out string) map[string]string {
 	t.Helper()
 	states := map[string]string{}
+	out, _, _ = strings.Cut(out, slurmJobBegin)
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		m := sinfoLine.FindStringSubmatch(line)
 		if m == nil {
@@ -199,6 +200,10 @@ func TestCheckSlurm(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sinfo states = %v, want %v\n%s", got, want, out)
 	}
+	// Not every node is idle: no test job runs.
+	if !strings.Contains(out, slurmJobBegin+"\ntest job not started: not every node is idle\n"+slurmJobEnd) {
+		t.Errorf("test job section:\n%s", out)
+	}
 }
 
 func TestCheckSlurmAllIdle(t *testing.T) {
@@ -207,7 +212,9 @@ func TestCheckSlurmAllIdle(t *testing.T) {
 	clk.Advance(time.Hour)
 	installAll(t, c, "g", Slurm, 3)
 	out, err := execOf(t, c, "g", 2).Run(context.Background(), "check:slurm", "")
-	if err != nil || out != "node-0 idle\nnode-1 idle\nnode-2 idle\n" {
+	want := "node-0 idle gpu:1\nnode-1 idle gpu:1\nnode-2 idle gpu:1\n" + slurmJobBegin +
+		"\nnode-0 node-0 gpus=1\nnode-1 node-1 gpus=1\nnode-2 node-2 gpus=1\n" + slurmJobEnd + "\n"
+	if err != nil || out != want {
 		t.Errorf("check:slurm = %v\n%q", err, out)
 	}
 }

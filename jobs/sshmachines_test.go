@@ -1,0 +1,469 @@
+package jobs_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+	"gorm.io/gorm"
+
+	"github.com/clusterdeck/clusterdeck/jobs"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers"
+	sshprov "github.com/clusterdeck/clusterdeck/providers/ssh"
+	"github.com/clusterdeck/clusterdeck/web"
+)
+
+// needNamespaces skips (loudly) outside CI when this machine cannot run the
+// SSH machines test; under CI=true it fails (.ci/run installs what it needs).
+func needNamespaces(t *testing.T, bins ...string) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for _, bin := range append([]string{"ip", "unshare", "ssh-keygen", "/usr/sbin/sshd", "go"}, bins...) {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the SSH machines test needs %s (installed by .ci/run)", strings.Join(missing, ", "))
+	}
+	t.Skipf("SKIPPED: the SSH machines test needs %s; CI runs it", strings.Join(missing, ", "))
+}
+
+func must(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// testNet is a bridge the test creates (hostIP on it) and one network
+// namespace per machine on it, each running Debian's sshd on its address
+// in its own mount, UTS and PID namespaces: /etc and /var are overlays
+// whose writes stay in the namespace, /run is its own, and so is the host
+// name. Everything is removed in t.Cleanup, also on failure.
+type testNet struct {
+	hostKeys []string // each machine's host key, authorized_keys form
+	hostIP   string
+	machines []sshprov.Machine
+	key      string // the private key file the provider logs in with
+	dirs     []string
+}
+
+func newTestNet(t *testing.T, subnet string, n int) *testNet {
+	t.Helper()
+	tag := make([]byte, 3)
+	_, _ = rand.Read(tag)
+	id := hex.EncodeToString(tag)
+	dir := t.TempDir()
+	tn := &testNet{hostIP: subnet + ".1", key: filepath.Join(dir, "id_ed25519")}
+
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := gossh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tn.key, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sshPub, _ := gossh.NewPublicKey(pub)
+
+	br := "cdbr" + id
+	must(t, "ip", "link", "add", br, "type", "bridge")
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", br).Run() })
+	must(t, "ip", "addr", "add", tn.hostIP+"/24", "dev", br)
+	must(t, "ip", "link", "set", br, "up")
+	for i := range n {
+		ns, addr := fmt.Sprintf("cdns%s%d", id, i), fmt.Sprintf("%s.%d", subnet, i+2)
+		host, peer := fmt.Sprintf("cdh%s%d", id, i), fmt.Sprintf("cdp%s%d", id, i)
+		must(t, "ip", "netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+		must(t, "ip", "link", "add", host, "type", "veth", "peer", "name", peer)
+		t.Cleanup(func() { _ = exec.Command("ip", "link", "del", host).Run() })
+		must(t, "ip", "link", "set", peer, "netns", ns)
+		must(t, "ip", "link", "set", host, "master", br)
+		must(t, "ip", "link", "set", host, "up")
+		must(t, "ip", "netns", "exec", ns, "ip", "addr", "add", addr+"/24", "dev", peer)
+		must(t, "ip", "netns", "exec", ns, "ip", "link", "set", peer, "up")
+		must(t, "ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+
+		m := filepath.Join(dir, fmt.Sprintf("m%d", i))
+		conf, ov := filepath.Join(m, "conf"), filepath.Join(m, "ov")
+		for _, d := range []string{conf, ov} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(conf, "host_key"))
+		if err := os.WriteFile(filepath.Join(conf, "authorized_keys"), gossh.MarshalAuthorizedKey(sshPub), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := strings.Join([]string{
+			"ListenAddress " + addr + ":22",
+			"HostKey " + filepath.Join(conf, "host_key"),
+			"AuthorizedKeysFile " + filepath.Join(conf, "authorized_keys"),
+			"PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+			"UsePAM no", "StrictModes no", "PidFile /run/sshd.pid", "LogLevel ERROR", "",
+		}, "\n")
+		if err := os.WriteFile(filepath.Join(conf, "sshd_config"), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		boot := strings.Join([]string{
+			"set -e",
+			"mount --make-rprivate /",
+			"mount -t tmpfs tmpfs " + ov,
+			"mkdir -p " + ov + "/etc/up " + ov + "/etc/work " + ov + "/var/up " + ov + "/var/work",
+			"mount -t overlay overlay -o lowerdir=/etc,upperdir=" + ov + "/etc/up,workdir=" + ov + "/etc/work /etc",
+			"mount -t overlay overlay -o lowerdir=/var,upperdir=" + ov + "/var/up,workdir=" + ov + "/var/work /var",
+			"mount -t tmpfs tmpfs /run",
+			"mkdir -p /run/sshd",
+			// The machine's one GPU: these namespaces have none, so
+			// nvidia-smi answers for an L40S and /dev/nvidia0 exists (a
+			// null device), the way the driver presents them.
+			"mkdir -p " + ov + "/bin/up " + ov + "/bin/work",
+			"mount -t overlay overlay -o lowerdir=/usr/local/bin,upperdir=" + ov + "/bin/up,workdir=" + ov + "/bin/work /usr/local/bin",
+			"cat > /usr/local/bin/nvidia-smi <<'EOF'\n" + fakeNvidiaSMI + "EOF",
+			"chmod 755 /usr/local/bin/nvidia-smi",
+			"mkdir -p " + ov + "/dev/up " + ov + "/dev/work",
+			"mount -t overlay overlay -o lowerdir=/dev,upperdir=" + ov + "/dev/up,workdir=" + ov + "/dev/work /dev",
+			"mknod -m 666 /dev/nvidia0 c 1 3",
+			fmt.Sprintf("hostname machine-%d", i),
+			"exec /usr/sbin/sshd -D -e -f " + filepath.Join(conf, "sshd_config"),
+		}, "\n")
+		cmd := exec.Command("ip", "netns", "exec", ns, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", boot)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		hostKey := strings.TrimSpace(string(mustRead(t, filepath.Join(conf, "host_key.pub"))))
+		tn.hostKeys = append(tn.hostKeys, hostKey)
+		if i == 1 {
+			hostKey = "" // trust on first use, recorded
+		}
+		tn.machines = append(tn.machines, sshprov.Machine{Name: fmt.Sprintf("box-%d", i), Host: addr, User: "root",
+			KeyPath: tn.key, HostKey: hostKey, GPUs: 1, Accelerator: "L40S", VCPUs: 2, MemoryGB: 1,
+			RootDiskGB: 10, Location: "lab", LocationName: "Test lab", Kind: "bare_metal", PricePerHour: "1.25"})
+		// sshd answers before the test goes on (bounded).
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", addr+":22", time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sshd on %s never answered: %v", addr, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return tn
+}
+
+// fakeNvidiaSMI answers the agent's GPU query and `nvidia-smi -L` for the
+// one L40S each namespace machine is sold with.
+const fakeNvidiaSMI = `#!/bin/sh
+if [ "${1:-}" = -L ]; then
+  echo "GPU 0: NVIDIA L40S (UUID: GPU-00000000-0000-0000-0000-000000000000)"
+else
+  echo "index, name, memory.total [MiB], driver_version"
+  echo "0, NVIDIA L40S, 46068 MiB, 550.54.15"
+fi
+`
+
+func (tn *testNet) hostKeyOf(t *testing.T, i int) string {
+	t.Helper()
+	return tn.hostKeys[i]
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// buildAgent builds this module's clusterdeck binary: the real agent.
+func buildAgent(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "clusterdeck")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// sshWorld is the real thing with the ssh provider: the real web server
+// listening on the bridge, the real jobs, machines reached over real SSH
+// running the real agent binary.
+type sshWorld struct {
+	*world
+	prov *sshprov.Provider
+	tn   *testNet
+}
+
+func newSSHWorld(t *testing.T, db *gorm.DB, tn *testNet, agentBin string) *sshWorld {
+	t.Helper()
+	ctx := context.Background()
+	// The agents run on wall time; the server's clock starts at now.
+	clock := models.NewFakeClock(time.Now().UTC().Truncate(time.Second))
+	store := models.NewStore(db, clock)
+	ln, err := net.Listen("tcp", tn.hostIP+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(web.New(web.Deps{Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Config: web.Config{SessionAuthKey: make([]byte, 64), SessionEncKey: make([]byte, 32)}}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	prov, err := sshprov.New(sshprov.Config{Machines: append([]sshprov.Machine(nil), tn.machines...),
+		StatePath: filepath.Join(t.TempDir(), "state.json"), AgentBinary: agentBin, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := providers.Registry{sshprov.Name: prov}
+	w := &world{t: t, store: store, clock: clock, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
+		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store},
+		billing: &jobs.Billing{Store: store}, stop: &jobs.Stop{Store: store, Providers: reg}}
+	if err := w.cat.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.org = models.Org{ID: models.NewID("org"), Name: "Acme", MaxMachines: 64, MaxGPUs: 512, CreatedAt: clock.Now()}
+	w.env = models.Environment{ID: models.NewID("env"), OrgID: w.org.ID, Name: "default", IsDefault: true, CreatedAt: clock.Now()}
+	if err := db.Create(&w.org).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create(&w.env).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Deposit(ctx, w.org.ID, 1000*models.Micro, "test-deposit", "test"); err != nil {
+		t.Fatal(err)
+	}
+	return &sshWorld{world: w, prov: prov, tn: tn}
+}
+
+// until runs the jobs while the real agents work on wall time, keeping
+// the server's clock with the wall, until the cluster reaches status or
+// max (wall time) passes.
+func (w *sshWorld) until(id string, status models.ClusterStatus, max time.Duration) models.Cluster {
+	w.t.Helper()
+	for end := time.Now().Add(max); time.Now().Before(end); {
+		if d := time.Until(w.clock.Now()); d < 0 {
+			w.clock.Advance(-d)
+		}
+		w.runJobs()
+		if err := w.cat.Run(context.Background()); err != nil {
+			w.t.Fatalf("catalog: %v", err)
+		}
+		if c := w.cluster(id); c.Status == status {
+			return c
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return w.cluster(id)
+}
+
+// onMachine runs a shell command on machine i over real SSH (the test's
+// own client, verifying nothing but reaching the namespace).
+func (w *sshWorld) onMachine(i int, script string) (string, error) {
+	m := w.tn.machines[i]
+	key, _ := os.ReadFile(m.KeyPath)
+	signer, err := gossh.ParsePrivateKey(key)
+	if err != nil {
+		return "", err
+	}
+	c, err := gossh.Dial("tcp", m.Host+":22", &gossh.ClientConfig{User: "root", Auth: []gossh.AuthMethod{gossh.PublicKeys(signer)},
+		HostKeyCallback: gossh.InsecureIgnoreHostKey(), Timeout: 5 * time.Second})
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	s, err := c.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	out, err := s.CombinedOutput(script)
+	return string(out), err
+}
+
+func (w *sshWorld) stockOf() int {
+	w.t.Helper()
+	offers, err := w.prov.ListOffers(context.Background())
+	if err != nil || len(offers) != 1 {
+		w.t.Fatalf("offers: %v %v", offers, err)
+	}
+	return *offers[0].NodesAvailable
+}
+
+// A 2-machine cluster on the operator's own machines goes launch → agent
+// check-in → mesh → ready → terminate through the real provisioning job,
+// the real agent binary and real SSH (OP1); terminate stops the agents and
+// removes the cluster's files, and the machines are for sale again. With
+// Slurm, the real install script installs Debian's real Slurm on both
+// machines (each its own /etc, /var, /run and host name) and the ready
+// check's job runs on both (S2).
+func TestSSHMachinesCluster(t *testing.T) {
+	needNamespaces(t, "slurmctld", "slurmd", "munged")
+	tn := newTestNet(t, "10.201.0", 2)
+	agentBin := buildAgent(t)
+	for _, software := range []string{"none", "slurm"} {
+		t.Run(software, func(t *testing.T) {
+			modelstest.Each(t, func(t *testing.T, db *gorm.DB) { sshCluster(t, newSSHWorld(t, db, tn, agentBin), software) })
+		})
+	}
+	t.Run("rollback", func(t *testing.T) { sshRollback(t, tn, agentBin) })
+}
+
+// All or nothing: when one machine cannot be placed (its host key is not
+// the one the file names), the machine already prepared is cleaned, both
+// are for sale again and the error says why; trust on first use is
+// recorded and enforced.
+func sshRollback(t *testing.T, tn *testNet, agentBin string) {
+	ctx := context.Background()
+	ms := append([]sshprov.Machine(nil), tn.machines...)
+	ms[1].HostKey = ms[0].HostKey // machine 1 presents another key
+	state := filepath.Join(t.TempDir(), "state.json")
+	prov, err := sshprov.New(sshprov.Config{Machines: ms, StatePath: state, AgentBinary: agentBin, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offers, _ := prov.ListOffers(ctx)
+	req := providers.PlaceRequest{GroupName: "cl_rollback", OfferID: offers[0].OfferID, Location: "lab", Count: 2,
+		Agent: providers.AgentBootstrap{ServerURL: "http://" + tn.hostIP + ":1", Tokens: []string{"secret-token-0", "secret-token-1"}}}
+	_, err = prov.PlaceGroup(ctx, req)
+	if !errors.Is(err, providers.ErrValidation) || !strings.Contains(err.Error(), "host key mismatch") {
+		t.Fatalf("placement with a wrong host key: %v", err)
+	}
+	if strings.Contains(err.Error(), "secret-token") {
+		t.Errorf("the error shows an agent token: %v", err)
+	}
+	offers, _ = prov.ListOffers(ctx)
+	if *offers[0].NodesAvailable != 2 {
+		t.Errorf("stock after the rollback: %d, want 2", *offers[0].NodesAvailable)
+	}
+	w := &sshWorld{tn: tn}
+	if out, err := w.onMachine(0, "ls "+sshprov.RemoteDir+"/cl_rollback 2>&1; true"); err != nil || !strings.Contains(out, "No such file") {
+		t.Errorf("machine 0 keeps the failed placement's files: %v %s", err, out)
+	}
+	if _, err := prov.DescribeGroup(ctx, "cl_rollback"); !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("describe of the rolled back group: %v, want not found", err)
+	}
+
+	// Trust on first use: machine 1 without a host key is trusted and its
+	// key recorded; a later different key is refused.
+	ms = append([]sshprov.Machine(nil), tn.machines...)
+	prov, err = sshprov.New(sshprov.Config{Machines: ms[1:], StatePath: state, AgentBinary: agentBin, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.GroupName, req.Count, req.Agent.Tokens = "cl_tofu", 1, []string{"t"}
+	offers, _ = prov.ListOffers(ctx)
+	req.OfferID = offers[0].OfferID
+	if _, err := prov.PlaceGroup(ctx, req); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	if err := prov.TerminateGroup(ctx, "cl_tofu"); err != nil {
+		t.Fatal(err)
+	}
+	recorded := string(mustRead(t, state))
+	if !strings.Contains(recorded, strings.Fields(ms[0].HostKey)[0]) {
+		t.Fatalf("state does not record machine 1's key: %s", recorded)
+	}
+	bad := strings.Replace(recorded, strings.Fields(tn.hostKeyOf(t, 1))[1], strings.Fields(ms[0].HostKey)[1], 1)
+	if err := os.WriteFile(state, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prov, _ = sshprov.New(sshprov.Config{Machines: ms[1:], StatePath: state, AgentBinary: agentBin, DialTimeout: 5 * time.Second})
+	req.GroupName = "cl_tofu2"
+	if _, err := prov.PlaceGroup(ctx, req); !errors.Is(err, providers.ErrValidation) {
+		t.Fatalf("a changed host key after first use: %v, want refused", err)
+	}
+}
+
+func sshCluster(t *testing.T, w *sshWorld, software string) {
+	if got := w.stockOf(); got != 2 {
+		t.Fatalf("stock %d, want 2", got)
+	}
+	c := w.launchWith("L40S", 2, 1, software)
+	c = w.until(c.ID, models.StatusReady, 150*time.Second)
+	if c.Status != models.StatusReady {
+		out0, _ := w.onMachine(0, "tail -n 30 "+sshprov.RemoteDir+"/*/agent.log /var/log/slurm/*.log; ps -eo pid,args")
+		t.Fatalf("status %s, want ready\n%s\nmachine 0:\n%s", c.Status, w.events(c.ID), out0)
+	}
+	ev := w.events(c.ID)
+	for _, want := range []string{"node-0's agent checked in", "node-1's agent checked in", "node-0 reached all 1 peers", "node-1 reached all 1 peers"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("events lack %q:\n%s", want, ev)
+		}
+	}
+	if software == "slurm" {
+		// The job ran on both machines, each with its GPU, under the
+		// Slurm node names (slurmd -N) the generated files give them.
+		check := w.lastCheck(c.ID, 1).Output
+		for _, want := range []string{"node-0 node-0 gpus=1", "node-1 node-1 gpus=1", "node-0 idle gpu:1", "node-1 idle gpu:1"} {
+			if !strings.Contains(check, want) {
+				t.Errorf("check output lacks %q:\n%s", want, check)
+			}
+		}
+	}
+	if got := w.stockOf(); got != 0 {
+		t.Errorf("stock while the cluster runs: %d, want 0", got)
+	}
+	// Each machine runs one agent, from the cluster's directory.
+	for i := range 2 {
+		out, err := w.onMachine(i, "ps -eo args | grep -c '^"+sshprov.RemoteDir+"/"+c.ID+"/clusterdeck agent --server'")
+		if err != nil || out != "1\n" {
+			t.Errorf("machine %d: %v\n%s", i, err, out)
+		}
+	}
+	if _, err := w.store.RequestTerminate(context.Background(), w.org.ID, c.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	c = w.until(c.ID, models.StatusTerminated, 30*time.Second)
+	if c.Status != models.StatusTerminated {
+		t.Fatalf("status %s, want terminated\n%s", c.Status, w.events(c.ID))
+	}
+	// Nothing of the cluster is left: no agent, no daemon it started, no file.
+	for i := range 2 {
+		out, err := w.onMachine(i, "ls "+sshprov.RemoteDir+"/"+c.ID+" /etc/clusterdeck /etc/slurm/slurm.conf 2>&1; "+
+			"ps -eo comm | grep -cE '^(clusterdeck|slurmctld|slurmd|slurmstepd|munged)$' || true")
+		if err != nil || strings.Count(out, "No such file") != 3 || !strings.HasSuffix(out, "\n0\n") {
+			t.Errorf("machine %d after terminate: %v\n%s", i, err, out)
+		}
+	}
+	if got := w.stockOf(); got != 2 {
+		t.Errorf("stock after terminate: %d, want 2", got)
+	}
+}
