@@ -7,8 +7,8 @@ import (
 )
 
 // PruneLoginThrottles forgets failed log-in counts whose window has passed,
-// logged-out sessions whose cookies have expired and long-expired unused
-// quotes, so these tables stay small.
+// logged-out sessions whose cookies have expired, long-expired unused
+// quotes and password-reset links, so these tables stay small.
 type PruneLoginThrottles struct {
 	Store *models.Store
 }
@@ -22,6 +22,9 @@ func (j *PruneLoginThrottles) Run(ctx context.Context) error {
 		return err
 	}
 	if _, err := j.Store.PruneEndedSessions(ctx); err != nil {
+		return err
+	}
+	if _, err := j.Store.PrunePasswordResets(ctx); err != nil {
 		return err
 	}
 	_, err := j.Store.PruneQuotes(ctx)

@@ -54,7 +54,7 @@ func TestGPUCheckAtCheckIn(t *testing.T) {
 		if bad.Status != models.StatusFailed || bad.LastError != "gpu_mismatch:node-1" {
 			t.Fatalf("status %s lastError %q\n%s", bad.Status, bad.LastError, w.events(bad.ID))
 		}
-		want := "node-1 does not have the GPUs of its offer: nvidia-smi lists 7 GPUs (7 × NVIDIA H100 80GB HBM3 (81559 MiB), driver 550.90.07), the offer promises 8 × H100_80GB."
+		want := "node-1 does not have the GPUs of its offer: nvidia-smi lists 7 GPUs (7 × NVIDIA H100 80GB HBM3 (81559 MiB), driver 550.90.07), the offer promises 8 × H100 80GB."
 		if ev := w.events(bad.ID); !strings.Contains(ev, "status|failed|node-1|agent|"+want) {
 			t.Errorf("no failure event saying %q:\n%s", want, ev)
 		}

@@ -644,8 +644,9 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 	if err := s.db.WithContext(ctx).Create(&nodes).Error; err != nil {
 		return Cluster{}, fmt.Errorf("models: create nodes: %w", err)
 	}
-	msg := fmt.Sprintf("Launch requested by %s: %d × %d × %s in %s at $%s/h, software %s.",
-		p.Actor, c.Nodes, c.GPUsPerNode, c.Accelerator, c.Location, DecimalUSD(c.USDPerHour), c.Software)
+	// The price exactly as the quote and the offers page show it (O7).
+	msg := fmt.Sprintf("Launch requested by %s: %s in %s at %s/h, software: %s.",
+		p.Actor, c.ShapeLabel(), c.PlaceLabel(), PriceUSD(c.USDPerHour), c.SoftwareLabel())
 	return c, s.addEvent(ctx, c, StatusProvisioning, "request", "", "", msg)
 }
 
@@ -691,7 +692,7 @@ func (s *Store) MarkPlaced(ctx context.Context, id string, nodes []PlacedNode) e
 	}
 	_, err = s.transition(ctx, id, change{event: EventPlaced, guard: "placed_at IS NULL",
 		set: map[string]any{"placed_at": s.Now()}, kind: "step", step: "reserved",
-		msg: fmt.Sprintf("All %d machines reserved at %s.", len(nodes), c.Location),
+		msg: fmt.Sprintf("All %d machines reserved in %s.", len(nodes), c.PlaceLabel()),
 		nodes: func(tx *Store) error {
 			for _, n := range nodes {
 				up := map[string]any{"provider_node_id": n.ProviderNodeID, "public_host": n.PublicHost, "ssh_port": n.SSHPort, "ssh_user": n.User}

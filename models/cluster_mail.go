@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"html"
 	"strings"
 )
 
@@ -26,9 +27,21 @@ func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluste
 	if n == nil {
 		return nil
 	}
-	subject, body, ok := clusterMailText(c, n.BaseURL, topic)
+	var ssh string
+	if c.Status == StatusReady && topic == "" { // the ready mail says how to connect
+		nodes, err := s.NodesFor(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		ssh = ClusterSpec(c, nodes, Offer{}).PrimarySSH().Command
+	}
+	subject, body, ok := clusterMailText(c, n.BaseURL, topic, ssh)
 	if !ok {
 		return nil
+	}
+	var htmlBody string
+	if c.Status == StatusReady && topic == "" {
+		htmlBody = readyMailHTML(c, n.BaseURL, ssh)
 	}
 	to, err := s.clusterMailRecipients(ctx, c)
 	if err != nil {
@@ -45,7 +58,7 @@ func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluste
 	}
 	for _, addr := range to {
 		m := Mail{Key: fmt.Sprintf("cluster-%s:%s:%d:%s", topic, c.ID, attempt, shortHash(addr)),
-			To: strings.TrimSpace(addr), Subject: subject, Text: body}
+			To: strings.TrimSpace(addr), Subject: subject, Text: body, HTML: htmlBody}
 		if m.check() != nil {
 			continue
 		}
@@ -79,9 +92,11 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-func clusterMailText(c Cluster, baseURL, topic string) (subject, body string, ok bool) {
+// clusterMailText is the outcome mail's subject and plain-text body; ssh is
+// node-0's SSH command for the ready mail ("" when it has none).
+func clusterMailText(c Cluster, baseURL, topic, ssh string) (subject, body string, ok bool) {
 	link := strings.TrimRight(baseURL, "/") + "/clusters/" + c.ID
-	shape := fmt.Sprintf("%d × %d × %s in %s", c.Nodes, c.GPUsPerNode, c.Accelerator, c.LocationName)
+	shape := c.ShapeLabel() + " in " + c.PlaceLabel()
 	since := "now"
 	if c.ReadyAt != nil {
 		since = "at " + c.ReadyAt.Format("2006-01-02 15:04 MST")
@@ -96,11 +111,16 @@ func clusterMailText(c Cluster, baseURL, topic string) (subject, body string, ok
 				fmt.Sprintf("Every machine of your cluster %s (%s) is running again; the cluster is ready.\n\n"+
 					"Billing continued throughout at %s per hour.\n\nDetails: %s\n", c.Name, shape, USD(c.USDPerHour), link), true
 		}
+		connect := ""
+		if ssh != "" {
+			connect = "Log in to node-0:\n\n    " + ssh + "\n\n"
+		}
 		return fmt.Sprintf("Cluster %s is ready", c.Name),
 			fmt.Sprintf("Your cluster %s (%s) is ready: every machine is up and joined.\n\n"+
+				"%s"+
 				"Billing started %s for all machines at %s per hour.\n"+
 				"Ready means infrastructure readiness only; run your own application check before sending traffic.\n\n"+
-				"Connect: %s\n", c.Name, shape, since, USD(c.USDPerHour), link), true
+				"Every node's SSH command, the hostfile and ready-made launch commands: %s\n", c.Name, shape, connect, since, USD(c.USDPerHour), link), true
 	case StatusFailed:
 		return fmt.Sprintf("Cluster %s failed to start", c.Name),
 			fmt.Sprintf("Your cluster %s (%s) did not come up whole: %s.\n\n"+
@@ -115,6 +135,29 @@ func clusterMailText(c Cluster, baseURL, topic string) (subject, body string, ok
 				"The machines stay up and billing continues. Retry the install or terminate: %s\n", c.Name, shape, c.LastError, link), true
 	}
 	return "", "", false
+}
+
+// readyMailHTML is the ready mail's HTML part: what is ready, node-0's SSH
+// command to copy, and a button to the cluster page. Inline styles only
+// (mail clients drop style sheets); every value is escaped.
+func readyMailHTML(c Cluster, baseURL, ssh string) string {
+	link := strings.TrimRight(baseURL, "/") + "/clusters/" + c.ID
+	esc := html.EscapeString
+	var b strings.Builder
+	b.WriteString(`<!DOCTYPE html><html><body style="margin:0;padding:24px;background:#f8fafc;font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;color:#0f172a">`)
+	b.WriteString(`<div style="max-width:560px;margin:0 auto;background:#ffffff;border:1px solid #e2e8f0;border-radius:8px;padding:24px">`)
+	fmt.Fprintf(&b, `<h1 style="margin:0 0 8px;font-size:20px">Cluster %s is ready</h1>`, esc(c.Name))
+	fmt.Fprintf(&b, `<p style="margin:0 0 16px;font-size:14px;color:#475569">%s in %s · every machine is up and joined · billing started at %s per hour.</p>`,
+		esc(c.ShapeLabel()), esc(c.PlaceLabel()), esc(USD(c.USDPerHour)))
+	if ssh != "" {
+		b.WriteString(`<p style="margin:0 0 4px;font-size:12px;font-weight:600;color:#475569">Log in to node-0</p>`)
+		fmt.Fprintf(&b, `<pre style="margin:0 0 16px;padding:12px;background:#0f172a;color:#f1f5f9;border-radius:6px;font-size:13px;white-space:pre-wrap;word-break:break-all">%s</pre>`, esc(ssh))
+	}
+	fmt.Fprintf(&b, `<a href="%s" style="display:inline-block;padding:10px 16px;background:#4f46e5;color:#ffffff;text-decoration:none;border-radius:6px;font-weight:600;font-size:14px">Open %s</a>`,
+		esc(link), esc(c.Name))
+	b.WriteString(`<p style="margin:16px 0 0;font-size:12px;color:#64748b">Ready means infrastructure readiness only; run your own application check before sending traffic.</p>`)
+	b.WriteString(`</div></body></html>`)
+	return b.String()
 }
 
 // healthMailText is the degraded and recovery-exhausted mails of R2 and R5:

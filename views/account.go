@@ -26,13 +26,35 @@ type LoginPage struct {
 	Meta     Meta
 	Email    string
 	Next     string
+	Intent   string // what the visitor was about to do ("launch …"), from Next
 	Problems map[string]string
 	Blocked  string
+}
+
+// ForgotPasswordPage asks for the address to mail a reset link to; Sent
+// once asked (the same answer whether or not an account has it).
+type ForgotPasswordPage struct {
+	Meta     Meta
+	Email    string
+	Problems map[string]string
+	Blocked  string
+	Sent     bool
+}
+
+// ResetPasswordPage sets a new password through a mailed link; Gone when
+// the link is unknown, used or expired.
+type ResetPasswordPage struct {
+	Meta     Meta
+	Token    string
+	Email    string
+	Problems map[string]string
+	Gone     bool
 }
 
 // SignupPage is the sign-up form (optionally through an invitation).
 type SignupPage struct {
 	Meta     Meta
+	Intent   string // what the visitor was about to do, from Form.Next
 	Form     SignupFields
 	Problems map[string]string
 	Invite   *InviteInfo // set when signing up through an invitation
@@ -109,6 +131,7 @@ type OrgChoice struct {
 type SSHKeysPage struct {
 	Meta     Meta
 	Nav      SettingsNav
+	Next     string // the launch page to return to once a key is added ("" for none)
 	Keys     []SSHKeyRow
 	Form     SSHKeyForm
 	Problems map[string]string
@@ -191,9 +214,11 @@ type InviteForm struct {
 }
 
 // MemberRow is one member; CanEdit when this user may change or remove them.
+// OnlyOwner marks the organisation's single owner: changing their role or
+// removing them would fail, so the page offers neither.
 type MemberRow struct {
 	UserID, Email, Name, Role, Joined string
-	Self, CanEdit                     bool
+	Self, CanEdit, OnlyOwner          bool
 }
 
 // InviteRow is a pending invitation.
@@ -315,6 +340,29 @@ func signupTitle(p SignupPage) string {
 		return "Create your account"
 	}
 	return "Create a Clusterdeck account"
+}
+
+// sshKeysFor is the SSH keys page, coming back to the launch page after.
+func sshKeysFor(launch string) string {
+	if launch == "" {
+		return "/settings/ssh-keys"
+	}
+	return "/settings/ssh-keys?next=" + url.QueryEscape(launch)
+}
+
+// forgotURL is the reset form, with the address typed so far.
+func forgotURL(email string) string {
+	if email == "" {
+		return "/forgot-password"
+	}
+	return "/forgot-password?email=" + url.QueryEscape(email)
+}
+
+func signupURL(next string) string {
+	if next == "" {
+		return "/signup"
+	}
+	return "/signup?next=" + url.QueryEscape(next)
 }
 
 func loginURL(next string) string {

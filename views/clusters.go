@@ -325,6 +325,12 @@ type QuoteView struct {
 	ExpiresAt    string
 	Lines        []LineView
 	Community    bool
+	// The countdown: when the lock ends and the server's now, both RFC 3339
+	// (the browser's clock only measures time since the page came), whether
+	// it already lapsed, and the page that locks a fresh price.
+	ExpiresISO, NowISO string
+	Lapsed             bool
+	RequoteURL         string
 }
 
 // LineView is one line item of a quote.

@@ -3,6 +3,7 @@ package views
 import (
 	"context"
 	"io"
+	"net/url"
 	"strconv"
 
 	"github.com/a-h/templ"
@@ -62,6 +63,22 @@ func (f OfferForm) sortedBy(s string) bool {
 		return s == "cluster_price"
 	}
 	return f.Sort == s
+}
+
+// QuoteRequestURL is the quote-request form prefilled with the filters: the
+// GPU, the machine count and, when chosen, GPUs per machine (not "any": a
+// quote asks for one size) and fabric.
+func (f OfferForm) QuoteRequestURL() string {
+	q := url.Values{}
+	for k, v := range map[string]string{"accelerator": f.Accelerator, "nodes": f.Nodes, "gpus_per_node": f.GPUs, "interconnect": f.Interconnect} {
+		if v != "" && !(k == "gpus_per_node" && v == AnyGPUs) {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 {
+		return "/quote-requests/new"
+	}
+	return "/quote-requests/new?" + q.Encode()
 }
 
 // OfferGroupView is one location at one node count.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ func (h *handler) showLogin(c echo.Context) error {
 	if p := principal(c); p != nil && p.User != nil {
 		return c.Redirect(http.StatusSeeOther, orDefault(next, afterLogin))
 	}
-	p := views.LoginPage{Meta: h.meta(c, "Log in"), Next: next}
+	p := views.LoginPage{Meta: h.meta(c, "Log in"), Next: next, Intent: h.intent(c, next)}
 	return page(c, http.StatusOK, views.LoginPageView(p), views.LoginForm(p))
 }
 
@@ -52,7 +53,7 @@ func (h *handler) login(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	f.Email, f.Next = models.NormalizeEmail(f.Email), safeNext(f.Next)
-	p := views.LoginPage{Meta: h.meta(c, "Log in"), Email: f.Email, Next: f.Next, Problems: map[string]string{}}
+	p := views.LoginPage{Meta: h.meta(c, "Log in"), Email: f.Email, Next: f.Next, Intent: h.intent(c, f.Next), Problems: map[string]string{}}
 	if models.EmailProblem(f.Email) != "" {
 		p.Problems["email"] = "Enter the email address you signed up with."
 	}
@@ -102,6 +103,44 @@ func (h *handler) login(c echo.Context) error {
 		return err
 	}
 	return redirect(c, orDefault(f.Next, afterLogin))
+}
+
+// intent says, from where log-in or sign-up returns to, what the visitor
+// was about to do — "launch 2 × 8 × H100 80GB in Ashburn, VA, US", "request
+// a quote for 4 × 8 × H100 80GB" — so the form can say it (issue 13); ""
+// for anything else.
+func (h *handler) intent(c echo.Context, next string) string {
+	u, err := url.Parse(next)
+	if err != nil || next == "" {
+		return ""
+	}
+	q := u.Query()
+	switch u.Path {
+	case "/clusters/new":
+		if q.Get("private") != "" {
+			return "launch your organisation's private offer"
+		}
+		nodes, err := strconv.Atoi(q.Get("nodes"))
+		o, oerr := h.Store.OfferByID(c.Request().Context(), q.Get("offer"))
+		if err != nil || oerr != nil || nodes < 1 {
+			return "launch a cluster"
+		}
+		return "launch " + views.Shape(nodes, o.GPUsPerNode, o.Accelerator) + " in " + o.LocationName
+	case "/quote-requests/new":
+		accel := q.Get("accelerator")
+		if !slices.Contains(models.Accelerators, accel) {
+			return "request a quote for reserved capacity"
+		}
+		what := views.AcceleratorLabel(accel)
+		switch nodes, gpus := atoi(q.Get("nodes")), atoi(q.Get("gpus_per_node")); {
+		case nodes > 0 && gpus > 0:
+			what = views.Shape(nodes, gpus, accel)
+		case nodes > 0:
+			what = strconv.Itoa(nodes) + " machines of " + what
+		}
+		return "request a quote for " + what
+	}
+	return ""
 }
 
 // auditFailedLogin records a failed log-in for an existing account in each
@@ -158,7 +197,7 @@ func blockedMessage(b models.LoginBlock, wait time.Duration) string {
 			mins = 1
 		}
 		return fmt.Sprintf("Too many failed log-ins for %s: log-in is locked for %d more minute%s. "+
-			"If you forgot your password, ask an owner of your organisation.", who, mins, plural(mins))
+			"If you forgot your password, reset it by mail (Forgot your password? below).", who, mins, plural(mins))
 	}
 	secs := int(wait.Round(time.Second).Seconds())
 	if secs < 1 {
@@ -208,6 +247,7 @@ func (h *handler) showSignup(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, afterLogin)
 	}
 	p := views.SignupPage{Meta: h.meta(c, "Sign up"), Form: views.SignupFields{Next: safeNext(c.QueryParam("next"))}}
+	p.Intent = h.intent(c, p.Form.Next)
 	if tok := c.QueryParam("invite"); tok != "" {
 		inv, org, err := h.Store.InviteByToken(c.Request().Context(), tok)
 		if err != nil {
@@ -232,6 +272,7 @@ func (h *handler) signup(c echo.Context) error {
 	in.Normalize()
 	p := views.SignupPage{Meta: h.meta(c, "Sign up"), Form: views.SignupFields{Email: in.Email, Name: in.Name,
 		OrgName: in.OrgName, Next: safeNext(f.Next), InviteToken: in.InviteToken}}
+	p.Intent = h.intent(c, p.Form.Next)
 	if msg, err := h.signupThrottled(c); err != nil || msg != "" {
 		if err != nil {
 			return err

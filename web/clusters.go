@@ -131,8 +131,11 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 	if err != nil {
 		return views.LaunchPage{}, err
 	}
+	now := h.Store.Now()
+	qv := quoteView(q)
+	qv.NowISO, qv.Lapsed = now.UTC().Format(time.RFC3339), !now.Before(q.ExpiresAt)
 	lp := views.LaunchPage{
-		Meta: h.meta(c, "Launch"), Quote: quoteView(q), Form: form, Problems: problems,
+		Meta: h.meta(c, "Launch"), Quote: qv, Form: form, Problems: problems,
 		Balance: models.USD(a.Balance), BalanceAfterHour: models.USD(a.Balance - a.Committed - q.USDPerHour),
 	}
 	if a.Committed > 0 {
@@ -178,11 +181,21 @@ func quoteView(q models.Quote) views.QuoteView {
 		Interconnect: views.InterconnectLabel(q.Interconnect), Kind: views.KindLabel(q.MachineKind),
 		Price: models.PriceUSD(q.USDPerHour) + "/h", MachinePrice: models.PriceUSD(q.MachineHour()) + "/h",
 		ExpiresAt: q.ExpiresAt.Format("15:04 MST, 2 Jan"), Community: q.Community,
+		ExpiresISO: q.ExpiresAt.UTC().Format(time.RFC3339), RequoteURL: requoteURL(q),
 	}
 	for _, li := range q.LineItems() {
 		qv.Lines = append(qv.Lines, views.LineView{Name: lineName(li.Name), Quantity: li.Quantity, Price: models.PriceUSD(li.USDPerHour) + "/h"})
 	}
 	return qv
+}
+
+// requoteURL is the launch page that locks a fresh price for what q priced:
+// the same offer and machine count, or the same private offer (X9).
+func requoteURL(q models.Quote) string {
+	if q.PrivateOfferID != "" {
+		return "/clusters/new?private=" + url.QueryEscape(q.PrivateOfferID)
+	}
+	return "/clusters/new?offer=" + url.QueryEscape(q.OfferID) + "&nodes=" + strconv.Itoa(q.Nodes)
 }
 
 func lineName(n string) string {
@@ -491,7 +504,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
 		Location: cl.LocationName, Interconnect: views.InterconnectLabel(cl.Interconnect), Kind: views.KindLabel(cl.MachineKind),
 		Price: models.PriceUSD(cl.USDPerHour) + "/h", MachinePrice: models.PriceUSD(cl.MachineHour) + "/h",
-		ReadyAt: "not yet", LastError: cl.LastError, Software: cl.Software,
+		ReadyAt: "not yet", LastError: cl.LastError, Software: cl.SoftwareLabel(),
 		Created:     cl.CreatedAt.Format(time.RFC3339),
 		Terminating: cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
 	}

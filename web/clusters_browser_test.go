@@ -229,12 +229,12 @@ func TestBrowserClusterPageStates(t *testing.T) {
 	kept("on degraded")
 	shots("4-degraded")
 
-	// Terminate: the actions go at once; then terminated, with when it
-	// ended, how long it ran and what it cost, and the last log lines.
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.confirm = () => true, true)`)); err != nil {
-		t.Fatal(err)
-	}
+	// Terminate (confirmed in the styled dialog): the actions go at once;
+	// then terminated, with when it ended, how long it ran and what it cost,
+	// and the last log lines.
 	click(`[data-testid=terminate]`)
+	wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`)
+	click(`[data-testid=confirm-ok]`)
 	wait("terminating", `!!document.querySelector('[data-testid=terminating]') && !document.querySelector('[data-testid=cluster-actions]') &&
 		!document.querySelector('[data-testid=recover-now]') && !document.querySelector('[data-testid=header-ssh]') && `+nodes+` === 'terminating terminating'`)
 	if got := text(`[data-testid=problem-advice]`); !strings.Contains(got, "billing has stopped") {

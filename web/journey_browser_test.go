@@ -139,7 +139,7 @@ func journeyShot(t *testing.T, ctx context.Context, name string) {
 // installing → ready in place (htmx polling, no reload) while the test moves
 // the fake clock and runs the jobs and the simulated machines' agents. Once
 // ready it connects (SSH command with a copy button) and terminates
-// (hx-confirm), and the page shows the cluster terminated.
+// (the confirmation dialog), and the page shows the cluster terminated.
 func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	ctx := newBrowser(t)
 	j := newJourney(t)
@@ -394,6 +394,35 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("node-0's log streamed", `[...document.querySelectorAll('#logs [data-testid=log-line]')].some(l => l.innerText.includes('checked in as node-0'))`, 10*time.Second)
+	// The panel says the stream is live; pausing keeps the reader's place
+	// while lines arrive, resuming jumps to the tail and follows again.
+	wait("the log marked live", `(s => s.dataset.state === 'live' && s.innerText.trim() === 'Live')(document.querySelector('[data-testid=log-status]'))`, 10*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=log-follow]`)); err != nil {
+		t.Fatal(err)
+	}
+	// More lines than the box shows, delivered as the SSE extension does.
+	feed := `(() => { const box = document.getElementById('log-lines');
+		document.dispatchEvent(new CustomEvent('htmx:sseBeforeMessage'));
+		for (let i = 0; i < 60; i++) box.insertAdjacentHTML('beforeend', '<span class="block" data-testid="log-line">fed ' + i + '</span>');
+		document.dispatchEvent(new CustomEvent('htmx:sseMessage')); return box.scrollTop; })()`
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById('log-lines').scrollTop = 0, true)`)); err != nil {
+		t.Fatal(err)
+	}
+	if top, err := chromedp.Run(ctx, chromedp.Evaluate[float64](feed)); err != nil || top != 0 {
+		t.Errorf("paused, the log scrolled to %v (%v)", top, err)
+	}
+	if got := text(`[data-testid=log-follow]`); got != "Resume following" {
+		t.Errorf("the follow button reads %q while paused", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=log-follow]`)); err != nil {
+		t.Fatal(err)
+	}
+	atBottom := `(b => b.scrollHeight - b.scrollTop - b.clientHeight < 2)(document.getElementById('log-lines'))`
+	wait("resumed at the tail", atBottom, 5*time.Second)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[float64](feed)); err != nil {
+		t.Fatal(err)
+	}
+	wait("following the new tail", atBottom, 5*time.Second)
 	// A poll replaces the live part but keeps the open stream.
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById('logs').__same = true, document.getElementById('cluster-live').__old = true, true)`)); err != nil {
 		t.Fatal(err)
@@ -404,18 +433,23 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	}
 	journeyShot(t, ctx, "journey-3-ready")
 
-	// Terminate: one confirmation naming the cluster and saying billing stops.
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.confirm = (msg) => { window.__confirmed = msg; return true; }, true)`)); err != nil {
-		t.Fatal(err)
-	}
+	// Terminate: the styled dialog names the cluster and says billing stops;
+	// the htmx form waits for it.
 	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=terminate]`)); err != nil {
 		t.Fatal(err)
 	}
-	wait("the terminating notice", `!!document.querySelector('[data-testid=terminating]') && !document.querySelector('[data-testid=terminate]')`, 10*time.Second)
-	if msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.__confirmed || ''`)); err != nil ||
+	wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`, 10*time.Second)
+	if got := j.cluster(acc.org.ID, id); got.TerminateRequestedAt != nil {
+		t.Fatal("terminate was sent before it was confirmed")
+	}
+	if msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('confirm-dialog').innerText`)); err != nil ||
 		!strings.Contains(msg, "llama-ft") || !strings.Contains(msg, "billing stops") {
 		t.Errorf("confirmation = %q (%v), want it to name the cluster and say billing stops", msg, err)
 	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("the terminating notice", `!!document.querySelector('[data-testid=terminating]') && !document.querySelector('[data-testid=terminate]')`, 10*time.Second)
 	if got := j.cluster(acc.org.ID, id); got.TerminateRequestedAt == nil {
 		t.Fatal("the terminate click recorded nothing")
 	}
@@ -426,9 +460,14 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	wait("the terminated badge, polling stopped", badge+` === 'terminated' &&
 		!document.getElementById('cluster-live').hasAttribute('hx-get')`, 10*time.Second)
 	kept("on terminate")
-	// The ended cluster's log is its stored lines, not a stream waiting for more.
+	// The ended cluster's log is its stored lines, not a stream waiting for
+	// more (nor one retrying): the status reads Ended, with nothing to follow.
 	wait("node-0's last lines, no stream", `!!document.querySelector('[data-testid=log-ended]') && !document.querySelector('[data-testid=log-stream]') &&
 		[...document.querySelectorAll('[data-testid=log-ended] [data-testid=log-line]')].some(l => l.innerText.includes('checked in as node-0'))`, 10*time.Second)
+	if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(s => !!s && s.dataset.state === 'ended' && s.innerText.trim().startsWith('Ended'))(document.querySelector('[data-testid=log-status]')) &&
+		!document.querySelector('[data-testid=log-follow]')`)); err != nil || !ok {
+		t.Errorf("the ended log does not read Ended, or still offers to follow (%v)", err)
+	}
 	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid=header-ssh], [data-testid=connect]').length`)); n != 0 {
 		t.Error("the page still offers SSH into a terminated cluster")
 	}

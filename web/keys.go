@@ -18,7 +18,7 @@ func (h *handler) sshKeysPage(c echo.Context) (views.SSHKeysPage, error) {
 	if err != nil {
 		return views.SSHKeysPage{}, err
 	}
-	sp := views.SSHKeysPage{Meta: h.meta(c, "SSH keys"), Nav: settingsNav(p, "ssh-keys")}
+	sp := views.SSHKeysPage{Meta: h.meta(c, "SSH keys"), Nav: settingsNav(p, "ssh-keys"), Next: launchNext(c.FormValue("next"))}
 	for _, k := range keys {
 		typ, _, _ := strings.Cut(k.PublicKey, " ")
 		sp.Keys = append(sp.Keys, views.SSHKeyRow{ID: k.ID, Name: k.Name, Type: typ, Fingerprint: k.Fingerprint,
@@ -53,7 +53,19 @@ func (h *handler) addSSHKey(c echo.Context) error {
 		return err
 	}
 	_ = h.flash(c, views.FlashSuccess, "Key "+key.Name+" added ("+key.Fingerprint+").")
+	if next := launchNext(c.FormValue("next")); next != "" {
+		return redirect(c, next) // back to the launch page, where the new key is ticked
+	}
 	return redirect(c, "/settings/ssh-keys")
+}
+
+// launchNext is next when it is a launch page ("Add an SSH key" there comes
+// back to it), "" otherwise.
+func launchNext(next string) string {
+	if next = safeNext(next); strings.HasPrefix(next, "/clusters/new?") {
+		return next
+	}
+	return ""
 }
 
 // deleteSSHKey is POST /settings/ssh-keys/{id}/delete (your own keys only).

@@ -146,7 +146,8 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("logged out", `!document.querySelector('form[action="/logout"]')`)
-	for _, path := range []string{"/login", "/signup", "/invites/" + url.PathEscape(inviteToken), offers} {
+	for _, path := range []string{"/login", "/login?next=" + url.QueryEscape(launch), "/signup", "/forgot-password",
+		"/invites/" + url.PathEscape(inviteToken), offers} {
 		fitsTheScreen(t, ctx, srv.URL, path, "signed-out")
 	}
 }

@@ -27,6 +27,10 @@ func (h *handler) routes(e *echo.Echo) {
 	e.POST("/login", h.login)
 	e.POST("/logout", h.logout)
 	e.GET("/invites/:token", h.showInvite)
+	e.GET("/forgot-password", h.showForgotPassword)
+	e.POST("/forgot-password", h.forgotPassword)
+	e.GET("/reset-password/:token", h.showResetPassword) // the token is its capability
+	e.POST("/reset-password/:token", h.resetPassword)
 
 	// Public REST API v1 (an API key is optional there).
 	e.GET("/v1/gpu/offers", h.apiListOffers, h.optionalAPI)

@@ -182,18 +182,20 @@ func walkRoutes(t walkT, f *walkFixture) int {
 // walkPublic lists routes anyone may use signed out. Everything else must
 // refuse a signed-out visitor.
 var walkPublic = map[string]bool{
-	"/":                true,
-	"/healthz":         true,
-	"/readyz":          true,
-	"/metrics":         true, // loopback or METRICS_TOKEN only: TestMetrics
-	"/static*":         true,
-	"/offers":          true,
-	"/signup":          true,
-	"/login":           true,
-	"/logout":          true,
-	"/invites/:token":  true, // the token is the capability (see walkCapability)
-	"/v1/gpu/offers":   true,
-	"/v1/openapi.json": true,
+	"/":                      true,
+	"/healthz":               true,
+	"/readyz":                true,
+	"/metrics":               true, // loopback or METRICS_TOKEN only: TestMetrics
+	"/static*":               true,
+	"/offers":                true,
+	"/signup":                true,
+	"/login":                 true,
+	"/logout":                true,
+	"/invites/:token":        true, // the token is the capability (see walkCapability)
+	"/forgot-password":       true,
+	"/reset-password/:token": true, // the token is the capability
+	"/v1/gpu/offers":         true,
+	"/v1/openapi.json":       true,
 }
 
 // walkCapability lists routes whose parameter is a secret token rather than
@@ -202,6 +204,7 @@ var walkPublic = map[string]bool{
 var walkCapability = map[string]bool{
 	"/invites/:token":        true,
 	"/invites/:token/accept": true,
+	"/reset-password/:token": true,
 }
 
 // walkExempt lists routes outside org scoping, with the reason. /dev/… routes
@@ -221,6 +224,7 @@ var walkExempt = map[string]string{
 var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/invites/:token":                          func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
 	"/invites/:token/accept":                   func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
+	"/reset-password/:token":                   func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-reset-token"} },
 	"/orgs/:id/switch":                         func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
 	"/environments/:id/switch":                 func(f *walkFixture) map[string]string { return map[string]string{"id": f.envA.ID} },
 	"/settings/ssh-keys/:id/delete":            func(f *walkFixture) map[string]string { return map[string]string{"id": f.sshA.ID} },

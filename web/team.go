@@ -29,10 +29,16 @@ func (h *handler) teamPage(c echo.Context) (views.TeamPage, error) {
 			tp.Roles = append(tp.Roles, string(r))
 		}
 	}
+	owners := 0
+	for _, m := range members {
+		if m.Role == models.RoleOwner {
+			owners++
+		}
+	}
 	for _, m := range members {
 		tp.Members = append(tp.Members, views.MemberRow{UserID: m.UserID, Email: m.Email, Name: m.Name,
 			Role: string(m.Role), Joined: views.FormatTime(m.CreatedAt), Self: m.UserID == p.User.ID,
-			CanEdit: p.Role.CanGrant(m.Role)})
+			CanEdit: p.Role.CanGrant(m.Role), OnlyOwner: m.Role == models.RoleOwner && owners == 1 && p.Role.CanGrant(m.Role)})
 	}
 	for _, i := range invites {
 		tp.Invites = append(tp.Invites, views.InviteRow{ID: i.ID, Email: i.Email, Role: string(i.Role),

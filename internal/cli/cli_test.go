@@ -453,7 +453,7 @@ func TestGPULaunchWait(t *testing.T) {
 		if code := waitExit(t, done, out, errOut); code != 0 {
 			t.Fatalf("launch --wait to ready: exit %d\n%s\n%s", code, out, errOut)
 		}
-		mustContain(t, "launch --wait", out.String(), "All 2 machines reserved at us-east.", "node-1 mesh:  node-1 passed mesh",
+		mustContain(t, "launch --wait", out.String(), "All 2 machines reserved in Loc us-east.", "node-1 mesh:  node-1 passed mesh",
 			"Every machine is up and reached every other", "status: ready",
 			"Cluster "+id+" is ready (billing since", "Connect: clusterdeck gpu clusters connections "+id)
 		if !regexp.MustCompile(`nodes: .*node-0 done`).MatchString(out.String()) {

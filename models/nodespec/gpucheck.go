@@ -24,11 +24,11 @@ func CheckNodeGPUs(output, accelerator string, gpusPerNode int) (string, error) 
 	summary := SummarizeGPUs(gpus)
 	if len(gpus) != gpusPerNode {
 		return summary, fmt.Errorf("nvidia-smi lists %d GPUs (%s), the offer promises %d × %s",
-			len(gpus), summary, gpusPerNode, accelerator)
+			len(gpus), summary, gpusPerNode, strings.ReplaceAll(accelerator, "_", " "))
 	}
 	for _, g := range gpus {
 		if !IsAccelerator(g, accelerator) {
-			return summary, fmt.Errorf("GPU %d is %s, the offer promises %s", g.Index, describeGPU(g), accelerator)
+			return summary, fmt.Errorf("GPU %d is %s, the offer promises %s", g.Index, describeGPU(g), strings.ReplaceAll(accelerator, "_", " "))
 		}
 	}
 	return summary, nil

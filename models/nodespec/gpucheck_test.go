@@ -16,10 +16,10 @@ func TestCheckNodeGPUs(t *testing.T) {
 		summary, err        string
 	}{
 		{"matches", a100, "A100_80GB", 8, "8 × NVIDIA A100-SXM4-80GB (81920 MiB), driver 570.133.20", ""},
-		{"too few", a100, "A100_80GB", 16, "", "nvidia-smi lists 8 GPUs (8 × NVIDIA A100-SXM4-80GB (81920 MiB), driver 570.133.20), the offer promises 16 × A100_80GB"},
-		{"other model", a100, "H100_80GB", 8, "", "GPU 0 is NVIDIA A100-SXM4-80GB (81920 MiB), the offer promises H100_80GB"},
-		{"other memory", a100, "A100_40GB", 8, "", "the offer promises A100_40GB"},
-		{"workstation cards", a6000, "RTX_4090", 2, "", "the offer promises RTX_4090"},
+		{"too few", a100, "A100_80GB", 16, "", "nvidia-smi lists 8 GPUs (8 × NVIDIA A100-SXM4-80GB (81920 MiB), driver 570.133.20), the offer promises 16 × A100 80GB"},
+		{"other model", a100, "H100_80GB", 8, "", "GPU 0 is NVIDIA A100-SXM4-80GB (81920 MiB), the offer promises H100 80GB"},
+		{"other memory", a100, "A100_40GB", 8, "", "the offer promises A100 40GB"},
+		{"workstation cards", a6000, "RTX_4090", 2, "", "the offer promises RTX 4090"},
 		{"not csv", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", "A100_80GB", 8, "", "nvidia-smi could not be read"},
 		{"nothing", "", "A100_80GB", 8, "", "nvidia-smi could not be read"},
 	}

@@ -1,5 +1,6 @@
-// Clusterdeck's only hand-written script: copy buttons, keeping the
-// live log to its last lines, following the tail, and closing the phone
+// Clusterdeck's only hand-written script: copy buttons, confirming
+// destructive actions, busy buttons, keeping the live log to its last lines,
+// following the tail (or not), the quote's countdown, and closing the phone
 // menu. Everything else is htmx.
 document.addEventListener("click", function (ev) {
   var btn = ev.target.closest("[data-copy]");
@@ -14,8 +15,20 @@ document.addEventListener("click", function (ev) {
 });
 
 // The log panel keeps the last MAX_LOG_LINES lines and stays scrolled to the
-// bottom unless the reader scrolled up to read.
+// bottom unless the reader scrolled up to read or paused following
+// ([data-log-follow], aria-pressed). [data-log-status] says whether the
+// stream is live.
 var MAX_LOG_LINES = 1000;
+function logFollowing() {
+  var btn = document.querySelector("[data-log-follow]");
+  return !btn || btn.getAttribute("aria-pressed") !== "true";
+}
+function setLogStatus(state, text) {
+  var el = document.querySelector("[data-log-status]");
+  if (!el) return;
+  el.dataset.state = state;
+  el.querySelector("[data-log-status-text]").textContent = text;
+}
 document.addEventListener("htmx:sseBeforeMessage", function (ev) {
   var box = document.getElementById("log-lines");
   if (box) box.dataset.atBottom = String(box.scrollHeight - box.scrollTop - box.clientHeight < 24);
@@ -24,7 +37,31 @@ document.addEventListener("htmx:sseMessage", function () {
   var box = document.getElementById("log-lines");
   if (!box) return;
   while (box.childElementCount > MAX_LOG_LINES) box.removeChild(box.firstElementChild);
-  if (box.dataset.atBottom !== "false") box.scrollTop = box.scrollHeight;
+  if (logFollowing() && box.dataset.atBottom !== "false") box.scrollTop = box.scrollHeight;
+});
+document.addEventListener("htmx:sseOpen", function () { setLogStatus("live", "Live"); });
+document.addEventListener("htmx:sseError", function () { setLogStatus("reconnecting", "Reconnecting…"); });
+// The server ends the stream ("end") once the cluster ended and every line
+// was sent: nothing more will come, so the stream closes instead of retrying.
+document.addEventListener("htmx:sseClose", function (ev) {
+  if (ev.detail && ev.detail.type === "message") setLogStatus("ended", "Ended: every line is shown");
+});
+document.addEventListener("click", function (ev) {
+  var btn = ev.target.closest("[data-log-follow]");
+  if (!btn) return;
+  var pause = btn.getAttribute("aria-pressed") !== "true";
+  btn.setAttribute("aria-pressed", String(pause));
+  btn.textContent = pause ? "Resume following" : "Pause following";
+  var box = document.getElementById("log-lines");
+  if (!pause && box) box.scrollTop = box.scrollHeight;
+});
+
+// "Forgot your password?" takes the address typed so far along
+// (data-carry-email names the field).
+document.addEventListener("click", function (ev) {
+  var a = ev.target.closest("a[data-carry-email]");
+  var field = a && document.getElementById(a.getAttribute("data-carry-email"));
+  if (field && field.value) a.href = a.pathname + "?email=" + encodeURIComponent(field.value.trim());
 });
 
 // The phone menu (a <details>) closes on a click outside it or on Escape.
@@ -35,3 +72,106 @@ function closeMenus(except) {
 }
 document.addEventListener("click", function (ev) { closeMenus(ev.target.closest("details[data-testid=nav-menu]")); });
 document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") closeMenus(null); });
+
+// A form with data-confirm asks first in the styled <dialog> of the layout
+// (#confirm-dialog), naming the object. The listener runs in the capture
+// phase, before htmx's own submit handler, so htmx forms wait too; on
+// "confirm" the form is submitted again, marked, with the same button.
+document.addEventListener("submit", function (ev) {
+  var form = ev.target;
+  if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-confirm")) return;
+  if (form.dataset.confirmed === "true") { delete form.dataset.confirmed; return; }
+  var dlg = document.getElementById("confirm-dialog");
+  if (!dlg || typeof dlg.showModal !== "function") return; // the plain form posts
+  ev.preventDefault();
+  ev.stopPropagation();
+  var submitter = ev.submitter || null;
+  dlg.querySelector("#confirm-title").textContent = form.getAttribute("data-confirm");
+  dlg.querySelector("#confirm-detail").textContent = form.getAttribute("data-confirm-detail") || "";
+  var ok = dlg.querySelector("[data-testid=confirm-ok]");
+  ok.textContent = form.getAttribute("data-confirm-label") || (submitter && submitter.textContent.trim()) || "Confirm";
+  dlg.returnValue = "";
+  dlg.onclose = function () {
+    dlg.onclose = null;
+    if (dlg.returnValue !== "confirm" || !form.isConnected) return;
+    form.dataset.confirmed = "true";
+    if (submitter && submitter.form === form) form.requestSubmit(submitter); else form.requestSubmit();
+  };
+  dlg.showModal();
+}, true);
+
+// Busy feedback: a submitting button is disabled and aria-busy while its
+// request runs (the CSS draws a spinner), and the region an htmx form or
+// control swaps is aria-busy meanwhile (the offers dim). Polls are not
+// marked: only forms and controls a person used.
+function setBusy(el, busy) {
+  if (busy) {
+    el.setAttribute("aria-busy", "true");
+    if ("disabled" in el) { el.dataset.wasDisabled = String(el.disabled); el.disabled = true; }
+  } else if (el.getAttribute("aria-busy") === "true") {
+    el.removeAttribute("aria-busy");
+    if ("disabled" in el) { el.disabled = el.dataset.wasDisabled === "true"; delete el.dataset.wasDisabled; }
+  }
+}
+function submitButtons(form) {
+  return form.querySelectorAll("button:not([type=button]):not([type=reset]), input[type=submit]");
+}
+var userTriggered = "form, button, select, input, textarea, a";
+document.addEventListener("htmx:beforeRequest", function (ev) {
+  var elt = ev.detail.elt;
+  if (!elt.matches(userTriggered)) return;
+  var form = elt instanceof HTMLFormElement ? elt : null;
+  if (form) submitButtons(form).forEach(function (b) { setBusy(b, true); });
+  else if (elt instanceof HTMLButtonElement) setBusy(elt, true);
+  var target = ev.detail.target;
+  if (target && target.setAttribute) { target.setAttribute("aria-busy", "true"); elt.busyTarget = target; }
+});
+document.addEventListener("htmx:afterRequest", function (ev) {
+  var elt = ev.detail.elt;
+  if (!elt.matches(userTriggered)) return;
+  if (elt instanceof HTMLFormElement) submitButtons(elt).forEach(function (b) { setBusy(b, false); });
+  else if (elt instanceof HTMLButtonElement) setBusy(elt, false);
+  // The region marked before the request (an error answer is retargeted).
+  var target = elt.busyTarget;
+  if (target) { target.removeAttribute("aria-busy"); elt.busyTarget = null; }
+});
+// A plain form (no htmx) navigates: its button is marked a tick later, once
+// the browser has read the form (a disabled button would not be sent).
+document.addEventListener("submit", function (ev) {
+  if (ev.defaultPrevented) return;
+  var form = ev.target, submitter = ev.submitter;
+  if (form.method === "dialog" || form.target) return;
+  setTimeout(function () {
+    if (submitter && submitter.form === form) setBusy(submitter, true);
+    else submitButtons(form).forEach(function (b) { setBusy(b, true); });
+  }, 0);
+});
+// Back from the next page (back/forward cache): nothing is in flight.
+window.addEventListener("pageshow", function (ev) {
+  if (!ev.persisted) return;
+  document.querySelectorAll("[aria-busy=true]").forEach(function (el) { setBusy(el, false); el.removeAttribute("aria-busy"); });
+});
+
+// The quote's price lock counts down ([data-expires] and the server's
+// [data-now], so the browser's own clock only measures time since the page
+// came). When it lapses, [data-requote] fetches a fresh price in place.
+function tickQuotes() {
+  document.querySelectorAll("[data-expires]").forEach(function (el) {
+    if (!el.dataset.seenAt) el.dataset.seenAt = String(Date.now());
+    var left = Date.parse(el.dataset.expires) - Date.parse(el.dataset.now) - (Date.now() - Number(el.dataset.seenAt));
+    var out = el.querySelector("[data-countdown]");
+    if (left > 0) {
+      var s = Math.ceil(left / 1000);
+      out.textContent = Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0") + " left";
+      return;
+    }
+    if (el.dataset.lapsed) return;
+    el.dataset.lapsed = "true";
+    out.textContent = "lapsed";
+    var again = document.querySelector("[data-requote]");
+    if (again) { again.hidden = false; again.click(); }
+  });
+}
+setInterval(tickQuotes, 1000);
+document.addEventListener("DOMContentLoaded", tickQuotes);
+document.addEventListener("htmx:afterSettle", tickQuotes);
