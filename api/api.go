@@ -477,6 +477,24 @@ type StateInterval struct {
 	EndedAt   *time.Time `json:"endedAt"` // null while it lasts
 }
 
+// ReplaceBody is POST /v1/gpu/clusters/{id}/nodes/{rank}/replace (X5):
+// without confirm the answer is the price to confirm; with it the new
+// machine is asked for.
+type ReplaceBody struct {
+	Confirm bool `json:"confirm"`
+}
+
+// ReplacePreview is what a replacement costs, shown before it is
+// confirmed (X5): one machine of the cluster's offer at its locked rate.
+type ReplacePreview struct {
+	Cluster           string `json:"cluster"`
+	Node              string `json:"node"`
+	Rank              int    `json:"rank"`
+	Address           string `json:"address"`
+	USDPerMachineHour string `json:"usdPerMachineHour"`
+	Message           string `json:"message"`
+}
+
 // BudgetBody is PUT /v1/billing/budgets/{envId} (B5): the environment's
 // monthly budget in dollars, whole cents.
 type BudgetBody struct {

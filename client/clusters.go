@@ -116,6 +116,27 @@ func (c *Client) Recover(ctx context.Context, id string, opts ...Option) (api.Cl
 	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/recover", nil, nil, opts)
 }
 
+// AddWorker is POST /v1/gpu/clusters/{id}/workers (L10): one more machine
+// of the cluster's offer joins it; admitted like a launch (an *Error with
+// Code quota_exceeded, insufficient_balance or no_capacity when not).
+func (c *Client) AddWorker(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/workers", nil, nil, opts)
+}
+
+// ReplacePreview is POST /v1/gpu/clusters/{id}/nodes/{rank}/replace without
+// confirm (X5): what the replacement costs; nothing changes.
+func (c *Client) ReplacePreview(ctx context.Context, id string, rank int, opts ...Option) (api.ReplacePreview, error) {
+	var out api.ReplacePreview
+	err := c.do(ctx, http.MethodPost, clusterPath(id)+"/nodes/"+strconv.Itoa(rank)+"/replace", nil, api.ReplaceBody{}, &out, nil, opts)
+	return out, err
+}
+
+// ReplaceNode is the confirmed replacement of machine rank, which is down
+// (X5): a new machine with the same name and address joins in its place.
+func (c *Client) ReplaceNode(ctx context.Context, id string, rank int, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/nodes/"+strconv.Itoa(rank)+"/replace", api.ReplaceBody{Confirm: true}, nil, opts)
+}
+
 // Resume is POST /v1/gpu/clusters/{id}/resume (B6): a stopped cluster's
 // machines start again, all or nothing; an *Error with Code
 // "insufficient_balance" (with the amount to add and the top-up link) when

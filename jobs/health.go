@@ -96,6 +96,10 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 		g, found := groups[c.GroupName()]
 		v := verdict{c: c, well: true}
 		for _, n := range nodes[c.ID] {
+			if n.Status == models.NodeJoining {
+				v.well = false // an added or replacement machine: the join job follows it (L10, X5)
+				continue
+			}
 			if n.MeshAt == nil || n.Status == models.NodeFailed || n.Status == models.NodeLost || n.Status == models.NodeTerminated {
 				continue // not admitted, or ended
 			}

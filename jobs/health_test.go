@@ -27,6 +27,17 @@ type healthWorld struct {
 
 func newHealthWorld(t *testing.T, db *gorm.DB) *healthWorld {
 	t.Helper()
+	h := newHealthWorldWith(t, db, 3, "none")
+	if c := h.cluster(h.c.ID); c.Status != models.StatusReady {
+		t.Fatalf("setup: status %s\n%s", c.Status, h.events(c.ID))
+	}
+	return h
+}
+
+// newHealthWorldWith launches nodes machines running software and runs
+// six minutes.
+func newHealthWorldWith(t *testing.T, db *gorm.DB, nodes int, software string) *healthWorld {
+	t.Helper()
 	w := newWorld(t, db)
 	owner := models.User{ID: models.NewID("usr"), Email: "owner@acme.example", CreatedAt: start}
 	if err := db.Create(&owner).Error; err != nil {
@@ -41,12 +52,9 @@ func newHealthWorld(t *testing.T, db *gorm.DB) *healthWorld {
 		health:   &jobs.Health{Store: w.store, Providers: reg, Mail: notify},
 		recovery: &jobs.Recovery{Store: w.store, Providers: reg, Mail: notify},
 		actor:    models.Actor{OrgID: w.org.ID, UserID: owner.ID, Role: models.RoleOwner, Name: owner.Email}}
-	h.c = w.launch("H100_80GB", 3, 8)
+	h.c = w.launchWith("H100_80GB", nodes, 8, software)
 	w.tick()
 	w.run(6*time.Minute, time.Minute)
-	if c := w.cluster(h.c.ID); c.Status != models.StatusReady {
-		t.Fatalf("setup: status %s\n%s", c.Status, w.events(c.ID))
-	}
 	return h
 }
 

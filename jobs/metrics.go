@@ -149,3 +149,12 @@ func (p countedProvider) StopNode(ctx context.Context, group, node string) error
 func (p countedProvider) TerminateGroup(ctx context.Context, group string) error {
 	return p.count("TerminateGroup", p.Provider.TerminateGroup(ctx, group))
 }
+
+func (p countedProvider) PlaceNode(ctx context.Context, group string, index int, req providers.PlaceRequest) (providers.Node, error) {
+	n, err := p.Provider.PlaceNode(ctx, group, index, req)
+	return n, p.count("PlaceNode", err)
+}
+
+func (p countedProvider) ReleaseNode(ctx context.Context, group, node string) error {
+	return p.count("ReleaseNode", p.Provider.ReleaseNode(ctx, group, node))
+}

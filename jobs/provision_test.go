@@ -52,6 +52,7 @@ type world struct {
 	srv     *httptest.Server
 	job     *jobs.Provision
 	install *jobs.Install
+	join    *jobs.Join
 	billing *jobs.Billing
 	stop    *jobs.Stop
 	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
@@ -84,6 +85,7 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
 		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store},
+		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL},
 		stop: &jobs.Stop{Store: store, Providers: reg}, execs: execs, tokens: tokens}
 	if err := w.cat.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -145,6 +147,9 @@ func (w *world) runJobs() {
 	}
 	if err := w.install.Run(ctx); err != nil {
 		w.t.Fatalf("install: %v", err)
+	}
+	if err := w.join.Run(ctx); err != nil {
+		w.t.Fatalf("join: %v", err)
 	}
 	if err := w.stop.Run(ctx); err != nil {
 		w.t.Fatalf("stop: %v", err)

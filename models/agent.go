@@ -24,7 +24,7 @@ func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode, priv
 	if err := s.recordAgentAddress(ctx, &n, privateIP); err != nil {
 		return nil, err
 	}
-	if c.Starting() {
+	if c.Starting() || n.Status == NodeJoining {
 		err := s.Tx(ctx, func(tx *Store) error {
 			if _, err := tx.MarkNodeStep(ctx, c.ID, n.Rank, StepRunning, n.Name+" is running (its agent checked in)."); err != nil {
 				return err
@@ -61,8 +61,8 @@ func (s *Store) ReportPeers(ctx context.Context, c Cluster, n ClusterNode, reach
 	}
 	var missing []string
 	for _, peer := range nodes {
-		if peer.Rank == n.Rank {
-			continue
+		if peer.Rank == n.Rank || n.Status == NodeJoining && (peer.Status == NodeDown || peer.Status == NodeRestarting) {
+			continue // a joining machine needs to reach the machines that are up
 		}
 		if !got[peer.PrivateIP] {
 			why := unreachable[peer.PrivateIP]
@@ -77,7 +77,7 @@ func (s *Store) ReportPeers(ctx context.Context, c Cluster, n ClusterNode, reach
 		msg := "cannot reach " + strings.Join(missing, "; ")
 		return false, s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", n.ID).Update("message", truncate(msg, 1000)).Error
 	}
-	if n.MeshAt != nil || !c.Starting() {
+	if n.MeshAt != nil || !c.Starting() && n.Status != NodeJoining {
 		return true, nil
 	}
 	_, err = s.MarkNodeStep(ctx, c.ID, n.Rank, StepMesh, fmt.Sprintf("%s reached all %d peers.", n.Name, len(nodes)-1))

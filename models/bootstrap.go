@@ -138,6 +138,12 @@ func (s *Store) ClaimRank(ctx context.Context, token string, claim Claim) (Clust
 		if !found {
 			return fmt.Errorf("%w: %s is not a machine of this placement", ErrUnknownMachine, claim.identity())
 		}
+		if n.JoinKind != "" && n.JoinPlacedAt == nil {
+			// A replacement is asked for but not placed yet (X5): the
+			// machine matching the node is the old one, whose rank is
+			// being handed on; it gets no token of the new generation.
+			return fmt.Errorf("%w: %s is waiting for its replacement to be placed", ErrNotPlaced, n.Name)
+		}
 		if n.ClaimedBy != "" {
 			if n.ClaimedBy != claim.identity() {
 				return fmt.Errorf("%w: %s was claimed by %s", ErrRankClaimed, n.Name, n.ClaimedBy)

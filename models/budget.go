@@ -244,16 +244,18 @@ func (s *Store) envMoneyOf(ctx context.Context, envIDs []string, w UsageWindow, 
 	for i := range marks {
 		markOf[marks[i].ClusterID] = &marks[i].BilledUntil
 	}
-	nodes, err := s.nodeCounts(ctx, ids)
+	machines, err := s.machinesOf(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range cs {
 		m := out[c.EnvID]
 		if w.contains(now) {
-			_, acc := accumulating(c, markOf[c.ID], now)
-			m.spend += acc * int64(nodes[c.ID])
-			m.open += acc * int64(nodes[c.ID])
+			for _, n := range machines[c.ID] { // each machine its own minutes, as the pass writes them (L10, X5)
+				_, acc := accumulating(c, n.Gaps, markOf[c.ID], now)
+				m.spend += acc
+				m.open += acc
+			}
 		}
 		if c.ReleasedAt == nil && billing(c.Status) {
 			m.burn += c.USDPerHour
@@ -266,24 +268,6 @@ func (s *Store) envMoneyOf(ctx context.Context, envIDs []string, w UsageWindow, 
 // billing is true for the statuses BurnRate counts (a cluster past readyAt).
 func billing(st ClusterStatus) bool {
 	return st == StatusInstalling || st == StatusReady || st == StatusDegraded
-}
-
-// nodeCounts is how many machines each cluster bills, in one query.
-func (s *Store) nodeCounts(ctx context.Context, clusterIDs []string) (map[string]int, error) {
-	var rows []struct {
-		ClusterID string
-		N         int
-	}
-	err := s.db.WithContext(ctx).Table("cluster_nodes").Select("cluster_id, COUNT(*) AS n").
-		Where("cluster_id IN ?", clusterIDs).Group("cluster_id").Scan(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("models: machines per cluster: %w", err)
-	}
-	out := make(map[string]int, len(rows))
-	for _, r := range rows {
-		out[r.ClusterID] = r.N
-	}
-	return out, nil
 }
 
 // BudgetReachedError refuses to launch or resume a cluster while its

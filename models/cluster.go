@@ -108,6 +108,7 @@ type Cluster struct {
 	RecoveryNextAt          *time.Time // cooldown: no automatic attempt before
 	RecoveryOutcome         string     `gorm:"type:text"` // JSON []MachineOutcome of the last attempt
 	RecoverRequestedAt      *time.Time // "recover now" waiting for the recovery job
+	Joins                   int        // machines that joined or tried to join after ready (join.go)
 
 	// Stop and resume (B5, B6; see stop.go).
 	StopRequestedAt   *time.Time // a stop to carry out (or machines to stop again after a failed resume)
@@ -162,6 +163,12 @@ func (c Cluster) StepDeadline(step string) time.Time {
 	if c.ResumeStartedAt != nil && c.ResumeStartedAt.After(start) {
 		start = *c.ResumeStartedAt // a resume takes the launch's steps again (B6)
 	}
+	return c.stepDeadlineFrom(start, step)
+}
+
+// stepDeadlineFrom is StepDeadline counted from start: the placement, a
+// resume's start or a joining machine's own placement (L4, B6, L10).
+func (c Cluster) stepDeadlineFrom(start time.Time, step string) time.Time {
 	boot := c.BootTime()
 	running := max(2*boot, 3*time.Minute)
 	var d time.Duration
@@ -211,6 +218,16 @@ type ClusterNode struct {
 	// per-node token at placement is never claimed.
 	ClaimedBy string `gorm:"size:128;not null;default:''"`
 	ClaimedAt *time.Time
+
+	// A machine joining a cluster after it was ready (see join.go): an
+	// added worker (L10) or a replacement (X5), with its own placement and
+	// step deadlines; TokenGen moves on with every replacement, so the old
+	// machine's agent token stops working.
+	JoinKind        string `gorm:"size:16;not null;default:''"` // JoinWorker, JoinReplace, or "" when none
+	JoinSeq         int    // the cluster's join it belongs to (its tasks' attempt is -JoinSeq)
+	JoinRequestedAt *time.Time
+	JoinPlacedAt    *time.Time
+	TokenGen        int
 }
 
 // ClusterEvent is one entry of a cluster's history: every transition and
@@ -880,12 +897,17 @@ func (s *Store) MarkTerminated(ctx context.Context, id string) (Cluster, error) 
 // and carries an HMAC under the cluster's secret, so it is derivable again
 // after a crash and works for its own node only.
 func AgentToken(c Cluster, n ClusterNode) string {
-	return "cdn_" + n.ID + "_" + agentMAC(c.AgentSecret, n.ID)
+	return "cdn_" + n.ID + "_" + agentMAC(c.AgentSecret, n)
 }
 
-func agentMAC(secret, nodeID string) string {
+// agentMAC signs the node id, and after a replacement (X5) its token
+// generation, so the replaced machine's token no longer authenticates.
+func agentMAC(secret string, n ClusterNode) string {
 	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(nodeID))
+	m.Write([]byte(n.ID))
+	if n.TokenGen > 0 {
+		fmt.Fprintf(m, "/%d", n.TokenGen)
+	}
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -910,7 +932,7 @@ func (s *Store) NodeForAgentToken(ctx context.Context, token string) (Cluster, C
 	if err != nil {
 		return Cluster{}, ClusterNode{}, err
 	}
-	if !hmac.Equal([]byte(mac), []byte(agentMAC(c.AgentSecret, n.ID))) {
+	if !hmac.Equal([]byte(mac), []byte(agentMAC(c.AgentSecret, n))) {
 		return Cluster{}, ClusterNode{}, fmt.Errorf("models: agent token: %w", ErrNotFound)
 	}
 	if c.Status.Terminal() || c.TerminateRequestedAt != nil {

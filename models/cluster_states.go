@@ -22,11 +22,12 @@ const (
 	NodeInstalling   NodeStatus = "installing" // up and joined; its software installs (L5)
 	NodeDown         NodeStatus = "down"       // left running after admission (R2)
 	NodeRestarting   NodeStatus = "restarting" // a recovery attempt restarted it (R3)
+	NodeJoining      NodeStatus = "joining"    // an added worker or a replacement taking its steps (L10, X5)
 	NodeStopped      NodeStatus = "stopped"    // stopped at the provider with its cluster (B6)
 )
 
 // liveNodeStatuses are the nodes still taking steps.
-var liveNodeStatuses = []NodeStatus{NodeProvisioning, NodeInstalling, NodeReady}
+var liveNodeStatuses = []NodeStatus{NodeProvisioning, NodeInstalling, NodeReady, NodeJoining}
 
 // Event is what moves a cluster (L8). Every change of a cluster's status,
 // and every change that only the current status allows, names its event;
@@ -52,6 +53,11 @@ const (
 	EventHealthyInstall    Event = "healthy_install"    // every machine healthy again; the install goes on (R2, L6)
 	EventRecoveryAttempt   Event = "recovery_attempt"   // one recovery attempt made (R3, R5)
 	EventRecoveryExhausted Event = "recovery_exhausted" // every attempt spent, still unhealthy (R5)
+
+	EventWorkerRequested  Event = "worker_requested"  // one more machine admitted for a ready cluster (L10)
+	EventReplaceRequested Event = "replace_requested" // a new machine asked for in a down one's place (X5)
+	EventNodeJoined       Event = "node_joined"       // the added or replacement machine joined (L10, X5)
+	EventNodeJoinFailed   Event = "node_join_failed"  // it could not be placed or join: only it is released (L10, X5)
 
 	EventStopRequested   Event = "stop_requested"   // the balance or a budget asks to stop (B5, B6)
 	EventStopped         Event = "stopped"          // every machine stopped at the provider; compute billing ends (B6)
@@ -92,6 +98,14 @@ var ClusterTransitions = []ClusterTransition{
 	{StatusDegraded, EventRecoveryAttempt, StatusDegraded},
 	{StatusDegraded, EventRecoveryExhausted, StatusDegraded},
 
+	{StatusReady, EventWorkerRequested, StatusReady},
+	{StatusReady, EventReplaceRequested, StatusReady},
+	{StatusDegraded, EventReplaceRequested, StatusDegraded},
+	{StatusReady, EventNodeJoined, StatusReady},
+	{StatusDegraded, EventNodeJoined, StatusDegraded},
+	{StatusReady, EventNodeJoinFailed, StatusReady},
+	{StatusDegraded, EventNodeJoinFailed, StatusDegraded},
+
 	{StatusProvisioning, EventTerminateRequested, StatusProvisioning},
 	{StatusInstalling, EventTerminateRequested, StatusInstalling},
 	{StatusReady, EventTerminateRequested, StatusReady},
@@ -126,6 +140,7 @@ var ClusterStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, Stat
 var Events = []Event{EventPlaced, EventJoined, EventJoinedInstall, EventSoftwareReady, EventDegrade,
 	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated,
 	EventMachineDown, EventHealthNoted, EventHealthy, EventHealthyInstall, EventRecoveryAttempt, EventRecoveryExhausted,
+	EventWorkerRequested, EventReplaceRequested, EventNodeJoined, EventNodeJoinFailed,
 	EventStopRequested, EventStopped, EventMachinesStopped, EventResumeRequested, EventResumed, EventResumedDegraded, EventResumeFailed}
 
 // NextStatus is where ev leads from status from, and whether it is legal there.

@@ -117,6 +117,29 @@ func fireHealth(ctx context.Context, e *launchEnv, ev models.Event, id string) e
 	case models.EventRecoveryExhausted:
 		_, err = s.MarkRecoveryExhausted(ctx, c, notifyAll)
 	default:
+		return fireJoin(ctx, e, ev, c)
+	}
+	return err
+}
+
+// fireJoin drives the join events (L10, X5) on a cluster clusterIn
+// prepared: node-1 down for a replace request, joining for its outcome.
+func fireJoin(ctx context.Context, e *launchEnv, ev models.Event, c models.Cluster) error {
+	actor := models.Actor{OrgID: e.org.ID, Name: "owner@acme.example", Role: models.RoleOwner}
+	nodes, err := e.s.NodesFor(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	switch ev {
+	case models.EventWorkerRequested:
+		_, _, err = e.s.As(actor).AddWorker(ctx, c.ID)
+	case models.EventReplaceRequested:
+		_, _, err = e.s.As(actor).ReplaceNode(ctx, c.ID, 1)
+	case models.EventNodeJoined:
+		_, err = e.s.MarkNodeJoined(ctx, c, nodes[1], "node-1 joined.")
+	case models.EventNodeJoinFailed:
+		_, err = e.s.FailJoin(ctx, c, nodes[1], models.StepRunning, "It never booted.")
+	default:
 		return fmt.Errorf("no driver for event %s", ev)
 	}
 	return err
@@ -183,6 +206,18 @@ func clusterIn(t *testing.T, e *launchEnv, status models.ClusterStatus, ev model
 	if err != nil {
 		t.Fatal(err)
 	}
+	node := map[string]any{}
+	switch ev {
+	case models.EventReplaceRequested:
+		node["status"] = models.NodeDown
+	case models.EventNodeJoined, models.EventNodeJoinFailed:
+		node = map[string]any{"status": models.NodeJoining, "join_kind": models.JoinReplace, "join_seq": 1, "join_placed_at": t0}
+	}
+	if len(node) > 0 {
+		if err := e.db.Model(&models.ClusterNode{}).Where("cluster_id = ? AND rank = 1", c.ID).Updates(node).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
 	return c.ID
 }
 
@@ -248,10 +283,22 @@ func checkLegal(t *testing.T, ev models.Event, to models.ClusterStatus, err erro
 		models.EventMachineDown: models.NodeDown, models.EventHealthNoted: models.NodeDown,
 		models.EventStopped: models.NodeStopped, models.EventResumeFailed: models.NodeStopped,
 		models.EventResumed: models.NodeReady, models.EventResumedDegraded: models.NodeReady}
+	// The join events (L10, X5) change node-1 only, or add a joining node-2.
+	joinNode := map[models.Event]models.NodeStatus{models.EventReplaceRequested: models.NodeJoining,
+		models.EventNodeJoined: models.NodeReady, models.EventNodeJoinFailed: models.NodeDown}
+	if ev == models.EventWorkerRequested && (len(after.nodes) != 3 || after.nodes[2].Status != models.NodeJoining) {
+		t.Fatalf("%s: nodes %+v, want a joining node-2", ev, after.nodes)
+	}
 	for i, n := range after.nodes {
+		if i >= len(before.nodes) {
+			continue // the worker checked above
+		}
 		want, ok := nodeStatus[ev]
 		if ev == models.EventFail && n.Name != "node-1" {
 			want = models.NodeTerminated // released with the cluster; only the node that failed reads failed
+		}
+		if js, join := joinNode[ev]; join && n.Name == "node-1" {
+			want, ok = js, true
 		}
 		if !ok {
 			want = before.nodes[i].Status

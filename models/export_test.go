@@ -7,3 +7,6 @@ func SetMeterBatches(page, chunk int) (restore func()) {
 	meterPageSize, meterChunkRows, meterChunkArrays = page, chunk, chunk
 	return func() { meterPageSize, meterChunkRows, meterChunkArrays = p, c, a }
 }
+
+// BilledMinutes is billedMinutes, for the billing tests.
+var BilledMinutes = billedMinutes

@@ -54,13 +54,28 @@ func (s *Store) RecordMachineStates(ctx context.Context, clusterID string, to Cl
 		return nil
 	}
 	err := db.Exec("INSERT INTO machine_intervals (cluster_id, org_id, node_id, state, started_at) "+
-		"SELECT n.cluster_id, n.org_id, n.id, ?, ? FROM cluster_nodes n WHERE n.cluster_id = ? AND NOT EXISTS "+
+		"SELECT n.cluster_id, n.org_id, n.id, ?, ? FROM cluster_nodes n WHERE n.cluster_id = ? AND n.status <> 'joining' AND NOT EXISTS "+
 		"(SELECT 1 FROM machine_intervals i WHERE i.node_id = n.id AND i.ended_at IS NULL) ON CONFLICT DO NOTHING",
 		state, now, clusterID).Error
 	if err != nil {
 		return fmt.Errorf("models: open intervals %s: %w", clusterID, err)
 	}
 	return nil
+}
+
+// nodeInterval closes machine nodeID's open interval at now and, when
+// state is not "", opens one in state: a machine that joined after ready
+// or was replaced (L10, X5) has its own span.
+func (s *Store) nodeInterval(ctx context.Context, c Cluster, nodeID, state string) error {
+	now, db := s.Now(), s.db.WithContext(ctx)
+	if err := db.Exec("UPDATE machine_intervals SET ended_at = ? WHERE node_id = ? AND ended_at IS NULL", now, nodeID).Error; err != nil {
+		return fmt.Errorf("models: close interval of %s: %w", nodeID, err)
+	}
+	if state == "" {
+		return nil
+	}
+	return db.Exec("INSERT INTO machine_intervals (cluster_id, org_id, node_id, state, started_at) VALUES (?, ?, ?, ?, ?)",
+		c.ID, c.OrgID, nodeID, state, now).Error
 }
 
 // MachineIntervals lists a cluster's intervals by machine, oldest first,

@@ -25,7 +25,7 @@ var allModels = []any{
 	&models.NodeGPUCheck{}, &models.NCCLCheck{}, &models.ProviderLeak{},
 	&models.ProviderSetting{}, &models.PrivateOffer{}, &models.NodeStart{},
 	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},
-	&models.AutoRecharge{}, &models.Charge{}, &models.BalanceEpisode{}, &models.Budget{}, &models.BudgetAlert{},
+	&models.AutoRecharge{}, &models.Charge{}, &models.BillingGap{}, &models.BalanceEpisode{}, &models.Budget{}, &models.BudgetAlert{},
 	&models.PasswordReset{},
 }
 

@@ -21,8 +21,8 @@ const (
 var NodeStatusesShown = map[ClusterStatus][]NodeStatus{
 	StatusProvisioning: {NodeProvisioning, NodeLost, NodeTerminating},
 	StatusInstalling:   {NodeInstalling, NodeTerminating},
-	StatusReady:        {NodeReady, NodeTerminating},
-	StatusDegraded:     {NodeReady, NodeInstalling, NodeDegraded, NodeDown, NodeRestarting, NodeTerminating},
+	StatusReady:        {NodeReady, NodeJoining, NodeTerminating},
+	StatusDegraded:     {NodeReady, NodeInstalling, NodeDegraded, NodeDown, NodeRestarting, NodeJoining, NodeTerminating},
 	StatusStopped:      {NodeStopped, NodeProvisioning, NodeTerminating},
 	StatusFailed:       {NodeFailed, NodeLost, NodeReleased},
 	StatusTerminated:   {NodeTerminated, NodeLost},
@@ -30,7 +30,8 @@ var NodeStatusesShown = map[ClusterStatus][]NodeStatus{
 
 // ShownNodeStatus is what the page says about node n of cluster c: derived
 // from the cluster's status, then the node's own (down, restarting, lost,
-// the one that failed) and its step, so it never contradicts the cluster
+// the one that failed, one joining a running cluster) and its step, so it
+// never contradicts the cluster
 // (L8, L11). Stored statuses lag behind the cluster's in places — nodes of
 // a cluster degraded by its software still read installing — which is why
 // the page never shows them raw.
@@ -49,6 +50,9 @@ func ShownNodeStatus(c Cluster, n ClusterNode) NodeStatus {
 	}
 	if c.TerminateRequestedAt != nil {
 		return NodeTerminating
+	}
+	if n.Status == NodeJoining && (c.Status == StatusReady || c.Status == StatusDegraded) {
+		return NodeJoining // an added worker or a replacement taking its own steps (L10, X5)
 	}
 	switch c.Status {
 	case StatusProvisioning:

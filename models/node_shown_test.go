@@ -14,7 +14,7 @@ import (
 // cluster's nodes still read installing), the shown ones never contradict.
 func TestShownNodeStatusNeverContradictsTheCluster(t *testing.T) {
 	stored := []models.NodeStatus{models.NodeProvisioning, models.NodeInstalling, models.NodeReady, models.NodeDown,
-		models.NodeRestarting, models.NodeFailed, models.NodeLost, models.NodeTerminated}
+		models.NodeRestarting, models.NodeFailed, models.NodeLost, models.NodeTerminated, models.NodeStopped, models.NodeJoining}
 	steps := []string{models.StepRunning, models.StepAgent, models.StepMesh, models.StepSoftware, "done"}
 	errs := []string{"", "install_failed:node-1", "node_down:node-1: stopped", "timeout:agent"}
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -57,6 +57,11 @@ func TestShownNodeStatusNeverContradictsTheCluster(t *testing.T) {
 		{models.Cluster{Status: models.StatusFailed}, models.ClusterNode{Status: models.NodeTerminated, Step: models.StepMesh}, models.NodeReleased},
 		{models.Cluster{Status: models.StatusFailed}, models.ClusterNode{Status: models.NodeProvisioning, Step: models.StepMesh}, models.NodeReleased},
 		{models.Cluster{Status: models.StatusFailed}, models.ClusterNode{Status: models.NodeFailed, Step: models.StepAgent}, models.NodeFailed},
+		// A worker or replacement joining a running cluster reads joining (L10, X5), and is released with it.
+		{models.Cluster{Status: models.StatusReady}, models.ClusterNode{Status: models.NodeJoining, Step: models.StepAgent}, models.NodeJoining},
+		{models.Cluster{Status: models.StatusDegraded, LastError: "node_down:node-1: gone"}, models.ClusterNode{Status: models.NodeJoining, Step: models.StepSoftware}, models.NodeJoining},
+		{models.Cluster{Status: models.StatusReady, TerminateRequestedAt: &now}, models.ClusterNode{Status: models.NodeJoining, Step: models.StepMesh}, models.NodeTerminating},
+		{models.Cluster{Status: models.StatusFailed}, models.ClusterNode{Status: models.NodeJoining, Step: models.StepMesh}, models.NodeReleased},
 	} {
 		if got := models.ShownNodeStatus(tc.c, tc.n); got != tc.want {
 			t.Errorf("%s cluster (%q), node %s at %s: %q, want %q", tc.c.Status, tc.c.LastError, tc.n.Status, tc.n.Step, got, tc.want)

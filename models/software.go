@@ -367,15 +367,15 @@ func (s *Store) RecordSoftwareTaskResult(ctx context.Context, c Cluster, n Clust
 // installOutcome writes an install's event and keeps what node-0 reported.
 func (s *Store) installOutcome(ctx context.Context, c Cluster, n ClusterNode, t SoftwareTask, rep nodeReport) error {
 	if t.Status == TaskFailed {
-		msg := fmt.Sprintf("%s: installing %s as %s failed (attempt %d). Output:\n%s",
-			n.Name, t.Software, t.Role, t.Attempt, tailBytes(t.Output, 1500))
+		msg := fmt.Sprintf("%s: installing %s as %s failed (%s). Output:\n%s",
+			n.Name, t.Software, t.Role, attemptLabel(t.Attempt), tailBytes(t.Output, 1500))
 		if err := s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", n.ID).
 			Update("message", tailBytes(msg, 1000)).Error; err != nil {
 			return err
 		}
 		return s.addEvent(ctx, c, c.Status, "error", n.Name, StepSoftware, msg)
 	}
-	msg := fmt.Sprintf("%s installed %s as %s (attempt %d).", n.Name, t.Software, t.Role, t.Attempt)
+	msg := fmt.Sprintf("%s installed %s as %s (%s).", n.Name, t.Software, t.Role, attemptLabel(t.Attempt))
 	if t.Rank == 0 && headReports(t.Software) {
 		note, err := s.keepKubeReport(ctx, c, n, rep)
 		if err != nil {
@@ -409,7 +409,7 @@ func (s *Store) RecordCheckVerdict(ctx context.Context, c Cluster, t SoftwareTas
 			return err
 		}
 		return tx.addEvent(ctx, c, c.Status, "step", t.Node(), StepSoftware,
-			fmt.Sprintf("%s check on %s (attempt %d, check %d): %s", t.Software, t.Node(), t.Attempt, t.Seq, summary))
+			fmt.Sprintf("%s check on %s (%s, check %d): %s", t.Software, t.Node(), attemptLabel(t.Attempt), t.Seq, summary))
 	})
 }
 

@@ -6,7 +6,14 @@ import "github.com/clusterdeck/clusterdeck/models/nodespec"
 // generated file and command (N1–N5). CPUs and memory come from
 // the offer; 0 (unknown, the offer left the catalog) leaves them out of
 // slurm.conf.
+// A worker being added is left out until it joined (see join.go).
 func ClusterSpec(c Cluster, nodes []ClusterNode, o Offer) nodespec.Cluster {
+	return JoinSpec(c, joinedOnly(nodes), o)
+}
+
+// JoinSpec is ClusterSpec with every node, a worker being added included:
+// what every node installs during its join (L10).
+func JoinSpec(c Cluster, nodes []ClusterNode, o Offer) nodespec.Cluster {
 	spec := nodespec.Cluster{
 		Name: c.Name, Software: c.Software, MachineKind: c.MachineKind, Interconnect: c.Interconnect,
 		GPUsPerNode: c.GPUsPerNode, CPUsPerNode: o.VCPUs, MemoryGBPerNode: o.MemoryGB,

@@ -139,11 +139,14 @@ func (s *Store) RequestStop(ctx context.Context, orgID, clusterID string, reason
 
 // ClustersToStop lists clusters whose machines the stop job must stop: a
 // stop requested on a live cluster past provisioning, or a stopped cluster
-// whose failed resume left machines to stop again.
+// whose failed resume left machines to stop again. A cluster with a
+// machine joining waits until the join job released it (L10, X5): the stop
+// then stops the machines that were there.
 func (s *Store) ClustersToStop(ctx context.Context) ([]Cluster, error) {
 	var out []Cluster
 	err := s.db.WithContext(ctx).Where("stop_requested_at IS NOT NULL AND terminate_requested_at IS NULL AND status IN ?",
 		[]ClusterStatus{StatusInstalling, StatusReady, StatusDegraded, StatusStopped}).
+		Where("NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.cluster_id = clusters.id AND n.join_kind <> '')").
 		Order("stop_requested_at, id").Find(&out).Error
 	return out, err
 }
@@ -309,6 +312,12 @@ func (s *Store) MarkResumed(ctx context.Context, c Cluster, n *ClusterNotify) (C
 		out, err = tx.transition(ctx, c.ID, change{event: ev, set: set, msg: msg, notify: n, topic: "resumed", try: c.Resumes + 1,
 			guard: "resume_requested_at IS NOT NULL AND terminate_requested_at IS NULL",
 			nodes: func(tx *Store) error {
+				// Every machine is back and billed from now, a slot left
+				// unbilled by a failed replacement (X5) too.
+				if err := tx.db.WithContext(ctx).Model(&BillingGap{}).Where("cluster_id = ? AND ended_at IS NULL", c.ID).
+					Update("ended_at", now).Error; err != nil {
+					return err
+				}
 				return tx.nodeRows(ctx, c.ID, map[string]any{"status": NodeReady, "step": "done"}, "status = ?", NodeProvisioning)
 			}})
 		return err

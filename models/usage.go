@@ -191,30 +191,67 @@ func (s *Store) meterPage(ctx context.Context, page []billedCluster, now time.Ti
 	return written, nil
 }
 
-// machineRef is what billing needs of a machine.
-type machineRef struct{ ID, ClusterID, Name string }
+// machineRef is what billing needs of a machine: its unbilled gaps too.
+type machineRef struct {
+	ID, ClusterID, Name string
+	Gaps                []BillingGap
+}
 
-// machinesOf reads the machines of a page of clusters in one query.
+// machinesOf reads the machines of a page of clusters and their unbilled
+// gaps (see join.go) in one query.
 func (s *Store) machinesOf(ctx context.Context, clusterIDs []string) (map[string][]machineRef, error) {
-	var rows []machineRef
-	err := s.db.WithContext(ctx).Table("cluster_nodes").Select("id, cluster_id, name").
-		Where("cluster_id IN ?", clusterIDs).Order("cluster_id, rank").Scan(&rows).Error
+	var rows []struct {
+		ID, ClusterID, Name string
+		GapStart, GapEnd    *time.Time
+	}
+	err := s.db.WithContext(ctx).Table("cluster_nodes AS n").
+		Select("n.id, n.cluster_id, n.name, g.started_at AS gap_start, g.ended_at AS gap_end").
+		Joins("LEFT JOIN node_billing_gaps g ON g.node_id = n.id").
+		Where("n.cluster_id IN ?", clusterIDs).Order("n.cluster_id, n.rank, g.started_at").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: meter machines: %w", err)
 	}
 	out := make(map[string][]machineRef, len(clusterIDs))
 	for _, r := range rows {
-		out[r.ClusterID] = append(out[r.ClusterID], r)
+		ms := out[r.ClusterID]
+		if len(ms) == 0 || ms[len(ms)-1].ID != r.ID {
+			ms = append(ms, machineRef{ID: r.ID, ClusterID: r.ClusterID, Name: r.Name})
+		}
+		if r.GapStart != nil {
+			m := &ms[len(ms)-1]
+			m.Gaps = append(m.Gaps, BillingGap{NodeID: r.ID, ClusterID: r.ClusterID, StartedAt: *r.GapStart, EndedAt: r.GapEnd})
+		}
+		out[r.ClusterID] = ms
 	}
 	return out, nil
+}
+
+// billedMinutes is a machine's billable whole minutes from readyAt to t:
+// the time less its unbilled gaps (a worker before it joined, a replaced
+// machine's slot until its replacement joined). It never decreases, so
+// charges taken as differences of it sum exactly (B2).
+func billedMinutes(readyAt time.Time, gaps []BillingGap, t time.Time) int64 {
+	d := t.Sub(readyAt)
+	for _, g := range gaps {
+		from, to := maxTime(g.StartedAt, readyAt), t
+		if g.EndedAt != nil && g.EndedAt.Before(to) {
+			to = *g.EndedAt
+		}
+		if to.After(from) {
+			d -= to.Sub(from)
+		}
+	}
+	return max(int64(d/time.Minute), 0)
 }
 
 // closedUsage computes a cluster's closed, unwritten periods for every
 // machine and the mark after them (zero when none closed). Billing runs
 // from the current run's start (readyAt, or the last resume's) to its end
-// (the stop or the release); minutes count from the run's start. A
-// resumed run's pieces are keyed by their own start, so they never meet the
-// keys of an earlier run in the same hour.
+// (the stop or the release); minutes count from the run's start. Within a
+// run a machine is billed its own minutes (billedMinutes: less its unbilled
+// gaps); one with none in a period gets no entry for it. A resumed run's
+// pieces are keyed by their own start, so they never meet the keys of an
+// earlier run in the same hour.
 func closedUsage(c billedCluster, nodes []machineRef, now time.Time) (time.Time, []usageRow) {
 	anchor, stop := c.billAnchor(), c.billEnd()
 	from := anchor
@@ -234,19 +271,20 @@ func closedUsage(c billedCluster, nodes []machineRef, now time.Time) (time.Time,
 			break
 		}
 		start := maxTime(p, from)
-		m0, m1 := minutesSince(anchor, start), minutesSince(anchor, end)
 		until = end
 		key := p
 		if !anchor.Equal(c.ReadyAt) {
 			key = maxTime(p, anchor)
 		}
-		if m1 > m0 {
-			amount := machineCharge(c.MachineHour, m1) - machineCharge(c.MachineHour, m0)
-			for _, n := range nodes {
-				rows = append(rows, usageRow{orgID: c.OrgID, clusterID: c.ID, nodeID: n.ID, amount: amount,
-					minutes: m1 - m0, start: key, end: end,
-					desc: fmt.Sprintf("Cluster usage — %s, %s, %s–%s", c.Name, n.Name, start.Format("Jan 2 15:04"), end.Format("15:04"))})
+		for _, n := range nodes {
+			m0, m1 := billedMinutes(anchor, n.Gaps, start), billedMinutes(anchor, n.Gaps, end)
+			if m1 <= m0 {
+				continue
 			}
+			rows = append(rows, usageRow{orgID: c.OrgID, clusterID: c.ID, nodeID: n.ID,
+				amount:  machineCharge(c.MachineHour, m1) - machineCharge(c.MachineHour, m0),
+				minutes: m1 - m0, start: key, end: end,
+				desc: fmt.Sprintf("Cluster usage — %s, %s, %s–%s", c.Name, n.Name, start.Format("Jan 2 15:04"), end.Format("15:04"))})
 		}
 		if stop != nil && !end.Before(*stop) {
 			break

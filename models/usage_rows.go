@@ -146,12 +146,12 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster, w Usage
 	now := s.Now()
 	out := make([]ClusterUsage, len(cs))
 	for i, c := range cs {
-		accMin, acc := accumulating(c, markOf[c.ID], now)
-		if !w.contains(now) {
-			accMin, acc = 0, 0
-		}
 		out[i] = ClusterUsage{Cluster: c}
 		for _, n := range machines[c.ID] {
+			accMin, acc := accumulating(c, n.Gaps, markOf[c.ID], now)
+			if !w.contains(now) {
+				accMin, acc = 0, 0
+			}
 			w := written[n.ID]
 			m := MachineUsage{NodeID: n.ID, Name: n.Name, MachineHour: c.MachineHour, Completed: w[0], Minutes: w[1],
 				AccumulatingMinutes: accMin, Accumulating: acc, Intervals: intervals[n.ID]}
@@ -164,9 +164,9 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster, w Usage
 }
 
 // accumulating is one machine's usage after the last written period, up to
-// the stop, the release or now: the same cumulative rounding as the pass,
-// so it is exactly what the pass will write.
-func accumulating(c Cluster, mark *time.Time, now time.Time) (int64, Money) {
+// the stop, the release or now, less its unbilled gaps: the same
+// cumulative rounding as the pass, so it is exactly what the pass will write.
+func accumulating(c Cluster, gaps []BillingGap, mark *time.Time, now time.Time) (int64, Money) {
 	if c.ReadyAt == nil {
 		return 0, 0
 	}
@@ -179,7 +179,7 @@ func accumulating(c Cluster, mark *time.Time, now time.Time) (int64, Money) {
 	if end := b.billEnd(); end != nil && end.Before(to) {
 		to = *end
 	}
-	m0, m1 := minutesSince(anchor, from), minutesSince(anchor, to)
+	m0, m1 := billedMinutes(anchor, gaps, from), billedMinutes(anchor, gaps, to)
 	if m1 <= m0 {
 		return 0, 0
 	}

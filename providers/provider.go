@@ -214,6 +214,22 @@ type Provider interface {
 	// TerminateGroup releases every machine of the group together. Unknown or
 	// already-gone groups are success.
 	TerminateGroup(ctx context.Context, groupName string) error
+	// PlaceNode reserves one machine of the group's offer in the group's
+	// location at index, the machine's rank. index equal to the group's
+	// size adds a machine (L10); the index of a machine that is gone,
+	// stopped or failed puts a new machine in its place with the same
+	// index, name and interconnect address (X5) and releases the old one.
+	// A running machine is never replaced (ErrValidation). req names the
+	// offer and location (they must be the group's), the workload and
+	// exactly one agent token; its Count is ignored. A retry with the same
+	// token returns the machine the earlier call placed. An unknown or
+	// terminated group is ErrNotFound; no stock is ErrNoCapacity, and a
+	// refused placement takes nothing.
+	PlaceNode(ctx context.Context, groupName string, index int, req PlaceRequest) (Node, error)
+	// ReleaseNode releases one machine of the group and returns it to the
+	// upstream; the group's other machines are untouched. An unknown
+	// group or machine, or one already released, is success.
+	ReleaseNode(ctx context.Context, groupName, nodeID string) error
 }
 
 // Registry finds an adapter by the name stored on offers and clusters.

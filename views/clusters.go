@@ -55,6 +55,18 @@ type ClusterPage struct {
 	LogLines     []LogLineView // an ended cluster's last lines, shown instead of a stream (N6)
 	LogRank      int           // the node whose log the logs section shows
 	RecentEvents []EventView   // the overview's last few events
+	// Join is one more machine for a ready cluster (L10) or in a down
+	// machine's place (X5); nil once ended.
+	Join *JoinView
+}
+
+// JoinView offers "Add worker" and "Replace" with the machine-hour price
+// shown before the customer confirms.
+type JoinView struct {
+	MachineHour string // "$19.97/h"
+	CanAdd      bool   // a ready cluster with no machine joining
+	NextNode    string // "node-2"
+	Joining     string // the node joining now, "" = none
 }
 
 // Cluster page sections (tabs).
@@ -146,6 +158,8 @@ type NodeView struct {
 	Steps   []StepView
 	Message string
 	Start   *StartView // the start command in this boot (N3); nil when the cluster has none
+	// CanReplace: the machine is down and nothing else joins (X5).
+	CanReplace bool
 }
 
 // StartView is a node's start command state.

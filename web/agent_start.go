@@ -30,7 +30,7 @@ func (h *handler) recordStart(ctx context.Context, cl models.Cluster, node model
 // startOrder is the node's start order: nil before the cluster is ready
 // and once the agent reported its start command.
 func (h *handler) startOrder(c echo.Context, cl models.Cluster, node models.ClusterNode, reported bool) (*agentapi.StartOrder, error) {
-	if reported || cl.Status != models.StatusReady {
+	if reported || cl.Status != models.StatusReady || node.Status == models.NodeJoining {
 		return nil, nil
 	}
 	nodes, err := h.Store.NodesFor(c.Request().Context(), cl.ID)

@@ -11,10 +11,14 @@ import (
 
 // nextAgentTask hands a node its next task, if any, and marks it sent:
 // install the node's role of the cluster's software, run the software's own
-// check (S1, S2), or on node-0 of a ready cluster the NCCL check (X4).
+// check (S1, S2), a join's install or check (L10, X5), or on node-0 of a
+// ready cluster the NCCL check (X4).
 func (h *handler) nextAgentTask(c echo.Context, cl models.Cluster, node models.ClusterNode) (*agentapi.Task, error) {
 	ctx := c.Request().Context()
 	t, err := h.Store.NextSoftwareTask(ctx, cl, node)
+	if err == nil && t == nil {
+		t, err = h.Store.NextJoinTask(ctx, cl, node) // a machine joining after ready (L10, X5)
+	}
 	if err != nil {
 		return nil, err
 	}

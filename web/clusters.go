@@ -433,6 +433,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		}
 	}
 	cp.Recovery = recoveryView(cl, now, nil)
+	cp.Join = joinView(cl, nodes, cp.Nodes)
 	if cp.Ended, err = h.endedView(c, cl); err != nil {
 		return cp, err
 	}
@@ -560,16 +561,23 @@ func nodeView(cl models.Cluster, n models.ClusterNode) views.NodeView {
 		Address: n.PrivateIP, Message: n.Message}
 	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
 	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
-	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(cl.PlacedAt != nil, "done", "active"), At: clock(cl.PlacedAt)})
+	placed, joining := cl.PlacedAt, n.Status == models.NodeJoining
+	if joining || n.JoinPlacedAt != nil { // an added worker or a replacement: its own placement and deadlines (L10, X5)
+		placed = n.JoinPlacedAt
+	}
+	nv.Steps = append(nv.Steps, views.StepView{Label: "reserved", State: stateIf(placed != nil, "done", "active"), At: clock(placed)})
 	for _, step := range models.ProvisionSteps {
 		sv := views.StepView{Label: labels[step], State: "waiting"}
 		deadline := cl.StepDeadline(step)
+		if joining {
+			deadline = cl.JoinDeadline(n, step)
+		}
 		switch {
 		case stamp[step] != nil:
 			sv.State, sv.At = "done", clock(stamp[step])
 		case n.Step == step && (shown == models.NodeFailed || shown == models.NodeLost):
 			sv.State = "failed"
-		case n.Step == step && shown == models.NodeProvisioning && !deadline.IsZero():
+		case n.Step == step && (shown == models.NodeProvisioning || shown == models.NodeJoining) && !deadline.IsZero():
 			sv.State = "active"
 			sv.Deadline = "gives up at " + deadline.Format("15:04:05")
 		}
@@ -580,7 +588,7 @@ func nodeView(cl models.Cluster, n models.ClusterNode) views.NodeView {
 		switch {
 		case n.SoftwareAt != nil:
 			sv.State, sv.At = "done", clock(n.SoftwareAt)
-		case shown == models.NodeInstalling:
+		case shown == models.NodeInstalling || shown == models.NodeJoining && n.MeshAt != nil:
 			sv.State = "active"
 		case shown == models.NodeDegraded:
 			sv.State = "failed"

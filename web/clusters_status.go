@@ -260,6 +260,14 @@ func nodeDetail(cl models.Cluster, n models.ClusterNode, shown models.NodeStatus
 		return "released with the cluster"
 	case models.NodeDegraded:
 		return "software not in place"
+	case models.NodeJoining:
+		if n.JoinPlacedAt == nil {
+			return "being reserved"
+		}
+		if n.MeshAt != nil {
+			return "installing the software with the others"
+		}
+		return stepDoing(n.Step)
 	}
 	return ""
 }

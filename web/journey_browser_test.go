@@ -53,6 +53,7 @@ type journey struct {
 	cat     *jobs.Catalog
 	prov    *jobs.Provision
 	install *jobs.Install
+	join    *jobs.Join
 }
 
 func newJourney(t *testing.T) *journey {
@@ -73,7 +74,8 @@ func newJourney(t *testing.T) *journey {
 	j := &journey{t: t, app: app, srv: srv, cloud: cloud,
 		cat:     &jobs.Catalog{Store: app.store, Providers: reg},
 		prov:    &jobs.Provision{Store: app.store, Providers: reg, ServerURL: srv.URL},
-		install: &jobs.Install{Store: app.store}}
+		install: &jobs.Install{Store: app.store},
+		join:    &jobs.Join{Store: app.store, Providers: reg, ServerURL: srv.URL}}
 	if err := j.cat.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +105,9 @@ func (j *journey) runJobs() {
 	}
 	if err := j.install.Run(ctx); err != nil {
 		j.t.Fatalf("install: %v", err)
+	}
+	if err := j.join.Run(ctx); err != nil {
+		j.t.Fatalf("join: %v", err)
 	}
 }
 

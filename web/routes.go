@@ -130,9 +130,13 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/clusters/:id/kubeconfig", h.downloadKubeconfig)
 	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
 	app.GET("/clusters/:id/logs/panel", h.logPanel)
-	app.POST("/clusters/:id/recovery", h.setRecovery) // R3
-	app.POST("/clusters/:id/recover", h.recoverNow)   // R5
-	app.POST("/clusters/:id/resume", h.resumeCluster) // B6
+	app.POST("/clusters/:id/recovery", h.setRecovery)            // R3
+	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
+	app.POST("/clusters/:id/workers", h.addWorker)               // L10
+	app.POST("/clusters/:id/nodes/:rank/replace", h.replaceNode) // X5
+	app.POST("/clusters/:id/recovery", h.setRecovery)            // R3
+	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
+	app.POST("/clusters/:id/resume", h.resumeCluster)            // B6
 
 	api.POST("/gpu/clusters/quote", h.apiQuote)
 	api.POST("/gpu/clusters", h.apiLaunch)
@@ -145,6 +149,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
 	api.PUT("/gpu/clusters/:id/recovery", h.apiSetRecovery)
 	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
+	api.POST("/gpu/clusters/:id/workers", h.apiAddWorker)
+	api.POST("/gpu/clusters/:id/nodes/:rank/replace", h.apiReplaceNode)
 	api.POST("/gpu/clusters/:id/resume", h.apiResume)
 
 	// The cluster agent's protocol: node tokens (agentAuth), outside the

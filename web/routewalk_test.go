@@ -264,6 +264,14 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/v1/gpu/clusters/:id/recover":             clusterA,
 	"/clusters/:id/resume":                     clusterA,
 	"/v1/gpu/clusters/:id/resume":              clusterA,
+	"/clusters/:id/workers":                    clusterA,
+	"/v1/gpu/clusters/:id/workers":             clusterA,
+	"/clusters/:id/nodes/:rank/replace":        clusterNodeA,
+	"/v1/gpu/clusters/:id/nodes/:rank/replace": clusterNodeA,
+}
+
+func clusterNodeA(f *walkFixture) map[string]string {
+	return map[string]string{"id": f.clusterA.ID, "rank": "1"}
 }
 
 func quoteRequestA(f *walkFixture) map[string]string {

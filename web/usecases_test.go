@@ -47,6 +47,8 @@ func TestUseCasesCommitWithTheirAuditEntry(t *testing.T) {
 		{name: "kubeconfig download (API)", audit: "cluster.kubeconfig", setup: kubeconfigCase},
 		{name: "recovery policy (API)", audit: "cluster.recovery_policy", setup: recoveryPolicyCase},
 		{name: "recover now (page)", audit: "cluster.recover_now", setup: recoverNowCase},
+		{name: "add worker (API)", audit: "cluster.add_worker", setup: addWorkerCase},
+		{name: "replace node (API)", audit: "cluster.replace_node", setup: replaceNodeCase},
 		{name: "resume (API)", audit: "cluster.resume", setup: resumeCase},
 		{name: "invite", audit: "member.invite", setup: inviteCase},
 		{name: "invite without its mail", table: "mail_outbox", audit: "member.invite", setup: inviteCase},

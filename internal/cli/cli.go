@@ -39,6 +39,8 @@ Usage:
   clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters add-worker ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters replace ID --node N [--yes] [--wait [--timeout 30m]]
   clusterdeck gpu clusters resume ID [--wait [--timeout 30m]]
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
@@ -61,6 +63,11 @@ X9): quote or launch one with --private-offer-id at its locked price.
 one recovery attempt at once (R5). "clusters resume" starts a cluster stopped by the
 balance or a budget again (B6): every machine, all or nothing; it needs the balance a
 launch needs. With --wait it exits 0 once the cluster runs again, 1 if the resume failed.
+
+"clusters add-worker" adds one more machine of the same offer to a ready cluster (L10):
+admitted like a launch, billed from when it has joined. "clusters replace --node N"
+shows what a new machine in place of node-N (which is down) costs; with --yes it
+replaces it, same name and address, on the same billing line (X5).
 
 "billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
 month (B1); "billing usage" a month's cost per machine (B3); "billing budgets" the key's
@@ -135,11 +142,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // clusters dispatches `gpu clusters SUB …`.
 func (c *gpuCLI) clusters(args []string) error {
 	if len(args) == 0 {
-		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover or resume")
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, resume, add-worker or replace")
 	}
 	commands := map[string]func([]string) error{
 		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
 		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
+		"add-worker": c.addWorker, "replace": c.replaceNode,
 		"recovery": c.recoveryPolicy, "recover": c.recoverNow, "resume": c.resume,
 	}
 	sub, rest := args[0], args[1:]

@@ -50,6 +50,7 @@ type deck struct {
 	cloud *sim.Cloud
 	cat   *jobs.Catalog
 	job   *jobs.Provision
+	join  *jobs.Join
 	// health and recovery are run by healthPass only (R1–R5).
 	health   *jobs.Health
 	recovery *jobs.Recovery
@@ -83,6 +84,7 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 	reg := providers.Registry{"sim": cloud}
 	d := &deck{t: t, store: store, clock: clock, srv: srv, cloud: cloud,
 		cat: &jobs.Catalog{Store: store, Providers: reg}, job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL},
+		join:   &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL},
 		health: &jobs.Health{Store: store, Providers: reg}, recovery: &jobs.Recovery{Store: store, Providers: reg}}
 	if err := d.cat.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -137,6 +139,9 @@ func (d *deck) tick() {
 	}
 	if err := d.job.Run(ctx); err != nil {
 		d.t.Fatalf("provision: %v", err)
+	}
+	if err := d.join.Run(ctx); err != nil {
+		d.t.Fatalf("join: %v", err)
 	}
 }
 

@@ -34,7 +34,7 @@ status is "ready" (billing starts there), cluster_connections for SSH and launch
 cluster_logs for a node's output, terminate_cluster when the work is done (there is no user stop).
 A degraded cluster (a machine down) keeps billing: recover_cluster tries once now, set_recovery
 restarts machines automatically. A cluster "stopped" by the balance or a budget bills no compute;
-after adding funds, resume_cluster starts it again.
+after adding funds, resume_cluster starts it again. add_worker grows a ready cluster by one machine of the same offer.
 Refusals are tool errors carrying the API's code: no_capacity (see advice), price_changed
 (quote again), quota_exceeded, insufficient_balance (shortfall is the amount to add).
 For reserved capacity, more machines or a fast fabric, request_quote; what the team agrees comes
@@ -61,7 +61,7 @@ type tools struct{ api *client.Client }
 func (t *tools) all() []func(*mcp.Server) {
 	return []func(*mcp.Server){
 		t.listOffers, t.quoteCluster, t.launchCluster, t.listClusters, t.getCluster,
-		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote, t.setRecovery, t.recoverCluster,
+		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote, t.setRecovery, t.recoverCluster, t.addWorker,
 		t.resumeCluster, t.getBalance, t.billingUsage,
 	}
 }

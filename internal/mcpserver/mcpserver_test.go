@@ -29,6 +29,7 @@ func TestToolsListed(t *testing.T) {
 			"terminate_cluster": {destructive: true, idempotent: true},
 			"set_recovery":      {idempotent: true},                 // R3: the same policy twice is one policy
 			"recover_cluster":   {},                                 // R5: each call asks for one more attempt
+			"add_worker":        {},                                 // L10: each call asks for one more machine
 			"resume_cluster":    {idempotent: true},                 // B6: asking again while it resumes changes nothing
 			"get_balance":       {readOnly: true, idempotent: true}, // B1
 			"billing_usage":     {readOnly: true},                   // B3

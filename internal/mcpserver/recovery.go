@@ -59,6 +59,27 @@ func (t *tools) recoverCluster(s *mcp.Server) {
 		})
 }
 
+func (t *tools) addWorker(s *mcp.Server) {
+	// Neither read-only nor idempotent (each call asks for one more
+	// machine); not destructive (it releases nothing).
+	mcp.AddTool(s, &mcp.Tool{Name: "add_worker", InputSchema: clusterSchema[ClusterArgs](), Annotations: writes("Add a worker", false, false),
+		Description: "Add one more machine of the same offer to a ready cluster (L10): admitted like a launch, it joins the mesh and the software and bills from when it has joined."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ClusterArgs) (*mcp.CallToolResult, any, error) {
+			var cl api.Cluster
+			return call(ctx, func(o client.Option) (err error) { cl, err = t.api.AddWorker(ctx, in.ClusterID, o); return err },
+				func() string {
+					node := ""
+					for _, n := range cl.Nodes {
+						if n.Status == "joining" {
+							node = n.Name
+						}
+					}
+					return fmt.Sprintf("Worker %s admitted for cluster %s at $%s/h (now %d machines, $%s/h): it is placed and joins now, billed from when it has joined; call get_cluster to follow it (its status reads joining, then ready).",
+						node, cl.ID, cl.USDPerMachineHour, cl.NodeCount, cl.USDPerHour)
+				})
+		})
+}
+
 func (t *tools) resumeCluster(s *mcp.Server) {
 	// Idempotent (asking again while the resume is under way changes
 	// nothing); not destructive (it starts machines).

@@ -85,6 +85,33 @@ func TestRecoveryTools(t *testing.T) {
 	})
 }
 
+// L10 through the tools: add_worker admits one more machine, which the
+// join job places and the agent joins; get_cluster then lists three ready
+// machines. Another organisation's cluster is not found.
+func TestAddWorkerTool(t *testing.T) {
+	eachDeck(t, func(t *testing.T, d *deck) {
+		cs := mustConnect(t, ways[0], d, d.key)
+		id := d.readyCluster(cs, "grow-me")
+		rival := d.signup("rival@example.com", "Rival Labs", 100)
+		refused(t, mustConnect(t, ways[1], d, rival.key), "add_worker", map[string]any{"cluster_id": id}, "not_found")
+
+		r := ok(t, cs, "add_worker", map[string]any{"cluster_id": id})
+		if r.data["nodeCount"] != 3.0 || !strings.Contains(r.text, "Worker node-2 admitted") {
+			t.Fatalf("add_worker: %s", r.text)
+		}
+		refused(t, cs, "add_worker", map[string]any{"cluster_id": id}, "join_in_progress")
+		var nodes []any
+		for n := 0; n < 15; n++ {
+			d.tick()
+			nodes, _ = ok(t, cs, "get_cluster", map[string]any{"cluster_id": id}).data["nodes"].([]any)
+			if len(nodes) == 3 && nodes[2].(map[string]any)["status"] == "ready" {
+				return
+			}
+		}
+		t.Fatalf("node-2 did not join: %v", nodes)
+	})
+}
+
 // B6 through the tools: resume_cluster is refused with not_stopped on a
 // running cluster; on a stopped one it asks for the resume (the same call
 // twice is the same resume); another organisation's cluster is not found.

@@ -16,11 +16,13 @@ const (
 
 // Operation names on errors (providers.Error.Op).
 const (
-	opListOffers = "ListOffers"
-	opLaunch     = "PlaceGroup"
-	opDescribe   = "DescribeGroup"
-	opRestart    = "RestartNode"
-	opTerminate  = "TerminateGroup"
+	opListOffers  = "ListOffers"
+	opLaunch      = "PlaceGroup"
+	opDescribe    = "DescribeGroup"
+	opRestart     = "RestartNode"
+	opTerminate   = "TerminateGroup"
+	opPlaceNode   = "PlaceNode"
+	opReleaseNode = "ReleaseNode"
 )
 
 // Region is {name, description}, both required.

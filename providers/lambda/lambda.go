@@ -560,6 +560,42 @@ func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 		Message: "Lambda cannot stop a machine and start it again; terminate the cluster to release it"}
 }
 
+// PlaceNode is refused: a machine added to a running group, or put in a
+// gone one's place with its interconnect address (L10, X5), needs the
+// group's private network to take it at that address, which Lambda's
+// launch cannot promise. The refusal is ErrUnsupported and launches
+// nothing; the join fails and the cluster stays as it was.
+func (l *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
+	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
+		Location: req.Location, Message: "Lambda cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
+}
+
+// ReleaseNode terminates one machine of the group (POST
+// /instance-operations/terminate with its id); the others are untouched. A
+// machine Lambda no longer knows, of another group or already terminating,
+// is success.
+func (l *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error {
+	defer l.lock(groupName)()
+	var in Instance
+	err := l.c.do(ctx, opReleaseNode, http.MethodGet, pathInstances+"/"+url.PathEscape(nodeID), nil, &in)
+	switch {
+	case errors.Is(err, providers.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case in.Tag(TagGroup) != groupName || !alive(in):
+		return nil
+	}
+	var out struct {
+		Terminated []Instance `json:"terminated_instances"`
+	}
+	err = l.c.do(ctx, opReleaseNode, http.MethodPost, pathTerminate, InstanceIDs{InstanceIDs: []string{nodeID}}, &out)
+	if errors.Is(err, providers.ErrNotFound) {
+		return nil // gone meanwhile
+	}
+	return err
+}
+
 // TerminateGroup terminates every live machine of the group in one call. A
 // group Lambda does not know, or machines already gone, are success.
 func (l *Cloud) TerminateGroup(ctx context.Context, groupName string) error {

@@ -31,6 +31,9 @@ type Env struct {
 	// Stops says whether the upstream can stop a machine and start it
 	// again; one that cannot refuses StopNode with ErrUnsupported.
 	Stops bool
+	// PlacesNodes says whether the upstream can add one machine to a placed
+	// group (L10); one that cannot refuses PlaceNode with ErrUnsupported.
+	PlacesNodes bool
 	// RateLimited scripts the upstream's next answer to be "too many
 	// requests, retry after d"; Waited is how long the provider has slept
 	// so far (on the test's clock). Both nil for a provider whose upstream
@@ -223,6 +226,68 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		e.Advance(e.Boot)
 		if g, err = e.Provider.DescribeGroup(ctx, "cl_1"); err != nil || g.Nodes[0].State != providers.NodeRunning {
 			t.Fatalf("after the restart: %+v %v", g, err)
+		}
+	})
+	t.Run("release one machine leaves the others", func(t *testing.T) {
+		e := newEnv(t)
+		g, err := e.Provider.PlaceGroup(ctx, e.Request("cl_1", 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(e.Boot)
+		for range 2 { // a second release of the same machine is success
+			if err := e.Provider.ReleaseNode(ctx, "cl_1", g.Nodes[1].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.Provider.ReleaseNode(ctx, "cl_1", "no-such-machine"); err != nil {
+			t.Fatalf("unknown machine: %v", err)
+		}
+		if err := e.Provider.ReleaseNode(ctx, "cl_never", g.Nodes[0].ID); err != nil {
+			t.Fatalf("unknown group: %v", err)
+		}
+		e.Advance(e.Boot)
+		g, err = e.Provider.DescribeGroup(ctx, "cl_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, n := range g.Nodes {
+			if n.State == providers.NodeRunning {
+				running++
+				if n.Index != 0 {
+					t.Errorf("machine %d still runs after its release: %+v", n.Index, g.Nodes)
+				}
+			}
+		}
+		if running != 1 {
+			t.Errorf("machine 0 must keep running alone: %+v", g.Nodes)
+		}
+	})
+	t.Run("place one more machine", func(t *testing.T) {
+		e := newEnv(t)
+		if _, err := e.Provider.PlaceGroup(ctx, e.Request("cl_1", 1)); err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(e.Boot)
+		req := e.Request("cl_1", 2)
+		req.Agent.Tokens = req.Agent.Tokens[1:]
+		n, err := e.Provider.PlaceNode(ctx, "cl_1", 1, req)
+		if !e.PlacesNodes {
+			if !errors.Is(err, providers.ErrUnsupported) {
+				t.Fatalf("a provider that cannot add a machine refuses: want ErrUnsupported, got %v", err)
+			}
+			if g, err := e.Provider.DescribeGroup(ctx, "cl_1"); err != nil || len(g.Nodes) != 1 {
+				t.Fatalf("a refused placement adds nothing: %+v %v", g, err)
+			}
+			return
+		}
+		if err != nil || n.Index != 1 {
+			t.Fatalf("place node 1: %+v %v", n, err)
+		}
+		e.Advance(e.Boot)
+		if g, err := e.Provider.DescribeGroup(ctx, "cl_1"); err != nil || len(g.Nodes) != 2 || g.Nodes[1].State != providers.NodeRunning {
+			t.Fatalf("after placing node 1: %+v %v", g, err)
 		}
 	})
 }

@@ -12,12 +12,14 @@ const (
 
 // Operation names on errors (providers.Error.Op).
 const (
-	opListOffers = "ListOffers"
-	opPlace      = "PlaceGroup"
-	opDescribe   = "DescribeGroup"
-	opRestart    = "RestartNode"
-	opStop       = "StopNode"
-	opTerminate  = "TerminateGroup"
+	opListOffers  = "ListOffers"
+	opPlace       = "PlaceGroup"
+	opDescribe    = "DescribeGroup"
+	opRestart     = "RestartNode"
+	opStop        = "StopNode"
+	opTerminate   = "TerminateGroup"
+	opPlaceNode   = "PlaceNode"
+	opReleaseNode = "ReleaseNode"
 )
 
 // Availability levels of the catalog (AvailabilityLevel).

@@ -621,6 +621,35 @@ func (r *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 	return r.action(ctx, opStop, nodeID, "stop")
 }
 
+// PlaceNode is refused: a pod added to a placed group, or put in a gone
+// one's place with its interconnect address (L10, X5), is not something
+// RunPod's pods can promise. The refusal is ErrUnsupported and creates
+// nothing; the join fails and the cluster stays as it was.
+func (r *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
+	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
+		Location: req.Location, Message: "RunPod cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
+}
+
+// ReleaseNode deletes one pod of the group; the others are untouched. A
+// pod RunPod no longer knows, of another group or already gone, is success.
+func (r *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error {
+	defer r.lock(groupName)()
+	by, err := r.pods(ctx, opReleaseNode)
+	if err != nil {
+		return err
+	}
+	for _, p := range by[groupName] {
+		if p.ID != nodeID || !alive(p) {
+			continue
+		}
+		err := r.c.do(ctx, opReleaseNode, http.MethodDelete, pathPods+"/"+url.PathEscape(p.ID), nil, nil)
+		if err != nil && !errors.Is(err, providers.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
 // TerminateGroup deletes every pod of the group. Pods already gone are success.
 func (r *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
 	defer r.lock(groupName)()

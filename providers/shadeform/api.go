@@ -14,11 +14,13 @@ const (
 
 // Operation names on errors (providers.Error.Op).
 const (
-	opListOffers = "ListOffers"
-	opPlace      = "PlaceGroup"
-	opDescribe   = "DescribeGroup"
-	opRestart    = "RestartNode"
-	opTerminate  = "TerminateGroup"
+	opListOffers  = "ListOffers"
+	opPlace       = "PlaceGroup"
+	opDescribe    = "DescribeGroup"
+	opRestart     = "RestartNode"
+	opTerminate   = "TerminateGroup"
+	opPlaceNode   = "PlaceNode"
+	opReleaseNode = "ReleaseNode"
 )
 
 // Instance statuses (Status).

@@ -554,6 +554,37 @@ func (s *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 		Message: "Shadeform cannot stop a machine and start it again; terminate the cluster to release it"}
 }
 
+// PlaceNode is refused: a machine added to a placed group, or put in a
+// gone one's place with its interconnect address (L10, X5), is not
+// something Shadeform's instances can promise. The refusal is
+// ErrUnsupported and creates nothing; the join fails and the cluster stays
+// as it was.
+func (s *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
+	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
+		Location: req.Location, Message: "Shadeform cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
+}
+
+// ReleaseNode deletes one machine of the group; the others are untouched.
+// A machine Shadeform no longer knows, of another group or already
+// deleting, is success.
+func (s *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error {
+	defer s.lock(groupName)()
+	by, err := s.instances(ctx, opReleaseNode)
+	if err != nil {
+		return err
+	}
+	for _, in := range by[groupName] {
+		if in.ID != nodeID || !alive(in) {
+			continue
+		}
+		err := s.c.do(ctx, opReleaseNode, http.MethodPost, "/instances/"+url.PathEscape(in.ID)+"/delete", nil, nil)
+		if err != nil && !errors.Is(err, providers.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
 // TerminateGroup deletes every machine of the group. Machines already
 // deleting or gone are success.
 func (s *Cloud) TerminateGroup(ctx context.Context, groupName string) error {

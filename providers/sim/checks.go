@@ -67,10 +67,13 @@ func (e *executor) check(software string, now time.Time) (string, error) {
 	if _, ok := head.installed[software]; !ok || !head.running(now) {
 		return headDown(software, head.privateIP()), exitStatus(1)
 	}
-	nodes := make([]nodeHealth, len(g.nodes))
-	for i, n := range g.nodes {
+	nodes := make([]nodeHealth, 0, len(g.nodes))
+	for _, n := range g.nodes {
+		if n.released {
+			continue // gone from the cluster: the tools no longer list it
+		}
 		at, joined := n.installed[software]
-		nodes[i] = nodeHealth{
+		nodes = append(nodes, nodeHealth{
 			n:        n,
 			joined:   joined,
 			joinedAt: at,
@@ -78,7 +81,7 @@ func (e *executor) check(software string, now time.Time) (string, error) {
 			healthy: !slices.ContainsFunc(n.checkFails, func(s string) bool {
 				return s == "" || s == software
 			}),
-		}
+		})
 	}
 	switch software {
 	case Slurm:

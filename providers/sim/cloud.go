@@ -413,7 +413,11 @@ func (c *Cloud) TerminateGroup(ctx context.Context, groupName string) (err error
 	}
 	g.terminated = true
 	g.terminatedAt = c.now()
-	g.offer.free += len(g.nodes)
+	for _, n := range g.nodes {
+		if !n.released {
+			g.offer.free++
+		}
+	}
 	return nil
 }
 

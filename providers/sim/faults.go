@@ -87,7 +87,10 @@ func takenAtCall(k FaultKind) bool {
 // placements it matches (empty matches any). It applies to the next Count
 // matching placements, or for install_fails the next Count matching
 // installs; Count 0 applies until ClearFaults. A node fault whose Node is
-// not in a placement does not match that placement.
+// not in a placement does not match that placement; it waits for the
+// machine placed alone at that index (PlaceNode: an added worker or a
+// replacement), whose placement it hits like a group's. A refusal fault
+// refuses a single placement as it would a group's.
 //
 // As JSON (ParseFaults takes one object or an array); "offer" is the id the
 // API shows, with or without its "sim:" prefix:
@@ -357,30 +360,34 @@ func (c *Cloud) applyNodeFaults(g *group) {
 		if !scriptedAtPlacement(f.Kind) || !f.matches(g.offer, g.name, len(g.nodes)) {
 			continue
 		}
-		n := g.nodes[f.Node]
-		switch f.Kind {
-		case FaultNeverBoots:
-			n.neverBoots = true
-		case FaultDies:
-			n.dies, n.dieAfter = true, f.After.D()
-		case FaultAgentSilent:
-			n.agentSilent = true
-		case FaultPeerUnreachable:
-			n.peerUnreachable = true
-		case FaultCheckFails:
-			n.checkFails = append(n.checkFails, f.Software)
-		case FaultGPUMissing:
-			n.gpuMissing = true
-		case FaultNCCLSlow:
-			n.ncclSlow = true
-		case FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop:
-			n.hit(f.Fault, n.bootAt)
-		}
+		g.nodes[f.Node].script(f.Fault)
 		before := len(c.faults)
 		c.use(i)
 		if len(c.faults) < before {
 			i-- // the fault was used up and removed
 		}
+	}
+}
+
+// script puts a placement-time node fault onto machine n.
+func (n *node) script(f Fault) {
+	switch f.Kind {
+	case FaultNeverBoots:
+		n.neverBoots = true
+	case FaultDies:
+		n.dies, n.dieAfter = true, f.After.D()
+	case FaultAgentSilent:
+		n.agentSilent = true
+	case FaultPeerUnreachable:
+		n.peerUnreachable = true
+	case FaultCheckFails:
+		n.checkFails = append(n.checkFails, f.Software)
+	case FaultGPUMissing:
+		n.gpuMissing = true
+	case FaultNCCLSlow:
+		n.ncclSlow = true
+	case FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop:
+		n.hit(f, n.bootAt)
 	}
 }
 

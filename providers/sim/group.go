@@ -40,7 +40,8 @@ type node struct {
 	unrecoverable   bool      // every restart is refused
 	silentAt        time.Time // the agent stops from then until restarted (zero = never)
 
-	stopped bool // stopped by StopNode until started again
+	stopped  bool // stopped by StopNode until started again
+	released bool // released alone by ReleaseNode (its slot waits for a replacement)
 
 	installed  map[string]time.Time // software → when its install succeeded
 	agentEpoch int                  // bumped when the machine reboots, so a stale agent is not kept
@@ -85,6 +86,8 @@ func (n *node) state(t time.Time) (providers.NodeState, string) {
 	switch {
 	case n.g.terminated:
 		return providers.NodeTerminated, "terminated"
+	case n.released:
+		return providers.NodeTerminated, "released"
 	case n.dies && !t.Before(n.bootAt.Add(n.dieAfter)):
 		return providers.NodeTerminated, "instance no longer exists upstream"
 	case n.neverBoots || t.Before(n.bootAt):

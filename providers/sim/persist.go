@@ -95,6 +95,7 @@ type nodeDoc struct {
 	NCCLSlow        bool                 `json:"ncclSlow,omitempty"`
 	DownAt          time.Time            `json:"downAt,omitzero"`
 	Stopped         bool                 `json:"stopped,omitempty"`
+	Released        bool                 `json:"released,omitempty"`
 	Unrecoverable   bool                 `json:"unrecoverable,omitempty"`
 	SilentAt        time.Time            `json:"silentAt,omitzero"`
 	Installed       map[string]time.Time `json:"installed,omitempty"`
@@ -120,7 +121,7 @@ func (c *Cloud) encode() ([]byte, error) {
 			gd.Nodes = append(gd.Nodes, nodeDoc{ID: n.id, BootAt: n.bootAt, RestartUntil: n.restartUntil,
 				NeverBoots: n.neverBoots, Dies: n.dies, DieAfter: Duration(n.dieAfter), AgentSilent: n.agentSilent,
 				PeerUnreachable: n.peerUnreachable, CheckFails: n.checkFails, GPUMissing: n.gpuMissing,
-				NCCLSlow: n.ncclSlow, DownAt: n.downAt, Stopped: n.stopped, Unrecoverable: n.unrecoverable,
+				NCCLSlow: n.ncclSlow, DownAt: n.downAt, Stopped: n.stopped, Released: n.released, Unrecoverable: n.unrecoverable,
 				SilentAt: n.silentAt, Installed: n.installed, AgentEpoch: n.agentEpoch, Ran: n.ran})
 		}
 		doc.Groups = append(doc.Groups, gd)
@@ -160,7 +161,7 @@ func (c *Cloud) decode(data []byte) error {
 			n := &node{g: g, index: i, id: nd.ID, bootAt: nd.BootAt, restartUntil: nd.RestartUntil,
 				neverBoots: nd.NeverBoots, dies: nd.Dies, dieAfter: nd.DieAfter.D(), agentSilent: nd.AgentSilent,
 				peerUnreachable: nd.PeerUnreachable, checkFails: nd.CheckFails, gpuMissing: nd.GPUMissing,
-				ncclSlow: nd.NCCLSlow, downAt: nd.DownAt, stopped: nd.Stopped, unrecoverable: nd.Unrecoverable,
+				ncclSlow: nd.NCCLSlow, downAt: nd.DownAt, stopped: nd.Stopped, released: nd.Released, unrecoverable: nd.Unrecoverable,
 				silentAt: nd.SilentAt, installed: nd.Installed, agentEpoch: nd.AgentEpoch, ran: nd.Ran}
 			if n.installed == nil {
 				n.installed = map[string]time.Time{}

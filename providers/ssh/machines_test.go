@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,6 +77,19 @@ func TestMachinesFileOffers(t *testing.T) {
 	}
 	if err := p.TerminateGroup(context.Background(), "cl_unknown"); err != nil {
 		t.Errorf("terminate of an unknown group: %v", err)
+	}
+	// L10, X5: owned machines are placed with their cluster only; a
+	// machine the group does not hold is released already.
+	_, err = p.PlaceNode(context.Background(), "cl_x", 2, providers.PlaceRequest{GroupName: "cl_x", OfferID: h100.OfferID, Location: "rack-1",
+		Agent: providers.AgentBootstrap{ServerURL: "http://s", Tokens: []string{"c"}}})
+	if !errors.Is(err, providers.ErrUnsupported) {
+		t.Errorf("place one machine: %v, want ErrUnsupported", err)
+	}
+	if offers, _ := p.ListOffers(context.Background()); *offers[0].NodesAvailable != 2 {
+		t.Errorf("stock after a refused PlaceNode: %d", *offers[0].NodesAvailable)
+	}
+	if err := p.ReleaseNode(context.Background(), "cl_unknown", "gpu-a"); err != nil {
+		t.Errorf("release from an unknown group: %v", err)
 	}
 }
 

@@ -338,6 +338,30 @@ func (p *Provider) StopNode(ctx context.Context, groupName, nodeID string) error
 	return p.fail(providers.ErrValidation, "StopNode", "machines of the ssh provider cannot be stopped; terminate the cluster to free them")
 }
 
+// PlaceNode implements providers.Provider: the operator's machines are
+// listed in the machines file and placed with their cluster, so none is
+// added to a placed group or put in a gone one's place (L10, X5). The
+// refusal is ErrUnsupported; the join fails and the cluster stays as it
+// was.
+func (p *Provider) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
+	return providers.Node{}, p.fail(providers.ErrUnsupported, "PlaceNode",
+		"machines of the ssh provider are placed with their cluster; none can be added or replaced alone")
+}
+
+// ReleaseNode implements providers.Provider: a machine the group does not
+// hold is success; one it holds is freed with its cluster only (a group's
+// machines keep their ranks), so that is ErrUnsupported. PlaceNode never
+// places one alone, so the join job never releases one.
+func (p *Provider) ReleaseNode(ctx context.Context, groupName, nodeID string) error {
+	p.mu.Lock()
+	g, ok := p.state.Groups[groupName]
+	p.mu.Unlock()
+	if !ok || !contains(g.Machines, nodeID) {
+		return nil
+	}
+	return p.fail(providers.ErrUnsupported, "ReleaseNode", "machine %q is freed when its cluster is terminated", nodeID)
+}
+
 // TerminateGroup implements providers.Provider: on every machine it stops
 // the agent and what it started and removes the cluster's files, then
 // frees the machines. An unreachable machine keeps the group (and the
