@@ -198,3 +198,31 @@ func TestAddressesFromTheAgents(t *testing.T) {
 		}
 	})
 }
+
+// Q2, L10: an added machine is placed at the machine-hour the quote locked;
+// when the provider's price rose above it the worker is refused, takes no
+// stock and the cluster keeps its machines.
+func TestPriceCeilingRefusesAWorker(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newJoinWorld(t, db, 2, "none")
+		ctx := context.Background()
+		before := h.stock("h100.8x.vm")
+		c := h.cluster(h.c.ID)
+		if err := db.Model(&models.Cluster{}).Where("id = ?", c.ID).Update("machine_hour", c.MachineHour-1).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.store.As(h.actor).AddWorker(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		h.untilJoined(10)
+		if got := h.cluster(c.ID); got.Status != models.StatusReady || got.Nodes != 2 || len(h.nodes()) != 2 {
+			t.Fatalf("after the refused worker: %s with %d machines, %d rows\n%s", got.Status, got.Nodes, len(h.nodes()), h.events(c.ID))
+		}
+		if ev := h.events(c.ID); !strings.Contains(ev, "above the ceiling") {
+			t.Errorf("events do not say why:\n%s", ev)
+		}
+		if after := h.stock("h100.8x.vm"); after != before {
+			t.Errorf("stock %d → %d: a refused placement must take nothing", before, after)
+		}
+	})
+}

@@ -243,7 +243,9 @@ func (x Actions) ReplaceNode(ctx context.Context, clusterID string, rank int) (C
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.db.WithContext(ctx).Where("id = ?", n.ID).Take(&n).Error; err != nil {
+		id := n.ID
+		n = ClusterNode{} // a fresh row: scanning into the old one keeps fields the update cleared
+		if err := tx.db.WithContext(ctx).Where("id = ?", id).Take(&n).Error; err != nil {
 			return nil, err
 		}
 		return x.audit("cluster.replace_node", c.ID, fmt.Sprintf("%s at $%s/h", n.Name, DecimalUSD(c.MachineHour))), nil
