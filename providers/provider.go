@@ -265,3 +265,21 @@ func AcceleratorName(model string, memGB int) string {
 	}
 	return m + "_" + strconv.Itoa(memGB) + "GB"
 }
+
+// DescribeOne is DescribeGroup for an adapter whose upstream lists many
+// groups in one call: it asks describeMany for the one group and answers
+// ErrNotFound (op, with what the upstream calls a machine) when it is not
+// listed.
+func DescribeOne(ctx context.Context, provider, op, machine, groupName string,
+	describeMany func(context.Context, []string) (map[string]Group, error)) (Group, error) {
+	gs, err := describeMany(ctx, []string{groupName})
+	if err != nil {
+		return Group{}, err
+	}
+	g, ok := gs[groupName]
+	if !ok {
+		return Group{}, &Error{Class: ErrNotFound, Provider: provider, Op: op,
+			Message: "no " + machine + " of group " + groupName}
+	}
+	return g, nil
+}

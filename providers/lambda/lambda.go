@@ -474,16 +474,7 @@ func node(in Instance, i int) providers.Node {
 // DescribeGroup reports the group's machines; ErrNotFound when Lambda
 // knows none of them.
 func (l *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.Group, error) {
-	gs, err := l.DescribeGroups(ctx, []string{groupName})
-	if err != nil {
-		return providers.Group{}, err
-	}
-	g, ok := gs[groupName]
-	if !ok {
-		return providers.Group{}, &providers.Error{Class: providers.ErrNotFound, Provider: Name, Op: opDescribe,
-			Message: "no machine of group " + groupName}
-	}
-	return g, nil
+	return providers.DescribeOne(ctx, Name, opDescribe, "machine", groupName, l.DescribeGroups)
 }
 
 // DescribeGroups reports many groups with one list call (R1).

@@ -512,16 +512,7 @@ func node(p Pod, i int) providers.Node {
 
 // DescribeGroup reports the group's pods; ErrNotFound when RunPod knows none.
 func (r *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.Group, error) {
-	gs, err := r.DescribeGroups(ctx, []string{groupName})
-	if err != nil {
-		return providers.Group{}, err
-	}
-	g, ok := gs[groupName]
-	if !ok {
-		return providers.Group{}, &providers.Error{Class: providers.ErrNotFound, Provider: Name, Op: opDescribe,
-			Message: "no pod of group " + groupName}
-	}
-	return g, nil
+	return providers.DescribeOne(ctx, Name, opDescribe, "pod", groupName, r.DescribeGroups)
 }
 
 // DescribeGroups reports many groups with one list call (R1).
