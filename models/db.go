@@ -49,6 +49,14 @@ func Open(url, sqlitePath string) (*gorm.DB, error) {
 }
 
 // SQLiteDSN is the connection string for a SQLite file with our pragmas.
+//
+// Transactions begin IMMEDIATE: each takes the write lock up front, so two
+// processes on one file (two instances, or a tool beside the server) queue
+// on busy_timeout instead of one failing with SQLITE_BUSY_SNAPSHOT when a
+// transaction that read first tries to write. There is deliberately no
+// _time_format parameter: the driver stops reading the DSN's parameters
+// after it (so _txlock was silently ignored), and its default write format
+// is the same "sqlite" one anyway.
 func SQLiteDSN(path string) string {
 	params := []string{
 		"_pragma=busy_timeout(10000)",
@@ -56,7 +64,6 @@ func SQLiteDSN(path string) string {
 		"_pragma=foreign_keys(1)",
 		"_pragma=synchronous(NORMAL)",
 		"_txlock=immediate",
-		"_time_format=sqlite",
 	}
 	return "file:" + path + "?" + strings.Join(params, "&")
 }
