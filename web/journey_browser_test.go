@@ -436,6 +436,21 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	if same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.getElementById('logs') && document.getElementById('logs').__same === true`)); err != nil || !same {
 		t.Errorf("the poll replaced the logs section (and its stream) instead of keeping it (%v)", err)
 	}
+	// What a poll brings answers clicks at once: htmx processes the new part
+	// within the swap (no settle delay), so a click just after a poll (a tab,
+	// Terminate) never falls through to a full page load or a plain POST.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.__processedAfterPoll = null, document.body.addEventListener('htmx:afterSwap', function h(e) {
+		if (e.detail.elt.id !== 'cluster-live') return;
+		document.body.removeEventListener('htmx:afterSwap', h);
+		queueMicrotask(() => { const f = document.querySelector('#cluster-live [data-testid=terminate]').form;
+			window.__processedAfterPoll = !!(f['htmx-internal-data'] && f['htmx-internal-data'].initHash); });
+	}), true)`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("the next poll", `window.__processedAfterPoll !== null`, 10*time.Second)
+	if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__processedAfterPoll`)); err != nil || !ok {
+		t.Errorf("right after a poll's swap its Terminate form is not yet wired to htmx (%v): a click then would post the plain form", err)
+	}
 	journeyShot(t, ctx, "journey-3-ready")
 
 	// Terminate: the styled dialog names the cluster and says billing stops;
