@@ -103,3 +103,15 @@ func adminTabLabel(tab string) string {
 	}
 	return "Audit log"
 }
+
+// providerRegionsNote is the regions cell of a provider without a regions
+// variable.
+func providerRegionsNote(name string) string {
+	switch name {
+	case "ssh":
+		return "its machines' locations"
+	case "sim":
+		return "SIM_CONFIG's"
+	}
+	return "—"
+}
