@@ -38,6 +38,11 @@ type Config struct {
 	// ProviderSettings is what the environment configures for each provider
 	// (OP1), shown on the providers page; keys never reach the web layer.
 	ProviderSettings map[string]ProviderSetting
+	// SSHMachinesFile and SSHFileMachines are the ssh provider's machines
+	// file and its machines as loaded at start-up (the machines page lists
+	// them read-only beside those added there).
+	SSHMachinesFile string
+	SSHFileMachines []models.SSHMachine
 }
 
 // ProviderSetting is one provider's configuration as the providers page
