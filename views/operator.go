@@ -4,7 +4,7 @@ package views
 
 // AdminNav is the admin area's tabs.
 type AdminNav struct {
-	Active string // orgs | quote-requests | providers | jobs | audit
+	Active string // orgs | quote-requests | providers | machines | jobs | audit | leaks
 }
 
 // AdminProvidersPage is /admin/providers: each provider's catalog health and markup.
@@ -96,6 +96,8 @@ func adminTabLabel(tab string) string {
 		return "Quote requests"
 	case "providers":
 		return "Providers"
+	case "machines":
+		return "Machines"
 	case "jobs":
 		return "Jobs"
 	case "leaks":
