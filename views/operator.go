@@ -117,3 +117,11 @@ func providerRegionsNote(name string) string {
 	}
 	return "—"
 }
+
+// providerKeyNote is the key cell of a provider without an account key.
+func providerKeyNote(name string) string {
+	if name == "ssh" {
+		return "one per machine"
+	}
+	return "none needed"
+}
