@@ -77,7 +77,7 @@ func TestAdminMachines(t *testing.T) {
 		}
 		d = doc(t, rec)
 		for _, f := range []string{"name", "host", "port", "key", "location", "price"} {
-			if d.Find(`[data-testid=problem-` + f + `]`).Length() != 1 {
+			if d.Find(`[data-testid=problem-`+f+`]`).Length() != 1 {
 				t.Errorf("no problem for %s: %s", f, d.Find(`[data-testid=add-machine-form]`).Text())
 			}
 		}
