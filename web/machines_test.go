@@ -137,6 +137,17 @@ func TestAdminMachines(t *testing.T) {
 		if err := db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Update("status", models.StatusTerminated).Error; err != nil {
 			t.Fatal(err)
 		}
+		// An ssh cluster being placed has not said which machines it took yet.
+		placing := models.Cluster{ID: "cl_sshplacing", OrgID: cust.org.ID, Name: "next", Status: models.StatusProvisioning, Provider: "ssh", Nodes: 2}
+		if err := db.Create(&placing).Error; err != nil {
+			t.Fatal(err)
+		}
+		if rec := oc.post("/admin/machines/desk-1/delete", nil); rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "being placed") {
+			t.Errorf("remove while a cluster is placed: %d", rec.Code)
+		}
+		if err := db.Model(&models.Cluster{}).Where("id = ?", placing.ID).Updates(map[string]any{"status": models.StatusFailed, "released_at": now}).Error; err != nil {
+			t.Fatal(err)
+		}
 		if rec := oc.post("/admin/machines/desk-1/delete", nil); rec.Code != http.StatusSeeOther {
 			t.Fatalf("remove: %d %s", rec.Code, rec.Body)
 		}
