@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/web"
 )
 
 // config is every setting, read once from the environment (see README).
@@ -54,10 +55,13 @@ type config struct {
 	StripeSecretKey     string // STRIPE_SECRET_KEY: unset = payments test mode (top-ups credited at once)
 	StripeWebhookSecret string // STRIPE_WEBHOOK_SECRET: whsec_… of the webhook endpoint (API version 2023-10-16)
 
-	DefaultMaxMachines int          // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
-	DefaultMaxGPUs     int          // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
-	DefaultMarkup      int          // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)
-	TrustedProxies     []*net.IPNet // TRUSTED_PROXIES: comma list of CIDRs whose X-Forwarded-For is believed
+	DefaultMaxMachines int // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
+	DefaultMaxGPUs     int // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
+	DefaultMarkup      int // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)
+	// Markups is each provider's markup set by <P>_MARKUP_PERCENT (basis
+	// points, by provider name): it wins over the providers page.
+	Markups        map[string]int
+	TrustedProxies []*net.IPNet // TRUSTED_PROXIES: comma list of CIDRs whose X-Forwarded-For is believed
 
 	HeartbeatLate  time.Duration // HEALTH_HEARTBEAT_LATE: an agent is late after this long without a heartbeat (default 3m)
 	UnhealthyAfter time.Duration // HEALTH_UNHEALTHY_AFTER: how long a machine's condition must hold (default 1m)
@@ -159,6 +163,19 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.DefaultMarkup, err = models.ParsePercent(get("DEFAULT_MARKUP_PERCENT", "0")); err != nil || c.DefaultMarkup > models.MaxMarkupBP {
 		return c, fmt.Errorf("DEFAULT_MARKUP_PERCENT must be a percentage from 0 to 500 like 12.5, not %q", getenv("DEFAULT_MARKUP_PERCENT"))
 	}
+	c.Markups = map[string]int{}
+	for _, name := range markupProviders {
+		v := MarkupVar(name)
+		raw := get(v, "")
+		if raw == "" {
+			continue
+		}
+		bp, err := models.ParsePercent(raw)
+		if err != nil || bp > models.MaxMarkupBP {
+			return c, fmt.Errorf("%s must be a percentage from 0 to 500 like 12.5, not %q", v, raw)
+		}
+		c.Markups[name] = bp
+	}
 	for _, cidr := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
 		if cidr = strings.TrimSpace(cidr); cidr == "" {
 			continue
@@ -179,6 +196,32 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, errors.New("production needs SESSION_AUTH_KEY (64 hex bytes) and SESSION_ENC_KEY (32 hex bytes); generate them with `openssl rand -hex 32`")
 	}
 	return c, nil
+}
+
+// markupProviders are the providers whose markup an environment variable
+// can set (MarkupVar).
+var markupProviders = []string{"sim", "lambda", "runpod", "shadeform", "ssh"}
+
+// MarkupVar is the variable that sets provider's markup (OP2):
+// LAMBDA_MARKUP_PERCENT beside LAMBDA_API_KEY and the like.
+func MarkupVar(provider string) string { return strings.ToUpper(provider) + "_MARKUP_PERCENT" }
+
+// providerSettings is what the providers page shows of each provider's
+// configuration: whether its key is set (never the key) and its regions.
+func (c config) providerSettings() map[string]web.ProviderSetting {
+	out := map[string]web.ProviderSetting{}
+	for _, name := range markupProviders {
+		out[name] = web.ProviderSetting{MarkupVar: MarkupVar(name)}
+	}
+	set := func(name, keyVar string, keySet bool, regionsVar string, regions []string) {
+		s := out[name]
+		s.KeyVar, s.KeySet, s.RegionsVar, s.Regions = keyVar, keySet, regionsVar, regions
+		out[name] = s
+	}
+	set("lambda", "LAMBDA_API_KEY", c.Lambda.APIKey != "", "LAMBDA_REGIONS", c.Lambda.Regions)
+	set("runpod", "RUNPOD_API_KEY", c.RunPod.APIKey != "", "RUNPOD_DATACENTERS", c.RunPod.Locations)
+	set("shadeform", "SHADEFORM_API_KEY", c.Shadeform.APIKey != "", "SHADEFORM_REGIONS", c.Shadeform.Locations)
+	return out
 }
 
 // lambdaConfig is the Lambda adapter's settings (OP1). The key is never

@@ -140,3 +140,36 @@ func TestRunPodShadeformConfig(t *testing.T) {
 		}
 	}
 }
+
+// <P>_MARKUP_PERCENT (OP2) sets one provider's markup, validated like
+// DEFAULT_MARKUP_PERCENT: a bad value refuses to start, naming the variable.
+// The providers page learns which keys are set, never the keys.
+func TestProviderMarkupConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	c, err := loadConfig(env(map[string]string{"LAMBDA_MARKUP_PERCENT": "12.5", "SIM_MARKUP_PERCENT": "0", "SSH_MARKUP_PERCENT": " 3% ",
+		"LAMBDA_API_KEY": "secret_abc", "LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck", "LAMBDA_REGIONS": "us-east-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"lambda": 1250, "sim": 0, "ssh": 300}; len(c.Markups) != 3 || c.Markups["lambda"] != want["lambda"] ||
+		c.Markups["sim"] != 0 || c.Markups["ssh"] != 300 {
+		t.Errorf("markups: %v", c.Markups)
+	}
+	if _, ok := c.Markups["runpod"]; ok {
+		t.Error("an unset RUNPOD_MARKUP_PERCENT is a markup")
+	}
+	ps := c.providerSettings()
+	if l := ps["lambda"]; !l.KeySet || l.KeyVar != "LAMBDA_API_KEY" || !slices.Equal(l.Regions, []string{"us-east-1"}) || l.MarkupVar != "LAMBDA_MARKUP_PERCENT" {
+		t.Errorf("lambda: %+v", l)
+	}
+	if r := ps["runpod"]; r.KeySet || r.KeyVar != "RUNPOD_API_KEY" {
+		t.Errorf("runpod: %+v", r)
+	}
+	for _, bad := range []string{"-1", "501", "1.234", "ten"} {
+		for _, v := range []string{"LAMBDA_MARKUP_PERCENT", "RUNPOD_MARKUP_PERCENT", "SHADEFORM_MARKUP_PERCENT", "SSH_MARKUP_PERCENT", "SIM_MARKUP_PERCENT"} {
+			if _, err := loadConfig(env(map[string]string{v: bad})); err == nil || !strings.Contains(err.Error(), v) {
+				t.Errorf("%s=%q: err = %v", v, bad, err)
+			}
+		}
+	}
+}

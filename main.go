@@ -181,6 +181,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	}
 	store := models.NewStore(db, clock)
 	store.DefaultMarkup = cfg.DefaultMarkup
+	store.EnvMarkups = cfg.Markups
+	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {
@@ -222,7 +224,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 			DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
 			TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
-			Providers: cfg.Providers},
+			Providers: cfg.Providers, ProviderSettings: cfg.providerSettings(),
+			SSHMachinesFile: cfg.SSHMachinesFile, SSHFileMachines: fileMachineRows(cloud.SSHFile)},
 		Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
 		Payments: webPayments(cfg),
 	})

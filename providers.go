@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"gorm.io/gorm"
@@ -27,6 +30,9 @@ type cloud struct {
 	BeforeRound func(context.Context) error
 	sim         *sim.Cloud
 	done        chan struct{} // closed when the agents stopped
+	// SSHFile is the ssh provider's machines file, as loaded (nil when the
+	// provider is off or has no file): the admin's machines page lists it.
+	SSHFile []sshprov.Machine
 }
 
 // instanceName names this process among the instances on one database.
@@ -84,22 +90,32 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 			}
 			c.Registry[p.Name()] = p
 		case sshprov.Name:
-			if cfg.SSHMachinesFile == "" {
-				return nil, fmt.Errorf("PROVIDERS: ssh needs SSH_MACHINES_FILE (the machines you sell)")
-			}
-			machines, err := sshprov.LoadFile(cfg.SSHMachinesFile)
-			if err != nil {
-				return nil, fmt.Errorf("SSH_MACHINES_FILE: %w", err)
-			}
+			var machines []sshprov.Machine
 			state := cfg.SSHStateFile
-			if state == "" {
-				state = sshprov.StatePathFor(cfg.SSHMachinesFile)
+			if cfg.SSHMachinesFile != "" {
+				var err error
+				if machines, err = sshprov.LoadFile(cfg.SSHMachinesFile); err != nil {
+					return nil, fmt.Errorf("SSH_MACHINES_FILE: %w", err)
+				}
+				if state == "" {
+					state = sshprov.StatePathFor(cfg.SSHMachinesFile)
+				}
 			}
-			p, err := sshprov.New(sshprov.Config{Machines: machines, StatePath: state})
+			if state == "" {
+				state = filepath.Join(cfg.DataDir, "ssh-machines.state.json")
+			}
+			sc := sshprov.Config{Machines: machines, StatePath: state}
+			if db != nil {
+				store := models.NewStore(db, clock)
+				store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+				sc.Source = sshMachineSource(store)
+			}
+			p, err := sshprov.New(sc)
 			if err != nil {
 				return nil, err
 			}
 			c.Registry[p.Name()] = p
+			c.SSHFile = machines
 		default:
 			return nil, fmt.Errorf("PROVIDERS: unknown provider %q (available: sim, lambda, runpod, shadeform, ssh)", name)
 		}
@@ -108,6 +124,60 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 		return nil, fmt.Errorf("PROVIDERS: enable at least one provider")
 	}
 	return c, nil
+}
+
+// machineKeySecret is the key that seals the private keys pasted on the
+// admin's machines page: derived from the session encryption key, so it
+// is never stored beside what it seals (with PostgreSQL in development the
+// generated session keys live in the database, like the keys they seal).
+func machineKeySecret(sessionEncKey []byte) []byte {
+	if len(sessionEncKey) == 0 {
+		return nil
+	}
+	mac := hmac.New(sha256.New, sessionEncKey)
+	mac.Write([]byte("clusterdeck: ssh machine keys"))
+	return mac.Sum(nil)
+}
+
+// sshMachineSource lists the machines added on the admin page for the ssh
+// provider, with their pasted keys opened. One whose key no longer opens
+// (the session encryption key changed) is left out; the page says so.
+func sshMachineSource(store *models.Store) func(context.Context) ([]sshprov.Machine, error) {
+	return func(ctx context.Context) ([]sshprov.Machine, error) {
+		rows, err := store.SSHMachines(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]sshprov.Machine, 0, len(rows))
+		for _, r := range rows {
+			key, err := store.SSHMachineKey(r)
+			if err != nil {
+				continue
+			}
+			out = append(out, sshMachineOf(r, key))
+		}
+		return out, nil
+	}
+}
+
+// sshMachineOf is a stored machine as the ssh provider sells it.
+func sshMachineOf(r models.SSHMachine, key []byte) sshprov.Machine {
+	return sshprov.Machine{Name: r.Name, Host: r.Host, Port: r.Port, User: r.User, KeyPath: r.KeyPath, PrivateKey: key,
+		HostKey: r.HostKey, GPUs: r.GPUs, Accelerator: r.Accelerator, VCPUs: r.VCPUs, MemoryGB: r.MemoryGB,
+		RootDiskGB: r.RootDiskGB, Location: r.Location, LocationName: r.LocationName, PricePerHour: models.DecimalUSD(r.PricePerHour)}
+}
+
+// fileMachineRows are the machines file's machines as the admin's machines
+// page lists them (their key paths, never a key).
+func fileMachineRows(ms []sshprov.Machine) []models.SSHMachine {
+	out := make([]models.SSHMachine, 0, len(ms))
+	for _, m := range ms {
+		price, _ := models.ParseUSD(m.PricePerHour)
+		out = append(out, models.SSHMachine{Name: m.Name, Host: m.Host, Port: m.Port, User: m.User, KeyPath: m.KeyPath,
+			HostKey: m.HostKey, GPUs: m.GPUs, Accelerator: m.Accelerator, VCPUs: m.VCPUs, MemoryGB: m.MemoryGB,
+			RootDiskGB: m.RootDiskGB, Location: m.Location, LocationName: m.LocationName, PricePerHour: price})
+	}
+	return out
 }
 
 // Start runs the simulated machines' agents until ctx ends; Wait waits

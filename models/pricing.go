@@ -68,20 +68,46 @@ func init() {
 	}})
 }
 
-// Markups is each provider's markup; providers without a setting use the
-// store's default (Markups.For).
+// Markups is each provider's markup: the environment's (EnvMarkups) first,
+// then the operator's setting, else the store's default (Markups.For).
 type Markups struct {
 	Default MarkupBP
 	ByName  map[string]MarkupBP
+	Env     map[string]MarkupBP
 }
+
+// Where a provider's markup comes from (Markups.Source).
+const (
+	MarkupFromEnv      = "environment"
+	MarkupFromOperator = "operator"
+	MarkupFromDefault  = "default"
+)
 
 // For is provider's markup.
 func (m Markups) For(provider string) MarkupBP {
+	if bp, ok := m.Env[provider]; ok {
+		return bp
+	}
 	if bp, ok := m.ByName[provider]; ok {
 		return bp
 	}
 	return m.Default
 }
+
+// Source is where provider's markup comes from: MarkupFromEnv,
+// MarkupFromOperator or MarkupFromDefault.
+func (m Markups) Source(provider string) string {
+	if _, ok := m.Env[provider]; ok {
+		return MarkupFromEnv
+	}
+	if _, ok := m.ByName[provider]; ok {
+		return MarkupFromOperator
+	}
+	return MarkupFromDefault
+}
+
+// ErrMarkupFromEnv refuses a change of a markup the environment sets.
+var ErrMarkupFromEnv = fmt.Errorf("the markup is set by the environment: %w", ErrConflict)
 
 // Markups reads every provider's markup.
 func (s *Store) Markups(ctx context.Context) (Markups, error) {
@@ -89,7 +115,7 @@ func (s *Store) Markups(ctx context.Context) (Markups, error) {
 	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
 		return Markups{}, fmt.Errorf("models: markups: %w", err)
 	}
-	m := Markups{Default: s.DefaultMarkup, ByName: make(map[string]MarkupBP, len(rows))}
+	m := Markups{Default: s.DefaultMarkup, ByName: make(map[string]MarkupBP, len(rows)), Env: s.EnvMarkups}
 	for _, r := range rows {
 		m.ByName[r.Provider] = r.MarkupBP
 	}
@@ -130,7 +156,8 @@ func PercentText(bp MarkupBP) string {
 }
 
 // SetProviderMarkup is the operator's markup for provider (OP2), as a
-// percentage string; it applies to prices quoted from now on (locked quotes
+// percentage string (refused with ErrMarkupFromEnv when the environment
+// sets it); it applies to prices quoted from now on (locked quotes
 // and running clusters keep their rates). The setting and the audit entry
 // commit together, with a bump of the catalog version, so the picker's
 // snapshot of customer prices (catalog.go) is reloaded at once.
@@ -143,6 +170,9 @@ func (x Actions) SetProviderMarkup(ctx context.Context, provider, percent string
 		return 0, FieldErrors{"markup": "Enter at most 500%."}
 	case provider == "" || len(provider) > 64:
 		return 0, FieldErrors{"provider": "Unknown provider."}
+	}
+	if _, ok := x.s.EnvMarkups[provider]; ok {
+		return 0, ErrMarkupFromEnv
 	}
 	err = x.do(ctx, func(tx *Store) (*AuditEntry, error) {
 		row := ProviderSetting{Provider: provider, MarkupBP: bp, UpdatedBy: x.a.Name, UpdatedAt: tx.Now()}

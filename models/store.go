@@ -30,6 +30,13 @@ type Store struct {
 	// DefaultMarkup is the markup of providers the operator has not set one
 	// for (DEFAULT_MARKUP_PERCENT; see pricing.go).
 	DefaultMarkup MarkupBP
+	// EnvMarkups are the markups the environment sets (<P>_MARKUP_PERCENT),
+	// by provider: they win over the operator's setting, which the
+	// providers page then cannot change. Set once at start-up.
+	EnvMarkups map[string]MarkupBP
+	// MachineKeySecret seals the private keys pasted for SSH machines
+	// (sshmachine.go): 32 bytes from the configuration, never stored.
+	MachineKeySecret []byte
 }
 
 // NewStore wraps an opened, migrated database. A nil clock means real time.
@@ -49,7 +56,7 @@ func (s *Store) Now() time.Time { return s.Clock.Now().UTC() }
 // Tx runs fn in one transaction on a Store bound to it.
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup})
+		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret})
 	})
 }
 

@@ -256,6 +256,12 @@ type AdminProviderRow struct {
 	Enabled         bool // listed in PROVIDERS
 	LastError       string
 	Markup          string // percent as typed or stored, "12.5"
+	MarkupSource    string // models.MarkupFromEnv (read-only here), MarkupFromOperator or MarkupFromDefault
+	MarkupVar       string // the variable that sets it, "LAMBDA_MARKUP_PERCENT"
+	KeyVar          string // "LAMBDA_API_KEY"; "" when the provider has no account key
+	KeySet          bool
+	RegionsVar      string // "LAMBDA_REGIONS"; "" when the provider has no such setting
+	Regions         string // "us-east-1, us-west-1"; "" = every region
 	Problems        map[string]string
 	Saved           bool
 }

@@ -4,7 +4,7 @@ package views
 
 // AdminNav is the admin area's tabs.
 type AdminNav struct {
-	Active string // orgs | quote-requests | providers | jobs | audit
+	Active string // orgs | quote-requests | providers | machines | jobs | audit | leaks
 }
 
 // AdminProvidersPage is /admin/providers: each provider's catalog health and markup.
@@ -96,10 +96,32 @@ func adminTabLabel(tab string) string {
 		return "Quote requests"
 	case "providers":
 		return "Providers"
+	case "machines":
+		return "Machines"
 	case "jobs":
 		return "Jobs"
 	case "leaks":
 		return "Leaks"
 	}
 	return "Audit log"
+}
+
+// providerRegionsNote is the regions cell of a provider without a regions
+// variable.
+func providerRegionsNote(name string) string {
+	switch name {
+	case "ssh":
+		return "its machines' locations"
+	case "sim":
+		return "SIM_CONFIG's"
+	}
+	return "—"
+}
+
+// providerKeyNote is the key cell of a provider without an account key.
+func providerKeyNote(name string) string {
+	if name == "ssh" {
+		return "one per machine"
+	}
+	return "none needed"
 }

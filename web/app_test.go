@@ -33,17 +33,25 @@ type testApp struct {
 	sql   *sqlCounter
 }
 
-func newTestApp(t testing.TB, db *gorm.DB) *testApp {
+func newTestApp(t testing.TB, db *gorm.DB) *testApp { return newTestAppWith(t, db, nil) }
+
+// newTestAppWith is newTestApp with edit applied to the store and the
+// web layer's dependencies before the server is built.
+func newTestAppWith(t testing.TB, db *gorm.DB, edit func(*Deps)) *testApp {
 	t.Helper()
 	counter := &sqlCounter{}
 	db = db.Session(&gorm.Session{Logger: counter})
 	clock := models.NewFakeClock(testNow)
 	store := models.NewStore(db, clock)
-	e := New(Deps{
+	d := Deps{
 		Config: Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
 		Store:  store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FakeClock: clock,
 		Static: static.FS, LogPoll: 5 * time.Millisecond,
-	})
+	}
+	if edit != nil {
+		edit(&d)
+	}
+	e := New(d)
 	return &testApp{t: t, e: e, store: store, clock: clock, db: db, sql: counter}
 }
 

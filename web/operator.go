@@ -58,6 +58,11 @@ func (h *handler) providerRows(c echo.Context) ([]views.AdminProviderRow, error)
 	}
 	health := map[string]models.CatalogHealth{}
 	names := slices.Clone(h.Config.Providers)
+	for name := range markups.Env {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
 	for _, ch := range catalogs {
 		health[ch.Provider] = ch
 		if !slices.Contains(names, ch.Provider) {
@@ -68,8 +73,14 @@ func (h *handler) providerRows(c echo.Context) ([]views.AdminProviderRow, error)
 	out := make([]views.AdminProviderRow, 0, len(names))
 	for _, name := range names {
 		ch, seen := health[name]
+		set := h.Config.ProviderSettings[name]
 		row := views.AdminProviderRow{Name: name, Offers: ch.Offers, Enabled: slices.Contains(h.Config.Providers, name),
-			Markup: strings.TrimSuffix(models.PercentText(markups.For(name)), "%"), LastError: providerError(catalogErr, name)}
+			Markup: strings.TrimSuffix(models.PercentText(markups.For(name)), "%"), LastError: providerError(catalogErr, name),
+			MarkupSource: markups.Source(name), MarkupVar: set.MarkupVar, KeyVar: set.KeyVar, KeySet: set.KeySet,
+			RegionsVar: set.RegionsVar, Regions: strings.Join(set.Regions, ", ")}
+		if row.MarkupVar == "" {
+			row.MarkupVar = strings.ToUpper(name) + "_MARKUP_PERCENT"
+		}
 		if seen {
 			row.Refreshed, row.Stale = views.FormatTime(ch.RefreshedAt), now.Sub(ch.RefreshedAt) > models.OfferFreshness
 		}
@@ -101,6 +112,10 @@ func (h *handler) setProviderMarkup(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusNotFound, "No provider is called "+strconv.Quote(c.Param("name"))+".")
 	}
 	row := rows[i]
+	if row.MarkupSource == models.MarkupFromEnv {
+		return echo.NewHTTPError(http.StatusConflict, "The markup of "+row.Name+" is set by "+row.MarkupVar+
+			" in the environment; change it there and restart.")
+	}
 	row.Markup = trimForm(c, "markup")
 	_, err = h.act(c).SetProviderMarkup(c.Request().Context(), row.Name, row.Markup)
 	var fe models.FieldErrors
@@ -113,6 +128,7 @@ func (h *handler) setProviderMarkup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	row.MarkupSource = models.MarkupFromOperator
 	if isPartial(c) {
 		row.Saved = true
 		return render(c, http.StatusOK, views.AdminProviderRowView(csrfToken(c), row))

@@ -257,6 +257,7 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/admin/orgs/:id/adjustments":              func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
 	"/admin/providers/:name/markup":            func(f *walkFixture) map[string]string { return map[string]string{"name": "sim"} },
 	"/admin/jobs/:name/run":                    func(f *walkFixture) map[string]string { return map[string]string{"name": "catalog"} },
+	"/admin/machines/:name/delete":             func(f *walkFixture) map[string]string { return map[string]string{"name": "desk-1"} },
 	"/clusters/:id/recovery":                   clusterA,
 	"/clusters/:id/recover":                    clusterA,
 	"/v1/gpu/clusters/:id/recovery":            clusterA,

@@ -35,6 +35,25 @@ type Config struct {
 	SalesEmail         string       // receives every new quote request (SALES_EMAIL; "" = models.DefaultSalesEmail)
 	MetricsToken       string       // bearer token for /metrics; "" = loopback clients only
 	Providers          []string     // the GPU providers enabled by PROVIDERS (the admin's providers page)
+	// ProviderSettings is what the environment configures for each provider
+	// (OP1), shown on the providers page; keys never reach the web layer.
+	ProviderSettings map[string]ProviderSetting
+	// SSHMachinesFile and SSHFileMachines are the ssh provider's machines
+	// file and its machines as loaded at start-up (the machines page lists
+	// them read-only beside those added there).
+	SSHMachinesFile string
+	SSHFileMachines []models.SSHMachine
+}
+
+// ProviderSetting is one provider's configuration as the providers page
+// shows it: whether its key is set (never the key), its regions and the
+// variables that set them.
+type ProviderSetting struct {
+	KeyVar     string   // e.g. LAMBDA_API_KEY; "" when the provider has no account key
+	KeySet     bool     // KeyVar is set
+	RegionsVar string   // e.g. LAMBDA_REGIONS; "" when the provider has no such setting
+	Regions    []string // regions sold; empty = every one the provider lists
+	MarkupVar  string   // e.g. LAMBDA_MARKUP_PERCENT
 }
 
 // JobRunner runs a job's tick now (development routes, "recover now").

@@ -28,6 +28,9 @@ type Machine struct {
 	User string `json:"user" yaml:"user"` // root, or a user with passwordless sudo
 	// KeyPath is the private key the server logs in with (never logged).
 	KeyPath string `json:"key_path" yaml:"key_path"`
+	// PrivateKey is the key itself, for machines added on the admin page
+	// with a pasted key (never in a file, never logged); it wins over KeyPath.
+	PrivateKey []byte `json:"-" yaml:"-"`
 	// HostKey is the machine's SSH host key in authorized_keys form
 	// ("ssh-ed25519 AAAA…"); empty means trust on first use, recorded in
 	// the state file and enforced from then on.
@@ -115,7 +118,7 @@ func Validate(ms []Machine) error {
 		if m.User == "" {
 			m.User = "root"
 		}
-		if m.KeyPath == "" {
+		if m.KeyPath == "" && len(m.PrivateKey) == 0 {
 			bad("key_path is required")
 		}
 		if m.HostKey != "" {

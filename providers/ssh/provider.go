@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,11 +44,21 @@ type Config struct {
 	AgentBinary string
 	// DialTimeout bounds each SSH connection (default 15 s).
 	DialTimeout time.Duration
+	// Source lists the machines added on the admin page (the database),
+	// read at every ListOffers and PlaceGroup, so the catalog's next run
+	// sells what was added and stops selling what was removed. nil: only
+	// Machines. A machine of Source named like one of Machines, or invalid,
+	// is skipped (the file wins).
+	Source func(ctx context.Context) ([]Machine, error)
 }
 
 // Provider is the bring-your-own-machines provider. Safe for concurrent use.
 type Provider struct {
-	cfg      Config
+	cfg Config
+	// machines are the file's and Source's machines by name, as last read;
+	// one removed from Source stays known here (to describe and clean the
+	// cluster that may still hold it) until the process restarts.
+	mmu      sync.RWMutex
 	machines map[string]Machine
 	// dialBackoff is the first wait before dialling a machine again
 	// (doubling each time); zero means 250 ms.
@@ -118,6 +129,45 @@ func New(cfg Config) (*Provider, error) {
 // Name implements providers.Provider.
 func (p *Provider) Name() string { return Name }
 
+// current is the machines sold now: the file's, then Source's (each
+// validated alone; one named like an earlier one is skipped).
+func (p *Provider) current(ctx context.Context) ([]Machine, error) {
+	if p.cfg.Source == nil {
+		return p.cfg.Machines, nil
+	}
+	extra, err := p.cfg.Source(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ssh: machines added on the admin page: %w", err)
+	}
+	out := slices.Clone(p.cfg.Machines)
+	seen := map[string]bool{}
+	for _, m := range out {
+		seen[m.Name] = true
+	}
+	for _, m := range extra {
+		one := []Machine{m}
+		if seen[m.Name] || Validate(one) != nil {
+			continue
+		}
+		seen[m.Name] = true
+		out = append(out, one[0])
+	}
+	p.mmu.Lock()
+	for _, m := range out {
+		p.machines[m.Name] = m
+	}
+	p.mmu.Unlock()
+	return out, nil
+}
+
+// machine is the machine called name as last read.
+func (p *Provider) machine(name string) (Machine, bool) {
+	p.mmu.RLock()
+	defer p.mmu.RUnlock()
+	m, ok := p.machines[name]
+	return m, ok
+}
+
 // offerID is the offer a machine is sold under: machines alike in
 // location, shape and price are one offer whose stock counts them.
 func offerID(m Machine) string {
@@ -142,12 +192,16 @@ func (p *Provider) busy() map[string]bool {
 // ListOffers implements providers.Provider: one offer per alike machines,
 // NodesAvailable counting those free.
 func (p *Provider) ListOffers(ctx context.Context) ([]providers.Offer, error) {
+	machines, err := p.current(ctx)
+	if err != nil {
+		return nil, p.fail(providers.ErrTransient, "ListOffers", "%v", err)
+	}
 	p.mu.Lock()
 	busy := p.busy()
 	p.mu.Unlock()
 	byID := map[string]*providers.Offer{}
 	var ids []string
-	for _, m := range p.cfg.Machines {
+	for _, m := range machines {
 		id := offerID(m)
 		o := byID[id]
 		if o == nil {
@@ -194,6 +248,10 @@ func (p *Provider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (
 	if req.Count < 1 || len(req.Agent.Tokens) != req.Count || req.Agent.ServerURL == "" {
 		return providers.Group{}, p.fail(providers.ErrValidation, op, "need count ≥ 1, one agent token per machine and a server URL")
 	}
+	machines, err := p.current(ctx)
+	if err != nil {
+		return providers.Group{}, p.fail(providers.ErrTransient, op, "%v", err)
+	}
 	p.mu.Lock()
 	if g, ok := p.state.Groups[req.GroupName]; ok {
 		p.mu.Unlock()
@@ -201,7 +259,7 @@ func (p *Provider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (
 	}
 	busy := p.busy()
 	var picked []Machine
-	for _, m := range p.cfg.Machines {
+	for _, m := range machines {
 		if len(picked) < req.Count && !busy[m.Name] && offerID(m) == req.OfferID && m.Location == req.Location {
 			picked = append(picked, m)
 		}
@@ -252,7 +310,7 @@ func (p *Provider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (
 		delete(p.state.reserved, m.Name)
 	}
 	p.state.Groups[req.GroupName] = g
-	err := p.saveLocked()
+	err = p.saveLocked()
 	p.mu.Unlock()
 	if err != nil {
 		return providers.Group{}, p.fail(providers.ErrTransient, op, "%v", err)
@@ -264,7 +322,7 @@ func (p *Provider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (
 func (p *Provider) group(name string, g stateGroup, state func(Machine) (providers.NodeState, string)) providers.Group {
 	out := providers.Group{Provider: Name, Name: name, Location: g.Location}
 	for i, mn := range g.Machines {
-		m, ok := p.machines[mn]
+		m, ok := p.machine(mn)
 		n := providers.Node{ID: mn, Index: i, State: providers.NodeTerminated,
 			Message: "the machine is no longer in the machines file"}
 		if ok {
@@ -320,7 +378,7 @@ func (p *Provider) RestartNode(ctx context.Context, groupName, nodeID string) er
 	p.mu.Lock()
 	g, ok := p.state.Groups[groupName]
 	p.mu.Unlock()
-	m, known := p.machines[nodeID]
+	m, known := p.machine(nodeID)
 	if !ok || !known || !contains(g.Machines, nodeID) {
 		return p.fail(providers.ErrNotFound, op, "no machine %q in group %q", nodeID, groupName)
 	}
@@ -373,7 +431,7 @@ func (p *Provider) TerminateGroup(ctx context.Context, groupName string) error {
 	}
 	var errs []error
 	for _, mn := range g.Machines {
-		if m, ok := p.machines[mn]; ok {
+		if m, ok := p.machine(mn); ok {
 			if err := p.clean(ctx, m, groupName); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", mn, err))
 			}
@@ -571,9 +629,12 @@ func retryableDial(err error) bool {
 // dialOnce connects to m once, verifying its host key: against the machines
 // file, else against the key recorded at first use (recording it then).
 func (p *Provider) dialOnce(ctx context.Context, m Machine) (*gossh.Client, error) {
-	key, err := os.ReadFile(m.KeyPath)
-	if err != nil {
-		return nil, fmt.Errorf("read the key of %s: %w", m.Name, err)
+	key := m.PrivateKey
+	if len(key) == 0 {
+		var err error
+		if key, err = os.ReadFile(m.KeyPath); err != nil {
+			return nil, fmt.Errorf("read the key of %s: %w", m.Name, err)
+		}
 	}
 	signer, err := gossh.ParsePrivateKey(key)
 	if err != nil {
