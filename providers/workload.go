@@ -18,12 +18,21 @@ type Workload struct {
 	Ports        []int             `json:"ports,omitempty"`
 	SSHKeys      []string          `json:"sshKeys,omitempty"`
 	StartCommand string            `json:"startCommand,omitempty"`
+	Volume       *Volume           `json:"volume,omitempty"` // V4: on the head
 }
 
 // Workload is the request's workload, copied.
 func (r PlaceRequest) Workload() Workload {
 	return Workload{Image: r.Image, Env: maps.Clone(r.Env), Ports: slices.Clone(r.Ports),
-		SSHKeys: slices.Clone(r.SSHKeys), StartCommand: r.StartCommand}
+		SSHKeys: slices.Clone(r.SSHKeys), StartCommand: r.StartCommand, Volume: cloneVolume(r.Volume)}
+}
+
+func cloneVolume(v *Volume) *Volume {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
 }
 
 // Command is a long-running command an agent starts on its machine: the

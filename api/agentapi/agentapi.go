@@ -109,6 +109,31 @@ type StartOrder struct {
 	User    string            `json:"user"`    // the node's SSH user
 	Env     map[string]string `json:"env"`     // the node env: N2's variables and the user's
 	Publish bool              `json:"publish"` // the machine kind publishes the ports
+	// Mounts is V4's folders for this node; nil when it gets none (a
+	// container without a volume).
+	Mounts *Mounts `json:"mounts,omitempty"`
+}
+
+// Mounts is what the agent mounts before the workload starts (V4).
+type Mounts struct {
+	// Shared: node-0 exports /shared over the private network (NFS) to
+	// Clients and every other node mounts it from Head (vm, bare_metal).
+	Shared   bool     `json:"shared"`
+	Head     string   `json:"head"`     // node-0's private address
+	Clients  []string `json:"clients"`  // the other nodes' private addresses
+	Hostfile string   `json:"hostfile"` // written to /shared/hostfile by node-0
+	// Volume is the cluster's persistent volume: on node-0, synced into
+	// Path (/shared/volume) and back; on a container mounted at Path
+	// (/volume) on node-0 only.
+	Volume *VolumeMount `json:"volume,omitempty"`
+}
+
+// VolumeMount is the cluster's volume as the agent mounts it.
+type VolumeMount struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	SizeGB int    `json:"sizeGb"`
+	Path   string `json:"path"`
 }
 
 // HeartbeatResponse is POST /v1/agent/heartbeat's answer: the node's next

@@ -21,9 +21,10 @@ import (
 
 // KeysStep, PortsStep and StartStep name the workload's steps on the executor.
 const (
-	KeysStep  = "ssh-keys"
-	PortsStep = "ports"
-	StartStep = "start"
+	KeysStep   = "ssh-keys"
+	PortsStep  = "ports"
+	StartStep  = "start"
+	MountsStep = "mounts" // V4: /shared and the volume, before anything else
 )
 
 // starter is the start command of this boot.
@@ -49,6 +50,9 @@ func (a *Agent) startWorkload(ctx context.Context, o agentapi.StartOrder) {
 	}
 	a.start.ordered = true
 	w := a.cfg.Workload
+	if o.Mounts != nil {
+		a.runStep(ctx, MountsStep, MountsScript(a.self.Rank, *o.Mounts), "could not mount the shared folder or the volume")
+	}
 	if len(w.SSHKeys) > 0 {
 		a.runStep(ctx, KeysStep, KeysScript(o.User, w.SSHKeys), "could not install the SSH keys")
 	}
