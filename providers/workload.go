@@ -63,3 +63,13 @@ type Process interface {
 type Starter interface {
 	Start(ctx context.Context, cmd Command) (Process, error)
 }
+
+// StepStarter is an Executor that starts a step without waiting for it and
+// is followed like a started command: the agent runs a long step (the
+// mounts, V4) through it beside its loop. The simulated machines are one
+// (their steps take no time, so the step has ended by the first Poll);
+// with any other Executor the agent runs the step's Run in a goroutine.
+// Ending ctx cancels the step.
+type StepStarter interface {
+	StartStep(ctx context.Context, step, script string) (Process, error)
+}
