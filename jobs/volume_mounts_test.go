@@ -85,6 +85,17 @@ func TestVolumeMountsOnVM(t *testing.T) {
 		w.clock.Advance(10 * time.Second)
 		w.tick()
 		nodes, _ := w.store.NodesFor(context.Background(), c.ID)
+		w.clock.Advance(10 * time.Second)
+		w.tick() // the heartbeat after the step carries its end
+		states, err := w.store.NodeMounts(context.Background(), w.org.ID, c.ID)
+		if err != nil || len(states) != 3 {
+			t.Fatalf("mounts states %+v %v", states, err)
+		}
+		for _, st := range states {
+			if st.State != models.MountsMounted || st.EndedAt == nil || st.Error != "" {
+				t.Errorf("%s's mounts: %+v", st.Node, st)
+			}
+		}
 		for _, n := range nodes {
 			m := w.mountSteps(c, n.Rank)
 			if len(m) != 1 {

@@ -74,6 +74,14 @@ type JoinView struct {
 type StorageView struct {
 	VolumeID, VolumeName, VolumeNote string
 	Mounts                           []MountView
+	Nodes                            []MountStateView // each node's mounts step in its boot, once the cluster is ready
+}
+
+// MountStateView is how one node's mounts step is doing (V4).
+type MountStateView struct {
+	Node  string
+	State string // waiting, mounting, mounted, failed
+	Label string
 }
 
 // MountView is one folder and the nodes that have it.
@@ -302,6 +310,16 @@ func dotClass(s string) string {
 func startClass(state string) string {
 	switch state {
 	case "running":
+		return "text-green-800 dark:text-green-200"
+	case "failed":
+		return "text-red-800 dark:text-red-200"
+	}
+	return "text-slate-500"
+}
+
+func mountStateClass(state string) string {
+	switch state {
+	case "mounted":
 		return "text-green-800 dark:text-green-200"
 	case "failed":
 		return "text-red-800 dark:text-red-200"

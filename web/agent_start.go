@@ -28,6 +28,18 @@ func (h *handler) recordStart(ctx context.Context, cl models.Cluster, node model
 	return h.Store.RecordStart(ctx, cl, node, r)
 }
 
+// recordMounts keeps the mounts step state a heartbeat reported (V4).
+func (h *handler) recordMounts(ctx context.Context, cl models.Cluster, node models.ClusterNode, st *agentapi.MountsState) error {
+	if st == nil {
+		return nil
+	}
+	r := models.MountsReport{State: st.State, StartedAt: st.StartedAt, EndedAt: st.EndedAt, Error: st.Error}
+	if err := r.Validate(); err != nil {
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "mounts: " + err.Error() + "."}
+	}
+	return h.Store.RecordMounts(ctx, cl, node, r)
+}
+
 // startOrder is the node's start order: nil before the cluster is ready
 // and once the agent reported its start command.
 func (h *handler) startOrder(c echo.Context, cl models.Cluster, node models.ClusterNode, reported bool) (*agentapi.StartOrder, error) {

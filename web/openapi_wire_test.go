@@ -39,7 +39,7 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},
 		"AgentHeartbeat": agentapi.HeartbeatResponse{}, "AgentLogsRequest": agentapi.LogsRequest{},
 		"AgentHeartbeatRequest": agentapi.HeartbeatRequest{}, "AgentStartState": agentapi.StartState{}, "AgentStartOrder": agentapi.StartOrder{},
-		"AgentMounts": agentapi.Mounts{}, "AgentVolumeMount": agentapi.VolumeMount{},
+		"AgentMounts": agentapi.Mounts{}, "AgentMountsState": agentapi.MountsState{}, "AgentVolumeMount": agentapi.VolumeMount{},
 		"NodeStartCommand": api.NodeStartCommand{}, "Port": api.Port{},
 		"AgentTaskResultRequest": agentapi.TaskResult{}, "AgentTaskResult": agentapi.TaskStatus{},
 	} {

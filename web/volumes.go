@@ -347,5 +347,49 @@ func (h *handler) storageView(c echo.Context, cl models.Cluster) (*views.Storage
 		}
 		st.Mounts = append(st.Mounts, views.MountView{Path: m.Path, Nodes: nodes, What: m.What})
 	}
+	if cl.Status.Terminal() {
+		return st, nil
+	}
+	if st.Nodes, err = h.mountStates(c, cl); err != nil {
+		return nil, err
+	}
 	return st, nil
+}
+
+// mountStates is each node's mounts step as its agent last reported it
+// (V4): waiting until the cluster is ready and the agent began it, then
+// mounting, mounted, or failed with the reason. Nodes that mount nothing
+// (a container's workers) are left out.
+func (h *handler) mountStates(c echo.Context, cl models.Cluster) ([]views.MountStateView, error) {
+	ctx := c.Request().Context()
+	nodes, err := h.Store.NodesFor(ctx, cl.ID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := h.Store.NodeMounts(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return nil, err
+	}
+	byRank := make(map[int]models.NodeMount, len(rows))
+	for _, r := range rows {
+		byRank[r.Rank] = r
+	}
+	var out []views.MountStateView
+	for _, n := range nodes {
+		if n.Rank != 0 && !models.HasSharedFolder(cl.MachineKind) {
+			continue
+		}
+		r, ok := byRank[n.Rank]
+		switch {
+		case !ok:
+			out = append(out, views.MountStateView{Node: n.Name, State: "waiting", Label: "waiting for the cluster to be ready"})
+		case r.State == models.MountsMounting:
+			out = append(out, views.MountStateView{Node: n.Name, State: r.State, Label: "mounting since " + clock(&r.StartedAt)})
+		case r.State == models.MountsMounted:
+			out = append(out, views.MountStateView{Node: n.Name, State: r.State, Label: "mounted at " + clock(r.EndedAt)})
+		default:
+			out = append(out, views.MountStateView{Node: n.Name, State: r.State, Label: "failed at " + clock(r.EndedAt) + ": " + r.Error})
+		}
+	}
+	return out, nil
 }

@@ -387,3 +387,77 @@ func TestVolumePinsPickerAndLaunchPage(t *testing.T) {
 		}
 	})
 }
+
+// V4: each node's agent reports its mounts step with its heartbeats; the
+// cluster page's storage panel shows, per node, waiting, mounting since,
+// mounted at, or failed with the reason, and each end is an event. A
+// report the server cannot show is refused.
+func TestMountsStateShown(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("m@example.com", "Mounts")
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		app.store.Deposit(ctx, acc.org.ID, 500*models.Micro, "dep", "t")
+		q, _ := app.store.CreateQuote(ctx, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		cl, _, err := app.store.LaunchCluster(ctx, models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID,
+			Workload: models.Workload{Name: "mnt", Software: "none"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, _ := app.store.NodesFor(ctx, cl.ID)
+		c := app.login(acc)
+		states := func() map[string]string {
+			t.Helper()
+			out := map[string]string{}
+			doc(t, c.get("/clusters/"+cl.ID)).Find("[data-testid=storage] [data-testid=mount-state]").Each(func(_ int, s *goquery.Selection) {
+				out[s.AttrOr("data-node", "")] = s.AttrOr("data-state", "") + " " + s.Text()
+			})
+			return out
+		}
+		if st := states(); !strings.HasPrefix(st["node-0"], "waiting ") || !strings.HasPrefix(st["node-1"], "waiting ") {
+			t.Errorf("before ready: %v", st)
+		}
+		cl = makeJoined(t, app, cl, true)
+		beat := func(rank int, body string) int {
+			t.Helper()
+			code, _ := apiJSON(t, app, "POST", "/v1/agent/heartbeat", models.AgentToken(cl, nodes[rank]), body)
+			return code
+		}
+		if code := beat(1, `{"mounts":{"state":"mounting","startedAt":"2026-12-01T10:00:00Z"}}`); code != 200 {
+			t.Fatalf("mounting: %d", code)
+		}
+		if code := beat(0, `{"mounts":{"state":"mounted","startedAt":"2026-12-01T10:00:00Z","endedAt":"2026-12-01T10:00:04Z"}}`); code != 200 {
+			t.Fatalf("mounted: %d", code)
+		}
+		st := states()
+		if !strings.HasPrefix(st["node-1"], "mounting ") || !strings.Contains(st["node-1"], "mounting since") ||
+			!strings.HasPrefix(st["node-0"], "mounted ") || !strings.Contains(st["node-0"], "mounted at") {
+			t.Errorf("mounting and mounted: %v", st)
+		}
+		failed := `{"mounts":{"state":"failed","startedAt":"2026-12-01T10:00:00Z","endedAt":"2026-12-01T10:05:00Z","error":"the mounts step exited with code 32: mount.nfs: Connection timed out"}}`
+		if code := beat(1, failed); code != 200 {
+			t.Fatalf("failed: %d", code)
+		}
+		if st := states(); !strings.HasPrefix(st["node-1"], "failed ") || !strings.Contains(st["node-1"], "mount.nfs: Connection timed out") {
+			t.Errorf("failed: %v", st)
+		}
+		beat(1, `{"mounts":{"state":"mounting","startedAt":"2026-12-01T10:00:00Z"}}`) // a late heartbeat changes nothing
+		if st := states(); !strings.HasPrefix(st["node-1"], "failed ") {
+			t.Errorf("a late mounting report overwrote the end: %v", st)
+		}
+		evs, _ := app.store.EventsFor(ctx, cl.ID)
+		var msgs []string
+		for _, e := range evs {
+			msgs = append(msgs, e.Kind+": "+e.Message)
+		}
+		all := strings.Join(msgs, "\n")
+		if !strings.Contains(all, "info: node-0 mounted its folders.") || !strings.Contains(all, "error: node-1 could not mount its folders: the mounts step exited with code 32") {
+			t.Errorf("events:\n%s", all)
+		}
+		for _, bad := range []string{`{"mounts":{"state":"stuck","startedAt":"2026-12-01T10:00:00Z"}}`, `{"mounts":{"state":"failed","startedAt":"2026-12-01T10:00:00Z","endedAt":"2026-12-01T10:00:01Z"}}`} {
+			if code := beat(0, bad); code != http.StatusBadRequest {
+				t.Errorf("%s: %d, want 400", bad, code)
+			}
+		}
+	})
+}
