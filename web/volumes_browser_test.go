@@ -16,7 +16,8 @@ import (
 // a cluster on it from the row's "Launch on it" (the picker says it is
 // pinned to the volume's location), see /shared/volume on the cluster page
 // once the cluster is ready, mounted by the real agents on the simulated
-// machines, then add a worker and see it join and mount /shared.
+// machines (each node's mounts step reported mounted), then add a worker and
+// see it join and mount /shared.
 func TestBrowserVolumeJourney(t *testing.T) {
 	ctx := newBrowserFor(t, 3*time.Minute)
 	j := newJourney(t)
@@ -114,12 +115,19 @@ func TestBrowserVolumeJourney(t *testing.T) {
 	if st := j.cluster(acc.org.ID, id).Status; st != models.StatusReady {
 		t.Fatalf("the cluster is %s, want ready", st)
 	}
-	app.clock.Advance(10 * time.Second)
-	j.tick() // the agents take the start order and mount
+	for range 2 { // the agents take the start order and mount; the next heartbeat says so
+		app.clock.Advance(10 * time.Second)
+		j.tick()
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/clusters/"+id)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the storage panel", `[...document.querySelectorAll('[data-testid=mount-path]')].some(e => e.innerText === '/shared/volume')`)
+	mounted := func(n int) string { // every node of n says mounted in the storage panel
+		return fmt.Sprintf(`(() => { const s = [...document.querySelectorAll('[data-testid=storage] [data-testid=mount-state]')];
+			return s.length === %d && s.every(e => e.dataset.state === 'mounted' && e.innerText.includes('mounted at')); })()`, n)
+	}
+	wait("every node mounted", mounted(j.cluster(acc.org.ID, id).Nodes))
 	journeyShot(t, ctx, "volume-cluster")
 
 	// Add a worker (L10, issue 12): confirmed in the page's dialog, it
@@ -144,12 +152,15 @@ func TestBrowserVolumeJourney(t *testing.T) {
 		j.tick()
 	}
 	wait(worker+" ready in place", `!!document.querySelector('[data-node="`+worker+`"][data-status="ready"]')`)
-	app.clock.Advance(10 * time.Second)
-	j.tick() // the new worker's agent takes the start order and mounts
+	for range 2 { // the new worker's agent takes the start order and mounts; the next heartbeat says so
+		app.clock.Advance(10 * time.Second)
+		j.tick()
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/clusters/"+id)); err != nil {
 		t.Fatal(err)
 	}
 	wait("/shared on every node, the worker too", `[...document.querySelectorAll('[data-testid=mount]')].some(e => e.innerText.includes('/shared on every node'))`)
+	wait(worker+" mounted, beside the others", mounted(before+1))
 	journeyShot(t, ctx, "volume-cluster-worker")
 	if got := j.cluster(acc.org.ID, id); got.Nodes != before+1 || got.Status != models.StatusReady {
 		t.Errorf("after the join: %d machines, %s", got.Nodes, got.Status)
