@@ -66,8 +66,8 @@ const agentUsage = `Usage: clusterdeck agent --server URL --token T [flags]
 
 Run the cluster agent on a node: check in with the server, heartbeat, report the
 peers it reaches on the private network, and run the software's install and check
-steps; once the cluster is ready, open the workload's ports and start its start
-command once per boot. A machine's start-up script runs it; the token
+steps; once the cluster is ready, mount /shared and the volume (beside its loop),
+then open the workload's ports and start its start command once per boot. A machine's start-up script runs it; the token
 authenticates one node.
 
 Flags:
