@@ -188,6 +188,7 @@ func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []string, 
 	}
 	up()
 	until(t, cl.ID, "ready", 0, []string{"provision", "install"}, s)
+	untilMounted(t, s, cl.ID, agents)
 	for _, f := range between {
 		f(cl.ID, down, up)
 	}

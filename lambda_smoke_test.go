@@ -69,6 +69,7 @@ func TestLambdaSmoke(t *testing.T) {
 			agents = append(agents, agent)
 		}
 		until(t, cl.ID, "ready", 0, []string{"provision", "install"}, s)
+		untilMounted(t, s, cl.ID, agents) // V4: a vm gets /shared
 
 		// The addresses Lambda assigned at boot are the nodes' (none was known at placement).
 		store := openStore(t, s)

@@ -44,7 +44,12 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	host, _ := os.Hostname()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	a := agent.New(agent.Config{Server: *server, Token: *token, Exec: agent.Shell{}, Hostname: host, PrivateIP: *privateIP,
+	var exec providers.Executor = agent.Shell{}
+	if *f.dryRun != "" {
+		exec = &agent.DryRun{Dir: *f.dryRun}
+		log.Info("dry run: steps are written, not run", "dir", *f.dryRun)
+	}
+	a := agent.New(agent.Config{Server: *server, Token: *token, Exec: exec, Hostname: host, PrivateIP: *privateIP,
 		Workload: workload})
 	log.Info("agent starting", "server", *server, "every", every.String())
 	err := a.Run(ctx, *every)

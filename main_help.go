@@ -66,8 +66,8 @@ const agentUsage = `Usage: clusterdeck agent --server URL --token T [flags]
 
 Run the cluster agent on a node: check in with the server, heartbeat, report the
 peers it reaches on the private network, and run the software's install and check
-steps; once the cluster is ready, open the workload's ports and start its start
-command once per boot. A machine's start-up script runs it; the token
+steps; once the cluster is ready, mount /shared and the volume (beside its loop),
+then open the workload's ports and start its start command once per boot. A machine's start-up script runs it; the token
 authenticates one node.
 
 Flags:
@@ -75,8 +75,8 @@ Flags:
 
 // agentFlagValues are the agent's command-line settings.
 type agentFlagValues struct {
-	server, token, privateIP, workload *string
-	every                              *time.Duration
+	server, token, privateIP, workload, dryRun *string
+	every                                      *time.Duration
 }
 
 // agentFlags declares the agent's flags, for parsing and for its help.
@@ -88,6 +88,7 @@ func agentFlags() (*flag.FlagSet, agentFlagValues) {
 		every:     fs.Duration("every", 10*time.Second, "how often to check in for work"),
 		privateIP: fs.String("private-ip", "", "this node's address on the private network"),
 		workload:  fs.String("workload", "", "JSON file of what the placement asked this machine to run: {image, env, ports, sshKeys, startCommand}"),
+		dryRun:    fs.String("dry-run", "", "for tests on a host that is not a cluster machine: write every step's script (mounts, SSH keys, ports, installs, start command) into this directory instead of running it, and dial no peer off loopback; only the GPU query runs"),
 	}
 }
 

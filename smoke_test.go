@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,14 +86,30 @@ func (s *syncBuffer) String() string {
 
 // process is a started command whose exit is awaited in the background.
 type process struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan error
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	done   chan error
+	dryRun string // an agent's --dry-run directory: the scripts it did not run
 }
 
+// start runs the binary with args. An agent always runs with --dry-run (a
+// directory of the test's): the test host is not a cluster machine, so its
+// steps — the mounts' /etc/fstab, /etc/exports and /shared, the SSH keys,
+// the ports, installs, the start command — are written there, never run;
+// and guardHost checks, when the test ends, that the host is as it was.
 func start(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(binary(t), args...), out: &syncBuffer{}, done: make(chan error, 1)}
+	var dry string
+	if len(args) > 0 && args[0] == "agent" {
+		guardHost(t)
+		if i := slices.Index(args, "--dry-run"); i >= 0 && i+1 < len(args) {
+			dry = args[i+1]
+		} else {
+			dry = t.TempDir()
+			args = append(args, "--dry-run", dry)
+		}
+	}
+	p := &process{cmd: exec.Command(binary(t), args...), out: &syncBuffer{}, done: make(chan error, 1), dryRun: dry}
 	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -105,6 +122,68 @@ func start(t *testing.T, env []string, args ...string) *process {
 		}
 	})
 	return p
+}
+
+// dryScripts are the scripts of step (e.g. "mounts") the agent wrote
+// instead of running them.
+func (p *process) dryScripts(t *testing.T, step string) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(p.dryRun, "*-"+step+".sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// hostPaths are what an agent's steps change on a cluster machine (V4's
+// mounts, N3's SSH keys); run on the test host, they must not.
+func hostPaths() []string {
+	paths := []string{"/etc/fstab", "/etc/exports", "/shared"}
+	if home, err := os.UserHomeDir(); err == nil {
+		paths = append(paths, filepath.Join(home, ".ssh", "authorized_keys"))
+	}
+	return paths
+}
+
+// guardHost records hostPaths now and, when the test ends (after its
+// agents were stopped), requires each file byte-identical, or still
+// absent, and /shared still absent when it was.
+func guardHost(t *testing.T) {
+	t.Helper()
+	type snap struct {
+		exists bool
+		data   []byte
+	}
+	read := func(path string) snap {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return snap{}
+		}
+		if fi.IsDir() {
+			return snap{exists: true}
+		}
+		b, _ := os.ReadFile(path)
+		return snap{exists: true, data: b}
+	}
+	before := map[string]snap{}
+	for _, p := range hostPaths() {
+		before[p] = read(p)
+	}
+	t.Cleanup(func() {
+		for path, b := range before {
+			if a := read(path); a.exists != b.exists || !bytes.Equal(a.data, b.data) {
+				t.Errorf("the test's agents changed the host's %s (existed before: %v, after: %v)", path, b.exists, a.exists)
+			}
+		}
+	})
 }
 
 // stop sends SIGTERM and requires a clean exit (status 0) within 30 s.
@@ -443,5 +522,60 @@ func waitFor(t *testing.T, p *process, what string, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s after 60 s:\n%s", what, p.out)
 		}
+	}
+}
+
+// untilMounted waits, on a cluster whose machine kind gets /shared (V4),
+// for every node's agent to report its mounts step mounted, and checks
+// that the agents were handed the real mounts scripts — node-0 exporting
+// /shared, the others adding it to /etc/fstab — and wrote them into their
+// --dry-run directory instead of running them on this host.
+func untilMounted(t *testing.T, s *server, id string, agents []*process) {
+	t.Helper()
+	st := openStore(t, s)
+	ctx := context.Background()
+	c, err := st.ClusterByID(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !models.HasSharedFolder(c.MachineKind) {
+		return
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rows, err := st.NodeMounts(ctx, c.OrgID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mounted := 0
+		for _, r := range rows {
+			if r.State == models.MountsFailed {
+				t.Fatalf("%s's mounts failed: %s", r.Node, r.Error)
+			}
+			if r.State == models.MountsMounted {
+				mounted++
+			}
+		}
+		if mounted == c.Nodes {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d nodes mounted after 60 s: %+v\nevents:\n%s", mounted, c.Nodes, rows, eventsOf(t, s, id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var exports, fstab int
+	for _, a := range agents {
+		for _, sc := range a.dryScripts(t, "mounts") {
+			if strings.Contains(sc, "exportfs -rav") {
+				exports++
+			}
+			if strings.Contains(sc, ":/shared /shared nfs defaults,_netdev 0 0' >> /etc/fstab") {
+				fstab++
+			}
+		}
+	}
+	if exports != 1 || fstab != c.Nodes-1 {
+		t.Errorf("the agents' mounts scripts: %d exporting /shared (want 1), %d adding it to /etc/fstab (want %d)", exports, fstab, c.Nodes-1)
 	}
 }

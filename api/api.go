@@ -88,6 +88,7 @@ type QuoteBody struct {
 	OfferID          *string  `json:"offerId,omitempty"`
 	IncludeCommunity *bool    `json:"include_community,omitempty"`
 	PrivateOfferID   *string  `json:"privateOfferId,omitempty"` // X9
+	VolumeID         *string  `json:"volumeId,omitempty"`       // V2: mount this volume; pins its location
 }
 
 // LaunchBody is POST /v1/gpu/clusters (send an Idempotency-Key header, L1):
@@ -138,6 +139,7 @@ type Quote struct {
 	Availability      string         `json:"availability"`
 	ExpiresAt         time.Time      `json:"expiresAt"`
 	PrivateOfferID    string         `json:"privateOfferId,omitempty"` // X9
+	VolumeID          string         `json:"volumeId,omitempty"`       // V2
 }
 
 // ClusterNode is one machine of a cluster.
@@ -218,6 +220,22 @@ type Cluster struct {
 	Recovery             Recovery       `json:"recovery"`
 	Events               []ClusterEvent `json:"events,omitempty"`
 	NCCL                 *NCCLCheck     `json:"nccl,omitempty"`
+	Volume               *ClusterVolume `json:"volume,omitempty"` // V1, V4
+}
+
+// ClusterVolume is the cluster's volume and where it is mounted (V4).
+type ClusterVolume struct {
+	ID     string  `json:"id"`
+	Name   string  `json:"name"`
+	SizeGB int     `json:"sizeGb"`
+	Mounts []Mount `json:"mounts"`
+}
+
+// Mount is one folder on the cluster's machines (V4).
+type Mount struct {
+	Path  string   `json:"path"`
+	Nodes []string `json:"nodes"`
+	What  string   `json:"what"`
 }
 
 // Recovery is a cluster's recovery policy and its current unhealthy
@@ -448,6 +466,20 @@ type BillingUsage struct {
 	Month    string         `json:"month"`
 	Total    string         `json:"total"`
 	Clusters []ClusterUsage `json:"clusters"`
+	Volumes  []VolumeUsage  `json:"volumes"` // V3, X11: billed until deleted, attached or not
+}
+
+// VolumeUsage is one volume's usage in the month.
+type VolumeUsage struct {
+	VolumeID   string `json:"volumeId"`
+	Name       string `json:"name"`
+	SizeGB     int    `json:"sizeGb"`
+	USDPerHour string `json:"usdPerHour"`
+	Minutes    int64  `json:"minutes"`
+	Amount     string `json:"amount"`
+	Status     string `json:"status"`    // completed or accumulating
+	ClusterID  string `json:"clusterId"` // the cluster attached now; "" when detached
+	Deleted    bool   `json:"deleted"`
 }
 
 // ClusterUsage is one cluster's usage in the month.
@@ -475,6 +507,38 @@ type StateInterval struct {
 	State     string     `json:"state"` // running, degraded or stopped
 	StartedAt time.Time  `json:"startedAt"`
 	EndedAt   *time.Time `json:"endedAt"` // null while it lasts
+}
+
+// VolumeBody is POST /v1/volumes (V2): a volume of the key's environment.
+type VolumeBody struct {
+	Name     string `json:"name"`
+	Location string `json:"location"`
+	SizeGB   int    `json:"sizeGb"`
+}
+
+// VolumeGrowBody is POST /v1/volumes/{id}/grow (V3): the new, larger size.
+type VolumeGrowBody struct {
+	SizeGB int `json:"sizeGb"`
+}
+
+// Volume is a persistent volume (V1–V5). It bills usdPerHour from its
+// creation until deleted, attached or not.
+type Volume struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Location     string    `json:"location"`
+	LocationName string    `json:"locationName"`
+	Provider     string    `json:"provider"`
+	SizeGB       int       `json:"sizeGb"`
+	GBHourRate   string    `json:"usdPerGbHour"`
+	USDPerHour   string    `json:"usdPerHour"`
+	ClusterID    *string   `json:"clusterId"` // the cluster attached now; null when detached
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// VolumeList is GET /v1/volumes.
+type VolumeList struct {
+	Volumes []Volume `json:"volumes"`
 }
 
 // ReplaceBody is POST /v1/gpu/clusters/{id}/nodes/{rank}/replace (X5):

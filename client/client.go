@@ -172,6 +172,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if resp.StatusCode/100 != 2 {
 		return decodeError(resp, raw, req.URL.Redacted())
 	}
+	if resp.StatusCode == http.StatusNoContent && out == nil {
+		return nil // DELETE /v1/volumes/{id}
+	}
 	if !json.Valid(raw) {
 		return fmt.Errorf("%s answered HTTP %d with something that is not JSON (%s): %w",
 			req.URL.Redacted(), resp.StatusCode, contentType(resp), ErrNotJSON)

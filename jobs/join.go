@@ -119,11 +119,19 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 	if n.JoinRequestedAt != nil && j.Store.Now().After(n.JoinRequestedAt.Add(c.Cap())) {
 		return j.fail(ctx, nil, c, n, "reserved", "The provider did not accept the placement in time.")
 	}
-	pn, err := p.PlaceNode(ctx, c.GroupName(), n.Rank, providers.PlaceRequest{
+	vol, err := j.Store.VolumeOfCluster(ctx, c)
+	if err != nil {
+		return err
+	}
+	req := providers.PlaceRequest{
 		GroupName: c.GroupName(), OfferID: strings.TrimPrefix(c.OfferID, c.Provider+":"), Location: c.Location,
 		Count: 1, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(), Ports: c.Ports(), StartCommand: c.StartCommand,
 		Agent: providers.AgentBootstrap{ServerURL: j.ServerURL, Tokens: []string{models.AgentToken(c, n)}},
-	})
+	}
+	if vol != nil { // V4: the same workload as the group's (a new node-0 gets the volume attached)
+		req.Volume = &providers.Volume{ID: vol.ID, Name: vol.Name, SizeGB: vol.SizeGB}
+	}
+	pn, err := p.PlaceNode(ctx, c.GroupName(), n.Rank, req)
 	switch {
 	case errors.Is(err, providers.ErrNoCapacity):
 		return j.fail(ctx, nil, c, n, "reserved", "The provider has no machine of this offer free in "+c.Location+": "+providerMessage(err))

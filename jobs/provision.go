@@ -207,16 +207,24 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	for i, n := range nodes {
 		tokens[i] = models.AgentToken(c, n)
 	}
-	g, err := p.PlaceGroup(ctx, providers.PlaceRequest{
+	vol, err := j.Store.VolumeOfCluster(ctx, c)
+	if err != nil {
+		return err
+	}
+	req := providers.PlaceRequest{
 		GroupName: c.GroupName(), OfferID: strings.TrimPrefix(c.OfferID, c.Provider+":"), Location: c.Location,
 		Count: c.Nodes, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(), Ports: c.Ports(), StartCommand: c.StartCommand,
 		Agent: providers.AgentBootstrap{ServerURL: j.ServerURL, Tokens: tokens},
-	})
+	}
+	if vol != nil { // V2: the volume goes to the head with the machines
+		req.Volume = &providers.Volume{ID: vol.ID, Name: vol.Name, SizeGB: vol.SizeGB}
+	}
+	g, err := p.PlaceGroup(ctx, req)
 	switch {
 	case errors.Is(err, providers.ErrNoCapacity):
 		return j.fail(ctx, c, "provider_rejected:no_capacity", "", "reserved",
 			"The provider could not place every machine together: "+providerMessage(err))
-	case errors.Is(err, providers.ErrValidation), errors.Is(err, providers.ErrQuota):
+	case errors.Is(err, providers.ErrValidation), errors.Is(err, providers.ErrQuota), errors.Is(err, providers.ErrUnsupported):
 		return j.fail(ctx, c, "provider_rejected:validation", "", "reserved",
 			"The provider refused the request: "+providerMessage(err))
 	case err != nil:

@@ -63,9 +63,9 @@ func must(t *testing.T, name string, args ...string) string {
 
 // testNet is a bridge the test creates (hostIP on it) and one network
 // namespace per machine on it, each running Debian's sshd on its address
-// in its own mount, UTS and PID namespaces: /etc and /var are overlays
-// whose writes stay in the namespace, /run is its own, and so is the host
-// name. Everything is removed in t.Cleanup, also on failure.
+// in its own mount, UTS and PID namespaces, chrooted into an overlay of the
+// host's root whose writes stay in the namespace; /run is its own, and so
+// is the host name. Everything is removed in t.Cleanup, also on failure.
 type testNet struct {
 	hostKeys []string // each machine's host key, authorized_keys form
 	hostIP   string
@@ -79,6 +79,7 @@ func newTestNet(t *testing.T, subnet string, n int) *testNet {
 	tag := make([]byte, 3)
 	_, _ = rand.Read(tag)
 	id := hex.EncodeToString(tag)
+	guardHost(t)
 	dir := t.TempDir()
 	tn := &testNet{hostIP: subnet + ".1", key: filepath.Join(dir, "id_ed25519")}
 
@@ -132,27 +133,33 @@ func newTestNet(t *testing.T, subnet string, n int) *testNet {
 		if err := os.WriteFile(filepath.Join(conf, "sshd_config"), []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// The machine's root is an overlay of the host's whose writes stay
+		// in the namespace's tmpfs: the agent's steps (the mounts' /shared,
+		// /etc/fstab and /etc/exports, installs, the cluster's files) change
+		// nothing on the host. The test's directory is bound in at its
+		// path (sshd's configuration and keys).
+		root := ov + "/root"
 		boot := strings.Join([]string{
 			"set -e",
 			"mount --make-rprivate /",
 			"mount -t tmpfs tmpfs " + ov,
-			"mkdir -p " + ov + "/etc/up " + ov + "/etc/work " + ov + "/var/up " + ov + "/var/work",
-			"mount -t overlay overlay -o lowerdir=/etc,upperdir=" + ov + "/etc/up,workdir=" + ov + "/etc/work /etc",
-			"mount -t overlay overlay -o lowerdir=/var,upperdir=" + ov + "/var/up,workdir=" + ov + "/var/work /var",
-			"mount -t tmpfs tmpfs /run",
-			"mkdir -p /run/sshd",
+			"mkdir -p " + ov + "/up " + ov + "/work " + root + " " + ov + "/dev/up " + ov + "/dev/work",
+			"mount -t overlay overlay -o lowerdir=/,upperdir=" + ov + "/up,workdir=" + ov + "/work " + root,
+			"mount --rbind /proc " + root + "/proc",
+			"mount --rbind /sys " + root + "/sys",
+			"mount -t overlay overlay -o lowerdir=/dev,upperdir=" + ov + "/dev/up,workdir=" + ov + "/dev/work " + root + "/dev",
+			"mount -t tmpfs tmpfs " + root + "/run",
+			"mkdir -p " + root + "/run/sshd " + root + dir,
+			"mount --bind " + dir + " " + root + dir,
 			// The machine's one GPU: these namespaces have none, so
 			// nvidia-smi answers for an L40S and /dev/nvidia0 exists (a
 			// null device), the way the driver presents them.
-			"mkdir -p " + ov + "/bin/up " + ov + "/bin/work",
-			"mount -t overlay overlay -o lowerdir=/usr/local/bin,upperdir=" + ov + "/bin/up,workdir=" + ov + "/bin/work /usr/local/bin",
-			"cat > /usr/local/bin/nvidia-smi <<'EOF'\n" + fakeNvidiaSMI + "EOF",
-			"chmod 755 /usr/local/bin/nvidia-smi",
-			"mkdir -p " + ov + "/dev/up " + ov + "/dev/work",
-			"mount -t overlay overlay -o lowerdir=/dev,upperdir=" + ov + "/dev/up,workdir=" + ov + "/dev/work /dev",
-			"mknod -m 666 /dev/nvidia0 c 1 3",
+			"mkdir -p " + root + "/usr/local/bin",
+			"cat > " + root + "/usr/local/bin/nvidia-smi <<'EOF'\n" + fakeNvidiaSMI + "EOF",
+			"chmod 755 " + root + "/usr/local/bin/nvidia-smi",
+			"mknod -m 666 " + root + "/dev/nvidia0 c 1 3",
 			fmt.Sprintf("hostname machine-%d", i),
-			"exec /usr/sbin/sshd -D -e -f " + filepath.Join(conf, "sshd_config"),
+			"exec chroot " + root + " /usr/sbin/sshd -D -e -f " + filepath.Join(conf, "sshd_config"),
 		}, "\n")
 		cmd := exec.Command("ip", "netns", "exec", ns, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", boot)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -199,6 +206,36 @@ fi
 func (tn *testNet) hostKeyOf(t *testing.T, i int) string {
 	t.Helper()
 	return tn.hostKeys[i]
+}
+
+// guardHost records the host's /etc/fstab, /etc/exports and /shared now
+// and, when the test ends (its machines removed), requires them as they
+// were: the agents' mounts steps (V4) ran on the machines, not here.
+func guardHost(t *testing.T) {
+	t.Helper()
+	read := func(path string) string {
+		fi, err := os.Lstat(path)
+		switch {
+		case err != nil:
+			return "absent"
+		case fi.IsDir():
+			return "a directory"
+		}
+		b, _ := os.ReadFile(path)
+		return "file " + hex.EncodeToString(b)
+	}
+	paths := []string{"/etc/fstab", "/etc/exports", "/shared"}
+	before := map[string]string{}
+	for _, p := range paths {
+		before[p] = read(p)
+	}
+	t.Cleanup(func() {
+		for _, p := range paths {
+			if now := read(p); now != before[p] {
+				t.Errorf("the host's %s changed while the machines ran", p)
+			}
+		}
+	})
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -190,11 +190,12 @@ func reached(spend, amount Money) []int {
 	return out
 }
 
-// envMoney is what an environment's clusters spent in a month and burn now.
+// envMoney is what an environment's clusters and volumes spent in a month
+// and burn now.
 type envMoney struct {
 	spend Money     // written usage of periods starting in the month, plus the open period
 	open  Money     // the open period alone: owed, not yet in the ledger
-	burn  Money     // per hour: clusters billed now (as BurnRate)
+	burn  Money     // per hour: clusters billed now and volumes not deleted (as BurnRate)
 	live  []Cluster // clusters billed now
 }
 
@@ -222,6 +223,9 @@ func (s *Store) envMoneyOf(ctx context.Context, envIDs []string, w UsageWindow, 
 	}
 	for _, r := range sums {
 		out[r.EnvID].spend -= r.Amount
+	}
+	if err := s.volumeMoneyOf(ctx, out, envIDs, w, now); err != nil {
+		return nil, err
 	}
 	var cs []Cluster
 	err = db.Where("env_id IN ? AND ready_at IS NOT NULL AND ready_at < ? AND (released_at IS NULL OR released_at >= ?)", envIDs, w.To, w.From).
@@ -258,7 +262,9 @@ func (s *Store) envMoneyOf(ctx context.Context, envIDs []string, w UsageWindow, 
 			}
 		}
 		if c.ReleasedAt == nil && billing(c.Status) {
-			m.burn += c.USDPerHour
+			// Its machines: a volume it mounts burns as a volume, above,
+			// so it is counted once (as BurnRate).
+			m.burn += c.MachineHour * int64(c.Nodes)
 			m.live = append(m.live, c)
 		}
 	}

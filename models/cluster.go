@@ -67,10 +67,11 @@ type Cluster struct {
 	MachineKind  string        `gorm:"size:32"`
 	Interconnect string        `gorm:"size:32"`
 	Nodes        int
-	GPUsPerNode  int   `gorm:"column:gpus_per_node"`
-	VolumeGB     int   `gorm:"column:volume_gb"`
-	USDPerHour   Money `gorm:"column:usd_per_hour"` // locked by the quote (Q2)
-	MachineHour  Money // one machine's share of the locked rate
+	GPUsPerNode  int    `gorm:"column:gpus_per_node"`
+	VolumeGB     int    `gorm:"column:volume_gb"`
+	VolumeID     string `gorm:"size:32"`             // the volume attached at launch (V1, V2); added by 0760_volumes
+	USDPerHour   Money  `gorm:"column:usd_per_hour"` // locked by the quote (Q2)
+	MachineHour  Money  // one machine's share of the locked rate
 	BootSeconds  int
 	PublicIPs    bool   `gorm:"column:public_ips"`
 	Gateway      string `gorm:"size:255"`
@@ -614,6 +615,14 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if err != nil {
 			return err
 		}
+		if c.VolumeID, err = tx.attachVolume(ctx, c, q, p.Actor); err != nil {
+			return err
+		}
+		if c.VolumeID != "" {
+			if err := tx.db.WithContext(ctx).Model(&Cluster{}).Where("id = ?", c.ID).Update("volume_id", c.VolumeID).Error; err != nil {
+				return err
+			}
+		}
 		created = true
 		return tx.db.WithContext(ctx).Model(&Quote{}).Where("id = ?", q.ID).Update("used_by_cluster", c.ID).Error
 	})
@@ -795,7 +804,10 @@ func (s *Store) FailCluster(ctx context.Context, id, lastError, node, step, msg 
 			if err := tx.nodeRows(ctx, id, map[string]any{"status": NodeTerminated}, "status <> ? AND name <> ?", NodeLost, node); err != nil {
 				return err
 			}
-			return tx.nodeRows(ctx, id, map[string]any{"status": NodeFailed}, "status <> ? AND name = ?", NodeLost, node)
+			if err := tx.nodeRows(ctx, id, map[string]any{"status": NodeFailed}, "status <> ? AND name = ?", NodeLost, node); err != nil {
+				return err
+			}
+			return tx.dropLaunchVolume(ctx, id)
 		}})
 }
 

@@ -21,6 +21,7 @@ type QuoteFields struct {
 	OfferID          *string
 	IncludeCommunity *bool
 	PrivateOfferID   *string // X9
+	VolumeID         *string // V2
 }
 
 // Request is the shape the fields ask for, with field problems.
@@ -35,6 +36,7 @@ func (f QuoteFields) Request() (QuoteRequest, FieldErrors) {
 	set(&r.OfferID, f.OfferID)
 	set(&r.IncludeCommunity, f.IncludeCommunity)
 	set(&r.PrivateOfferID, f.PrivateOfferID)
+	set(&r.VolumeID, f.VolumeID)
 	if f.MaxHourlyPrice != nil && *f.MaxHourlyPrice != "" {
 		m, err := ParseUSD(*f.MaxHourlyPrice)
 		switch {
@@ -78,6 +80,8 @@ func (f QuoteFields) changed(q Quote) string {
 		return "include_community"
 	case f.PrivateOfferID != nil && *f.PrivateOfferID != q.PrivateOfferID:
 		return "privateOfferId"
+	case f.VolumeID != nil && *f.VolumeID != q.VolumeID:
+		return "volumeId"
 	}
 	if f.MaxHourlyPrice != nil {
 		m, err := ParseUSD(*f.MaxHourlyPrice)
@@ -120,6 +124,9 @@ func (f QuoteFields) merged(q Quote) (QuoteRequest, FieldErrors) {
 	}
 	if f.PrivateOfferID != nil {
 		r.PrivateOfferID = override.PrivateOfferID
+	}
+	if f.VolumeID != nil {
+		r.VolumeID = override.VolumeID
 	}
 	return r, r.Validate()
 }

@@ -122,13 +122,20 @@ const MinLaunchBalance Money = 10 * Micro
 // RequiredBalance is what L2 asks the balance to cover for a cluster at usdPerHour.
 func RequiredBalance(usdPerHour Money) Money { return max(usdPerHour, MinLaunchBalance) }
 
-// BurnRate is what an organisation's running clusters cost per hour at their
-// locked rates: every cluster billed since readyAt and not yet ended (B1).
+// BurnRate is what an organisation's running clusters and volumes cost per
+// hour at their locked rates: every machine of a cluster billed since readyAt
+// and not yet ended, and every volume not deleted, attached or not (B1, V3).
+// A cluster's volume bills as a volume, so it is counted once.
 func (s *Store) BurnRate(ctx context.Context, orgID string) (Money, error) {
-	var sum Money
+	var machines, volumes Money
 	err := s.db.WithContext(ctx).Model(&Cluster{}).
 		Where("org_id = ? AND ready_at IS NOT NULL AND status IN ?", orgID,
 			[]ClusterStatus{StatusInstalling, StatusReady, StatusDegraded}).
-		Select("COALESCE(SUM(usd_per_hour), 0)").Scan(&sum).Error
-	return sum, err
+		Select("COALESCE(SUM(machine_hour * nodes), 0)").Scan(&machines).Error
+	if err != nil {
+		return 0, err
+	}
+	err = s.db.WithContext(ctx).Model(&Volume{}).Where("org_id = ? AND deleted_at IS NULL", orgID).
+		Select("COALESCE(SUM(size_gb * gb_hour), 0)").Scan(&volumes).Error
+	return machines + volumes, err
 }

@@ -26,7 +26,7 @@ var allModels = []any{
 	&models.ProviderSetting{}, &models.PrivateOffer{}, &models.NodeStart{},
 	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},
 	&models.AutoRecharge{}, &models.Charge{}, &models.BillingGap{}, &models.BalanceEpisode{}, &models.Budget{}, &models.BudgetAlert{},
-	&models.PasswordReset{}, &models.SSHMachine{},
+	&models.Volume{}, &models.PasswordReset{}, &models.NodeMount{}, &models.SSHMachine{},
 }
 
 // readModels read a table another model owns; their columns are checked

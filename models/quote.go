@@ -31,6 +31,7 @@ type QuoteRequest struct {
 	OfferID          string `json:"offerId,omitempty"`
 	IncludeCommunity bool   `json:"include_community"`
 	PrivateOfferID   string `json:"privateOfferId,omitempty"` // X9: the organisation's private offer
+	VolumeID         string `json:"volumeId,omitempty"`       // V2: mount this volume (pins its location)
 }
 
 // Validate returns field problems keyed by the API's JSON names.
@@ -112,6 +113,7 @@ type Quote struct {
 	ExpiresAt        time.Time
 	UsedByCluster    string `gorm:"size:32"`
 	PrivateOfferID   string `gorm:"size:32"` // X9; added by 0601_private_offers
+	VolumeID         string `gorm:"size:32"` // V2: the volume it mounts; added by 0760_volumes
 	CreatedAt        time.Time
 }
 
@@ -198,13 +200,13 @@ func (q Quote) Expired(now time.Time) bool { return !now.Before(q.ExpiresAt) }
 func (q Quote) Request() QuoteRequest {
 	return QuoteRequest{Accelerator: q.Accelerator, Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB,
 		MaxHourlyPrice: q.MaxHourlyPrice, Location: q.Location, OfferID: q.OfferID, IncludeCommunity: q.IncludeCommunity,
-		PrivateOfferID: q.PrivateOfferID}
+		PrivateOfferID: q.PrivateOfferID, VolumeID: q.VolumeID}
 }
 
 // priceQuote computes Q3 for offer o at the request's shape.
 func priceQuote(o Offer, r QuoteRequest) Money {
 	return int64(r.GPUsPerNode)*int64(r.Nodes)*o.PerGPUHour + int64(o.RootDiskGB)*int64(r.Nodes)*o.DiskGBHour +
-		int64(r.VolumeGB)*VolumeGBHour
+		int64(r.VolumeGB)*VolumeRate(o.Location)
 }
 
 func availability(o Offer) string {
@@ -295,6 +297,12 @@ func (s *Store) CreateQuote(ctx context.Context, orgID, envID string, r QuoteReq
 	if fe := r.Validate(); len(fe) > 0 {
 		return Quote{}, fe
 	}
+	if err := s.pinVolume(ctx, orgID, envID, &r); err != nil {
+		return Quote{}, err
+	}
+	if err := s.refuseCommunityVolume(ctx, r); err != nil {
+		return Quote{}, err
+	}
 	o, err := s.quoteOffer(ctx, orgID, r)
 	if err != nil {
 		return Quote{}, err
@@ -310,9 +318,9 @@ func (s *Store) CreateQuote(ctx context.Context, orgID, envID string, r QuoteReq
 		ID: NewID("qt"), OrgID: orgID, EnvID: envID, OfferID: o.ID, Provider: o.Provider, Location: o.Location,
 		LocationName: o.LocationName, Accelerator: o.Accelerator, MachineKind: o.MachineKind, Interconnect: o.Interconnect,
 		Community: o.Community, Nodes: r.Nodes, GPUsPerNode: r.GPUsPerNode, VolumeGB: r.VolumeGB,
-		PerGPUHour: o.PerGPUHour, RootDiskGB: o.RootDiskGB, DiskGBHour: o.DiskGBHour, VolumeGBHour: VolumeGBHour,
+		PerGPUHour: o.PerGPUHour, RootDiskGB: o.RootDiskGB, DiskGBHour: o.DiskGBHour, VolumeGBHour: VolumeRate(o.Location),
 		USDPerHour: priceQuote(o, r), MaxHourlyPrice: r.MaxHourlyPrice, IncludeCommunity: r.IncludeCommunity,
-		Availability: availability(o), ExpiresAt: expires, PrivateOfferID: r.PrivateOfferID, CreatedAt: now,
+		Availability: availability(o), ExpiresAt: expires, PrivateOfferID: r.PrivateOfferID, VolumeID: r.VolumeID, CreatedAt: now,
 	}
 	if err := s.db.WithContext(ctx).Create(&q).Error; err != nil {
 		return Quote{}, fmt.Errorf("models: create quote: %w", err)

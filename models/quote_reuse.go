@@ -24,6 +24,12 @@ func (s *Store) ReuseQuote(ctx context.Context, orgID, envID string, r QuoteRequ
 	if fe := r.Validate(); len(fe) > 0 {
 		return Quote{}, fe
 	}
+	if err := s.pinVolume(ctx, orgID, envID, &r); err != nil {
+		return Quote{}, err
+	}
+	if err := s.refuseCommunityVolume(ctx, r); err != nil {
+		return Quote{}, err
+	}
 	o, err := s.quoteOffer(ctx, orgID, r)
 	if err != nil {
 		return Quote{}, err
@@ -32,8 +38,8 @@ func (s *Store) ReuseQuote(ctx context.Context, orgID, envID string, r QuoteRequ
 	var q Quote
 	err = s.db.WithContext(ctx).Where("org_id = ? AND env_id = ? AND offer_id = ? AND used_by_cluster = ? AND expires_at > ?",
 		orgID, envID, o.ID, "", now.Add(QuoteTTL/2)).
-		Where("nodes = ? AND gpus_per_node = ? AND volume_gb = ? AND max_hourly_price = ? AND include_community = ? AND private_offer_id = ?",
-			r.Nodes, r.GPUsPerNode, r.VolumeGB, r.MaxHourlyPrice, r.IncludeCommunity, r.PrivateOfferID).
+		Where("nodes = ? AND gpus_per_node = ? AND volume_gb = ? AND max_hourly_price = ? AND include_community = ? AND private_offer_id = ? AND volume_id = ?",
+			r.Nodes, r.GPUsPerNode, r.VolumeGB, r.MaxHourlyPrice, r.IncludeCommunity, r.PrivateOfferID, r.VolumeID).
 		Where("usd_per_hour = ? AND per_gpu_hour = ? AND disk_gb_hour = ? AND root_disk_gb = ?",
 			priceQuote(o, r), o.PerGPUHour, o.DiskGBHour, o.RootDiskGB).
 		Order("expires_at DESC").Take(&q).Error

@@ -96,6 +96,7 @@ type usageRow struct {
 // MeterResult says what one metering pass did.
 type MeterResult struct {
 	Clusters int   // clusters with a closed period
+	Volumes  int   // volumes with a closed period (V3)
 	Entries  int64 // ledger entries written (0 on a rerun)
 }
 
@@ -109,6 +110,18 @@ type MeterResult struct {
 // unique by key, so a rerun, a crash half-way or two passes at once charge
 // once. The open period is not written (it is Accumulating).
 func (s *Store) MeterUsage(ctx context.Context) (MeterResult, error) {
+	res, err := s.meterClusters(ctx)
+	if err != nil {
+		return res, err
+	}
+	// Volumes bill by the GB-hour from creation until deleted, attached or
+	// not (B2, V3), into the same ledger under "usage:vol:<id>:<period>".
+	n, entries, err := s.meterVolumes(ctx, s.Now())
+	res.Volumes, res.Entries = n, res.Entries+entries
+	return res, err
+}
+
+func (s *Store) meterClusters(ctx context.Context) (MeterResult, error) {
 	var res MeterResult
 	now := s.Now()
 	after := ""

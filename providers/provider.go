@@ -130,6 +130,17 @@ type PlaceRequest struct {
 	// every machine once the cluster is ready (see Workload).
 	Ports        []int
 	StartCommand string
+	// Volume is the cluster's persistent volume (V1–V4), attached to the
+	// head (machine 0); nil for none.
+	Volume *Volume
+}
+
+// Volume is a persistent volume to attach to a group's head machine: the
+// upstream keeps it across groups until it is deleted.
+type Volume struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	SizeGB int    `json:"sizeGb"`
 }
 
 // NodeState is the provider-side state of one machine.

@@ -18,12 +18,21 @@ type Workload struct {
 	Ports        []int             `json:"ports,omitempty"`
 	SSHKeys      []string          `json:"sshKeys,omitempty"`
 	StartCommand string            `json:"startCommand,omitempty"`
+	Volume       *Volume           `json:"volume,omitempty"` // V4: on the head
 }
 
 // Workload is the request's workload, copied.
 func (r PlaceRequest) Workload() Workload {
 	return Workload{Image: r.Image, Env: maps.Clone(r.Env), Ports: slices.Clone(r.Ports),
-		SSHKeys: slices.Clone(r.SSHKeys), StartCommand: r.StartCommand}
+		SSHKeys: slices.Clone(r.SSHKeys), StartCommand: r.StartCommand, Volume: cloneVolume(r.Volume)}
+}
+
+func cloneVolume(v *Volume) *Volume {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
 }
 
 // Command is a long-running command an agent starts on its machine: the
@@ -53,4 +62,14 @@ type Process interface {
 // it (the real shell and the simulated machines both are).
 type Starter interface {
 	Start(ctx context.Context, cmd Command) (Process, error)
+}
+
+// StepStarter is an Executor that starts a step without waiting for it and
+// is followed like a started command: the agent runs a long step (the
+// mounts, V4) through it beside its loop. The simulated machines are one
+// (their steps take no time, so the step has ended by the first Poll);
+// with any other Executor the agent runs the step's Run in a goroutine.
+// Ending ctx cancels the step.
+type StepStarter interface {
+	StartStep(ctx context.Context, step, script string) (Process, error)
 }

@@ -22,6 +22,7 @@ type BillingPage struct {
 	Chart          SpendChart
 	TopUp          TopUpForm
 	Usage          []UsageLine
+	Volumes        []VolumeLine // V3, X11: each volume on its own line
 	Entries        []LedgerRow
 	// AutoRecharge is the auto-recharge settings panel (B4), rendered in its
 	// own section when set; nil leaves the section out.
@@ -50,6 +51,14 @@ type UsageLine struct {
 	FragmentURL                     string // its machines (htmx)
 	Open                            bool
 	Machines                        []MachineRow
+}
+
+// VolumeLine is "Volume — NAME" on the billing page.
+type VolumeLine struct {
+	ID, Name, Detail, Amount, Status string
+	State                            string // attached to …, detached, deleted …
+	ClusterID                        string
+	Detached                         bool
 }
 
 // MachineRow is one machine under its cluster's line: the same cells as a

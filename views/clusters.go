@@ -47,6 +47,7 @@ type ClusterPage struct {
 	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
 	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
 	Ended        *EndedView    // once terminated or failed (B1)
+	Storage      *StorageView  // V4: what is mounted where; nil when nothing is
 	Tab          string        // the section shown: overview, connect, logs or events
 	Tabs         []TabView
 	Problem      *ProblemView  // lastError as a sentence (L4, L6, R2, R5)
@@ -67,6 +68,25 @@ type JoinView struct {
 	CanAdd      bool   // a ready cluster with no machine joining
 	NextNode    string // "node-2"
 	Joining     string // the node joining now, "" = none
+}
+
+// StorageView is the cluster's shared folder and volume (V1, V4).
+type StorageView struct {
+	VolumeID, VolumeName, VolumeNote string
+	Mounts                           []MountView
+	Nodes                            []MountStateView // each node's mounts step in its boot, once the cluster is ready
+}
+
+// MountStateView is how one node's mounts step is doing (V4).
+type MountStateView struct {
+	Node  string
+	State string // waiting, mounting, mounted, failed
+	Label string
+}
+
+// MountView is one folder and the nodes that have it.
+type MountView struct {
+	Path, Nodes, What string
 }
 
 // Cluster page sections (tabs).
@@ -297,6 +317,16 @@ func startClass(state string) string {
 	return "text-slate-500"
 }
 
+func mountStateClass(state string) string {
+	switch state {
+	case "mounted":
+		return "text-green-800 dark:text-green-200"
+	case "failed":
+		return "text-red-800 dark:text-red-200"
+	}
+	return "text-slate-500"
+}
+
 func stepClass(state string) string {
 	switch state {
 	case "done":
@@ -325,7 +355,27 @@ type LaunchPage struct {
 	OffersURL        string             // the offers page for this shape, with Alternatives
 	Already          *ClusterRow
 	Software         []SoftwareOption
+	Storage          LaunchStorage // V1, V2, V5
 }
+
+// LaunchStorage is the launch page's persistent volume: what the quote
+// holds, and a form to price the offer with another choice.
+type LaunchStorage struct {
+	Current   string
+	Community bool // V5: no volume; Reason says why
+	Private   bool // a private offer's price is fixed: no choice here
+	Reason    string
+	Location  string
+	OfferID   string
+	Nodes     int
+	VolumeID  string // mounted
+	NewGB     string // created with the cluster
+	Rate      string
+	Volumes   []VolumeOption // detached volumes of the environment in this location
+}
+
+// VolumeOption is one volume the launch can mount.
+type VolumeOption struct{ ID, Label string }
 
 // QuoteView shows a locked price and its breakdown.
 type QuoteView struct {

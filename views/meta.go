@@ -63,7 +63,7 @@ func (m Meta) Nav() []NavItem {
 	if m.User == nil {
 		return items
 	}
-	items = append(items, NavItem{"Clusters", "/clusters"})
+	items = append(items, NavItem{"Clusters", "/clusters"}, NavItem{"Volumes", "/volumes"})
 	if m.User.CanBilling {
 		items = append(items, NavItem{"Billing", "/billing"})
 	}

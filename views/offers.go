@@ -24,7 +24,13 @@ type OffersPage struct {
 	Kinds         []string
 	GPUCounts     []int
 	ResultsHTML   []byte // OfferResults already rendered (the handler's cache), or nil
+	// Volume pins the picker to a volume's location (V2): only its offers
+	// are shown and Launch mounts it.
+	Volume *PinnedVolume
 }
+
+// PinnedVolume is the volume the picker is pinned to.
+type PinnedVolume struct{ ID, Name, Location string }
 
 // results is the results fragment: the pre-rendered bytes when there are.
 func (p OffersPage) results() templ.Component {

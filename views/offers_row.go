@@ -16,6 +16,8 @@ import (
 type OfferRow struct {
 	Offer *models.Offer // after holds (models' stock.go)
 	Nodes int
+	// Volume is the volume the picker is pinned to (V2): Launch carries it.
+	Volume string
 }
 
 // sizeChips are the node sizes each offer row shows as sellable or not (O4).
@@ -31,7 +33,7 @@ func OfferRows(rows []OfferRow) templ.Component {
 		bp := rowBuffers.Get().(*[]byte)
 		defer rowBuffers.Put(bp)
 		for _, r := range rows {
-			*bp = appendOfferRow((*bp)[:0], r.Offer, r.Nodes)
+			*bp = appendOfferRow((*bp)[:0], r.Offer, r.Nodes, r.Volume)
 			if _, err := w.Write(*bp); err != nil {
 				return err
 			}
@@ -71,7 +73,7 @@ const RowDimmed = "row-dim"
 // $/cluster-h, what the location has free with the standard sizes (O4), and
 // the action. Prices are exact (models.AppendPrice), so the cluster's is the
 // machine's × machines as shown (O7).
-func appendOfferRow(b []byte, o *models.Offer, n int) []byte {
+func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 	sell := string(o.SellFor(n))
 	b = append(b, `<tr id="offer-`...)
 	b = appendEscaped(b, o.ID)
@@ -103,7 +105,7 @@ func appendOfferRow(b []byte, o *models.Offer, n int) []byte {
 	b = append(b, `</span>`...)
 	b = appendChips(b, o)
 	b = append(b, `</td><td class="cell text-right">`...)
-	b = appendAction(b, o, n, sell, "")
+	b = appendAction(b, o, n, sell, "", volume)
 	return append(b, `</td></tr>`...)
 }
 
@@ -203,12 +205,16 @@ func appendQueryEscaped(b []byte, s string) []byte {
 // appendAction is the row's or card's action: Launch at this size, or what
 // the location says and Request a quote. prefix tells the card's test ids
 // ("card-") from the table's ("").
-func appendAction(b []byte, o *models.Offer, n int, sell, prefix string) []byte {
+func appendAction(b []byte, o *models.Offer, n int, sell, prefix, volume string) []byte {
 	if sell == string(models.Startable) {
 		b = append(b, `<a href="/clusters/new?nodes=`...)
 		b = strconv.AppendInt(b, int64(n), 10)
 		b = append(b, `&amp;offer=`...)
 		b = appendQueryEscaped(b, o.ID)
+		if volume != "" {
+			b = append(b, `&amp;volume=`...)
+			b = appendQueryEscaped(b, volume)
+		}
 		b = append(b, `" class="btn-primary" data-testid="`...)
 		b = append(b, prefix...)
 		b = append(b, `launch-link">Launch</a>`...)
@@ -243,7 +249,7 @@ func OfferCards(rows []OfferRow) templ.Component {
 		bp := rowBuffers.Get().(*[]byte)
 		defer rowBuffers.Put(bp)
 		for _, r := range rows {
-			*bp = appendOfferCard((*bp)[:0], r.Offer, r.Nodes)
+			*bp = appendOfferCard((*bp)[:0], r.Offer, r.Nodes, r.Volume)
 			if _, err := w.Write(*bp); err != nil {
 				return err
 			}
@@ -252,7 +258,7 @@ func OfferCards(rows []OfferRow) templ.Component {
 	})
 }
 
-func appendOfferCard(b []byte, o *models.Offer, n int) []byte {
+func appendOfferCard(b []byte, o *models.Offer, n int, volume string) []byte {
 	sell := string(o.SellFor(n))
 	b = append(b, `<li class="flex items-start gap-3 px-3 py-3`...)
 	if sell != string(models.Startable) {
@@ -283,6 +289,6 @@ func appendOfferCard(b []byte, o *models.Offer, n int) []byte {
 	b = append(b, `</p>`...)
 	b = appendChips(b, o)
 	b = append(b, `</div><div class="shrink-0 text-right">`...)
-	b = appendAction(b, o, n, sell, "card-")
+	b = appendAction(b, o, n, sell, "card-", volume)
 	return append(b, `</div></li>`...)
 }

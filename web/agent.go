@@ -86,18 +86,21 @@ func (h *handler) agentPeers(c echo.Context) error {
 }
 
 // agentHeartbeat is POST /v1/agent/heartbeat: liveness, the start command's
-// state, and the node's next task and start order.
+// and the mounts step's state, and the node's next task and start order.
 func (h *handler) agentHeartbeat(c echo.Context) error {
 	cl, node := agentOf(c)
 	ctx := c.Request().Context()
 	var req agentapi.HeartbeatRequest
 	if err := c.Bind(&req); err != nil {
-		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {start} (or an empty body)."}
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {start, mounts} (or an empty body)."}
 	}
 	if err := h.Store.TouchHeartbeat(ctx, node.ID); err != nil {
 		return err
 	}
 	if err := h.recordStart(ctx, cl, node, req.Start); err != nil {
+		return err
+	}
+	if err := h.recordMounts(ctx, cl, node, req.Mounts); err != nil {
 		return err
 	}
 	start, err := h.startOrder(c, cl, node, req.Start != nil)

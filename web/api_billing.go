@@ -40,7 +40,23 @@ func (h *handler) apiBillingUsage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := api.BillingUsage{Month: w.Month(), Total: models.DecimalUSD(models.Spend(lines)), Clusters: []api.ClusterUsage{}}
+	vols, err := h.Store.VolumeUsageForMonth(c.Request().Context(), principal(c).Org.ID, w)
+	if err != nil {
+		return err
+	}
+	total := models.Spend(lines)
+	out := api.BillingUsage{Month: w.Month(), Clusters: []api.ClusterUsage{}, Volumes: []api.VolumeUsage{}}
+	for _, v := range vols { // V3, X11: every volume that billed, attached or not
+		vu := api.VolumeUsage{VolumeID: v.Volume.ID, Name: v.Volume.Name, SizeGB: v.Volume.SizeGB,
+			USDPerHour: models.DecimalUSD(v.Volume.HourRate()), Minutes: v.Minutes, Amount: models.DecimalUSD(v.Total()),
+			Status: usageStatus(v.Accumulating), Deleted: v.Volume.DeletedAt != nil}
+		if v.Attached != nil {
+			vu.ClusterID = v.Attached.ID
+		}
+		total += v.Total()
+		out.Volumes = append(out.Volumes, vu)
+	}
+	out.Total = models.DecimalUSD(total)
 	for _, l := range lines {
 		cu := api.ClusterUsage{ClusterID: l.Cluster.ID, Name: l.Cluster.Name, Amount: models.DecimalUSD(l.Completed + l.Accumulating),
 			Status: usageStatus(l.Accumulating), Machines: []api.MachineUsage{}}

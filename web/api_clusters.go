@@ -21,7 +21,7 @@ type quoteBody api.QuoteBody
 func (b quoteBody) fields() models.QuoteFields {
 	f := models.QuoteFields{Accelerator: b.Accelerator, Nodes: b.Nodes, GPUsPerNode: b.GPUsPerNode,
 		MaxHourlyPrice: b.MaxHourlyPrice, Location: b.Location, OfferID: b.OfferID, IncludeCommunity: b.IncludeCommunity,
-		PrivateOfferID: b.PrivateOfferID}
+		PrivateOfferID: b.PrivateOfferID, VolumeID: b.VolumeID}
 	if b.Storage != nil {
 		f.VolumeGB = b.Storage.PersistentGB
 	}
@@ -35,7 +35,7 @@ func toQuoteJSON(q models.Quote) api.Quote {
 		Provider: q.Provider, MachineKind: q.MachineKind, Interconnect: q.Interconnect, IncludeCommunity: q.IncludeCommunity,
 		USDPerHour: models.DecimalUSD(q.USDPerHour), USDPerMachineHour: models.DecimalUSD(q.MachineHour()),
 		PerGPUUSDPerHour: models.DecimalUSD(q.PerGPUHour), DiskGBPerNode: q.RootDiskGB, RootDiskRate: models.DecimalUSD(q.DiskGBHour),
-		Availability: q.Availability, ExpiresAt: q.ExpiresAt, PrivateOfferID: q.PrivateOfferID,
+		Availability: q.Availability, ExpiresAt: q.ExpiresAt, PrivateOfferID: q.PrivateOfferID, VolumeID: q.VolumeID,
 	}
 	if q.MaxHourlyPrice > 0 {
 		s := models.DecimalUSD(q.MaxHourlyPrice)
@@ -249,6 +249,11 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 		}
 	}
 	j.NCCL = toNCCLJSON(nccl)
+	vol, err := h.Store.VolumeOfCluster(ctx, cl)
+	if err != nil {
+		return err
+	}
+	j.Volume = toClusterVolumeJSON(cl, vol)
 	return c.JSON(status, j)
 }
 
@@ -296,4 +301,16 @@ func (h *handler) apiTerminate(c echo.Context) error {
 		return err
 	}
 	return h.clusterJSONResponse(c, http.StatusAccepted, cl)
+}
+
+// toClusterVolumeJSON is the cluster's volume and its mounts (V4), or nil.
+func toClusterVolumeJSON(cl models.Cluster, v *models.Volume) *api.ClusterVolume {
+	if v == nil {
+		return nil
+	}
+	out := &api.ClusterVolume{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB, Mounts: []api.Mount{}}
+	for _, m := range models.Mounts(cl, v) {
+		out.Mounts = append(out.Mounts, api.Mount{Path: m.Path, Nodes: m.Nodes, What: m.What})
+	}
+	return out
 }

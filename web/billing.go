@@ -21,6 +21,16 @@ type statement struct {
 	burn    models.Money
 	spend   models.Money // this month, written and open
 	lines   []models.ClusterUsage
+	volumes []models.VolumeUsage // V3, X11: every volume that billed in the window
+}
+
+// volumeSpend is what the volumes ran up: written and open.
+func volumeSpend(vs []models.VolumeUsage) models.Money {
+	var sum models.Money
+	for _, v := range vs {
+		sum += v.Total()
+	}
+	return sum
 }
 
 // monthParam reads ?month=YYYY-MM (default: this month).
@@ -51,13 +61,20 @@ func (h *handler) statementOf(c echo.Context, w models.UsageWindow) (statement, 
 	if st.lines, err = h.Store.UsageForMonth(ctx, p.Org.ID, w); err != nil {
 		return st, err
 	}
-	st.spend = models.Spend(st.lines)
+	if st.volumes, err = h.Store.VolumeUsageForMonth(ctx, p.Org.ID, w); err != nil {
+		return st, err
+	}
+	st.spend = models.Spend(st.lines) + volumeSpend(st.volumes)
 	if current := models.MonthOf(h.Store.Now()); current != w {
 		this, err := h.Store.UsageForMonth(ctx, p.Org.ID, current)
 		if err != nil {
 			return st, err
 		}
-		st.spend = models.Spend(this)
+		vols, err := h.Store.VolumeUsageForMonth(ctx, p.Org.ID, current)
+		if err != nil {
+			return st, err
+		}
+		st.spend = models.Spend(this) + volumeSpend(vols)
 	}
 	return st, nil
 }
@@ -90,6 +107,9 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	for _, l := range st.lines {
 		open += l.Accumulating
 	}
+	for _, v := range st.volumes {
+		open += v.Accumulating
+	}
 	if w != models.MonthOf(h.Store.Now()) {
 		open = 0 // the open period is this month's
 	}
@@ -106,6 +126,9 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	}
 	for _, l := range st.lines {
 		bp.Usage = append(bp.Usage, usageLine(l, w, l.Cluster.ID == c.QueryParam("open")))
+	}
+	for _, v := range st.volumes {
+		bp.Volumes = append(bp.Volumes, volumeLine(v))
 	}
 	form, err := h.autoRechargeForm(ctx, p.Org.ID, bp.Meta.CSRF)
 	if err != nil {
@@ -305,3 +328,20 @@ func (h *handler) endedView(c echo.Context, cl models.Cluster) (*views.EndedView
 }
 
 func minutesBetween(a, b time.Time) int64 { return max(int64(b.Sub(a)/time.Minute), 0) }
+
+// volumeLine is a volume's own line on the billing page (B3, X11): its
+// size and rate, where it is attached, and what it accrued in the month.
+func volumeLine(u models.VolumeUsage) views.VolumeLine {
+	v := u.Volume
+	l := views.VolumeLine{ID: v.ID, Name: v.Name, Amount: models.USD(u.Total()), Status: titleCase(usageStatus(u.Accumulating)),
+		Detail: fmt.Sprintf("%d GB in %s at %s/h · %s h", v.SizeGB, v.Location, models.USD(v.HourRate()), hours(u.Minutes))}
+	switch {
+	case v.DeletedAt != nil:
+		l.State = "deleted " + views.FormatTime(*v.DeletedAt)
+	case u.Attached != nil:
+		l.State, l.ClusterID = "attached to "+u.Attached.Name, u.Attached.ID
+	default:
+		l.State, l.Detached = "detached, still billing until deleted", true
+	}
+	return l
+}

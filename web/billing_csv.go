@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"net/http"
 
+	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
 )
 
@@ -23,6 +24,10 @@ func (h *handler) usageCSV(c echo.Context) error {
 		for _, r := range machineRows(l) {
 			rows = append(rows, append([]string{l.Cluster.Name}, r.Cells()...))
 		}
+	}
+	for _, v := range st.volumes { // V3, X11: a volume's own row, its price per hour in machine_price
+		rows = append(rows, []string{"Volume — " + v.Volume.Name, "", models.USD(v.Volume.HourRate()) + "/h", hours(v.Minutes),
+			models.USD(v.Total()), titleCase(usageStatus(v.Accumulating)), ""})
 	}
 	return writeCSV(c, "usage-"+w.Month()+".csv", rows)
 }

@@ -88,6 +88,11 @@ func (h *handler) newCluster(c echo.Context) error {
 	}
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
+		for _, k := range []string{"volumeId", "storage.persistentGb", "location"} { // V2, V5
+			if msg, ok := fe[k]; ok {
+				return echo.NewHTTPError(http.StatusUnprocessableEntity, "This offer cannot take that volume: "+msg)
+			}
+		}
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, "A cluster has 2 to 64 machines.")
 	}
 	if err != nil {
@@ -119,8 +124,16 @@ func (h *handler) launchRequest(c echo.Context) (models.QuoteRequest, error) {
 	if err != nil {
 		return models.QuoteRequest{}, err
 	}
-	return models.QuoteRequest{Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
-		Location: o.Location, IncludeCommunity: o.Community}, nil
+	r := models.QuoteRequest{Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
+		Location: o.Location, IncludeCommunity: o.Community}
+	// V2: mount an existing volume, or create one with the cluster.
+	r.VolumeID = strings.TrimSpace(c.QueryParam("volume"))
+	if gb := strings.TrimSpace(c.QueryParam("persistent_gb")); gb != "" && r.VolumeID == "" {
+		if r.VolumeGB, err = strconv.Atoi(gb); err != nil || r.VolumeGB < 0 {
+			return r, echo.NewHTTPError(http.StatusUnprocessableEntity, "Give the new volume's size as a whole number of GB.")
+		}
+	}
+	return r, nil
 }
 
 // launchPage builds the launch page's view for a quote and a form as typed.
@@ -147,6 +160,9 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 	for _, s := range softwareOptions(q.MachineKind) {
 		s.Checked = s.Value == form.Software
 		lp.Software = append(lp.Software, s)
+	}
+	if lp.Storage, err = h.launchStorage(c, q); err != nil {
+		return lp, err
 	}
 	if p.User != nil {
 		keys, err := h.Store.SSHKeys(ctx, p.Org.ID, p.User.ID)
@@ -433,6 +449,9 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		}
 	}
 	cp.Recovery = recoveryView(cl, now, nil)
+	if cp.Storage, err = h.storageView(c, cl); err != nil {
+		return cp, err
+	}
 	cp.Join = joinView(cl, nodes, cp.Nodes)
 	if cp.Ended, err = h.endedView(c, cl); err != nil {
 		return cp, err

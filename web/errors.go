@@ -36,10 +36,13 @@ func classify(err error) *APIError {
 	var fe models.FieldErrors
 	var he *echo.HTTPError
 	var fb *models.ForbiddenError
+	var va *models.VolumeAttachedError
 	var br *models.BudgetReachedError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &va):
+		return volumeAttached(va)
 	case errors.As(err, &br): // B5: resuming while the environment's budget is reached
 		return &APIError{Status: http.StatusConflict, Code: "budget_reached", Message: br.Error()}
 	case errors.As(err, &fe):

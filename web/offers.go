@@ -81,6 +81,15 @@ func (h *handler) listOffers(c echo.Context) error {
 		Accelerators: models.Accelerators, Interconnects: models.Interconnects,
 		Kinds: models.MachineKinds, GPUCounts: models.GPUCounts,
 	}
+	if id := c.QueryParam("volume"); id != "" && principal(c) != nil && len(problems) == 0 {
+		// V2: pinned to the volume's location, datacenter offers only.
+		v, err := h.volumeOfEnv(c, id)
+		if err != nil {
+			return err
+		}
+		f.Location, f.IncludeCommunity, p.Form.Community = v.Location, false, false
+		p.Volume = &views.PinnedVolume{ID: v.ID, Name: v.Name, Location: v.Location}
+	}
 	status := 200
 	if len(problems) > 0 {
 		status = 422
@@ -152,6 +161,13 @@ func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.
 		return b, nil
 	}
 	p.Groups, p.Startable, p.Shown = offerGroupViews(pick.Groups(), f)
+	if p.Volume != nil {
+		for i := range p.Groups {
+			for j := range p.Groups[i].Offers {
+				p.Groups[i].Offers[j].Volume = p.Volume.ID
+			}
+		}
+	}
 	buf := pageBuffers.Get().(*bytes.Buffer)
 	defer putPageBuffer(buf)
 	if err := views.OfferResults(p).Render(c.Request().Context(), buf); err != nil {

@@ -31,12 +31,15 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"AutoRechargeBody": api.AutoRechargeBody{}, "AutoRecharge": api.AutoRecharge{}, "FailedCharge": api.FailedCharge{},
 		"BillingBalance": api.BillingBalance{}, "BillingUsage": api.BillingUsage{}, "ClusterUsage": api.ClusterUsage{},
 		"MachineUsage": api.MachineUsage{}, "StateInterval": api.StateInterval{},
+		"Volume": api.Volume{}, "VolumeBody": api.VolumeBody{}, "VolumeGrowBody": api.VolumeGrowBody{}, "VolumeList": api.VolumeList{},
+		"VolumeUsage": api.VolumeUsage{}, "ClusterVolume": api.ClusterVolume{}, "Mount": api.Mount{},
 		"BudgetBody": api.BudgetBody{}, "Budgets": api.Budgets{}, "Budget": api.Budget{}, "ClusterRunOut": api.ClusterRunOut{},
 
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},
 		"AgentHeartbeat": agentapi.HeartbeatResponse{}, "AgentLogsRequest": agentapi.LogsRequest{},
 		"AgentHeartbeatRequest": agentapi.HeartbeatRequest{}, "AgentStartState": agentapi.StartState{}, "AgentStartOrder": agentapi.StartOrder{},
+		"AgentMounts": agentapi.Mounts{}, "AgentMountsState": agentapi.MountsState{}, "AgentVolumeMount": agentapi.VolumeMount{},
 		"NodeStartCommand": api.NodeStartCommand{}, "Port": api.Port{},
 		"AgentTaskResultRequest": agentapi.TaskResult{}, "AgentTaskResult": agentapi.TaskStatus{},
 	} {

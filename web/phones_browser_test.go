@@ -117,8 +117,15 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 		t.Fatalf("the cluster is %s, want ready", st)
 	}
 
+	// A volume with a long name, in the cluster's location (V1–V3).
+	vol, err := app.store.As(models.Actor{OrgID: acc.org.ID, EnvID: acc.env.ID, UserID: acc.user.ID, Role: models.RoleOwner, Name: acc.user.Email}).
+		CreateVolume(bg, models.VolumeInput{Name: "llama-3-70b-instruct-checkpoints-long-context", Location: j.cluster(acc.org.ID, clusterID).Location, SizeGB: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	signedIn := []string{
 		offers, launch, "/clusters/" + clusterID, "/clusters",
+		"/volumes", offers + "&volume=" + vol.ID, launch + "&volume=" + vol.ID,
 		"/billing", "/settings", "/settings/ssh-keys", "/settings/api-keys", "/settings/environments",
 		"/settings/team", "/settings/audit",
 		"/quote-requests", "/quote-requests/new", quoteReq,

@@ -141,6 +141,17 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
 	app.POST("/clusters/:id/resume", h.resumeCluster)            // B6
 
+	// Volumes (V1–V5): the current environment's on the page, the key's in the API.
+	app.GET("/volumes", h.listVolumes)
+	app.POST("/volumes", h.createVolume)
+	app.POST("/volumes/:id/grow", h.growVolume)
+	app.POST("/volumes/:id/delete", h.deleteVolume)
+	api.GET("/volumes", h.apiListVolumes)
+	api.POST("/volumes", h.apiCreateVolume)
+	api.GET("/volumes/:id", h.apiGetVolume)
+	api.POST("/volumes/:id/grow", h.apiGrowVolume)
+	api.DELETE("/volumes/:id", h.apiDeleteVolume)
+
 	api.POST("/gpu/clusters/quote", h.apiQuote)
 	api.POST("/gpu/clusters", h.apiLaunch)
 	api.GET("/gpu/clusters", h.apiListClusters)

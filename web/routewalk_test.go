@@ -262,6 +262,10 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/clusters/:id/recover":                    clusterA,
 	"/v1/gpu/clusters/:id/recovery":            clusterA,
 	"/v1/gpu/clusters/:id/recover":             clusterA,
+	"/volumes/:id/grow":                        volumeA,
+	"/volumes/:id/delete":                      volumeA,
+	"/v1/volumes/:id":                          volumeA,
+	"/v1/volumes/:id/grow":                     volumeA,
 	"/clusters/:id/resume":                     clusterA,
 	"/v1/gpu/clusters/:id/resume":              clusterA,
 	"/clusters/:id/workers":                    clusterA,
@@ -273,6 +277,8 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 func clusterNodeA(f *walkFixture) map[string]string {
 	return map[string]string{"id": f.clusterA.ID, "rank": "1"}
 }
+
+func volumeA(f *walkFixture) map[string]string { return map[string]string{"id": f.volumeA.ID} }
 
 func quoteRequestA(f *walkFixture) map[string]string {
 	return map[string]string{"id": f.quoteRequestA.ID}
@@ -313,6 +319,7 @@ type walkFixture struct {
 	cookiesA       *client
 
 	quoteRequestA models.CapacityRequest
+	volumeA       models.Volume
 }
 
 const walkMarker = "alphacorpzq"
@@ -352,6 +359,10 @@ func newWalkFixture(t *testing.T, app *testApp) *walkFixture {
 		StartDate: "2027-01-04", Duration: 4, DurationUnit: "weeks", ContactName: "Alice AlphaCorpZQ",
 		ContactEmail: "alice@alphacorpzq.example", Notes: "alphacorpzq pretraining run",
 	}, models.CapacityNotify{}, models.AuditEntry{Actor: f.A.user.Email}); err != nil {
+		t.Fatal(err)
+	}
+	if f.volumeA, err = app.store.As(models.Actor{OrgID: f.A.org.ID, EnvID: f.A.env.ID, UserID: f.A.user.ID, Role: models.RoleOwner,
+		Name: f.A.user.Email}).CreateVolume(ctx, models.VolumeInput{Name: "alphacorpzq-ckpt", Location: f.clusterA.Location, SizeGB: 50}); err != nil {
 		t.Fatal(err)
 	}
 	f.cookiesA = app.login(f.A)
@@ -479,6 +490,9 @@ func (f *walkFixture) checkAIntact(t *testing.T) {
 	}
 	if qr, err := s.CapacityRequestForOrg(ctx, f.A.org.ID, f.quoteRequestA.ID); err != nil || qr.Status != models.CapacityNew || qr.OperatorNote != "" {
 		t.Errorf("A's quote request changed during the walk: %+v %v", qr, err)
+	}
+	if v, err := s.VolumeForOrg(ctx, f.A.org.ID, f.volumeA.ID); err != nil || v.SizeGB != 50 || v.DeletedAt != nil {
+		t.Errorf("A's volume changed during the walk: %+v %v", v, err)
 	}
 	members, _ := s.Members(ctx, f.A.org.ID)
 	if len(members) != 2 {

@@ -66,6 +66,9 @@ func TestUseCasesCommitWithTheirAuditEntry(t *testing.T) {
 		{name: "change quota (operator)", audit: "org.quota_change", setup: quotaCase},
 		{name: "log out everywhere", audit: "user.sessions_revoke", setup: revokeSessionsCase},
 		{name: "change password", audit: "user.password_change", setup: changePasswordCase},
+		{name: "create volume (page)", audit: "volume.create", setup: createVolumeCase},
+		{name: "grow volume (API)", audit: "volume.grow", setup: growVolumeCase},
+		{name: "delete volume (API)", audit: "volume.delete", setup: deleteVolumeCase},
 	}
 	eachApp(t, func(t *testing.T, app *testApp) {
 		f := newUseCaseFixture(t, app)
@@ -398,5 +401,47 @@ func quoteRequestStatusCase(t *testing.T, f *useCaseFixture) (func() int, func()
 		func() bool {
 			now, err := f.app.store.CapacityRequestByID(context.Background(), r.ID)
 			return err == nil && now.Status == models.CapacityContacted
+		}
+}
+
+// Volumes (V1–V3): each change commits with its audit entry.
+func createVolumeCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
+	f.app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+	return func() int {
+			return f.post("/volumes", url.Values{"name": {"atomic-volume"}, "location": {"us-east"}, "size_gb": {"10"}})
+		}, func() bool {
+			var n int64
+			f.app.db.Model(&models.Volume{}).Where("name = ?", "atomic-volume").Count(&n)
+			return n > 0
+		}
+}
+
+func (f *useCaseFixture) volume(t *testing.T, name string) models.Volume {
+	f.app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+	v, err := f.app.store.As(models.Actor{OrgID: f.owner.org.ID, EnvID: f.owner.env.ID, UserID: f.owner.user.ID, Role: models.RoleOwner,
+		Name: f.owner.user.Email}).CreateVolume(context.Background(), models.VolumeInput{Name: name, Location: "us-east", SizeGB: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func growVolumeCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
+	v := f.volume(t, "atomic-grow")
+	return func() int { return f.api(http.MethodPost, "/v1/volumes/"+v.ID+"/grow", `{"sizeGb":20}`) },
+		func() bool {
+			var now models.Volume
+			f.app.db.Where("id = ?", v.ID).Take(&now)
+			return now.SizeGB == 20
+		}
+}
+
+func deleteVolumeCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
+	v := f.volume(t, "atomic-delete")
+	return func() int { return f.api(http.MethodDelete, "/v1/volumes/"+v.ID, "") },
+		func() bool {
+			var now models.Volume
+			f.app.db.Where("id = ?", v.ID).Take(&now)
+			return now.DeletedAt != nil
 		}
 }

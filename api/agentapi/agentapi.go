@@ -77,10 +77,30 @@ type Task struct {
 	Script   string            `json:"script"`
 }
 
-// HeartbeatRequest is POST /v1/agent/heartbeat: liveness, and the state of
-// the start command once the agent started it in this boot (N3).
+// HeartbeatRequest is POST /v1/agent/heartbeat: liveness, the state of the
+// start command once the agent started it in this boot (N3), and the state
+// of its mounts step once it began (V4).
 type HeartbeatRequest struct {
-	Start *StartState `json:"start,omitempty"`
+	Start  *StartState  `json:"start,omitempty"`
+	Mounts *MountsState `json:"mounts,omitempty"`
+}
+
+// Mounts step states (V4).
+const (
+	MountsMounting = "mounting" // the step runs (a worker waits for node-0's export)
+	MountsMounted  = "mounted"  // the step ended well
+	MountsFailed   = "failed"   // the step failed or was cancelled; Error says why
+)
+
+// MountsState is how the mounts step this boot's agent began is doing. The
+// agent runs it beside its loop, so it keeps heartbeating (and sees its
+// cluster end) while a worker waits for node-0's export; the start command
+// starts only once it ended.
+type MountsState struct {
+	State     string     `json:"state"` // MountsMounting, MountsMounted or MountsFailed
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	Error     string     `json:"error,omitempty"`
 }
 
 // Start command states.
@@ -109,6 +129,33 @@ type StartOrder struct {
 	User    string            `json:"user"`    // the node's SSH user
 	Env     map[string]string `json:"env"`     // the node env: N2's variables and the user's
 	Publish bool              `json:"publish"` // the machine kind publishes the ports
+	// Mounts is V4's folders for this node; nil when it gets none (a
+	// container without a volume).
+	Mounts *Mounts `json:"mounts,omitempty"`
+}
+
+// Mounts is what the agent mounts before the workload starts (V4): it runs
+// the step beside its loop, reports a MountsState with each heartbeat, and
+// carries out the rest of the start order once the step ended.
+type Mounts struct {
+	// Shared: node-0 exports /shared over the private network (NFS) to
+	// Clients and every other node mounts it from Head (vm, bare_metal).
+	Shared   bool     `json:"shared"`
+	Head     string   `json:"head"`     // node-0's private address
+	Clients  []string `json:"clients"`  // the other nodes' private addresses
+	Hostfile string   `json:"hostfile"` // written to /shared/hostfile by node-0
+	// Volume is the cluster's persistent volume: on node-0, synced into
+	// Path (/shared/volume) and back; on a container mounted at Path
+	// (/volume) on node-0 only.
+	Volume *VolumeMount `json:"volume,omitempty"`
+}
+
+// VolumeMount is the cluster's volume as the agent mounts it.
+type VolumeMount struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	SizeGB int    `json:"sizeGb"`
+	Path   string `json:"path"`
 }
 
 // HeartbeatResponse is POST /v1/agent/heartbeat's answer: the node's next

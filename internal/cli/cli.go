@@ -24,8 +24,8 @@ Usage:
   clusterdeck gpu offers --accelerator H100_80GB --nodes 4 [--include-community]
         [--interconnect I] [--machine-kind K] [--gpus-per-node G] [--max-price USD]
   clusterdeck gpu clusters quote --accelerator A --nodes N --gpus-per-node G
-        [--persistent-gb GB] [--max-hourly-price USD] [--location L] [--offer-id ID]
-        [--include-community]
+        [--persistent-gb GB | --volume-id ID] [--max-hourly-price USD] [--location L]
+        [--offer-id ID] [--include-community]
   clusterdeck gpu clusters quote --private-offer-id ID
   clusterdeck gpu clusters launch (--quote-id ID | --offer-id ID --nodes N --gpus-per-node G
         | --private-offer-id ID)
@@ -41,6 +41,11 @@ Usage:
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters add-worker ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters replace ID --node N [--yes] [--wait [--timeout 30m]]
+  clusterdeck gpu volumes list
+  clusterdeck gpu volumes create --name NAME --location L --size-gb GB
+  clusterdeck gpu volumes get ID
+  clusterdeck gpu volumes grow ID --size-gb GB
+  clusterdeck gpu volumes delete ID
   clusterdeck gpu clusters resume ID [--wait [--timeout 30m]]
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
@@ -68,6 +73,11 @@ launch needs. With --wait it exits 0 once the cluster runs again, 1 if the resum
 admitted like a launch, billed from when it has joined. "clusters replace --node N"
 shows what a new machine in place of node-N (which is down) costs; with --yes it
 replaces it, same name and address, on the same billing line (X5).
+
+"volumes" are persistent volumes of the key's environment (V1–V5): one location, one
+cluster at a time (mounted at /shared/volume), billed by the GB-hour until deleted,
+attached or not. Mount one with "clusters quote/launch --volume-id"; grow and delete
+are refused (volume_attached) while a cluster that has not ended holds it.
 
 "billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
 month (B1); "billing usage" a month's cost per machine (B3); "billing budgets" the key's
@@ -134,6 +144,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return c.fail(c.clusters(rest))
 	case "billing":
 		return c.fail(c.billing(rest))
+	case "volumes", "volume":
+		return c.fail(c.volumes(rest))
 	default:
 		return c.fail(usageError(fmt.Sprintf("unknown command %q", cmd)))
 	}

@@ -196,8 +196,10 @@ func printQuote(w io.Writer, q api.Quote, now time.Time) {
 	if q.MaxHourlyPrice != nil {
 		fmt.Fprintf(tw, "Ceiling\t%s\n", perHour(*q.MaxHourlyPrice))
 	}
-	if gb := q.Storage["persistentGb"]; gb > 0 {
-		fmt.Fprintf(tw, "Volume\t%d GB, shared by every node\n", gb)
+	if gb := q.Storage["persistentGb"]; gb > 0 && q.VolumeID != "" {
+		fmt.Fprintf(tw, "Volume\t%s, %d GB, mounted on every node (the cluster runs in its location)\n", q.VolumeID, gb)
+	} else if gb > 0 {
+		fmt.Fprintf(tw, "Volume\t%d GB, created with the cluster, shared by every node, kept after terminate\n", gb)
 	}
 	if q.IncludeCommunity {
 		fmt.Fprintf(tw, "Community hosts\tallowed (keep secrets off them)\n")

@@ -45,7 +45,7 @@ func (c *gpuCLI) offers(args []string) error {
 // shapeFlags are the priced fields (Q1), shared by quote and launch.
 type shapeFlags struct {
 	accelerator, maxHourlyPrice, location, offerID string
-	privateOfferID                                 string
+	privateOfferID, volumeID                       string
 	nodes, gpusPerNode, persistentGB               int
 	community                                      bool
 }
@@ -54,7 +54,8 @@ func (s *shapeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.accelerator, "accelerator", "", "accelerator, e.g. H200_141GB, H100_80GB")
 	fs.IntVar(&s.nodes, "nodes", 0, "machines, 2–64")
 	fs.IntVar(&s.gpusPerNode, "gpus-per-node", 0, "GPUs per machine, 1–8")
-	fs.IntVar(&s.persistentGB, "persistent-gb", 0, "a persistent volume shared by every node, in GB")
+	fs.IntVar(&s.persistentGB, "persistent-gb", 0, "create a persistent volume with the cluster, in GB (kept after terminate, billed until deleted)")
+	fs.StringVar(&s.volumeID, "volume-id", "", "mount an existing volume (vol_…, from \"clusterdeck gpu volumes list\"); the cluster runs in its location")
 	fs.StringVar(&s.maxHourlyPrice, "max-hourly-price", "", "a ceiling for the whole cluster in dollars per hour, e.g. 100")
 	fs.StringVar(&s.location, "location", "", "a location id (else the cheapest that fits)")
 	fs.StringVar(&s.offerID, "offer-id", "", "an offer id from \"clusterdeck gpu offers\"")
@@ -92,6 +93,9 @@ func (s *shapeFlags) body(set map[string]bool) api.QuoteBody {
 	}
 	if set["private-offer-id"] {
 		b.PrivateOfferID = &s.privateOfferID
+	}
+	if set["volume-id"] {
+		b.VolumeID = &s.volumeID
 	}
 	return b
 }

@@ -33,6 +33,9 @@ func TestToolsListed(t *testing.T) {
 			"resume_cluster":    {idempotent: true},                 // B6: asking again while it resumes changes nothing
 			"get_balance":       {readOnly: true, idempotent: true}, // B1
 			"billing_usage":     {readOnly: true},                   // B3
+			"list_volumes":      {readOnly: true},                   // V1
+			"create_volume":     {},                                 // V2
+			"delete_volume":     {destructive: true},                // V3
 		}
 		for _, w := range ways {
 			cs := mustConnect(t, w, d, d.key)

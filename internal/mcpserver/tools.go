@@ -69,6 +69,7 @@ type QuoteArgs struct {
 	OfferID          string `json:"offer_id,omitempty" jsonschema:"an offer id from list_offers; the cheapest that fits when empty"`
 	IncludeCommunity bool   `json:"include_community,omitempty" jsonschema:"also consider community hosts"`
 	PrivateOfferID   string `json:"private_offer_id,omitempty" jsonschema:"one of the organisation's private offers from list_offers (privateOffers), at its locked price; send its own accelerator, nodes and gpus_per_node"`
+	VolumeID         string `json:"volume_id,omitempty" jsonschema:"mount an existing volume from list_volumes (instead of persistent_gb); the cluster runs in its location"`
 }
 
 func (a QuoteArgs) body() api.QuoteBody {
@@ -77,7 +78,7 @@ func (a QuoteArgs) body() api.QuoteBody {
 		b.Storage = &api.Storage{PersistentGB: &a.PersistentGB}
 	}
 	b.MaxHourlyPrice, b.Location, b.OfferID = nonEmpty(a.MaxHourlyPrice), nonEmpty(a.Location), nonEmpty(a.OfferID)
-	b.PrivateOfferID = nonEmpty(a.PrivateOfferID)
+	b.PrivateOfferID, b.VolumeID = nonEmpty(a.PrivateOfferID), nonEmpty(a.VolumeID)
 	if a.IncludeCommunity {
 		b.IncludeCommunity = &a.IncludeCommunity
 	}

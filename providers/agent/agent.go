@@ -75,7 +75,16 @@ type Agent struct {
 	logs      []agentapi.LogLine
 	logsAfter time.Time // the server asked to wait until then (429 Retry-After)
 	start     starter   // the start command of this boot
+	mounts    mounter   // the mounts step of this boot (V4)
+	// life ends when the cluster ends (the server revoked the token), when
+	// Run returns, or on Close: it cancels the mounts step.
+	life     context.Context
+	stopLife context.CancelCauseFunc
 }
+
+// errClusterEnded is why the mounts step is cancelled when the server
+// revokes the token.
+var errClusterEnded = errors.New("the cluster ended")
 
 // New builds an agent.
 func New(cfg Config) *Agent {
@@ -86,7 +95,16 @@ func New(cfg Config) *Agent {
 		cfg.Now = time.Now
 	}
 	cfg.Server = strings.TrimRight(cfg.Server, "/")
-	return &Agent{cfg: cfg}
+	a := &Agent{cfg: cfg}
+	a.life, a.stopLife = context.WithCancelCause(context.Background())
+	return a
+}
+
+// Close cancels what the agent runs beside its loop (the mounts step) and
+// waits a little for it to end. Run closes the agent when it returns.
+func (a *Agent) Close() {
+	a.stopLife(errors.New("the agent stopped"))
+	a.stopMounts()
 }
 
 // Log queues a line for the server (shipped at the end of each Step).
@@ -102,6 +120,9 @@ func (a *Agent) Step(ctx context.Context) error {
 	err := a.step(ctx)
 	if ferr := a.flushLogs(ctx); err == nil {
 		err = ferr
+	}
+	if errors.Is(err, ErrRevoked) {
+		a.stopLife(errClusterEnded) // cancels the mounts step
 	}
 	return err
 }
@@ -121,9 +142,12 @@ func (a *Agent) step(ctx context.Context) error {
 			return err
 		}
 	}
+	if a.followMounts() {
+		a.continueWorkload(ctx)
+	}
 	a.followStart()
 	var hb agentapi.HeartbeatResponse
-	if err := a.post(ctx, "/v1/agent/heartbeat", agentapi.HeartbeatRequest{Start: a.start.report()}, &hb); err != nil {
+	if err := a.post(ctx, "/v1/agent/heartbeat", agentapi.HeartbeatRequest{Start: a.start.report(), Mounts: a.mounts.report()}, &hb); err != nil {
 		return err
 	}
 	if hb.Start != nil {
@@ -272,6 +296,7 @@ func (a *Agent) flushLogs(ctx context.Context) error {
 
 // Run steps every interval until ctx ends or the token is revoked.
 func (a *Agent) Run(ctx context.Context, every time.Duration) error {
+	defer a.Close()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

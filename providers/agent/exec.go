@@ -48,6 +48,7 @@ func (s Shell) Run(ctx context.Context, step, script string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.WaitDelay = 5 * time.Second // cancelled, a child (a sleep) may hold the output open
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s: %w", step, err)

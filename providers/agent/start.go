@@ -12,6 +12,7 @@ import (
 )
 
 // The workload (N3): when the server says the cluster is ready, the agent
+// mounts /shared and the volume (V4, beside its loop: see mounter), then
 // adds the SSH keys for the SSH user, opens the ports to its peers (and publishes them where the machine kind
 // allows), then starts the start command the machine got at placement —
 // once per boot: a later order in the same agent changes nothing, and the
@@ -21,14 +22,17 @@ import (
 
 // KeysStep, PortsStep and StartStep name the workload's steps on the executor.
 const (
-	KeysStep  = "ssh-keys"
-	PortsStep = "ports"
-	StartStep = "start"
+	KeysStep   = "ssh-keys"
+	PortsStep  = "ports"
+	StartStep  = "start"
+	MountsStep = "mounts" // V4: /shared and the volume, before anything else
 )
 
 // starter is the start command of this boot.
 type starter struct {
-	ordered bool // the start order was carried out
+	ordered bool                // the start order came
+	order   agentapi.StartOrder // the order, kept while the mounts step runs
+	done    bool                // the order was carried out
 	proc    providers.Process
 	state   *agentapi.StartState
 }
@@ -42,13 +46,29 @@ func (s *starter) report() *agentapi.StartState {
 	return &st
 }
 
-// startWorkload carries out the start order, once.
+// startWorkload takes the start order, once: the mounts step (V4) begins
+// beside the loop, and the rest waits for its end (continueWorkload).
 func (a *Agent) startWorkload(ctx context.Context, o agentapi.StartOrder) {
 	if a.start.ordered {
 		return
 	}
-	a.start.ordered = true
-	w := a.cfg.Workload
+	a.start.ordered, a.start.order = true, o
+	if o.Mounts != nil {
+		a.startMounts(*o.Mounts)
+		a.followMounts() // a step that takes no time has ended already
+	}
+	a.continueWorkload(ctx)
+}
+
+// continueWorkload carries out the start order once the mounts step ended:
+// the SSH keys, the ports, then the start command — not started when the
+// mounts failed, since the workload expects /shared and the volume (N3).
+func (a *Agent) continueWorkload(ctx context.Context) {
+	if !a.start.ordered || a.start.done || !a.mounts.ended() {
+		return
+	}
+	a.start.done = true
+	o, w := a.start.order, a.cfg.Workload
 	if len(w.SSHKeys) > 0 {
 		a.runStep(ctx, KeysStep, KeysScript(o.User, w.SSHKeys), "could not install the SSH keys")
 	}
@@ -65,13 +85,17 @@ func (a *Agent) startWorkload(ctx context.Context, o agentapi.StartOrder) {
 		a.start.state = &agentapi.StartState{State: agentapi.StartNone, StartedAt: a.cfg.Now().UTC()}
 		return
 	}
+	now := a.cfg.Now().UTC()
+	a.start.state = &agentapi.StartState{State: agentapi.StartRunning, StartedAt: now}
+	if m := a.mounts.state; m != nil && m.State == agentapi.MountsFailed {
+		a.startFailed("not started: the mounts failed (" + m.Error + ")")
+		return
+	}
 	env := maps.Clone(w.Env)
 	if env == nil {
 		env = map[string]string{}
 	}
 	maps.Copy(env, o.Env) // N2's variables win; the user's cannot have their names
-	now := a.cfg.Now().UTC()
-	a.start.state = &agentapi.StartState{State: agentapi.StartRunning, StartedAt: now}
 	st, ok := a.cfg.Exec.(providers.Starter)
 	if !ok {
 		a.startFailed("this machine cannot start long-running commands")

@@ -200,6 +200,10 @@ func TestWorkloadScriptsParse(t *testing.T) {
 	for name, script := range map[string]string{
 		"ports": PortsScript([]string{"10.77.0.1", "10.77.0.3"}, []int{8888, 6006}, true),
 		"keys":  KeysScript("ubuntu", []string{"ssh-ed25519 AAAA it's $(me) `x`", "ssh-rsa BBBB"}),
+		"mounts head": MountsScript(0, agentapi.Mounts{Shared: true, Head: "10.77.0.1", Clients: []string{"10.77.0.2"}, Hostfile: "node-0 slots=8\nnode-1 slots=8\n",
+			Volume: &agentapi.VolumeMount{ID: "vol_x", Name: "it's", SizeGB: 10, Path: "/shared/volume"}}),
+		"mounts worker":    MountsScript(1, agentapi.Mounts{Shared: true, Head: "10.77.0.1", Clients: []string{"10.77.0.2"}}),
+		"mounts container": MountsScript(0, agentapi.Mounts{Volume: &agentapi.VolumeMount{ID: "vol_x", Name: "v", SizeGB: 10, Path: "/volume"}}),
 	} {
 		if out, err := exec.Command("bash", "-n", "-c", script).CombinedOutput(); err != nil {
 			t.Errorf("%s script does not parse: %v\n%s\n%s", name, err, out, script)

@@ -292,6 +292,12 @@ func (l *Cloud) validate(req providers.PlaceRequest) (string, error) {
 		return "", bad("%d agent tokens for %d machines", len(req.Agent.Tokens), req.Count)
 	case l.cfg.SSHKeyName == "" && len(req.SSHKeys) == 0:
 		return "", bad("Lambda needs one SSH key per launch: none given and LAMBDA_SSH_KEY_NAME unset")
+	case req.Volume != nil:
+		// The adapter attaches no block volume to a machine (V4 needs one
+		// on the head), so a placement with one is refused before any
+		// launch rather than booted without it.
+		return "", &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opLaunch, Code: "unsupported",
+			Location: req.Location, Message: "Lambda cannot attach a persistent volume to a machine; launch without a volume"}
 	}
 	return typ, nil
 }

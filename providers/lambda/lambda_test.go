@@ -281,6 +281,27 @@ func TestPlaceGroupQuotaAndValidation(t *testing.T) {
 	}
 }
 
+// V4 on Lambda: the adapter cannot attach a volume to a machine, so a
+// placement with one is refused as unsupported before anything launches.
+func TestPlaceGroupWithVolumeRefused(t *testing.T) {
+	e := newEnv(t)
+	e.fake.SetCapacity(h100, "us-west-1", 5)
+	req := request("cl_1", "us-west-1", 2)
+	req.Volume = &providers.Volume{ID: "vol_1", Name: "ckpt", SizeGB: 100}
+	_, err := e.cloud.PlaceGroup(context.Background(), req)
+	var pe *providers.Error
+	if !errors.Is(err, providers.ErrUnsupported) || !errors.As(err, &pe) || pe.Code != "unsupported" {
+		t.Fatalf("a placement with a volume: %v, want unsupported", err)
+	}
+	if len(e.fake.Launches()) != 0 || len(e.fake.Live()) != 0 {
+		t.Fatalf("%d launches, %d live after the refusal", len(e.fake.Launches()), len(e.fake.Live()))
+	}
+	req.Volume = nil
+	if _, err := e.cloud.PlaceGroup(context.Background(), req); err != nil {
+		t.Fatalf("the same placement without a volume: %v", err)
+	}
+}
+
 // Without LAMBDA_SSH_KEY_NAME the customer's key is registered once under a
 // name derived from it and launches name it; with one, the configured key is used.
 func TestSSHKeys(t *testing.T) {

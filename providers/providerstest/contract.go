@@ -31,6 +31,10 @@ type Env struct {
 	// Stops says whether the upstream can stop a machine and start it
 	// again; one that cannot refuses StopNode with ErrUnsupported.
 	Stops bool
+	// Volumes says whether the provider attaches a persistent volume to a
+	// group's head (PlaceRequest.Volume, V4); one that cannot refuses a
+	// placement with one with ErrUnsupported, placing nothing.
+	Volumes bool
 	// PlacesNodes says whether the upstream can add one machine to a placed
 	// group (L10); one that cannot refuses PlaceNode with ErrUnsupported.
 	PlacesNodes bool
@@ -184,6 +188,22 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		}
 		if w := e.Waited() - before; w < 45*time.Second {
 			t.Fatalf("waited %v before retrying; the upstream asked for 45s", w)
+		}
+	})
+	t.Run("placement with a volume", func(t *testing.T) {
+		e := newEnv(t)
+		req := e.Request("cl_vol", 2)
+		req.Volume = &providers.Volume{ID: "vol_contract", Name: "ckpt", SizeGB: 100}
+		g, err := e.Provider.PlaceGroup(ctx, req)
+		if !e.Volumes {
+			if !errors.Is(err, providers.ErrUnsupported) {
+				t.Fatalf("a provider that attaches no volume refuses: want ErrUnsupported, got %v", err)
+			}
+			gone(t, e, "cl_vol")
+			return
+		}
+		if err != nil || len(g.Nodes) != 2 {
+			t.Fatalf("placement with a volume: %+v %v", g, err)
 		}
 	})
 	t.Run("stop, then restart starts the machine", func(t *testing.T) {

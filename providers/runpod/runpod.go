@@ -308,6 +308,11 @@ func (r *Cloud) validate(req providers.PlaceRequest) (string, int, string, error
 		return "", 0, "", bad("group name %q is empty or too long", req.GroupName)
 	case len(req.Agent.Tokens) != req.Count:
 		return "", 0, "", bad("%d agent tokens for %d machines", len(req.Agent.Tokens), req.Count)
+	case req.Volume != nil:
+		// The adapter attaches no block volume to a machine (V4 needs one
+		// on the head): refused before anything is created.
+		return "", 0, "", &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlace, Code: "unsupported",
+			Location: req.Location, Message: "RunPod cannot attach a persistent volume to a machine; launch without a volume"}
 	}
 	return dc, n, gpu, nil
 }

@@ -289,6 +289,11 @@ func (s *Cloud) validate(req providers.PlaceRequest) (string, string, string, er
 		return "", "", "", bad("a group name is required")
 	case len(req.Agent.Tokens) != req.Count:
 		return "", "", "", bad("%d agent tokens for %d machines", len(req.Agent.Tokens), req.Count)
+	case req.Volume != nil:
+		// The adapter attaches no block volume to a machine (V4 needs one
+		// on the head): refused before anything is created.
+		return "", "", "", &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlace, Code: "unsupported",
+			Location: req.Location, Message: "Shadeform cannot attach a persistent volume to a machine; launch without a volume"}
 	}
 	return cloud, typ, region, nil
 }

@@ -13,7 +13,7 @@ func TestContract(t *testing.T) {
 		clk := newFakeClock()
 		c := New(testConfig(), WithClock(clk.Now))
 		return providerstest.Env{Provider: c, OfferID: offCounted, Location: locT1, Free: 10,
-			Advance: clk.Advance, Boot: 30 * time.Minute, Stops: true, PlacesNodes: true,
+			Advance: clk.Advance, Boot: 30 * time.Minute, Stops: true, Volumes: true, PlacesNodes: true,
 			FailMidway: func(t *testing.T) {
 				// The simulator places a group in one call: it refuses it whole.
 				if err := c.Inject(Fault{Kind: FaultRefuseCapacity, Count: 1}); err != nil {

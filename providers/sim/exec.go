@@ -104,10 +104,12 @@ func (e *executor) Run(ctx context.Context, step, script string) (_ string, err 
 		return e.ports(ctx, script)
 	case KeysStep:
 		return e.keys(ctx, script)
+	case MountsStep:
+		return e.mounts(ctx, script)
 	}
 	kind, software, _ := strings.Cut(step, ":")
 	if (kind != "install" && kind != "check") || !knownSoftware(software) {
-		return "", fmt.Errorf("sim: unknown step %q (want gpus, nccl:nccl-tests, ports, ssh-keys, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
+		return "", fmt.Errorf("sim: unknown step %q (want gpus, nccl:nccl-tests, ports, ssh-keys, mounts, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
 	}
 	c := e.c
 	if err := e.enter(ctx); err != nil {

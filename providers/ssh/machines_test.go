@@ -66,6 +66,15 @@ func TestMachinesFileOffers(t *testing.T) {
 	if offers, _ := p.ListOffers(context.Background()); *offers[0].NodesAvailable != 2 {
 		t.Errorf("stock after a refusal: %d", *offers[0].NodesAvailable)
 	}
+	// A volume (V4) is refused as unsupported, nothing reserved.
+	_, err = p.PlaceGroup(context.Background(), providers.PlaceRequest{GroupName: "cl_v", OfferID: h100.OfferID, Location: "rack-1", Count: 1,
+		Agent: providers.AgentBootstrap{ServerURL: "http://s", Tokens: []string{"a"}}, Volume: &providers.Volume{ID: "vol_1", Name: "v", SizeGB: 10}})
+	if pe, ok := err.(*providers.Error); !ok || pe.Class != providers.ErrUnsupported {
+		t.Errorf("a placement with a volume: %v", err)
+	}
+	if offers, _ := p.ListOffers(context.Background()); *offers[0].NodesAvailable != 2 {
+		t.Errorf("stock after the volume refusal: %d", *offers[0].NodesAvailable)
+	}
 	if err := p.TerminateGroup(context.Background(), "cl_unknown"); err != nil {
 		t.Errorf("terminate of an unknown group: %v", err)
 	}

@@ -248,6 +248,10 @@ func (p *Provider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (
 	if req.Count < 1 || len(req.Agent.Tokens) != req.Count || req.Agent.ServerURL == "" {
 		return providers.Group{}, p.fail(providers.ErrValidation, op, "need count ≥ 1, one agent token per machine and a server URL")
 	}
+	if req.Volume != nil { // V4: nothing attaches a volume to machines of one's own
+		return providers.Group{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: op, Code: "unsupported",
+			Location: req.Location, Message: "machines over SSH take no persistent volume; launch without a volume"}
+	}
 	machines, err := p.current(ctx)
 	if err != nil {
 		return providers.Group{}, p.fail(providers.ErrTransient, op, "%v", err)
