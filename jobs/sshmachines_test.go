@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,10 @@ import (
 	sshprov "github.com/clusterdeck/clusterdeck/providers/ssh"
 	"github.com/clusterdeck/clusterdeck/web"
 )
+
+// leftDaemon matches a line of `ps -eo comm,stat` naming a process the
+// cluster started: after terminate there must be none.
+var leftDaemon = regexp.MustCompile(`(?m)^(clusterdeck|slurmctld|slurmd|slurmstepd|munged) `)
 
 // needNamespaces skips (loudly) outside CI when this machine cannot run the
 // SSH machines test; under CI=true it fails (.ci/run installs what it needs).
@@ -496,8 +501,8 @@ func sshCluster(t *testing.T, w *sshWorld, software string) {
 	// Nothing of the cluster is left: no agent, no daemon it started, no file.
 	for i := range 2 {
 		out, err := w.onMachine(i, "ls "+sshprov.RemoteDir+"/"+c.ID+" /etc/clusterdeck /etc/slurm/slurm.conf 2>&1; "+
-			"ps -eo comm | grep -cE '^(clusterdeck|slurmctld|slurmd|slurmstepd|munged)$' || true")
-		if err != nil || strings.Count(out, "No such file") != 3 || !strings.HasSuffix(out, "\n0\n") {
+			"ps -eo comm,stat | grep -E '^(clusterdeck|slurmctld|slurmd|slurmstepd|munged) ' ; echo left")
+		if err != nil || strings.Count(out, "No such file") != 3 || !strings.HasSuffix(out, "\nleft\n") || leftDaemon.MatchString(out) {
 			t.Errorf("machine %d after terminate: %v\n%s", i, err, out)
 		}
 	}

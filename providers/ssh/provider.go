@@ -490,11 +490,21 @@ echo $! > "$d/agent.pid"
 `
 
 // cleanScript stops the agent of the group in $d and what it started
-// (the software's daemons), and removes the cluster's files.
+// (the software's daemons), waits for them to end (bounded: 10 s, then
+// SIGKILL), and removes the cluster's files.
 const cleanScript = `set +e
-if [ -s "$d/agent.pid" ]; then kill -TERM -- "-$(cat "$d/agent.pid")" 2>/dev/null || kill "$(cat "$d/agent.pid")" 2>/dev/null; fi
+pids=""
+if [ -s "$d/agent.pid" ]; then a=$(cat "$d/agent.pid"); kill -TERM -- "-$a" 2>/dev/null || kill "$a" 2>/dev/null; pids="$a"; fi
 if [ -d /run/systemd/system ]; then systemctl disable --now slurmd slurmctld munge >/dev/null 2>&1; fi
-for f in /run/slurmd.pid /run/slurmctld.pid /run/munge/munged.pid; do [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null; rm -f "$f"; done
+for f in /run/slurmd.pid /run/slurmctld.pid /run/munge/munged.pid; do [ -s "$f" ] && { p=$(cat "$f"); kill "$p" 2>/dev/null; pids="$pids $p"; }; rm -f "$f"; done
+i=0
+while [ $i -lt 50 ]; do
+  alive=""
+  for p in $pids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+  [ -z "$alive" ] && break
+  sleep 0.2; i=$((i+1))
+done
+for p in $alive; do kill -KILL -- "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
 command -v ray >/dev/null 2>&1 && ray stop --force >/dev/null 2>&1
 command -v kubeadm >/dev/null 2>&1 && kubeadm reset -f >/dev/null 2>&1
 rm -rf "$d" /etc/clusterdeck /etc/profile.d/clusterdeck.sh /etc/default/slurmd /etc/munge/munge.key \
