@@ -155,6 +155,19 @@ type ClusterNode struct {
 	// StartCommand is the start command's state on this node (N3); null
 	// when the cluster has no start command.
 	StartCommand *NodeStartCommand `json:"startCommand"`
+	// Mounts is the node's mounts step in its current boot (V4): /shared
+	// and the volume where the machine kind has them. Absent in lists and
+	// until the node's agent reported it.
+	Mounts *NodeMounts `json:"mounts,omitempty"`
+}
+
+// NodeMounts is the state of a node's mounts step: "mounting" until it
+// ended, then "mounted" or "failed" (with why).
+type NodeMounts struct {
+	State     string     `json:"state"`
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt"`
+	Error     string     `json:"error,omitempty"`
 }
 
 // NodeStartCommand is the state of the start command on one node in its

@@ -240,11 +240,20 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 	if err != nil {
 		return err
 	}
+	mounts, err := h.Store.NodeMounts(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return err
+	}
 	j := toClusterJSON(cl, nodes, events, startsByRank(starts))
-	for _, g := range gpus {
-		for i := range j.Nodes {
+	for i := range j.Nodes {
+		for _, g := range gpus {
 			if j.Nodes[i].Rank == g.Rank {
 				j.Nodes[i].GPUs = g.Summary
+			}
+		}
+		for _, m := range mounts {
+			if j.Nodes[i].Rank == m.Rank {
+				j.Nodes[i].Mounts = &api.NodeMounts{State: m.State, StartedAt: m.StartedAt, EndedAt: m.EndedAt, Error: m.Error}
 			}
 		}
 	}

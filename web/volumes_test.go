@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -444,6 +445,21 @@ func TestMountsStateShown(t *testing.T) {
 		beat(1, `{"mounts":{"state":"mounting","startedAt":"2026-12-01T10:00:00Z"}}`) // a late heartbeat changes nothing
 		if st := states(); !strings.HasPrefix(st["node-1"], "failed ") {
 			t.Errorf("a late mounting report overwrote the end: %v", st)
+		}
+		// The API says the same per node (V4).
+		code, body := apiJSON(t, app, "GET", "/v1/gpu/clusters/"+cl.ID, apiKeyFor(t, app, acc), "")
+		if code != http.StatusOK {
+			t.Fatalf("GET cluster: %d %v", code, body)
+		}
+		apiMounts := map[string]string{}
+		for _, n := range body["nodes"].([]any) {
+			n := n.(map[string]any)
+			if m, ok := n["mounts"].(map[string]any); ok {
+				apiMounts[n["name"].(string)] = fmt.Sprint(m["state"], " ", m["endedAt"] != nil, " ", m["error"])
+			}
+		}
+		if apiMounts["node-0"] != "mounted true <nil>" || !strings.HasPrefix(apiMounts["node-1"], "failed true the mounts step exited with code 32") {
+			t.Errorf("API mounts = %v", apiMounts)
 		}
 		evs, _ := app.store.EventsFor(ctx, cl.ID)
 		var msgs []string
