@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 
 	"github.com/clusterdeck/clusterdeck/providers"
@@ -43,8 +44,11 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	host, _ := os.Hostname()
+	if *privateIP == "" {
+		*privateIP = firstPrivateIPv4() // reported at check-in: used when the provider reports none (OP1)
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	a := agent.New(agent.Config{Server: *server, Token: *token, Exec: agent.Shell{}, Hostname: host, PrivateIP: *privateIP,
+	a := agent.New(agent.Config{Server: *server, Token: *token, MachineID: *f.machineID, Exec: agent.Shell{}, Hostname: host, PrivateIP: *privateIP,
 		Workload: workload})
 	log.Info("agent starting", "server", *server, "every", every.String())
 	err := a.Run(ctx, *every)
@@ -56,4 +60,19 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil
 	}
 	return err
+}
+
+// firstPrivateIPv4 is the machine's first private (RFC 1918) IPv4 address
+// on an interface that is up, or "" when it has none.
+func firstPrivateIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsPrivate() {
+			return ipn.IP.String()
+		}
+	}
+	return ""
 }

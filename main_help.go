@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -75,8 +76,8 @@ Flags:
 
 // agentFlagValues are the agent's command-line settings.
 type agentFlagValues struct {
-	server, token, privateIP, workload *string
-	every                              *time.Duration
+	server, token, machineID, privateIP, workload *string
+	every                                         *time.Duration
 }
 
 // agentFlags declares the agent's flags, for parsing and for its help.
@@ -84,9 +85,10 @@ func agentFlags() (*flag.FlagSet, agentFlagValues) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	return fs, agentFlagValues{
 		server:    fs.String("server", "", "Clusterdeck's URL, e.g. https://deck.example.com"),
-		token:     fs.String("token", "", "this node's agent token (cdn_…)"),
+		token:     fs.String("token", "", "this node's agent token (cdn_…), or the cluster's bootstrap token (cdb_…) to claim this machine's rank"),
+		machineID: fs.String("machine-id", os.Getenv("CLUSTERDECK_MACHINE_ID"), "with a bootstrap token: the provider's id of this machine (default $CLUSTERDECK_MACHINE_ID)"),
 		every:     fs.Duration("every", 10*time.Second, "how often to check in for work"),
-		privateIP: fs.String("private-ip", "", "this node's address on the private network"),
+		privateIP: fs.String("private-ip", "", "this node's address on the private network (default: its first private IPv4 address)"),
 		workload:  fs.String("workload", "", "JSON file of what the placement asked this machine to run: {image, env, ports, sshKeys, startCommand}"),
 	}
 }

@@ -53,7 +53,7 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 			c.sim = sim.New(simCfg, sim.WithClock(clock.Now), sim.WithSeed(cfg.SimSeed), sim.WithDB(db, instance),
 				sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
 					// The simulated machines run the real agent against our own /v1/agent endpoints.
-					return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec,
+					return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, MachineID: m.NodeID, Exec: m.Exec,
 						Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now, Workload: m.Workload})
 				}))
 			c.Registry[c.sim.Name()] = c.sim

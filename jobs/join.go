@@ -122,7 +122,8 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 	pn, err := p.PlaceNode(ctx, c.GroupName(), n.Rank, providers.PlaceRequest{
 		GroupName: c.GroupName(), OfferID: strings.TrimPrefix(c.OfferID, c.Provider+":"), Location: c.Location,
 		Count: 1, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(), Ports: c.Ports(), StartCommand: c.StartCommand,
-		Agent: providers.AgentBootstrap{ServerURL: j.ServerURL, Tokens: []string{models.AgentToken(c, n)}},
+		MaxMachineHourUSD: c.MachineHour, // the same machine price as the cluster's (Q2, L10, X5)
+		Agent:             providers.AgentBootstrap{ServerURL: j.ServerURL, Token: models.BootstrapToken(c), Tokens: []string{models.AgentToken(c, n)}},
 	})
 	switch {
 	case errors.Is(err, providers.ErrNoCapacity):

@@ -108,6 +108,9 @@ func TestAddWorkerJoinsAndBillsFromItsUpTime(t *testing.T) {
 		if w2.Status != models.NodeReady || w2.MeshAt == nil || w2.SoftwareAt == nil || w2.ProviderNodeID == "" || w2.HeartbeatAt == nil {
 			t.Fatalf("node-2 = %+v", w2)
 		}
+		if w2.ClaimedBy != w2.ProviderNodeID || w2.ClaimedAt == nil {
+			t.Errorf("node-2 claimed by %q at %v, want its machine %s with the bootstrap token (OP1)", w2.ClaimedBy, w2.ClaimedAt, w2.ProviderNodeID)
+		}
 		joinedAt := *w2.SoftwareAt
 		ev := h.events(c.ID)
 		for _, want := range []string{"request|ready|node-2|join|Worker node-2 requested", "|node-2|reserved|The added machine",
@@ -323,8 +326,16 @@ func TestReplaceNodeKeepsRankNameAddressAndBillingLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.ID != old.ID || n.Status != models.NodeJoining || c.Nodes != 3 || c.USDPerHour != 3*c.MachineHour {
+		if old.ClaimedBy != old.ProviderNodeID {
+			t.Fatalf("node-1 was claimed by %q, want its machine %s (OP1)", old.ClaimedBy, old.ProviderNodeID)
+		}
+		if n.ID != old.ID || n.Status != models.NodeJoining || c.Nodes != 3 || c.USDPerHour != 3*c.MachineHour || n.ClaimedBy != "" || n.ClaimedAt != nil {
 			t.Fatalf("after the request: %+v; cluster %d machines at %d/h", n, c.Nodes, c.USDPerHour)
+		}
+		// The old machine holds the bootstrap token too: until the
+		// replacement is placed its claim gets nothing (OP1, X5).
+		if _, _, err := h.store.ClaimRank(ctx, models.BootstrapToken(c), models.Claim{MachineID: old.ProviderNodeID}); !errors.Is(err, models.ErrNotPlaced) {
+			t.Errorf("the old machine's claim while the replacement waits = %v, want ErrNotPlaced", err)
 		}
 		if _, _, err := h.store.NodeForAgentToken(ctx, oldToken); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("the old machine's token = %v, want refused", err)
@@ -345,6 +356,12 @@ func TestReplaceNodeKeepsRankNameAddressAndBillingLine(t *testing.T) {
 		}
 		if _, m, err := h.store.NodeForAgentToken(ctx, models.AgentToken(c, got)); err != nil || m.ID != got.ID {
 			t.Errorf("the new machine's token: %v", err)
+		}
+		if got.ClaimedBy != got.ProviderNodeID {
+			t.Errorf("node-1 claimed by %q, want the replacement %s with the bootstrap token (OP1)", got.ClaimedBy, got.ProviderNodeID)
+		}
+		if _, _, err := h.store.ClaimRank(ctx, models.BootstrapToken(c), models.Claim{MachineID: old.ProviderNodeID}); !errors.Is(err, models.ErrUnknownMachine) {
+			t.Errorf("the old machine's claim after the replacement = %v, want ErrUnknownMachine", err)
 		}
 		ev := h.events(c.ID)
 		for _, want := range []string{"Replacement of node-1 (10.77.0.2) requested", "The replacement machine (the old one is released) of node-1 reserved",

@@ -210,7 +210,8 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	g, err := p.PlaceGroup(ctx, providers.PlaceRequest{
 		GroupName: c.GroupName(), OfferID: strings.TrimPrefix(c.OfferID, c.Provider+":"), Location: c.Location,
 		Count: c.Nodes, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(), Ports: c.Ports(), StartCommand: c.StartCommand,
-		Agent: providers.AgentBootstrap{ServerURL: j.ServerURL, Tokens: tokens},
+		MaxMachineHourUSD: c.MachineHour, // the price the quote locked (Q2)
+		Agent:             providers.AgentBootstrap{ServerURL: j.ServerURL, Token: models.BootstrapToken(c), Tokens: tokens},
 	})
 	switch {
 	case errors.Is(err, providers.ErrNoCapacity):

@@ -16,7 +16,14 @@ import (
 // (nodespec.GPUQuery; nil when the agent sent nothing): GPUs that differ
 // from the offer's leave step (b) open with the reason on the node, and the
 // provision job fails the cluster. It returns every node, for the peer list.
-func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode, smi *string) ([]ClusterNode, error) {
+//
+// privateIP is the address the agent reported: it is recorded when neither
+// the provider nor a claim gave the node one (OP1), and then is what the
+// peers, the hostfile and the node env use.
+func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode, privateIP string, smi *string) ([]ClusterNode, error) {
+	if err := s.recordAgentAddress(ctx, &n, privateIP); err != nil {
+		return nil, err
+	}
 	if c.Starting() || n.Status == NodeJoining {
 		err := s.Tx(ctx, func(tx *Store) error {
 			if _, err := tx.MarkNodeStep(ctx, c.ID, n.Rank, StepRunning, n.Name+" is running (its agent checked in)."); err != nil {

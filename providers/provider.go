@@ -110,8 +110,17 @@ func (o Offer) MachineHourUSD() int64 {
 // AgentBootstrap tells a placed machine how to start the cluster agent
 // (`clusterdeck agent --server URL --token T`). Real clouds put it in the
 // start-up script; the simulated cloud runs the agent in-process.
+//
+// Token is the cluster's bootstrap token (cdb_…), the same for every
+// machine: an adapter that places the whole group with one call and one
+// start-up script uses it, and each machine's agent claims its rank at
+// check-in, bound to the machine id PlaceGroup returned (so an agent should
+// know its machine id, or the provider must report the machine's host name
+// or private address). Tokens are per-node tokens (cdn_…) for adapters that
+// place machine by machine and prefer to give each its own.
 type AgentBootstrap struct {
 	ServerURL string
+	Token     string   // the cluster's bootstrap token, for every machine
 	Tokens    []string // one per node index; a token authenticates exactly one node
 }
 
@@ -130,6 +139,11 @@ type PlaceRequest struct {
 	// every machine once the cluster is ready (see Workload).
 	Ports        []int
 	StartCommand string
+	// MaxMachineHourUSD is the price ceiling: one machine-hour at the
+	// price the quote locked (micro-dollars). An adapter whose current
+	// price for the offer is above it refuses with ErrValidation and places
+	// nothing; 0 = no ceiling.
+	MaxMachineHourUSD int64
 }
 
 // NodeState is the provider-side state of one machine.
@@ -152,7 +166,7 @@ type Node struct {
 	PublicHost string // empty where the offer has no public addresses
 	SSHPort    int
 	SSHUser    string
-	PrivateIP  string // interconnect address (10.77.0.(i+1) unless the provider says otherwise)
+	PrivateIP  string // interconnect address; empty when the provider does not say (the agent reports it)
 	Message    string
 }
 

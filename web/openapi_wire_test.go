@@ -33,6 +33,7 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"MachineUsage": api.MachineUsage{}, "StateInterval": api.StateInterval{},
 		"BudgetBody": api.BudgetBody{}, "Budgets": api.Budgets{}, "Budget": api.Budget{}, "ClusterRunOut": api.ClusterRunOut{},
 
+		"AgentClaimRequest": agentapi.ClaimRequest{}, "AgentClaim": agentapi.ClaimResponse{},
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},
 		"AgentHeartbeat": agentapi.HeartbeatResponse{}, "AgentLogsRequest": agentapi.LogsRequest{},

@@ -155,6 +155,9 @@ func (h *handler) routes(e *echo.Echo) {
 
 	// The cluster agent's protocol: node tokens (agentAuth), outside the
 	// customer API's keys.
+	// A machine placed with the cluster's bootstrap token claims its rank
+	// first (cdb_…, OP1); the answer is its node token.
+	e.POST("/v1/agent/claim", h.agentClaim)
 	agent := e.Group("/v1/agent", h.agentAuth)
 	agent.POST("/checkin", h.agentCheckin)
 	agent.POST("/peers", h.agentPeers)

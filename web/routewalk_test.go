@@ -211,6 +211,7 @@ var walkCapability = map[string]bool{
 // (development tools, never registered in production) are exempt as a group.
 var walkExempt = map[string]string{
 	"/webhooks/stripe":      "signature-verified, not org-scoped: TestStripeWebhook",
+	"/v1/agent/claim":       "bootstrap-token protocol, not org-scoped: TestAgentClaim",
 	"/v1/agent/checkin":     "node-token protocol, not org-scoped: TestAgentAuth and jobs' TestTaskProtocol",
 	"/v1/agent/peers":       "node-token protocol, not org-scoped: TestAgentAuth",
 	"/v1/agent/heartbeat":   "node-token protocol, not org-scoped: TestAgentAuth",

@@ -1,10 +1,37 @@
 // Package agentapi holds the wire types of the cluster agent's protocol
 // (/v1/agent/…), used by the server (web) and by the agent
 // (providers/agent) alike. Each node authenticates with its own token
-// (Authorization: Bearer cdn_…). It imports nothing of ours.
+// (Authorization: Bearer cdn_…); a machine placed with the cluster's
+// bootstrap token (cdb_…) first claims its rank (ClaimRequest) to get it.
+// It imports nothing of ours.
 package agentapi
 
 import "time"
+
+// BootstrapTokenPrefix starts a cluster's bootstrap token; node tokens
+// start with "cdn_".
+const BootstrapTokenPrefix = "cdb_"
+
+// ClaimRequest is POST /v1/agent/claim with the cluster's bootstrap token
+// (Authorization: Bearer cdb_…): the machine says who it is, and the
+// server matches it against the placement's machines.
+type ClaimRequest struct {
+	// MachineID is the provider's id of this machine (instance id), when
+	// the machine knows it; else the server matches Hostname against the
+	// machine ids and PrivateIP against the addresses the provider reported.
+	MachineID string `json:"machineId,omitempty"`
+	Hostname  string `json:"hostname"`
+	PrivateIP string `json:"privateIp,omitempty"`
+}
+
+// ClaimResponse is the claimed rank and the node token the agent uses for
+// every other endpoint from then on.
+type ClaimResponse struct {
+	Token   string `json:"token"` // cdn_…
+	Cluster string `json:"cluster"`
+	Node    string `json:"node"`
+	Rank    int    `json:"rank"`
+}
 
 // CheckinRequest is POST /v1/agent/checkin.
 type CheckinRequest struct {
@@ -49,6 +76,10 @@ type PeersRequest struct {
 // PeersResponse says whether this node's mesh step is complete.
 type PeersResponse struct {
 	MeshComplete bool `json:"meshComplete"`
+	// Peers, while the mesh is not complete, is every node with its
+	// address as known now: a peer's address may have arrived with its own
+	// agent's report after this node checked in (OP1).
+	Peers []Peer `json:"peers,omitempty"`
 }
 
 // Task kinds.

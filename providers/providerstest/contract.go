@@ -81,6 +81,19 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		}
 		gone(t, e, "cl_bad")
 	})
+	t.Run("price ceiling refusal leaves nothing", func(t *testing.T) {
+		e := newEnv(t)
+		req := e.Request("cl_dear", 1)
+		req.MaxMachineHourUSD = 1 // one micro-dollar per machine-hour: below any price
+		if _, err := e.Provider.PlaceGroup(ctx, req); !errors.Is(err, providers.ErrValidation) {
+			t.Fatalf("price above the ceiling: want ErrValidation, got %v", err)
+		}
+		gone(t, e, "cl_dear")
+		req.MaxMachineHourUSD = 1_000_000 * 1_000_000 // a million dollars: above any price
+		if _, err := e.Provider.PlaceGroup(ctx, req); err != nil {
+			t.Fatalf("price below the ceiling: %v", err)
+		}
+	})
 	t.Run("partial placement rolled back", func(t *testing.T) {
 		e := newEnv(t)
 		e.FailMidway(t)
