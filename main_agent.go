@@ -45,13 +45,22 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	host, _ := os.Hostname()
 	if *privateIP == "" {
-		*privateIP = firstPrivateIPv4() // reported at check-in: used when the provider reports none (OP1)
+		// Reported at check-in: used when the provider reports none (OP1).
+		*privateIP = agent.Address(ctx, *server, net.InterfaceAddrs)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// The peers' reach check dials this agent (step c) at whichever of the
+	// machine's addresses the provider or the agent reported: it listens on
+	// every address.
+	mesh, err := agent.ListenMesh("", *f.meshPort)
+	if err != nil {
+		return fmt.Errorf("agent: --mesh-port %d: %w", *f.meshPort, err)
+	}
+	defer mesh.Close()
 	a := agent.New(agent.Config{Server: *server, Token: *token, MachineID: *f.machineID, Exec: agent.Shell{}, Hostname: host, PrivateIP: *privateIP,
-		Workload: workload})
-	log.Info("agent starting", "server", *server, "every", every.String())
-	err := a.Run(ctx, *every)
+		MeshPort: mesh.Port(), Workload: workload})
+	log.Info("agent starting", "server", *server, "every", every.String(), "address", *privateIP, "mesh_port", mesh.Port())
+	err = a.Run(ctx, *every)
 	if errors.Is(err, agent.ErrRevoked) {
 		fmt.Fprintln(stderr, "agent: the cluster has ended; stopping")
 		return nil
@@ -60,19 +69,4 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil
 	}
 	return err
-}
-
-// firstPrivateIPv4 is the machine's first private (RFC 1918) IPv4 address
-// on an interface that is up, or "" when it has none.
-func firstPrivateIPv4() string {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return ""
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsPrivate() {
-			return ipn.IP.String()
-		}
-	}
-	return ""
 }

@@ -78,6 +78,7 @@ Flags:
 type agentFlagValues struct {
 	server, token, machineID, privateIP, workload *string
 	every                                         *time.Duration
+	meshPort                                      *int
 }
 
 // agentFlags declares the agent's flags, for parsing and for its help.
@@ -88,7 +89,8 @@ func agentFlags() (*flag.FlagSet, agentFlagValues) {
 		token:     fs.String("token", "", "this node's agent token (cdn_…), or the cluster's bootstrap token (cdb_…) to claim this machine's rank"),
 		machineID: fs.String("machine-id", os.Getenv("CLUSTERDECK_MACHINE_ID"), "with a bootstrap token: the provider's id of this machine (default $CLUSTERDECK_MACHINE_ID)"),
 		every:     fs.Duration("every", 10*time.Second, "how often to check in for work"),
-		privateIP: fs.String("private-ip", "", "this node's address on the private network (default: its first private IPv4 address)"),
+		privateIP: fs.String("private-ip", "", "this node's address on the private network (default: the address of its route to the server when private, else its first private IPv4 address, else the route's)"),
+		meshPort:  fs.Int("mesh-port", 0, "TCP port the agent listens on for its peers' reach check (default 0: any free port, reported at check-in)"),
 		workload:  fs.String("workload", "", "JSON file of what the placement asked this machine to run: {image, env, ports, sshKeys, startCommand}"),
 	}
 }

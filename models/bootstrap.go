@@ -128,15 +128,21 @@ func (s *Store) ClaimRank(ctx context.Context, token string, claim Claim) (Clust
 		if err := q.Where("cluster_id = ?", c.ID).Order("rank").Find(&nodes).Error; err != nil {
 			return err
 		}
-		found := false
+		found := 0
 		for _, cand := range nodes {
 			if matchesClaim(cand, claim) {
-				n, found = cand, true
-				break
+				if found == 0 {
+					n = cand
+				}
+				found++
 			}
 		}
-		if !found {
+		if found == 0 {
 			return fmt.Errorf("%w: %s is not a machine of this placement", ErrUnknownMachine, claim.identity())
+		}
+		if found > 1 { // only an address can match twice: agents sharing one (one host)
+			return fmt.Errorf("%w: %s matches %d machines by the address %s; send the provider's machine id",
+				ErrUnknownMachine, claim.identity(), found, claim.PrivateIP)
 		}
 		if n.JoinKind != "" && n.JoinPlacedAt == nil {
 			// A replacement is asked for but not placed yet (X5): the
@@ -151,8 +157,11 @@ func (s *Store) ClaimRank(ctx context.Context, token string, claim Claim) (Clust
 			return nil // the same machine again (its agent restarted)
 		}
 		up := map[string]any{"claimed_by": claim.identity(), "claimed_at": tx.Now()}
-		if n.PrivateIP == "" && claim.PrivateIP != "" {
-			up["private_ip"] = claim.PrivateIP // the provider reported none: the agent's own address wins
+		if n.PrivateIP == "" && claim.PrivateIP != "" && !addressHeld(nodes, n, claim.PrivateIP) {
+			// The provider reported none: the agent's own address wins.
+			// One another node has already is left to the check-in, which
+			// tells agents sharing a host apart by their mesh ports.
+			up["private_ip"] = claim.PrivateIP
 		}
 		res := tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ? AND claimed_by = ''", n.ID).Updates(up)
 		if res.Error != nil {
@@ -186,16 +195,12 @@ func matchesClaim(n ClusterNode, cl Claim) bool {
 	return n.ProviderNodeID == cl.Hostname || cl.PrivateIP != "" && n.PrivateIP == cl.PrivateIP
 }
 
-// recordAgentAddress keeps the private address an agent reported at
-// check-in when neither the provider nor a claim gave one (OP1).
-func (s *Store) recordAgentAddress(ctx context.Context, n *ClusterNode, reported string) error {
-	reported = strings.TrimSpace(reported)
-	if n.PrivateIP != "" || reported == "" {
-		return nil
+// addressHeld reports whether a node of nodes other than n has ip.
+func addressHeld(nodes []ClusterNode, n ClusterNode, ip string) bool {
+	for _, o := range nodes {
+		if o.ID != n.ID && o.PrivateIP == ip && o.liveStatus() {
+			return true
+		}
 	}
-	res := s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ? AND private_ip = ''", n.ID).Update("private_ip", truncate(reported, 64))
-	if res.Error == nil && res.RowsAffected > 0 {
-		n.PrivateIP = reported
-	}
-	return res.Error
+	return false
 }

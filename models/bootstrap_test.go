@@ -145,10 +145,10 @@ func TestAgentReportedAddress(t *testing.T) {
 		e := newLaunchEnv(t, db, 1000*models.Micro)
 		c := e.placedCluster(t, []models.PlacedNode{{Rank: 0, ProviderNodeID: "i-0", PrivateIP: "10.0.0.10"}, {Rank: 1, ProviderNodeID: "i-1"}})
 		nodes, _ := e.s.NodesFor(ctx, c.ID)
-		if _, err := e.s.AgentCheckIn(ctx, c, nodes[0], "172.16.0.5", nil); err != nil {
+		if _, err := e.s.AgentCheckIn(ctx, c, nodes[0], "172.16.0.5", 0, nil); err != nil {
 			t.Fatal(err)
 		}
-		peers, err := e.s.AgentCheckIn(ctx, c, nodes[1], "172.16.0.6", nil)
+		peers, err := e.s.AgentCheckIn(ctx, c, nodes[1], "172.16.0.6", 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

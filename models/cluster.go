@@ -219,6 +219,10 @@ type ClusterNode struct {
 	ClaimedBy string `gorm:"size:128;not null;default:''"`
 	ClaimedAt *time.Time
 
+	// MeshPort is the TCP port the node's agent listens on at PrivateIP for
+	// its peers' reach check (mesh.go); 0 = none: peers dial port 22.
+	MeshPort int `gorm:"not null;default:0"`
+
 	// A machine joining a cluster after it was ready (see join.go): an
 	// added worker (L10) or a replacement (X5), with its own placement and
 	// step deadlines; TokenGen moves on with every replacement, so the old

@@ -60,14 +60,15 @@ func (h *handler) agentCheckin(c echo.Context) error {
 	if err := c.Bind(&req); err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {hostname, privateIp, version, nvidiaSmi}."}
 	}
-	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node, req.PrivateIP, req.NvidiaSMI)
+	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node, req.PrivateIP, req.MeshPort, req.NvidiaSMI)
+	if errors.Is(err, models.ErrAddressTaken) {
+		return &APIError{Status: http.StatusConflict, Code: "address_taken",
+			Message: "Another node of this cluster already has this address and mesh port: " + err.Error()}
+	}
 	if err != nil {
 		return err
 	}
-	resp := agentapi.CheckinResponse{Cluster: cl.ID, Node: node.Name, Rank: node.Rank, HeartbeatSeconds: 10}
-	for _, n := range nodes {
-		resp.Peers = append(resp.Peers, agentapi.Peer{Name: n.Name, Rank: n.Rank, Address: n.PrivateIP})
-	}
+	resp := agentapi.CheckinResponse{Cluster: cl.ID, Node: node.Name, Rank: node.Rank, HeartbeatSeconds: 10, Peers: peersOf(nodes)}
 	return c.JSON(http.StatusOK, resp)
 }
 
@@ -92,11 +93,19 @@ func (h *handler) agentPeers(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, n := range nodes {
-			resp.Peers = append(resp.Peers, agentapi.Peer{Name: n.Name, Rank: n.Rank, Address: n.PrivateIP})
-		}
+		resp.Peers = peersOf(nodes)
 	}
 	return c.JSON(http.StatusOK, resp)
+}
+
+// peersOf is the peer list: every node with its address and its agent's
+// mesh port, where its peers reach it (step c).
+func peersOf(nodes []models.ClusterNode) []agentapi.Peer {
+	peers := make([]agentapi.Peer, 0, len(nodes))
+	for _, n := range nodes {
+		peers = append(peers, agentapi.Peer{Name: n.Name, Rank: n.Rank, Address: n.PrivateIP, Port: n.MeshPort})
+	}
+	return peers
 }
 
 // agentHeartbeat is POST /v1/agent/heartbeat: liveness, the start command's

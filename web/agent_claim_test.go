@@ -70,6 +70,21 @@ func TestAgentClaim(t *testing.T) {
 		if code, body := claim(token, `{"machineId":"i-1"}`); code != http.StatusOK || body["token"] != nodeToken {
 			t.Errorf("i-1 again: %d %v", code, body)
 		}
+		// node-0's agent reporting node-1's address is refused (L4 c: a
+		// machine would reach itself); with its own mesh port it is told
+		// apart, and its peers dial that port.
+		token0 := models.AgentToken(cl, nodes[0])
+		code, body = apiJSON(t, app, "POST", "/v1/agent/checkin", token0, `{"hostname":"h0","version":"1","privateIp":"192.168.4.2"}`)
+		if code != http.StatusConflict || code0(body) != "address_taken" {
+			t.Errorf("node-0 checking in with node-1's address: %d %v", code, body)
+		}
+		code, body = apiJSON(t, app, "POST", "/v1/agent/checkin", token0, `{"hostname":"h0","version":"1","privateIp":"192.168.4.2","meshPort":7000}`)
+		if code != http.StatusOK {
+			t.Fatalf("node-0 with its own mesh port: %d %v", code, body)
+		}
+		if p0 := body["peers"].([]any)[0].(map[string]any); p0["address"] != "192.168.4.2" || p0["port"] != float64(7000) {
+			t.Errorf("node-0 in the peers: %v", p0)
+		}
 		app.store.RequestTerminate(ctx, acc.org.ID, cl.ID, "test")
 		if code, body := claim(token, `{"machineId":"i-0"}`); code != http.StatusGone || code0(body) != "cluster_ended" {
 			t.Errorf("after terminate: %d %v", code, body)

@@ -6,7 +6,11 @@
 // It imports nothing of ours.
 package agentapi
 
-import "time"
+import (
+	"net"
+	"strconv"
+	"time"
+)
 
 // BootstrapTokenPrefix starts a cluster's bootstrap token; node tokens
 // start with "cdn_".
@@ -43,6 +47,11 @@ type CheckinRequest struct {
 	// (L4): the server checks the node's GPUs against the offer. Absent, no
 	// GPU check is made.
 	NvidiaSMI *string `json:"nvidiaSmi,omitempty"`
+	// MeshPort is the TCP port this agent listens on at PrivateIP for its
+	// peers' reach check (step c); 0 = the agent listens on none and its
+	// peers dial the machine's SSH port (22). Agents sharing one address
+	// (one host) are told apart by it.
+	MeshPort int `json:"meshPort,omitempty"`
 }
 
 // Peer is another node of the cluster.
@@ -50,6 +59,19 @@ type Peer struct {
 	Name    string `json:"name"`
 	Rank    int    `json:"rank"`
 	Address string `json:"address"`
+	// Port is where the peer's agent listens for the reach check; 0 = dial
+	// the peer's SSH port (22). The reach check dials Address:Port and
+	// reports that endpoint (host:port) as reached or unreachable.
+	Port int `json:"port,omitempty"`
+}
+
+// Endpoint is what the reach check dials and reports for a peer: its
+// address, with its agent's port when it has one.
+func (p Peer) Endpoint() string {
+	if p.Port == 0 || p.Address == "" {
+		return p.Address
+	}
+	return net.JoinHostPort(p.Address, strconv.Itoa(p.Port))
 }
 
 // CheckinResponse tells the node who it is and who its peers are.

@@ -65,7 +65,11 @@ type Config struct {
 	HTTP      *http.Client // nil = a client with a 30 s timeout
 	Hostname  string
 	PrivateIP string
-	Now       func() time.Time // nil = time.Now
+	// MeshPort is the TCP port this agent listens on at PrivateIP for its
+	// peers' reach check (the real agent's Listener); 0 = none, peers dial
+	// the machine's SSH port.
+	MeshPort int
+	Now      func() time.Time // nil = time.Now
 	// Workload is what the placement asked this machine to run (N3): the
 	// start-up script hands it over (`--workload FILE`), the simulated
 	// cloud passes it in.
@@ -126,7 +130,8 @@ func (a *Agent) step(ctx context.Context) error {
 	}
 	if !a.checkedIn {
 		var resp agentapi.CheckinResponse
-		req := agentapi.CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version, NvidiaSMI: a.gpus(ctx)}
+		req := agentapi.CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, MeshPort: a.cfg.MeshPort,
+			Version: Version, NvidiaSMI: a.gpus(ctx)}
 		if err := a.post(ctx, "/v1/agent/checkin", req, &resp); err != nil {
 			return err
 		}
@@ -198,15 +203,16 @@ func (a *Agent) reportPeers(ctx context.Context) error {
 		if p.Rank == a.self.Rank {
 			continue
 		}
-		if p.Address == "" {
-			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: p.Address, Error: p.Name + "'s address is not known yet"})
+		ep := p.Endpoint()
+		if ep == "" {
+			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: ep, Error: p.Name + "'s address is not known yet"})
 			continue
 		}
-		if err := a.cfg.Exec.Reach(ctx, p.Address); err != nil {
-			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: p.Address, Error: err.Error()})
+		if err := a.cfg.Exec.Reach(ctx, ep); err != nil {
+			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: ep, Error: err.Error()})
 			continue
 		}
-		req.Reached = append(req.Reached, p.Address)
+		req.Reached = append(req.Reached, ep)
 	}
 	var resp agentapi.PeersResponse
 	if err := a.post(ctx, "/v1/agent/peers", req, &resp); err != nil {
