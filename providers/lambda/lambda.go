@@ -309,10 +309,8 @@ func (l *Cloud) launchMissing(ctx context.Context, req providers.PlaceRequest, t
 		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch, Location: req.Location,
 			Message: fmt.Sprintf("instance type %q is not sold", typ)}
 	}
-	if price := item.InstanceType.PriceCentsPerHour * 10_000; req.MaxMachineHourUSD > 0 && price > req.MaxMachineHourUSD {
-		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch, Location: req.Location,
-			Code: "price-above-ceiling", Message: fmt.Sprintf("%s costs %d micro-USD per machine-hour, above the ceiling of %d the quote locked",
-				typ, price, req.MaxMachineHourUSD)}
+	if price := item.InstanceType.PriceCentsPerHour * 10_000; req.AboveCeiling(price) {
+		return providers.AboveCeiling(Name, opLaunch, req.Location, typ, price, req.MaxMachineHourUSD)
 	}
 	if !slices.ContainsFunc(item.RegionsWithCapacityAvailable, func(r Region) bool { return r.Name == req.Location }) {
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opLaunch, Location: req.Location,

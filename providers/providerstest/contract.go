@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,8 +86,14 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		e := newEnv(t)
 		req := e.Request("cl_dear", 1)
 		req.MaxMachineHourUSD = 1 // one micro-dollar per machine-hour: below any price
-		if _, err := e.Provider.PlaceGroup(ctx, req); !errors.Is(err, providers.ErrValidation) {
-			t.Fatalf("price above the ceiling: want ErrValidation, got %v", err)
+		_, err := e.Provider.PlaceGroup(ctx, req)
+		var pe *providers.Error
+		if !errors.Is(err, providers.ErrPriceAboveCeiling) || !errors.Is(err, providers.ErrValidation) || !errors.As(err, &pe) ||
+			pe.Code != providers.CodePriceAboveCeiling || !strings.Contains(pe.Message, "above the ceiling of 1 ") {
+			t.Fatalf("price above the ceiling: want the typed ErrPriceAboveCeiling (an ErrValidation), got %v", err)
+		}
+		if errors.Is(err, providers.ErrNoCapacity) || errors.Is(providers.AboveCeiling("x", "op", "l", "o", 2, 1), providers.ErrNoCapacity) {
+			t.Fatal("a price refusal is not a capacity refusal")
 		}
 		gone(t, e, "cl_dear")
 		req.MaxMachineHourUSD = 1_000_000 * 1_000_000 // a million dollars: above any price

@@ -325,9 +325,8 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc,
 			Message: fmt.Sprintf("%d × %s is not sold", n, gpu)}
 	}
-	if price := int64(n) * microUSD(gpus[k].Price.Secure); req.MaxMachineHourUSD > 0 && price > req.MaxMachineHourUSD {
-		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc, Code: "price-above-ceiling",
-			Message: fmt.Sprintf("%d × %s costs %d micro-USD per pod-hour, above the ceiling of %d the quote locked", n, gpu, price, req.MaxMachineHourUSD)}
+	if price := int64(n) * microUSD(gpus[k].Price.Secure); req.AboveCeiling(price) {
+		return providers.AboveCeiling(Name, opPlace, dc, fmt.Sprintf("a pod of %d × %s", n, gpu), price, req.MaxMachineHourUSD)
 	}
 	j := slices.IndexFunc(gpus[k].DataCenters, func(d DataCenterAvailability) bool { return d.ID == dc })
 	if j < 0 || gpus[k].DataCenters[j].Availability == AvailNone {

@@ -303,9 +303,8 @@ func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, c
 		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: region,
 			Message: fmt.Sprintf("%s of %s is not sold", typ, cloud)}
 	}
-	if price := types[k].HourlyPrice * 10_000; req.MaxMachineHourUSD > 0 && price > req.MaxMachineHourUSD {
-		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: region, Code: "price-above-ceiling",
-			Message: fmt.Sprintf("%s of %s costs %d micro-USD per machine-hour, above the ceiling of %d the quote locked", typ, cloud, price, req.MaxMachineHourUSD)}
+	if price := types[k].HourlyPrice * 10_000; req.AboveCeiling(price) {
+		return providers.AboveCeiling(Name, opPlace, region, typ+" of "+cloud, price, req.MaxMachineHourUSD)
 	}
 	if !slices.ContainsFunc(types[k].Availability, func(a Availability) bool { return a.Region == region && a.Available }) {
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: region,

@@ -244,9 +244,8 @@ func (c *Cloud) checkRequest(req providers.PlaceRequest) (*offerState, error) {
 	if n := len(req.Agent.Tokens); n > 0 && n != req.Count {
 		return nil, bad("%d agent tokens for %d machines", n, req.Count)
 	}
-	if price := c.offer(s).MachineHourUSD(); req.MaxMachineHourUSD > 0 && price > req.MaxMachineHourUSD {
-		return nil, c.errorf(providers.ErrValidation, op, "price-above-ceiling", req.Location,
-			"%s costs %d micro-USD per machine-hour, above the ceiling of %d", req.OfferID, price, req.MaxMachineHourUSD)
+	if price := c.offer(s).MachineHourUSD(); req.AboveCeiling(price) {
+		return nil, providers.AboveCeiling(c.Name(), op, req.Location, "offer "+req.OfferID, price, req.MaxMachineHourUSD)
 	}
 	return s, nil
 }

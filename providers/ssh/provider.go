@@ -206,11 +206,9 @@ func (p *Provider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (
 			picked = append(picked, m)
 		}
 	}
-	if len(picked) > 0 && req.MaxMachineHourUSD > 0 && picked[0].priceMicros > req.MaxMachineHourUSD {
+	if len(picked) > 0 && req.AboveCeiling(picked[0].priceMicros) {
 		p.mu.Unlock()
-		return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: op, Location: req.Location,
-			Code: "price-above-ceiling", Message: fmt.Sprintf("offer %s costs %d micro-USD per machine-hour, above the ceiling of %d the quote locked",
-				req.OfferID, picked[0].priceMicros, req.MaxMachineHourUSD)}
+		return providers.Group{}, providers.AboveCeiling(Name, op, req.Location, "offer "+req.OfferID, picked[0].priceMicros, req.MaxMachineHourUSD)
 	}
 	if len(picked) < req.Count {
 		p.mu.Unlock()
