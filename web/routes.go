@@ -36,6 +36,11 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET("/v1/gpu/offers", h.apiListOffers, h.optionalAPI)
 	e.GET("/v1/openapi.json", h.openAPI) // API1: the document describing every /v1 route
 
+	// The agent binary for the machines' start-up scripts (OP1): public,
+	// versioned, with its checksum.
+	e.GET("/agent/:version/:file", h.agentBinary)
+	e.HEAD("/agent/:version/:file", h.agentBinary)
+
 	// MCP for AI agents (API5): the API's operations as tools over
 	// Streamable HTTP, stateless (POST only), with an API key.
 	e.POST("/mcp", h.mcp, h.requireAPIKey)

@@ -9,8 +9,24 @@ package agentapi
 import (
 	"net"
 	"strconv"
+	"strings"
 	"time"
 )
+
+// The agent binary a server hands to its machines (OP1): GET
+// /agent/<version>/clusterdeck-linux-amd64 is the binary, GET
+// /agent/<version>/SHA256SUMS its checksum in sha256sum's format; the
+// version is the first 12 hex digits of the binary's SHA-256, and any other
+// version answers 404.
+const (
+	BinaryFile = "clusterdeck-linux-amd64"
+	SumsFile   = "SHA256SUMS"
+)
+
+// BinaryURL is where a server at base serves the binary of version.
+func BinaryURL(base, version string) string {
+	return strings.TrimRight(base, "/") + "/agent/" + version + "/" + BinaryFile
+}
 
 // BootstrapTokenPrefix starts a cluster's bootstrap token; node tokens
 // start with "cdn_".
