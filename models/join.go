@@ -144,7 +144,7 @@ func (x Actions) AddWorker(ctx context.Context, clusterID string) (Cluster, Clus
 		}
 		now := tx.Now()
 		n = ClusterNode{ID: NewID("nd"), ClusterID: c.ID, OrgID: c.OrgID, Rank: c.Nodes, Name: fmt.Sprintf("node-%d", c.Nodes),
-			Status: NodeJoining, Step: StepRunning, PrivateIP: fmt.Sprintf("10.77.0.%d", c.Nodes+1),
+			Status: NodeJoining, Step: StepRunning, // its address comes from the provider or its agent (OP1)
 			JoinKind: JoinWorker, JoinSeq: c.Joins + 1, JoinRequestedAt: &now}
 		msg := fmt.Sprintf("Worker %s requested by %s: one more %d × %s machine in %s at $%s/h; it bills from when it has joined.",
 			n.Name, x.a.Name, c.GPUsPerNode, c.Accelerator, c.Location, DecimalUSD(c.MachineHour))

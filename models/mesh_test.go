@@ -31,6 +31,10 @@ func TestAgentsSharingAnAddressByMeshPort(t *testing.T) {
 		if got := []string{peers[0].MeshEndpoint(), peers[1].MeshEndpoint()}; got[0] != "127.0.0.1:40001" || got[1] != "127.0.0.1:40002" {
 			t.Fatalf("endpoints %v", got)
 		}
+		// A claim that names no machine id matches both by address: refused.
+		if _, _, err := e.s.ClaimRank(ctx, models.BootstrapToken(c), models.Claim{Hostname: "gpu-x", PrivateIP: "127.0.0.1"}); !errors.Is(err, models.ErrUnknownMachine) {
+			t.Errorf("a claim matching two machines by address: %v, want ErrUnknownMachine", err)
+		}
 		c, _ = e.s.ClusterByID(ctx, c.ID)
 		// Reaching its own endpoint is not reaching the peer.
 		if done, err := e.s.ReportPeers(ctx, c, peers[0], []string{"127.0.0.1:40001"}, nil); err != nil || done {
