@@ -65,9 +65,9 @@ type Config struct {
 	HTTP      *http.Client // nil = a client with a 30 s timeout
 	Hostname  string
 	PrivateIP string
-	// MeshPort is the TCP port this agent listens on at PrivateIP for its
-	// peers' reach check (the real agent's Listener); 0 = none, peers dial
-	// the machine's SSH port.
+	// MeshPort is the TCP port this agent listens on (every address, a
+	// MeshListener) for its peers' reach check; 0 = none, peers dial the
+	// machine's SSH port (the simulated cloud's agents).
 	MeshPort int
 	Now      func() time.Time // nil = time.Now
 	// Workload is what the placement asked this machine to run (N3): the
