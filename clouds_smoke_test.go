@@ -2,17 +2,22 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/api/agentapi"
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
 	"github.com/clusterdeck/clusterdeck/providers/runpod"
 	rpfake "github.com/clusterdeck/clusterdeck/providers/runpod/fake"
 	"github.com/clusterdeck/clusterdeck/providers/shadeform"
@@ -102,8 +107,10 @@ func TestShadeformSmoke(t *testing.T) {
 		f.Capacity[sffake.Cap{Cloud: "lambdalabs", Type: "H100_sxm5x8", Region: "us-east-1"}] = 2
 		sf := httptest.NewServer(f)
 		defer sf.Close()
+		// No SHADEFORM_AGENT_URL: the machines download this server's own
+		// binary from its versioned URL (OP1).
 		s := startServer(t, databaseURL, "PROVIDERS=shadeform", "SHADEFORM_API_KEY=shadeform_secret_smoke", "SHADEFORM_API_URL="+sf.URL+"/v1",
-			"SHADEFORM_REGIONS=us-east-1", "SHADEFORM_CLOUDS=lambdalabs", "SHADEFORM_AGENT_URL=http://127.0.0.1:9/clusterdeck")
+			"SHADEFORM_REGIONS=us-east-1", "SHADEFORM_CLOUDS=lambdalabs")
 		// The catalog keeps the cloud behind each offer (OP1): Lambda's
 		// machines sold through Shadeform say so.
 		s.devRun(t, "catalog")
@@ -123,10 +130,15 @@ func TestShadeformSmoke(t *testing.T) {
 		if found == 0 {
 			t.Fatalf("no Shadeform offer listed: %+v", offers)
 		}
+		downloaded := false
 		cloudSmoke(t, s, "shadeform:"+shadeform.OfferID("lambdalabs", "H100_sxm5x8", "us-east-1"), func() []string {
 			var out []string
 			for _, in := range f.Live() {
 				out = append(out, f.Script(in.ID))
+			}
+			if len(out) > 0 && !downloaded {
+				agentDownload(t, s, out[0])
+				downloaded = true
 			}
 			return out
 		}, func() int { return len(f.Live()) })
@@ -210,4 +222,47 @@ func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []string, 
 		}
 	}
 	return cl.ID
+}
+
+// agentDownload runs the download part of a machine's start-up script, as
+// the script has it, against the running server, in a temp dir: the script
+// names the server's own binary at its versioned URL with its digest, and
+// what lands is the binary the test built (OP1).
+func agentDownload(t *testing.T, s *server, script string) {
+	t.Helper()
+	data, err := os.ReadFile(binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+	url := agentapi.BinaryURL(s.url, digest[:12])
+	if !strings.Contains(script, bootstrap.Quote(url)) || !strings.Contains(script, digest) {
+		t.Fatalf("the start-up script does not download %s with SHA-256 %s:\n%s", url, digest, script)
+	}
+	_, rest, ok := strings.Cut(script, bootstrap.DownloadBegin+"\n")
+	part, _, ok2 := strings.Cut(rest, bootstrap.DownloadEnd+"\n")
+	first := "CLUSTERDECK_DIR=" + bootstrap.InstallDir + "\n"
+	if !ok || !ok2 || !strings.HasPrefix(part, first) {
+		t.Fatalf("no download part in:\n%s", script)
+	}
+	dir := filepath.Join(t.TempDir(), "opt")
+	cmd := exec.Command("sh", "-c", "set -eu\nCLUSTERDECK_DIR="+bootstrap.Quote(dir)+"\n"+strings.TrimPrefix(part, first))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NO_PROXY=*", "no_proxy=*", "HOME=" + t.TempDir()}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the script's download: %v\n%s", err, out)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "clusterdeck"))
+	if gotSum := sha256.Sum256(got); err != nil || hex.EncodeToString(gotSum[:]) != digest {
+		t.Fatalf("downloaded %d bytes (%v), not the server's binary", len(got), err)
+	}
+	// Another version is not there.
+	res, err := http.Get(agentapi.BinaryURL(s.url, strings.Repeat("0", 12)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Errorf("another version: %d, want 404", res.StatusCode)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/internal/agentbin"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/web"
 )
@@ -24,10 +25,16 @@ type config struct {
 	DatabaseURL string // DATABASE_URL: postgres://… ; unset → SQLite file under DataDir
 	DataDir     string // DATA_DIR: SQLite file and generated development keys (default ./data)
 	BaseURL     string // BASE_URL: public URL used in mails and agent bootstraps (default http://ADDR)
-	Production  bool   // CLUSTERDECK_ENV=production (default development)
-	FakeClock   bool   // CLUSTERDECK_FAKE_CLOCK=1: development-only settable clock
-	LogFormat   string // LOG_FORMAT: text (default) or json
-	LogLevel    string // LOG_LEVEL: debug, info (default), warn, error
+	// AGENT_BINARY_DIR: a directory holding the clusterdeck-linux-amd64
+	// binary served to machines at BASE_URL/agent/<version>/… (OP1);
+	// unset = the running executable (on linux/amd64). AgentBinary finds
+	// and hashes it once, on first use.
+	AgentBinaryDir string
+	AgentBinary    func() (*agentbin.Binary, error)
+	Production     bool   // CLUSTERDECK_ENV=production (default development)
+	FakeClock      bool   // CLUSTERDECK_FAKE_CLOCK=1: development-only settable clock
+	LogFormat      string // LOG_FORMAT: text (default) or json
+	LogLevel       string // LOG_LEVEL: debug, info (default), warn, error
 
 	SessionAuthKey []byte // SESSION_AUTH_KEY: hex, 32 or 64 bytes; generated under DataDir in development
 	SessionEncKey  []byte // SESSION_ENC_KEY: hex, 16, 24 or 32 bytes; generated under DataDir in development
@@ -102,6 +109,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("SALES_EMAIL must be one plain address like sales@example.com, not %q", c.SalesEmail)
 	}
 	c.BaseURL = strings.TrimRight(get("BASE_URL", "http://"+c.Addr), "/")
+	if c.AgentBinaryDir = get("AGENT_BINARY_DIR", ""); c.AgentBinaryDir != "" {
+		if st, err := os.Stat(filepath.Join(c.AgentBinaryDir, agentbin.FileName)); err != nil || !st.Mode().IsRegular() {
+			return c, fmt.Errorf("AGENT_BINARY_DIR must hold the linux/amd64 clusterdeck binary named %s: %s has none", agentbin.FileName, c.AgentBinaryDir)
+		}
+	}
+	c.AgentBinary = agentbin.Lazy(c.AgentBinaryDir)
 	switch env := get("CLUSTERDECK_ENV", "development"); env {
 	case "development":
 	case "production":
@@ -232,7 +245,7 @@ type lambdaConfig struct {
 	Regions     []string // LAMBDA_REGIONS: comma list of regions sold; unset = every region Lambda lists
 	SSHKeyName  string   // LAMBDA_SSH_KEY_NAME: a key of the Lambda account that every launch names
 	ImageFamily string   // LAMBDA_IMAGE_FAMILY: machine image family (default: Lambda Stack)
-	AgentURL    string   // LAMBDA_AGENT_URL: where machines download the clusterdeck binary (linux/amd64)
+	AgentURL    string   // LAMBDA_AGENT_URL: where machines download the clusterdeck binary (linux/amd64); unset = this server's
 	AgentSHA256 string   // LAMBDA_AGENT_SHA256: the binary's SHA-256, checked on every machine
 	// LAMBDA_REQUEST_INTERVAL and LAMBDA_LAUNCH_INTERVAL: the pacing of
 	// requests and launches (default Lambda's documented 1s and 12s).
@@ -263,8 +276,11 @@ func (c *config) loadLambda(get func(k, def string) string) error {
 	if u, err := url.Parse(l.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("LAMBDA_API_URL must be an http(s) URL like https://cloud.lambda.ai, not %q", l.APIURL)
 	}
-	if u, err := url.Parse(l.AgentURL); l.AgentURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return errors.New("LAMBDA_AGENT_URL is required with LAMBDA_API_KEY: the http(s) URL Lambda machines download the clusterdeck binary (linux/amd64) from")
+	if u, err := url.Parse(l.AgentURL); l.AgentURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+		return fmt.Errorf("LAMBDA_AGENT_URL must be the http(s) URL Lambda machines download the clusterdeck binary (linux/amd64) from, not %q; unset, they download this server's", l.AgentURL)
+	}
+	if l.AgentSHA256 != "" && l.AgentURL == "" {
+		return errors.New("LAMBDA_AGENT_SHA256 goes with LAMBDA_AGENT_URL: this server's own binary is checked against its own digest")
 	}
 	if l.AgentSHA256 != "" {
 		if b, err := hex.DecodeString(l.AgentSHA256); err != nil || len(b) != 32 {
@@ -290,7 +306,7 @@ type cloudConfig struct {
 	Locations   []string // RUNPOD_DATACENTERS / SHADEFORM_REGIONS: locations sold; unset = every one listed
 	Clouds      []string // SHADEFORM_CLOUDS: Shadeform's upstream clouds sold; unset = all
 	Image       string   // RUNPOD_IMAGE: container image of pods whose cluster names none
-	AgentURL    string   // <P>_AGENT_URL: where machines download the clusterdeck binary (linux/amd64)
+	AgentURL    string   // <P>_AGENT_URL: where machines download the clusterdeck binary (linux/amd64); unset = this server's
 	AgentSHA256 string   // <P>_AGENT_SHA256: the binary's SHA-256, checked on every machine
 }
 
@@ -318,8 +334,11 @@ func (c *config) loadCloud(get func(k, def string) string, name, p, defURL, locV
 	if u, err := url.Parse(l.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return l, fmt.Errorf("%s_API_URL must be an http(s) URL like %s, not %q", p, defURL, l.APIURL)
 	}
-	if u, err := url.Parse(l.AgentURL); l.AgentURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return l, fmt.Errorf("%s_AGENT_URL is required with %s_API_KEY: the http(s) URL machines download the clusterdeck binary (linux/amd64) from", p, p)
+	if u, err := url.Parse(l.AgentURL); l.AgentURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+		return l, fmt.Errorf("%s_AGENT_URL must be the http(s) URL machines download the clusterdeck binary (linux/amd64) from, not %q; unset, they download this server's", p, l.AgentURL)
+	}
+	if l.AgentSHA256 != "" && l.AgentURL == "" {
+		return l, fmt.Errorf("%s_AGENT_SHA256 goes with %s_AGENT_URL: this server's own binary is checked against its own digest", p, p)
 	}
 	if l.AgentSHA256 != "" {
 		if b, err := hex.DecodeString(l.AgentSHA256); err != nil || len(b) != 32 {

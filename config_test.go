@@ -66,8 +66,10 @@ func TestLambdaConfig(t *testing.T) {
 		t.Errorf("lambda alone: %v %v", c.Providers, err)
 	}
 	for name, kv := range map[string]map[string]string{
-		"PROVIDERS":              {"PROVIDERS": "sim,lambda"},
-		"LAMBDA_AGENT_URL":       {"LAMBDA_API_KEY": "k"},
+		"PROVIDERS":        {"PROVIDERS": "sim,lambda"},
+		"LAMBDA_AGENT_URL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "ftp://x/cd"},
+		"LAMBDA_AGENT_SHA256 goes with LAMBDA_AGENT_URL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)},
+		"AGENT_BINARY_DIR":       {"AGENT_BINARY_DIR": "/nonexistent/clusterdeck-agent"},
 		"LAMBDA_AGENT_SHA256":    {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": "abc"},
 		"LAMBDA_API_URL":         {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_API_URL": "cloud.lambda.ai"},
 		"LAMBDA_LAUNCH_INTERVAL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_LAUNCH_INTERVAL": "0s"},
@@ -127,7 +129,7 @@ func TestRunPodShadeformConfig(t *testing.T) {
 	for name, kv := range map[string]map[string]string{
 		"RUNPOD_API_KEY":         {"PROVIDERS": "sim,runpod"},
 		"SHADEFORM_API_KEY":      {"PROVIDERS": "shadeform"},
-		"RUNPOD_AGENT_URL":       {"RUNPOD_API_KEY": "secret_rp"},
+		"RUNPOD_AGENT_URL":       {"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "deck.example.com/cd"},
 		"SHADEFORM_AGENT_SHA256": {"SHADEFORM_API_KEY": "secret_sf", "SHADEFORM_AGENT_URL": "https://x/cd", "SHADEFORM_AGENT_SHA256": "xyz"},
 		"RUNPOD_API_URL":         {"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "https://x/cd", "RUNPOD_API_URL": "api.runpod.io"},
 	} {

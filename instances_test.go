@@ -102,6 +102,23 @@ func eventsOf(t *testing.T, s *server, id string) string {
 	for _, e := range evs {
 		fmt.Fprintf(&b, "%s|%s|%s|%s\n", e.Kind, e.Node, e.Step, e.Message)
 	}
+	// Where each node stands, and what its agent said last: a stalled step
+	// (a mesh that never completes) is explained there, not in the events.
+	st := openStore(t, s)
+	nodes, err := st.NodesFor(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "%s: step %s, private address %q, message %q\n", n.Name, n.Step, n.PrivateIP, n.Message)
+		lines, err := st.TailNodeLogs(context.Background(), n.OrgID, id, n.Rank, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines {
+			fmt.Fprintf(&b, "  %s\n", l.Text)
+		}
+	}
 	return b.String()
 }
 

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/internal/agentbin"
 	"github.com/clusterdeck/clusterdeck/internal/cli"
 	"github.com/clusterdeck/clusterdeck/internal/mcpserver"
 	"github.com/clusterdeck/clusterdeck/jobs"
@@ -219,7 +220,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if cloud.SimControl != nil {
 		simCtl = cloud.SimControl
 	}
-	var handler http.Handler = web.New(web.Deps{
+	agentBinary := func() (web.AgentBinary, error) {
+		bin, err := cfg.AgentBinary()
+		if errors.Is(err, agentbin.ErrNone) {
+			return web.AgentBinary{}, web.ErrNoAgentBinary
+		}
+		if err != nil {
+			return web.AgentBinary{}, err
+		}
+		return web.AgentBinary{Path: bin.Path, SHA256: bin.SHA256, Version: bin.Version}, nil
+	}
+	var handler http.Handler = web.New(web.Deps{AgentBinary: agentBinary,
 		Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
 			SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 			DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,

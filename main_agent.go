@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 
 	"github.com/clusterdeck/clusterdeck/providers"
@@ -43,16 +44,28 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	host, _ := os.Hostname()
+	if *privateIP == "" {
+		// Reported at check-in: used when the provider reports none (OP1).
+		*privateIP = agent.Address(ctx, *server, net.InterfaceAddrs)
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	var exec providers.Executor = agent.Shell{}
 	if *f.dryRun != "" {
 		exec = &agent.DryRun{Dir: *f.dryRun}
 		log.Info("dry run: steps are written, not run", "dir", *f.dryRun)
 	}
-	a := agent.New(agent.Config{Server: *server, Token: *token, Exec: exec, Hostname: host, PrivateIP: *privateIP,
-		Workload: workload})
-	log.Info("agent starting", "server", *server, "every", every.String())
-	err := a.Run(ctx, *every)
+	// The peers' reach check dials this agent (step c) at whichever of the
+	// machine's addresses the provider or the agent reported: it listens on
+	// every address.
+	mesh, err := agent.ListenMesh("", *f.meshPort)
+	if err != nil {
+		return fmt.Errorf("agent: --mesh-port %d: %w", *f.meshPort, err)
+	}
+	defer mesh.Close()
+	a := agent.New(agent.Config{Server: *server, Token: *token, MachineID: *f.machineID, Exec: exec, Hostname: host, PrivateIP: *privateIP,
+		MeshPort: mesh.Port(), Workload: workload})
+	log.Info("agent starting", "server", *server, "every", every.String(), "address", *privateIP, "mesh_port", mesh.Port())
+	err = a.Run(ctx, *every)
 	if errors.Is(err, agent.ErrRevoked) {
 		fmt.Fprintln(stderr, "agent: the cluster has ended; stopping")
 		return nil

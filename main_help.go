@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -75,8 +76,9 @@ Flags:
 
 // agentFlagValues are the agent's command-line settings.
 type agentFlagValues struct {
-	server, token, privateIP, workload, dryRun *string
-	every                                      *time.Duration
+	server, token, machineID, privateIP, workload, dryRun *string
+	every                                                 *time.Duration
+	meshPort                                              *int
 }
 
 // agentFlags declares the agent's flags, for parsing and for its help.
@@ -84,9 +86,11 @@ func agentFlags() (*flag.FlagSet, agentFlagValues) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	return fs, agentFlagValues{
 		server:    fs.String("server", "", "Clusterdeck's URL, e.g. https://deck.example.com"),
-		token:     fs.String("token", "", "this node's agent token (cdn_…)"),
+		token:     fs.String("token", "", "this node's agent token (cdn_…), or the cluster's bootstrap token (cdb_…) to claim this machine's rank"),
+		machineID: fs.String("machine-id", os.Getenv("CLUSTERDECK_MACHINE_ID"), "with a bootstrap token: the provider's id of this machine (default $CLUSTERDECK_MACHINE_ID)"),
 		every:     fs.Duration("every", 10*time.Second, "how often to check in for work"),
-		privateIP: fs.String("private-ip", "", "this node's address on the private network"),
+		privateIP: fs.String("private-ip", "", "this node's address on the private network (default: the address of its route to the server when private, else its first private IPv4 address, else the route's)"),
+		meshPort:  fs.Int("mesh-port", 0, "TCP port the agent listens on for its peers' reach check (default 0: any free port, reported at check-in)"),
 		workload:  fs.String("workload", "", "JSON file of what the placement asked this machine to run: {image, env, ports, sshKeys, startCommand}"),
 		dryRun:    fs.String("dry-run", "", "for tests on a host that is not a cluster machine: write every step's script (mounts, SSH keys, ports, installs, start command) into this directory instead of running it, and dial no peer off loopback; only the GPU query runs"),
 	}

@@ -59,32 +59,42 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 			c.sim = sim.New(simCfg, sim.WithClock(clock.Now), sim.WithSeed(cfg.SimSeed), sim.WithDB(db, instance),
 				sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
 					// The simulated machines run the real agent against our own /v1/agent endpoints.
-					return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec,
+					return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, MachineID: m.NodeID, Exec: m.Exec,
 						Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now, Workload: m.Workload})
 				}))
 			c.Registry[c.sim.Name()] = c.sim
 			c.SimControl = &simControl{c.sim}
 		case lambda.Name:
 			l := cfg.Lambda
+			ai, err := agentInstall(cfg, "LAMBDA", l.AgentURL, l.AgentSHA256)
+			if err != nil {
+				return nil, err
+			}
 			p, err := lambda.New(lambda.Config{APIKey: l.APIKey, BaseURL: l.APIURL, Regions: l.Regions,
 				SSHKeyName: l.SSHKeyName, ImageFamily: l.ImageFamily, RequestInterval: l.RequestInterval, LaunchInterval: l.LaunchInterval,
-				Agent: lambda.AgentInstall{URL: l.AgentURL, SHA256: l.AgentSHA256}})
+				Agent: ai})
 			if err != nil {
 				return nil, fmt.Errorf("LAMBDA_*: %w", err)
 			}
 			c.Registry[p.Name()] = p
 		case runpod.Name:
 			r := cfg.RunPod
-			p, err := runpod.New(runpod.Config{APIKey: r.APIKey, BaseURL: r.APIURL, DataCenters: r.Locations, Image: r.Image,
-				Agent: bootstrap.AgentInstall{URL: r.AgentURL, SHA256: r.AgentSHA256}})
+			ai, err := agentInstall(cfg, "RUNPOD", r.AgentURL, r.AgentSHA256)
+			if err != nil {
+				return nil, err
+			}
+			p, err := runpod.New(runpod.Config{APIKey: r.APIKey, BaseURL: r.APIURL, DataCenters: r.Locations, Image: r.Image, Agent: ai})
 			if err != nil {
 				return nil, fmt.Errorf("RUNPOD_*: %w", err)
 			}
 			c.Registry[p.Name()] = p
 		case shadeform.Name:
 			s := cfg.Shadeform
-			p, err := shadeform.New(shadeform.Config{APIKey: s.APIKey, BaseURL: s.APIURL, Regions: s.Locations, Clouds: s.Clouds,
-				Agent: bootstrap.AgentInstall{URL: s.AgentURL, SHA256: s.AgentSHA256}})
+			ai, err := agentInstall(cfg, "SHADEFORM", s.AgentURL, s.AgentSHA256)
+			if err != nil {
+				return nil, err
+			}
+			p, err := shadeform.New(shadeform.Config{APIKey: s.APIKey, BaseURL: s.APIURL, Regions: s.Locations, Clouds: s.Clouds, Agent: ai})
 			if err != nil {
 				return nil, fmt.Errorf("SHADEFORM_*: %w", err)
 			}
@@ -219,4 +229,23 @@ func (s *simControl) InjectFaultsJSON(data []byte) (int, error) {
 		return 0, err
 	}
 	return len(faults), nil
+}
+
+// agentInstall is where a cloud's machines download the clusterdeck binary
+// (OP1): <P>_AGENT_URL with its <P>_AGENT_SHA256 when set, else this
+// server's own binary at BASE_URL/agent/<version>/clusterdeck-linux-amd64
+// with its digest, so every machine runs the agent of the server that
+// placed it and checks it first.
+func agentInstall(cfg config, prefix, url, sha string) (bootstrap.AgentInstall, error) {
+	if url != "" {
+		return bootstrap.AgentInstall{URL: url, SHA256: sha}, nil
+	}
+	if cfg.AgentBinary == nil {
+		return bootstrap.AgentInstall{}, fmt.Errorf("%s_AGENT_URL is unset and this server serves no agent binary", prefix)
+	}
+	bin, err := cfg.AgentBinary()
+	if err != nil {
+		return bootstrap.AgentInstall{}, fmt.Errorf("%s_AGENT_URL is unset and this server cannot serve its own binary: %w", prefix, err)
+	}
+	return bootstrap.AgentInstall{URL: bin.URL(cfg.BaseURL), SHA256: bin.SHA256}, nil
 }

@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/internal/agentbin"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/lambda/fake"
@@ -93,5 +99,35 @@ func TestBuildProvidersRunPodShadeform(t *testing.T) {
 		if err := p.TerminateGroup(context.Background(), "cl_none"); !isAuth(err) {
 			t.Errorf("%s, wrong key: %v", name, err)
 		}
+	}
+}
+
+// OP1: a cloud without <P>_AGENT_URL hands its machines this server's own
+// binary (here AGENT_BINARY_DIR's) at BASE_URL/agent/<version>/… with its
+// digest; with <P>_AGENT_URL, the operator's.
+func TestAgentInstallDefaultsToTheServedBinary(t *testing.T) {
+	dir := t.TempDir()
+	data := []byte("the linux/amd64 binary")
+	if err := os.WriteFile(filepath.Join(dir, "clusterdeck-linux-amd64"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"AGENT_BINARY_DIR": dir, "BASE_URL": "https://deck.example.com"}
+	cfg, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+	ai, err := agentInstall(cfg, "RUNPOD", "", "")
+	if err != nil || ai.URL != "https://deck.example.com/agent/"+digest[:12]+"/clusterdeck-linux-amd64" || ai.SHA256 != digest {
+		t.Errorf("default: %+v %v", ai, err)
+	}
+	ai, err = agentInstall(cfg, "RUNPOD", "https://cdn.example.com/cd", "")
+	if err != nil || ai.URL != "https://cdn.example.com/cd" || ai.SHA256 != "" {
+		t.Errorf("operator's URL: %+v %v", ai, err)
+	}
+	cfg.AgentBinary = func() (*agentbin.Binary, error) { return nil, agentbin.ErrNone }
+	if _, err := agentInstall(cfg, "RUNPOD", "", ""); err == nil || !strings.Contains(err.Error(), "RUNPOD_AGENT_URL") {
+		t.Errorf("no binary to serve: %v", err)
 	}
 }

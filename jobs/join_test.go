@@ -88,7 +88,7 @@ func TestAddWorkerJoinsAndBillsFromItsUpTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.Rank != 2 || n.Name != "node-2" || n.PrivateIP != "10.77.0.3" || c.Nodes != 3 || c.USDPerHour != 3*c.MachineHour {
+		if n.Rank != 2 || n.Name != "node-2" || n.PrivateIP != "" || c.Nodes != 3 || c.USDPerHour != 3*c.MachineHour {
 			t.Fatalf("after add: %+v, cluster nodes %d at %d/h", n, c.Nodes, c.USDPerHour)
 		}
 		if _, _, err := h.store.As(h.actor).AddWorker(ctx, h.c.ID); !errors.Is(err, models.ErrJoinInProgress) {
@@ -105,8 +105,13 @@ func TestAddWorkerJoinsAndBillsFromItsUpTime(t *testing.T) {
 			t.Fatalf("after join: %s with %d machines, %d rows\n%s", c.Status, c.Nodes, len(nodes), h.events(c.ID))
 		}
 		w2 := nodes[2]
-		if w2.Status != models.NodeReady || w2.MeshAt == nil || w2.SoftwareAt == nil || w2.ProviderNodeID == "" || w2.HeartbeatAt == nil {
+		// No address is assumed for the worker: the simulated cloud's placement gave it 10.77.0.3 (OP1, N1).
+		if w2.Status != models.NodeReady || w2.MeshAt == nil || w2.SoftwareAt == nil || w2.ProviderNodeID == "" || w2.HeartbeatAt == nil ||
+			w2.PrivateIP != "10.77.0.3" {
 			t.Fatalf("node-2 = %+v", w2)
+		}
+		if w2.ClaimedBy != w2.ProviderNodeID || w2.ClaimedAt == nil {
+			t.Errorf("node-2 claimed by %q at %v, want its machine %s with the bootstrap token (OP1)", w2.ClaimedBy, w2.ClaimedAt, w2.ProviderNodeID)
 		}
 		joinedAt := *w2.SoftwareAt
 		ev := h.events(c.ID)
@@ -323,8 +328,16 @@ func TestReplaceNodeKeepsRankNameAddressAndBillingLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.ID != old.ID || n.Status != models.NodeJoining || c.Nodes != 3 || c.USDPerHour != 3*c.MachineHour {
+		if old.ClaimedBy != old.ProviderNodeID {
+			t.Fatalf("node-1 was claimed by %q, want its machine %s (OP1)", old.ClaimedBy, old.ProviderNodeID)
+		}
+		if n.ID != old.ID || n.Status != models.NodeJoining || c.Nodes != 3 || c.USDPerHour != 3*c.MachineHour || n.ClaimedBy != "" || n.ClaimedAt != nil {
 			t.Fatalf("after the request: %+v; cluster %d machines at %d/h", n, c.Nodes, c.USDPerHour)
+		}
+		// The old machine holds the bootstrap token too: until the
+		// replacement is placed its claim gets nothing (OP1, X5).
+		if _, _, err := h.store.ClaimRank(ctx, models.BootstrapToken(c), models.Claim{MachineID: old.ProviderNodeID}); !errors.Is(err, models.ErrNotPlaced) {
+			t.Errorf("the old machine's claim while the replacement waits = %v, want ErrNotPlaced", err)
 		}
 		if _, _, err := h.store.NodeForAgentToken(ctx, oldToken); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("the old machine's token = %v, want refused", err)
@@ -345,6 +358,12 @@ func TestReplaceNodeKeepsRankNameAddressAndBillingLine(t *testing.T) {
 		}
 		if _, m, err := h.store.NodeForAgentToken(ctx, models.AgentToken(c, got)); err != nil || m.ID != got.ID {
 			t.Errorf("the new machine's token: %v", err)
+		}
+		if got.ClaimedBy != got.ProviderNodeID {
+			t.Errorf("node-1 claimed by %q, want the replacement %s with the bootstrap token (OP1)", got.ClaimedBy, got.ProviderNodeID)
+		}
+		if _, _, err := h.store.ClaimRank(ctx, models.BootstrapToken(c), models.Claim{MachineID: old.ProviderNodeID}); !errors.Is(err, models.ErrUnknownMachine) {
+			t.Errorf("the old machine's claim after the replacement = %v, want ErrUnknownMachine", err)
 		}
 		ev := h.events(c.ID)
 		for _, want := range []string{"Replacement of node-1 (10.77.0.2) requested", "The replacement machine (the old one is released) of node-1 reserved",

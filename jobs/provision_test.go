@@ -60,6 +60,7 @@ type world struct {
 	org     models.Org
 	env     models.Environment
 	execs   map[string]providers.Executor // each machine's executor, by "group/node-i"
+	tokens  map[string]string             // the token each machine's agent started with, by "group/node-i"
 }
 
 func newWorld(t *testing.T, db *gorm.DB) *world {
@@ -74,17 +75,18 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	execs := map[string]providers.Executor{}
+	execs, tokens := map[string]providers.Executor{}, map[string]string{}
 	cloud := sim.New(cfg, sim.WithClock(clock.Now), sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
 		execs[m.Group+"/"+m.Name] = m.Exec
-		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec, HTTP: srv.Client(),
+		tokens[m.Group+"/"+m.Name] = m.Token
+		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, MachineID: m.NodeID, Exec: m.Exec, HTTP: srv.Client(),
 			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now, Workload: m.Workload})
 	}))
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
 		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store},
 		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL},
-		stop: &jobs.Stop{Store: store, Providers: reg}, execs: execs}
+		stop: &jobs.Stop{Store: store, Providers: reg}, execs: execs, tokens: tokens}
 	if err := w.cat.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +251,18 @@ func TestProvisionHappyPath(t *testing.T) {
 				t.Errorf("events lack %q:\n%s", want, ev)
 			}
 		}
+		// OP1: every machine started with the cluster's bootstrap token
+		// only, and its agent claimed the rank of its own machine id.
+		for _, n := range nodes {
+			if tok := w.tokens[c.GroupName()+"/"+n.Name]; tok != models.BootstrapToken(c) {
+				t.Errorf("%s's agent started with %q, want the bootstrap token", n.Name, tok)
+			}
+			if n.ClaimedBy == "" || n.ClaimedBy != n.ProviderNodeID || n.ClaimedAt == nil {
+				t.Errorf("%s claimed by %q at %v, want its machine %q", n.Name, n.ClaimedBy, n.ClaimedAt, n.ProviderNodeID)
+			}
+		}
 		logs, _ := w.store.TailNodeLogs(context.Background(), w.org.ID, c.ID, 0, 50)
-		if len(logs) == 0 || !strings.Contains(logs[0].Text, "checked in as node-0") {
+		if len(logs) < 2 || !strings.Contains(logs[0].Text, "claimed node-0 (rank 0)") || !strings.Contains(logs[1].Text, "checked in as node-0") {
 			t.Errorf("node-0 logs = %+v", logs)
 		}
 

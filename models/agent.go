@@ -16,7 +16,16 @@ import (
 // (nodespec.GPUQuery; nil when the agent sent nothing): GPUs that differ
 // from the offer's leave step (b) open with the reason on the node, and the
 // provision job fails the cluster. It returns every node, for the peer list.
-func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode, smi *string) ([]ClusterNode, error) {
+//
+// privateIP is the address the agent reported: it is recorded when neither
+// the provider nor a claim gave the node one (OP1), and then is what the
+// peers, the hostfile and the node env use. meshPort is where the agent
+// listens for its peers' reach check (0 = none). A reported address and port
+// another node already has is refused with ErrAddressTaken (mesh.go).
+func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode, privateIP string, meshPort int, smi *string) ([]ClusterNode, error) {
+	if err := s.recordAgentAddress(ctx, &n, privateIP, meshPort); err != nil {
+		return nil, err
+	}
 	if c.Starting() || n.Status == NodeJoining {
 		err := s.Tx(ctx, func(tx *Store) error {
 			if _, err := tx.MarkNodeStep(ctx, c.ID, n.Rank, StepRunning, n.Name+" is running (its agent checked in)."); err != nil {
@@ -48,21 +57,28 @@ func (s *Store) ReportPeers(ctx context.Context, c Cluster, n ClusterNode, reach
 	if err != nil {
 		return false, err
 	}
-	got := map[string]bool{}
+	// A peer whose agent listens on a mesh port is reached at exactly that
+	// endpoint (agents sharing an address are told apart); one without, at
+	// its address on any port.
+	got, gotHost := map[string]bool{}, map[string]bool{}
 	for _, a := range reached {
-		got[hostOnly(a)] = true
+		got[a], gotHost[hostOnly(a)] = true, true
 	}
 	var missing []string
 	for _, peer := range nodes {
 		if peer.Rank == n.Rank || n.Status == NodeJoining && (peer.Status == NodeDown || peer.Status == NodeRestarting) {
 			continue // a joining machine needs to reach the machines that are up
 		}
-		if !got[peer.PrivateIP] {
-			why := unreachable[peer.PrivateIP]
+		ep := peer.MeshEndpoint()
+		if ep == "" || !got[ep] && (peer.MeshPort != 0 || !gotHost[ep]) {
+			why := unreachable[ep]
+			if why == "" && ep != "" {
+				why = unreachable[peer.PrivateIP]
+			}
 			if why == "" {
 				why = "not reported"
 			}
-			missing = append(missing, fmt.Sprintf("%s (%s): %s", peer.Name, peer.PrivateIP, truncate(why, 120)))
+			missing = append(missing, fmt.Sprintf("%s (%s): %s", peer.Name, ep, truncate(why, 120)))
 		}
 	}
 	if len(missing) > 0 {

@@ -213,6 +213,17 @@ type ClusterNode struct {
 	DownPasses     int        // consecutive passes that saw it unwell
 	Seen           string     `gorm:"size:255"` // what the last pass saw when unwell
 
+	// The machine that claimed this rank with the cluster's bootstrap token
+	// (bootstrap.go): its provider machine id, or its host name when it
+	// reported none. Empty until claimed; a node whose machine got a
+	// per-node token at placement is never claimed.
+	ClaimedBy string `gorm:"size:128;not null;default:''"`
+	ClaimedAt *time.Time
+
+	// MeshPort is the TCP port the node's agent listens on at PrivateIP for
+	// its peers' reach check (mesh.go); 0 = none: peers dial port 22.
+	MeshPort int `gorm:"not null;default:0"`
+
 	// A machine joining a cluster after it was ready (see join.go): an
 	// added worker (L10) or a replacement (X5), with its own placement and
 	// step deadlines; TokenGen moves on with every replacement, so the old
@@ -658,7 +669,7 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 	nodes := make([]ClusterNode, c.Nodes)
 	for i := range nodes {
 		nodes[i] = ClusterNode{ID: NewID("nd"), ClusterID: c.ID, OrgID: c.OrgID, Rank: i, Name: fmt.Sprintf("node-%d", i),
-			Status: NodeProvisioning, Step: StepRunning, PrivateIP: fmt.Sprintf("10.77.0.%d", i+1)}
+			Status: NodeProvisioning, Step: StepRunning} // addresses come from the provider or the agent (OP1)
 	}
 	if err := s.db.WithContext(ctx).Create(&nodes).Error; err != nil {
 		return Cluster{}, fmt.Errorf("models: create nodes: %w", err)

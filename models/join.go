@@ -144,7 +144,7 @@ func (x Actions) AddWorker(ctx context.Context, clusterID string) (Cluster, Clus
 		}
 		now := tx.Now()
 		n = ClusterNode{ID: NewID("nd"), ClusterID: c.ID, OrgID: c.OrgID, Rank: c.Nodes, Name: fmt.Sprintf("node-%d", c.Nodes),
-			Status: NodeJoining, Step: StepRunning, PrivateIP: fmt.Sprintf("10.77.0.%d", c.Nodes+1),
+			Status: NodeJoining, Step: StepRunning, // its address comes from the provider or its agent (OP1)
 			JoinKind: JoinWorker, JoinSeq: c.Joins + 1, JoinRequestedAt: &now}
 		msg := fmt.Sprintf("Worker %s requested by %s: one more %d × %s machine in %s at $%s/h; it bills from when it has joined.",
 			n.Name, x.a.Name, c.GPUsPerNode, c.Accelerator, c.Location, DecimalUSD(c.MachineHour))
@@ -237,12 +237,15 @@ func (x Actions) ReplaceNode(ctx context.Context, clusterID string, rank int) (C
 			nodes: func(tx *Store) error {
 				return tx.nodeRows(ctx, c.ID, map[string]any{"status": NodeJoining, "join_kind": JoinReplace,
 					"join_seq": c.Joins + 1, "join_requested_at": now, "join_placed_at": nil, "token_gen": n.TokenGen + 1,
+					"claimed_by": "", "claimed_at": nil, // the replacement claims the rank afresh (OP1)
 					"message": "Waiting for a replacement machine."}, "id = ? AND status = ?", n.ID, NodeDown)
 			}})
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.db.WithContext(ctx).Where("id = ?", n.ID).Take(&n).Error; err != nil {
+		id := n.ID
+		n = ClusterNode{} // a fresh row: scanning into the old one keeps fields the update cleared
+		if err := tx.db.WithContext(ctx).Where("id = ?", id).Take(&n).Error; err != nil {
 			return nil, err
 		}
 		return x.audit("cluster.replace_node", c.ID, fmt.Sprintf("%s at $%s/h", n.Name, DecimalUSD(c.MachineHour))), nil
@@ -298,7 +301,8 @@ func (s *Store) MarkJoinPlaced(ctx context.Context, c Cluster, n ClusterNode, p 
 		now := tx.Now()
 		up := map[string]any{"provider_node_id": p.ProviderNodeID, "public_host": p.PublicHost, "ssh_port": p.SSHPort,
 			"ssh_user": p.User, "join_placed_at": now, "status": NodeJoining, "step": StepRunning, "running_at": nil, "agent_at": nil,
-			"software_at": nil, "heartbeat_at": nil, "down_since": nil, "down_passes": 0, "seen": "", "message": ""}
+			"software_at": nil, "heartbeat_at": nil, "down_since": nil, "down_passes": 0, "seen": "", "message": "",
+			"claimed_by": "", "claimed_at": nil} // the placed machine claims the rank with the bootstrap token (OP1)
 		up["mesh_at"] = nil
 		if p.PrivateIP != "" {
 			up["private_ip"] = p.PrivateIP

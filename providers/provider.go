@@ -57,6 +57,37 @@ func (e *Error) Error() string {
 // Unwrap lets errors.Is(err, providers.ErrNoCapacity) work.
 func (e *Error) Unwrap() error { return e.Class }
 
+// CodePriceAboveCeiling is the Code of the refusal to place above the
+// placement's price ceiling (PlaceRequest.MaxMachineHourUSD).
+const CodePriceAboveCeiling = "price-above-ceiling"
+
+// ErrPriceAboveCeiling matches (errors.Is) an adapter's refusal to place
+// because the upstream's current price is above the ceiling the quote
+// locked. The refusal is an *Error of Class ErrValidation (nothing is
+// placed, and asking again at the same ceiling never helps) with Code
+// CodePriceAboveCeiling.
+var ErrPriceAboveCeiling = errors.New("providers: price above the ceiling")
+
+// Is makes errors.Is(err, ErrPriceAboveCeiling) true for that refusal.
+func (e *Error) Is(target error) bool {
+	return target == ErrPriceAboveCeiling && e.Class == ErrValidation && e.Code == CodePriceAboveCeiling
+}
+
+// AboveCeiling is the refusal every adapter answers when the placement's
+// price ceiling is below what the upstream charges now: what names the
+// machine (offer or type), price is its current machine-hour in
+// micro-dollars.
+func AboveCeiling(provider, op, location, what string, price, ceiling int64) *Error {
+	return &Error{Class: ErrValidation, Provider: provider, Op: op, Location: location, Code: CodePriceAboveCeiling,
+		Message: fmt.Sprintf("%s costs %d micro-USD per machine-hour, above the ceiling of %d the quote locked", what, price, ceiling)}
+}
+
+// AboveCeiling reports whether price (micro-dollars per machine-hour) is
+// above the request's ceiling; no ceiling (0) is never exceeded.
+func (r PlaceRequest) AboveCeiling(price int64) bool {
+	return r.MaxMachineHourUSD > 0 && price > r.MaxMachineHourUSD
+}
+
 // Interconnects, machine kinds and accelerators (O1). Plain strings so that
 // models can store them without importing this package.
 const (
@@ -110,8 +141,17 @@ func (o Offer) MachineHourUSD() int64 {
 // AgentBootstrap tells a placed machine how to start the cluster agent
 // (`clusterdeck agent --server URL --token T`). Real clouds put it in the
 // start-up script; the simulated cloud runs the agent in-process.
+//
+// Token is the cluster's bootstrap token (cdb_…), the same for every
+// machine: an adapter that places the whole group with one call and one
+// start-up script uses it, and each machine's agent claims its rank at
+// check-in, bound to the machine id PlaceGroup returned (so an agent should
+// know its machine id, or the provider must report the machine's host name
+// or private address). Tokens are per-node tokens (cdn_…) for adapters that
+// place machine by machine and prefer to give each its own.
 type AgentBootstrap struct {
 	ServerURL string
+	Token     string   // the cluster's bootstrap token, for every machine
 	Tokens    []string // one per node index; a token authenticates exactly one node
 }
 
@@ -130,6 +170,12 @@ type PlaceRequest struct {
 	// every machine once the cluster is ready (see Workload).
 	Ports        []int
 	StartCommand string
+	// MaxMachineHourUSD is the price ceiling: one machine-hour at the
+	// price the quote locked (micro-dollars). An adapter whose current
+	// price for the offer is above it refuses with AboveCeiling (an
+	// ErrValidation that errors.Is ErrPriceAboveCeiling) and places
+	// nothing; 0 = no ceiling.
+	MaxMachineHourUSD int64
 	// Volume is the cluster's persistent volume (V1–V4), attached to the
 	// head (machine 0); nil for none.
 	Volume *Volume
@@ -163,7 +209,7 @@ type Node struct {
 	PublicHost string // empty where the offer has no public addresses
 	SSHPort    int
 	SSHUser    string
-	PrivateIP  string // interconnect address (10.77.0.(i+1) unless the provider says otherwise)
+	PrivateIP  string // interconnect address; empty when the provider does not say (the agent reports it)
 	Message    string
 }
 

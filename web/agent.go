@@ -14,6 +14,10 @@ import (
 // own token (Authorization: Bearer cdn_…), which works for that node only and
 // stops working once the cluster ends or its terminate was requested (410).
 // The wire types are agentapi's, shared with the agent (providers/agent).
+//
+// A machine placed with the cluster's bootstrap token (Bearer cdb_…, one
+// for every machine of the group) first claims its rank at
+// POST /v1/agent/claim and gets its node token back (agentClaim).
 
 // maxAgentLogLines bounds one logs request.
 const maxAgentLogLines = 500
@@ -56,14 +60,15 @@ func (h *handler) agentCheckin(c echo.Context) error {
 	if err := c.Bind(&req); err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {hostname, privateIp, version, nvidiaSmi}."}
 	}
-	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node, req.NvidiaSMI)
+	nodes, err := h.Store.AgentCheckIn(c.Request().Context(), cl, node, req.PrivateIP, req.MeshPort, req.NvidiaSMI)
+	if errors.Is(err, models.ErrAddressTaken) {
+		return &APIError{Status: http.StatusConflict, Code: "address_taken",
+			Message: "Another node of this cluster already has this address and mesh port: " + err.Error()}
+	}
 	if err != nil {
 		return err
 	}
-	resp := agentapi.CheckinResponse{Cluster: cl.ID, Node: node.Name, Rank: node.Rank, HeartbeatSeconds: 10}
-	for _, n := range nodes {
-		resp.Peers = append(resp.Peers, agentapi.Peer{Name: n.Name, Rank: n.Rank, Address: n.PrivateIP})
-	}
+	resp := agentapi.CheckinResponse{Cluster: cl.ID, Node: node.Name, Rank: node.Rank, HeartbeatSeconds: 10, Peers: peersOf(nodes)}
 	return c.JSON(http.StatusOK, resp)
 }
 
@@ -82,7 +87,25 @@ func (h *handler) agentPeers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, agentapi.PeersResponse{MeshComplete: done})
+	resp := agentapi.PeersResponse{MeshComplete: done}
+	if !done {
+		nodes, err := h.Store.NodesFor(c.Request().Context(), cl.ID)
+		if err != nil {
+			return err
+		}
+		resp.Peers = peersOf(nodes)
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// peersOf is the peer list: every node with its address and its agent's
+// mesh port, where its peers reach it (step c).
+func peersOf(nodes []models.ClusterNode) []agentapi.Peer {
+	peers := make([]agentapi.Peer, 0, len(nodes))
+	for _, n := range nodes {
+		peers = append(peers, agentapi.Peer{Name: n.Name, Rank: n.Rank, Address: n.PrivateIP, Port: n.MeshPort})
+	}
+	return peers
 }
 
 // agentHeartbeat is POST /v1/agent/heartbeat: liveness, the start command's
@@ -129,4 +152,35 @@ func (h *handler) agentLogs(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// agentClaim is POST /v1/agent/claim: a machine holding the cluster's
+// bootstrap token claims its rank, once, bound to its provider machine id,
+// and gets the node's own token for every other agent endpoint (OP1).
+func (h *handler) agentClaim(c echo.Context) error {
+	token, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+	if !ok || !models.IsBootstrapToken(token) {
+		return &APIError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "Send the cluster's bootstrap token (cdb_…) as a bearer token."}
+	}
+	var req agentapi.ClaimRequest
+	if err := c.Bind(&req); err != nil {
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {machineId, hostname, privateIp}."}
+	}
+	cl, node, err := h.Store.ClaimRank(c.Request().Context(), token,
+		models.Claim{MachineID: req.MachineID, Hostname: req.Hostname, PrivateIP: req.PrivateIP})
+	switch {
+	case errors.Is(err, models.ErrAgentRevoked):
+		return &APIError{Status: http.StatusGone, Code: "cluster_ended", Message: "This cluster has ended; the agent should stop."}
+	case errors.Is(err, models.ErrNotFound):
+		return &APIError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "Unknown bootstrap token."}
+	case errors.Is(err, models.ErrNotPlaced):
+		return &APIError{Status: http.StatusConflict, Code: "not_placed", Message: "The cluster's placement is not recorded yet; claim again shortly."}
+	case errors.Is(err, models.ErrUnknownMachine):
+		return &APIError{Status: http.StatusForbidden, Code: "unknown_machine", Message: "This machine is not one of the cluster's: send the provider's machine id (or a host name or private address the provider reported)."}
+	case errors.Is(err, models.ErrRankClaimed):
+		return &APIError{Status: http.StatusConflict, Code: "rank_claimed", Message: "Another machine already claimed this rank."}
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusOK, agentapi.ClaimResponse{Token: models.AgentToken(cl, node), Cluster: cl.ID, Node: node.Name, Rank: node.Rank})
 }

@@ -86,7 +86,10 @@ func TestReplaceNodeAPI(t *testing.T) {
 		if code, _ := apiJSON(t, app, http.MethodPost, path("7"), tok, ""); code != http.StatusNotFound {
 			t.Errorf("replace node-7 of 2: %d, want 404", code)
 		}
-		app.db.Model(&models.ClusterNode{}).Where("cluster_id = ? AND rank = 1", cl.ID).Update("status", models.NodeDown)
+		// The address is the one the provider or the agent reported (OP1);
+		// nothing is assumed at launch, so the test records one.
+		app.db.Model(&models.ClusterNode{}).Where("cluster_id = ? AND rank = 1", cl.ID).
+			Updates(map[string]any{"status": models.NodeDown, "private_ip": "10.77.0.2"})
 		code, out = apiJSON(t, app, http.MethodPost, path("1"), tok, "")
 		want := models.DecimalUSD(cl.MachineHour)
 		if code != http.StatusOK || out["usdPerMachineHour"] != want || out["node"] != "node-1" || out["address"] != "10.77.0.2" {

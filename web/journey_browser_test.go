@@ -67,7 +67,7 @@ func newJourney(t *testing.T) *journey {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cloud := sim.New(cfg, sim.WithClock(app.clock.Now), sim.WithLogger(quiet), sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
-		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec, HTTP: srv.Client(),
+		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, MachineID: m.NodeID, Exec: m.Exec, HTTP: srv.Client(),
 			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: app.clock.Now, Workload: m.Workload})
 	}))
 	reg := providers.Registry{"sim": cloud}

@@ -167,10 +167,15 @@ func TestOpenAPIDocument(t *testing.T) {
 				t.Errorf("%s: path parameter %q is not declared (required, in: path)", k, m[1])
 			}
 		}
-		// The agent protocol has its own tag and scheme; everything else
-		// is the customer API under the API key (public routes opt out).
+		// The agent protocol has its own tag and scheme (the claim takes
+		// the cluster's bootstrap token, OP1); everything else is the
+		// customer API under the API key (public routes opt out).
 		sec, hasSec := op["security"].([]any)
 		switch {
+		case path == "/v1/agent/claim":
+			if !slices.Contains(op["tags"].([]any), any("agent")) || len(sec) != 1 || sec[0].(map[string]any)["bootstrapToken"] == nil {
+				t.Errorf("%s: want tag agent and security [bootstrapToken], got %v %v", k, op["tags"], sec)
+			}
 		case strings.HasPrefix(path, "/v1/agent/"):
 			if !slices.Contains(op["tags"].([]any), any("agent")) || len(sec) != 1 || sec[0].(map[string]any)["nodeToken"] == nil {
 				t.Errorf("%s: want tag agent and security [nodeToken], got %v %v", k, op["tags"], sec)

@@ -35,6 +35,7 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"VolumeUsage": api.VolumeUsage{}, "ClusterVolume": api.ClusterVolume{}, "Mount": api.Mount{},
 		"BudgetBody": api.BudgetBody{}, "Budgets": api.Budgets{}, "Budget": api.Budget{}, "ClusterRunOut": api.ClusterRunOut{},
 
+		"AgentClaimRequest": agentapi.ClaimRequest{}, "AgentClaim": agentapi.ClaimResponse{},
 		"AgentCheckinRequest": agentapi.CheckinRequest{}, "AgentPeer": agentapi.Peer{}, "AgentCheckin": agentapi.CheckinResponse{},
 		"AgentPeersRequest": agentapi.PeersRequest{}, "AgentPeersResult": agentapi.PeersResponse{}, "AgentTask": agentapi.Task{},
 		"AgentHeartbeat": agentapi.HeartbeatResponse{}, "AgentLogsRequest": agentapi.LogsRequest{},

@@ -36,6 +36,11 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET("/v1/gpu/offers", h.apiListOffers, h.optionalAPI)
 	e.GET("/v1/openapi.json", h.openAPI) // API1: the document describing every /v1 route
 
+	// The agent binary for the machines' start-up scripts (OP1): public,
+	// versioned, with its checksum.
+	e.GET("/agent/:version/:file", h.agentBinary)
+	e.HEAD("/agent/:version/:file", h.agentBinary)
+
 	// MCP for AI agents (API5): the API's operations as tools over
 	// Streamable HTTP, stateless (POST only), with an API key.
 	e.POST("/mcp", h.mcp, h.requireAPIKey)
@@ -169,6 +174,9 @@ func (h *handler) routes(e *echo.Echo) {
 
 	// The cluster agent's protocol: node tokens (agentAuth), outside the
 	// customer API's keys.
+	// A machine placed with the cluster's bootstrap token claims its rank
+	// first (cdb_…, OP1); the answer is its node token.
+	e.POST("/v1/agent/claim", h.agentClaim)
 	agent := e.Group("/v1/agent", h.agentAuth)
 	agent.POST("/checkin", h.agentCheckin)
 	agent.POST("/peers", h.agentPeers)

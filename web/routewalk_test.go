@@ -196,6 +196,7 @@ var walkPublic = map[string]bool{
 	"/reset-password/:token": true, // the token is the capability
 	"/v1/gpu/offers":         true,
 	"/v1/openapi.json":       true,
+	"/agent/:version/:file":  true, // the agent binary, public: TestAgentBinary
 }
 
 // walkCapability lists routes whose parameter is a secret token rather than
@@ -205,12 +206,14 @@ var walkCapability = map[string]bool{
 	"/invites/:token":        true,
 	"/invites/:token/accept": true,
 	"/reset-password/:token": true,
+	"/agent/:version/:file":  true, // not a secret, but the same answer: an unknown version is 404 (TestAgentBinary)
 }
 
 // walkExempt lists routes outside org scoping, with the reason. /dev/… routes
 // (development tools, never registered in production) are exempt as a group.
 var walkExempt = map[string]string{
 	"/webhooks/stripe":      "signature-verified, not org-scoped: TestStripeWebhook",
+	"/v1/agent/claim":       "bootstrap-token protocol, not org-scoped: TestAgentClaim",
 	"/v1/agent/checkin":     "node-token protocol, not org-scoped: TestAgentAuth and jobs' TestTaskProtocol",
 	"/v1/agent/peers":       "node-token protocol, not org-scoped: TestAgentAuth",
 	"/v1/agent/heartbeat":   "node-token protocol, not org-scoped: TestAgentAuth",
@@ -221,7 +224,10 @@ var walkExempt = map[string]string{
 // walkParams gives, per route pattern, the path values pointing at org A's
 // resources (creating them as needed).
 var walkParams = map[string]func(f *walkFixture) map[string]string{
-	"/invites/:token":                          func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
+	"/invites/:token": func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
+	"/agent/:version/:file": func(f *walkFixture) map[string]string {
+		return map[string]string{"version": "000000000000", "file": "clusterdeck-linux-amd64"}
+	},
 	"/invites/:token/accept":                   func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
 	"/reset-password/:token":                   func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-reset-token"} },
 	"/orgs/:id/switch":                         func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },

@@ -79,6 +79,9 @@ type Deps struct {
 	LogPoll   time.Duration     // how often a log stream looks for new lines (default 1 s)
 	Payments  Payments          // nil: test mode, top-ups credited at once (B7)
 	Metrics   Metrics           // the registry /metrics serves (nil: a new one)
+	// AgentBinary finds the binary served at /agent/<version>/… (OP1);
+	// nil or ErrNoAgentBinary: every such URL answers 404.
+	AgentBinary func() (AgentBinary, error)
 }
 
 type handler struct {

@@ -1,10 +1,57 @@
 // Package agentapi holds the wire types of the cluster agent's protocol
 // (/v1/agent/…), used by the server (web) and by the agent
 // (providers/agent) alike. Each node authenticates with its own token
-// (Authorization: Bearer cdn_…). It imports nothing of ours.
+// (Authorization: Bearer cdn_…); a machine placed with the cluster's
+// bootstrap token (cdb_…) first claims its rank (ClaimRequest) to get it.
+// It imports nothing of ours.
 package agentapi
 
-import "time"
+import (
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The agent binary a server hands to its machines (OP1): GET
+// /agent/<version>/clusterdeck-linux-amd64 is the binary, GET
+// /agent/<version>/SHA256SUMS its checksum in sha256sum's format; the
+// version is the first 12 hex digits of the binary's SHA-256, and any other
+// version answers 404.
+const (
+	BinaryFile = "clusterdeck-linux-amd64"
+	SumsFile   = "SHA256SUMS"
+)
+
+// BinaryURL is where a server at base serves the binary of version.
+func BinaryURL(base, version string) string {
+	return strings.TrimRight(base, "/") + "/agent/" + version + "/" + BinaryFile
+}
+
+// BootstrapTokenPrefix starts a cluster's bootstrap token; node tokens
+// start with "cdn_".
+const BootstrapTokenPrefix = "cdb_"
+
+// ClaimRequest is POST /v1/agent/claim with the cluster's bootstrap token
+// (Authorization: Bearer cdb_…): the machine says who it is, and the
+// server matches it against the placement's machines.
+type ClaimRequest struct {
+	// MachineID is the provider's id of this machine (instance id), when
+	// the machine knows it; else the server matches Hostname against the
+	// machine ids and PrivateIP against the addresses the provider reported.
+	MachineID string `json:"machineId,omitempty"`
+	Hostname  string `json:"hostname"`
+	PrivateIP string `json:"privateIp,omitempty"`
+}
+
+// ClaimResponse is the claimed rank and the node token the agent uses for
+// every other endpoint from then on.
+type ClaimResponse struct {
+	Token   string `json:"token"` // cdn_…
+	Cluster string `json:"cluster"`
+	Node    string `json:"node"`
+	Rank    int    `json:"rank"`
+}
 
 // CheckinRequest is POST /v1/agent/checkin.
 type CheckinRequest struct {
@@ -16,6 +63,11 @@ type CheckinRequest struct {
 	// (L4): the server checks the node's GPUs against the offer. Absent, no
 	// GPU check is made.
 	NvidiaSMI *string `json:"nvidiaSmi,omitempty"`
+	// MeshPort is the TCP port this agent listens on at PrivateIP for its
+	// peers' reach check (step c); 0 = the agent listens on none and its
+	// peers dial the machine's SSH port (22). Agents sharing one address
+	// (one host) are told apart by it.
+	MeshPort int `json:"meshPort,omitempty"`
 }
 
 // Peer is another node of the cluster.
@@ -23,6 +75,19 @@ type Peer struct {
 	Name    string `json:"name"`
 	Rank    int    `json:"rank"`
 	Address string `json:"address"`
+	// Port is where the peer's agent listens for the reach check; 0 = dial
+	// the peer's SSH port (22). The reach check dials Address:Port and
+	// reports that endpoint (host:port) as reached or unreachable.
+	Port int `json:"port,omitempty"`
+}
+
+// Endpoint is what the reach check dials and reports for a peer: its
+// address, with its agent's port when it has one.
+func (p Peer) Endpoint() string {
+	if p.Port == 0 || p.Address == "" {
+		return p.Address
+	}
+	return net.JoinHostPort(p.Address, strconv.Itoa(p.Port))
 }
 
 // CheckinResponse tells the node who it is and who its peers are.
@@ -49,6 +114,10 @@ type PeersRequest struct {
 // PeersResponse says whether this node's mesh step is complete.
 type PeersResponse struct {
 	MeshComplete bool `json:"meshComplete"`
+	// Peers, while the mesh is not complete, is every node with its
+	// address as known now: a peer's address may have arrived with its own
+	// agent's report after this node checked in (OP1).
+	Peers []Peer `json:"peers,omitempty"`
 }
 
 // Task kinds.

@@ -78,7 +78,7 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 		t.Fatal(err)
 	}
 	cloud := sim.New(cfg, sim.WithClock(clock.Now), sim.WithAgents(func(m sim.Machine) sim.MachineAgent {
-		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, Exec: m.Exec, HTTP: srv.Client(),
+		return agent.New(agent.Config{Server: m.ServerURL, Token: m.Token, MachineID: m.NodeID, Exec: m.Exec, HTTP: srv.Client(),
 			Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now})
 	}))
 	reg := providers.Registry{"sim": cloud}

@@ -52,13 +52,24 @@ var ErrRevoked = errors.New("agent: token revoked")
 
 // Config builds an Agent.
 type Config struct {
-	Server    string // e.g. https://deck.example.com
-	Token     string
+	Server string // e.g. https://deck.example.com
+	// Token is the node's own token (cdn_…), or the cluster's bootstrap
+	// token (cdb_…): then the agent first claims its rank with MachineID,
+	// Hostname and PrivateIP and uses the node token it gets back.
+	Token string
+	// MachineID is the provider's id of this machine, for the claim; empty
+	// when the machine does not know it (the server then matches Hostname
+	// and PrivateIP against what the provider reported).
+	MachineID string
 	Exec      providers.Executor
 	HTTP      *http.Client // nil = a client with a 30 s timeout
 	Hostname  string
 	PrivateIP string
-	Now       func() time.Time // nil = time.Now
+	// MeshPort is the TCP port this agent listens on (every address, a
+	// MeshListener) for its peers' reach check; 0 = none, peers dial the
+	// machine's SSH port (the simulated cloud's agents).
+	MeshPort int
+	Now      func() time.Time // nil = time.Now
 	// Workload is what the placement asked this machine to run (N3): the
 	// start-up script hands it over (`--workload FILE`), the simulated
 	// cloud passes it in.
@@ -68,6 +79,7 @@ type Config struct {
 // Agent is one node's agent. Step does one round of work; Run loops it.
 type Agent struct {
 	cfg       Config
+	token     string // the node token in use: Config.Token, or the one a claim returned
 	mu        sync.Mutex
 	checkedIn bool
 	meshDone  bool
@@ -96,6 +108,9 @@ func New(cfg Config) *Agent {
 	}
 	cfg.Server = strings.TrimRight(cfg.Server, "/")
 	a := &Agent{cfg: cfg}
+	if !strings.HasPrefix(cfg.Token, agentapi.BootstrapTokenPrefix) {
+		a.token = cfg.Token
+	}
 	a.life, a.stopLife = context.WithCancelCause(context.Background())
 	return a
 }
@@ -128,9 +143,15 @@ func (a *Agent) Step(ctx context.Context) error {
 }
 
 func (a *Agent) step(ctx context.Context) error {
+	if a.token == "" {
+		if err := a.claim(ctx); err != nil {
+			return err
+		}
+	}
 	if !a.checkedIn {
 		var resp agentapi.CheckinResponse
-		req := agentapi.CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, Version: Version, NvidiaSMI: a.gpus(ctx)}
+		req := agentapi.CheckinRequest{Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP, MeshPort: a.cfg.MeshPort,
+			Version: Version, NvidiaSMI: a.gpus(ctx)}
 		if err := a.post(ctx, "/v1/agent/checkin", req, &resp); err != nil {
 			return err
 		}
@@ -159,6 +180,36 @@ func (a *Agent) step(ctx context.Context) error {
 	return nil
 }
 
+// ErrClaimRefused means another machine holds this machine's rank: the
+// bootstrap token will never work for it, so the agent stops.
+var ErrClaimRefused = errors.New("agent: rank claimed by another machine")
+
+// claim trades the cluster's bootstrap token for this node's token (OP1).
+// The server may not know the machine yet (placement or addresses not
+// recorded): that is an error for this step, and the next step claims again.
+func (a *Agent) claim(ctx context.Context) error {
+	var resp agentapi.ClaimResponse
+	req := agentapi.ClaimRequest{MachineID: a.cfg.MachineID, Hostname: a.cfg.Hostname, PrivateIP: a.cfg.PrivateIP}
+	err := a.postAs(ctx, a.cfg.Token, "/v1/agent/claim", req, &resp)
+	var se *statusError
+	if errors.As(err, &se) && se.code == "rank_claimed" {
+		return fmt.Errorf("%w: %s", ErrClaimRefused, se.msg)
+	}
+	if err != nil {
+		return err
+	}
+	if resp.Token == "" {
+		return fmt.Errorf("agent: /v1/agent/claim: the answer carries no node token")
+	}
+	a.token = resp.Token
+	who := req.MachineID
+	if who == "" {
+		who = req.Hostname
+	}
+	a.Log("agent claimed %s (rank %d) of %s as machine %s", resp.Node, resp.Rank, resp.Cluster, who)
+	return nil
+}
+
 // gpus runs GPUQuery; a failure is reported with its output, so the
 // server can say why the node has no usable GPUs.
 func (a *Agent) gpus(ctx context.Context) *string {
@@ -175,15 +226,23 @@ func (a *Agent) reportPeers(ctx context.Context) error {
 		if p.Rank == a.self.Rank {
 			continue
 		}
-		if err := a.cfg.Exec.Reach(ctx, p.Address); err != nil {
-			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: p.Address, Error: err.Error()})
+		ep := p.Endpoint()
+		if ep == "" {
+			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: ep, Error: p.Name + "'s address is not known yet"})
 			continue
 		}
-		req.Reached = append(req.Reached, p.Address)
+		if err := a.cfg.Exec.Reach(ctx, ep); err != nil {
+			req.Unreachable = append(req.Unreachable, agentapi.Unreachable{Address: ep, Error: err.Error()})
+			continue
+		}
+		req.Reached = append(req.Reached, ep)
 	}
 	var resp agentapi.PeersResponse
 	if err := a.post(ctx, "/v1/agent/peers", req, &resp); err != nil {
 		return err
+	}
+	if !resp.MeshComplete && len(resp.Peers) > 0 {
+		a.self.Peers = resp.Peers // addresses reported since check-in
 	}
 	if resp.MeshComplete {
 		a.meshDone = true
@@ -300,7 +359,7 @@ func (a *Agent) Run(ctx context.Context, every time.Duration) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if err := a.Step(ctx); errors.Is(err, ErrRevoked) {
+		if err := a.Step(ctx); errors.Is(err, ErrRevoked) || errors.Is(err, ErrClaimRefused) {
 			return err
 		}
 		select {
@@ -311,7 +370,20 @@ func (a *Agent) Run(ctx context.Context, every time.Duration) error {
 	}
 }
 
+// statusError is a refusal from the server with its error code.
+type statusError struct {
+	path, status, code, msg string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("agent: %s: %s: %s: %s", e.path, e.status, e.code, e.msg)
+}
+
 func (a *Agent) post(ctx context.Context, path string, body, out any) error {
+	return a.postAs(ctx, a.token, path, body, out)
+}
+
+func (a *Agent) postAs(ctx context.Context, token, path string, body, out any) error {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -320,7 +392,7 @@ func (a *Agent) post(ctx context.Context, path string, body, out any) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+a.cfg.Token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.cfg.HTTP.Do(req)
 	if err != nil {
@@ -338,6 +410,12 @@ func (a *Agent) post(ctx context.Context, path string, body, out any) error {
 		}
 		return &RateLimitedError{Path: path, RetryAfter: time.Duration(secs) * time.Second}
 	case resp.StatusCode >= 300:
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error.Code != "" {
+			return &statusError{path: path, status: resp.Status, code: e.Error.Code, msg: e.Error.Message}
+		}
 		return fmt.Errorf("agent: %s: %s: %s", path, resp.Status, strings.TrimSpace(string(raw)))
 	}
 	if out != nil {

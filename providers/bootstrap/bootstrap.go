@@ -78,9 +78,13 @@ func Script(a AgentInstall, sup Supervisor, serverURL, token string, w providers
 		line("# Clusterdeck machine start-up (the container's command): install the cluster agent and run it in the foreground.")
 	}
 	line("set -eu")
-	line("install -d -m 0755 /opt/clusterdeck")
+	// The download and its check, between markers: the part a test runs
+	// as it is, in a directory of its own (DownloadBegin, DownloadEnd).
+	line("%s", DownloadBegin)
+	line("CLUSTERDECK_DIR=%s", InstallDir)
+	line("install -d -m 0755 \"$CLUSTERDECK_DIR\"")
 	if sup == Systemd {
-		line("curl -fsSL --retry 10 --retry-delay 5 --retry-all-errors -o /opt/clusterdeck/clusterdeck.new %s", Quote(a.URL))
+		line("curl -fsSL --retry 10 --retry-delay 5 --retry-all-errors -o \"$CLUSTERDECK_DIR/clusterdeck.new\" %s", Quote(a.URL))
 	} else {
 		// Container images may lack curl: fall back to wget, then to the
 		// distribution's curl.
@@ -88,15 +92,22 @@ func Script(a AgentInstall, sup Supervisor, serverURL, token string, w providers
 		line("  (apt-get update -qq && apt-get install -y -qq curl ca-certificates) >/dev/null 2>&1 || true")
 		line("fi")
 		line("if command -v curl >/dev/null 2>&1; then")
-		line("  curl -fsSL --retry 10 --retry-delay 5 --retry-all-errors -o /opt/clusterdeck/clusterdeck.new %s", Quote(a.URL))
+		line("  curl -fsSL --retry 10 --retry-delay 5 --retry-all-errors -o \"$CLUSTERDECK_DIR/clusterdeck.new\" %s", Quote(a.URL))
 		line("else")
-		line("  wget -q -t 10 -O /opt/clusterdeck/clusterdeck.new %s", Quote(a.URL))
+		line("  wget -q -t 10 -O \"$CLUSTERDECK_DIR/clusterdeck.new\" %s", Quote(a.URL))
 		line("fi")
 	}
 	if a.SHA256 != "" {
-		line("echo %s | sha256sum -c -", Quote(strings.ToLower(a.SHA256)+"  /opt/clusterdeck/clusterdeck.new"))
+		// Never run a binary other than the one the placement named: a
+		// mismatch removes the download and ends the script (set -e).
+		line("if ! echo \"%s  $CLUSTERDECK_DIR/clusterdeck.new\" | sha256sum -c - >/dev/null 2>&1; then", strings.ToLower(a.SHA256))
+		line("  rm -f \"$CLUSTERDECK_DIR/clusterdeck.new\"")
+		line("  echo \"clusterdeck: the agent binary from %s does not have the SHA-256 %s; not running it\" >&2", shellSafe(a.URL), strings.ToLower(a.SHA256))
+		line("  exit 1")
+		line("fi")
 	}
-	line("chmod 0755 /opt/clusterdeck/clusterdeck.new && mv /opt/clusterdeck/clusterdeck.new /opt/clusterdeck/clusterdeck")
+	line("chmod 0755 \"$CLUSTERDECK_DIR/clusterdeck.new\" && mv \"$CLUSTERDECK_DIR/clusterdeck.new\" \"$CLUSTERDECK_DIR/clusterdeck\"")
+	line("%s", DownloadEnd)
 	line("umask 077")
 	line("install -d -m 0700 /etc/clusterdeck")
 	line("cat > /etc/clusterdeck/agent.env <<'CLUSTERDECK_ENV'")
@@ -130,6 +141,28 @@ func Script(a AgentInstall, sup Supervisor, serverURL, token string, w providers
 	line("systemctl daemon-reload")
 	line("systemctl enable --now clusterdeck-agent.service")
 	return b.String(), nil
+}
+
+// InstallDir is where the script puts the clusterdeck binary.
+const InstallDir = "/opt/clusterdeck"
+
+// The markers around the script's download and checksum part: it sets
+// CLUSTERDECK_DIR (InstallDir) on its first line, and needs nothing the
+// script wrote before it.
+const (
+	DownloadBegin = "# clusterdeck: download the agent binary and check its SHA-256"
+	DownloadEnd   = "# clusterdeck: the agent binary is in place"
+)
+
+// shellSafe keeps the characters of s that need no quoting inside a
+// double-quoted shell word (for a message).
+func shellSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' || r == '$' || r == '`' || r < ' ' {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // Quote quotes s for a POSIX shell.

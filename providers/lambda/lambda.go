@@ -315,6 +315,9 @@ func (l *Cloud) launchMissing(ctx context.Context, req providers.PlaceRequest, t
 		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch, Location: req.Location,
 			Message: fmt.Sprintf("instance type %q is not sold", typ)}
 	}
+	if price := item.InstanceType.PriceCentsPerHour * 10_000; req.AboveCeiling(price) {
+		return providers.AboveCeiling(Name, opLaunch, req.Location, typ, price, req.MaxMachineHourUSD)
+	}
 	if !slices.ContainsFunc(item.RegionsWithCapacityAvailable, func(r Region) bool { return r.Name == req.Location }) {
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opLaunch, Location: req.Location,
 			Code: "instance-operations/launch/insufficient-capacity", Message: fmt.Sprintf("no %s capacity in %s", typ, req.Location)}

@@ -40,8 +40,9 @@ func TestStartupScript(t *testing.T) {
 	for _, want := range []string{
 		"#!/bin/sh\n",
 		"set -eu\n",
-		"curl -fsSL --retry 10 --retry-delay 5 --retry-all-errors -o /opt/clusterdeck/clusterdeck.new 'https://deck.example.com/dl/clusterdeck-linux-amd64'\n",
-		"echo '" + sum + "  /opt/clusterdeck/clusterdeck.new' | sha256sum -c -\n",
+		"CLUSTERDECK_DIR=/opt/clusterdeck\n",
+		"curl -fsSL --retry 10 --retry-delay 5 --retry-all-errors -o \"$CLUSTERDECK_DIR/clusterdeck.new\" 'https://deck.example.com/dl/clusterdeck-linux-amd64'\n",
+		"if ! echo \"" + sum + "  $CLUSTERDECK_DIR/clusterdeck.new\" | sha256sum -c - >/dev/null 2>&1; then\n",
 		"CLUSTERDECK_SERVER=https://deck.example.com\nCLUSTERDECK_TOKEN=agt_tok_1\n",
 		"ExecStart=/opt/clusterdeck/clusterdeck agent --server ${CLUSTERDECK_SERVER} --token ${CLUSTERDECK_TOKEN} --workload /etc/clusterdeck/workload.json\n",
 		"Restart=always\n",

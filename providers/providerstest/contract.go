@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,25 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 			t.Fatalf("no machines: want ErrValidation, got %v", err)
 		}
 		gone(t, e, "cl_bad")
+	})
+	t.Run("price ceiling refusal leaves nothing", func(t *testing.T) {
+		e := newEnv(t)
+		req := e.Request("cl_dear", 1)
+		req.MaxMachineHourUSD = 1 // one micro-dollar per machine-hour: below any price
+		_, err := e.Provider.PlaceGroup(ctx, req)
+		var pe *providers.Error
+		if !errors.Is(err, providers.ErrPriceAboveCeiling) || !errors.Is(err, providers.ErrValidation) || !errors.As(err, &pe) ||
+			pe.Code != providers.CodePriceAboveCeiling || !strings.Contains(pe.Message, "above the ceiling of 1 ") {
+			t.Fatalf("price above the ceiling: want the typed ErrPriceAboveCeiling (an ErrValidation), got %v", err)
+		}
+		if errors.Is(err, providers.ErrNoCapacity) || errors.Is(providers.AboveCeiling("x", "op", "l", "o", 2, 1), providers.ErrNoCapacity) {
+			t.Fatal("a price refusal is not a capacity refusal")
+		}
+		gone(t, e, "cl_dear")
+		req.MaxMachineHourUSD = 1_000_000 * 1_000_000 // a million dollars: above any price
+		if _, err := e.Provider.PlaceGroup(ctx, req); err != nil {
+			t.Fatalf("price below the ceiling: %v", err)
+		}
 	})
 	t.Run("partial placement rolled back", func(t *testing.T) {
 		e := newEnv(t)

@@ -330,6 +330,9 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc,
 			Message: fmt.Sprintf("%d × %s is not sold", n, gpu)}
 	}
+	if price := int64(n) * microUSD(gpus[k].Price.Secure); req.AboveCeiling(price) {
+		return providers.AboveCeiling(Name, opPlace, dc, fmt.Sprintf("a pod of %d × %s", n, gpu), price, req.MaxMachineHourUSD)
+	}
 	j := slices.IndexFunc(gpus[k].DataCenters, func(d DataCenterAvailability) bool { return d.ID == dc })
 	if j < 0 || gpus[k].DataCenters[j].Availability == AvailNone {
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: dc,

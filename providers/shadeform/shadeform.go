@@ -308,6 +308,9 @@ func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, c
 		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: region,
 			Message: fmt.Sprintf("%s of %s is not sold", typ, cloud)}
 	}
+	if price := types[k].HourlyPrice * 10_000; req.AboveCeiling(price) {
+		return providers.AboveCeiling(Name, opPlace, region, typ+" of "+cloud, price, req.MaxMachineHourUSD)
+	}
 	if !slices.ContainsFunc(types[k].Availability, func(a Availability) bool { return a.Region == region && a.Available }) {
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: region,
 			Message: fmt.Sprintf("no %s of %s available in %s", typ, cloud, region)}

@@ -21,8 +21,10 @@ type Machine struct {
 	Group, NodeID, Name string
 	Index               int
 	PrivateIP           string
-	ServerURL, Token    string
-	Exec                providers.Executor
+	// Token is the group's bootstrap token (cdb_…) when the placement gave
+	// one, else the machine's own node token.
+	ServerURL, Token string
+	Exec             providers.Executor
 	// Workload is what the placement asked every machine to run (N3): a
 	// real cloud writes it for the start-up script, here it goes to the agent.
 	Workload providers.Workload
@@ -137,7 +139,12 @@ func (c *Cloud) machine(n *node) Machine {
 		Exec:      &executor{c: c, group: n.g.name, id: n.id},
 		Workload:  n.g.workload,
 	}
-	if n.index < len(n.g.agent.Tokens) {
+	switch {
+	case n.g.agent.Token != "":
+		// One start-up script for the whole group: the agent claims its
+		// rank with the bootstrap token and its machine id (NodeID).
+		m.Token = n.g.agent.Token
+	case n.index < len(n.g.agent.Tokens):
 		m.Token = n.g.agent.Tokens[n.index]
 	}
 	return m

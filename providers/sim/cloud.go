@@ -244,6 +244,9 @@ func (c *Cloud) checkRequest(req providers.PlaceRequest) (*offerState, error) {
 	if n := len(req.Agent.Tokens); n > 0 && n != req.Count {
 		return nil, bad("%d agent tokens for %d machines", n, req.Count)
 	}
+	if price := c.offer(s).MachineHourUSD(); req.AboveCeiling(price) {
+		return nil, providers.AboveCeiling(c.Name(), op, req.Location, "offer "+req.OfferID, price, req.MaxMachineHourUSD)
+	}
 	return s, nil
 }
 

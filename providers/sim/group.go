@@ -60,6 +60,7 @@ func (c *Cloud) newGroup(s *offerState, req providers.PlaceRequest, now time.Tim
 		placedAt: now,
 		agent: providers.AgentBootstrap{
 			ServerURL: req.Agent.ServerURL,
+			Token:     req.Agent.Token,
 			Tokens:    append([]string(nil), req.Agent.Tokens...),
 		},
 		workload: req.Workload(),

@@ -43,6 +43,9 @@ func (c *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req 
 	case index < 0 || index > len(g.nodes):
 		return providers.Node{}, bad("index %d is outside the group's %d machines (add at %d)", index, len(g.nodes), len(g.nodes))
 	}
+	if price := c.offer(s).MachineHourUSD(); req.AboveCeiling(price) {
+		return providers.Node{}, providers.AboveCeiling(c.Name(), op, s.loc.ID, "offer "+req.OfferID, price, req.MaxMachineHourUSD)
+	}
 	token := ""
 	if len(req.Agent.Tokens) == 1 {
 		token = req.Agent.Tokens[0]

@@ -75,6 +75,15 @@ func TestMachinesFileOffers(t *testing.T) {
 	if offers, _ := p.ListOffers(context.Background()); *offers[0].NodesAvailable != 2 {
 		t.Errorf("stock after the volume refusal: %d", *offers[0].NodesAvailable)
 	}
+	// Above the price ceiling the quote locked (OP1): refused, nothing placed.
+	_, err = p.PlaceGroup(context.Background(), providers.PlaceRequest{GroupName: "cl_y", OfferID: h100.OfferID, Location: "rack-1", Count: 2,
+		MaxMachineHourUSD: 19_999_999, Agent: providers.AgentBootstrap{ServerURL: "http://s", Tokens: []string{"a", "b"}}})
+	if pe, ok := err.(*providers.Error); !ok || pe.Class != providers.ErrValidation || !strings.Contains(pe.Message, "ceiling") {
+		t.Errorf("above the ceiling: %v", err)
+	}
+	if offers, _ := p.ListOffers(context.Background()); *offers[0].NodesAvailable != 2 {
+		t.Errorf("stock after a price refusal: %d", *offers[0].NodesAvailable)
+	}
 	if err := p.TerminateGroup(context.Background(), "cl_unknown"); err != nil {
 		t.Errorf("terminate of an unknown group: %v", err)
 	}

@@ -268,6 +268,10 @@ func (p *Provider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (
 			picked = append(picked, m)
 		}
 	}
+	if len(picked) > 0 && req.AboveCeiling(picked[0].priceMicros) {
+		p.mu.Unlock()
+		return providers.Group{}, providers.AboveCeiling(Name, op, req.Location, "offer "+req.OfferID, picked[0].priceMicros, req.MaxMachineHourUSD)
+	}
 	if len(picked) < req.Count {
 		p.mu.Unlock()
 		return providers.Group{}, &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: op, Location: req.Location,

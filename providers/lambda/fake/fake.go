@@ -69,6 +69,11 @@ type Server struct {
 	LaunchInterval, RequestInterval time.Duration
 	// Inactive answers 403 global/account-inactive to everything.
 	Inactive bool
+	// PrivateNet is the first three octets (with the dot) of the private
+	// addresses machines get at boot: "10.0.2." when empty. A test whose
+	// "machines" are agents on its own host sets a loopback net ("127.0.2."),
+	// so their reach checks stay on the host.
+	PrivateNet string
 
 	mu         sync.Mutex
 	instances  map[string]*instance
@@ -89,7 +94,7 @@ type instance struct {
 	created      time.Time
 	terminatedAt time.Time
 	restartUntil time.Time
-	num          int // addresses: 198.51.100.(1+num), 10.0.2.(100+num)
+	num          int // addresses: 198.51.100.(1+num), PrivateNet (10.0.2.) + (100+num)
 }
 
 // Catalog is a small catalog in the documented shapes (the instance type
@@ -332,7 +337,11 @@ func (s *Server) advance() {
 		case in.Status == lambda.StatusBooting && !now.Before(in.created.Add(s.BootDelay)):
 			in.Status = lambda.StatusActive
 			in.IP = fmt.Sprintf("198.51.100.%d", 1+in.num%250)
-			in.PrivateIP = fmt.Sprintf("10.0.2.%d", 100+in.num%150)
+			prefix := s.PrivateNet
+			if prefix == "" {
+				prefix = "10.0.2."
+			}
+			in.PrivateIP = fmt.Sprintf("%s%d", prefix, 100+in.num%150)
 			in.Hostname = in.IP
 			in.JupyterURL = "https://jupyter-" + in.ID + ".lambdaspaces.com/?token=" + in.JupyterToken
 		case in.Status == lambda.StatusTerminating && !now.Before(in.terminatedAt.Add(s.TerminateDelay)):
