@@ -74,7 +74,15 @@ func until(t *testing.T, id, want string, step int, jobs []string, servers ...*s
 			return
 		}
 		if got == string(models.StatusFailed) || time.Now().After(deadline) {
-			t.Fatalf("cluster %s is %s, want %s; events:\n%s\nlog:\n%s", id, got, want, eventsOf(t, s, id), s.out)
+			var logs strings.Builder
+			for k, o := range servers { // every instance's warnings and errors: a stall may be the other's
+				for _, l := range strings.Split(o.out.String(), "\n") {
+					if !strings.Contains(l, "level=INFO") && strings.TrimSpace(l) != "" {
+						fmt.Fprintf(&logs, "[%d] %s\n", k, l)
+					}
+				}
+			}
+			t.Fatalf("cluster %s is %s, want %s; events:\n%s\nlogs but INFO:\n%s", id, got, want, eventsOf(t, s, id), logs.String())
 		}
 		if step > 0 {
 			s.advance(t, step)
