@@ -3,7 +3,11 @@ package runpod_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +121,42 @@ func TestInstantClusterFallsBackToPods(t *testing.T) {
 				t.Fatalf("%d cluster creates, %d pod creates", e.fake.Requests("POST /v2/clusters"), e.fake.Requests("POST /v2/pods"))
 			}
 		})
+	}
+}
+
+// The cluster fixtures decode into the adapter's types with nothing left
+// over, and the fake's clusters and member pods have the schema's fields.
+func TestClusterFixturesMatchTypesAndFake(t *testing.T) {
+	var cr runpod.CreateClusterRequest
+	strictDecode(t, "testdata/create-cluster-request.json", &cr)
+	var cl runpod.Cluster
+	strictDecode(t, "testdata/cluster.json", &cl)
+	var members struct {
+		Pods []runpod.Pod `json:"pods"`
+	}
+	strictDecode(t, "testdata/cluster-pods.json", &members)
+	if cr.Compute.PodCount != 2 || cl.Primary == nil || cl.Network == nil || len(members.Pods) != 1 ||
+		members.Pods[0].Cluster == nil || *members.Pods[0].Cluster.IP != "10.65.0.2" {
+		t.Fatalf("fixtures: %+v %+v %+v", cr, cl, members)
+	}
+	e := newEnv(t)
+	cp := fake.Cap{GPU: h100, DC: "US-TX-3"}
+	e.fake.Stock[cp], e.fake.ClusterCaps[cp] = 2*8, true
+	req := request("cl_fx", "US-TX-3", 2)
+	req.Agent.Token = "cdb_cl_fx_mac"
+	if _, err := e.cloud.PlaceGroup(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(5 * time.Minute)
+	var want map[string]any
+	data, _ := os.ReadFile("testdata/cluster.json")
+	_ = json.Unmarshal(data, &want)
+	wantKeys := slices.Sorted(maps.Keys(want))
+	if got := topKeys(t, e.fake.Clusters()[0]); !slices.Equal(got, wantKeys) {
+		t.Errorf("fake cluster fields %v, schema's %v", got, wantKeys)
+	}
+	p := e.fake.Live()[0]
+	if p.Cluster == nil || p.Cluster.Rank != 0 || p.Cluster.Role == nil || p.Cluster.IP == nil {
+		t.Errorf("fake member pod's cluster %+v", p.Cluster)
 	}
 }
