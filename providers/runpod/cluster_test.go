@@ -160,3 +160,21 @@ func TestClusterFixturesMatchTypesAndFake(t *testing.T) {
 		t.Errorf("fake member pod's cluster %+v", p.Cluster)
 	}
 }
+
+// A cluster create whose answer was lost (a 502 after the create went
+// through) is found by name, not created twice.
+func TestInstantClusterLostAnswer(t *testing.T) {
+	e := newEnv(t)
+	cp := fake.Cap{GPU: h100, DC: "US-TX-3"}
+	e.fake.Stock[cp], e.fake.ClusterCaps[cp] = 4*8, true
+	e.fake.Inject(fake.Fault{Method: "POST", Path: "/v2/clusters", Status: 502, Apply: true})
+	req := request("cl_lost", "US-TX-3", 2)
+	req.Agent.Token = "cdb_cl_lost_mac"
+	g, err := e.cloud.PlaceGroup(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.fake.Clusters()); n != 1 || len(g.Nodes) != 2 || e.fake.Requests("POST /v2/clusters") != 1 {
+		t.Fatalf("%d clusters, %d creates, nodes %+v", n, e.fake.Requests("POST /v2/clusters"), g.Nodes)
+	}
+}
