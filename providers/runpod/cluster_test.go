@@ -178,3 +178,21 @@ func TestInstantClusterLostAnswer(t *testing.T) {
 		t.Fatalf("%d clusters, %d creates, nodes %+v", n, e.fake.Requests("POST /v2/clusters"), g.Nodes)
 	}
 }
+
+// A cluster priced above the placement's ceiling is not used: the pods,
+// priced as the offer was quoted, are placed one by one instead (Q2).
+func TestInstantClusterAboveCeilingFallsBackToPods(t *testing.T) {
+	e := newEnv(t)
+	cp := fake.Cap{GPU: h100, DC: "US-TX-3"}
+	e.fake.Stock[cp], e.fake.ClusterCaps[cp] = 2*8, true
+	e.fake.ClusterPrices = map[string]float64{h100: 3.49}
+	req := request("cl_dear", "US-TX-3", 2)
+	req.Agent.Token = "cdb_cl_dear_mac"
+	req.MaxMachineHourUSD = 8 * 2_990_000 // the pods' price, quoted
+	if _, err := e.cloud.PlaceGroup(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if e.fake.Requests("POST /v2/clusters") != 0 || e.fake.Requests("POST /v2/pods") != 2 {
+		t.Fatalf("%d cluster creates, %d pod creates", e.fake.Requests("POST /v2/clusters"), e.fake.Requests("POST /v2/pods"))
+	}
+}

@@ -6,7 +6,8 @@
 // machines is placed with one call when the shape fits an Instant Cluster
 // (POST /v2/clusters): N is a cluster size (ClusterSizes), the placement
 // carries the cluster's bootstrap token, and the catalog's product=CLUSTER
-// stock of the GPU type in the data center is not NONE. Every member pod
+// stock of the GPU type in the data center is not NONE at a price within
+// the placement's ceiling. Every member pod
 // runs the same start-up script; each agent claims its rank with its pod
 // id (RunPod sets RUNPOD_POD_ID in every pod), which is the machine id the
 // placement returns, and the cluster's private overlay address (cluster.ip)
@@ -402,8 +403,10 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 }
 
 // clusterFits reports whether the group is placed as one Instant Cluster:
-// a cluster size, a bootstrap token for the one script, and the catalog's
-// cluster stock of the GPU type in the data center.
+// a cluster size, a bootstrap token for the one script, the catalog's
+// cluster stock of the GPU type in the data center, and its price within
+// the placement's ceiling (else the pods, priced as the offer was, are
+// tried).
 func (r *Cloud) clusterFits(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (bool, error) {
 	if !slices.Contains(ClusterSizes, req.Count) || req.Agent.Token == "" {
 		return false, nil
@@ -413,7 +416,7 @@ func (r *Cloud) clusterFits(ctx context.Context, req providers.PlaceRequest, dc 
 		return false, err
 	}
 	k := slices.IndexFunc(gpus, func(g GpuType) bool { return g.ID == gpu })
-	if k < 0 || gpus[k].MaxCount.Secure < n {
+	if k < 0 || gpus[k].MaxCount.Secure < n || gpus[k].Price.Secure <= 0 || req.AboveCeiling(int64(n)*microUSD(gpus[k].Price.Secure)) {
 		return false, nil
 	}
 	j := slices.IndexFunc(gpus[k].DataCenters, func(d DataCenterAvailability) bool { return d.ID == dc })
@@ -425,18 +428,6 @@ func (r *Cloud) clusterFits(ctx context.Context, req providers.PlaceRequest, dc 
 // cluster's bootstrap token, and its agent claims its rank with the pod's
 // id. The members are read from GET /v2/clusters/{id}/pods.
 func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (providers.Group, error) {
-	gpus, err := r.catalog(ctx, opPlace, n)
-	if err != nil {
-		return providers.Group{}, err
-	}
-	k := slices.IndexFunc(gpus, func(g GpuType) bool { return g.ID == gpu })
-	if k < 0 {
-		return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc,
-			Message: fmt.Sprintf("%d × %s is not sold", n, gpu)}
-	}
-	if price := int64(n) * microUSD(gpus[k].Price.Secure); req.AboveCeiling(price) {
-		return providers.Group{}, providers.AboveCeiling(Name, opPlace, dc, fmt.Sprintf("a pod of %d × %s", n, gpu), price, req.MaxMachineHourUSD)
-	}
 	if err := r.registerKeys(ctx, req.SSHKeys); err != nil {
 		return providers.Group{}, err
 	}

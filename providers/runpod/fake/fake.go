@@ -68,6 +68,10 @@ type Server struct {
 	// Clusters; ClusterSizes the pod counts a cluster may have.
 	ClusterCaps  map[Cap]bool
 	ClusterSizes []int
+	// ClusterPrices is the per-GPU secure price the catalog answers for
+	// product=CLUSTER where it differs from the pods' (GraphQL's
+	// clusterPrice is its own field).
+	ClusterPrices map[string]float64
 	// PerMinute is the minute window's quota (0 = none): beyond it, 429
 	// with Retry-After until the window resets.
 	PerMinute int
@@ -484,6 +488,9 @@ func (s *Server) listGPUs(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			g.Availability = best
+			if p, ok := s.ClusterPrices[g.ID]; ok && q.Get("product") == "CLUSTER" {
+				g.Price.Secure = p
+			}
 		}
 		out = append(out, g)
 	}
