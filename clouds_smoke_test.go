@@ -24,33 +24,50 @@ import (
 	sffake "github.com/clusterdeck/clusterdeck/providers/shadeform/fake"
 )
 
-// OP1 with RunPod: the real server sells a fake RunPod (on loopback)
-// through the real jobs; each pod's command carries what the real agent
-// needs, and agents started with exactly that bring the cluster to ready
-// through the real agent protocol; terminate deletes every pod.
+// OP1 with RunPod, both ways it places a group. The Instant Cluster: the
+// data center sells them, so the 2 × 8 H100 group is placed with one POST
+// /v2/clusters; every pod runs the same command with the cluster's
+// bootstrap token, each agent claims its rank with its pod id (RunPod's
+// RUNPOD_POD_ID) and the cluster reaches ready through the real agent
+// protocol; terminate deletes the cluster. Pod by pod: the data center
+// sells no clusters, each pod's command carries what its agent needs, and
+// the stop (B6) and resume run through the real stop job.
 func TestRunPodSmoke(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, databaseURL string) {
-		f := rpfake.New("runpod_secret_smoke", time.Now)
-		f.BootDelay, f.StartDelay = 0, 0
-		f.PerMinute = 0 // the rate-limit windows are the adapter's tests' business
-		f.Stock[rpfake.Cap{GPU: "NVIDIA H100 80GB HBM3", DC: "US-TX-3"}] = 16
-		rp := httptest.NewServer(f)
-		defer rp.Close()
-		s := startServer(t, databaseURL, "PROVIDERS=runpod", "RUNPOD_API_KEY=runpod_secret_smoke", "RUNPOD_API_URL="+rp.URL,
-			"RUNPOD_DATACENTERS=US-TX-3", "RUNPOD_AGENT_URL=http://127.0.0.1:9/clusterdeck")
-		var scripts []string
-		cloudSmoke(t, s, "runpod:"+runpod.OfferID("US-TX-3", 8, "NVIDIA H100 80GB HBM3"), func() []string {
-			scripts = nil
-			for _, p := range f.Live() {
-				enc := strings.TrimSuffix(strings.TrimPrefix(p.Args, "sh -c 'echo "), " | base64 -d | sh'")
-				b, err := base64.StdEncoding.DecodeString(enc)
-				if err != nil {
-					t.Fatalf("pod %s args %q: %v", p.ID, p.Args, err)
-				}
-				scripts = append(scripts, string(b))
+		for _, mode := range []string{"instant-cluster", "pods"} {
+			t.Run(mode, func(t *testing.T) { runPodSmoke(t, databaseURL, mode == "instant-cluster") })
+		}
+	})
+}
+
+func runPodSmoke(t *testing.T, databaseURL string, clusters bool) {
+	f := rpfake.New("runpod_secret_smoke", time.Now)
+	f.BootDelay, f.StartDelay = 0, 0
+	f.PerMinute = 0 // the rate-limit windows are the adapter's tests' business
+	h100 := rpfake.Cap{GPU: "NVIDIA H100 80GB HBM3", DC: "US-TX-3"}
+	f.Stock[h100], f.ClusterCaps[h100] = 16, clusters
+	rp := httptest.NewServer(f)
+	defer rp.Close()
+	s := startServer(t, databaseURL, "PROVIDERS=runpod", "RUNPOD_API_KEY=runpod_secret_smoke", "RUNPOD_API_URL="+rp.URL,
+		"RUNPOD_DATACENTERS=US-TX-3", "RUNPOD_AGENT_URL=http://127.0.0.1:9/clusterdeck")
+	var scripts []string
+	machines := func() []smokeMachine {
+		scripts = nil
+		var out []smokeMachine
+		for _, p := range f.Live() {
+			enc := strings.TrimSuffix(strings.TrimPrefix(p.Args, "sh -c 'echo "), " | base64 -d | sh'")
+			b, err := base64.StdEncoding.DecodeString(enc)
+			if err != nil {
+				t.Fatalf("pod %s args %q: %v", p.ID, p.Args, err)
 			}
-			return scripts
-		}, func() int { return len(f.Live()) }, func(id string, agentsDown, agentsUp func()) {
+			scripts = append(scripts, string(b))
+			out = append(out, smokeMachine{ID: p.ID, Script: string(b)})
+		}
+		return out
+	}
+	var between []func(string, func(), func())
+	if !clusters {
+		between = append(between, func(id string, agentsDown, agentsUp func()) {
 			// Stop (B6) and resume through the real stop job: RunPod stops
 			// the pods (EXITED: the GPUs are no longer billed) and starts them
 			// again on the same hosts.
@@ -86,16 +103,44 @@ func TestRunPodSmoke(t *testing.T) {
 				}
 			}
 		})
-		for _, sc := range scripts {
-			if !strings.Contains(sc, "exec /opt/clusterdeck/clusterdeck agent") {
-				t.Errorf("a pod's command must run the agent in the foreground:\n%s", sc)
+	} else {
+		between = append(between, func(id string, _, _ func()) {
+			// One call placed the group, and each agent claimed the rank
+			// of the pod whose id it sent.
+			if n, p := f.Requests("POST /v2/clusters"), f.Requests("POST /v2/pods"); n != 1 || p != 0 {
+				t.Errorf("%d cluster creates and %d pod creates: want the one group call", n, p)
 			}
+			if len(scripts) != 2 || scripts[0] != scripts[1] || !strings.Contains(scripts[0], "CLUSTERDECK_TOKEN=cdb_") {
+				t.Errorf("every pod of the cluster runs one script with the bootstrap token:\n%s", scripts)
+			}
+			st := openStore(t, s)
+			nodes, err := st.NodesFor(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := f.Live()
+			for i, n := range nodes {
+				if n.ClaimedBy != live[i].ID || n.ProviderNodeID != live[i].ID || n.PrivateIP != *live[i].Cluster.IP {
+					t.Errorf("node %s: claimed by %q, machine %q, address %q; pod %s at %s",
+						n.Name, n.ClaimedBy, n.ProviderNodeID, n.PrivateIP, live[i].ID, *live[i].Cluster.IP)
+				}
+			}
+		})
+	}
+	cloudSmoke(t, s, "runpod:"+runpod.OfferID("US-TX-3", 8, "NVIDIA H100 80GB HBM3"), machines,
+		func() int { return len(f.Live()) }, between...)
+	if clusters && (len(f.Clusters()) != 0 || f.Requests("DELETE /v2/clusters/"+f.ClusterCreatesIDs()[0]) != 1) {
+		t.Errorf("terminate must delete the cluster: %d left", len(f.Clusters()))
+	}
+	for _, sc := range scripts {
+		if !strings.Contains(sc, "exec /opt/clusterdeck/clusterdeck agent") {
+			t.Errorf("a pod's command must run the agent in the foreground:\n%s", sc)
 		}
-		if strings.Contains(s.out.String(), "runpod_secret_smoke") {
-			t.Error("the server logged the RunPod key")
-		}
-		s.stop(t)
-	})
+	}
+	if strings.Contains(s.out.String(), "runpod_secret_smoke") {
+		t.Error("the server logged the RunPod key")
+	}
+	s.stop(t)
 }
 
 // OP1 with Shadeform: as for RunPod, through Shadeform's launch scripts,
@@ -131,13 +176,13 @@ func TestShadeformSmoke(t *testing.T) {
 			t.Fatalf("no Shadeform offer listed: %+v", offers)
 		}
 		downloaded := false
-		cloudSmoke(t, s, "shadeform:"+shadeform.OfferID("lambdalabs", "H100_sxm5x8", "us-east-1"), func() []string {
-			var out []string
+		cloudSmoke(t, s, "shadeform:"+shadeform.OfferID("lambdalabs", "H100_sxm5x8", "us-east-1"), func() []smokeMachine {
+			var out []smokeMachine
 			for _, in := range f.Live() {
-				out = append(out, f.Script(in.ID))
+				out = append(out, smokeMachine{ID: in.ID, Script: f.Script(in.ID)})
 			}
 			if len(out) > 0 && !downloaded {
-				agentDownload(t, s, out[0])
+				agentDownload(t, s, out[0].Script)
 				downloaded = true
 			}
 			return out
@@ -149,10 +194,14 @@ func TestShadeformSmoke(t *testing.T) {
 	})
 }
 
+// smokeMachine is one placed machine: the provider's id for it and its
+// start-up script.
+type smokeMachine struct{ ID, Script string }
+
 // cloudSmoke quotes and launches a 2 × 8 H100 cluster that must land on
 // offer, starts one real agent per machine from what its start-up script
 // says, waits for ready, terminates and checks that nothing is left.
-func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []string, live func() int, between ...func(id string, agentsDown, agentsUp func())) string {
+func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []smokeMachine, live func() int, between ...func(id string, agentsDown, agentsUp func())) string {
 	t.Helper()
 	s.devRun(t, "catalog")
 	var quote struct{ ID, OfferID string }
@@ -177,7 +226,8 @@ func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []string, 
 	var agents []*process
 	up := func() {
 		agents = nil
-		for _, script := range sc {
+		for _, m := range sc {
+			script := m.Script
 			server, token, workload := userDataValue(script, "CLUSTERDECK_SERVER="), userDataValue(script, "CLUSTERDECK_TOKEN="), hereDoc(script, "CLUSTERDECK_WORKLOAD")
 			if server != s.url || token == "" || !strings.HasPrefix(workload, "{") {
 				t.Fatalf("start-up script lacks the agent's settings:\n%s", script)
@@ -186,7 +236,13 @@ func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []string, 
 			if err := os.WriteFile(wl, []byte(workload), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			agents = append(agents, start(t, []string{"PATH=" + smi + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + s.dataDir},
+			env := []string{"PATH=" + smi + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + s.dataDir}
+			if strings.Contains(script, "CLUSTERDECK_MACHINE_ID=") {
+				// The provider sets the machine's own id in its
+				// environment; the script hands it to the agent.
+				env = append(env, "CLUSTERDECK_MACHINE_ID="+m.ID)
+			}
+			agents = append(agents, start(t, env,
 				"agent", "--server", server, "--token", token, "--workload", wl, "--every", "200ms"))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/clusterdeck/clusterdeck/providers"
@@ -56,6 +57,29 @@ const (
 // Script is the start-up script of one machine. The token authenticates
 // exactly this machine.
 func Script(a AgentInstall, sup Supervisor, serverURL, token string, w providers.Workload) (string, error) {
+	return script(a, sup, serverURL, token, "", w)
+}
+
+// GroupScript is the one start-up script every machine of a group placed
+// with one call runs: token is the cluster's bootstrap token (cdb_…), and
+// machineIDVar names the environment variable in which the provider hands
+// each machine its own id (RunPod's RUNPOD_POD_ID), which the agent sends
+// with its claim (--machine-id) so that its rank is bound to the machine id
+// the placement returned. An empty machineIDVar leaves the agent to claim
+// by host name or address.
+func GroupScript(a AgentInstall, sup Supervisor, serverURL, token, machineIDVar string, w providers.Workload) (string, error) {
+	if !strings.HasPrefix(token, "cdb_") {
+		return "", errors.New("a group's start-up script carries the cluster's bootstrap token (cdb_…)")
+	}
+	if !envName.MatchString(machineIDVar) && machineIDVar != "" {
+		return "", fmt.Errorf("%q is not an environment variable name", machineIDVar)
+	}
+	return script(a, sup, serverURL, token, machineIDVar, w)
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func script(a AgentInstall, sup Supervisor, serverURL, token, machineIDVar string, w providers.Workload) (string, error) {
 	if err := a.Validate(); err != nil {
 		return "", err
 	}
@@ -114,12 +138,21 @@ func Script(a AgentInstall, sup Supervisor, serverURL, token string, w providers
 	line("CLUSTERDECK_SERVER=%s", serverURL)
 	line("CLUSTERDECK_TOKEN=%s", token)
 	line("CLUSTERDECK_ENV")
+	if machineIDVar != "" {
+		// The machine's own id, as the provider set it in this machine's
+		// environment: the agent claims its rank with it.
+		line("echo \"CLUSTERDECK_MACHINE_ID=${%s:-}\" >> /etc/clusterdeck/agent.env", machineIDVar)
+	}
 	line("cat > /etc/clusterdeck/workload.json <<'CLUSTERDECK_WORKLOAD'")
 	line("%s", workload)
 	line("CLUSTERDECK_WORKLOAD")
 	line("umask 022")
 	if sup == Foreground {
 		line(". /etc/clusterdeck/agent.env")
+		if machineIDVar != "" {
+			line("exec /opt/clusterdeck/clusterdeck agent --server \"$CLUSTERDECK_SERVER\" --token \"$CLUSTERDECK_TOKEN\" --machine-id \"$CLUSTERDECK_MACHINE_ID\" --workload /etc/clusterdeck/workload.json")
+			return b.String(), nil
+		}
 		line("exec /opt/clusterdeck/clusterdeck agent --server \"$CLUSTERDECK_SERVER\" --token \"$CLUSTERDECK_TOKEN\" --workload /etc/clusterdeck/workload.json")
 		return b.String(), nil
 	}

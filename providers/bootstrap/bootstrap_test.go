@@ -117,3 +117,32 @@ func TestScriptDownloadsAndVerifies(t *testing.T) {
 		}
 	}
 }
+
+// A group's one script (OP1): every machine runs the same text with the
+// cluster's bootstrap token; the machine's own id comes from the variable
+// the provider sets, and the agent claims its rank with it.
+func TestGroupScript(t *testing.T) {
+	a := bootstrap.AgentInstall{URL: "https://deck.example.com/agent/v1/clusterdeck-linux-amd64", SHA256: strings.Repeat("ab", 32)}
+	for _, sup := range []bootstrap.Supervisor{bootstrap.Foreground, bootstrap.Systemd} {
+		s, err := bootstrap.GroupScript(a, sup, "https://deck.example.com", "cdb_cl1_abc", "RUNPOD_POD_ID", providers.Workload{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(s, "CLUSTERDECK_TOKEN=cdb_cl1_abc\n") ||
+			!strings.Contains(s, `echo "CLUSTERDECK_MACHINE_ID=${RUNPOD_POD_ID:-}" >> /etc/clusterdeck/agent.env`) {
+			t.Fatalf("script lacks the bootstrap token or the machine id:\n%s", s)
+		}
+		if sup == bootstrap.Foreground && !strings.Contains(s, `--machine-id "$CLUSTERDECK_MACHINE_ID"`) {
+			t.Fatalf("the foreground agent is not given its machine id:\n%s", s)
+		}
+		if out, err := exec.Command("sh", "-n", "-c", s).CombinedOutput(); err != nil {
+			t.Fatalf("not valid sh: %v\n%s", err, out)
+		}
+	}
+	if _, err := bootstrap.GroupScript(a, bootstrap.Foreground, "https://deck.example.com", "cdn_node_token", "RUNPOD_POD_ID", providers.Workload{}); err == nil {
+		t.Fatal("a node token in a group's script must be refused")
+	}
+	if _, err := bootstrap.GroupScript(a, bootstrap.Foreground, "https://deck.example.com", "cdb_cl1_abc", "X; rm -rf /", providers.Workload{}); err == nil {
+		t.Fatal("a variable name that is not one must be refused")
+	}
+}

@@ -39,6 +39,10 @@ type Env struct {
 	// PlacesNodes says whether the upstream can add one machine to a placed
 	// group (L10); one that cannot refuses PlaceNode with ErrUnsupported.
 	PlacesNodes bool
+	// GroupBound says the machines of a group placed with one upstream
+	// call are released only together (RunPod's Instant Clusters): then
+	// ReleaseNode of one of them is ErrUnsupported and leaves it running.
+	GroupBound bool
 	// RateLimited scripts the upstream's next answer to be "too many
 	// requests, retry after d"; Waited is how long the provider has slept
 	// so far (on the test's clock). Both nil for a provider whose upstream
@@ -55,7 +59,7 @@ func (e Env) Request(group string, n int) providers.PlaceRequest {
 	}
 	return providers.PlaceRequest{GroupName: group, OfferID: e.OfferID, Location: e.Location, Count: n,
 		SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIcontract contract@test"},
-		Agent:   providers.AgentBootstrap{ServerURL: "https://deck.example.com", Tokens: tokens}}
+		Agent:   providers.AgentBootstrap{ServerURL: "https://deck.example.com", Token: "cdb_" + group + "_contract", Tokens: tokens}}
 }
 
 // Run runs every case of the contract, each on a fresh Env.
@@ -262,6 +266,15 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 			t.Fatal(err)
 		}
 		e.Advance(e.Boot)
+		if e.GroupBound {
+			if err := e.Provider.ReleaseNode(ctx, "cl_1", g.Nodes[1].ID); !errors.Is(err, providers.ErrUnsupported) {
+				t.Fatalf("a machine of a group placed as one is released only with it: want ErrUnsupported, got %v", err)
+			}
+			if g, err := e.Provider.DescribeGroup(ctx, "cl_1"); err != nil || len(g.Nodes) != 2 || g.Nodes[1].State != providers.NodeRunning {
+				t.Fatalf("a refused release leaves the machine: %+v %v", g, err)
+			}
+			return
+		}
 		for range 2 { // a second release of the same machine is success
 			if err := e.Provider.ReleaseNode(ctx, "cl_1", g.Nodes[1].ID); err != nil {
 				t.Fatal(err)

@@ -8,6 +8,10 @@ const (
 	pathGPUs    = "/v2/catalog/gpus"
 	pathSSHKeys = "/v2/account/ssh-keys"
 	pathPods    = "/v2/pods"
+	// pathClusters is Instant Clusters: POST creates one (every member pod
+	// in one data center), GET /{id}/pods reads its members, DELETE /{id}
+	// deletes it with every member pod.
+	pathClusters = "/v2/clusters"
 )
 
 // Operation names on errors (providers.Error.Op).
@@ -126,15 +130,10 @@ type Pod struct {
 		Proxy  *SSHEndpoint `json:"proxy"`
 		Direct *SSHEndpoint `json:"direct"`
 	} `json:"ssh"`
-	Cluster *struct {
-		ID   string  `json:"id"`
-		Rank int     `json:"rank"`
-		Role *string `json:"role,omitempty"`
-		IP   *string `json:"ip,omitempty"`
-	} `json:"cluster,omitempty"`
-	Template         *string `json:"template"`
-	Cost             float64 `json:"cost"`
-	Locked           bool    `json:"locked"`
+	Cluster          *PodCluster `json:"cluster,omitempty"`
+	Template         *string     `json:"template"`
+	Cost             float64     `json:"cost"`
+	Locked           bool        `json:"locked"`
 	GlobalNetworking struct {
 		Enabled     bool    `json:"enabled"`
 		IP          *string `json:"ip,omitempty"`
@@ -154,4 +153,61 @@ type Problem struct {
 	Status int      `json:"status"`
 	Detail string   `json:"detail"`
 	Errors []string `json:"errors,omitempty"`
+}
+
+// ClusterCompute is an Instant Cluster's size: podCount pods of
+// gpuCountPerPod GPUs of one type.
+type ClusterCompute struct {
+	GPUTypeID      string `json:"gpuTypeId"`
+	GPUCountPerPod int    `json:"gpuCountPerPod"`
+	PodCount       int    `json:"podCount"`
+}
+
+// CreateClusterRequest is the body of POST /v2/clusters; the container
+// fields apply to every member pod alike.
+type CreateClusterRequest struct {
+	Name          string            `json:"name"`
+	Type          string            `json:"type,omitempty"` // APPLICATION, TRAINING, SLURM or RAY
+	Compute       ClusterCompute    `json:"compute"`
+	DataCenterIDs []string          `json:"dataCenterIds,omitempty"`
+	StartSSH      bool              `json:"startSsh,omitempty"`
+	Image         string            `json:"image"`
+	Args          string            `json:"args,omitempty"`
+	Disk          int               `json:"disk,omitempty"`
+	Ports         []string          `json:"ports,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+}
+
+// Cluster is an Instant Cluster as the API answers it.
+type Cluster struct {
+	ID           string         `json:"id"`
+	Name         string         `json:"name"`
+	Type         string         `json:"type"`
+	Compute      ClusterCompute `json:"compute"`
+	DataCenterID *string        `json:"dataCenterId,omitempty"` // omitted until a pod is placed
+	Pods         struct {
+		Total    int            `json:"total"`
+		ByStatus map[string]int `json:"byStatus"`
+	} `json:"pods"`
+	Network *struct {
+		CIDR      string `json:"cidr"`
+		VxlanID   *int   `json:"vxlanId,omitempty"`
+		VxlanPort *int   `json:"vxlanPort,omitempty"`
+	} `json:"network,omitempty"`
+	Primary *struct {
+		PodID       string  `json:"podId"`
+		Status      string  `json:"status"`
+		SSHEndpoint *string `json:"sshEndpoint,omitempty"`
+	} `json:"primary,omitempty"`
+	CreatedAt string `json:"createdAt"`
+}
+
+// PodCluster is a member pod's place in its Instant Cluster: rank
+// (NODE_RANK; 0 is the primary) and its address on the cluster's private
+// overlay.
+type PodCluster struct {
+	ID   string  `json:"id"`
+	Rank int     `json:"rank"`
+	Role *string `json:"role,omitempty"`
+	IP   *string `json:"ip,omitempty"`
 }

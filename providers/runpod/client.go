@@ -41,7 +41,7 @@ type client struct {
 // have happened, and the caller reconciles by name), and decodes a 2xx
 // answer into out.
 func (c *client) do(ctx context.Context, op, method, path string, in, out any) error {
-	create := method == http.MethodPost && path == pathPods
+	create := method == http.MethodPost && (path == pathPods || path == pathClusters)
 	delay := c.backoff
 	for attempt := 0; ; attempt++ {
 		err := c.once(ctx, op, method, path, in, out)

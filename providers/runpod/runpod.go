@@ -1,18 +1,25 @@
-// Package runpod adapts RunPod's REST API v2 (pods) to providers.Provider
-// (OP1).
+// Package runpod adapts RunPod's REST API v2 (pods and Instant Clusters)
+// to providers.Provider (OP1).
 //
 // RunPod sells a GPU type × GPU count per pod in a data center, with a
-// NONE/LOW/MEDIUM/HIGH stock level rather than a count. A pod is one
-// container on one host, so a group of N machines is N pods created one by
-// one in one data center, each named "<group>-<index>" and carrying the
-// group and its rank in its environment; when any create fails, every pod
-// of the group is deleted before the error is returned (all or nothing at
-// our level), and a retried placement adopts the pods it finds.
+// NONE/LOW/MEDIUM/HIGH stock level rather than a count. A group of N
+// machines is placed with one call when the shape fits an Instant Cluster
+// (POST /v2/clusters): N is a cluster size (ClusterSizes), the placement
+// carries the cluster's bootstrap token, and the catalog's product=CLUSTER
+// stock of the GPU type in the data center is not NONE at a price within
+// the placement's ceiling. Every member pod
+// runs the same start-up script; each agent claims its rank with its pod
+// id (RunPod sets RUNPOD_POD_ID in every pod), which is the machine id the
+// placement returns, and the cluster's private overlay address (cluster.ip)
+// is the node's private address. Such a group is deleted as a whole
+// (DELETE /v2/clusters/{id}); its pods cannot be stopped or released one
+// by one (ErrUnsupported), only restarted.
 //
-// Instant Clusters (POST /v2/clusters) would place the group in one call,
-// but every member pod gets the same container settings, while each of our
-// machines needs its own agent token; they are not used until agents can
-// claim their rank with a cluster-wide token.
+// Otherwise the group is N pods created one by one in one data center, each
+// named "<group>-<index>" and carrying the group and its rank in its
+// environment; when any create fails, every pod of the group is deleted
+// before the error is returned (all or nothing at our level). Either way a
+// retried placement adopts the pods it finds.
 package runpod
 
 import (
@@ -59,6 +66,13 @@ const SSHUser = "root"
 
 // GPUCounts are the pod sizes offered, each up to the GPU type's maxCount.
 var GPUCounts = []int{1, 2, 4, 8}
+
+// ClusterSizes are the pod counts placed as one Instant Cluster. The API
+// does not publish the supported counts; 2–8 is what other tools assume.
+var ClusterSizes = []int{2, 3, 4, 5, 6, 7, 8}
+
+// EnvPodID is the variable in which RunPod hands every pod its own id.
+const EnvPodID = "RUNPOD_POD_ID"
 
 // Config configures the adapter. APIKey and Agent.URL are required.
 type Config struct {
@@ -176,7 +190,12 @@ func parseOfferID(id string) (dc string, count int, gpu string, ok bool) {
 
 // catalog is the secure cloud's GPU types with their stock for pods of count GPUs.
 func (r *Cloud) catalog(ctx context.Context, op string, count int) ([]GpuType, error) {
-	q := url.Values{"include": {"AVAILABILITY"}, "product": {"POD"}, "count": {strconv.Itoa(count)}, "cloud": {"SECURE"}}
+	return r.catalogOf(ctx, op, "POD", count)
+}
+
+// catalogOf is the catalog with the stock of product (POD or CLUSTER).
+func (r *Cloud) catalogOf(ctx context.Context, op, product string, count int) ([]GpuType, error) {
+	q := url.Values{"include": {"AVAILABILITY"}, "product": {product}, "count": {strconv.Itoa(count)}, "cloud": {"SECURE"}}
 	var out struct {
 		GPUs []GpuType `json:"gpus"`
 	}
@@ -248,9 +267,11 @@ var formFactors = map[string]bool{"SXM": true, "SXM4": true, "SXM5": true, "PCIE
 
 func podName(group string, i int) string { return group + "-" + strconv.Itoa(i) }
 
-// PlaceGroup creates req.Count pods of the offer in its data center, one
-// create per pod. Pods already carrying the group are adopted. When any
-// create fails, every pod of the group is deleted and the error returned.
+// PlaceGroup places req.Count pods of the offer in its data center: one
+// Instant Cluster when the shape fits one (see the package comment), else
+// one create per pod. Pods already carrying the group are adopted. When
+// any create fails, every pod of the group is deleted and the error
+// returned.
 func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (providers.Group, error) {
 	dc, n, gpu, err := r.validate(req)
 	if err != nil {
@@ -273,6 +294,15 @@ func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 					"group %s already has pod %s (rank %d) that is not part of %d × %s", req.GroupName, p.ID, i, req.Count, req.OfferID)}
 		}
 		have[i] = p
+	}
+	if len(have) == 0 {
+		fits, err := r.clusterFits(ctx, req, dc, n, gpu)
+		if err != nil {
+			return providers.Group{}, err
+		}
+		if fits {
+			return r.placeCluster(ctx, req, dc, n, gpu)
+		}
 	}
 	if len(have) < req.Count {
 		if err := r.createMissing(ctx, req, dc, n, gpu, have); err != nil {
@@ -341,16 +371,7 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 	if err := r.registerKeys(ctx, req.SSHKeys); err != nil {
 		return err
 	}
-	image := req.Image
-	if image == "" {
-		image = r.cfg.Image
-	}
-	ports := []string{"22/tcp"}
-	for _, p := range req.Ports {
-		if p != 22 {
-			ports = append(ports, strconv.Itoa(p)+"/tcp")
-		}
-	}
+	image, ports := r.container(req)
 	for i := 0; i < req.Count; i++ {
 		if _, ok := have[i]; ok {
 			continue
@@ -379,6 +400,143 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 		}
 	}
 	return nil
+}
+
+// clusterFits reports whether the group is placed as one Instant Cluster:
+// a cluster size, a bootstrap token for the one script, the catalog's
+// cluster stock of the GPU type in the data center, and its price within
+// the placement's ceiling (else the pods, priced as the offer was, are
+// tried).
+func (r *Cloud) clusterFits(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (bool, error) {
+	if !slices.Contains(ClusterSizes, req.Count) || req.Agent.Token == "" {
+		return false, nil
+	}
+	gpus, err := r.catalogOf(ctx, opPlace, "CLUSTER", n)
+	if err != nil {
+		return false, err
+	}
+	k := slices.IndexFunc(gpus, func(g GpuType) bool { return g.ID == gpu })
+	if k < 0 || gpus[k].MaxCount.Secure < n || gpus[k].Price.Secure <= 0 || req.AboveCeiling(int64(n)*microUSD(gpus[k].Price.Secure)) {
+		return false, nil
+	}
+	j := slices.IndexFunc(gpus[k].DataCenters, func(d DataCenterAvailability) bool { return d.ID == dc })
+	return j >= 0 && gpus[k].DataCenters[j].Availability != "" && gpus[k].DataCenters[j].Availability != AvailNone, nil
+}
+
+// placeCluster places the group with one POST /v2/clusters in the data
+// center: every member pod runs the same start-up script, with the
+// cluster's bootstrap token, and its agent claims its rank with the pod's
+// id. The members are read from GET /v2/clusters/{id}/pods.
+func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (providers.Group, error) {
+	if err := r.registerKeys(ctx, req.SSHKeys); err != nil {
+		return providers.Group{}, err
+	}
+	image, ports := r.container(req)
+	w := req.Workload()
+	w.Image = image
+	script, err := bootstrap.GroupScript(r.cfg.Agent, bootstrap.Foreground, req.Agent.ServerURL, req.Agent.Token, EnvPodID, w)
+	if err != nil {
+		return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc, Message: err.Error()}
+	}
+	cr := CreateClusterRequest{Name: req.GroupName, Type: "APPLICATION",
+		Compute:       ClusterCompute{GPUTypeID: gpu, GPUCountPerPod: n, PodCount: req.Count},
+		DataCenterIDs: []string{dc}, StartSSH: true, Image: image, Args: ContainerArgs(script), Disk: r.cfg.DiskGB,
+		Ports: ports, Env: map[string]string{EnvGroup: req.GroupName}}
+	cl, err := r.createCluster(ctx, cr)
+	if err == nil && cl.DataCenterID != nil && *cl.DataCenterID != "" && *cl.DataCenterID != dc {
+		err = &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: dc,
+			Message: fmt.Sprintf("cluster %s was placed in %s, not %s", cl.ID, *cl.DataCenterID, dc)}
+	}
+	var members []Pod
+	if err == nil {
+		var out struct {
+			Pods []Pod `json:"pods"`
+		}
+		err = r.c.do(ctx, opPlace, http.MethodGet, pathClusters+"/"+url.PathEscape(cl.ID)+"/pods", nil, &out)
+		members = out.Pods
+	}
+	g := providers.Group{Provider: Name, Name: req.GroupName, Location: dc}
+	if err == nil {
+		byRank := map[int]Pod{}
+		for _, p := range members {
+			if p.Cluster != nil && p.Cluster.Rank >= 0 && p.Cluster.Rank < req.Count {
+				byRank[p.Cluster.Rank] = p
+			}
+		}
+		for i := 0; i < req.Count && err == nil; i++ {
+			p, ok := byRank[i]
+			if !ok {
+				err = &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opPlace, Location: dc,
+					Message: fmt.Sprintf("cluster %s lists no pod of rank %d yet", cl.ID, i)}
+			}
+			g.Nodes = append(g.Nodes, node(p, i))
+		}
+	}
+	if err != nil {
+		var pe *providers.Error
+		if errors.As(err, &pe) && pe.Location == "" {
+			pe.Location = dc
+		}
+		if rb := r.rollback(ctx, req.GroupName); rb != nil {
+			return providers.Group{}, errors.Join(err, rb)
+		}
+		return providers.Group{}, err
+	}
+	return g, nil
+}
+
+// createCluster creates one Instant Cluster. After a transient failure the
+// create may have happened: the clusters are listed by name before
+// creating again.
+func (r *Cloud) createCluster(ctx context.Context, cr CreateClusterRequest) (Cluster, error) {
+	for attempt := 0; ; attempt++ {
+		var cl Cluster
+		err := r.c.do(ctx, opPlace, http.MethodPost, pathClusters, cr, &cl)
+		if err == nil {
+			return cl, nil
+		}
+		if !errors.Is(err, providers.ErrTransient) || attempt >= r.cfg.Retries {
+			return Cluster{}, err
+		}
+		cls, lerr := r.clusters(ctx, opPlace)
+		if lerr != nil {
+			return Cluster{}, errors.Join(err, lerr)
+		}
+		for _, c := range cls {
+			if c.Name == cr.Name {
+				return c, nil // the failed-looking create went through
+			}
+		}
+		if err := r.c.sleep(ctx, r.cfg.Backoff<<attempt); err != nil {
+			return Cluster{}, err
+		}
+	}
+}
+
+// clusters lists the account's Instant Clusters.
+func (r *Cloud) clusters(ctx context.Context, op string) ([]Cluster, error) {
+	var out struct {
+		Clusters []Cluster `json:"clusters"`
+	}
+	if err := r.c.do(ctx, op, http.MethodGet, pathClusters, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Clusters, nil
+}
+
+// container is the placement's image (or the default) and its ports, SSH first.
+func (r *Cloud) container(req providers.PlaceRequest) (string, []string) {
+	image := req.Image
+	if image == "" {
+		image = r.cfg.Image
+	}
+	ports := []string{"22/tcp"}
+	for _, p := range req.Ports {
+		if p != 22 {
+			ports = append(ports, strconv.Itoa(p)+"/tcp")
+		}
+	}
+	return image, ports
 }
 
 // ContainerArgs is the pod's command: the start-up script, base64-encoded
@@ -451,12 +609,13 @@ func (r *Cloud) rollback(ctx context.Context, group string) error {
 	return nil
 }
 
-// pods lists the account's pods (one call; the list is not paginated) by group.
+// pods lists the account's pods, Instant Cluster members included (one
+// call; the list is not paginated), by group.
 func (r *Cloud) pods(ctx context.Context, op string) (map[string][]Pod, error) {
 	var out struct {
 		Pods []Pod `json:"pods"`
 	}
-	if err := r.c.do(ctx, op, http.MethodGet, pathPods, nil, &out); err != nil {
+	if err := r.c.do(ctx, op, http.MethodGet, pathPods+"?includeClusterPods=true", nil, &out); err != nil {
 		return nil, err
 	}
 	by := map[string][]Pod{}
@@ -469,6 +628,9 @@ func (r *Cloud) pods(ctx context.Context, op string) (map[string][]Pod, error) {
 }
 
 func index(p Pod) (int, bool) {
+	if p.Cluster != nil {
+		return p.Cluster.Rank, p.Cluster.Rank >= 0
+	}
 	v := p.Env[EnvIndex]
 	if v == "" {
 		if k := strings.LastIndexByte(p.Name, '-'); k >= 0 {
@@ -609,6 +771,10 @@ func (r *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 	if err != nil {
 		return err
 	}
+	if p.Cluster != nil {
+		return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opStop, Code: "unsupported",
+			Message: fmt.Sprintf("pod %s is a member of Instant Cluster %s, whose pods are not stopped one by one", nodeID, p.Cluster.ID)}
+	}
 	if p.Status != StatusRunning {
 		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opStop,
 			Message: fmt.Sprintf("pod %s is %s, not running", nodeID, p.Status)}
@@ -637,6 +803,10 @@ func (r *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error
 		if p.ID != nodeID || !alive(p) {
 			continue
 		}
+		if p.Cluster != nil {
+			return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opReleaseNode, Code: "unsupported",
+				Message: fmt.Sprintf("pod %s is a member of Instant Cluster %s, which is deleted as a whole", nodeID, p.Cluster.ID)}
+		}
 		err := r.c.do(ctx, opReleaseNode, http.MethodDelete, pathPods+"/"+url.PathEscape(p.ID), nil, nil)
 		if err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return err
@@ -645,7 +815,8 @@ func (r *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error
 	return nil
 }
 
-// TerminateGroup deletes every pod of the group. Pods already gone are success.
+// TerminateGroup deletes every pod of the group, an Instant Cluster with
+// one DELETE /v2/clusters/{id}. Pods already gone are success.
 func (r *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
 	defer r.lock(groupName)()
 	return r.terminate(ctx, groupName)
@@ -656,8 +827,29 @@ func (r *Cloud) terminate(ctx context.Context, groupName string) error {
 	if err != nil {
 		return err
 	}
+	cls, err := r.clusters(ctx, opTerminate)
+	if err != nil {
+		return err
+	}
+	ids := []string{}
+	for _, c := range cls {
+		if c.Name == groupName {
+			ids = append(ids, c.ID) // members may not be listed yet
+		}
+	}
 	for _, p := range by[groupName] {
-		if !alive(p) {
+		if p.Cluster != nil && !slices.Contains(ids, p.Cluster.ID) {
+			ids = append(ids, p.Cluster.ID)
+		}
+	}
+	for _, id := range ids {
+		err := r.c.do(ctx, opTerminate, http.MethodDelete, pathClusters+"/"+url.PathEscape(id), nil, nil)
+		if err != nil && !errors.Is(err, providers.ErrNotFound) {
+			return err
+		}
+	}
+	for _, p := range by[groupName] {
+		if !alive(p) || p.Cluster != nil {
 			continue
 		}
 		err := r.c.do(ctx, opTerminate, http.MethodDelete, pathPods+"/"+url.PathEscape(p.ID), nil, nil)

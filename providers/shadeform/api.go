@@ -158,3 +158,59 @@ type APIError struct {
 	ErrorCode string `json:"error_code"`
 	Error     string `json:"error"`
 }
+
+// Clusters (the published description's /clusters paths). The adapter
+// does not place through them: CreateClusterRequest carries no launch
+// configuration, so a cluster's machines could not run the start-up script
+// that installs and starts the agent. The fake serves them as documented.
+
+// ClusterAvailability is a cluster type's yes/no in its one region.
+type ClusterAvailability struct {
+	Region      string `json:"region"`
+	DisplayName string `json:"display_name"`
+	Available   bool   `json:"available"`
+}
+
+// ClusterType is one entry of GET /clusters/types: NumInstances machines
+// of ClusterType on Cloud in one region.
+type ClusterType struct {
+	Cloud        string              `json:"cloud"`
+	NumInstances int                 `json:"num_instances"`
+	Availability ClusterAvailability `json:"availability"`
+	ClusterType  InstanceType        `json:"cluster_type"`
+}
+
+// CreateClusterRequest is the body of POST /clusters/create.
+type CreateClusterRequest struct {
+	Name         string `json:"name"`
+	Cloud        string `json:"cloud"`
+	Region       string `json:"region"`
+	ClusterType  string `json:"cluster_type"`
+	NumInstances int    `json:"num_instances"`
+	SSHKeyID     string `json:"ssh_key_id,omitempty"`
+	OS           string `json:"os,omitempty"`
+}
+
+// ClusterRegionInfo is a cluster's region.
+type ClusterRegionInfo struct {
+	Region      string `json:"region"`
+	DisplayName string `json:"display_name"`
+}
+
+// Cluster is a cluster as GET /clusters and /clusters/{id}/info answer it;
+// HourlyPrice is US cents per hour for the whole cluster.
+type Cluster struct {
+	ID             string            `json:"id"`
+	Cloud          string            `json:"cloud"`
+	Name           string            `json:"name"`
+	CloudClusterID *string           `json:"cloud_cluster_id"`
+	RegionInfo     ClusterRegionInfo `json:"region_info"`
+	Status         string            `json:"status"`
+	StatusDetails  *string           `json:"status_details"`
+	CreatedAt      string            `json:"created_at"`
+	UpdatedAt      string            `json:"updated_at"`
+	Instances      []Instance        `json:"instances"`
+	HourlyPrice    int64             `json:"hourly_price"`
+	CostEstimate   *string           `json:"cost_estimate"`
+	ActiveAt       *string           `json:"active_at"`
+}

@@ -6,6 +6,16 @@
 // endpoint, on a clock; stop, start, restart and delete; GPU stock per data
 // center that decides both the catalog and the create).
 //
+// Instant Clusters (POST /v2/clusters) are served for the (GPU, data
+// center) pairs in ClusterCaps: the catalog's product=CLUSTER stock, one
+// create that places every member pod in one data center or none (the
+// capacity 400), member pods with cluster{id, rank, ip} on a private
+// overlay, listed by GET /v2/pods only with includeClusterPods=true, GET
+// /v2/clusters/{id}/pods, and DELETE /v2/clusters/{id} deleting the
+// members with it. A member pod is not deleted or stopped on its own
+// (409); it restarts. The pod counts accepted are ClusterSizes: the API
+// does not publish them, and 2–8 is what other tools assume.
+//
 // Its lists are wrapped ({"pods": [...]}) and not paginated: REST v2
 // defines no pagination parameters.
 //
@@ -16,6 +26,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -53,6 +64,14 @@ type Server struct {
 	Broke bool
 	// BootDelay: create → RUNNING with SSH; StartDelay: start → RUNNING.
 	BootDelay, StartDelay time.Duration
+	// ClusterCaps are the (GPU, data center) pairs that sell Instant
+	// Clusters; ClusterSizes the pod counts a cluster may have.
+	ClusterCaps  map[Cap]bool
+	ClusterSizes []int
+	// ClusterPrices is the per-GPU secure price the catalog answers for
+	// product=CLUSTER where it differs from the pods' (GraphQL's
+	// clusterPrice is its own field).
+	ClusterPrices map[string]float64
 	// PerMinute is the minute window's quota (0 = none): beyond it, 429
 	// with Retry-After until the window resets.
 	PerMinute int
@@ -64,6 +83,9 @@ type Server struct {
 	faults   []Fault
 	requests map[string]int
 	creates  []runpod.CreatePodRequest
+	clusters map[string]*runpod.Cluster
+	corder   []string
+	ccreates []runpod.CreateClusterRequest
 	window   time.Time
 	used     int
 	tooMany  int
@@ -92,8 +114,9 @@ func Catalog() ([]runpod.GpuType, map[string]string) {
 // rate-limit policy of 60 requests a minute.
 func New(key string, now func() time.Time) *Server {
 	gpus, dcs := Catalog()
-	return &Server{Key: key, Now: now, GPUs: gpus, DCs: dcs, Stock: map[Cap]int{},
-		BootDelay: 3 * time.Minute, StartDelay: time.Minute, PerMinute: 60}
+	return &Server{Key: key, Now: now, GPUs: gpus, DCs: dcs, Stock: map[Cap]int{}, ClusterCaps: map[Cap]bool{},
+		ClusterSizes: []int{2, 3, 4, 5, 6, 7, 8},
+		BootDelay:    3 * time.Minute, StartDelay: time.Minute, PerMinute: 60}
 }
 
 // Inject queues scripted answers.
@@ -115,6 +138,33 @@ func (s *Server) Creates() []runpod.CreatePodRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.creates)
+}
+
+// ClusterCreates returns every cluster create body accepted so far.
+func (s *Server) ClusterCreates() []runpod.CreateClusterRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ccreates)
+}
+
+// ClusterCreatesIDs returns the ids of every cluster created so far, in order.
+func (s *Server) ClusterCreatesIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.corder)
+}
+
+// Clusters returns the clusters not deleted, in creation order.
+func (s *Server) Clusters() []runpod.Cluster {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []runpod.Cluster
+	for _, id := range s.corder {
+		if c, ok := s.clusters[id]; ok {
+			out = append(out, s.cluster(c))
+		}
+	}
+	return out
 }
 
 // TooMany counts the 429 answers the minute window sent.
@@ -296,9 +346,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.keys = in.Keys
 		s.reply(w, 200, map[string][]string{"keys": s.keys})
 	case path == "/v2/pods" && r.Method == http.MethodGet:
+		members := r.URL.Query().Get("includeClusterPods") == "true"
 		out := []runpod.Pod{}
 		for _, id := range s.order {
-			if p, ok := s.pods[id]; ok {
+			if p, ok := s.pods[id]; ok && (members || p.Cluster == nil) {
 				s.advance(p)
 				out = append(out, p.Pod)
 			}
@@ -318,12 +369,55 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case verb == "" && r.Method == http.MethodGet:
 			s.reply(w, 200, p.Pod)
+		case verb == "" && r.Method == http.MethodDelete && p.Cluster != nil:
+			s.problem(w, 409, "pod "+id+" belongs to cluster "+p.Cluster.ID+"; delete the cluster")
 		case verb == "" && r.Method == http.MethodDelete:
 			s.Stock[Cap{p.GPU.ID, *p.DataCenterID}] += p.GPU.Count
 			delete(s.pods, id)
 			w.WriteHeader(http.StatusNoContent)
 		case verb == "action" && r.Method == http.MethodPost:
 			s.act(w, r, p)
+		default:
+			s.problem(w, 405, "method not allowed")
+		}
+	case path == "/v2/clusters" && r.Method == http.MethodPost:
+		s.createCluster(w, r)
+	case path == "/v2/clusters" && r.Method == http.MethodGet:
+		out := []runpod.Cluster{}
+		for _, id := range s.corder {
+			if c, ok := s.clusters[id]; ok {
+				out = append(out, s.cluster(c))
+			}
+		}
+		s.reply(w, 200, map[string][]runpod.Cluster{"clusters": out})
+	case strings.HasPrefix(path, "/v2/clusters/"):
+		id, verb, _ := strings.Cut(strings.TrimPrefix(path, "/v2/clusters/"), "/")
+		c, ok := s.clusters[id]
+		if !ok {
+			s.problem(w, 404, "resource not found")
+			return
+		}
+		switch {
+		case verb == "" && r.Method == http.MethodGet:
+			s.reply(w, 200, s.cluster(c))
+		case verb == "pods" && r.Method == http.MethodGet:
+			out := []runpod.Pod{}
+			for _, pid := range s.order {
+				if p, ok := s.pods[pid]; ok && p.Cluster != nil && p.Cluster.ID == id {
+					s.advance(p)
+					out = append(out, p.Pod)
+				}
+			}
+			s.reply(w, 200, map[string][]runpod.Pod{"pods": out})
+		case verb == "" && r.Method == http.MethodDelete:
+			for pid, p := range s.pods {
+				if p.Cluster != nil && p.Cluster.ID == id {
+					s.Stock[Cap{p.GPU.ID, *p.DataCenterID}] += p.GPU.Count
+					delete(s.pods, pid)
+				}
+			}
+			delete(s.clusters, id)
+			w.WriteHeader(http.StatusNoContent)
 		default:
 			s.problem(w, 405, "method not allowed")
 		}
@@ -385,12 +479,18 @@ func (s *Server) listGPUs(w http.ResponseWriter, r *http.Request) {
 			slices.Sort(dcs)
 			for _, dc := range dcs {
 				l := level(s.Stock[Cap{g.ID, dc}], count)
+				if q.Get("product") == "CLUSTER" && !s.ClusterCaps[Cap{g.ID, dc}] {
+					l = runpod.AvailNone // no Instant Clusters of this GPU here
+				}
 				g.DataCenters = append(g.DataCenters, runpod.DataCenterAvailability{ID: dc, Name: s.DCs[dc], Availability: l})
 				if rank(l) > rank(best) {
 					best = l
 				}
 			}
 			g.Availability = best
+			if p, ok := s.ClusterPrices[g.ID]; ok && q.Get("product") == "CLUSTER" {
+				g.Price.Secure = p
+			}
 		}
 		out = append(out, g)
 	}
@@ -455,12 +555,19 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, 400, "There are no longer any instances available with the requested specifications. Please refresh and try again.")
 		return
 	}
+	p := s.newPod(in, dc, k)
+	s.creates = append(s.creates, in)
+	s.reply(w, 201, p.Pod)
+}
+
+// newPod places one pod of in in dc (k is its GPU type's index).
+func (s *Server) newPod(in runpod.CreatePodRequest, dc string, k int) *pod {
 	s.Stock[Cap{in.GPU.ID, dc}] -= in.GPU.Count
 	s.seq++
 	now := s.Now()
 	p := &pod{created: now, readyAt: now.Add(s.BootDelay), num: s.seq}
 	p.ID = fmt.Sprintf("pod%07dx", s.seq)
-	p.Name, p.Image, p.Args, p.Disk, p.Ports, p.Env = in.Name, in.Image, in.Args, in.Disk, in.Ports, in.Env
+	p.Name, p.Image, p.Args, p.Disk, p.Ports, p.Env = in.Name, in.Image, in.Args, in.Disk, in.Ports, maps.Clone(in.Env)
 	if p.Env == nil {
 		p.Env = map[string]string{}
 	}
@@ -481,8 +588,126 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	s.pods[p.ID] = p
 	s.order = append(s.order, p.ID)
-	s.creates = append(s.creates, in)
-	s.reply(w, 201, p.Pod)
+	return p
+}
+
+// cluster is c with its pod counts and primary as they are now.
+func (s *Server) cluster(c *runpod.Cluster) runpod.Cluster {
+	out := *c
+	out.Pods.Total, out.Pods.ByStatus, out.Primary = 0, map[string]int{}, nil
+	for _, id := range s.order {
+		p, ok := s.pods[id]
+		if !ok || p.Cluster == nil || p.Cluster.ID != c.ID {
+			continue
+		}
+		s.advance(p)
+		out.Pods.Total++
+		out.Pods.ByStatus[p.Status]++
+		if p.Cluster.Rank == 0 {
+			out.Primary = &struct {
+				PodID       string  `json:"podId"`
+				Status      string  `json:"status"`
+				SSHEndpoint *string `json:"sshEndpoint,omitempty"`
+			}{PodID: p.ID, Status: p.Status}
+			if d := p.SSH.Direct; d != nil {
+				ep := fmt.Sprintf("%s:%d", d.Host, d.Port)
+				out.Primary.SSHEndpoint = &ep
+			}
+		}
+	}
+	return out
+}
+
+// createCluster places every member pod in one data center, or none.
+func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
+	var in runpod.CreateClusterRequest
+	if err := strict(r, &in); err != nil {
+		s.problem(w, 422, "Request validation failed.", err.Error())
+		return
+	}
+	c := in.Compute
+	switch {
+	case in.Name == "":
+		s.problem(w, 422, "Request validation failed.", "$.name: minLength 1")
+		return
+	case in.Type != "" && !slices.Contains([]string{"APPLICATION", "TRAINING", "SLURM", "RAY"}, in.Type):
+		s.problem(w, 422, "Request validation failed.", "$.type: value must be one of 'APPLICATION', 'TRAINING', 'SLURM', 'RAY'")
+		return
+	case c.GPUTypeID == "" || c.GPUCountPerPod < 1 || c.PodCount < 1:
+		s.problem(w, 422, "Request validation failed.", "$.compute: gpuTypeId, gpuCountPerPod and podCount are required")
+		return
+	case in.Image == "":
+		s.problem(w, 400, "image is required unless templateId is set")
+		return
+	}
+	k := slices.IndexFunc(s.GPUs, func(g runpod.GpuType) bool { return g.ID == c.GPUTypeID })
+	if k < 0 {
+		s.problem(w, 404, "gpu type not found")
+		return
+	}
+	if c.GPUCountPerPod > s.GPUs[k].MaxCount.Secure {
+		s.problem(w, 400, fmt.Sprintf("gpuCountPerPod %d exceeds the maximum of %d for this GPU type", c.GPUCountPerPod, s.GPUs[k].MaxCount.Secure))
+		return
+	}
+	if !slices.Contains(s.ClusterSizes, c.PodCount) {
+		s.problem(w, 400, fmt.Sprintf("podCount %d is not a supported cluster size", c.PodCount))
+		return
+	}
+	if s.Broke {
+		s.problem(w, 402, "insufficient balance")
+		return
+	}
+	dcs := in.DataCenterIDs
+	if len(dcs) == 0 {
+		for dc := range s.DCs {
+			dcs = append(dcs, dc)
+		}
+		slices.Sort(dcs)
+	}
+	dc := ""
+	for _, d := range dcs {
+		if _, ok := s.DCs[d]; !ok {
+			s.problem(w, 400, "unknown data center "+d)
+			return
+		}
+		if dc == "" && s.ClusterCaps[Cap{c.GPUTypeID, d}] && s.Stock[Cap{c.GPUTypeID, d}] >= c.PodCount*c.GPUCountPerPod {
+			dc = d // a cluster is always placed within a single data center
+		}
+	}
+	if dc == "" {
+		s.problem(w, 400, "There are no longer any instances available with the requested specifications. Please refresh and try again.")
+		return
+	}
+	s.seq++
+	cl := &runpod.Cluster{ID: fmt.Sprintf("clu%07dx", s.seq), Name: in.Name, Type: in.Type, Compute: c, DataCenterID: &dc,
+		CreatedAt: s.Now().UTC().Format(time.RFC3339)}
+	if cl.Type == "" {
+		cl.Type = "APPLICATION"
+	}
+	vx, port, octet := 4000+s.seq, 4789, 64+s.seq%64
+	cidr := fmt.Sprintf("10.%d.0.0/16", octet)
+	cl.Network = &struct {
+		CIDR      string `json:"cidr"`
+		VxlanID   *int   `json:"vxlanId,omitempty"`
+		VxlanPort *int   `json:"vxlanPort,omitempty"`
+	}{CIDR: cidr, VxlanID: &vx, VxlanPort: &port}
+	if s.clusters == nil {
+		s.clusters = map[string]*runpod.Cluster{}
+	}
+	s.clusters[cl.ID] = cl
+	s.corder = append(s.corder, cl.ID)
+	for rank := 0; rank < c.PodCount; rank++ {
+		p := s.newPod(runpod.CreatePodRequest{Name: fmt.Sprintf("%s-%d", in.Name, rank), Image: in.Image, Args: in.Args, Disk: in.Disk,
+			Ports: in.Ports, Env: in.Env, GPU: &runpod.GPUConfig{ID: c.GPUTypeID, Count: c.GPUCountPerPod}}, dc, k)
+		ip := fmt.Sprintf("10.%d.0.%d", octet, rank+2)
+		p.Cluster = &runpod.PodCluster{ID: cl.ID, Rank: rank, IP: &ip}
+		if rank == 0 {
+			role := "primary"
+			p.Cluster.Role = &role
+		}
+	}
+	s.ccreates = append(s.ccreates, in)
+	s.reply(w, 201, s.cluster(cl))
 }
 
 func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
@@ -495,6 +720,10 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
 	}
 	if !slices.Contains([]string{"start", "stop", "restart", "terminate"}, in.Action) {
 		s.problem(w, 422, "Request validation failed.", "$.action: value must be one of 'start', 'stop', 'restart', 'terminate'")
+		return
+	}
+	if p.Cluster != nil && in.Action != "restart" {
+		s.problem(w, 409, fmt.Sprintf("pod %s belongs to cluster %s: its pods are not stopped, started or terminated one by one", p.ID, p.Cluster.ID))
 		return
 	}
 	if !slices.Contains(p.Actions, in.Action) {

@@ -12,6 +12,15 @@
 // 409 OUT_OF_CAPACITY, 400 INVALID_REQUEST, 401 UNAUTHORIZED, 404
 // NOT_FOUND, and 429 with Retry-After when PerMinute is set.
 //
+// Clusters are served as the description has them: GET /clusters/types
+// lists ClusterOffers (num_instances machines of a type on a cloud in one
+// region, available while the region has that many free), POST
+// /clusters/create places every instance or none (409 OUT_OF_CAPACITY),
+// GET /clusters and /clusters/{id}/info answer the cluster with its
+// instances (which boot like any other and are listed by /instances too),
+// and POST /clusters/{id}/delete moves the cluster and its instances to
+// deleting.
+//
 // Its lists are not paginated, as the published description's are not.
 //
 // Start it with httptest.NewServer(fake.New(...)); it never leaves loopback.
@@ -47,6 +56,13 @@ type Fault struct {
 	RetryAfter string
 }
 
+// ClusterOffer is a cluster type the fake sells: NumInstances machines of
+// Type on Cloud in Region.
+type ClusterOffer struct {
+	Cloud, Type, Region string
+	NumInstances        int
+}
+
 // Server is the fake. Exported fields are set before serving.
 type Server struct {
 	Key   string
@@ -60,6 +76,8 @@ type Server struct {
 	BootDelay, DeleteDelay time.Duration
 	// PerMinute (0 = none): beyond it, 429 with Retry-After.
 	PerMinute int
+	// ClusterOffers are the cluster types listed by /clusters/types.
+	ClusterOffers []ClusterOffer
 
 	mu        sync.Mutex
 	instances map[string]*instance
@@ -68,9 +86,18 @@ type Server struct {
 	faults    []Fault
 	requests  map[string]int
 	creates   []shadeform.CreateRequest
+	clusters  map[string]*cluster
+	corder    []string
+	ccreates  []shadeform.CreateClusterRequest
 	window    time.Time
 	used      int
 	seq       int
+}
+
+type cluster struct {
+	shadeform.Cluster
+	members   []string // instance ids
+	deletedAt time.Time
 }
 
 type instance struct {
@@ -123,6 +150,13 @@ func (s *Server) Creates() []shadeform.CreateRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.creates)
+}
+
+// ClusterCreates returns every accepted cluster create body.
+func (s *Server) ClusterCreates() []shadeform.CreateClusterRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ccreates)
 }
 
 // Script returns the decoded start-up script an instance was created with.
@@ -291,6 +325,43 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, path string) {
 		s.reply(w, map[string][]shadeform.Instance{"instances": out})
 	case path == "/instances/create" && post:
 		s.create(w, r)
+	case path == "/clusters/types" && get:
+		s.clusterTypes(w)
+	case path == "/clusters/create" && post:
+		s.createCluster(w, r)
+	case path == "/clusters" && get:
+		out := []shadeform.Cluster{}
+		for _, id := range s.corder {
+			if c, ok := s.clusters[id]; ok && s.clusterLive(c) {
+				out = append(out, s.clusterView(c))
+			}
+		}
+		s.reply(w, map[string][]shadeform.Cluster{"clusters": out})
+	case strings.HasPrefix(path, "/clusters/"):
+		id, verb, _ := strings.Cut(strings.TrimPrefix(path, "/clusters/"), "/")
+		c, ok := s.clusters[id]
+		if !ok || !s.clusterLive(c) {
+			s.fail(w, 404, "NOT_FOUND", "cluster not found")
+			return
+		}
+		switch {
+		case verb == "info" && get:
+			s.reply(w, s.clusterView(c))
+		case verb == "delete" && post:
+			if c.deletedAt.IsZero() {
+				now := s.Now()
+				c.deletedAt, c.Status = now, shadeform.StatusDeleting
+				for _, mid := range c.members {
+					if in, ok := s.instances[mid]; ok && in.deletedAt.IsZero() {
+						in.Status, in.deletedAt, in.DeletedAt = shadeform.StatusDeleting, now, now.UTC().Format(time.RFC3339)
+						s.Capacity[Cap{in.Cloud, in.ShadeInstanceType, in.Region}]++
+					}
+				}
+			}
+			s.reply(w, nil)
+		default:
+			s.fail(w, 404, "NOT_FOUND", "no such route")
+		}
 	case path == "/sshkeys" && get:
 		s.reply(w, map[string][]shadeform.SSHKey{"ssh_keys": append([]shadeform.SSHKey{}, s.keys...)})
 	case path == "/sshkeys/add" && post:
@@ -444,4 +515,129 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.order = append(s.order, inst.ID)
 	s.creates = append(s.creates, in)
 	s.reply(w, map[string]string{"id": inst.ID})
+}
+
+func (s *Server) clusterTypes(w http.ResponseWriter) {
+	out := []shadeform.ClusterType{}
+	for _, o := range s.ClusterOffers {
+		k := slices.IndexFunc(s.Types, func(t shadeform.InstanceType) bool { return t.Cloud == o.Cloud && t.ShadeInstanceType == o.Type })
+		if k < 0 {
+			continue
+		}
+		t := s.Types[k]
+		t.Availability = nil
+		out = append(out, shadeform.ClusterType{Cloud: o.Cloud, NumInstances: o.NumInstances, ClusterType: t,
+			Availability: shadeform.ClusterAvailability{Region: o.Region, DisplayName: Regions[o.Region],
+				Available: s.Capacity[Cap{o.Cloud, o.Type, o.Region}] >= o.NumInstances}})
+	}
+	s.reply(w, map[string][]shadeform.ClusterType{"cluster_types": out})
+}
+
+// clusterLive: a deleted cluster leaves the lists once its instances are gone.
+func (s *Server) clusterLive(c *cluster) bool {
+	if c.deletedAt.IsZero() {
+		return true
+	}
+	if s.Now().Sub(c.deletedAt) >= s.DeleteDelay {
+		delete(s.clusters, c.ID)
+		return false
+	}
+	return true
+}
+
+// clusterView is the cluster with its instances as they are now: active
+// once every instance is.
+func (s *Server) clusterView(c *cluster) shadeform.Cluster {
+	out := c.Cluster
+	out.Instances = []shadeform.Instance{}
+	active := true
+	for _, id := range c.members {
+		if in, ok := s.instances[id]; ok {
+			s.advance(in)
+			out.Instances = append(out.Instances, in.Instance)
+			active = active && in.Status == shadeform.StatusActive
+		}
+	}
+	if c.deletedAt.IsZero() && active && len(out.Instances) > 0 {
+		out.Status = shadeform.StatusActive
+		at := out.Instances[len(out.Instances)-1].ActiveAt
+		out.ActiveAt, out.StatusDetails = &at, nil
+	}
+	return out
+}
+
+func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
+	var in shadeform.CreateClusterRequest
+	if err := decode(r, &in); err != nil {
+		s.fail(w, 400, "INVALID_REQUEST", err.Error())
+		return
+	}
+	if in.Name == "" || in.Cloud == "" || in.Region == "" || in.ClusterType == "" || in.NumInstances < 1 {
+		s.fail(w, 400, "INVALID_REQUEST", "cloud, region, cluster_type, name and num_instances are required")
+		return
+	}
+	o := slices.IndexFunc(s.ClusterOffers, func(o ClusterOffer) bool {
+		return o.Cloud == in.Cloud && o.Type == in.ClusterType && o.Region == in.Region && in.NumInstances <= o.NumInstances
+	})
+	k := slices.IndexFunc(s.Types, func(t shadeform.InstanceType) bool {
+		return t.Cloud == in.Cloud && t.ShadeInstanceType == in.ClusterType
+	})
+	if o < 0 || k < 0 {
+		s.fail(w, 400, "INVALID_REQUEST", fmt.Sprintf("no cluster type %s of %d instances on %s in %s", in.ClusterType, in.NumInstances, in.Cloud, in.Region))
+		return
+	}
+	if in.SSHKeyID != "" && !slices.ContainsFunc(s.keys, func(k shadeform.SSHKey) bool { return k.ID == in.SSHKeyID }) {
+		s.fail(w, 400, "INVALID_REQUEST", "unknown ssh_key_id")
+		return
+	}
+	if s.Broke {
+		s.fail(w, 409, "INSUFFICIENT_FUNDS", "Balance must be a minimum of $5 to launch an instance.")
+		return
+	}
+	cp := Cap{in.Cloud, in.ClusterType, in.Region}
+	if s.Capacity[cp] < in.NumInstances {
+		s.fail(w, 409, "OUT_OF_CAPACITY", "The selected cluster is out of capacity in "+in.Region)
+		return
+	}
+	s.seq++
+	now := s.Now()
+	t := s.Types[k]
+	c := &cluster{}
+	c.ID = fmt.Sprintf("8eda86fe-0f36-41ed-9837-%012d", s.seq)
+	c.Cloud, c.Name, c.RegionInfo = in.Cloud, in.Name, shadeform.ClusterRegionInfo{Region: in.Region, DisplayName: Regions[in.Region]}
+	details := "Cluster is provisioning"
+	c.Status, c.StatusDetails = shadeform.StatusCreating, &details
+	c.CreatedAt, c.UpdatedAt = now.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)
+	c.HourlyPrice = t.HourlyPrice * int64(in.NumInstances)
+	cost := "0.0"
+	c.CostEstimate = &cost
+	for i := 0; i < in.NumInstances; i++ {
+		s.Capacity[cp]--
+		s.seq++
+		inst := &instance{created: now, num: s.seq}
+		inst.ID = fmt.Sprintf("d290f1ee-6c54-4b01-90e6-%012d", s.seq)
+		inst.Cloud, inst.Region, inst.ShadeInstanceType, inst.CloudInstanceType = in.Cloud, in.Region, in.ClusterType, t.CloudInstanceType
+		inst.CloudAssignedID = fmt.Sprintf("13b057d7-e266-4869-985f-%012d", s.seq)
+		inst.ShadeCloud, inst.Name, inst.Configuration = true, fmt.Sprintf("%s-%d", in.Name, i), t.Configuration
+		inst.Configuration.OSOptions = nil
+		inst.Configuration.OS = "ubuntu22.04_cuda12.2_shade_os"
+		if in.OS != "" {
+			inst.Configuration.OS = in.OS
+		}
+		inst.SSHUser, inst.Status, inst.CostEstimate, inst.HourlyPrice = "shadeform", shadeform.StatusCreating, "0.0", t.HourlyPrice
+		inst.SSHKeyID, inst.CreatedAt, inst.BootTime = in.SSHKeyID, now.UTC().Format(time.RFC3339), t.BootTime
+		if s.instances == nil {
+			s.instances = map[string]*instance{}
+		}
+		s.instances[inst.ID] = inst
+		s.order = append(s.order, inst.ID)
+		c.members = append(c.members, inst.ID)
+	}
+	if s.clusters == nil {
+		s.clusters = map[string]*cluster{}
+	}
+	s.clusters[c.ID] = c
+	s.corder = append(s.corder, c.ID)
+	s.ccreates = append(s.ccreates, in)
+	s.reply(w, map[string]string{"id": c.ID})
 }
