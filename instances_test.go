@@ -62,6 +62,26 @@ func (s *server) launch(t *testing.T, name string) string {
 	return cl.ID
 }
 
+// placeOn runs the provision job on s until cluster id is placed, before
+// a test moves the clock: a provision tick of another instance's own
+// schedule may hold the job's lease at that moment (s's run is then
+// skipped), and a placement made after the clock moved would boot later
+// than the time the test gives it.
+func placeOn(t *testing.T, s *server, id string) {
+	t.Helper()
+	st := openStore(t, s)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		s.devRun(t, "provision")
+		if c, err := st.ClusterByID(context.Background(), id); err == nil && c.PlacedAt != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster %s was never placed; events:\n%s", id, eventsOf(t, s, id))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // until runs ticks of jobs on the servers in turn (advancing the shared
 // clock by step minutes each round) until cluster id reads want.
 func until(t *testing.T, id, want string, step int, jobs []string, servers ...*server) {
@@ -82,7 +102,15 @@ func until(t *testing.T, id, want string, step int, jobs []string, servers ...*s
 					}
 				}
 			}
-			t.Fatalf("cluster %s is %s, want %s; events:\n%s\nlogs but INFO:\n%s", id, got, want, eventsOf(t, s, id), logs.String())
+			var sim struct {
+				State string
+			}
+			if s.databaseURL != "" { // the simulated cloud's document: when each machine boots, its faults
+				openStore(t, s).DB().Raw("SELECT state FROM sim_clouds").Scan(&sim)
+			}
+			var clock struct{ Now time.Time }
+			openStore(t, s).DB().Raw("SELECT now FROM dev_clock WHERE id = 1").Scan(&clock)
+			t.Fatalf("cluster %s is %s, want %s; events:\n%s\nlogs but INFO:\n%s\nclock %s, simulated cloud:\n%s", id, got, want, eventsOf(t, s, id), logs.String(), clock.Now, sim.State)
 		}
 		if step > 0 {
 			s.advance(t, step)
@@ -156,7 +184,7 @@ func TestTwoInstancesBehaveAsOne(t *testing.T) {
 	b := startServer(t, databaseURL, "CLUSTERDECK_FAKE_CLOCK=1")
 
 	id := a.launch(t, "twin")
-	b.devRun(t, "provision") // placed by the other instance
+	placeOn(t, b, id) // by the other instance
 	b.advance(t, 2)
 	until(t, id, "ready", 0, []string{"provision", "install"}, a, b)
 

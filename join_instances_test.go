@@ -59,7 +59,7 @@ func TestServeAddWorkerAndReplaceNode(t *testing.T) {
 	b := startServer(t, databaseURL, "CLUSTERDECK_FAKE_CLOCK=1")
 
 	id := a.launch(t, "grow")
-	a.devRun(t, "provision")
+	placeOn(t, a, id)
 	b.advance(t, 2)
 	until(t, id, "ready", 0, []string{"provision", "install"}, a, b)
 
