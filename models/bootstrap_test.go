@@ -204,3 +204,35 @@ func TestClaimRankRace(t *testing.T) {
 		}
 	})
 }
+
+// OP1, X5: a replacement machine is a new machine: when the provider
+// reports no address for it, it does not inherit the old machine's (its
+// peers would dial a machine that is gone) but takes its agent's.
+func TestReplacementTakesItsOwnAddress(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 1000*models.Micro)
+		c := e.placedCluster(t, []models.PlacedNode{{Rank: 0, ProviderNodeID: "i-0", PrivateIP: "10.0.0.10"}, {Rank: 1, ProviderNodeID: "i-1", PrivateIP: "10.0.0.11"}})
+		nodes, _ := e.s.NodesFor(ctx, c.ID)
+		// node-1 is being replaced: its slot waits for the new machine.
+		if err := db.Model(&models.ClusterNode{}).Where("id = ?", nodes[1].ID).Updates(map[string]any{
+			"join_kind": models.JoinReplace, "join_seq": 1, "status": models.NodeJoining, "join_placed_at": nil}).Error; err != nil {
+			t.Fatal(err)
+		}
+		nodes, _ = e.s.NodesFor(ctx, c.ID)
+		if err := e.s.MarkJoinPlaced(ctx, c, nodes[1], models.PlacedNode{Rank: 1, ProviderNodeID: "i-1b"}); err != nil {
+			t.Fatal(err)
+		}
+		nodes, _ = e.s.NodesFor(ctx, c.ID)
+		if nodes[1].PrivateIP != "" || nodes[1].ProviderNodeID != "i-1b" {
+			t.Fatalf("the replacement placed without an address has %q (machine %s), want none until its agent reports", nodes[1].PrivateIP, nodes[1].ProviderNodeID)
+		}
+		peers, err := e.s.AgentCheckIn(ctx, c, nodes[1], "172.16.0.9", 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(peers) != 2 || peers[1].PrivateIP != "172.16.0.9" || peers[0].PrivateIP != "10.0.0.10" {
+			t.Errorf("peers after the replacement's check-in = %+v, want node-1 at its agent's 172.16.0.9", peers)
+		}
+	})
+}

@@ -303,10 +303,10 @@ func (s *Store) MarkJoinPlaced(ctx context.Context, c Cluster, n ClusterNode, p 
 			"ssh_user": p.User, "join_placed_at": now, "status": NodeJoining, "step": StepRunning, "running_at": nil, "agent_at": nil,
 			"software_at": nil, "heartbeat_at": nil, "down_since": nil, "down_passes": 0, "seen": "", "message": "",
 			"claimed_by": "", "claimed_at": nil} // the placed machine claims the rank with the bootstrap token (OP1)
-		up["mesh_at"] = nil
-		if p.PrivateIP != "" {
-			up["private_ip"] = p.PrivateIP
-		}
+		// The placed machine is a new one: its address is the provider's,
+		// else its agent's at check-in, never the machine's it replaces
+		// (peers would dial a machine that is gone) (OP1, X5).
+		up["mesh_at"], up["mesh_port"], up["private_ip"] = nil, 0, p.PrivateIP
 		res := tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ? AND join_kind = ? AND join_placed_at IS NULL", n.ID, n.JoinKind).Updates(up)
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
