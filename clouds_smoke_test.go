@@ -49,7 +49,7 @@ func runPodSmoke(t *testing.T, databaseURL string, clusters bool) {
 	rp := httptest.NewServer(f)
 	defer rp.Close()
 	s := startServer(t, databaseURL, "PROVIDERS=runpod", "RUNPOD_API_KEY=runpod_secret_smoke", "RUNPOD_API_URL="+rp.URL,
-		"RUNPOD_DATACENTERS=US-TX-3", "RUNPOD_AGENT_URL=http://127.0.0.1:9/clusterdeck")
+		"RUNPOD_DATACENTERS=US-TX-3", "RUNPOD_AGENT_URL=http://127.0.0.1:9/clusterdeck", "RUNPOD_AGENT_SHA256=abababababababababababababababababababababababababababababababab")
 	var scripts []string
 	machines := func() []smokeMachine {
 		scripts = nil

@@ -282,6 +282,9 @@ func (c *config) loadLambda(get func(k, def string) string) error {
 	if l.AgentSHA256 != "" && l.AgentURL == "" {
 		return errors.New("LAMBDA_AGENT_SHA256 goes with LAMBDA_AGENT_URL: this server's own binary is checked against its own digest")
 	}
+	if l.AgentURL != "" && l.AgentSHA256 == "" {
+		return errors.New("LAMBDA_AGENT_URL needs LAMBDA_AGENT_SHA256 (sha256sum clusterdeck): every machine checks the binary before running it")
+	}
 	if l.AgentSHA256 != "" {
 		if b, err := hex.DecodeString(l.AgentSHA256); err != nil || len(b) != 32 {
 			return errors.New("LAMBDA_AGENT_SHA256 must be the binary's SHA-256 in 64 hex digits (sha256sum clusterdeck)")
@@ -339,6 +342,9 @@ func (c *config) loadCloud(get func(k, def string) string, name, p, defURL, locV
 	}
 	if l.AgentSHA256 != "" && l.AgentURL == "" {
 		return l, fmt.Errorf("%s_AGENT_SHA256 goes with %s_AGENT_URL: this server's own binary is checked against its own digest", p, p)
+	}
+	if l.AgentURL != "" && l.AgentSHA256 == "" {
+		return l, fmt.Errorf("%s_AGENT_URL needs %s_AGENT_SHA256 (sha256sum clusterdeck): every machine checks the binary before running it", p, p)
 	}
 	if l.AgentSHA256 != "" {
 		if b, err := hex.DecodeString(l.AgentSHA256); err != nil || len(b) != 32 {

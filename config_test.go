@@ -61,7 +61,7 @@ func TestLambdaConfig(t *testing.T) {
 		c.Lambda.RequestInterval != time.Second || c.Lambda.LaunchInterval != 12*time.Second {
 		t.Errorf("enabled: %+v %v", c.Providers, c.Lambda.Regions)
 	}
-	c, err = loadConfig(env(map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd"}))
+	c, err = loadConfig(env(map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)}))
 	if err != nil || !slices.Equal(c.Providers, []string{"lambda"}) {
 		t.Errorf("lambda alone: %v %v", c.Providers, err)
 	}
@@ -69,10 +69,11 @@ func TestLambdaConfig(t *testing.T) {
 		"PROVIDERS":        {"PROVIDERS": "sim,lambda"},
 		"LAMBDA_AGENT_URL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "ftp://x/cd"},
 		"LAMBDA_AGENT_SHA256 goes with LAMBDA_AGENT_URL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)},
+		"LAMBDA_AGENT_URL needs LAMBDA_AGENT_SHA256":     {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd"},
 		"AGENT_BINARY_DIR":       {"AGENT_BINARY_DIR": "/nonexistent/clusterdeck-agent"},
 		"LAMBDA_AGENT_SHA256":    {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": "abc"},
-		"LAMBDA_API_URL":         {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_API_URL": "cloud.lambda.ai"},
-		"LAMBDA_LAUNCH_INTERVAL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_LAUNCH_INTERVAL": "0s"},
+		"LAMBDA_API_URL":         {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32), "LAMBDA_API_URL": "cloud.lambda.ai"},
+		"LAMBDA_LAUNCH_INTERVAL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32), "LAMBDA_LAUNCH_INTERVAL": "0s"},
 	} {
 		_, err := loadConfig(env(kv))
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -113,7 +114,7 @@ func TestRunPodShadeformConfig(t *testing.T) {
 	if err != nil || slices.Contains(c.Providers, "runpod") || slices.Contains(c.Providers, "shadeform") {
 		t.Fatalf("default: %v %v", c.Providers, err)
 	}
-	c, err = loadConfig(env(map[string]string{"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "https://deck.example.com/cd",
+	c, err = loadConfig(env(map[string]string{"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "https://deck.example.com/cd", "RUNPOD_AGENT_SHA256": strings.Repeat("ab", 32),
 		"RUNPOD_DATACENTERS": "US-TX-3, EU-RO-1", "RUNPOD_IMAGE": "ubuntu:24.04",
 		"SHADEFORM_API_KEY": "secret_sf", "SHADEFORM_AGENT_URL": "https://deck.example.com/cd", "SHADEFORM_AGENT_SHA256": strings.Repeat("CD", 32),
 		"SHADEFORM_CLOUDS": "lambdalabs,hyperstack", "SHADEFORM_REGIONS": "us-east-1"}))
@@ -127,11 +128,12 @@ func TestRunPodShadeformConfig(t *testing.T) {
 		t.Errorf("enabled: %v %+v", c.Providers, c.Shadeform.Locations)
 	}
 	for name, kv := range map[string]map[string]string{
-		"RUNPOD_API_KEY":         {"PROVIDERS": "sim,runpod"},
-		"SHADEFORM_API_KEY":      {"PROVIDERS": "shadeform"},
-		"RUNPOD_AGENT_URL":       {"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "deck.example.com/cd"},
-		"SHADEFORM_AGENT_SHA256": {"SHADEFORM_API_KEY": "secret_sf", "SHADEFORM_AGENT_URL": "https://x/cd", "SHADEFORM_AGENT_SHA256": "xyz"},
-		"RUNPOD_API_URL":         {"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "https://x/cd", "RUNPOD_API_URL": "api.runpod.io"},
+		"RUNPOD_API_KEY":                             {"PROVIDERS": "sim,runpod"},
+		"SHADEFORM_API_KEY":                          {"PROVIDERS": "shadeform"},
+		"RUNPOD_AGENT_URL":                           {"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "deck.example.com/cd"},
+		"SHADEFORM_AGENT_SHA256":                     {"SHADEFORM_API_KEY": "secret_sf", "SHADEFORM_AGENT_URL": "https://x/cd", "SHADEFORM_AGENT_SHA256": "xyz"},
+		"RUNPOD_AGENT_URL needs RUNPOD_AGENT_SHA256": {"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "https://x/cd"},
+		"RUNPOD_API_URL":                             {"RUNPOD_API_KEY": "secret_rp", "RUNPOD_AGENT_URL": "https://x/cd", "RUNPOD_AGENT_SHA256": strings.Repeat("ab", 32), "RUNPOD_API_URL": "api.runpod.io"},
 	} {
 		_, err := loadConfig(env(kv))
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -149,7 +151,7 @@ func TestRunPodShadeformConfig(t *testing.T) {
 func TestProviderMarkupConfig(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	c, err := loadConfig(env(map[string]string{"LAMBDA_MARKUP_PERCENT": "12.5", "SIM_MARKUP_PERCENT": "0", "SSH_MARKUP_PERCENT": " 3% ",
-		"LAMBDA_API_KEY": "secret_abc", "LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck", "LAMBDA_REGIONS": "us-east-1"}))
+		"LAMBDA_API_KEY": "secret_abc", "LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32), "LAMBDA_REGIONS": "us-east-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestLambdaSmoke(t *testing.T) {
 		lam := httptest.NewServer(f)
 		defer lam.Close()
 		s := startServer(t, databaseURL, "PROVIDERS=lambda", "LAMBDA_API_KEY=lambda_secret_smoke", "LAMBDA_API_URL="+lam.URL,
-			"LAMBDA_REGIONS=us-west-1", "LAMBDA_SSH_KEY_NAME=my-public-key", "LAMBDA_AGENT_URL=http://127.0.0.1:9/clusterdeck",
+			"LAMBDA_REGIONS=us-west-1", "LAMBDA_SSH_KEY_NAME=my-public-key", "LAMBDA_AGENT_URL=http://127.0.0.1:9/clusterdeck", "LAMBDA_AGENT_SHA256=abababababababababababababababababababababababababababababababab",
 			"LAMBDA_REQUEST_INTERVAL=10ms", "LAMBDA_LAUNCH_INTERVAL=100ms")
 		s.devRun(t, "catalog")
 

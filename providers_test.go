@@ -27,7 +27,7 @@ func TestBuildProvidersLambda(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	env := map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "secret_key_1", "LAMBDA_API_URL": srv.URL,
-		"LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck"}
+		"LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +69,8 @@ func TestBuildProvidersRunPodShadeform(t *testing.T) {
 	sfSrv := httptest.NewServer(sf)
 	defer sfSrv.Close()
 	env := map[string]string{"PROVIDERS": "runpod,shadeform",
-		"RUNPOD_API_KEY": "secret_rp_1", "RUNPOD_API_URL": rpSrv.URL, "RUNPOD_AGENT_URL": "https://deck.example.com/clusterdeck",
-		"SHADEFORM_API_KEY": "secret_sf_1", "SHADEFORM_API_URL": sfSrv.URL + "/v1", "SHADEFORM_AGENT_URL": "https://deck.example.com/clusterdeck"}
+		"RUNPOD_API_KEY": "secret_rp_1", "RUNPOD_API_URL": rpSrv.URL, "RUNPOD_AGENT_URL": "https://deck.example.com/clusterdeck", "RUNPOD_AGENT_SHA256": strings.Repeat("ab", 32),
+		"SHADEFORM_API_KEY": "secret_sf_1", "SHADEFORM_API_URL": sfSrv.URL + "/v1", "SHADEFORM_AGENT_URL": "https://deck.example.com/clusterdeck", "SHADEFORM_AGENT_SHA256": strings.Repeat("ab", 32)}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
