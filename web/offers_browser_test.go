@@ -224,12 +224,22 @@ func TestBrowserOffersSortWithoutJavaScript(t *testing.T) {
 		chromedp.WaitVisible(`[data-testid=sort-submit]`), // shown only without scripts
 		chromedp.SendKeys(`#sort`, "$"),                   // "$/GPU-h", as a keyboard chooses
 		chromedp.Click(`[data-testid=sort-submit]`),
-		chromedp.WaitVisible(`[data-testid=offer-grid]`),
 	); err != nil {
 		t.Fatal(err)
 	}
-	loc, err := chromedp.Run(ctx, chromedp.Location())
-	if err != nil {
+	// The old page's grid is visible until the submitted form's page
+	// replaces it: wait for the new page's URL, then for its grid.
+	var loc string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var err error
+		if loc, err = chromedp.Run(ctx, chromedp.Location()); err == nil && strings.Contains(loc, "sort=") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Sort button loaded no sorted page: still at %s (%v)", loc, err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`[data-testid=offer-grid]`)); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"sort=gpu_price", "gpus_per_node=8", "include_community=true", "nodes=4"} {
