@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -40,29 +41,45 @@ func (c *gpuCLI) connections(args []string) error {
 	}, printConnections)
 }
 
+// clusterAction is what `clusters NAME ID [--wait]` commands share: it
+// parses the ID and the wait flags, makes the call and says where progress
+// goes. progress is nil when there is nothing more to do (--json without
+// --wait: the answer is printed).
+type clusterAction struct {
+	sdk      *client.Client
+	cl       api.Cluster
+	raw      []byte
+	w        waitFlags
+	progress io.Writer
+}
+
+func (c *gpuCLI) clusterAction(args []string, name, waitHelp string,
+	call func(*client.Client, context.Context, string, ...client.Option) (api.Cluster, error)) (*clusterAction, error) {
+	fs := c.flagSet(name, "clusters "+name+" ID [--wait]")
+	a := &clusterAction{}
+	a.w.register(fs, waitHelp)
+	id, err := oneID(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if a.sdk, err = c.sdk(true); err != nil {
+		return nil, err
+	}
+	if a.cl, err = call(a.sdk, c.ctx, id, client.Raw(&a.raw)); err != nil {
+		return nil, err
+	}
+	a.progress = c.progress(a.w.wait, a.raw)
+	return a, nil
+}
+
 // terminate is `gpu clusters terminate ID` (L7), with --wait until every
 // machine is released.
 func (c *gpuCLI) terminate(args []string) error {
-	fs := c.flagSet("terminate", "clusters terminate ID [--wait]")
-	var w waitFlags
-	w.register(fs, "terminated (every machine released)")
-	id, err := oneID(fs, args)
-	if err != nil {
+	a, err := c.clusterAction(args, "terminate", "terminated (every machine released)", (*client.Client).Terminate)
+	if err != nil || a.progress == nil {
 		return err
 	}
-	sdk, err := c.sdk(true)
-	if err != nil {
-		return err
-	}
-	var raw []byte
-	cl, err := sdk.Terminate(c.ctx, id, client.Raw(&raw))
-	if err != nil {
-		return err
-	}
-	progress := c.progress(w.wait, raw)
-	if progress == nil {
-		return nil
-	}
+	sdk, cl, raw, w, progress := a.sdk, a.cl, a.raw, a.w, a.progress
 	switch cl.Status {
 	case "terminated":
 		fmt.Fprintf(progress, "%s %q is already terminated.\n", cl.ID, cl.Name)

@@ -12,29 +12,13 @@ import (
 // addWorker is `gpu clusters add-worker ID [--wait]` (L10): one more
 // machine joins the cluster.
 func (c *gpuCLI) addWorker(args []string) error {
-	fs := c.flagSet("add-worker", "clusters add-worker ID [--wait]")
-	var w waitFlags
-	w.register(fs, "until the worker has joined or failed")
-	id, err := oneID(fs, args)
-	if err != nil {
+	a, err := c.clusterAction(args, "add-worker", "until the worker has joined or failed", (*client.Client).AddWorker)
+	if err != nil || a.progress == nil {
 		return err
 	}
-	sdk, err := c.sdk(true)
-	if err != nil {
-		return err
-	}
-	var raw []byte
-	cl, err := sdk.AddWorker(c.ctx, id, client.Raw(&raw))
-	if err != nil {
-		return err
-	}
-	progress := c.progress(w.wait, raw)
-	if progress == nil {
-		return nil
-	}
-	node := joiningNode(cl)
-	fmt.Fprintf(progress, "Worker %s admitted for %s %q at $%s/h: it bills from when it has joined.\n", node, cl.ID, cl.Name, cl.USDPerMachineHour)
-	return c.followJoin(sdk, cl, raw, w, progress, node)
+	node := joiningNode(a.cl)
+	fmt.Fprintf(a.progress, "Worker %s admitted for %s %q at $%s/h: it bills from when it has joined.\n", node, a.cl.ID, a.cl.Name, a.cl.USDPerMachineHour)
+	return c.followJoin(a.sdk, a.cl, a.raw, a.w, a.progress, node)
 }
 
 // replaceNode is `gpu clusters replace ID --node N [--yes] [--wait]` (X5):

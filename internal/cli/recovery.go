@@ -75,26 +75,11 @@ func (c *gpuCLI) recoveryPolicy(args []string) error {
 
 // recoverNow is `gpu clusters recover ID [--wait]` (R5): one attempt at once.
 func (c *gpuCLI) recoverNow(args []string) error {
-	fs := c.flagSet("recover", "clusters recover ID [--wait]")
-	var w waitFlags
-	w.register(fs, "through its recovery attempt")
-	id, err := oneID(fs, args)
-	if err != nil {
+	a, err := c.clusterAction(args, "recover", "through its recovery attempt", (*client.Client).Recover)
+	if err != nil || a.progress == nil {
 		return err
 	}
-	sdk, err := c.sdk(true)
-	if err != nil {
-		return err
-	}
-	var raw []byte
-	cl, err := sdk.Recover(c.ctx, id, client.Raw(&raw))
-	if err != nil {
-		return err
-	}
-	progress := c.progress(w.wait, raw)
-	if progress == nil {
-		return nil
-	}
+	sdk, cl, raw, w, progress := a.sdk, a.cl, a.raw, a.w, a.progress
 	fmt.Fprintf(progress, "Recover now accepted for %s %q: the machines that are down are restarted one by one.\n", cl.ID, cl.Name)
 	if !w.wait {
 		return nil

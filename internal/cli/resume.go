@@ -11,26 +11,11 @@ import (
 // machines start again, all or nothing. With --wait it follows the resume
 // and exits 0 once the cluster runs again, 1 when the resume failed.
 func (c *gpuCLI) resume(args []string) error {
-	fs := c.flagSet("resume", "clusters resume ID [--wait]")
-	var w waitFlags
-	w.register(fs, "every machine joined again (exit 0), or the resume failed (exit 1)")
-	id, err := oneID(fs, args)
-	if err != nil {
+	a, err := c.clusterAction(args, "resume", "every machine joined again (exit 0), or the resume failed (exit 1)", (*client.Client).Resume)
+	if err != nil || a.progress == nil {
 		return err
 	}
-	sdk, err := c.sdk(true)
-	if err != nil {
-		return err
-	}
-	var raw []byte
-	cl, err := sdk.Resume(c.ctx, id, client.Raw(&raw))
-	if err != nil {
-		return err
-	}
-	progress := c.progress(w.wait, raw)
-	if progress == nil {
-		return nil
-	}
+	sdk, cl, raw, w, progress := a.sdk, a.cl, a.raw, a.w, a.progress
 	fmt.Fprintf(progress, "Resume accepted for %s %q: every machine starts again, all or nothing; billing restarts when all have joined.\n", cl.ID, cl.Name)
 	if !w.wait {
 		return nil
