@@ -27,12 +27,12 @@ func TestPaymentsConfig(t *testing.T) {
 func TestStripeForWebVerifiesWebhooks(t *testing.T) {
 	p := webPayments(config{StripeSecretKey: "sk_test_1", StripeWebhookSecret: "whsec_1"})
 	body, _ := json.Marshal(map[string]any{"id": "evt_1", "object": "event", "type": "checkout.session.completed", "api_version": "2023-10-16",
-		"data": map[string]any{"object": map[string]any{"id": "cs_1", "object": "checkout.session", "amount_total": 2500, "payment_status": "paid",
+		"data": map[string]any{"object": map[string]any{"id": "cs_1", "object": "checkout.session", "amount_total": 2500, "currency": "usd", "payment_status": "paid",
 			"metadata": map[string]string{"org_id": "org_1", "top_up_id": "tu_1"}}}})
 	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_1", Timestamp: time.Now()})
 	ev, err := p.VerifyWebhook(sp.Payload, sp.Header)
 	want := models.PaymentEvent{ID: "evt_1", Type: "checkout.session.completed", OrgID: "org_1", TopUpID: "tu_1", SessionID: "cs_1",
-		Amount: 25 * models.Micro, Paid: true, CheckoutComplete: true}
+		Amount: 25 * models.Micro, Currency: "usd", Paid: true, APIVersion: "2023-10-16", CheckoutComplete: true}
 	if err != nil || ev != want {
 		t.Fatalf("event %+v %v, want %+v", ev, err, want)
 	}
@@ -47,12 +47,12 @@ func TestStripeForWebVerifiesWebhooks(t *testing.T) {
 func TestStripeForWebPaymentIntentEvents(t *testing.T) {
 	p := webPayments(config{StripeSecretKey: "sk_test_1", StripeWebhookSecret: "whsec_1"})
 	body, _ := json.Marshal(map[string]any{"id": "evt_2", "object": "event", "type": "payment_intent.succeeded", "api_version": "2023-10-16",
-		"data": map[string]any{"object": map[string]any{"id": "pi_1", "object": "payment_intent", "status": "succeeded", "amount_received": 5000,
+		"data": map[string]any{"object": map[string]any{"id": "pi_1", "object": "payment_intent", "status": "succeeded", "amount_received": 5000, "currency": "usd",
 			"customer": "cus_1", "payment_method": "pm_1", "metadata": map[string]string{"org_id": "org_1", "charge_id": "ch_1"}}}})
 	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_1", Timestamp: time.Now()})
 	ev, err := p.VerifyWebhook(sp.Payload, sp.Header)
 	want := models.PaymentEvent{ID: "evt_2", Type: "payment_intent.succeeded", OrgID: "org_1", SessionID: "pi_1", Amount: 50 * models.Micro,
-		Paid: true, PaymentIntent: true, ChargeID: "ch_1", PaymentIntentID: "pi_1", CustomerID: "cus_1", PaymentMethodID: "pm_1"}
+		Currency: "usd", APIVersion: "2023-10-16", Paid: true, PaymentIntent: true, ChargeID: "ch_1", PaymentIntentID: "pi_1", CustomerID: "cus_1", PaymentMethodID: "pm_1"}
 	if err != nil || ev != want {
 		t.Fatalf("event %+v %v, want %+v", ev, err, want)
 	}
