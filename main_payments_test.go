@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/providers/payments"
 	"github.com/clusterdeck/clusterdeck/web"
 	"github.com/stripe/stripe-go/v76/webhook"
 )
@@ -55,5 +58,25 @@ func TestStripeForWebPaymentIntentEvents(t *testing.T) {
 		Currency: "usd", APIVersion: "2023-10-16", Paid: true, PaymentIntent: true, ChargeID: "ch_1", PaymentIntentID: "pi_1", CustomerID: "cus_1", PaymentMethodID: "pm_1"}
 	if err != nil || ev != want {
 		t.Fatalf("event %+v %v, want %+v", ev, err, want)
+	}
+}
+
+// B4, issue 20 item 4: the README's webhook set-up line names every event
+// the ledger acts on, so an operator subscribes the endpoint to each.
+func TestReadmeListsWebhookEvents(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(l, "| `STRIPE_WEBHOOK_SECRET`") {
+			line = l
+		}
+	}
+	for _, ev := range payments.WebhookEvents {
+		if !strings.Contains(line, "`"+ev+"`") {
+			t.Errorf("README's STRIPE_WEBHOOK_SECRET line does not name %s: %q", ev, line)
+		}
 	}
 }
