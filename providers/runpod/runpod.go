@@ -4,7 +4,7 @@
 // RunPod sells a GPU type × GPU count per pod in a data center, with a
 // NONE/LOW/MEDIUM/HIGH stock level rather than a count. A group of N
 // machines is placed with one call when the shape fits an Instant Cluster
-// (POST /v2/clusters): N is a cluster size (ClusterSizes), the placement
+// (POST /v2/clusters): N is a cluster size (ClusterMinPods–ClusterMaxPods), the placement
 // carries the cluster's bootstrap token, and the catalog's product=CLUSTER
 // stock of the GPU type in the data center is not NONE at a price within
 // the placement's ceiling. Every member pod
@@ -67,9 +67,10 @@ const SSHUser = "root"
 // GPUCounts are the pod sizes offered, each up to the GPU type's maxCount.
 var GPUCounts = []int{1, 2, 4, 8}
 
-// ClusterSizes are the pod counts placed as one Instant Cluster. The API
-// does not publish the supported counts; 2–8 is what other tools assume.
-var ClusterSizes = []int{2, 3, 4, 5, 6, 7, 8}
+// ClusterMinPods and ClusterMaxPods bound the pod count of one Instant
+// Cluster: the description's ClusterCompute.podCount has minimum 2 and
+// maximum 250 (every cluster the product launches, 2–64 machines, fits).
+const ClusterMinPods, ClusterMaxPods = 2, 250
 
 // EnvPodID is the variable in which RunPod hands every pod its own id.
 const EnvPodID = "RUNPOD_POD_ID"
@@ -425,7 +426,7 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 // the placement's ceiling (else the pods, priced as the offer was, are
 // tried).
 func (r *Cloud) clusterFits(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (bool, error) {
-	if !slices.Contains(ClusterSizes, req.Count) || req.Agent.Token == "" {
+	if req.Count < ClusterMinPods || req.Count > ClusterMaxPods || req.Agent.Token == "" {
 		return false, nil
 	}
 	gpus, err := r.catalogOf(ctx, opPlace, "CLUSTER", n)

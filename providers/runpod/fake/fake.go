@@ -13,8 +13,8 @@
 // overlay, listed by GET /v2/pods only with includeClusterPods=true, GET
 // /v2/clusters/{id}/pods, and DELETE /v2/clusters/{id} deleting the
 // members with it. A member pod is not deleted, stopped, started or
-// restarted through the pod endpoints (409), as the description says. The pod counts accepted are ClusterSizes: the API
-// does not publish them, and 2–8 is what other tools assume.
+// restarted through the pod endpoints (409), as the description says. The pod counts
+// accepted are the description's podCount range, 2–250.
 //
 // Its lists are wrapped ({"pods": [...]}) and not paginated: REST v2
 // defines no pagination parameters.
@@ -70,9 +70,8 @@ type Server struct {
 	// provisioning"; "omitted until the address is assigned").
 	RankDelay time.Duration
 	// ClusterCaps are the (GPU, data center) pairs that sell Instant
-	// Clusters; ClusterSizes the pod counts a cluster may have.
-	ClusterCaps  map[Cap]bool
-	ClusterSizes []int
+	// Clusters.
+	ClusterCaps map[Cap]bool
 	// ClusterPrices is the per-GPU secure price the catalog answers for
 	// product=CLUSTER where it differs from the pods' (GraphQL's
 	// clusterPrice is its own field).
@@ -124,8 +123,7 @@ func Catalog() ([]runpod.GpuType, map[string]string) {
 func New(key string, now func() time.Time) *Server {
 	gpus, dcs := Catalog()
 	return &Server{Key: key, Now: now, GPUs: gpus, DCs: dcs, Stock: map[Cap]int{}, ClusterCaps: map[Cap]bool{},
-		ClusterSizes: []int{2, 3, 4, 5, 6, 7, 8},
-		BootDelay:    3 * time.Minute, StartDelay: time.Minute, RankDelay: 20 * time.Second, PerMinute: 60}
+		BootDelay: 3 * time.Minute, StartDelay: time.Minute, RankDelay: 20 * time.Second, PerMinute: 60}
 }
 
 // Inject queues scripted answers.
@@ -662,7 +660,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, 400, fmt.Sprintf("gpuCountPerPod %d exceeds the maximum of %d for this GPU type", c.GPUCountPerPod, s.GPUs[k].MaxCount.Secure))
 		return
 	}
-	if !slices.Contains(s.ClusterSizes, c.PodCount) {
+	if c.PodCount < runpod.ClusterMinPods || c.PodCount > runpod.ClusterMaxPods {
 		s.problem(w, 400, fmt.Sprintf("podCount %d is not a supported cluster size", c.PodCount))
 		return
 	}
