@@ -161,7 +161,9 @@ func TestClusterFixturesMatchTypesAndFake(t *testing.T) {
 		t.Errorf("fake cluster fields %v, schema's %v", got, wantKeys)
 	}
 	p := e.fake.Live()[0]
-	if p.Cluster == nil || p.Cluster.Rank == nil || *p.Cluster.Rank != 0 || p.Cluster.Role == nil || p.Cluster.IP == nil {
+	// An APPLICATION cluster's members have no role (the description's
+	// PodCluster.role: "omitted for TRAINING/APPLICATION members").
+	if p.Cluster == nil || p.Cluster.Rank == nil || *p.Cluster.Rank != 0 || p.Cluster.Role != nil || p.Cluster.IP == nil {
 		t.Errorf("fake member pod's cluster %+v", p.Cluster)
 	}
 }

@@ -345,7 +345,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	case path == "/v2/catalog/gpus" && r.Method == http.MethodGet:
 		s.listGPUs(w, r)
 	case path == "/v2/account/ssh-keys" && r.Method == http.MethodGet:
-		s.reply(w, 200, map[string][]string{"keys": s.keys})
+		s.reply(w, 200, map[string][]string{"keys": append([]string{}, s.keys...)})
 	case path == "/v2/account/ssh-keys" && r.Method == http.MethodPut:
 		var in struct {
 			Keys []string `json:"keys"`
@@ -355,7 +355,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.keys = in.Keys
-		s.reply(w, 200, map[string][]string{"keys": s.keys})
+		s.reply(w, 200, map[string][]string{"keys": append([]string{}, s.keys...)})
 	case path == "/v2/pods" && r.Method == http.MethodGet:
 		members := r.URL.Query().Get("includeClusterPods") == "true"
 		out := []runpod.Pod{}
@@ -713,13 +713,28 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		p.rank, p.ip, p.rankAt = rank, fmt.Sprintf("10.%d.0.%d", octet, rank+2), s.Now().Add(s.RankDelay)
 		p.Cluster = &runpod.PodCluster{ID: cl.ID}
 		s.advance(p) // a RankDelay of 0 assigns at once
-		if rank == 0 {
-			role := "primary"
-			p.Cluster.Role = &role
+		if role := memberRole(cl.Type, rank); role != "" {
+			p.Cluster.Role = &role // the description: omitted for TRAINING and APPLICATION members
 		}
 	}
 	s.ccreates = append(s.ccreates, in)
 	s.reply(w, 201, s.cluster(cl))
+}
+
+// memberRole is the description's PodClusterRole of a member: SLURM and RAY
+// clusters assign one (rank 0 leads), the others none.
+func memberRole(typ string, rank int) string {
+	switch {
+	case typ == "SLURM" && rank == 0:
+		return "SLURM_CONTROLLER"
+	case typ == "SLURM":
+		return "SLURM_COMPUTE"
+	case typ == "RAY" && rank == 0:
+		return "RAY_HEAD"
+	case typ == "RAY":
+		return "RAY_WORKER"
+	}
+	return ""
 }
 
 func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
