@@ -26,7 +26,7 @@ type BillingPage struct {
 	Entries        []LedgerRow
 	Accruing       string // usage of open periods, already off Balance; "" when none (B8)
 	Carried        string // the balance carried into the month, rounded (B8)
-	CarriedFrom    string // the month's first day, "Jan 2"
+	CarriedFrom    string // the month's first moment, as the rows' dates
 	Closing        string // what the rows and Carried add up to: Balance in the current month
 	Current        bool   // the month shown is the current one
 	// AutoRecharge is the auto-recharge settings panel (B4), rendered in its

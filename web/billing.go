@@ -121,7 +121,7 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 		HoursRemaining: hoursRemaining(st.balance.Balance(), st.burn), SpendThisMonth: models.USD(st.spend), TestMode: h.Payments == nil,
 		Month: w.Month(), PrevMonth: w.From.AddDate(0, -1, 0).Format("2006-01"),
 		Chart: spendChart(days, h.Store.Now()), Entries: ledgerRows(tx.rows), Carried: models.USD(tx.carried), Closing: models.USD(tx.closing),
-		CarriedFrom: w.From.Format("Jan 2"), Current: w == models.MonthOf(h.Store.Now())}
+		CarriedFrom: w.From.Format("2006-01-02 15:04"), Current: w == models.MonthOf(h.Store.Now())}
 	if st.balance.Accruing > 0 {
 		bp.Accruing = models.USD(st.balance.Accruing)
 	}
