@@ -9,7 +9,7 @@ import (
 // balance, less one hour of everything the organisation already runs,
 // provisions or resumes (B6), must cover one hour of the new cluster and at least $10.
 type Admission struct {
-	Balance   Money // the ledger's sum
+	Balance   Money // the one balance (B8): the ledger less what is accruing
 	Committed Money // one hour of every live cluster of the organisation
 	Required  Money // one hour of the new cluster, never less than $10
 }
@@ -28,10 +28,11 @@ func (e *InsufficientBalanceError) Error() string {
 // AdmissionFor reads L2's figures for a launch at usdPerHour. Launches read
 // them inside the organisation's lock (admit); pages read them to warn ahead.
 func (s *Store) AdmissionFor(ctx context.Context, orgID string, usdPerHour Money) (Admission, error) {
-	balance, err := s.Balance(ctx, orgID)
+	f, err := s.CurrentBalance(ctx, orgID)
 	if err != nil {
 		return Admission{}, err
 	}
+	balance := f.Balance()
 	var committed Money
 	err = s.db.WithContext(ctx).Model(&Cluster{}).Select("COALESCE(SUM(usd_per_hour), 0)").
 		Where("org_id = ? AND (status IN ? OR (status = ? AND resume_requested_at IS NOT NULL))", orgID, liveStatuses, StatusStopped).

@@ -80,22 +80,16 @@ func (s *Store) OrgsToEnforce(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// BalanceStanding is what enforcement decides on: the balance less the
-// usage accumulating in open periods (written at the hour, owed already),
-// and the burn rate of everything running (B1).
+// BalanceStanding is what enforcement decides on: the one balance of B8
+// (the ledger less the usage accumulating in open periods, written at the
+// hour, owed already) and the burn rate of everything running (B1).
 func (s *Store) BalanceStanding(ctx context.Context, orgID string) (balance, burn Money, err error) {
-	if balance, err = s.Balance(ctx, orgID); err != nil {
-		return 0, 0, err
-	}
-	usage, err := s.UsageForOrg(ctx, orgID, s.Now().Add(-3*UsagePeriod))
+	f, err := s.CurrentBalance(ctx, orgID)
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, u := range usage {
-		balance -= u.Accumulating
-	}
 	burn, err = s.BurnRate(ctx, orgID)
-	return balance, burn, err
+	return f.Balance(), burn, err
 }
 
 // EnforceResult says what one organisation's enforcement step did.

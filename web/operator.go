@@ -263,10 +263,11 @@ func (h *handler) balancePage(c echo.Context, p views.AdminBalancePage) (views.A
 	if err != nil {
 		return p, err
 	}
-	bal, err := h.Store.Balance(ctx, org.ID)
+	f, err := h.Store.CurrentBalance(ctx, org.ID)
 	if err != nil {
 		return p, err
 	}
+	bal := f.Balance()
 	entries, err := h.Store.LedgerEntries(ctx, org.ID, 50)
 	if err != nil {
 		return p, err
