@@ -159,6 +159,6 @@ func (s storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, l := range g.Ledger {
 		gauge(descLedgerEntries, float64(l.Entries), l.Kind, l.Status)
-		gauge(descLedgerUSD, float64(l.Amount)/1e6, l.Kind, l.Status)
+		gauge(descLedgerUSD, l.USD(), l.Kind, l.Status)
 	}
 }
