@@ -158,6 +158,13 @@ func closeDB(db *gorm.DB) {
 
 // serve runs the web server and the jobs until ctx is cancelled.
 func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	warnings, err := cfg.startupChecks()
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn(w)
+	}
 	db, err := openDB(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -184,6 +191,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	store.DefaultMarkup = cfg.DefaultMarkup
 	store.EnvMarkups = cfg.Markups
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {
@@ -234,7 +242,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
 			SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 			DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
-			TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
+			TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail,
+			MetricsToken: cfg.MetricsToken, MetricsLoopback: cfg.MetricsLoopback, TopUpsOff: cfg.InvoiceOnly,
 			Providers: cfg.Providers, ProviderSettings: cfg.providerSettings(),
 			SSHMachinesFile: cfg.SSHMachinesFile, SSHFileMachines: fileMachineRows(cloud.SSHFile)},
 		Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,

@@ -21,7 +21,7 @@ func (h *handler) apiBillingBalance(c echo.Context) error {
 		return err
 	}
 	out := api.BillingBalance{Balance: models.DecimalUSD(st.balance), BurnRate: models.DecimalUSD(st.burn),
-		SpendThisMonth: models.DecimalUSD(st.spend), Month: w.Month(), TestMode: h.Payments == nil}
+		SpendThisMonth: models.DecimalUSD(st.spend), Month: w.Month(), TestMode: h.Payments == nil && !h.topUpsOff()}
 	if st.burn > 0 {
 		hrs := float64(max(st.balance, 0)) / float64(st.burn)
 		out.HoursRemaining = &hrs

@@ -118,7 +118,8 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 		return views.BillingPage{}, err
 	}
 	bp := views.BillingPage{Meta: h.meta(c, "Billing"), Balance: models.USD(st.balance), BurnRate: models.USD(st.burn) + "/h",
-		HoursRemaining: hoursRemaining(st.balance, st.burn), SpendThisMonth: models.USD(st.spend), TestMode: h.Payments == nil,
+		HoursRemaining: hoursRemaining(st.balance, st.burn), SpendThisMonth: models.USD(st.spend),
+		TestMode: h.Payments == nil && !h.topUpsOff(), TopUpsOff: h.topUpsOff(), MaxTopUp: models.USD(h.Store.TopUpLimit()),
 		Month: w.Month(), PrevMonth: w.From.AddDate(0, -1, 0).Format("2006-01"),
 		Chart: spendChart(days, h.Store.Now()), Entries: ledgerRows(tx)}
 	if w.To.Before(models.MonthOf(h.Store.Now()).To) {
@@ -163,6 +164,9 @@ func (h *handler) showUsageLine(c echo.Context) error {
 // addFunds is POST /billing/top-ups (B4, B7): test mode credits at once;
 // with Stripe the buyer goes to Checkout and the webhook credits.
 func (h *handler) addFunds(c echo.Context) error {
+	if h.topUpsOff() {
+		return errTopUpsOff()
+	}
 	form := views.TopUpForm{Amount: trimForm(c, "amount")}
 	amount, err := models.ParseUSD(strings.TrimPrefix(form.Amount, "$"))
 	if err == nil {
