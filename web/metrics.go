@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"crypto/subtle"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -68,10 +67,14 @@ func (h *handler) timeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 
 // metrics is GET /metrics in the Prometheus text format (OP3). With
 // METRICS_TOKEN set it needs that bearer token; without one it answers
-// loopback clients only.
+// direct requests from this machine (isLocal) in development, and in
+// production only with METRICS_LOOPBACK=1 (OP5, issue 20 item 13).
 func (h *handler) metrics(c echo.Context) error {
 	if !h.metricsAllowed(c) {
-		return echo.NewHTTPError(http.StatusForbidden, "Metrics need the METRICS_TOKEN bearer token, or a request from this machine.")
+		if h.Config.Production && h.Config.MetricsToken == "" && !h.Config.MetricsLoopback {
+			return echo.NewHTTPError(http.StatusForbidden, "Metrics need METRICS_TOKEN: set it and scrape with its bearer token.")
+		}
+		return echo.NewHTTPError(http.StatusForbidden, "Metrics need the METRICS_TOKEN bearer token, or a direct (not forwarded) request from this machine.")
 	}
 	h.metricsHandler.ServeHTTP(c.Response(), c.Request())
 	return nil
@@ -82,8 +85,10 @@ func (h *handler) metricsAllowed(c echo.Context) bool {
 		sent, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
 		return ok && subtle.ConstantTimeCompare([]byte(sent), []byte(tok)) == 1
 	}
-	ip := net.ParseIP(c.RealIP())
-	return ip != nil && ip.IsLoopback()
+	if h.Config.Production && !h.Config.MetricsLoopback {
+		return false
+	}
+	return isLocal(c.Request())
 }
 
 // newMetricsHandler registers the web metrics on reg and serves reg. Echo's
