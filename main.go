@@ -201,10 +201,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	// One registry for /metrics: jobs and web each register their own metrics.
-	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	jobMetrics, err := jobs.NewMetrics(metrics)
+	metrics, jobMetrics, err := newMetrics()
 	if err != nil {
 		return err
 	}
@@ -289,6 +286,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	err = errors.Join(err, <-jobsDone, cloud.Wait(shutdown))
 	log.Info("stopped", "error", err)
 	return err
+}
+
+// newMetrics is the one registry /metrics serves (OP3): the Go runtime's
+// and the process's metrics and the jobs'; web registers its own on it.
+func newMetrics() (*prometheus.Registry, *jobs.Metrics, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := jobs.NewMetrics(reg)
+	return reg, m, err
 }
 
 func envName(cfg config) string {

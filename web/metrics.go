@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"crypto/subtle"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -96,8 +97,16 @@ func (h *handler) metricsAllowed(c echo.Context) bool {
 func (h *handler) newMetricsHandler(reg Metrics) http.Handler {
 	h.httpMetrics = newHTTPMetrics(reg)
 	reg.MustRegister(storeCollector{store: h.Store})
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{DisableCompression: true})
+	// A collector that fails (a query of the store) leaves its own series
+	// out and the rest are still served: no one's data breaks the scrape.
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{DisableCompression: true, ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog: slog.NewLogLogger(h.Log.Handler(), slog.LevelError)})
 }
+
+// Labels never use job or instance: Prometheus attaches both to every
+// scraped series (the scrape job and the target) and renames a metric's own
+// to exported_job, so queries on them would match nothing; jobs are
+// job_name (issue 20 item 14).
 
 // storeCollector reads the shared state from the database at scrape time, so
 // every instance reports the same numbers (OP3, OP4).
@@ -113,9 +122,9 @@ var (
 	descCatalogAge = prometheus.NewDesc("clusterdeck_catalog_age_seconds",
 		"Seconds since each provider's catalog was refreshed.", []string{"provider"}, nil)
 	descJobLastRun = prometheus.NewDesc("clusterdeck_job_last_run_timestamp_seconds",
-		"When each job last ran on any instance (Unix time).", []string{"job"}, nil)
+		"When each job last ran on any instance (Unix time).", []string{"job_name"}, nil)
 	descJobLastFailed = prometheus.NewDesc("clusterdeck_job_last_run_failed",
-		"1 when the last run of the job, on any instance, failed.", []string{"job"}, nil)
+		"1 when the last run of the job, on any instance, failed.", []string{"job_name"}, nil)
 	descLedgerEntries = prometheus.NewDesc("clusterdeck_ledger_entries",
 		"Ledger entries of every organisation by kind and status.", []string{"kind", "status"}, nil)
 	descLedgerUSD = prometheus.NewDesc("clusterdeck_ledger_usd",
