@@ -42,8 +42,8 @@ func TestRunPodSmoke(t *testing.T) {
 
 func runPodSmoke(t *testing.T, databaseURL string, clusters bool) {
 	f := rpfake.New("runpod_secret_smoke", time.Now)
-	f.BootDelay, f.StartDelay = 0, 0
-	f.PerMinute = 0 // the rate-limit windows are the adapter's tests' business
+	f.BootDelay, f.StartDelay, f.RankDelay = 0, 0, 0 // the adapter's tests play the in-between states on their clock
+	f.PerMinute = 0                                  // the rate-limit windows are the adapter's tests' business
 	h100 := rpfake.Cap{GPU: "NVIDIA H100 80GB HBM3", DC: "US-TX-3"}
 	f.Stock[h100], f.ClusterCaps[h100] = 16, clusters
 	rp := httptest.NewServer(f)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
@@ -38,12 +40,22 @@ func (s stripeForWeb) VerifyWebhook(payload []byte, signature string) (models.Pa
 	if err != nil {
 		return models.PaymentEvent{}, err
 	}
+	pi := strings.HasPrefix(ev.Type, "payment_intent.") && slices.Contains(payments.WebhookEvents, ev.Type)
 	return models.PaymentEvent{ID: ev.ID, Type: ev.Type, OrgID: ev.OrgID, TopUpID: ev.TopUpID, SessionID: ev.ObjectID,
-		Amount: ev.Amount, Paid: ev.Paid, CheckoutComplete: ev.Type == payments.EventCheckoutCompleted,
-		PaymentIntent: ev.Type == payments.EventPaymentSucceeded || ev.Type == payments.EventPaymentFailed,
-		ChargeID:      ev.ChargeID, PaymentIntentID: ev.PaymentIntentID, CustomerID: ev.CustomerID,
+		Amount: ev.Amount, Currency: ev.Currency, Paid: ev.Paid, APIVersion: ev.APIVersion,
+		CheckoutComplete: ev.Type == payments.EventCheckoutCompleted || ev.Type == payments.EventCheckoutAsyncSucceeded,
+		CheckoutFailed:   ev.Type == payments.EventCheckoutAsyncFailed,
+		PaymentIntent:    pi, Failed: ev.Type == payments.EventPaymentFailed, ActionRequired: ev.Type == payments.EventPaymentRequiresAction,
+		ChargeID: ev.ChargeID, PaymentIntentID: ev.PaymentIntentID, CustomerID: ev.CustomerID,
 		PaymentMethodID: ev.PaymentMethodID, FailureCode: ev.FailureCode, Message: ev.FailureMessage}, nil
 }
+
+// APIVersion is the API version stripe-go speaks (web: the operator's page).
+func (stripeForWeb) APIVersion() string { return payments.APIVersion }
+
+// WebhookFields are the only fields read from an event (web: the
+// operator's page, when the endpoint sends another API version).
+func (stripeForWeb) WebhookFields() []string { return payments.WebhookFields }
 
 // jobsCharger gives the charges job the Stripe provider when a key is
 // configured; test mode saves no cards, so it has nothing to charge.

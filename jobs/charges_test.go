@@ -119,6 +119,10 @@ func (w *rechargeWorld) mails() []models.OutboxMail {
 func (w *rechargeWorld) webhook(id string, ev models.PaymentEvent) bool {
 	w.t.Helper()
 	ev.ID, ev.OrgID, ev.PaymentIntent = id, w.org, true
+	ev.Failed = ev.Type == "payment_intent.payment_failed"
+	if ev.Currency == "" {
+		ev.Currency = "usd"
+	}
 	credited, err := w.store.ApplyPaymentEvent(context.Background(), ev)
 	if err != nil {
 		w.t.Fatal(err)
@@ -285,8 +289,11 @@ func TestCardSavedFromWebhooks(t *testing.T) {
 		if err := (&jobs.Charges{Store: w.store, Charger: fake}).Run(ctx); err != nil {
 			t.Fatal(err)
 		}
+		if err := w.store.AttachCheckout(ctx, w.org, tu.ID, "cs_2"); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := w.store.ApplyPaymentEvent(ctx, models.PaymentEvent{ID: "evt_cs2", Type: "checkout.session.completed", CheckoutComplete: true,
-			OrgID: w.org, TopUpID: tu.ID, CustomerID: "cus_2", Amount: 25 * models.Micro, Paid: true}); err != nil {
+			OrgID: w.org, TopUpID: tu.ID, SessionID: "cs_2", CustomerID: "cus_2", Amount: 25 * models.Micro, Currency: "usd", Paid: true}); err != nil {
 			t.Fatal(err)
 		}
 		a, _ := w.store.AutoRechargeFor(ctx, w.org)

@@ -512,3 +512,32 @@ func TestRecoveryAttemptClaimedOnce(t *testing.T) {
 		}
 	})
 }
+
+// groupBound is a provider whose upstream manages a group's members whole
+// (RunPod's Instant Clusters): it refuses to restart one of them.
+type groupBound struct{ providers.Provider }
+
+func (groupBound) RestartNode(context.Context, string, string) error {
+	return &providers.Error{Class: providers.ErrUnsupported, Provider: "sim", Op: "RestartNode",
+		Message: "pod p1 is a member of Instant Cluster c1, whose pods RunPod does not restart one by one"}
+}
+
+// R5, issue 23: a machine the provider refuses to restart on its own is
+// skipped with a reason that says what the customer can do instead — not
+// retried as a failure on every attempt.
+func TestRecoverySkipsWhatTheProviderDoesNotRestart(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHealthWorld(t, db)
+		h.recovery.Providers = providers.Registry{"sim": groupBound{h.cloud}}
+		h.setPolicy(3, 5)
+		h.inject(sim.FaultGoesDown, 1)
+		h.pass(30 * time.Second)
+		h.pass(time.Minute)
+		c := h.pass(10 * time.Second)
+		o := c.Recovery().Outcomes
+		if len(o) != 1 || o[0].Outcome != models.OutcomeSkipped || !strings.Contains(o[0].Message, "terminate") ||
+			!strings.Contains(o[0].Message, "Instant Cluster") {
+			t.Fatalf("outcomes %+v", o)
+		}
+	})
+}

@@ -73,6 +73,9 @@ func (j *Recovery) attempt(ctx context.Context, c models.Cluster) error {
 		switch err := p.RestartNode(ctx, c.GroupName(), n.ProviderNodeID); {
 		case errors.Is(err, providers.ErrUnrecoverable), errors.Is(err, providers.ErrNotFound):
 			o.Outcome, o.Message = models.OutcomeSkipped, "the provider cannot bring it back: "+providerMessage(err)
+		case errors.Is(err, providers.ErrUnsupported):
+			o.Outcome, o.Message = models.OutcomeSkipped, "the provider does not restart this machine on its own ("+
+				providerMessage(err)+"); replace it where the provider allows, or terminate the cluster"
 		case err != nil:
 			o.Outcome, o.Message = models.OutcomeFailed, providerMessage(err)
 		}

@@ -62,14 +62,20 @@ func (s *Store) UnsentCharges(ctx context.Context, limit int) ([]Charge, error) 
 // ChargeSent records the PaymentIntent of a charge still processing: the
 // webhook settles it.
 func (s *Store) ChargeSent(ctx context.Context, id, paymentIntentID string) error {
+	if paymentIntentID == "" {
+		return nil
+	}
 	return s.db.WithContext(ctx).Model(&Charge{}).Where("id = ? AND status = ?", id, ChargePending).
 		Update("payment_intent_id", paymentIntentID).Error
 }
 
 // SettleCharge credits a succeeded charge once (B4): the PaymentIntent's
 // result and the payment_intent.succeeded webhook both land here, and only
-// the first moves the row from pending and writes the ledger entry keyed
-// "charge:<id>". It reports whether this call credited.
+// the first moves the row to succeeded and writes the ledger entry keyed
+// "charge:<id>". A charge recorded failed may still succeed (Stripe lets a
+// PaymentIntent that failed be paid after all, and events arrive in any
+// order): the later success wins, credits once and lifts the pause that
+// failure left. It reports whether this call credited.
 func (s *Store) SettleCharge(ctx context.Context, orgID, id, paymentIntentID string) (bool, error) {
 	var credited bool
 	err := s.Tx(ctx, func(tx *Store) error {
@@ -78,10 +84,18 @@ func (s *Store) SettleCharge(ctx context.Context, orgID, id, paymentIntentID str
 			return notFound(err, "charge "+id)
 		}
 		now := tx.Now()
-		res := tx.db.WithContext(ctx).Model(&Charge{}).Where("id = ? AND status = ?", id, ChargePending).
-			Updates(map[string]any{"status": ChargeSucceeded, "payment_intent_id": paymentIntentID, "settled_at": now})
+		res := tx.db.WithContext(ctx).Model(&Charge{}).Where("id = ? AND status IN ?", id, []string{ChargePending, ChargeFailed}).
+			Updates(map[string]any{"status": ChargeSucceeded, "payment_intent_id": paymentIntentID, "settled_at": now,
+				"failure_code": "", "message": ""})
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
+		}
+		if c.Status == ChargeFailed {
+			err := tx.db.WithContext(ctx).Model(&AutoRecharge{}).Where("org_id = ? AND paused_by = ?", orgID, id).
+				Update("paused_by", "").Error
+			if err != nil {
+				return err
+			}
 		}
 		var err error
 		credited, err = tx.AddLedgerEntry(ctx, LedgerEntry{OrgID: c.OrgID, Kind: LedgerAutoRecharge, Amount: c.Amount,

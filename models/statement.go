@@ -94,14 +94,17 @@ func (s *Store) Transactions(ctx context.Context, orgID string, w UsageWindow, l
 		}
 	}
 	var pending []TopUp
-	err = db.Where("org_id = ? AND status = ? AND created_at >= ? AND created_at < ?", orgID, TopUpPending, w.From, w.To).
+	err = db.Where("org_id = ? AND status IN ? AND created_at >= ? AND created_at < ?", orgID, []string{TopUpPending, TopUpFailed}, w.From, w.To).
 		Order("created_at DESC").Limit(100).Find(&pending).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: pending top-ups of %s: %w", orgID, err)
 	}
 	for _, t := range pending {
-		out = append(out, Transaction{At: t.CreatedAt, Kind: "top_up", Status: EntryPending,
-			Description: "Top-up (waiting for the payment)", Amount: t.Amount})
+		tr := Transaction{At: t.CreatedAt, Kind: "top_up", Status: EntryPending, Description: "Top-up (waiting for the payment)", Amount: t.Amount}
+		if t.Status == TopUpFailed {
+			tr.Status, tr.Description = EntryFailed, "Top-up (the payment failed: nothing was credited)"
+		}
+		out = append(out, tr)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.After(out[j].At) })
 	return out, nil

@@ -12,15 +12,19 @@ import (
 // MinTopUp is B4's smallest top-up.
 const MinTopUp Money = 5 * Micro
 
-// Top-up statuses: pending until the payment is confirmed, then completed.
+// Top-up statuses: pending until the payment is confirmed, then completed;
+// failed when a delayed payment method (bank debit) did not pay.
 const (
 	TopUpPending   = "pending"
 	TopUpCompleted = "completed"
+	TopUpFailed    = "failed"
 )
 
 // TopUp is one request to add funds (B4). The ledger is credited once, with
-// key "top-up:<id>", by a verified checkout.session.completed webhook, or at
-// once in test mode; never by the redirect back from Checkout.
+// key "top-up:<id>", by a verified paid checkout.session.completed or
+// checkout.session.async_payment_succeeded webhook whose session, currency
+// and amount are the top-up's (B9), or at once in test mode; never by the
+// redirect back from Checkout.
 type TopUp struct {
 	ID          string
 	OrgID       string
@@ -34,11 +38,13 @@ type TopUp struct {
 }
 
 // ReceivedPaymentEvent is the row that makes a webhook delivery count once
-// (B4): the event's id, its type and when it arrived.
+// (B4): the event's id, its type, when it arrived and the endpoint's API
+// version.
 type ReceivedPaymentEvent struct {
 	ID         string `gorm:"primaryKey"`
 	Type       string
 	ReceivedAt time.Time
+	APIVersion string
 }
 
 // TableName keeps the table's name short.
@@ -49,13 +55,19 @@ type PaymentEvent struct {
 	ID, Type         string
 	OrgID, TopUpID   string
 	SessionID        string
-	Amount           Money // paid
+	Amount           Money  // paid
+	Currency         string // of Amount, lower case
 	Paid             bool
-	CheckoutComplete bool // a checkout.session.completed event
+	APIVersion       string
+	CheckoutComplete bool // checkout.session.completed or …async_payment_succeeded
+	CheckoutFailed   bool // checkout.session.async_payment_failed
 
 	// A payment_intent.* event: a top-up's payment (its saved card) or an
-	// auto-recharge charge (ChargeID) succeeding or failing.
+	// auto-recharge charge (ChargeID) succeeding (Paid), failing (Failed),
+	// wanting the cardholder (ActionRequired) or processing (none of them).
 	PaymentIntent   bool
+	Failed          bool
+	ActionRequired  bool
 	ChargeID        string
 	PaymentIntentID string
 	CustomerID      string
@@ -140,44 +152,33 @@ func (s *Store) CompleteTestTopUp(ctx context.Context, orgID, id string) (bool, 
 	return credited, err
 }
 
-// ApplyPaymentEvent is B4's webhook: a paid checkout.session.completed
-// credits its top-up once; the event id is recorded in the same transaction,
-// so a repeated delivery changes nothing, and the top-up's own key makes any
-// other event for the same top-up change nothing either. Other events
-// change nothing. It reports whether the ledger was credited.
+// ApplyPaymentEvent is B4's webhook. The event id is recorded first, in
+// the same transaction as its effect, so a repeated delivery changes
+// nothing. A paid checkout session credits its top-up once, exactly the
+// top-up's recorded amount, and only when the session, currency and amount
+// are the top-up's (B9); a completed session still unpaid (a delayed
+// method) waits for async_payment_succeeded, and async_payment_failed marks
+// the top-up failed. payment_intent.* events settle or fail auto-recharge
+// charges. An event naming a top-up or charge it does not match is recorded
+// as a PaymentMismatch and credits nothing. It reports whether the ledger
+// was credited.
 func (s *Store) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (bool, error) {
-	if !ev.CheckoutComplete && !ev.PaymentIntent || ev.ID == "" {
+	if !ev.CheckoutComplete && !ev.CheckoutFailed && !ev.PaymentIntent || ev.ID == "" {
 		return false, nil
 	}
 	var credited bool
 	err := s.Tx(ctx, func(tx *Store) error {
-		res := tx.db.WithContext(ctx).Exec("INSERT INTO payment_events (id, type, received_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
-			ev.ID, ev.Type, tx.Now())
+		res := tx.db.WithContext(ctx).Exec("INSERT INTO payment_events (id, type, received_at, api_version) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+			ev.ID, ev.Type, tx.Now(), truncateRunes(ev.APIVersion, 64))
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error // seen before: nothing more to do
 		}
 		var err error
 		if ev.PaymentIntent {
 			credited, err = tx.applyPaymentIntent(ctx, ev)
-			return err
+		} else {
+			credited, err = tx.applyCheckout(ctx, ev)
 		}
-		if !ev.Paid || ev.Amount <= 0 {
-			return nil
-		}
-		t, err := tx.TopUpForOrg(ctx, ev.OrgID, ev.TopUpID)
-		if errors.Is(err, ErrNotFound) {
-			return nil // not ours: recorded, nothing credited
-		}
-		if err != nil {
-			return err
-		}
-		if t.TestMode {
-			return nil
-		}
-		if err := tx.SaveCard(ctx, t.OrgID, ev.CustomerID, ""); err != nil {
-			return err
-		}
-		credited, err = tx.creditTopUp(ctx, t, ev.Amount, "Top-up by card")
 		return err
 	})
 	if err != nil {
@@ -186,23 +187,78 @@ func (s *Store) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (bool, e
 	return credited, nil
 }
 
+// applyCheckout handles a checkout.session.* event in the caller's
+// transaction.
+func (s *Store) applyCheckout(ctx context.Context, ev PaymentEvent) (bool, error) {
+	if ev.CheckoutComplete && !ev.Paid || ev.TopUpID == "" {
+		return false, nil // unpaid yet (async_payment_* follows), or not a top-up
+	}
+	t, err := s.TopUpForOrg(ctx, ev.OrgID, ev.TopUpID)
+	if errors.Is(err, ErrNotFound) {
+		return false, s.recordMismatch(ctx, ev, "names top-up "+ev.TopUpID+", which organisation "+ev.OrgID+" does not have")
+	}
+	if err != nil {
+		return false, err
+	}
+	reason := ""
+	switch {
+	case t.TestMode:
+		reason = "names a test-mode top-up, which takes no payment"
+	case t.SessionID == "" || ev.SessionID != t.SessionID:
+		reason = "session " + ev.SessionID + " is not the top-up's (" + t.SessionID + ")"
+	case ev.CheckoutComplete:
+		reason = amountProblem(ev, t.Amount, "top-up")
+	}
+	if reason != "" {
+		return false, s.recordMismatch(ctx, ev, reason)
+	}
+	if ev.CheckoutFailed {
+		return false, s.db.WithContext(ctx).Model(&TopUp{}).Where("id = ? AND status = ?", t.ID, TopUpPending).
+			Updates(map[string]any{"status": TopUpFailed, "completed_at": s.Now()}).Error
+	}
+	if err := s.SaveCard(ctx, t.OrgID, ev.CustomerID, ""); err != nil {
+		return false, err
+	}
+	return s.creditTopUp(ctx, t, t.Amount, "Top-up by card")
+}
+
 // applyPaymentIntent handles a payment_intent.* event in the caller's
-// transaction: an auto-recharge charge settles or fails (B4); a top-up's
-// succeeded payment saves the card Checkout stored for off-session use
-// (the checkout session itself names its PaymentIntent only by id).
+// transaction: an auto-recharge charge settles, fails or is processing
+// (B4: a later success wins over a failure and credits once; nothing moves
+// a charge that succeeded); a top-up's succeeded payment saves the card
+// Checkout stored for off-session use (the checkout session itself names
+// its PaymentIntent only by id).
 func (s *Store) applyPaymentIntent(ctx context.Context, ev PaymentEvent) (bool, error) {
 	if ev.ChargeID != "" {
-		err := s.db.WithContext(ctx).Where("org_id = ? AND id = ?", ev.OrgID, ev.ChargeID).Take(&Charge{}).Error
+		var c Charge
+		err := s.db.WithContext(ctx).Where("org_id = ? AND id = ?", ev.OrgID, ev.ChargeID).Take(&c).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return false, s.recordMismatch(ctx, ev, "names charge "+ev.ChargeID+", which organisation "+ev.OrgID+" does not have")
+		}
 		if err != nil {
-			return false, ignoreNotFound(err) // not ours
+			return false, err
 		}
-		if ev.Paid {
-			return s.SettleCharge(ctx, ev.OrgID, ev.ChargeID, ev.PaymentIntentID)
+		if c.PaymentIntentID != "" && ev.PaymentIntentID != c.PaymentIntentID {
+			return false, s.recordMismatch(ctx, ev, "payment intent "+ev.PaymentIntentID+" is not the charge's ("+c.PaymentIntentID+")")
 		}
-		if ev.FailureCode != "" {
-			return false, s.FailCharge(ctx, ev.OrgID, ev.ChargeID, ev.PaymentIntentID, ev.FailureCode, ev.Message)
+		switch {
+		case ev.Paid:
+			if reason := amountProblem(ev, c.Amount, "charge"); reason != "" {
+				return false, s.recordMismatch(ctx, ev, reason)
+			}
+			return s.SettleCharge(ctx, c.OrgID, c.ID, ev.PaymentIntentID)
+		case ev.Failed:
+			code := ev.FailureCode
+			if code == "" {
+				code = "payment_failed"
+			}
+			return false, s.FailCharge(ctx, c.OrgID, c.ID, ev.PaymentIntentID, code, ev.Message)
+		case ev.ActionRequired:
+			// Off-session, the bank wants the cardholder: as the charge's
+			// own answer would have said (jobs/charges.go).
+			return false, s.FailCharge(ctx, c.OrgID, c.ID, ev.PaymentIntentID, "authentication_required", ev.Message)
 		}
-		return false, nil
+		return false, s.ChargeSent(ctx, c.ID, ev.PaymentIntentID) // processing: the outcome follows
 	}
 	if !ev.Paid || ev.TopUpID == "" {
 		return false, nil

@@ -13,7 +13,7 @@ import (
 
 func completed(id, topUp, org string, amount models.Money) models.PaymentEvent {
 	return models.PaymentEvent{ID: id, Type: "checkout.session.completed", CheckoutComplete: true, OrgID: org, TopUpID: topUp,
-		SessionID: "cs_" + topUp, Amount: amount, Paid: true}
+		SessionID: "cs_" + topUp, Amount: amount, Currency: "usd", Paid: true}
 }
 
 // B4: only a verified, paid checkout.session.completed credits a top-up,
@@ -33,7 +33,7 @@ func TestTopUpWebhookCreditsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.s.AttachCheckout(ctx, e.org.ID, tu.ID, "cs_1"); err != nil {
+		if err := e.s.AttachCheckout(ctx, e.org.ID, tu.ID, "cs_"+tu.ID); err != nil {
 			t.Fatal(err)
 		}
 		steps := []struct {
@@ -79,6 +79,9 @@ func TestTopUpConcurrentDeliveries(t *testing.T) {
 		before, _ := e.s.Balance(ctx, e.org.ID)
 		tu, err := e.s.CreateTopUp(ctx, e.org.ID, 40*models.Micro, false, "a")
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.s.AttachCheckout(ctx, e.org.ID, tu.ID, "cs_"+tu.ID); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup

@@ -244,7 +244,9 @@ type Provider interface {
 	// RestartNode reboots a running machine or starts a stopped one, in
 	// place: same hardware, same interconnect address (R3). A machine the
 	// upstream no longer knows is ErrNotFound; one it cannot bring back is
-	// ErrUnrecoverable; anything else (ErrTransient) may succeed later.
+	// ErrUnrecoverable; one the upstream does not restart on its own (a
+	// member of a group it manages whole) is ErrUnsupported; anything else
+	// (ErrTransient) may succeed later.
 	RestartNode(ctx context.Context, groupName, nodeID string) error
 	// StopNode stops one running machine in place, keeping its disk and
 	// interconnect address, until RestartNode starts it again (B6). A

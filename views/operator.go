@@ -4,7 +4,7 @@ package views
 
 // AdminNav is the admin area's tabs.
 type AdminNav struct {
-	Active string // orgs | quote-requests | providers | machines | jobs | audit | leaks
+	Active string // orgs | quote-requests | providers | payments | machines | jobs | audit | leaks
 }
 
 // AdminProvidersPage is /admin/providers: each provider's catalog health and markup.
@@ -12,6 +12,27 @@ type AdminProvidersPage struct {
 	Meta          Meta
 	Rows          []AdminProviderRow
 	DefaultMarkup string // "5%"
+}
+
+// AdminPaymentsPage is /admin/payments (B4, B9): how payments run, the
+// webhook endpoint's API version, and the payment events that matched no
+// top-up or charge of theirs.
+type AdminPaymentsPage struct {
+	Meta       Meta
+	TestMode   bool     // no Stripe key: top-ups are credited at once
+	Pinned     string   // the API version stripe-go speaks
+	Version    string   // the latest event's API version, "" before any
+	VersionAt  string   // when it arrived
+	Fields     []string // the only fields read from an event
+	Mismatches []AdminMismatchRow
+}
+
+// VersionDiffers is true when the endpoint sends another API version.
+func (p AdminPaymentsPage) VersionDiffers() bool { return p.Version != "" && p.Version != p.Pinned }
+
+// AdminMismatchRow is one payment event that credited nothing.
+type AdminMismatchRow struct {
+	When, OrgID, OrgName, Target, Event, EventType, Object, Reason string
 }
 
 // AdminJobsPage is /admin/jobs: each job's schedule and last run, with "run now".
@@ -96,6 +117,8 @@ func adminTabLabel(tab string) string {
 		return "Quote requests"
 	case "providers":
 		return "Providers"
+	case "payments":
+		return "Payments"
 	case "machines":
 		return "Machines"
 	case "jobs":

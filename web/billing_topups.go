@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
@@ -19,8 +20,13 @@ type Payments interface {
 	// id and the URL where the buyer pays.
 	StartCheckout(ctx context.Context, t models.TopUp, email, successURL, cancelURL string) (sessionID, payURL string, err error)
 	// VerifyWebhook checks the signature over the raw body and decodes the
-	// event; ErrBadSignature when it does not verify.
+	// event; ErrBadSignature when it does not verify. An event of any API
+	// version decodes: only WebhookFields are read.
 	VerifyWebhook(payload []byte, signature string) (models.PaymentEvent, error)
+	// APIVersion is the Stripe API version the payments code speaks.
+	APIVersion() string
+	// WebhookFields are the only fields read from an event.
+	WebhookFields() []string
 }
 
 // ErrBadSignature is a webhook whose signature does not verify.
@@ -90,7 +96,10 @@ func (h *handler) apiCreateTopUp(c echo.Context) error {
 
 // stripeWebhook is POST /webhooks/stripe: the signature is verified over
 // the raw body; a bad one answers 400 and changes nothing; a verified event
-// the ledger does not act on answers 200 and changes nothing (B4).
+// the ledger does not act on answers 200 and changes nothing (B4). An event
+// of another API version than ours is processed, and logged once per
+// version (the operator's payments page shows it too); one that cannot be
+// read is logged, never a silent 400.
 func (h *handler) stripeWebhook(c echo.Context) error {
 	if h.Payments == nil {
 		return echo.NewHTTPError(http.StatusNotFound, "Payments run in test mode: there are no webhooks.")
@@ -100,8 +109,18 @@ func (h *handler) stripeWebhook(c echo.Context) error {
 		return err
 	}
 	ev, err := h.Payments.VerifyWebhook(body, c.Request().Header.Get("Stripe-Signature"))
-	if err != nil {
+	if errors.Is(err, ErrBadSignature) {
 		return echo.NewHTTPError(http.StatusBadRequest, "The webhook does not verify.")
+	}
+	if err != nil {
+		h.Log.Error("stripe webhook: a verified event could not be read", "err", err)
+		return echo.NewHTTPError(http.StatusBadRequest, "The webhook could not be read.")
+	}
+	if v := ev.APIVersion; v != "" && v != h.Payments.APIVersion() {
+		if _, logged := h.webhookVersions.LoadOrStore(v, true); !logged {
+			h.Log.Warn("stripe webhook: the endpoint sends another API version; events are processed reading only the fields used",
+				"api_version", v, "expected", h.Payments.APIVersion(), "fields_used", strings.Join(h.Payments.WebhookFields(), "; "))
+		}
 	}
 	if _, err := h.Store.ApplyPaymentEvent(c.Request().Context(), ev); err != nil {
 		return err // 500: Stripe delivers it again

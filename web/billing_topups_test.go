@@ -34,6 +34,12 @@ func (f *fakePayments) VerifyWebhook(payload []byte, sig string) (models.Payment
 	return ev, nil
 }
 
+func (*fakePayments) APIVersion() string { return "2023-10-16" }
+
+func (*fakePayments) WebhookFields() []string {
+	return []string{"checkout.session: id, amount_total, currency"}
+}
+
 func newPaymentsApp(t *testing.T, db *gorm.DB, p Payments) *testApp {
 	app := newTestApp(t, db)
 	app.e = New(Deps{
@@ -113,7 +119,7 @@ func TestStripeWebhook(t *testing.T) {
 			return app.do(req).Code
 		}
 		paid := models.PaymentEvent{ID: "evt_1", Type: "checkout.session.completed", CheckoutComplete: true, OrgID: acc.org.ID,
-			TopUpID: id, SessionID: "cs_" + id, Amount: 40 * models.Micro, Paid: true}
+			TopUpID: id, SessionID: "cs_" + id, Amount: 40 * models.Micro, Currency: "usd", Paid: true}
 		steps := []struct {
 			name    string
 			sig     string

@@ -34,6 +34,37 @@ func (h *handler) adminProviders(c echo.Context) error {
 	return render(c, http.StatusOK, views.AdminProvidersView(p))
 }
 
+// adminPayments is GET /admin/payments (B4, B9): how payments run, the
+// webhook endpoint's API version (and, when it is not ours, the fields read
+// from its events), and the latest payment events that credited nothing.
+func (h *handler) adminPayments(c echo.Context) error {
+	ctx := c.Request().Context()
+	p := views.AdminPaymentsPage{Meta: h.meta(c, "Payments"), TestMode: h.Payments == nil}
+	if h.Payments != nil {
+		p.Pinned, p.Fields = h.Payments.APIVersion(), h.Payments.WebhookFields()
+		v, err := h.Store.LatestWebhookVersion(ctx)
+		if err != nil {
+			return err
+		}
+		if !v.ReceivedAt.IsZero() {
+			p.Version, p.VersionAt = v.APIVersion, views.FormatTime(v.ReceivedAt)
+		}
+	}
+	ms, err := h.Store.PaymentMismatches(ctx, 100)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		target := m.TopUpID
+		if m.ChargeID != "" {
+			target = m.ChargeID
+		}
+		p.Mismatches = append(p.Mismatches, views.AdminMismatchRow{When: views.FormatTime(m.CreatedAt), OrgID: m.OrgID, OrgName: m.OrgName,
+			Target: target, Event: m.EventID, EventType: m.EventType, Object: m.ObjectID, Reason: m.Reason})
+	}
+	return render(c, http.StatusOK, views.AdminPaymentsView(p))
+}
+
 // providerRows joins the enabled providers, the stored catalog's health,
 // the catalog job's last error and each provider's markup.
 func (h *handler) providerRows(c echo.Context) ([]views.AdminProviderRow, error) {

@@ -130,7 +130,7 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 		"/settings/team", "/settings/audit",
 		"/quote-requests", "/quote-requests/new", quoteReq,
 		"/admin", "/admin/quote-requests", "/admin/quote-requests/" + quoteReqID + "/private-offer",
-		"/admin/orgs/" + acc.org.ID + "/balance", "/admin/providers", "/admin/machines", "/admin/jobs", "/admin/audit", "/admin/leaks",
+		"/admin/orgs/" + acc.org.ID + "/balance", "/admin/providers", "/admin/payments", "/admin/machines", "/admin/jobs", "/admin/audit", "/admin/leaks",
 		"/dev/mailbox",
 	}
 	mails, err := app.store.OutboxMails(bg, 1)

@@ -119,6 +119,7 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.POST("/orgs/:id/adjustments", h.adjustBalance)
 	admin.GET("/providers", h.adminProviders)
 	admin.POST("/providers/:name/markup", h.setProviderMarkup)
+	admin.GET("/payments", h.adminPayments)
 	admin.GET("/machines", h.adminMachines)
 	admin.POST("/machines", h.addMachine)
 	admin.POST("/machines/:name/delete", h.removeMachine)

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
@@ -88,14 +89,15 @@ type Deps struct {
 
 type handler struct {
 	Deps
-	sessions       *sessions.CookieStore
-	httpMetrics    *httpMetrics
-	metricsHandler http.Handler
-	assets         assets            // /static/*, read and gzipped once
-	assetURLs      map[string]string // asset name → versioned URL, for the layout
-	renders        *renderCache      // offers answers by models.Pick stamp (offers.go)
-	mcp            echo.HandlerFunc  // /mcp: the MCP tools over this server's own API
-	forwardWarning untrustedForwarding
+	sessions        *sessions.CookieStore
+	httpMetrics     *httpMetrics
+	metricsHandler  http.Handler
+	assets          assets            // /static/*, read and gzipped once
+	assetURLs       map[string]string // asset name → versioned URL, for the layout
+	renders         *renderCache      // offers answers by models.Pick stamp (offers.go)
+	mcp             echo.HandlerFunc  // /mcp: the MCP tools over this server's own API
+	webhookVersions sync.Map          // Stripe API versions other than ours already logged
+	forwardWarning  untrustedForwarding
 }
 
 // New builds the echo server with every route.

@@ -1,17 +1,25 @@
 // Package modelstest opens migrated test databases: a fresh SQLite file per
-// test, and, when TEST_DATABASE_URL is set, a fresh PostgreSQL schema per
-// test. Under CI=true a missing TEST_DATABASE_URL or an unreachable
-// PostgreSQL fails the test instead of skipping it.
+// test, and, when TEST_DATABASE_URL is set, a fresh PostgreSQL database per
+// test. Each is a copy of a template migrated once per test binary (a
+// SQLite file copied; PostgreSQL's CREATE DATABASE … TEMPLATE), so a test
+// pays for a copy, not for every migration. Under CI=true a missing
+// TEST_DATABASE_URL or an unreachable PostgreSQL fails the test instead of
+// skipping it.
 package modelstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,23 +46,66 @@ func Each(t *testing.T, fn func(t *testing.T, db *gorm.DB)) {
 // Open returns a migrated database of the given dialect, removed at cleanup.
 func Open(t testing.TB, dialect string) *gorm.DB {
 	t.Helper()
-	var db *gorm.DB
 	switch dialect {
 	case "sqlite":
-		db = openSQLite(t)
+		return openSQLite(t)
 	case "postgres":
-		db = openPostgres(t)
-	default:
-		t.Fatalf("modelstest: unknown dialect %q", dialect)
+		return openPostgres(t)
 	}
-	if _, err := models.Migrate(context.Background(), db); err != nil {
-		t.Fatalf("modelstest: migrate %s: %v", dialect, err)
-	}
-	return db
+	t.Fatalf("modelstest: unknown dialect %q", dialect)
+	return nil
+}
+
+// sqliteTemplate is a SQLite file migrated once per test binary.
+var sqliteTemplate struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func templateSQLite() (string, error) {
+	sqliteTemplate.once.Do(func() {
+		dir, err := os.MkdirTemp("", "clusterdeck-modelstest-")
+		if err != nil {
+			sqliteTemplate.err = err
+			return
+		}
+		path := filepath.Join(dir, "template.db")
+		db, err := models.Open("", path)
+		if err != nil {
+			sqliteTemplate.err = err
+			return
+		}
+		defer func() {
+			if sqlDB, err := db.DB(); err == nil {
+				sqlDB.Close()
+			}
+		}()
+		if _, err := models.Migrate(context.Background(), db); err != nil {
+			sqliteTemplate.err = fmt.Errorf("migrate: %w", err)
+			return
+		}
+		// Everything into the main file, so copying it alone copies the database.
+		if err := db.Exec("PRAGMA wal_checkpoint(TRUNCATE)").Error; err != nil {
+			sqliteTemplate.err = err
+			return
+		}
+		sqliteTemplate.path = path
+	})
+	return sqliteTemplate.path, sqliteTemplate.err
 }
 
 func openSQLite(t testing.TB) *gorm.DB {
-	db, err := models.Open("", filepath.Join(t.TempDir(), "test.db"))
+	t.Helper()
+	tmpl, err := templateSQLite()
+	if err != nil {
+		t.Fatalf("modelstest: sqlite template: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "test.db")
+	if err := copyFile(tmpl, path); err != nil {
+		t.Fatalf("modelstest: copy the sqlite template: %v", err)
+	}
+	db, err := models.Open("", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +115,23 @@ func openSQLite(t testing.TB) *gorm.DB {
 		}
 	})
 	return db
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // PostgresURL returns TEST_DATABASE_URL, skipping the test loudly when it is
@@ -80,18 +148,115 @@ func PostgresURL(t testing.TB) string {
 	return u
 }
 
+// pgTemplate is a PostgreSQL database migrated once per test binary, the
+// template of every test's database.
+var pgTemplate struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// templatePrefix names the template databases; the process id follows, so
+// that templates left by test binaries that have ended can be dropped.
+const templatePrefix = "cdtmpl_"
+
+func templatePostgres(base string) (string, error) {
+	pgTemplate.once.Do(func() {
+		admin, err := models.Open(base, "")
+		if err != nil {
+			pgTemplate.err = err
+			return
+		}
+		defer closeDB(admin)
+		dropStaleTemplates(admin)
+		name := fmt.Sprintf("%s%d_%d", templatePrefix, os.Getpid(), time.Now().UnixNano())
+		if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
+			pgTemplate.err = fmt.Errorf("create the template database (is PostgreSQL running?): %w", err)
+			return
+		}
+		db, err := models.Open(withDatabase(base, name, ""), "")
+		if err != nil {
+			pgTemplate.err = err
+			return
+		}
+		_, err = models.Migrate(context.Background(), db)
+		closeDB(db) // no session may stay on a template while it is copied
+		if err != nil {
+			pgTemplate.err = fmt.Errorf("migrate the template: %w", err)
+			return
+		}
+		pgTemplate.name = name
+	})
+	return pgTemplate.name, pgTemplate.err
+}
+
+// dropStaleTemplates drops the template databases of test binaries that
+// are no longer running.
+func dropStaleTemplates(admin *gorm.DB) {
+	var names []string
+	admin.Raw("SELECT datname FROM pg_database WHERE datname LIKE ?", templatePrefix+"%").Scan(&names)
+	for _, n := range names {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(n, templatePrefix), "_")
+		if p, err := strconv.Atoi(pid); err == nil && !alive(p) {
+			admin.Exec("DROP DATABASE IF EXISTS " + n + " WITH (FORCE)")
+		}
+	}
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+var dbSeq atomic.Int64
+
 func openPostgres(t testing.TB) *gorm.DB {
 	t.Helper()
-	db, err := models.Open(PostgresSchemaURL(t), "")
+	base := PostgresURL(t)
+	tmpl, err := templatePostgres(base)
+	if err != nil {
+		t.Fatalf("modelstest: postgres template: %v", err)
+	}
+	admin, err := models.Open(base, "")
+	if err != nil {
+		t.Fatalf("modelstest: postgres at TEST_DATABASE_URL: %v", err)
+	}
+	name := fmt.Sprintf("cdt_%d_%d_%d", os.Getpid(), time.Now().UnixNano(), dbSeq.Add(1))
+	if err := admin.Exec("CREATE DATABASE " + name + " TEMPLATE " + tmpl + " STRATEGY WAL_LOG").Error; err != nil {
+		closeDB(admin)
+		t.Fatalf("modelstest: copy the template database: %v", err)
+	}
+	t.Cleanup(func() {
+		admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		closeDB(admin)
+	})
+	db, err := models.Open(withDatabase(base, name, ""), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { // before the schema is dropped (cleanups run last first)
-		if sqlDB, err := db.DB(); err == nil {
-			sqlDB.Close()
-		}
-	})
+	t.Cleanup(func() { closeDB(db) }) // before the database is dropped (cleanups run last first)
 	return db
+}
+
+func closeDB(db *gorm.DB) {
+	if sqlDB, err := db.DB(); err == nil {
+		sqlDB.Close()
+	}
+}
+
+// withDatabase is base with its database (and, when set, its search_path) replaced.
+func withDatabase(base, name, schema string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	u.Path = "/" + name
+	if schema != "" {
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // PostgresSchemaURL creates an empty schema in the TEST_DATABASE_URL
@@ -137,18 +302,14 @@ func SecondInstance(t testing.TB, db *gorm.DB) *gorm.DB {
 	if db.Dialector.Name() != "postgres" {
 		return db
 	}
-	var schema string
-	if err := db.Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
+	var where struct{ Database, Schema string }
+	if err := db.Raw("SELECT current_database() AS database, current_schema() AS schema").Scan(&where).Error; err != nil {
 		t.Fatal(err)
 	}
-	second, err := models.Open(withSearchPath(t, PostgresURL(t), schema), "")
+	second, err := models.Open(withDatabase(PostgresURL(t), where.Database, where.Schema), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if sqlDB, err := second.DB(); err == nil {
-			sqlDB.Close()
-		}
-	})
+	t.Cleanup(func() { closeDB(second) })
 	return second
 }

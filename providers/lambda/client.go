@@ -191,7 +191,7 @@ func (c *client) once(ctx context.Context, op, method, path string, launch bool,
 		Error apiError `json:"error"`
 	}
 	_ = json.Unmarshal(data, &env) // a non-JSON error (a proxy's 502 page) is classified by status alone
-	e := &providers.Error{Class: classify(op, resp.StatusCode, env.Error.Code), Provider: Name, Op: op,
+	e := &providers.Error{Class: classify(op, resp.StatusCode, env.Error.Code, env.Error.Message), Provider: Name, Op: op,
 		Code: env.Error.Code, Message: env.Error.Message}
 	if e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
@@ -207,8 +207,9 @@ func (c *client) once(ctx context.Context, op, method, path string, launch bool,
 
 // classify maps a documented error code (or, without one, the HTTP status)
 // onto the provider-neutral classes. Clients must branch on code, never on
-// message or suggestion (Lambda Cloud API v1).
-func classify(op string, status int, code string) error {
+// message or suggestion (Lambda Cloud API v1) — except for the provider/
+// family, see upstream.
+func classify(op string, status int, code, message string) error {
 	switch code {
 	case "instance-operations/launch/insufficient-capacity":
 		return providers.ErrNoCapacity
@@ -228,8 +229,8 @@ func classify(op string, status int, code string) error {
 	case "global/conflict":
 		return providers.ErrTransient // e.g. a restart while the machine boots: later it may work
 	}
-	if strings.HasPrefix(code, "provider/") {
-		return providers.ErrTransient // an upstream service's outage or unavailability
+	if rest, ok := strings.CutPrefix(code, "provider/"); ok {
+		return upstream(rest, message)
 	}
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -242,4 +243,24 @@ func classify(op string, status int, code string) error {
 		return providers.ErrTransient
 	}
 	return providers.ErrValidation
+}
+
+// upstream classifies a provider/ error: the description says these come
+// from Lambda's upstream services and include "network outages or
+// connectivity issues", "service unavailability" and "quota limitations or
+// resource exhaustion", but documents one code only
+// (provider/internal-unavailable). The code's rest and, as it publishes no
+// others, the message decide: a quota is ErrQuota and an exhausted resource
+// or missing capacity ErrNoCapacity — refused at once, not retried as an
+// outage — and everything else (outages, unavailability) ErrTransient.
+func upstream(code, message string) error {
+	text := strings.ToLower(code + " " + message)
+	switch {
+	case strings.Contains(text, "quota"):
+		return providers.ErrQuota
+	case strings.Contains(text, "capacity"), strings.Contains(text, "exhaust"), strings.Contains(text, "insufficient"),
+		strings.Contains(text, "out of stock"), strings.Contains(text, "out-of-stock"):
+		return providers.ErrNoCapacity
+	}
+	return providers.ErrTransient
 }

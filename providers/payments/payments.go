@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/stripe/stripe-go/v76"
 )
 
 // MinTopUp is B4's smallest top-up: $5, in micro-dollars.
@@ -53,11 +55,36 @@ type Checkout struct {
 }
 
 // Event types the ledger acts on; any other is answered 200 and ignored.
+// The operator subscribes the webhook endpoint to exactly these (README).
 const (
 	EventCheckoutCompleted = "checkout.session.completed"
-	EventPaymentSucceeded  = "payment_intent.succeeded"
-	EventPaymentFailed     = "payment_intent.payment_failed"
+	// A delayed payment method (bank debit) settles after the session
+	// completed unpaid: one of these two follows (B4).
+	EventCheckoutAsyncSucceeded = "checkout.session.async_payment_succeeded"
+	EventCheckoutAsyncFailed    = "checkout.session.async_payment_failed"
+	EventPaymentSucceeded       = "payment_intent.succeeded"
+	EventPaymentFailed          = "payment_intent.payment_failed"
+	EventPaymentProcessing      = "payment_intent.processing"
+	EventPaymentRequiresAction  = "payment_intent.requires_action"
 )
+
+// WebhookEvents is every event type the ledger acts on, in the order the
+// README lists them.
+var WebhookEvents = []string{EventCheckoutCompleted, EventCheckoutAsyncSucceeded, EventCheckoutAsyncFailed,
+	EventPaymentSucceeded, EventPaymentFailed, EventPaymentProcessing, EventPaymentRequiresAction}
+
+// APIVersion is the Stripe API version stripe-go speaks and the webhook
+// endpoint is best created with. Events of another version are still read:
+// only WebhookFields are used, decoded leniently (B4).
+const APIVersion = stripe.APIVersion
+
+// WebhookFields are the only fields read from an event, whatever its API
+// version: the operator's page lists them when the endpoint sends another.
+var WebhookFields = []string{"id", "type", "api_version",
+	"checkout.session: id, metadata.org_id, metadata.top_up_id, payment_status, amount_total, currency, " +
+		"currency_conversion.amount_total, currency_conversion.source_currency, customer, payment_intent",
+	"payment_intent: id, metadata.org_id, metadata.top_up_id, metadata.charge_id, status, amount_received, currency, " +
+		"customer, payment_method, last_payment_error.code, last_payment_error.message"}
 
 // Event is a verified webhook, reduced to what the ledger needs.
 type Event struct {
@@ -68,8 +95,10 @@ type Event struct {
 	PaymentIntentID          string
 	CustomerID               string
 	PaymentMethodID          string // payment_intent.*: the card, saved when the top-up set it up for later
-	Amount                   int64  // micro-dollars paid
+	Amount                   int64  // micro-dollars paid (0 when not a whole number of cents)
+	Currency                 string // ISO code, lower case, of Amount
 	Paid                     bool   // payment_status paid / status succeeded
+	APIVersion               string // the endpoint's API version
 	FailureCode              string
 	FailureMessage           string
 }

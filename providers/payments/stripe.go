@@ -1,10 +1,14 @@
 package payments
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/client"
@@ -12,7 +16,8 @@ import (
 )
 
 // Stripe is the Provider on Stripe's API (stripe-go pins API version
-// 2023-10-16; the webhook endpoint must be created with the same version).
+// 2023-10-16; a webhook endpoint on another version is read for
+// WebhookFields only, and the operator's page says so).
 type Stripe struct {
 	api           *client.API
 	webhookSecret string
@@ -81,9 +86,13 @@ func (s *Stripe) CreateCheckout(ctx context.Context, p CheckoutParams) (Checkout
 }
 
 // ParseWebhook implements Provider with stripe-go's webhook package over
-// the raw body; the event's API version must be stripe-go's.
+// the raw body. An event of another API version than stripe-go's is read
+// too (the endpoint may have been created on any version): only
+// WebhookFields are used, each decoded on its own, so a field whose shape
+// changed reads as empty instead of failing the whole event (B4).
 func (s *Stripe) ParseWebhook(payload []byte, signature string) (Event, error) {
-	e, err := webhook.ConstructEvent(payload, signature, s.webhookSecret)
+	e, err := webhook.ConstructEventWithOptions(payload, signature, s.webhookSecret,
+		webhook.ConstructEventOptions{IgnoreAPIVersionMismatch: true})
 	if err != nil {
 		if errors.Is(err, webhook.ErrInvalidHeader) || errors.Is(err, webhook.ErrNoValidSignature) ||
 			errors.Is(err, webhook.ErrNotSigned) || errors.Is(err, webhook.ErrTooOld) {
@@ -91,47 +100,85 @@ func (s *Stripe) ParseWebhook(payload []byte, signature string) (Event, error) {
 		}
 		return Event{}, fmt.Errorf("payments: webhook: %w", err)
 	}
-	out := Event{ID: e.ID, Type: string(e.Type)}
-	if e.Data == nil {
+	out := Event{ID: e.ID, Type: string(e.Type), APIVersion: e.APIVersion}
+	if e.Data == nil || !slices.Contains(WebhookEvents, out.Type) {
 		return out, nil
 	}
+	obj, err := decodeObject(e.Data.Raw)
+	if err != nil {
+		return Event{}, fmt.Errorf("payments: webhook %s (%s, API version %s): %w", e.ID, out.Type, e.APIVersion, err)
+	}
+	out.ObjectID = obj.str("id")
+	meta := obj.object("metadata")
+	out.OrgID, out.TopUpID, out.ChargeID = meta.str("org_id"), meta.str("top_up_id"), meta.str("charge_id")
+	out.CustomerID = obj.id("customer")
 	switch out.Type {
-	case EventCheckoutCompleted:
-		var cs stripe.CheckoutSession
-		if err := json.Unmarshal(e.Data.Raw, &cs); err != nil {
-			return Event{}, fmt.Errorf("payments: webhook %s: %w", e.ID, err)
+	case EventCheckoutCompleted, EventCheckoutAsyncSucceeded, EventCheckoutAsyncFailed:
+		out.PaymentIntentID = obj.id("payment_intent")
+		out.Paid = obj.str("payment_status") == string(stripe.CheckoutSessionPaymentStatusPaid)
+		amount, currency := obj.cents("amount_total"), obj.str("currency")
+		// Adaptive Pricing shows the buyer another currency; what we are
+		// paid is the session's source currency and amount.
+		if cc := obj.object("currency_conversion"); cc != nil {
+			amount, currency = cc.cents("amount_total"), cc.str("source_currency")
 		}
-		out.ObjectID, out.OrgID, out.TopUpID = cs.ID, cs.Metadata["org_id"], cs.Metadata["top_up_id"]
-		out.Amount = cs.AmountTotal * microPerCent
-		out.Paid = cs.PaymentStatus == stripe.CheckoutSessionPaymentStatusPaid
-		if cs.Customer != nil {
-			out.CustomerID = cs.Customer.ID
-		}
-		if cs.PaymentIntent != nil {
-			out.PaymentIntentID = cs.PaymentIntent.ID
-		}
-	case EventPaymentSucceeded, EventPaymentFailed:
-		var pi stripe.PaymentIntent
-		if err := json.Unmarshal(e.Data.Raw, &pi); err != nil {
-			return Event{}, fmt.Errorf("payments: webhook %s: %w", e.ID, err)
-		}
-		out.ObjectID, out.PaymentIntentID = pi.ID, pi.ID
-		out.OrgID, out.TopUpID, out.ChargeID = pi.Metadata["org_id"], pi.Metadata["top_up_id"], pi.Metadata["charge_id"]
-		out.Amount = pi.AmountReceived * microPerCent
-		out.Paid = pi.Status == stripe.PaymentIntentStatusSucceeded
-		if pi.LastPaymentError != nil {
-			out.FailureCode, out.FailureMessage = string(pi.LastPaymentError.Code), pi.LastPaymentError.Msg
-		}
-		// Unexpanded, the API sends customer and payment_method as ids;
-		// stripe-go decodes each into an object holding only its ID.
-		if pi.Customer != nil {
-			out.CustomerID = pi.Customer.ID
-		}
-		if pi.PaymentMethod != nil {
-			out.PaymentMethodID = pi.PaymentMethod.ID
-		}
+		out.Amount, out.Currency = amount, strings.ToLower(currency)
+	default: // payment_intent.*
+		out.PaymentIntentID = out.ObjectID
+		out.Amount, out.Currency = obj.cents("amount_received"), strings.ToLower(obj.str("currency"))
+		out.Paid = obj.str("status") == string(stripe.PaymentIntentStatusSucceeded)
+		out.PaymentMethodID = obj.id("payment_method")
+		lpe := obj.object("last_payment_error")
+		out.FailureCode, out.FailureMessage = lpe.str("code"), lpe.str("message")
 	}
 	return out, nil
+}
+
+// object is an event's data.object, read field by field.
+type object map[string]any
+
+func decodeObject(raw []byte) (object, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var o object
+	if err := d.Decode(&o); err != nil || o == nil {
+		return nil, fmt.Errorf("data.object is not an object: %v", err)
+	}
+	return o, nil
+}
+
+// str is a string field, "" when absent or of another type.
+func (o object) str(k string) string {
+	v, _ := o[k].(string)
+	return v
+}
+
+// object is a nested object field, nil when absent or of another type.
+func (o object) object(k string) object {
+	v, _ := o[k].(map[string]any)
+	return v
+}
+
+// id is an expandable field's id: the bare id, or the expanded object's.
+func (o object) id(k string) string {
+	if v, ok := o[k].(string); ok {
+		return v
+	}
+	return o.object(k).str("id")
+}
+
+// cents is an amount field in micro-dollars; 0 when absent, negative or not
+// a whole number (never a guess: it then matches no recorded amount).
+func (o object) cents(k string) int64 {
+	n, ok := o[k].(json.Number)
+	if !ok {
+		return 0
+	}
+	c, err := n.Int64()
+	if err != nil || c <= 0 || c > math.MaxInt64/microPerCent {
+		return 0
+	}
+	return c * microPerCent
 }
 
 // ChargeOffSession implements Provider: a confirmed off-session

@@ -41,7 +41,8 @@ type Env struct {
 	PlacesNodes bool
 	// GroupBound says the machines of a group placed with one upstream
 	// call are released only together (RunPod's Instant Clusters): then
-	// ReleaseNode of one of them is ErrUnsupported and leaves it running.
+	// ReleaseNode of one of them is ErrUnsupported and leaves it running,
+	// and so is RestartNode (the upstream manages its members whole).
 	GroupBound bool
 	// RateLimited scripts the upstream's next answer to be "too many
 	// requests, retry after d"; Waited is how long the provider has slept
@@ -184,7 +185,11 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 			t.Fatal(err)
 		}
 		e.Advance(e.Boot)
-		if err := e.Provider.RestartNode(ctx, "cl_1", g.Nodes[1].ID); err != nil {
+		err = e.Provider.RestartNode(ctx, "cl_1", g.Nodes[1].ID)
+		switch {
+		case e.GroupBound && !errors.Is(err, providers.ErrUnsupported):
+			t.Fatalf("a member of a group the upstream manages whole: want ErrUnsupported, got %v", err)
+		case !e.GroupBound && err != nil:
 			t.Fatal(err)
 		}
 		e.Advance(e.Boot)

@@ -204,10 +204,12 @@ type Cluster struct {
 
 // PodCluster is a member pod's place in its Instant Cluster: rank
 // (NODE_RANK; 0 is the primary) and its address on the cluster's private
-// overlay.
+// overlay. The description allows both to be missing while the cluster
+// provisions: rank is "null until the index is assigned", ip "omitted until
+// the address is assigned" — so neither is ever read as a zero value.
 type PodCluster struct {
 	ID   string  `json:"id"`
-	Rank int     `json:"rank"`
+	Rank *int    `json:"rank"`
 	Role *string `json:"role,omitempty"`
 	IP   *string `json:"ip,omitempty"`
 }

@@ -54,7 +54,7 @@ func TestInstantCluster(t *testing.T) {
 	}
 	for i, n := range g.Nodes {
 		p := live[i]
-		if n.Index != i || n.ID != p.ID || p.Cluster == nil || p.Cluster.Rank != i || n.PrivateIP != *p.Cluster.IP ||
+		if n.Index != i || n.ID != p.ID || p.Cluster == nil || p.Cluster.Rank == nil || *p.Cluster.Rank != i || n.PrivateIP != *p.Cluster.IP ||
 			!strings.HasPrefix(n.PrivateIP, "10.") || p.Args != cc.Args {
 			t.Fatalf("node %d %+v for pod %+v", i, n, p)
 		}
@@ -76,8 +76,13 @@ func TestInstantCluster(t *testing.T) {
 	if err := e.cloud.StopNode(ctx, "cl_group", d.Nodes[1].ID); !errors.Is(err, providers.ErrUnsupported) {
 		t.Fatalf("stop of a cluster's pod: want ErrUnsupported, got %v", err)
 	}
-	if err := e.cloud.RestartNode(ctx, "cl_group", d.Nodes[1].ID); err != nil {
-		t.Fatalf("restart of a cluster's pod: %v", err)
+	// Member pods "cannot be modified or deleted via the pod endpoints":
+	// a restart is refused before any pod action is sent (issue 23).
+	if err := e.cloud.RestartNode(ctx, "cl_group", d.Nodes[1].ID); !errors.Is(err, providers.ErrUnsupported) {
+		t.Fatalf("restart of a cluster's pod: want ErrUnsupported, got %v", err)
+	}
+	if n := e.fake.Requests("POST /v2/pods/" + d.Nodes[1].ID + "/action"); n != 0 {
+		t.Fatalf("%d pod actions sent for a member pod", n)
 	}
 	if err := e.cloud.TerminateGroup(ctx, "cl_group"); err != nil {
 		t.Fatal(err)
@@ -94,7 +99,8 @@ func TestInstantCluster(t *testing.T) {
 }
 
 // The per-pod path stays where the shape does not fit a cluster: no
-// bootstrap token, a size the clusters do not come in, or a data center
+// bootstrap token, a size the clusters do not come in (one pod: the
+// description's podCount has minimum 2), or a data center
 // without Instant Clusters (OP1).
 func TestInstantClusterFallsBackToPods(t *testing.T) {
 	ctx := context.Background()
@@ -105,7 +111,6 @@ func TestInstantClusterFallsBackToPods(t *testing.T) {
 	}{
 		"no bootstrap token": {2, "", true},
 		"one machine":        {1, "cdb_x_mac", true},
-		"nine machines":      {9, "cdb_x_mac", true},
 		"no clusters sold":   {2, "cdb_x_mac", false},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -156,7 +161,9 @@ func TestClusterFixturesMatchTypesAndFake(t *testing.T) {
 		t.Errorf("fake cluster fields %v, schema's %v", got, wantKeys)
 	}
 	p := e.fake.Live()[0]
-	if p.Cluster == nil || p.Cluster.Rank != 0 || p.Cluster.Role == nil || p.Cluster.IP == nil {
+	// An APPLICATION cluster's members have no role (the description's
+	// PodCluster.role: "omitted for TRAINING/APPLICATION members").
+	if p.Cluster == nil || p.Cluster.Rank == nil || *p.Cluster.Rank != 0 || p.Cluster.Role != nil || p.Cluster.IP == nil {
 		t.Errorf("fake member pod's cluster %+v", p.Cluster)
 	}
 }
@@ -194,5 +201,79 @@ func TestInstantClusterAboveCeilingFallsBackToPods(t *testing.T) {
 	}
 	if e.fake.Requests("POST /v2/clusters") != 0 || e.fake.Requests("POST /v2/pods") != 2 {
 		t.Fatalf("%d cluster creates, %d pod creates", e.fake.Requests("POST /v2/clusters"), e.fake.Requests("POST /v2/pods"))
+	}
+}
+
+// RunPod lists a new cluster's members with "rank": null and no "ip" until
+// it assigns them during provisioning (the description's PodCluster). The
+// placement waits for them on its clock, deletes nothing, creates one
+// cluster, and maps each pod to the rank it was given, never to rank 0 for
+// a null (issue 23).
+func TestInstantClusterAwaitsRanks(t *testing.T) {
+	e := newEnv(t)
+	cp := fake.Cap{GPU: h100, DC: "US-TX-3"}
+	e.fake.Stock[cp], e.fake.ClusterCaps[cp] = 9*8, true
+	e.fake.RankDelay = 20 * time.Second
+	req := request("cl_rank", "US-TX-3", 9) // more than 8: the description's podCount goes to 250
+	req.Agent.Token = "cdb_cl_rank_mac"
+	g, err := e.cloud.PlaceGroup(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, d := e.fake.Requests("POST /v2/clusters"), e.fake.Requests("DELETE /v2/clusters/"+e.fake.ClusterCreatesIDs()[0]); n != 1 || d != 0 {
+		t.Fatalf("%d cluster creates and %d deletes: want one create, no delete", n, d)
+	}
+	if e.fake.Requests("GET /v2/clusters/"+e.fake.ClusterCreatesIDs()[0]+"/pods") < 2 {
+		t.Fatal("the members were read once: the null ranks were not awaited")
+	}
+	byID := map[string]runpod.Pod{}
+	for _, p := range e.fake.Live() {
+		byID[p.ID] = p
+	}
+	seen := map[string]bool{}
+	for i, n := range g.Nodes {
+		p := byID[n.ID]
+		if n.Index != i || p.Cluster == nil || p.Cluster.Rank == nil || *p.Cluster.Rank != i || seen[n.ID] ||
+			p.Cluster.IP == nil || n.PrivateIP != *p.Cluster.IP {
+			t.Fatalf("node %d %+v for pod %+v", i, n, p.Cluster)
+		}
+		seen[n.ID] = true
+	}
+}
+
+// When the ranks take longer than one placement call waits, the call
+// answers ErrTransient and keeps the cluster; the next call adopts it
+// (no second create, no delete) and completes once the ranks are there.
+// Describing the group meanwhile never reports an unranked member as
+// rank 0 (issue 23).
+func TestInstantClusterRanksAcrossCalls(t *testing.T) {
+	e := newEnv(t, func(c *runpod.Config) { c.MemberWait = 10 * time.Second })
+	cp := fake.Cap{GPU: h100, DC: "US-TX-3"}
+	e.fake.Stock[cp], e.fake.ClusterCaps[cp] = 2*8, true
+	e.fake.RankDelay = 2 * time.Minute
+	req := request("cl_slow", "US-TX-3", 2)
+	req.Agent.Token = "cdb_cl_slow_mac"
+	_, err := e.cloud.PlaceGroup(ctx, req)
+	if !errors.Is(err, providers.ErrTransient) || !strings.Contains(err.Error(), "no rank yet") {
+		t.Fatalf("want a transient wait naming the unassigned ranks, got %v", err)
+	}
+	id := e.fake.ClusterCreatesIDs()[0]
+	if len(e.fake.Clusters()) != 1 || e.fake.Requests("DELETE /v2/clusters/"+id) != 0 {
+		t.Fatalf("the cluster was rolled back for a state the description allows: %d clusters", len(e.fake.Clusters()))
+	}
+	d, err := e.cloud.DescribeGroups(ctx, []string{"cl_slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nodes := d["cl_slow"].Nodes; len(nodes) != 0 {
+		t.Fatalf("unranked members described as %+v", nodes)
+	}
+	e.clk.Advance(2 * time.Minute)
+	g, err := e.cloud.PlaceGroup(ctx, req)
+	if err != nil || len(g.Nodes) != 2 || e.fake.Requests("POST /v2/clusters") != 1 {
+		t.Fatalf("adopting call: %+v %v (%d creates)", g, err, e.fake.Requests("POST /v2/clusters"))
+	}
+	if g.Nodes[0].ID == g.Nodes[1].ID || g.Nodes[0].PrivateIP == "" || g.Nodes[1].PrivateIP == "" {
+		t.Fatalf("nodes %+v", g.Nodes)
 	}
 }

@@ -10,11 +10,16 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
+	"github.com/clusterdeck/clusterdeck/providers/providerstest"
 	"github.com/clusterdeck/clusterdeck/providers/runpod"
 	"github.com/clusterdeck/clusterdeck/providers/runpod/fake"
 )
 
 const testKey = "rpa_secret_runpod_key_0123456789"
+
+// description is RunPod's published REST v2 description (testdata/README.md
+// says where from): every exchange of every adapter test is checked against it.
+var description = providerstest.NewDescription("testdata/openapi.json")
 
 // clock is the tests' time: Sleep moves it and records the waits.
 type clock struct {
@@ -65,7 +70,7 @@ func newEnv(t *testing.T, opts ...func(*runpod.Config)) *env {
 	t.Helper()
 	clk := newClock()
 	f := fake.New(testKey, clk.Now)
-	srv := httptest.NewServer(f)
+	srv := httptest.NewServer(description.Check(t, f))
 	t.Cleanup(srv.Close)
 	cfg := runpod.Config{APIKey: testKey, BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
 		Agent: bootstrap.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64", SHA256: strings.Repeat("ab", 32)}}

@@ -4,7 +4,7 @@
 // RunPod sells a GPU type × GPU count per pod in a data center, with a
 // NONE/LOW/MEDIUM/HIGH stock level rather than a count. A group of N
 // machines is placed with one call when the shape fits an Instant Cluster
-// (POST /v2/clusters): N is a cluster size (ClusterSizes), the placement
+// (POST /v2/clusters): N is a cluster size (ClusterMinPods–ClusterMaxPods), the placement
 // carries the cluster's bootstrap token, and the catalog's product=CLUSTER
 // stock of the GPU type in the data center is not NONE at a price within
 // the placement's ceiling. Every member pod
@@ -67,9 +67,10 @@ const SSHUser = "root"
 // GPUCounts are the pod sizes offered, each up to the GPU type's maxCount.
 var GPUCounts = []int{1, 2, 4, 8}
 
-// ClusterSizes are the pod counts placed as one Instant Cluster. The API
-// does not publish the supported counts; 2–8 is what other tools assume.
-var ClusterSizes = []int{2, 3, 4, 5, 6, 7, 8}
+// ClusterMinPods and ClusterMaxPods bound the pod count of one Instant
+// Cluster: the description's ClusterCompute.podCount has minimum 2 and
+// maximum 250 (every cluster the product launches, 2–64 machines, fits).
+const ClusterMinPods, ClusterMaxPods = 2, 250
 
 // EnvPodID is the variable in which RunPod hands every pod its own id.
 const EnvPodID = "RUNPOD_POD_ID"
@@ -88,6 +89,12 @@ type Config struct {
 	Sleep      func(context.Context, time.Duration) error
 	Retries    int           // transient retries per request (default 4; negative = none)
 	Backoff    time.Duration // first retry delay (default 2 s)
+	// MemberWait bounds how long one placement call waits for an Instant
+	// Cluster's members to be given their ranks and overlay addresses
+	// (default 30 s). Past it the placement answers ErrTransient and keeps
+	// the cluster: the next call adopts it and waits again, until the
+	// cluster's own deadline fails it (L4).
+	MemberWait time.Duration
 }
 
 // String never shows the key.
@@ -135,6 +142,9 @@ func New(cfg Config) (*Cloud, error) {
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = httpx.Sleep
+	}
+	if cfg.MemberWait <= 0 {
+		cfg.MemberWait = 30 * time.Second
 	}
 	if cfg.Retries == 0 {
 		cfg.Retries = 4
@@ -282,6 +292,14 @@ func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 	if err != nil {
 		return providers.Group{}, err
 	}
+	for _, p := range by[req.GroupName] {
+		if p.Cluster != nil && alive(p) {
+			// Placed as an Instant Cluster by an earlier call: adopt it (its
+			// members may not have their ranks yet, so they are not counted
+			// pod by pod).
+			return r.placeCluster(ctx, req, dc, n, gpu)
+		}
+	}
 	have := map[int]Pod{}
 	for _, p := range by[req.GroupName] {
 		i, ok := index(p)
@@ -408,7 +426,7 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 // the placement's ceiling (else the pods, priced as the offer was, are
 // tried).
 func (r *Cloud) clusterFits(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (bool, error) {
-	if !slices.Contains(ClusterSizes, req.Count) || req.Agent.Token == "" {
+	if req.Count < ClusterMinPods || req.Count > ClusterMaxPods || req.Agent.Token == "" {
 		return false, nil
 	}
 	gpus, err := r.catalogOf(ctx, opPlace, "CLUSTER", n)
@@ -424,65 +442,160 @@ func (r *Cloud) clusterFits(ctx context.Context, req providers.PlaceRequest, dc 
 }
 
 // placeCluster places the group with one POST /v2/clusters in the data
-// center: every member pod runs the same start-up script, with the
-// cluster's bootstrap token, and its agent claims its rank with the pod's
-// id. The members are read from GET /v2/clusters/{id}/pods.
+// center, or adopts the cluster of that name an earlier call created:
+// every member pod runs the same start-up script, with the cluster's
+// bootstrap token, and its agent claims its rank with the pod's id. The
+// members are read from GET /v2/clusters/{id}/pods and awaited until each
+// has its rank and overlay address (see members); a wait that runs out
+// keeps the cluster and answers ErrTransient.
 func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (providers.Group, error) {
-	if err := r.registerKeys(ctx, req.SSHKeys); err != nil {
+	cl, err := r.clusterNamed(ctx, req.GroupName)
+	if err != nil {
 		return providers.Group{}, err
+	}
+	if cl.ID == "" {
+		if cl, err = r.createGroupCluster(ctx, req, dc, n, gpu); err != nil {
+			return providers.Group{}, r.withRollback(ctx, req.GroupName, dc, err)
+		}
+	}
+	if cl.DataCenterID != nil && *cl.DataCenterID != "" && *cl.DataCenterID != dc {
+		return providers.Group{}, r.withRollback(ctx, req.GroupName, dc, &providers.Error{Class: providers.ErrNoCapacity, Provider: Name,
+			Op: opPlace, Location: dc, Message: fmt.Sprintf("cluster %s was placed in %s, not %s", cl.ID, *cl.DataCenterID, dc)})
+	}
+	byRank, err := r.members(ctx, cl.ID, req.Count)
+	var pending *membersPending
+	switch {
+	case errors.As(err, &pending):
+		// A state the description allows: nothing is rolled back.
+		return providers.Group{}, &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opPlace, Location: dc,
+			Message: pending.Error()}
+	case err != nil:
+		return providers.Group{}, r.withRollback(ctx, req.GroupName, dc, err)
+	}
+	g := providers.Group{Provider: Name, Name: req.GroupName, Location: dc}
+	for i := 0; i < req.Count; i++ {
+		g.Nodes = append(g.Nodes, node(byRank[i], i))
+	}
+	return g, nil
+}
+
+// createGroupCluster sends the one POST /v2/clusters for the group.
+func (r *Cloud) createGroupCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (Cluster, error) {
+	if err := r.registerKeys(ctx, req.SSHKeys); err != nil {
+		return Cluster{}, err
 	}
 	image, ports := r.container(req)
 	w := req.Workload()
 	w.Image = image
 	script, err := bootstrap.GroupScript(r.cfg.Agent, bootstrap.Foreground, req.Agent.ServerURL, req.Agent.Token, EnvPodID, w)
 	if err != nil {
-		return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc, Message: err.Error()}
+		return Cluster{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc, Message: err.Error()}
 	}
-	cr := CreateClusterRequest{Name: req.GroupName, Type: "APPLICATION",
+	return r.createCluster(ctx, CreateClusterRequest{Name: req.GroupName, Type: "APPLICATION",
 		Compute:       ClusterCompute{GPUTypeID: gpu, GPUCountPerPod: n, PodCount: req.Count},
 		DataCenterIDs: []string{dc}, StartSSH: true, Image: image, Args: ContainerArgs(script), Disk: r.cfg.DiskGB,
-		Ports: ports, Env: map[string]string{EnvGroup: req.GroupName}}
-	cl, err := r.createCluster(ctx, cr)
-	if err == nil && cl.DataCenterID != nil && *cl.DataCenterID != "" && *cl.DataCenterID != dc {
-		err = &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: dc,
-			Message: fmt.Sprintf("cluster %s was placed in %s, not %s", cl.ID, *cl.DataCenterID, dc)}
+		Ports: ports, Env: map[string]string{EnvGroup: req.GroupName}})
+}
+
+// withRollback deletes whatever the group holds after a placement failed
+// and returns the failure (with the data center where it has none).
+func (r *Cloud) withRollback(ctx context.Context, group, dc string, err error) error {
+	var pe *providers.Error
+	if errors.As(err, &pe) && pe.Location == "" {
+		pe.Location = dc
 	}
-	var members []Pod
-	if err == nil {
+	if rb := r.rollback(ctx, group); rb != nil {
+		return errors.Join(err, rb)
+	}
+	return err
+}
+
+// membersPending is a cluster whose members are not all ranked and
+// addressed yet when the placement's wait ran out.
+type membersPending struct {
+	cluster string
+	missing string
+}
+
+func (e *membersPending) Error() string {
+	return fmt.Sprintf("cluster %s is still provisioning: %s (RunPod assigns ranks and overlay addresses during provisioning)", e.cluster, e.missing)
+}
+
+// members reads the cluster's member pods until every rank 0..count-1 is
+// assigned, each to one pod with its overlay address, waiting with
+// backoff for at most MemberWait (on the adapter's clock). A member listed
+// without a rank or an address is a state the description allows
+// ("null until the index is assigned during provisioning", "omitted until
+// the address is assigned"), never read as rank 0 or as no address.
+func (r *Cloud) members(ctx context.Context, clusterID string, count int) (map[int]Pod, error) {
+	wait, waited := r.cfg.Backoff, time.Duration(0)
+	for {
 		var out struct {
 			Pods []Pod `json:"pods"`
 		}
-		err = r.c.do(ctx, opPlace, http.MethodGet, pathClusters+"/"+url.PathEscape(cl.ID)+"/pods", nil, &out)
-		members = out.Pods
-	}
-	g := providers.Group{Provider: Name, Name: req.GroupName, Location: dc}
-	if err == nil {
-		byRank := map[int]Pod{}
-		for _, p := range members {
-			if p.Cluster != nil && p.Cluster.Rank >= 0 && p.Cluster.Rank < req.Count {
-				byRank[p.Cluster.Rank] = p
-			}
+		if err := r.c.do(ctx, opPlace, http.MethodGet, pathClusters+"/"+url.PathEscape(clusterID)+"/pods", nil, &out); err != nil {
+			return nil, err
 		}
-		for i := 0; i < req.Count && err == nil; i++ {
-			p, ok := byRank[i]
-			if !ok {
-				err = &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opPlace, Location: dc,
-					Message: fmt.Sprintf("cluster %s lists no pod of rank %d yet", cl.ID, i)}
-			}
-			g.Nodes = append(g.Nodes, node(p, i))
+		byRank, missing := ranked(out.Pods, count)
+		if missing == "" {
+			return byRank, nil
+		}
+		if waited >= r.cfg.MemberWait {
+			return nil, &membersPending{cluster: clusterID, missing: missing}
+		}
+		d := min(wait, r.cfg.MemberWait-waited)
+		if err := r.c.sleep(ctx, d); err != nil {
+			return nil, err
+		}
+		waited += d
+		wait = min(2*wait, 15*time.Second)
+	}
+}
+
+// ranked indexes alive members by rank; missing says what is not assigned
+// yet ("" when every rank has its pod and address).
+func ranked(pods []Pod, count int) (map[int]Pod, string) {
+	byRank := map[int]Pod{}
+	unranked := 0
+	for _, p := range pods {
+		if !alive(p) || p.Cluster == nil {
+			continue
+		}
+		i, ok := index(p)
+		if !ok {
+			unranked++
+			continue
+		}
+		if i < count {
+			byRank[i] = p
 		}
 	}
+	for i := 0; i < count; i++ {
+		p, ok := byRank[i]
+		switch {
+		case !ok && unranked > 0:
+			return nil, fmt.Sprintf("%d member(s) have no rank yet", unranked)
+		case !ok:
+			return nil, fmt.Sprintf("no member of rank %d is listed yet", i)
+		case p.Cluster.IP == nil || *p.Cluster.IP == "":
+			return nil, fmt.Sprintf("the member of rank %d has no overlay address yet", i)
+		}
+	}
+	return byRank, ""
+}
+
+// clusterNamed is the account's Instant Cluster named name (zero when none).
+func (r *Cloud) clusterNamed(ctx context.Context, name string) (Cluster, error) {
+	cls, err := r.clusters(ctx, opPlace)
 	if err != nil {
-		var pe *providers.Error
-		if errors.As(err, &pe) && pe.Location == "" {
-			pe.Location = dc
-		}
-		if rb := r.rollback(ctx, req.GroupName); rb != nil {
-			return providers.Group{}, errors.Join(err, rb)
-		}
-		return providers.Group{}, err
+		return Cluster{}, err
 	}
-	return g, nil
+	for _, c := range cls {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return Cluster{}, nil
 }
 
 // createCluster creates one Instant Cluster. After a transient failure the
@@ -629,7 +742,10 @@ func (r *Cloud) pods(ctx context.Context, op string) (map[string][]Pod, error) {
 
 func index(p Pod) (int, bool) {
 	if p.Cluster != nil {
-		return p.Cluster.Rank, p.Cluster.Rank >= 0
+		if p.Cluster.Rank == nil {
+			return 0, false // not assigned yet: never read as rank 0
+		}
+		return *p.Cluster.Rank, *p.Cluster.Rank >= 0
 	}
 	v := p.Env[EnvIndex]
 	if v == "" {
@@ -744,11 +860,18 @@ func (r *Cloud) action(ctx context.Context, op, id, action string) error {
 
 // RestartNode restarts a running pod and starts a stopped one, on the same
 // host (a stopped pod keeps its machine assignment). A pod in ERROR is
-// ErrUnrecoverable; one still starting is ErrTransient.
+// ErrUnrecoverable; one still starting is ErrTransient; a member of an
+// Instant Cluster is ErrUnsupported (RunPod refuses pod actions on it).
 func (r *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error {
 	p, err := r.pod(ctx, opRestart, groupName, nodeID)
 	if err != nil {
 		return err
+	}
+	if p.Cluster != nil {
+		// The description: member pods "cannot be modified or deleted via
+		// the pod endpoints"; a restart there answers 409 for ever.
+		return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opRestart, Code: "unsupported",
+			Message: fmt.Sprintf("pod %s is a member of Instant Cluster %s, whose pods RunPod does not restart one by one", nodeID, p.Cluster.ID)}
 	}
 	switch p.Status {
 	case StatusRunning:

@@ -158,6 +158,7 @@ func TestPlaceGroup(t *testing.T) {
 	req := request("cl_a", "US-TX-3", 2)
 	// An operator's key already registered stays registered.
 	put, _ := http.NewRequest(http.MethodPut, e.url+"/v2/account/ssh-keys", strings.NewReader(`{"keys":["ssh-ed25519 AAAAoperator op@desk"]}`))
+	put.Header.Set("Content-Type", "application/json")
 	put.Header.Set("Authorization", "Bearer "+testKey)
 	if resp, err := http.DefaultClient.Do(put); err != nil || resp.StatusCode != 200 {
 		t.Fatal(err, resp)

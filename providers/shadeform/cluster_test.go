@@ -54,6 +54,9 @@ func TestClusterFixturesMatchTypesAndFake(t *testing.T) {
 		}
 		req, _ := http.NewRequest(method, e.url+"/v1"+path, &body)
 		req.Header.Set("X-API-KEY", testKey)
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -10,11 +10,21 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
+	"github.com/clusterdeck/clusterdeck/providers/providerstest"
 	"github.com/clusterdeck/clusterdeck/providers/shadeform"
 	"github.com/clusterdeck/clusterdeck/providers/shadeform/fake"
 )
 
 const testKey = "sf_secret_shadeform_key_0123456789"
+
+// description is Shadeform's published description (testdata/README.md says
+// where from): every exchange of every adapter test is checked against it.
+// It documents 200 answers only, so error answers are not checked.
+var description = func() *providerstest.Description {
+	d := providerstest.NewDescription("testdata/openapi.yaml")
+	d.UndocumentedErrors = true
+	return d
+}()
 
 // clock is the tests' time: Sleep moves it and records the waits.
 type clock struct {
@@ -65,7 +75,7 @@ func newEnv(t *testing.T, opts ...func(*shadeform.Config)) *env {
 	t.Helper()
 	clk := newClock()
 	f := fake.New(testKey, clk.Now)
-	srv := httptest.NewServer(f)
+	srv := httptest.NewServer(description.Check(t, f))
 	t.Cleanup(srv.Close)
 	cfg := shadeform.Config{APIKey: testKey, BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
 		Agent: bootstrap.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64", SHA256: strings.Repeat("ab", 32)}}

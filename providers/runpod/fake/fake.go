@@ -12,9 +12,9 @@
 // capacity 400), member pods with cluster{id, rank, ip} on a private
 // overlay, listed by GET /v2/pods only with includeClusterPods=true, GET
 // /v2/clusters/{id}/pods, and DELETE /v2/clusters/{id} deleting the
-// members with it. A member pod is not deleted or stopped on its own
-// (409); it restarts. The pod counts accepted are ClusterSizes: the API
-// does not publish them, and 2–8 is what other tools assume.
+// members with it. A member pod is not deleted, stopped, started or
+// restarted through the pod endpoints (409), as the description says. The pod counts
+// accepted are the description's podCount range, 2–250.
 //
 // Its lists are wrapped ({"pods": [...]}) and not paginated: REST v2
 // defines no pagination parameters.
@@ -64,10 +64,14 @@ type Server struct {
 	Broke bool
 	// BootDelay: create → RUNNING with SSH; StartDelay: start → RUNNING.
 	BootDelay, StartDelay time.Duration
+	// RankDelay: an Instant Cluster's member pods are listed with
+	// "rank": null and no "ip" for this long after the create, as the
+	// description allows ("null until the index is assigned during
+	// provisioning"; "omitted until the address is assigned").
+	RankDelay time.Duration
 	// ClusterCaps are the (GPU, data center) pairs that sell Instant
-	// Clusters; ClusterSizes the pod counts a cluster may have.
-	ClusterCaps  map[Cap]bool
-	ClusterSizes []int
+	// Clusters.
+	ClusterCaps map[Cap]bool
 	// ClusterPrices is the per-GPU secure price the catalog answers for
 	// product=CLUSTER where it differs from the pods' (GraphQL's
 	// clusterPrice is its own field).
@@ -96,6 +100,10 @@ type pod struct {
 	runpod.Pod
 	created, readyAt time.Time
 	num              int
+	// rank and ip are an Instant Cluster member's, shown from rankAt on.
+	rank   int
+	ip     string
+	rankAt time.Time
 }
 
 // Catalog is the spec's GPU type example plus an H100 type.
@@ -115,8 +123,7 @@ func Catalog() ([]runpod.GpuType, map[string]string) {
 func New(key string, now func() time.Time) *Server {
 	gpus, dcs := Catalog()
 	return &Server{Key: key, Now: now, GPUs: gpus, DCs: dcs, Stock: map[Cap]int{}, ClusterCaps: map[Cap]bool{},
-		ClusterSizes: []int{2, 3, 4, 5, 6, 7, 8},
-		BootDelay:    3 * time.Minute, StartDelay: time.Minute, PerMinute: 60}
+		BootDelay: 3 * time.Minute, StartDelay: time.Minute, RankDelay: 20 * time.Second, PerMinute: 60}
 }
 
 // Inject queues scripted answers.
@@ -221,6 +228,10 @@ func actions(status string) []string {
 // a third starting, a third RUNNING without the SSH endpoint (as observed
 // on the live API), then RUNNING with it.
 func (s *Server) advance(p *pod) {
+	if p.Cluster != nil && p.Cluster.Rank == nil && !s.Now().Before(p.rankAt) {
+		rank, ip := p.rank, p.ip
+		p.Cluster.Rank, p.Cluster.IP = &rank, &ip
+	}
 	if p.readyAt.IsZero() {
 		return
 	}
@@ -334,7 +345,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	case path == "/v2/catalog/gpus" && r.Method == http.MethodGet:
 		s.listGPUs(w, r)
 	case path == "/v2/account/ssh-keys" && r.Method == http.MethodGet:
-		s.reply(w, 200, map[string][]string{"keys": s.keys})
+		s.reply(w, 200, map[string][]string{"keys": append([]string{}, s.keys...)})
 	case path == "/v2/account/ssh-keys" && r.Method == http.MethodPut:
 		var in struct {
 			Keys []string `json:"keys"`
@@ -344,7 +355,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.keys = in.Keys
-		s.reply(w, 200, map[string][]string{"keys": s.keys})
+		s.reply(w, 200, map[string][]string{"keys": append([]string{}, s.keys...)})
 	case path == "/v2/pods" && r.Method == http.MethodGet:
 		members := r.URL.Query().Get("includeClusterPods") == "true"
 		out := []runpod.Pod{}
@@ -603,7 +614,7 @@ func (s *Server) cluster(c *runpod.Cluster) runpod.Cluster {
 		s.advance(p)
 		out.Pods.Total++
 		out.Pods.ByStatus[p.Status]++
-		if p.Cluster.Rank == 0 {
+		if p.Cluster.Rank != nil && *p.Cluster.Rank == 0 {
 			out.Primary = &struct {
 				PodID       string  `json:"podId"`
 				Status      string  `json:"status"`
@@ -649,7 +660,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, 400, fmt.Sprintf("gpuCountPerPod %d exceeds the maximum of %d for this GPU type", c.GPUCountPerPod, s.GPUs[k].MaxCount.Secure))
 		return
 	}
-	if !slices.Contains(s.ClusterSizes, c.PodCount) {
+	if c.PodCount < runpod.ClusterMinPods || c.PodCount > runpod.ClusterMaxPods {
 		s.problem(w, 400, fmt.Sprintf("podCount %d is not a supported cluster size", c.PodCount))
 		return
 	}
@@ -699,15 +710,31 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	for rank := 0; rank < c.PodCount; rank++ {
 		p := s.newPod(runpod.CreatePodRequest{Name: fmt.Sprintf("%s-%d", in.Name, rank), Image: in.Image, Args: in.Args, Disk: in.Disk,
 			Ports: in.Ports, Env: in.Env, GPU: &runpod.GPUConfig{ID: c.GPUTypeID, Count: c.GPUCountPerPod}}, dc, k)
-		ip := fmt.Sprintf("10.%d.0.%d", octet, rank+2)
-		p.Cluster = &runpod.PodCluster{ID: cl.ID, Rank: rank, IP: &ip}
-		if rank == 0 {
-			role := "primary"
-			p.Cluster.Role = &role
+		p.rank, p.ip, p.rankAt = rank, fmt.Sprintf("10.%d.0.%d", octet, rank+2), s.Now().Add(s.RankDelay)
+		p.Cluster = &runpod.PodCluster{ID: cl.ID}
+		s.advance(p) // a RankDelay of 0 assigns at once
+		if role := memberRole(cl.Type, rank); role != "" {
+			p.Cluster.Role = &role // the description: omitted for TRAINING and APPLICATION members
 		}
 	}
 	s.ccreates = append(s.ccreates, in)
 	s.reply(w, 201, s.cluster(cl))
+}
+
+// memberRole is the description's PodClusterRole of a member: SLURM and RAY
+// clusters assign one (rank 0 leads), the others none.
+func memberRole(typ string, rank int) string {
+	switch {
+	case typ == "SLURM" && rank == 0:
+		return "SLURM_CONTROLLER"
+	case typ == "SLURM":
+		return "SLURM_COMPUTE"
+	case typ == "RAY" && rank == 0:
+		return "RAY_HEAD"
+	case typ == "RAY":
+		return "RAY_WORKER"
+	}
+	return ""
 }
 
 func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
@@ -722,8 +749,10 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
 		s.problem(w, 422, "Request validation failed.", "$.action: value must be one of 'start', 'stop', 'restart', 'terminate'")
 		return
 	}
-	if p.Cluster != nil && in.Action != "restart" {
-		s.problem(w, 409, fmt.Sprintf("pod %s belongs to cluster %s: its pods are not stopped, started or terminated one by one", p.ID, p.Cluster.ID))
+	if p.Cluster != nil {
+		// The description: member pods "cannot be modified or deleted via
+		// the pod endpoints".
+		s.problem(w, 409, fmt.Sprintf("pod %s is a member of cluster %s: member pods cannot be modified through the pod endpoints", p.ID, p.Cluster.ID))
 		return
 	}
 	if !slices.Contains(p.Actions, in.Action) {

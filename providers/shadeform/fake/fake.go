@@ -42,6 +42,9 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers/shadeform"
 )
 
+// NotDeleted is deleted_at of an instance that is not deleted.
+const NotDeleted = "0001-01-01T00:00:00Z"
+
 // Cap is a (cloud, shade instance type, region) triple.
 type Cap struct{ Cloud, Type, Region string }
 
@@ -507,6 +510,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	inst.SSHUser, inst.Status, inst.CostEstimate, inst.HourlyPrice = "shadeform", shadeform.StatusCreating, "0.0", t.HourlyPrice
 	inst.SSHKeyID, inst.LaunchConfiguration, inst.Tags = in.SSHKeyID, in.LaunchConfiguration, in.Tags
 	inst.CreatedAt = now.UTC().Format(time.RFC3339)
+	// deleted_at is required and a date-time in the description: an
+	// instance not deleted carries the zero time, as Go services send it.
+	inst.DeletedAt = NotDeleted
 	inst.BootTime = t.BootTime
 	if s.instances == nil {
 		s.instances = map[string]*instance{}
@@ -525,7 +531,7 @@ func (s *Server) clusterTypes(w http.ResponseWriter) {
 			continue
 		}
 		t := s.Types[k]
-		t.Availability = nil
+		t.Availability = []shadeform.Availability{} // required, not nullable: the cluster's own availability says it
 		out = append(out, shadeform.ClusterType{Cloud: o.Cloud, NumInstances: o.NumInstances, ClusterType: t,
 			Availability: shadeform.ClusterAvailability{Region: o.Region, DisplayName: Regions[o.Region],
 				Available: s.Capacity[Cap{o.Cloud, o.Type, o.Region}] >= o.NumInstances}})
@@ -626,6 +632,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		}
 		inst.SSHUser, inst.Status, inst.CostEstimate, inst.HourlyPrice = "shadeform", shadeform.StatusCreating, "0.0", t.HourlyPrice
 		inst.SSHKeyID, inst.CreatedAt, inst.BootTime = in.SSHKeyID, now.UTC().Format(time.RFC3339), t.BootTime
+		inst.DeletedAt = NotDeleted
 		if s.instances == nil {
 			s.instances = map[string]*instance{}
 		}
