@@ -56,6 +56,10 @@ func TestTopUpsOffWithoutPayments(t *testing.T) {
 				if rec := app.apiGet("/v1/billing/balance", tok); !strings.Contains(rec.Body.String(), `"testMode":false`) {
 					t.Errorf("balance says test mode: %s", rec.Body)
 				}
+				op := operatorFor(t, app, app.signupAccount(fmt.Sprintf("op-%d@deck.example", len(name)), "Ops "+name))
+				if mode := doc(t, op.get("/admin/payments")).Find("[data-testid=payments-mode]").Text(); !strings.Contains(mode, "Invoice only") {
+					t.Errorf("operator's payments page says %q", mode)
+				}
 			})
 		}
 	})
