@@ -135,7 +135,9 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	if err != nil {
 		return views.BillingPage{}, err
 	}
-	bp.AutoRecharge = views.AutoRechargeSettings(form)
+	if !h.topUpsOff() { // no payment provider: no card to recharge
+		bp.AutoRecharge = views.AutoRechargeSettings(form)
+	}
 	budgets, err := h.budgetsForm(ctx, p.Org.ID, bp.Meta.CSRF)
 	if err != nil {
 		return views.BillingPage{}, err

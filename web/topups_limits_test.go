@@ -50,7 +50,8 @@ func TestTopUpsOffWithoutPayments(t *testing.T) {
 				rec := c.get("/billing")
 				d := doc(t, rec)
 				if rec.Code != http.StatusOK || d.Find("[data-testid=top-up-form]").Length() != 0 ||
-					d.Find("[data-testid=top-ups-off]").Length() != 1 || d.Find("[data-testid=test-mode-badge]").Length() != 0 {
+					d.Find("[data-testid=top-ups-off]").Length() != 1 || d.Find("[data-testid=test-mode-badge]").Length() != 0 ||
+					d.Find("[data-testid=auto-recharge]").Length() != 0 {
 					t.Errorf("billing page %d: offers a top-up or claims test mode", rec.Code)
 				}
 				if rec := app.apiGet("/v1/billing/balance", tok); !strings.Contains(rec.Body.String(), `"testMode":false`) {
@@ -88,6 +89,9 @@ func TestTopUpMaximum(t *testing.T) {
 		app.store.Limits.MaxTopUp = 100 * models.Micro
 		if l := label(); !strings.Contains(l, "$100.00") {
 			t.Errorf("form label %q does not show MAX_TOP_UP_USD", l)
+		}
+		if m := doc(t, c.get("/billing")).Find("[data-testid=auto-recharge-max]").Text(); m != "$100.00" {
+			t.Errorf("auto-recharge shows the maximum %q, want $100.00", m)
 		}
 		rec := c.post("/billing/top-ups", url.Values{"amount": {"100.01"}})
 		if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "$100.00") {
