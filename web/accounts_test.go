@@ -170,10 +170,17 @@ func TestSecureCookiesOffLocalhost(t *testing.T) {
 	app.signupAccount("ada@example.com", "Ada Labs")
 	req := httptest.NewRequest(http.MethodGet, "https://deck.example.com/login", nil)
 	rec := app.do(req)
+	names := map[string]bool{}
 	for _, ck := range rec.Result().Cookies() {
+		names[ck.Name] = true
 		if !ck.Secure {
 			t.Errorf("cookie %s not Secure over https on a real host", ck.Name)
 		}
+	}
+	// The log-in form sets its CSRF cookie: with no cookie at all the loop
+	// above would pass without checking anything (issue 22 item 10).
+	if !names[csrfCookie] {
+		t.Fatalf("the log-in page set no %s cookie (got %v): nothing was checked", csrfCookie, names)
 	}
 }
 
