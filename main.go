@@ -158,6 +158,13 @@ func closeDB(db *gorm.DB) {
 
 // serve runs the web server and the jobs until ctx is cancelled.
 func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	warnings, err := cfg.startupChecks()
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn(w)
+	}
 	db, err := openDB(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -184,6 +191,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	store.DefaultMarkup = cfg.DefaultMarkup
 	store.EnvMarkups = cfg.Markups
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {
@@ -193,10 +201,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	// One registry for /metrics: jobs and web each register their own metrics.
-	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	jobMetrics, err := jobs.NewMetrics(metrics)
+	metrics, jobMetrics, err := newMetrics()
 	if err != nil {
 		return err
 	}
@@ -234,7 +239,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
 			SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 			DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
-			TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
+			TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail,
+			MetricsToken: cfg.MetricsToken, MetricsLoopback: cfg.MetricsLoopback, TopUpsOff: cfg.InvoiceOnly,
 			Providers: cfg.Providers, ProviderSettings: cfg.providerSettings(),
 			SSHMachinesFile: cfg.SSHMachinesFile, SSHFileMachines: fileMachineRows(cloud.SSHFile)},
 		Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
@@ -280,6 +286,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	err = errors.Join(err, <-jobsDone, cloud.Wait(shutdown))
 	log.Info("stopped", "error", err)
 	return err
+}
+
+// newMetrics is the one registry /metrics serves (OP3): the Go runtime's
+// and the process's metrics and the jobs'; web registers its own on it.
+func newMetrics() (*prometheus.Registry, *jobs.Metrics, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := jobs.NewMetrics(reg)
+	return reg, m, err
 }
 
 func envName(cfg config) string {

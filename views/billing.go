@@ -16,6 +16,8 @@ type BillingPage struct {
 	HoursRemaining string
 	SpendThisMonth string
 	TestMode       bool
+	TopUpsOff      bool   // INVOICE_ONLY: no self-service top-ups (B9)
+	MaxTopUp       string // the largest top-up, like "$50,000.00" (MAX_TOP_UP_USD, B9)
 	Month          string // YYYY-MM shown
 	PrevMonth      string
 	NextMonth      string // "" for the current month

@@ -21,7 +21,8 @@ func (h *handler) apiBillingBalance(c echo.Context) error {
 		return err
 	}
 	out := api.BillingBalance{Balance: models.DecimalUSD(st.balance.Balance()), Accruing: models.DecimalUSD(st.balance.Accruing),
-		BurnRate: models.DecimalUSD(st.burn), SpendThisMonth: models.DecimalUSD(st.spend), Month: w.Month(), TestMode: h.Payments == nil}
+		BurnRate: models.DecimalUSD(st.burn), SpendThisMonth: models.DecimalUSD(st.spend), Month: w.Month(),
+		TestMode: h.Payments == nil && !h.topUpsOff()}
 	if st.burn > 0 {
 		hrs := float64(max(st.balance.Balance(), 0)) / float64(st.burn)
 		out.HoursRemaining = &hrs

@@ -118,7 +118,8 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 		return views.BillingPage{}, err
 	}
 	bp := views.BillingPage{Meta: h.meta(c, "Billing"), Balance: models.USD(st.balance.Balance()), BurnRate: models.USD(st.burn) + "/h",
-		HoursRemaining: hoursRemaining(st.balance.Balance(), st.burn), SpendThisMonth: models.USD(st.spend), TestMode: h.Payments == nil,
+		HoursRemaining: hoursRemaining(st.balance.Balance(), st.burn), SpendThisMonth: models.USD(st.spend),
+		TestMode: h.Payments == nil && !h.topUpsOff(), TopUpsOff: h.topUpsOff(), MaxTopUp: models.USD(h.Store.TopUpLimit()),
 		Month: w.Month(), PrevMonth: w.From.AddDate(0, -1, 0).Format("2006-01"),
 		Chart: spendChart(days, h.Store.Now()), Entries: ledgerRows(tx.rows), Carried: models.USD(tx.carried), Closing: models.USD(tx.closing),
 		CarriedFrom: w.From.Format("2006-01-02 15:04"), Current: w == models.MonthOf(h.Store.Now())}
@@ -138,7 +139,9 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	if err != nil {
 		return views.BillingPage{}, err
 	}
-	bp.AutoRecharge = views.AutoRechargeSettings(form)
+	if !h.topUpsOff() { // no payment provider: no card to recharge
+		bp.AutoRecharge = views.AutoRechargeSettings(form)
+	}
 	budgets, err := h.budgetsForm(ctx, p.Org.ID, bp.Meta.CSRF)
 	if err != nil {
 		return views.BillingPage{}, err
@@ -167,6 +170,9 @@ func (h *handler) showUsageLine(c echo.Context) error {
 // addFunds is POST /billing/top-ups (B4, B7): test mode credits at once;
 // with Stripe the buyer goes to Checkout and the webhook credits.
 func (h *handler) addFunds(c echo.Context) error {
+	if h.topUpsOff() {
+		return errTopUpsOff()
+	}
 	form := views.TopUpForm{Amount: trimForm(c, "amount")}
 	amount, err := models.ParseUSD(strings.TrimPrefix(form.Amount, "$"))
 	if err == nil {

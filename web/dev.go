@@ -19,14 +19,15 @@ import (
 // machine, so they answer loopback clients only: a development server that
 // is reachable from elsewhere does not hand out every organisation's mail.
 
-// localOnly refuses /dev/… requests that do not come from this machine, that
+// localOnly refuses /dev/… requests that do not come from this machine
+// (isLocal: a request forwarded by a proxy on this host does not), that
 // name another host than a loopback one (DNS rebinding: a page of
 // evil.example resolving to 127.0.0.1), or that a browser marks as sent from
-// another site (issue 11).
+// another site (issue 11, issue 20 item 13).
 func localOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if ip := net.ParseIP(c.RealIP()); ip == nil || !ip.IsLoopback() {
+		if !isLocal(r) {
 			return echo.NewHTTPError(http.StatusForbidden, "Development routes answer only on this machine (loopback).")
 		}
 		if !loopbackHost(r.Host) {

@@ -42,6 +42,7 @@ func (h *handler) middleware(e *echo.Echo) {
 	}))
 	e.Use(h.timeRequests) // outside Recover, so a panic is timed as its 500
 	e.Use(middleware.Recover())
+	e.Use(h.warnUntrustedForwarding)
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection:         "0",
 		ContentTypeNosniff:    "nosniff",

@@ -34,7 +34,9 @@ type Config struct {
 	TrustedProxies     []*net.IPNet // proxies whose X-Forwarded-For is believed (client IPs for throttling and audit)
 	SMTP               bool         // mail leaves by SMTP (SMTP_URL set); else the dev mailbox shows it
 	SalesEmail         string       // receives every new quote request (SALES_EMAIL; "" = models.DefaultSalesEmail)
-	MetricsToken       string       // bearer token for /metrics; "" = loopback clients only
+	MetricsToken       string       // bearer token for /metrics; "" = loopback clients only, and in production none but with MetricsLoopback
+	MetricsLoopback    bool         // production: /metrics answers direct loopback clients without a token (METRICS_LOOPBACK=1)
+	TopUpsOff          bool         // INVOICE_ONLY=1: no self-service top-ups; operators adjust balances
 	Providers          []string     // the GPU providers enabled by PROVIDERS (the admin's providers page)
 	// ProviderSettings is what the environment configures for each provider
 	// (OP1), shown on the providers page; keys never reach the web layer.
@@ -95,6 +97,7 @@ type handler struct {
 	renders         *renderCache      // offers answers by models.Pick stamp (offers.go)
 	mcp             echo.HandlerFunc  // /mcp: the MCP tools over this server's own API
 	webhookVersions sync.Map          // Stripe API versions other than ours already logged
+	forwardWarning  untrustedForwarding
 }
 
 // New builds the echo server with every route.
