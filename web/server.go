@@ -93,6 +93,7 @@ type handler struct {
 	assetURLs      map[string]string // asset name → versioned URL, for the layout
 	renders        *renderCache      // offers answers by models.Pick stamp (offers.go)
 	mcp            echo.HandlerFunc  // /mcp: the MCP tools over this server's own API
+	agentFiles     openFiles         // /agent/…: the served binary, opened once (agent_binary.go)
 }
 
 // New builds the echo server with every route.
