@@ -234,7 +234,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
 			SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 			DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
-			TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
+			TrustedProxies: cfg.TrustedProxies, MCPOrigins: cfg.MCPOrigins, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
 			Providers: cfg.Providers, ProviderSettings: cfg.providerSettings(),
 			SSHMachinesFile: cfg.SSHMachinesFile, SSHFileMachines: fileMachineRows(cloud.SSHFile)},
 		Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
@@ -243,11 +243,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if shared != nil {
 		handler = shared.middleware(handler)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	srv := web.HTTPServer(handler, web.DefaultTimeouts)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err

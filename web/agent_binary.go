@@ -59,6 +59,7 @@ func (h *handler) agentBinary(c echo.Context) error {
 		c.Response().Header().Set(echo.HeaderContentType, "application/octet-stream")
 		c.Response().Header().Set("Content-Disposition", `attachment; filename="`+agentapi.BinaryFile+`"`)
 		c.Response().Header().Set("ETag", `"`+bin.SHA256+`"`)
+		holdOpen(c, downloadWriteWindow) // tens of MB over a slow link outlive the server's write timeout
 		http.ServeContent(c.Response(), c.Request(), agentapi.BinaryFile, time.Time{}, io.NewSectionReader(f, 0, size))
 		return nil
 	}
