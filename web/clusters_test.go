@@ -645,5 +645,11 @@ func TestAPIQuoteOnStaleCatalog(t *testing.T) {
 			!strings.Contains(advice, "Try again") || strings.Contains(advice, "GPUs per machine") {
 			t.Errorf("quote on a stale catalog: %d %v", code, body)
 		}
+		// The dashboard's launch page says the same.
+		acc := app.signupAccount("stale-page@example.com", "Stale pages")
+		rec := app.login(acc).get("/clusters/new?offer=sim:h100x8&nodes=2")
+		if page := rec.Body.String(); rec.Code != http.StatusConflict || !strings.Contains(page, "being refreshed") || strings.Contains(page, "Pick another") {
+			t.Errorf("launch page on a stale catalog: %d %.500s", rec.Code, page)
+		}
 	})
 }
