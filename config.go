@@ -79,6 +79,7 @@ type config struct {
 	// points, by provider name): it wins over the providers page.
 	Markups        map[string]int
 	TrustedProxies []*net.IPNet // TRUSTED_PROXIES: comma list of CIDRs whose X-Forwarded-For is believed
+	MCPOrigins     []string     // MCP_ALLOWED_ORIGINS: origins besides BASE_URL's whose pages may call /mcp
 
 	HeartbeatLate  time.Duration // HEALTH_HEARTBEAT_LATE: an agent is late after this long without a heartbeat (default 3m)
 	UnhealthyAfter time.Duration // HEALTH_UNHEALTHY_AFTER: how long a machine's condition must hold (default 1m)
@@ -223,6 +224,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("TRUSTED_PROXIES: %q is not a CIDR like 10.0.0.0/8", cidr)
 		}
 		c.TrustedProxies = append(c.TrustedProxies, n)
+	}
+	for _, o := range strings.Split(get("MCP_ALLOWED_ORIGINS", ""), ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		n, ok := web.NormalizeOrigin(o)
+		if u, _ := url.Parse(o); !ok || u == nil || strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+			return c, fmt.Errorf("MCP_ALLOWED_ORIGINS: %q is not an origin like https://app.example.com", o)
+		}
+		c.MCPOrigins = append(c.MCPOrigins, n)
 	}
 	if c.SessionAuthKey, err = hexKey(getenv("SESSION_AUTH_KEY"), 32, 64); err != nil {
 		return c, fmt.Errorf("SESSION_AUTH_KEY: %w", err)

@@ -239,7 +239,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
 			SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 			DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
-			TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail,
+			TrustedProxies: cfg.TrustedProxies, MCPOrigins: cfg.MCPOrigins, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail,
 			MetricsToken: cfg.MetricsToken, MetricsLoopback: cfg.MetricsLoopback, TopUpsOff: cfg.InvoiceOnly,
 			Providers: cfg.Providers, ProviderSettings: cfg.providerSettings(),
 			SSHMachinesFile: cfg.SSHMachinesFile, SSHFileMachines: fileMachineRows(cloud.SSHFile)},
@@ -249,11 +249,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if shared != nil {
 		handler = shared.middleware(handler)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	srv := web.HTTPServer(handler, web.DefaultTimeouts)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err

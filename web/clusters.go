@@ -83,6 +83,9 @@ func (h *handler) newCluster(c echo.Context) error {
 	if errors.As(err, &nc) && nc.Reason == models.PrivateOfferExpired {
 		return echo.NewHTTPError(http.StatusConflict, "That private offer has expired. Request a new quote.")
 	}
+	if errors.As(err, &nc) && nc.Reason == models.CatalogStaleReason {
+		return echo.NewHTTPError(http.StatusConflict, "This offer's prices are being refreshed (its provider did not answer recently). Try again in a few minutes.")
+	}
 	if errors.As(err, &nc) {
 		return echo.NewHTTPError(http.StatusConflict, "That offer cannot start "+strconv.Itoa(nodes)+" machines now. Pick another on the offers page.")
 	}
