@@ -595,6 +595,9 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		if err != nil {
 			return err
 		}
+		if err := tx.quoteInEnv(ctx, q, p.EnvID); err != nil {
+			return err
+		}
 		if q.UsedByCluster != "" {
 			if !p.SharedQuote {
 				return ErrQuoteUsed

@@ -375,7 +375,7 @@ func (x Actions) DeleteVolume(ctx context.Context, id string) (Volume, error) {
 }
 
 // attachVolume is V2 inside a launch: the quote's existing volume (refused
-// when gone, elsewhere or attached to a live cluster) or, for a quote with
+// when gone, of another environment, elsewhere or attached to a live cluster) or, for a quote with
 // persistentGb, a new volume in the cluster's location, attached to c.
 func (s *Store) attachVolume(ctx context.Context, c Cluster, q Quote, actor string) (string, error) {
 	if q.VolumeID == "" {
@@ -398,6 +398,9 @@ func (s *Store) attachVolume(ctx context.Context, c Cluster, q Quote, actor stri
 	}
 	if err != nil {
 		return "", err
+	}
+	if v.EnvID != c.EnvID { // A3: a volume mounts on its own environment's clusters only
+		return "", FieldErrors{"volumeId": fmt.Sprintf("volume %s belongs to another environment; a cluster mounts a volume of its own environment only", v.Name)}
 	}
 	if err := volumeFits(v, q.Location); err != nil {
 		return "", err
