@@ -184,6 +184,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	store.DefaultMarkup = cfg.DefaultMarkup
 	store.EnvMarkups = cfg.Markups
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+	store.DefaultMaxVolumes, store.DefaultMaxVolumeGB = cfg.DefaultMaxVolumes, cfg.DefaultMaxVolumeGB
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {

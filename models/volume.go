@@ -260,7 +260,8 @@ func (s *Store) VolumeOfCluster(ctx context.Context, c Cluster) (*Volume, error)
 }
 
 // CreateVolume is V2's standalone volume: it bills from now at its
-// location's rate. The volume and its audit entry commit together.
+// location's rate. It passes a launch's admission (admitVolume: budget,
+// volume quota, balance). The volume and its audit entry commit together.
 func (x Actions) CreateVolume(ctx context.Context, in VolumeInput) (Volume, error) {
 	in.Name, in.Location = strings.TrimSpace(in.Name), strings.TrimSpace(in.Location)
 	fe := in.Validate()
@@ -276,6 +277,12 @@ func (x Actions) CreateVolume(ctx context.Context, in VolumeInput) (Volume, erro
 	}
 	var v Volume
 	err = x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		if err := tx.lockOrg(ctx, x.a.OrgID); err != nil {
+			return nil, err
+		}
+		if err := tx.admitVolume(ctx, x.a.OrgID, x.a.EnvID, 1, in.SizeGB, VolumeRate(loc.Location)); err != nil {
+			return nil, err
+		}
 		var err error
 		v, err = tx.insertVolume(ctx, x.a.OrgID, x.a.EnvID, in.Name, loc, in.SizeGB, VolumeRate(loc.Location), "", x.a.Name)
 		if err != nil {
@@ -307,8 +314,9 @@ func (x Actions) lockedVolume(ctx context.Context, tx *Store, id string) (Volume
 	return tx.VolumeForOrg(ctx, x.a.OrgID, id)
 }
 
-// GrowVolume makes a detached volume larger (V3): what it used at its old
-// size is written first, and the new size bills from now.
+// GrowVolume makes a detached volume larger (V3) once the growth passes a
+// launch's admission (admitVolume): what it used at its old size is
+// written first, and the new size bills from now.
 func (x Actions) GrowVolume(ctx context.Context, id string, sizeGB int) (Volume, error) {
 	var v Volume
 	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
@@ -326,6 +334,9 @@ func (x Actions) GrowVolume(ctx context.Context, id string, sizeGB int) (Volume,
 			return nil, err
 		} else if c != nil {
 			return nil, &VolumeAttachedError{Volume: v, ClusterID: c.ID, ClusterName: c.Name, Action: "grow"}
+		}
+		if err := tx.admitVolume(ctx, x.a.OrgID, v.EnvID, 0, sizeGB-v.SizeGB, v.GBHour); err != nil {
+			return nil, err
 		}
 		now := tx.Now()
 		if err := tx.meterVolume(ctx, v, now, now); err != nil {
@@ -381,6 +392,9 @@ func (s *Store) attachVolume(ctx context.Context, c Cluster, q Quote, actor stri
 	if q.VolumeID == "" {
 		if q.VolumeGB <= 0 {
 			return "", nil
+		}
+		if err := s.checkVolumeQuota(ctx, c.OrgID, 1, q.VolumeGB); err != nil {
+			return "", err
 		}
 		loc := VolumeLocation{Provider: q.Provider, Location: q.Location, LocationName: q.LocationName}
 		v, err := s.insertVolume(ctx, c.OrgID, c.EnvID, c.Name, loc, q.VolumeGB, q.VolumeGBHour, c.ID, actor)

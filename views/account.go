@@ -280,6 +280,8 @@ type AdminOrgRow struct {
 	ID, Name, Created    string
 	Members              int
 	MaxMachines, MaxGPUs string
+	MaxVolumes           string // live volumes; the default shown when not set
+	MaxVolumeGB          string // GB of live volumes together
 	Problems             map[string]string
 }
 
