@@ -74,6 +74,8 @@ type config struct {
 
 	DefaultMaxMachines int // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
 	DefaultMaxGPUs     int // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
+	DefaultMaxVolumes  int // DEFAULT_MAX_VOLUMES: live volumes of an organisation without its own quota (default 20)
+	DefaultMaxVolumeGB int // DEFAULT_MAX_VOLUME_GB: GB of live volumes together, likewise (default 100000)
 	DefaultMarkup      int // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)
 	// Markups is each provider's markup set by <P>_MARKUP_PERCENT (basis
 	// points, by provider name): it wins over the providers page.
@@ -186,6 +188,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.DefaultMaxGPUs, err = positiveInt(get("DEFAULT_MAX_GPUS", "512")); err != nil {
 		return c, fmt.Errorf("DEFAULT_MAX_GPUS: %w", err)
+	}
+	if c.DefaultMaxVolumes, err = positiveInt(get("DEFAULT_MAX_VOLUMES", "20")); err != nil {
+		return c, fmt.Errorf("DEFAULT_MAX_VOLUMES: %w", err)
+	}
+	if c.DefaultMaxVolumeGB, err = positiveInt(get("DEFAULT_MAX_VOLUME_GB", "100000")); err != nil {
+		return c, fmt.Errorf("DEFAULT_MAX_VOLUME_GB: %w", err)
 	}
 	if c.HeartbeatLate, err = positiveDuration(get("HEALTH_HEARTBEAT_LATE", "3m")); err != nil {
 		return c, fmt.Errorf("HEALTH_HEARTBEAT_LATE: %w", err)

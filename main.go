@@ -192,6 +192,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	store.EnvMarkups = cfg.Markups
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
 	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
+	store.DefaultMaxVolumes, store.DefaultMaxVolumeGB = cfg.DefaultMaxVolumes, cfg.DefaultMaxVolumeGB
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {

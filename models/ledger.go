@@ -135,7 +135,6 @@ func (s *Store) BurnRate(ctx context.Context, orgID string) (Money, error) {
 	if err != nil {
 		return 0, err
 	}
-	err = s.db.WithContext(ctx).Model(&Volume{}).Where("org_id = ? AND deleted_at IS NULL", orgID).
-		Select("COALESCE(SUM(size_gb * gb_hour), 0)").Scan(&volumes).Error
+	volumes, err = s.volumeBurn(ctx, orgID)
 	return machines + volumes, err
 }

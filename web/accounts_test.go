@@ -818,7 +818,7 @@ func TestAdminArea(t *testing.T) {
 		if rec.Code != 422 || doc(t, rec).Find(`[data-testid=problem-max_machines]`).Length() != 1 || doc(t, rec).Find(`input[name=max_machines]`).AttrOr("value", "") != "lots" {
 			t.Errorf("bad quota: %d %s", rec.Code, rec.Body)
 		}
-		if rec := oc.post("/admin/orgs/"+cust.org.ID+"/quota", url.Values{"max_machines": {"16"}, "max_gpus": {"128"}}); rec.Code != 303 {
+		if rec := oc.post("/admin/orgs/"+cust.org.ID+"/quota", url.Values{"max_machines": {"16"}, "max_gpus": {"128"}, "max_volumes": {"0"}, "max_volume_gb": {"0"}}); rec.Code != 303 {
 			t.Fatalf("quota: %d", rec.Code)
 		}
 		org, _ := app.store.OrgByID(ctx, cust.org.ID)
@@ -828,7 +828,7 @@ func TestAdminArea(t *testing.T) {
 		if acts := app.auditActions(cust.org.ID); !contains(acts, "org.quota_change") {
 			t.Errorf("quota change not in the customer's audit log: %v", acts)
 		}
-		if rec := oc.post("/admin/orgs/org_nope/quota", url.Values{"max_machines": {"1"}, "max_gpus": {"1"}}); rec.Code != 404 {
+		if rec := oc.post("/admin/orgs/org_nope/quota", url.Values{"max_machines": {"1"}, "max_gpus": {"1"}, "max_volumes": {"1"}, "max_volume_gb": {"1"}}); rec.Code != 404 {
 			t.Errorf("unknown org: %d", rec.Code)
 		}
 	})

@@ -363,6 +363,11 @@ func launchProblem(err error, problems map[string]string) bool {
 		if fe["sshKeyIds"] != "" {
 			problems["sshKeyIds"] = "choose your own SSH keys"
 		}
+		for _, k := range []string{"quoteId", "volumeId"} { // the form shows them with the quote
+			if fe[k] != "" && problems["quote"] == "" {
+				problems["quote"] = fe[k]
+			}
+		}
 	case errors.As(err, &pc):
 		problems["quote"] = "The locked price expired. Go back to the offers to lock a fresh price."
 	case errors.As(err, &qe):
