@@ -73,6 +73,13 @@ func (h *handler) devAdvanceClock(c echo.Context) error {
 			Message: "minutes must be a whole number from 0 to 10080.", Fields: map[string]string{"minutes": "0 to 10080"}}
 	}
 	now := h.FakeClock.Advance(time.Duration(minutes) * time.Minute)
+	// The catalog's prices age with the clock: refresh them at once, so a
+	// newcomer's offers do not vanish as stale after a move (O6).
+	if h.Jobs != nil && minutes > 0 {
+		if err := h.Jobs.RunNow(c.Request().Context(), "catalog"); err != nil {
+			h.Log.Warn("catalog refresh after moving the clock", "error", err)
+		}
+	}
 	return c.JSON(http.StatusOK, map[string]any{"now": now, "fake": true})
 }
 
