@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -66,6 +67,10 @@ func init() {
 // ClusterHour is the whole cluster's price per hour.
 func (p PrivateOffer) ClusterHour() Money { return p.MachineHour * int64(p.Nodes) }
 
+// LaunchPath is the dashboard's launch page for the private offer, at its
+// locked price (X9).
+func (p PrivateOffer) LaunchPath() string { return "/clusters/new?private=" + url.QueryEscape(p.ID) }
+
 // Live reports whether the offer can still be quoted at now.
 func (p PrivateOffer) Live(now time.Time) bool { return now.Before(p.ValidUntil) }
 
@@ -123,9 +128,9 @@ func (x Actions) CreatePrivateOffer(ctx context.Context, in PrivateOfferInput, n
 		if err := tx.EnqueueMail(ctx, Mail{Key: "private-offer:" + po.ID, To: to,
 			Subject: "Your private offer for " + po.shape() + " is ready",
 			Text: "Hello " + r.ContactName + ",\n\nAs agreed for your quote request " + r.ID + ", this offer is reserved for " +
-				"your organisation:\n\n" + po.summary() + "\nLaunch it from the offers page (it is marked as yours) or with " +
-				"privateOfferId " + po.ID + " in the API, until the end of " + po.ValidThrough() + " UTC:\n" +
-				n.BaseURL + "/offers?accelerator=" + po.Accelerator + "&nodes=" + fmt.Sprint(po.Nodes) + "\n"}); err != nil {
+				"your organisation:\n\n" + po.summary() + "\nLaunch your private offer, until the end of " + po.ValidThrough() + " UTC:\n" +
+				n.BaseURL + po.LaunchPath() + "\n\nIt is also marked as yours on the offers page, and the API takes it as privateOfferId " +
+				po.ID + ".\n"}); err != nil {
 			return nil, err
 		}
 		e := x.a.entry("private_offer.create", po.ID, r.ID+": "+po.shape()+" at $"+DecimalUSD(po.MachineHour)+"/machine-h until "+po.ValidThrough())

@@ -621,7 +621,7 @@ func capacityStatusText(st CapacityStatus) string {
 	case CapacityContacted:
 		return "Our sales team has been in touch with your contact to work out the details."
 	case CapacityQuoted:
-		return "We sent your contact a quote. Reply to it to go ahead, or to change what you asked for."
+		return "Your request is quoted: its private offer, at its locked price, is listed on this request's page (and marked as yours in the offers) as soon as it is made — launch it from there. Reply to our mail to change what you asked for."
 	case CapacityWon:
 		return "Your reserved capacity is agreed. Sales will confirm when the machines are ready for you."
 	case CapacityLost:

@@ -1,5 +1,7 @@
 package views
 
+import "strconv"
+
 // QuoteRequestForm is the request-a-quote form as typed (RQ1). Field names
 // match the form's input names and the keys of Problems.
 type QuoteRequestForm struct {
@@ -27,7 +29,9 @@ type QuoteRequestNewPage struct {
 	GPUCounts    []int
 	Fabrics      []string
 	MinDate      string // today, for the date input
-	FromOffer    string // the shape the offers page could not start now, when prefilled from it
+	FromOffer    string // the shape the offers page linked from, when prefilled from it
+	StartableIn  int    // locations where FromOffer can start now (0: it cannot)
+	OffersURL    string // the picker for FromOffer, when it can start somewhere
 	MaxNotes     int
 }
 
@@ -58,8 +62,16 @@ type QuoteRequestsPage struct {
 
 // QuoteRequestPage is /quote-requests/{id}.
 type QuoteRequestPage struct {
-	Meta Meta
-	R    QuoteRequestView
+	Meta   Meta
+	R      QuoteRequestView
+	Offers []QuoteRequestOffer // the private offers made for it (X9)
+}
+
+// QuoteRequestOffer is a private offer made for a request, as its customer
+// sees it on the request's page.
+type QuoteRequestOffer struct {
+	ID, Shape, Where, Price, ValidThrough, LaunchURL string
+	Live                                             bool
 }
 
 // AdminQuoteRequestsPage is the operators' inbox, /admin/quote-requests (RQ2).
@@ -102,4 +114,12 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// plural is a count with its noun: "1 location", "3 locations".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -135,10 +135,19 @@ func TestPrivateOfferFromInboxToLaunch(t *testing.T) {
 		if err := app.db.Take(&po).Error; err != nil || po.OrgID != cust.org.ID || po.MachineHour != 18_400_000 {
 			t.Fatalf("private offer %+v %v", po, err)
 		}
-		var mails int64
-		app.db.Model(&models.OutboxMail{}).Where("idempotency_key = ? AND to_addr = ?", "private-offer:"+po.ID, "ada@example.com").Count(&mails)
-		if mails != 1 {
-			t.Errorf("%d mails to the customer", mails)
+		var mail models.OutboxMail
+		if err := app.db.Where("idempotency_key = ? AND to_addr = ?", "private-offer:"+po.ID, "ada@example.com").Take(&mail).Error; err != nil {
+			t.Errorf("no mail to the customer: %v", err)
+		} else if !strings.Contains(mail.Text, "Launch your private offer") || !strings.Contains(mail.Text, "/clusters/new?private="+po.ID) {
+			t.Errorf("the mail does not link the private offer's launch:\n%s", mail.Text)
+		}
+		// The request's page says it is quoted and links the launch (issue 21 item 9).
+		rp := doc(t, app.login(cust).get("/quote-requests/"+id))
+		if st := rp.Find(`[data-testid=qr-status-text]`).Text(); strings.Contains(st, "sent your contact") {
+			t.Errorf("status text %q", st)
+		}
+		if href := rp.Find(`[data-testid=qr-launch-private]`).AttrOr("href", ""); href != "/clusters/new?private="+po.ID {
+			t.Errorf("the request's page links %q, want the private offer's launch", href)
 		}
 
 		// Theirs in the picker and the API; nobody else's.

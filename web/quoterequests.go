@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -90,6 +91,18 @@ func (h *handler) newQuoteRequest(c echo.Context) error {
 	nodes, gpus := atoi(q.Get("nodes")), atoi(q.Get("gpus_per_node")) // a whole size from an offer row
 	if slices.Contains(models.Accelerators, form.Accelerator) && nodes > 0 && gpus > 0 {
 		pg.FromOffer = views.Shape(nodes, gpus, form.Accelerator)
+		// Say so when the size can start now somewhere (RQ1): the link that
+		// brought the person here was one location's.
+		groups, err := h.Store.PickOffers(c.Request().Context(), models.OfferFilter{Accelerator: form.Accelerator, Nodes: nodes, GPUsPerNode: gpus})
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if g.Cheapest > 0 {
+				pg.StartableIn++
+			}
+		}
+		pg.OffersURL = fmt.Sprintf("/offers?accelerator=%s&nodes=%d&gpus_per_node=%d", url.QueryEscape(form.Accelerator), nodes, gpus)
 	}
 	return render(c, http.StatusOK, views.QuoteRequestNewView(pg))
 }
@@ -155,7 +168,21 @@ func (h *handler) showQuoteRequest(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.QuoteRequestDetailView(views.QuoteRequestPage{Meta: h.meta(c, "Quote request "+r.ID), R: quoteRequestView(r)}))
+	made, err := h.Store.PrivateOffersForRequest(c.Request().Context(), r.ID)
+	if err != nil {
+		return err
+	}
+	pg := views.QuoteRequestPage{Meta: h.meta(c, "Quote request "+r.ID), R: quoteRequestView(r)}
+	now := h.Store.Now()
+	for _, po := range made {
+		if po.OrgID != r.OrgID {
+			continue
+		}
+		pg.Offers = append(pg.Offers, views.QuoteRequestOffer{ID: po.ID, Shape: views.Shape(po.Nodes, po.GPUsPerNode, po.Accelerator),
+			Where: po.LocationName, Price: models.USD(po.ClusterHour()) + "/h", ValidThrough: po.ValidThrough(),
+			LaunchURL: po.LaunchPath(), Live: po.Live(now)})
+	}
+	return render(c, http.StatusOK, views.QuoteRequestDetailView(pg))
 }
 
 // apiFieldNames maps the models' form-named problems onto the body's names.

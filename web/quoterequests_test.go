@@ -103,6 +103,26 @@ func TestQuoteRequestPrefilledFromOffer(t *testing.T) {
 	})
 }
 
+// RQ1, issue 21 item 9: a size linked from one location that can start
+// now elsewhere is not said to be unable to start; the note links the
+// offers instead. A size nowhere sold still reads "cannot start right now".
+func TestQuoteRequestPrefillSaysWhatCanStart(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		c := app.login(app.signupAccount("ada@example.com", "Ada Labs"))
+		note := doc(t, c.get("/quote-requests/new?accelerator=H100_80GB&nodes=2&gpus_per_node=8&location=eu-west")).Find(`[data-testid=prefill-note]`)
+		if got := note.Text(); strings.Contains(got, "cannot start") || !strings.Contains(got, "can start now in 1 location") {
+			t.Errorf("a startable size's note = %q", got)
+		}
+		if href := note.Find(`[data-testid=prefill-offers]`).AttrOr("href", ""); href != "/offers?accelerator=H100_80GB&nodes=2&gpus_per_node=8" {
+			t.Errorf("offers link %q", href)
+		}
+		if got := doc(t, c.get("/quote-requests/new?accelerator=H100_80GB&nodes=40&gpus_per_node=8")).Find(`[data-testid=prefill-note]`).Text(); !strings.Contains(got, "cannot start right now") {
+			t.Errorf("a size nowhere startable: %q", got)
+		}
+	})
+}
+
 // Signed out, the link goes through log-in and comes back to the same form.
 func TestQuoteRequestFormAfterLogin(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
