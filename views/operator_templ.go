@@ -1620,7 +1620,7 @@ func AdminBalanceView(p AdminBalancePage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 144, "\" class=\"flex flex-wrap items-start gap-3 rounded-lg bg-white p-4 ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\" data-testid=\"adjust-form\"><input type=\"hidden\" name=\"_csrf\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 144, "\" class=\"flex flex-wrap items-start gap-3 rounded-lg bg-white p-4 ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\" data-testid=\"adjust-form\" data-confirm=\"Adjust this organisation's balance?\" data-confirm-detail=\"The amount and its reason are written to the organisation's ledger and audit log; a mistake needs another adjustment to undo.\" data-confirm-label=\"Adjust the balance\"><input type=\"hidden\" name=\"_csrf\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -282,3 +282,94 @@ func TestBrowserConfirmAfterRerender(t *testing.T) {
 		}
 	}
 }
+
+// Money inputs are guarded (issue 21 item 8): a top-up up to $1,000 goes as
+// typed; a larger one asks first, naming the amount, and nothing is
+// credited unless confirmed.
+func TestBrowserLargeTopUpAsks(t *testing.T) {
+	ctx := newBrowser(t)
+	app := newTestApp(t, openSQLite(t))
+	srv := httptest.NewServer(app.e)
+	defer srv.Close()
+	bg := context.Background()
+	acc := app.signupAccount("ada@example.com", "Ada Labs")
+	balance := func() models.Money {
+		b, err := app.store.Balance(bg, acc.org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	start := balance()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/login"),
+		chromedp.WaitVisible(`#login-form`),
+		chromedp.SetValue(`#email`, acc.user.Email),
+		chromedp.SetValue(`#password`, testPassword),
+		chromedp.Click(`#login-form button[type=submit]`),
+		chromedp.WaitVisible(`[data-testid=header-balance]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	topUp := func(amount string) {
+		t.Helper()
+		if err := chromedp.Do(ctx,
+			chromedp.Navigate(srv.URL+"/billing"),
+			chromedp.WaitVisible(`[data-testid=top-up-form] input[name=amount]`),
+			chromedp.SetValue(`[data-testid=top-up-form] input[name=amount]`, amount),
+			chromedp.Click(`[data-testid=add-funds]`),
+		); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dialogOpen := func() bool {
+		t.Helper()
+		isOpen, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.getElementById('confirm-dialog') && document.getElementById('confirm-dialog').open`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return isOpen
+	}
+	waitBalance := func(want models.Money) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for balance() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("balance %d, want %d", balance(), want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	topUp("20.00")
+	waitBalance(start + 20*models.Micro)
+	if dialogOpen() {
+		t.Fatal("a $20 top-up asked for a confirmation")
+	}
+
+	topUp("2500")
+	ok, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById('confirm-dialog').open`, chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil || !ok {
+		t.Fatalf("a $2,500 top-up asked nothing: %v", err)
+	}
+	title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid=confirm-title]').textContent`))
+	if err != nil || title != "Add $2,500.00 to the balance?" {
+		t.Errorf("dialog title %q (%v)", title, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-cancel]`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := balance(); got != start+20*models.Micro {
+		t.Fatalf("cancelled, yet the balance moved to %d", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=add-funds]`)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById('confirm-dialog').open`, chromedp.WithPollingTimeout(10*time.Second))); err != nil || !ok {
+		t.Fatalf("no dialog the second time: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitBalance(start + 2520*models.Micro)
+}

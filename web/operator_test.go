@@ -207,6 +207,10 @@ func TestAdminBalanceAuditAndJobs(t *testing.T) {
 		if token == "" {
 			t.Fatal("no form token")
 		}
+		// An adjustment asks before it is sent (issue 21 item 8).
+		if d.Find(`[data-testid=adjust-form]`).AttrOr("data-confirm", "") == "" {
+			t.Error("the balance adjustment form does not ask for a confirmation")
+		}
 		bad := url.Values{"amount": {"twelve"}, "reason": {"credit"}, "token": {token}}
 		if rec := oc.post("/admin/orgs/"+cust.org.ID+"/adjustments", bad); rec.Code != http.StatusUnprocessableEntity {
 			t.Errorf("bad amount: %d", rec.Code)

@@ -88,7 +88,7 @@ function currentForm(form) {
   var key = confirmKey(form);
   if (!key) return null;
   var found = null;
-  document.querySelectorAll("form[data-confirm]").forEach(function (f) {
+  document.querySelectorAll("form[data-confirm], form[data-confirm-over]").forEach(function (f) {
     if (!found && confirmKey(f) === key) found = f;
   });
   return found;
@@ -109,16 +109,28 @@ function confirmLost(dlg, ok) {
   dlg.returnValue = "";
   dlg.showModal();
 }
+// A form with data-confirm-over asks only when the number in its
+// data-confirm-field is above that amount (a large top-up), naming it.
+function confirmTitle(form) {
+  var over = form.getAttribute("data-confirm-over");
+  if (over === null) return form.getAttribute("data-confirm");
+  var field = form.elements[form.getAttribute("data-confirm-field") || "amount"];
+  var amount = field ? parseFloat(String(field.value).replace(/[$,\s]/g, "")) : NaN;
+  if (!(amount > parseFloat(over))) return null;
+  return "Add $" + amount.toFixed(2).replace(/\B(?=(\d{3})+(?!\d))/g, ",") + " to the balance?";
+}
 document.addEventListener("submit", function (ev) {
   var form = ev.target;
-  if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-confirm")) return;
+  if (!(form instanceof HTMLFormElement) || !(form.hasAttribute("data-confirm") || form.hasAttribute("data-confirm-over"))) return;
   if (form.dataset.confirmed === "true") { delete form.dataset.confirmed; return; }
+  var title = confirmTitle(form);
+  if (title === null) return; // under the amount that asks: sent as it is
   var dlg = document.getElementById("confirm-dialog");
   if (!dlg || typeof dlg.showModal !== "function") return; // the plain form posts
   ev.preventDefault();
   ev.stopPropagation();
   var submitter = ev.submitter || null;
-  dlg.querySelector("#confirm-title").textContent = form.getAttribute("data-confirm");
+  dlg.querySelector("#confirm-title").textContent = title;
   dlg.querySelector("#confirm-detail").textContent = form.getAttribute("data-confirm-detail") || "";
   var ok = dlg.querySelector("[data-testid=confirm-ok]");
   ok.hidden = false;
