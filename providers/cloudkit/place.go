@@ -44,8 +44,7 @@ func Check(provider, op, cloud string, req providers.PlaceRequest, o Offer) erro
 	case o.Refusal != nil:
 		return o.Refusal
 	case req.Volume != nil:
-		return &providers.Error{Class: providers.ErrUnsupported, Provider: provider, Op: op, Code: "unsupported",
-			Location: req.Location, Message: cloud + " cannot attach a persistent volume to a machine; launch without a volume"}
+		return Unsupported(provider, op, req.Location, cloud+" cannot attach a persistent volume to a machine; launch without a volume")
 	}
 	return nil
 }
@@ -54,4 +53,37 @@ func Check(provider, op, cloud string, req providers.PlaceRequest, o Offer) erro
 func Invalid(provider, op, location, format string, args ...any) error {
 	return &providers.Error{Class: providers.ErrValidation, Provider: provider, Op: op, Location: location,
 		Message: fmt.Sprintf(format, args...)}
+}
+
+// Unsupported is the refusal of what the cloud cannot do (ErrUnsupported).
+func Unsupported(provider, op, location, message string) error {
+	return &providers.Error{Class: providers.ErrUnsupported, Provider: provider, Op: op, Code: "unsupported",
+		Location: location, Message: message}
+}
+
+// NoPlaceNode is PlaceNode's refusal by a cloud that cannot promise a
+// machine added to a placed group, or put in a gone one's place with its
+// interconnect address (L10, X5): nothing is placed; the join fails and
+// the cluster stays as it was.
+func NoPlaceNode(provider, op, cloud, location string) error {
+	return Unsupported(provider, op, location,
+		cloud+" cannot add a machine to a placed group or replace one in place; launch a new cluster instead")
+}
+
+// Set is the allow-list of a configured list (nil: everything allowed).
+func Set(xs []string) map[string]bool {
+	if len(xs) == 0 {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// PerGPUHour turns a machine's price in cents per hour into micro-dollars
+// per GPU-hour, rounded up so that a machine is never sold below its price.
+func PerGPUHour(centsPerMachineHour int64, gpus int) int64 {
+	return (centsPerMachineHour*10_000 + int64(gpus) - 1) / int64(gpus)
 }

@@ -110,15 +110,7 @@ func New(cfg Config) (*Cloud, error) {
 	if err := cfg.Agent.Validate(); err != nil {
 		return nil, fmt.Errorf("lambda: %w", err)
 	}
-	c := newClient(cfg)
-	l := &Cloud{cfg: cfg, c: c}
-	if len(cfg.Regions) > 0 {
-		l.regions = map[string]bool{}
-		for _, r := range cfg.Regions {
-			l.regions[r] = true
-		}
-	}
-	return l, nil
+	return &Cloud{cfg: cfg, c: newClient(cfg), regions: cloudkit.Set(cfg.Regions)}, nil
 }
 
 // Name is "lambda".
@@ -166,9 +158,7 @@ func (l *Cloud) allowed(region string) bool { return l.regions == nil || l.regio
 func OfferID(instanceType, region string) string { return instanceType + "." + region }
 
 func offerFor(it InstanceType, r Region, available bool) providers.Offer {
-	// Cents per machine-hour → micro-dollars per GPU-hour, rounded up so a
-	// machine is never sold below its price.
-	perGPU := (it.PriceCentsPerHour*10_000 + int64(it.Specs.GPUs) - 1) / int64(it.Specs.GPUs)
+	perGPU := cloudkit.PerGPUHour(it.PriceCentsPerHour, it.Specs.GPUs)
 	return providers.Offer{
 		Provider: Name, OfferID: OfferID(it.Name, r.Name), Location: r.Name, LocationName: r.Description,
 		Interconnect: providers.Ethernet, MachineKind: providers.VM, Accelerator: accelerator(it.GPUDescription),
@@ -427,8 +417,7 @@ func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 // running and billing. The refusal is ErrUnsupported; only terminating
 // the group releases the machines (the stop job does that instead, B6).
 func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
-	return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: "StopNode", Code: "unsupported",
-		Message: "Lambda cannot stop a machine and start it again; terminate the cluster to release it"}
+	return cloudkit.Unsupported(Name, "StopNode", "", "Lambda cannot stop a machine and start it again; terminate the cluster to release it")
 }
 
 // PlaceNode is refused: a machine added to a running group, or put in a
@@ -437,8 +426,7 @@ func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 // launch cannot promise. The refusal is ErrUnsupported and launches
 // nothing; the join fails and the cluster stays as it was.
 func (l *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
-	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
-		Location: req.Location, Message: "Lambda cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
+	return providers.Node{}, cloudkit.NoPlaceNode(Name, opPlaceNode, "Lambda", req.Location)
 }
 
 // ReleaseNode terminates one machine of the group (POST

@@ -145,14 +145,7 @@ func New(cfg Config) (*Cloud, error) {
 	if cfg.MemberWait <= 0 {
 		cfg.MemberWait = 30 * time.Second
 	}
-	r := &Cloud{cfg: cfg, c: newClient(cfg)}
-	if len(cfg.DataCenters) > 0 {
-		r.allowed = map[string]bool{}
-		for _, dc := range cfg.DataCenters {
-			r.allowed[dc] = true
-		}
-	}
-	return r, nil
+	return &Cloud{cfg: cfg, c: newClient(cfg), allowed: cloudkit.Set(cfg.DataCenters)}, nil
 }
 
 // Name is "runpod".
@@ -773,8 +766,7 @@ func (r *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 // RunPod's pods can promise. The refusal is ErrUnsupported and creates
 // nothing; the join fails and the cluster stays as it was.
 func (r *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
-	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
-		Location: req.Location, Message: "RunPod cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
+	return providers.Node{}, cloudkit.NoPlaceNode(Name, opPlaceNode, "RunPod", req.Location)
 }
 
 // ReleaseNode deletes one pod of the group; the others are untouched. A

@@ -83,17 +83,6 @@ var _ providers.Provider = (*Cloud)(nil)
 var fleet = cloudkit.Fleet[Instance]{Provider: Name, Group: func(in Instance) string { return tag(in, TagGroup) },
 	Rank: index, Alive: alive, Node: node, Location: func(in Instance) string { return in.Region }}
 
-func set(xs []string) map[string]bool {
-	if len(xs) == 0 {
-		return nil
-	}
-	m := map[string]bool{}
-	for _, x := range xs {
-		m[x] = true
-	}
-	return m
-}
-
 // New returns the adapter for cfg.
 func New(cfg Config) (*Cloud, error) {
 	if strings.TrimSpace(cfg.APIKey) == "" {
@@ -105,7 +94,7 @@ func New(cfg Config) (*Cloud, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	return &Cloud{cfg: cfg, clouds: set(cfg.Clouds), regions: set(cfg.Regions), c: newClient(cfg)}, nil
+	return &Cloud{cfg: cfg, clouds: cloudkit.Set(cfg.Clouds), regions: cloudkit.Set(cfg.Regions), c: newClient(cfg)}, nil
 }
 
 // Name is "shadeform".
@@ -185,7 +174,7 @@ func offer(t InstanceType, a Availability) providers.Offer {
 	return providers.Offer{Provider: Name, Upstream: t.Cloud, OfferID: OfferID(t.Cloud, t.ShadeInstanceType, a.Region),
 		Location: a.Region, LocationName: name, Interconnect: providers.Ethernet, MachineKind: kind,
 		Accelerator: accelerator(t.Configuration), GPUsPerNode: int(n), VCPUs: t.Configuration.VCPUs,
-		MemoryGB: t.Configuration.MemoryInGB, PerGPUHourUSD: (t.HourlyPrice*10_000 + n - 1) / n,
+		MemoryGB: t.Configuration.MemoryInGB, PerGPUHourUSD: cloudkit.PerGPUHour(t.HourlyPrice, int(n)),
 		RootDiskGB: t.Configuration.StorageInGB, Available: a.Available, BootTime: boot, PublicIPs: true}
 }
 
@@ -423,8 +412,7 @@ func (s *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 // StopNode is refused with ErrUnsupported: Shadeform's API has no stop,
 // only restart and delete.
 func (s *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
-	return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: "StopNode", Code: "unsupported",
-		Message: "Shadeform cannot stop a machine and start it again; terminate the cluster to release it"}
+	return cloudkit.Unsupported(Name, "StopNode", "", "Shadeform cannot stop a machine and start it again; terminate the cluster to release it")
 }
 
 // PlaceNode is refused: a machine added to a placed group, or put in a
@@ -433,8 +421,7 @@ func (s *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 // ErrUnsupported and creates nothing; the join fails and the cluster stays
 // as it was.
 func (s *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
-	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
-		Location: req.Location, Message: "Shadeform cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
+	return providers.Node{}, cloudkit.NoPlaceNode(Name, opPlaceNode, "Shadeform", req.Location)
 }
 
 // ReleaseNode deletes one machine of the group; the others are untouched.
