@@ -1,19 +1,17 @@
 package lambda
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
-	"github.com/clusterdeck/clusterdeck/providers/httpx"
+	"github.com/clusterdeck/clusterdeck/providers/cloudkit"
 )
 
 // Documented pacing of the Lambda Cloud API v1: requests are "generally
@@ -32,25 +30,77 @@ type apiError struct {
 	Suggestion string `json:"suggestion,omitempty"`
 }
 
-// client speaks the HTTP side: authentication, the {"data": …} envelope,
-// pacing, error classification and retries of transient failures.
-type client struct {
-	base    string // e.g. https://cloud.lambda.ai (paths carry /api/v1)
-	key     string
-	http    *http.Client
-	now     func() time.Time
-	sleep   func(context.Context, time.Duration) error
-	retries int           // attempts after the first, for transient failures only
-	backoff time.Duration // first retry delay; doubles up to httpx.MaxBackoff
+// newClient configures the shared request loop for Lambda: Bearer
+// authentication, the {"data": …} envelope, the {"error": …} envelope and
+// its codes, a launch never resent after a transient failure (the caller
+// reconciles by name first), and the documented pacing.
+func newClient(cfg Config) *cloudkit.Client {
+	c := cloudkit.NewClient(Name, cfg.BaseURL, cfg.HTTPClient, cfg.Now, cfg.Sleep, cfg.Retries, cfg.Backoff)
+	c.Auth = func(h http.Header) { h.Set("Authorization", "Bearer "+cfg.APIKey) }
+	c.Decode, c.Refusal = data, refusal
+	c.Once = func(_, path string) bool { return path == pathLaunch }
+	c.Pacer = &pacer{now: c.Now, sleep: c.Sleep, requestEvery: cfg.RequestInterval, launchEvery: cfg.LaunchInterval}
+	return c
+}
 
+// data decodes the "data" member of a 2xx answer into out.
+func data(status int, body []byte, out any) error {
+	env := struct {
+		Data json.RawMessage `json:"data"`
+	}{}
+	if err := json.Unmarshal(body, &env); err != nil || len(env.Data) == 0 {
+		return fmt.Errorf("answer %d is not a {\"data\": …} envelope", status)
+	}
+	if err := json.Unmarshal(env.Data, out); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	return nil
+}
+
+// refusal reads the error envelope (a non-JSON error, a proxy's 502 page,
+// is classified by status alone); the suggestion joins the message.
+func refusal(op string, status int, body []byte) *providers.Error {
+	var env struct {
+		Error apiError `json:"error"`
+	}
+	_ = json.Unmarshal(body, &env)
+	e := &providers.Error{Class: classify(op, status, env.Error.Code, env.Error.Message), Code: env.Error.Code,
+		Message: cmp.Or(env.Error.Message, http.StatusText(status))}
+	if env.Error.Suggestion != "" {
+		e.Message += " (" + env.Error.Suggestion + ")"
+	}
+	return e
+}
+
+// pacer spaces requests so that at most one leaves per RequestInterval
+// and one launch per LaunchInterval (per account; one adapter per
+// process).
+type pacer struct {
+	now                       func() time.Time
+	sleep                     func(context.Context, time.Duration) error
 	requestEvery, launchEvery time.Duration // RequestInterval and LaunchInterval unless configured
 
-	// pace spaces requests so that at most one leaves per RequestInterval
-	// and one launch per LaunchInterval (per account; one adapter per
-	// process).
-	pace       sync.Mutex
+	mu         sync.Mutex
 	booked     []time.Time // send times of requests booked within the last RequestInterval or ahead
 	nextLaunch time.Time
+}
+
+// Wait books the request's slot and sleeps until it.
+func (c *pacer) Wait(ctx context.Context, _, path string) error {
+	return c.wait(ctx, path == pathLaunch)
+}
+
+// Answered: Lambda announces no budget on its answers.
+func (c *pacer) Answered(http.Header, *providers.Error) {}
+
+// Retry holds every launch back after a launch was refused as too early:
+// at least LaunchInterval, longer when Retry-After says so.
+func (c *pacer) Retry(_, path string, refusal *providers.Error, wait time.Duration) time.Duration {
+	if path == pathLaunch && refusal.Class == providers.ErrRateLimited {
+		wait = max(wait, c.launchEvery)
+		c.holdLaunches(wait)
+	}
+	return wait
 }
 
 // wait books the next free slot for a request (a launch when launch is
@@ -58,8 +108,8 @@ type client struct {
 // outside it, so a launch waiting its 12 s does not hold up the describe
 // calls meanwhile: they take the free slots around it, every request
 // RequestInterval away from every other.
-func (c *client) wait(ctx context.Context, launch bool) error {
-	c.pace.Lock()
+func (c *pacer) wait(ctx context.Context, launch bool) error {
+	c.mu.Lock()
 	now := c.now()
 	kept := c.booked[:0]
 	for _, b := range c.booked {
@@ -84,7 +134,7 @@ func (c *client) wait(ctx context.Context, launch bool) error {
 	if launch {
 		c.nextLaunch = at.Add(c.launchEvery)
 	}
-	c.pace.Unlock()
+	c.mu.Unlock()
 	if d := at.Sub(now); d > 0 {
 		return c.sleep(ctx, d)
 	}
@@ -92,117 +142,12 @@ func (c *client) wait(ctx context.Context, launch bool) error {
 }
 
 // holdLaunches pushes the next launch back by d: the upstream said it was too early.
-func (c *client) holdLaunches(d time.Duration) {
-	c.pace.Lock()
-	defer c.pace.Unlock()
+func (c *pacer) holdLaunches(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if t := c.now().Add(d); t.After(c.nextLaunch) {
 		c.nextLaunch = t
 	}
-}
-
-// do sends one request, retrying transient failures and rate limits with
-// backoff, and decodes the "data" member of a 2xx answer into out.
-func (c *client) do(ctx context.Context, op, method, path string, in, out any) error {
-	launch := path == "/api/v1/instance-operations/launch"
-	delay := c.backoff
-	for attempt := 0; ; attempt++ {
-		err := c.once(ctx, op, method, path, launch, in, out)
-		if err == nil {
-			return nil
-		}
-		var pe *providers.Error
-		if !errors.As(err, &pe) || attempt >= c.retries || !retryable(pe.Class) || (launch && pe.Class == providers.ErrTransient) {
-			// A launch is not blindly resent after a transient failure: it may
-			// have been carried out. The caller reconciles by name first.
-			return err
-		}
-		wait := httpx.Wait(delay, pe.RetryAfter)
-		if launch && pe.Class == providers.ErrRateLimited {
-			if wait < c.launchEvery {
-				wait = c.launchEvery
-			}
-			c.holdLaunches(wait)
-		}
-		if err := c.sleep(ctx, wait); err != nil {
-			return err
-		}
-		delay = httpx.NextBackoff(delay)
-	}
-}
-
-func retryable(class error) bool {
-	return class == providers.ErrTransient || class == providers.ErrRateLimited
-}
-
-// once sends one request.
-func (c *client) once(ctx context.Context, op, method, path string, launch bool, in, out any) error {
-	if err := c.wait(ctx, launch); err != nil {
-		return err
-	}
-	var body io.Reader
-	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("lambda %s: encode request: %w", op, err)
-		}
-		body = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return fmt.Errorf("lambda %s: %w", op, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Accept", "application/json")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		// Connection refused, reset, timeouts: the request may or may not
-		// have arrived. The message is the transport's, which never holds
-		// the Authorization header.
-		return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op, Message: err.Error()}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op, Message: "read answer: " + err.Error()}
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		if out == nil {
-			return nil
-		}
-		env := struct {
-			Data json.RawMessage `json:"data"`
-		}{}
-		if err := json.Unmarshal(data, &env); err != nil || len(env.Data) == 0 {
-			return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op,
-				Message: fmt.Sprintf("answer %d is not a {\"data\": …} envelope", resp.StatusCode)}
-		}
-		if err := json.Unmarshal(env.Data, out); err != nil {
-			return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op, Message: "decode answer: " + err.Error()}
-		}
-		return nil
-	}
-	var env struct {
-		Error apiError `json:"error"`
-	}
-	_ = json.Unmarshal(data, &env) // a non-JSON error (a proxy's 502 page) is classified by status alone
-	e := &providers.Error{Class: classify(op, resp.StatusCode, env.Error.Code, env.Error.Message), Provider: Name, Op: op,
-		Code: env.Error.Code, Message: env.Error.Message}
-	if e.Message == "" {
-		e.Message = http.StatusText(resp.StatusCode)
-	}
-	if env.Error.Suggestion != "" {
-		e.Message += " (" + env.Error.Suggestion + ")"
-	}
-	if e.Class == providers.ErrRateLimited {
-		e.RetryAfter = httpx.RetryAfter(resp.Header.Get("Retry-After"), c.now())
-	}
-	return e
 }
 
 // classify maps a documented error code (or, without one, the HTTP status)

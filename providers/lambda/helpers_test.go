@@ -2,7 +2,6 @@ package lambda_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,60 +9,24 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/fakekit"
 	"github.com/clusterdeck/clusterdeck/providers/lambda"
 	"github.com/clusterdeck/clusterdeck/providers/lambda/fake"
 )
 
 const testKey = "secret_lambda_key_0123456789abcdef"
 
-// clock is the tests' time: Sleep moves it instead of waiting, and records
-// every wait the adapter asked for.
-type clock struct {
-	mu    sync.Mutex
-	t     time.Time
-	slept []time.Duration
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	c.slept = append(c.slept, d)
-	return nil
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func (c *clock) Slept() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.slept...)
-}
+// newClock is the tests' time: Sleep moves it instead of waiting, and
+// records every wait the adapter asked for.
+func newClock() *fakekit.Clock { return fakekit.NewClock() }
 
 // env is an adapter talking to a fake Lambda on loopback.
 type env struct {
 	t     *testing.T
-	clk   *clock
+	clk   *fakekit.Clock
 	fake  *fake.Server
 	cloud *lambda.Cloud
 	url   string

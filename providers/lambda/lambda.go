@@ -23,11 +23,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
-	"github.com/clusterdeck/clusterdeck/providers/httpx"
+	"github.com/clusterdeck/clusterdeck/providers/cloudkit"
 )
 
 // Name is the provider's stable identifier, stored on offers and clusters.
@@ -82,31 +81,15 @@ func (c Config) String() string {
 // Cloud is the Lambda adapter. It is safe for concurrent use.
 type Cloud struct {
 	cfg     Config
-	c       *client
+	c       *cloudkit.Client
 	regions map[string]bool // allowed; nil = all
-
-	// A placement is many calls; placing, rolling back and terminating one
-	// group are serialised so that two callers (two overlapping job ticks)
-	// never launch a rank twice or launch into a group being terminated.
-	mu     sync.Mutex
-	groups map[string]*sync.Mutex
+	// A placement is many calls: one group's are serialised.
+	locks cloudkit.Locks
 }
 
-// lock holds group's lock until the returned func is called.
-func (l *Cloud) lock(group string) func() {
-	l.mu.Lock()
-	if l.groups == nil {
-		l.groups = map[string]*sync.Mutex{}
-	}
-	m, ok := l.groups[group]
-	if !ok {
-		m = &sync.Mutex{}
-		l.groups[group] = m
-	}
-	l.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
+// fleet is how Lambda's instances read: tagged with their group and rank.
+var fleet = cloudkit.Fleet[Instance]{Provider: Name, Group: func(in Instance) string { return in.Tag(TagGroup) },
+	Rank: index, Alive: alive, Node: node, Location: func(in Instance) string { return in.Region.Name }}
 
 var _ providers.Provider = (*Cloud)(nil)
 
@@ -118,23 +101,6 @@ func New(cfg Config) (*Cloud, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = httpx.NewClient()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = httpx.Sleep
-	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 4
-	} else if cfg.Retries < 0 {
-		cfg.Retries = 0
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = 2 * time.Second
-	}
 	if cfg.RequestInterval <= 0 {
 		cfg.RequestInterval = RequestInterval
 	}
@@ -144,16 +110,7 @@ func New(cfg Config) (*Cloud, error) {
 	if err := cfg.Agent.Validate(); err != nil {
 		return nil, fmt.Errorf("lambda: %w", err)
 	}
-	l := &Cloud{cfg: cfg, c: &client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: cfg.HTTPClient,
-		now: cfg.Now, sleep: cfg.Sleep, retries: cfg.Retries, backoff: cfg.Backoff,
-		requestEvery: cfg.RequestInterval, launchEvery: cfg.LaunchInterval}}
-	if len(cfg.Regions) > 0 {
-		l.regions = map[string]bool{}
-		for _, r := range cfg.Regions {
-			l.regions[r] = true
-		}
-	}
-	return l, nil
+	return &Cloud{cfg: cfg, c: newClient(cfg), regions: cloudkit.Set(cfg.Regions)}, nil
 }
 
 // Name is "lambda".
@@ -165,11 +122,11 @@ func (l *Cloud) Name() string { return Name }
 // per type (the same in every region), in micro-dollars per GPU-hour.
 func (l *Cloud) ListOffers(ctx context.Context) ([]providers.Offer, error) {
 	var types map[string]InstanceTypesItem
-	if err := l.c.do(ctx, opListOffers, http.MethodGet, pathInstanceTypes, nil, &types); err != nil {
+	if err := l.c.Do(ctx, opListOffers, http.MethodGet, pathInstanceTypes, nil, &types); err != nil {
 		return nil, err
 	}
 	var regions []Region
-	if err := l.c.do(ctx, opListOffers, http.MethodGet, pathRegions, nil, &regions); err != nil {
+	if err := l.c.Do(ctx, opListOffers, http.MethodGet, pathRegions, nil, &regions); err != nil {
 		return nil, err
 	}
 	names := make([]string, 0, len(types))
@@ -201,9 +158,7 @@ func (l *Cloud) allowed(region string) bool { return l.regions == nil || l.regio
 func OfferID(instanceType, region string) string { return instanceType + "." + region }
 
 func offerFor(it InstanceType, r Region, available bool) providers.Offer {
-	// Cents per machine-hour → micro-dollars per GPU-hour, rounded up so a
-	// machine is never sold below its price.
-	perGPU := (it.PriceCentsPerHour*10_000 + int64(it.Specs.GPUs) - 1) / int64(it.Specs.GPUs)
+	perGPU := cloudkit.PerGPUHour(it.PriceCentsPerHour, it.Specs.GPUs)
 	return providers.Offer{
 		Provider: Name, OfferID: OfferID(it.Name, r.Name), Location: r.Name, LocationName: r.Description,
 		Interconnect: providers.Ethernet, MachineKind: providers.VM, Accelerator: accelerator(it.GPUDescription),
@@ -223,9 +178,6 @@ func accelerator(desc string) string {
 	return strings.ReplaceAll(strings.TrimSpace(desc), " ", "_")
 }
 
-// nodeName is the instance name of the group's machine i (≤ 64 characters).
-func nodeName(group string, i int) string { return group + "-" + strconv.Itoa(i) }
-
 // PlaceGroup launches req.Count machines of one instance type in
 // req.Location, one launch per machine, paced one per 12 s. Machines already
 // tagged with the group are adopted (a retry after a crash launches only the
@@ -236,70 +188,42 @@ func (l *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 	if err != nil {
 		return providers.Group{}, err
 	}
-	defer l.lock(req.GroupName)()
+	defer l.locks.Lock(req.GroupName)()
 	live, err := l.instances(ctx, opLaunch)
 	if err != nil {
 		return providers.Group{}, err
 	}
-	have := map[int]Instance{}
-	for _, in := range live[req.GroupName] {
-		i, ok := index(in)
-		if !ok || !alive(in) {
-			continue
-		}
-		if in.InstanceType.Name != typ || in.Region.Name != req.Location || i >= req.Count {
-			return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch,
-				Code: "group-conflict", Location: req.Location, Message: fmt.Sprintf(
-					"group %s already has machine %s (%s in %s, rank %d), not part of %d × %s in %s",
-					req.GroupName, in.ID, in.InstanceType.Name, in.Region.Name, i, req.Count, typ, req.Location)}
-		}
-		have[i] = in
+	have, err := fleet.Adopt(live[req.GroupName], req.Count,
+		func(in Instance) bool { return in.InstanceType.Name == typ && in.Region.Name == req.Location },
+		func(in Instance, i int) error {
+			return cloudkit.Conflict(Name, opLaunch, req.Location, fmt.Sprintf(
+				"group %s already has machine %s (%s in %s, rank %d), not part of %d × %s in %s",
+				req.GroupName, in.ID, in.InstanceType.Name, in.Region.Name, i, req.Count, typ, req.Location))
+		})
+	if err != nil {
+		return providers.Group{}, err
 	}
 	if len(have) < req.Count {
 		if err := l.launchMissing(ctx, req, typ, have); err != nil {
-			if rb := l.rollback(ctx, req.GroupName); rb != nil {
-				return providers.Group{}, errors.Join(err, rb)
-			}
-			return providers.Group{}, err
+			return providers.Group{}, cloudkit.RolledBack(ctx, Name, req.GroupName, err, l.terminate)
 		}
 	}
-	g := providers.Group{Provider: Name, Name: req.GroupName, Location: req.Location}
-	for i := 0; i < req.Count; i++ {
-		g.Nodes = append(g.Nodes, node(have[i], i))
-	}
-	return g, nil
+	return fleet.Placed(req.GroupName, req.Location, have, req.Count), nil
 }
 
-// validate checks what Lambda would refuse, before anything is launched.
+// validate checks what Lambda would refuse, before anything is launched:
+// an instance's name has at most 64 characters, and a launch names one
+// SSH key.
 func (l *Cloud) validate(req providers.PlaceRequest) (string, error) {
-	bad := func(format string, args ...any) error {
-		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch, Location: req.Location,
-			Message: fmt.Sprintf(format, args...)}
-	}
 	typ, region, ok := strings.Cut(req.OfferID, ".")
-	switch {
-	case !ok || typ == "" || region == "":
-		return "", bad("offer %q is not <instance type>.<region>", req.OfferID)
-	case region != req.Location:
-		return "", bad("offer %s is sold in %s, not in %q", req.OfferID, region, req.Location)
-	case !l.allowed(region):
-		return "", bad("region %s is not enabled (LAMBDA_REGIONS)", region)
-	case req.Count < 1:
-		return "", bad("count %d: at least one machine", req.Count)
-	case req.GroupName == "" || len(nodeName(req.GroupName, req.Count-1)) > 64:
-		return "", bad("group name %q: 1 to 60 characters", req.GroupName)
-	case len(req.Agent.Tokens) != req.Count:
-		return "", bad("%d agent tokens for %d machines", len(req.Agent.Tokens), req.Count)
-	case l.cfg.SSHKeyName == "" && len(req.SSHKeys) == 0:
-		return "", bad("Lambda needs one SSH key per launch: none given and LAMBDA_SSH_KEY_NAME unset")
-	case req.Volume != nil:
-		// The adapter attaches no block volume to a machine (V4 needs one
-		// on the head), so a placement with one is refused before any
-		// launch rather than booted without it.
-		return "", &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opLaunch, Code: "unsupported",
-			Location: req.Location, Message: "Lambda cannot attach a persistent volume to a machine; launch without a volume"}
+	o := cloudkit.Offer{Parsed: ok && typ != "" && region != "", Form: "<instance type>.<region>", Sold: region, MaxName: 64}
+	if !l.allowed(region) {
+		o.Disabled = "region " + region + " is not enabled (LAMBDA_REGIONS)"
 	}
-	return typ, nil
+	if l.cfg.SSHKeyName == "" && len(req.SSHKeys) == 0 {
+		o.Refusal = cloudkit.Invalid(Name, opLaunch, req.Location, "Lambda needs one SSH key per launch: none given and LAMBDA_SSH_KEY_NAME unset")
+	}
+	return typ, cloudkit.Check(Name, opLaunch, "Lambda", req, o)
 }
 
 // launchMissing launches every rank not in have, adding what it launched.
@@ -307,7 +231,7 @@ func (l *Cloud) launchMissing(ctx context.Context, req providers.PlaceRequest, t
 	// Launch requests are rate-limited: ask the cheap catalog first, as
 	// Lambda advises, and refuse without launching when the region has none.
 	var types map[string]InstanceTypesItem
-	if err := l.c.do(ctx, opLaunch, http.MethodGet, pathInstanceTypes, nil, &types); err != nil {
+	if err := l.c.Do(ctx, opLaunch, http.MethodGet, pathInstanceTypes, nil, &types); err != nil {
 		return err
 	}
 	item, ok := types[typ]
@@ -335,7 +259,7 @@ func (l *Cloud) launchMissing(ctx context.Context, req providers.PlaceRequest, t
 			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opLaunch, Location: req.Location, Message: err.Error()}
 		}
 		lr := LaunchRequest{RegionName: req.Location, InstanceTypeName: typ, SSHKeyNames: []string{key},
-			Name: nodeName(req.GroupName, i), UserData: script,
+			Name: cloudkit.MemberName(req.GroupName, i), UserData: script,
 			Tags: []Tag{{Key: TagGroup, Value: req.GroupName}, {Key: TagIndex, Value: strconv.Itoa(i)}}}
 		if l.cfg.ImageFamily != "" {
 			lr.Image = &ImageSpec{Family: l.cfg.ImageFamily}
@@ -352,36 +276,32 @@ func (l *Cloud) launchMissing(ctx context.Context, req providers.PlaceRequest, t
 // launch launches one machine. After a transient failure the launch may
 // have happened: the group's machines are listed before launching again.
 func (l *Cloud) launch(ctx context.Context, req providers.PlaceRequest, lr LaunchRequest, i int) (Instance, error) {
-	for attempt := 0; ; attempt++ {
+	in, err := cloudkit.Create(ctx, l.c, func() (Instance, error) {
 		var out LaunchResponse
-		err := l.c.do(ctx, opLaunch, http.MethodPost, pathLaunch, lr, &out)
-		if err == nil {
-			if len(out.InstanceIDs) != 1 {
-				return Instance{}, &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opLaunch,
-					Message: fmt.Sprintf("launch answered %d instance ids for one machine", len(out.InstanceIDs))}
-			}
-			return Instance{ID: out.InstanceIDs[0], Name: lr.Name, Status: StatusBooting, Tags: lr.Tags}, nil
-		}
-		var pe *providers.Error
-		if !errors.As(err, &pe) || pe.Class != providers.ErrTransient || attempt >= l.cfg.Retries {
-			if errors.As(err, &pe) && pe.Location == "" {
-				pe.Location = req.Location
-			}
+		if err := l.c.Do(ctx, opLaunch, http.MethodPost, pathLaunch, lr, &out); err != nil {
 			return Instance{}, err
 		}
-		live, lerr := l.instances(ctx, opLaunch)
-		if lerr != nil {
-			return Instance{}, errors.Join(err, lerr)
+		if len(out.InstanceIDs) != 1 {
+			return Instance{}, &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opLaunch,
+				Message: fmt.Sprintf("launch answered %d instance ids for one machine", len(out.InstanceIDs))}
 		}
-		for _, in := range live[req.GroupName] {
-			if j, ok := index(in); ok && j == i && alive(in) {
-				return in, nil // the failed-looking launch went through
-			}
-		}
-		if err := l.c.sleep(ctx, l.cfg.Backoff<<attempt); err != nil {
-			return Instance{}, err
+		return Instance{ID: out.InstanceIDs[0], Name: lr.Name, Status: StatusBooting, Tags: lr.Tags}, nil
+	}, func() (Instance, bool, error) { return l.member(ctx, req.GroupName, i) })
+	return in, cloudkit.AtLocation(err, req.Location)
+}
+
+// member is the group's live machine of rank i, if any.
+func (l *Cloud) member(ctx context.Context, group string, i int) (Instance, bool, error) {
+	live, err := l.instances(ctx, opLaunch)
+	if err != nil {
+		return Instance{}, false, err
+	}
+	for _, in := range live[group] {
+		if j, ok := index(in); ok && j == i && alive(in) {
+			return in, true, nil
 		}
 	}
+	return Instance{}, false, nil
 }
 
 // sshKey returns the key name launches use: the configured one, or the
@@ -394,7 +314,7 @@ func (l *Cloud) sshKey(ctx context.Context, keys []string) (string, error) {
 	sum := sha256.Sum256([]byte(pub))
 	name := "clusterdeck-" + hex.EncodeToString(sum[:8])
 	var existing []SSHKey
-	if err := l.c.do(ctx, opLaunch, http.MethodGet, pathSSHKeys, nil, &existing); err != nil {
+	if err := l.c.Do(ctx, opLaunch, http.MethodGet, pathSSHKeys, nil, &existing); err != nil {
 		return "", err
 	}
 	for _, k := range existing {
@@ -403,51 +323,24 @@ func (l *Cloud) sshKey(ctx context.Context, keys []string) (string, error) {
 		}
 	}
 	var added SSHKey
-	if err := l.c.do(ctx, opLaunch, http.MethodPost, pathSSHKeys, SSHKey{Name: name, PublicKey: pub}, &added); err != nil {
+	if err := l.c.Do(ctx, opLaunch, http.MethodPost, pathSSHKeys, SSHKey{Name: name, PublicKey: pub}, &added); err != nil {
 		return "", err
 	}
 	return name, nil
-}
-
-// rollback terminates every machine of the group, so a failed placement
-// leaves nothing billed behind.
-func (l *Cloud) rollback(ctx context.Context, group string) error {
-	// The caller's context may be what failed; cleaning up must not.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	if err := l.terminate(ctx, group); err != nil {
-		return fmt.Errorf("lambda: roll back group %s: %w", group, err)
-	}
-	return nil
 }
 
 // instances lists every instance of the account (one call; the endpoint is
 // not paginated) by group tag.
 func (l *Cloud) instances(ctx context.Context, op string) (map[string][]Instance, error) {
 	var all []Instance
-	if err := l.c.do(ctx, op, http.MethodGet, pathInstances, nil, &all); err != nil {
+	if err := l.c.Do(ctx, op, http.MethodGet, pathInstances, nil, &all); err != nil {
 		return nil, err
 	}
-	by := map[string][]Instance{}
-	for _, in := range all {
-		if g := in.Tag(TagGroup); g != "" {
-			by[g] = append(by[g], in)
-		}
-	}
-	return by, nil
+	return fleet.ByGroup(all), nil
 }
 
 // index is the machine's rank from its tag (or, failing that, its name).
-func index(in Instance) (int, bool) {
-	v := in.Tag(TagIndex)
-	if v == "" {
-		if k := strings.LastIndexByte(in.Name, '-'); k >= 0 {
-			v = in.Name[k+1:]
-		}
-	}
-	i, err := strconv.Atoi(v)
-	return i, err == nil && i >= 0
-}
+func index(in Instance) (int, bool) { return cloudkit.Rank(in.Tag(TagIndex), in.Name) }
 
 // alive: the machine is not on its way out.
 func alive(in Instance) bool {
@@ -492,34 +385,7 @@ func (l *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[st
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]providers.Group{}
-	for _, name := range groupNames {
-		ins := by[name]
-		if len(ins) == 0 {
-			continue
-		}
-		g := providers.Group{Provider: Name, Name: name, Location: ins[0].Region.Name}
-		seen := map[int]int{} // rank → position in g.Nodes
-		for _, in := range ins {
-			i, ok := index(in)
-			if !ok {
-				continue
-			}
-			n := node(in, i)
-			if k, dup := seen[i]; dup {
-				// A rank launched again after a rollback: the live machine wins.
-				if g.Nodes[k].State == providers.NodeTerminated {
-					g.Nodes[k] = n
-				}
-				continue
-			}
-			seen[i] = len(g.Nodes)
-			g.Nodes = append(g.Nodes, n)
-		}
-		sort.Slice(g.Nodes, func(a, b int) bool { return g.Nodes[a].Index < g.Nodes[b].Index })
-		out[name] = g
-	}
-	return out, nil
+	return fleet.Describe(groupNames, by), nil
 }
 
 // RestartNode restarts one machine of the group (POST
@@ -528,7 +394,7 @@ func (l *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[st
 // the machine still boots) is ErrTransient.
 func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error {
 	var in Instance
-	err := l.c.do(ctx, opRestart, http.MethodGet, pathInstances+"/"+url.PathEscape(nodeID), nil, &in)
+	err := l.c.Do(ctx, opRestart, http.MethodGet, pathInstances+"/"+url.PathEscape(nodeID), nil, &in)
 	if err != nil {
 		return err
 	}
@@ -543,7 +409,7 @@ func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 	var out struct {
 		Restarted []Instance `json:"restarted_instances"`
 	}
-	return l.c.do(ctx, opRestart, http.MethodPost, pathRestart, InstanceIDs{InstanceIDs: []string{nodeID}}, &out)
+	return l.c.Do(ctx, opRestart, http.MethodPost, pathRestart, InstanceIDs{InstanceIDs: []string{nodeID}}, &out)
 }
 
 // StopNode is refused: Lambda's on-demand instances cannot be stopped
@@ -551,8 +417,7 @@ func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 // running and billing. The refusal is ErrUnsupported; only terminating
 // the group releases the machines (the stop job does that instead, B6).
 func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
-	return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: "StopNode", Code: "unsupported",
-		Message: "Lambda cannot stop a machine and start it again; terminate the cluster to release it"}
+	return cloudkit.Unsupported(Name, "StopNode", "", "Lambda cannot stop a machine and start it again; terminate the cluster to release it")
 }
 
 // PlaceNode is refused: a machine added to a running group, or put in a
@@ -561,8 +426,7 @@ func (l *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 // launch cannot promise. The refusal is ErrUnsupported and launches
 // nothing; the join fails and the cluster stays as it was.
 func (l *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
-	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
-		Location: req.Location, Message: "Lambda cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
+	return providers.Node{}, cloudkit.NoPlaceNode(Name, opPlaceNode, "Lambda", req.Location)
 }
 
 // ReleaseNode terminates one machine of the group (POST
@@ -570,9 +434,9 @@ func (l *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req 
 // machine Lambda no longer knows, of another group or already terminating,
 // is success.
 func (l *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error {
-	defer l.lock(groupName)()
+	defer l.locks.Lock(groupName)()
 	var in Instance
-	err := l.c.do(ctx, opReleaseNode, http.MethodGet, pathInstances+"/"+url.PathEscape(nodeID), nil, &in)
+	err := l.c.Do(ctx, opReleaseNode, http.MethodGet, pathInstances+"/"+url.PathEscape(nodeID), nil, &in)
 	switch {
 	case errors.Is(err, providers.ErrNotFound):
 		return nil
@@ -584,7 +448,7 @@ func (l *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error
 	var out struct {
 		Terminated []Instance `json:"terminated_instances"`
 	}
-	err = l.c.do(ctx, opReleaseNode, http.MethodPost, pathTerminate, InstanceIDs{InstanceIDs: []string{nodeID}}, &out)
+	err = l.c.Do(ctx, opReleaseNode, http.MethodPost, pathTerminate, InstanceIDs{InstanceIDs: []string{nodeID}}, &out)
 	if errors.Is(err, providers.ErrNotFound) {
 		return nil // gone meanwhile
 	}
@@ -594,7 +458,7 @@ func (l *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error
 // TerminateGroup terminates every live machine of the group in one call. A
 // group Lambda does not know, or machines already gone, are success.
 func (l *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
-	defer l.lock(groupName)()
+	defer l.locks.Lock(groupName)()
 	return l.terminate(ctx, groupName)
 }
 
@@ -616,13 +480,13 @@ func (l *Cloud) terminate(ctx context.Context, groupName string) error {
 	var out struct {
 		Terminated []Instance `json:"terminated_instances"`
 	}
-	err = l.c.do(ctx, opTerminate, http.MethodPost, pathTerminate, InstanceIDs{InstanceIDs: ids}, &out)
+	err = l.c.Do(ctx, opTerminate, http.MethodPost, pathTerminate, InstanceIDs{InstanceIDs: ids}, &out)
 	if !errors.Is(err, providers.ErrNotFound) {
 		return err
 	}
 	// One of them went meanwhile: terminate the rest one by one.
 	for _, id := range ids {
-		err := l.c.do(ctx, opTerminate, http.MethodPost, pathTerminate, InstanceIDs{InstanceIDs: []string{id}}, &out)
+		err := l.c.Do(ctx, opTerminate, http.MethodPost, pathTerminate, InstanceIDs{InstanceIDs: []string{id}}, &out)
 		if err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return err
 		}

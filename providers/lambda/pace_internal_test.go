@@ -13,7 +13,7 @@ import (
 func TestPacingSlots(t *testing.T) {
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	var slept []time.Duration
-	c := &client{now: func() time.Time { return now }, requestEvery: RequestInterval, launchEvery: LaunchInterval,
+	c := &pacer{now: func() time.Time { return now }, requestEvery: RequestInterval, launchEvery: LaunchInterval,
 		sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}
 	ctx := context.Background()
 	for _, launch := range []bool{true, true, false, false, true} {

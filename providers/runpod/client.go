@@ -1,12 +1,9 @@
 package runpod
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -15,124 +12,76 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
-	"github.com/clusterdeck/clusterdeck/providers/httpx"
+	"github.com/clusterdeck/clusterdeck/providers/cloudkit"
 )
 
-// client speaks the HTTP side: Bearer authentication, problem bodies, the
-// documented per-user rate-limit windows, and retries of transient failures.
-type client struct {
-	base    string // e.g. https://api.runpod.io (paths carry /v2)
-	key     string
-	http    *http.Client
-	now     func() time.Time
-	sleep   func(context.Context, time.Duration) error
-	retries int
-	backoff time.Duration
+// newClient configures the shared request loop for RunPod: Bearer
+// authentication, RFC 9457 problem bodies, a create (pod or Instant
+// Cluster) never resent after a transient failure (the caller reconciles
+// by name), and the documented per-user rate-limit windows.
+func newClient(cfg Config) *cloudkit.Client {
+	c := cloudkit.NewClient(Name, cfg.BaseURL, cfg.HTTPClient, cfg.Now, cfg.Sleep, cfg.Retries, cfg.Backoff)
+	c.Auth = func(h http.Header) { h.Set("Authorization", "Bearer "+cfg.APIKey) }
+	c.Refusal = refusal
+	c.Once = func(method, path string) bool {
+		return method == http.MethodPost && (path == pathPods || path == pathClusters)
+	}
+	c.Pacer = &windows{now: c.Now, sleep: c.Sleep}
+	return c
+}
 
-	// RunPod announces every window's remaining requests on every answer
-	// (RateLimit: "minute";r=0;t=12, ...); when one is spent, nothing is
-	// sent until it resets.
+// refusal reads a problem body (a proxy's HTML page is classified by
+// status alone); its code is the status.
+func refusal(op string, status int, body []byte) *providers.Error {
+	var p Problem
+	_ = json.Unmarshal(body, &p)
+	e := &providers.Error{Class: classify(op, status, p.Detail), Code: strconv.Itoa(status), Message: cmp.Or(p.Detail, http.StatusText(status))}
+	if len(p.Errors) > 0 {
+		e.Message += ": " + strings.Join(p.Errors, "; ")
+	}
+	return e
+}
+
+// windows paces by what RunPod announces: every window's remaining
+// requests on every answer (RateLimit: "minute";r=0;t=12, ...); when one
+// is spent, or a 429 says how long to wait, nothing is sent until then.
+type windows struct {
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+
 	mu          sync.Mutex
 	pausedUntil time.Time
 }
 
-// do sends one request, retrying rate limits and transient failures with
-// backoff (a create only on rate limits: after a transient failure it may
-// have happened, and the caller reconciles by name), and decodes a 2xx
-// answer into out.
-func (c *client) do(ctx context.Context, op, method, path string, in, out any) error {
-	create := method == http.MethodPost && (path == pathPods || path == pathClusters)
-	delay := c.backoff
-	for attempt := 0; ; attempt++ {
-		err := c.once(ctx, op, method, path, in, out)
-		if err == nil {
-			return nil
-		}
-		var pe *providers.Error
-		if !errors.As(err, &pe) || attempt >= c.retries || !retryable(pe.Class) || (create && pe.Class == providers.ErrTransient) {
-			return err
-		}
-		if err := c.sleep(ctx, httpx.Wait(delay, pe.RetryAfter)); err != nil {
-			return err
-		}
-		delay = httpx.NextBackoff(delay)
-	}
-}
-
-func retryable(class error) bool {
-	return class == providers.ErrTransient || class == providers.ErrRateLimited
-}
-
-func (c *client) once(ctx context.Context, op, method, path string, in, out any) error {
+// Wait sleeps out a pause.
+func (c *windows) Wait(ctx context.Context, _, _ string) error {
 	c.mu.Lock()
 	wait := c.pausedUntil.Sub(c.now())
 	c.mu.Unlock()
 	if wait > 0 {
-		if err := c.sleep(ctx, wait); err != nil {
-			return err
-		}
+		return c.sleep(ctx, wait)
 	}
-	var body io.Reader
-	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("runpod %s: encode request: %w", op, err)
-		}
-		body = bytes.NewReader(data)
+	return nil
+}
+
+// Answered notes the windows, and pauses every request for a 429's Retry-After.
+func (c *windows) Answered(h http.Header, refusal *providers.Error) {
+	c.noteLimits(h.Get("RateLimit"))
+	if refusal != nil && refusal.Class == providers.ErrRateLimited {
+		c.pause(refusal.RetryAfter)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return fmt.Errorf("runpod %s: %w", op, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Accept", "application/json")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op, Message: err.Error()}
-	}
-	defer resp.Body.Close()
-	c.noteLimits(resp.Header.Get("RateLimit"))
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op, Message: "read answer: " + err.Error()}
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		if out == nil || resp.StatusCode == http.StatusNoContent {
-			return nil
-		}
-		if err := json.Unmarshal(data, out); err != nil {
-			return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op, Message: "decode answer: " + err.Error()}
-		}
-		return nil
-	}
-	var p Problem
-	_ = json.Unmarshal(data, &p) // a proxy's HTML page is classified by status alone
-	e := &providers.Error{Class: classify(op, resp.StatusCode, p.Detail), Provider: Name, Op: op,
-		Code: strconv.Itoa(resp.StatusCode), Message: p.Detail}
-	if e.Message == "" {
-		e.Message = http.StatusText(resp.StatusCode)
-	}
-	if len(p.Errors) > 0 {
-		e.Message += ": " + strings.Join(p.Errors, "; ")
-	}
-	if e.Class == providers.ErrRateLimited {
-		e.RetryAfter = httpx.RetryAfter(resp.Header.Get("Retry-After"), c.now())
-		c.pause(e.RetryAfter)
-	}
-	return e
+}
+
+// Retry waits the backoff's wait.
+func (c *windows) Retry(_, _ string, _ *providers.Error, wait time.Duration) time.Duration {
+	return wait
 }
 
 var windowRe = regexp.MustCompile(`"?([a-z]+)"?\s*;\s*r=(\d+)\s*;\s*t=(\d+)`)
 
 // noteLimits reads the RateLimit header: a window with no request left
 // pauses every request until it resets.
-func (c *client) noteLimits(h string) {
+func (c *windows) noteLimits(h string) {
 	for _, m := range windowRe.FindAllStringSubmatch(h, -1) {
 		if m[2] == "0" {
 			t, _ := strconv.Atoi(m[3])
@@ -141,7 +90,7 @@ func (c *client) noteLimits(h string) {
 	}
 }
 
-func (c *client) pause(d time.Duration) {
+func (c *windows) pause(d time.Duration) {
 	if d <= 0 {
 		return
 	}

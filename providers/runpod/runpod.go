@@ -39,7 +39,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
-	"github.com/clusterdeck/clusterdeck/providers/httpx"
+	"github.com/clusterdeck/clusterdeck/providers/cloudkit"
 )
 
 // Name is the provider's stable identifier.
@@ -105,17 +105,25 @@ func (c Config) String() string {
 // Cloud is the RunPod adapter. It is safe for concurrent use.
 type Cloud struct {
 	cfg     Config
-	c       *client
+	c       *cloudkit.Client
 	allowed map[string]bool // nil = all
-
-	mu     sync.Mutex
-	groups map[string]*sync.Mutex
+	locks   cloudkit.Locks
 	// keys serialises read-modify-write of the account's SSH keys (PUT
 	// replaces the whole set: two placements at once would drop a key).
 	keys sync.Mutex
 }
 
 var _ providers.Provider = (*Cloud)(nil)
+
+// fleet is how RunPod's pods read: the group in their environment, the
+// rank there or, for an Instant Cluster's member, the one RunPod assigns.
+var fleet = cloudkit.Fleet[Pod]{Provider: Name, Group: func(p Pod) string { return p.Env[EnvGroup] },
+	Rank: index, Alive: alive, Node: node, Location: func(p Pod) string {
+		if p.DataCenterID == nil {
+			return ""
+		}
+		return *p.DataCenterID
+	}}
 
 // New returns the adapter for cfg.
 func New(cfg Config) (*Cloud, error) {
@@ -134,54 +142,14 @@ func New(cfg Config) (*Cloud, error) {
 	if cfg.DiskGB <= 0 {
 		cfg.DiskGB = 50
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = httpx.NewClient()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = httpx.Sleep
-	}
 	if cfg.MemberWait <= 0 {
 		cfg.MemberWait = 30 * time.Second
 	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 4
-	} else if cfg.Retries < 0 {
-		cfg.Retries = 0
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = 2 * time.Second
-	}
-	r := &Cloud{cfg: cfg, c: &client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: cfg.HTTPClient,
-		now: cfg.Now, sleep: cfg.Sleep, retries: cfg.Retries, backoff: cfg.Backoff}}
-	if len(cfg.DataCenters) > 0 {
-		r.allowed = map[string]bool{}
-		for _, dc := range cfg.DataCenters {
-			r.allowed[dc] = true
-		}
-	}
-	return r, nil
+	return &Cloud{cfg: cfg, c: newClient(cfg), allowed: cloudkit.Set(cfg.DataCenters)}, nil
 }
 
 // Name is "runpod".
 func (r *Cloud) Name() string { return Name }
-
-func (r *Cloud) lock(group string) func() {
-	r.mu.Lock()
-	if r.groups == nil {
-		r.groups = map[string]*sync.Mutex{}
-	}
-	m, ok := r.groups[group]
-	if !ok {
-		m = &sync.Mutex{}
-		r.groups[group] = m
-	}
-	r.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
 
 // OfferID is "<data center>/<GPU count>x/<GPU type id>" (GPU type ids hold
 // spaces but no slash: "NVIDIA GeForce RTX 4090").
@@ -209,7 +177,7 @@ func (r *Cloud) catalogOf(ctx context.Context, op, product string, count int) ([
 	var out struct {
 		GPUs []GpuType `json:"gpus"`
 	}
-	if err := r.c.do(ctx, op, http.MethodGet, pathGPUs+"?"+q.Encode(), nil, &out); err != nil {
+	if err := r.c.Do(ctx, op, http.MethodGet, pathGPUs+"?"+q.Encode(), nil, &out); err != nil {
 		return nil, err
 	}
 	return out.GPUs, nil
@@ -275,8 +243,6 @@ func accelerator(g GpuType) string {
 
 var formFactors = map[string]bool{"SXM": true, "SXM4": true, "SXM5": true, "PCIE": true, "NVL": true}
 
-func podName(group string, i int) string { return group + "-" + strconv.Itoa(i) }
-
 // PlaceGroup places req.Count pods of the offer in its data center: one
 // Instant Cluster when the shape fits one (see the package comment), else
 // one create per pod. Pods already carrying the group are adopted. When
@@ -287,7 +253,7 @@ func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 	if err != nil {
 		return providers.Group{}, err
 	}
-	defer r.lock(req.GroupName)()
+	defer r.locks.Lock(req.GroupName)()
 	by, err := r.pods(ctx, opPlace)
 	if err != nil {
 		return providers.Group{}, err
@@ -300,18 +266,16 @@ func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 			return r.placeCluster(ctx, req, dc, n, gpu)
 		}
 	}
-	have := map[int]Pod{}
-	for _, p := range by[req.GroupName] {
-		i, ok := index(p)
-		if !ok || !alive(p) {
-			continue
-		}
-		if p.GPU == nil || p.GPU.ID != gpu || p.GPU.Count != n || (p.DataCenterID != nil && *p.DataCenterID != dc) || i >= req.Count {
-			return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace,
-				Code: "group-conflict", Location: dc, Message: fmt.Sprintf(
-					"group %s already has pod %s (rank %d) that is not part of %d × %s", req.GroupName, p.ID, i, req.Count, req.OfferID)}
-		}
-		have[i] = p
+	have, err := fleet.Adopt(by[req.GroupName], req.Count,
+		func(p Pod) bool {
+			return p.GPU != nil && p.GPU.ID == gpu && p.GPU.Count == n && (p.DataCenterID == nil || *p.DataCenterID == dc)
+		},
+		func(p Pod, i int) error {
+			return cloudkit.Conflict(Name, opPlace, dc, fmt.Sprintf(
+				"group %s already has pod %s (rank %d) that is not part of %d × %s", req.GroupName, p.ID, i, req.Count, req.OfferID))
+		})
+	if err != nil {
+		return providers.Group{}, err
 	}
 	if len(have) == 0 {
 		fits, err := r.clusterFits(ctx, req, dc, n, gpu)
@@ -324,45 +288,21 @@ func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 	}
 	if len(have) < req.Count {
 		if err := r.createMissing(ctx, req, dc, n, gpu, have); err != nil {
-			if rb := r.rollback(ctx, req.GroupName); rb != nil {
-				return providers.Group{}, errors.Join(err, rb)
-			}
-			return providers.Group{}, err
+			return providers.Group{}, cloudkit.RolledBack(ctx, Name, req.GroupName, err, r.terminate)
 		}
 	}
-	g := providers.Group{Provider: Name, Name: req.GroupName, Location: dc}
-	for i := 0; i < req.Count; i++ {
-		g.Nodes = append(g.Nodes, node(have[i], i))
-	}
-	return g, nil
+	return fleet.Placed(req.GroupName, dc, have, req.Count), nil
 }
 
+// validate checks what RunPod would refuse, before anything is created:
+// a pod's name has at most 191 characters.
 func (r *Cloud) validate(req providers.PlaceRequest) (string, int, string, error) {
-	bad := func(format string, args ...any) error {
-		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: req.Location,
-			Message: fmt.Sprintf(format, args...)}
-	}
 	dc, n, gpu, ok := parseOfferID(req.OfferID)
-	switch {
-	case !ok:
-		return "", 0, "", bad("offer %q is not <data center>/<count>x/<GPU type>", req.OfferID)
-	case dc != req.Location:
-		return "", 0, "", bad("offer %s is sold in %s, not in %q", req.OfferID, dc, req.Location)
-	case r.allowed != nil && !r.allowed[dc]:
-		return "", 0, "", bad("data center %s is not enabled (RUNPOD_DATACENTERS)", dc)
-	case req.Count < 1:
-		return "", 0, "", bad("count %d: at least one machine", req.Count)
-	case req.GroupName == "" || len(podName(req.GroupName, req.Count-1)) > 191:
-		return "", 0, "", bad("group name %q is empty or too long", req.GroupName)
-	case len(req.Agent.Tokens) != req.Count:
-		return "", 0, "", bad("%d agent tokens for %d machines", len(req.Agent.Tokens), req.Count)
-	case req.Volume != nil:
-		// The adapter attaches no block volume to a machine (V4 needs one
-		// on the head): refused before anything is created.
-		return "", 0, "", &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlace, Code: "unsupported",
-			Location: req.Location, Message: "RunPod cannot attach a persistent volume to a machine; launch without a volume"}
+	o := cloudkit.Offer{Parsed: ok, Form: "<data center>/<count>x/<GPU type>", Sold: dc, MaxName: 191}
+	if r.allowed != nil && !r.allowed[dc] {
+		o.Disabled = "data center " + dc + " is not enabled (RUNPOD_DATACENTERS)"
 	}
-	return dc, n, gpu, nil
+	return dc, n, gpu, cloudkit.Check(Name, opPlace, "RunPod", req, o)
 }
 
 // createMissing creates every rank not in have, adding what it created.
@@ -400,16 +340,12 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 		if err != nil {
 			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc, Message: err.Error()}
 		}
-		cr := CreatePodRequest{Name: podName(req.GroupName, i), Image: image, Args: ContainerArgs(script), Disk: r.cfg.DiskGB,
+		cr := CreatePodRequest{Name: cloudkit.MemberName(req.GroupName, i), Image: image, Args: ContainerArgs(script), Disk: r.cfg.DiskGB,
 			Ports: ports, Env: map[string]string{EnvGroup: req.GroupName, EnvIndex: strconv.Itoa(i)}, Cloud: "SECURE",
 			DataCenterIDs: []string{dc}, GPU: &GPUConfig{ID: gpu, Count: n}, StartSSH: true}
 		p, err := r.create(ctx, req.GroupName, i, cr)
 		if err != nil {
-			var pe *providers.Error
-			if errors.As(err, &pe) && pe.Location == "" {
-				pe.Location = dc
-			}
-			return err
+			return cloudkit.AtLocation(err, dc)
 		}
 		have[i] = p
 		if p.DataCenterID != nil && *p.DataCenterID != "" && *p.DataCenterID != dc {
@@ -500,14 +436,7 @@ func (r *Cloud) createGroupCluster(ctx context.Context, req providers.PlaceReque
 // withRollback deletes whatever the group holds after a placement failed
 // and returns the failure (with the data center where it has none).
 func (r *Cloud) withRollback(ctx context.Context, group, dc string, err error) error {
-	var pe *providers.Error
-	if errors.As(err, &pe) && pe.Location == "" {
-		pe.Location = dc
-	}
-	if rb := r.rollback(ctx, group); rb != nil {
-		return errors.Join(err, rb)
-	}
-	return err
+	return cloudkit.RolledBack(ctx, Name, group, cloudkit.AtLocation(err, dc), r.terminate)
 }
 
 // membersPending is a cluster whose members are not all ranked and
@@ -528,12 +457,12 @@ func (e *membersPending) Error() string {
 // ("null until the index is assigned during provisioning", "omitted until
 // the address is assigned"), never read as rank 0 or as no address.
 func (r *Cloud) members(ctx context.Context, clusterID string, count int) (map[int]Pod, error) {
-	wait, waited := r.cfg.Backoff, time.Duration(0)
+	wait, waited := r.c.Backoff, time.Duration(0)
 	for {
 		var out struct {
 			Pods []Pod `json:"pods"`
 		}
-		if err := r.c.do(ctx, opPlace, http.MethodGet, pathClusters+"/"+url.PathEscape(clusterID)+"/pods", nil, &out); err != nil {
+		if err := r.c.Do(ctx, opPlace, http.MethodGet, pathClusters+"/"+url.PathEscape(clusterID)+"/pods", nil, &out); err != nil {
 			return nil, err
 		}
 		byRank, missing := ranked(out.Pods, count)
@@ -544,7 +473,7 @@ func (r *Cloud) members(ctx context.Context, clusterID string, count int) (map[i
 			return nil, &membersPending{cluster: clusterID, missing: missing}
 		}
 		d := min(wait, r.cfg.MemberWait-waited)
-		if err := r.c.sleep(ctx, d); err != nil {
+		if err := r.c.Sleep(ctx, d); err != nil {
 			return nil, err
 		}
 		waited += d
@@ -602,28 +531,13 @@ func (r *Cloud) clusterNamed(ctx context.Context, name string) (Cluster, error) 
 // create may have happened: the clusters are listed by name before
 // creating again.
 func (r *Cloud) createCluster(ctx context.Context, cr CreateClusterRequest) (Cluster, error) {
-	for attempt := 0; ; attempt++ {
+	return cloudkit.Create(ctx, r.c, func() (Cluster, error) {
 		var cl Cluster
-		err := r.c.do(ctx, opPlace, http.MethodPost, pathClusters, cr, &cl)
-		if err == nil {
-			return cl, nil
-		}
-		if !errors.Is(err, providers.ErrTransient) || attempt >= r.cfg.Retries {
-			return Cluster{}, err
-		}
-		cls, lerr := r.clusters(ctx, opPlace)
-		if lerr != nil {
-			return Cluster{}, errors.Join(err, lerr)
-		}
-		for _, c := range cls {
-			if c.Name == cr.Name {
-				return c, nil // the failed-looking create went through
-			}
-		}
-		if err := r.c.sleep(ctx, r.cfg.Backoff<<attempt); err != nil {
-			return Cluster{}, err
-		}
-	}
+		return cl, r.c.Do(ctx, opPlace, http.MethodPost, pathClusters, cr, &cl)
+	}, func() (Cluster, bool, error) {
+		c, err := r.clusterNamed(ctx, cr.Name)
+		return c, c.ID != "", err
+	})
 }
 
 // clusters lists the account's Instant Clusters.
@@ -631,7 +545,7 @@ func (r *Cloud) clusters(ctx context.Context, op string) ([]Cluster, error) {
 	var out struct {
 		Clusters []Cluster `json:"clusters"`
 	}
-	if err := r.c.do(ctx, op, http.MethodGet, pathClusters, nil, &out); err != nil {
+	if err := r.c.Do(ctx, op, http.MethodGet, pathClusters, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Clusters, nil
@@ -661,28 +575,21 @@ func ContainerArgs(script string) string {
 // create creates one pod. After a transient failure the create may have
 // happened: the group's pods are listed before creating again.
 func (r *Cloud) create(ctx context.Context, group string, i int, cr CreatePodRequest) (Pod, error) {
-	for attempt := 0; ; attempt++ {
+	return cloudkit.Create(ctx, r.c, func() (Pod, error) {
 		var p Pod
-		err := r.c.do(ctx, opPlace, http.MethodPost, pathPods, cr, &p)
-		if err == nil {
-			return p, nil
-		}
-		if !errors.Is(err, providers.ErrTransient) || attempt >= r.cfg.Retries {
-			return Pod{}, err
-		}
-		by, lerr := r.pods(ctx, opPlace)
-		if lerr != nil {
-			return Pod{}, errors.Join(err, lerr)
+		return p, r.c.Do(ctx, opPlace, http.MethodPost, pathPods, cr, &p)
+	}, func() (Pod, bool, error) {
+		by, err := r.pods(ctx, opPlace)
+		if err != nil {
+			return Pod{}, false, err
 		}
 		for _, p := range by[group] {
 			if j, ok := index(p); ok && j == i && alive(p) {
-				return p, nil // the failed-looking create went through
+				return p, true, nil
 			}
 		}
-		if err := r.c.sleep(ctx, r.cfg.Backoff<<attempt); err != nil {
-			return Pod{}, err
-		}
-	}
+		return Pod{}, false, nil
+	})
 }
 
 // registerKeys adds the customer's keys to the account's registered set
@@ -697,7 +604,7 @@ func (r *Cloud) registerKeys(ctx context.Context, keys []string) error {
 	var cur struct {
 		Keys []string `json:"keys"`
 	}
-	if err := r.c.do(ctx, opPlace, http.MethodGet, pathSSHKeys, nil, &cur); err != nil {
+	if err := r.c.Do(ctx, opPlace, http.MethodGet, pathSSHKeys, nil, &cur); err != nil {
 		return err
 	}
 	next := slices.Clone(cur.Keys)
@@ -710,16 +617,7 @@ func (r *Cloud) registerKeys(ctx context.Context, keys []string) error {
 	if len(next) == len(cur.Keys) {
 		return nil
 	}
-	return r.c.do(ctx, opPlace, http.MethodPut, pathSSHKeys, map[string][]string{"keys": next}, &cur)
-}
-
-func (r *Cloud) rollback(ctx context.Context, group string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	if err := r.terminate(ctx, group); err != nil {
-		return fmt.Errorf("runpod: roll back group %s: %w", group, err)
-	}
-	return nil
+	return r.c.Do(ctx, opPlace, http.MethodPut, pathSSHKeys, map[string][]string{"keys": next}, &cur)
 }
 
 // pods lists the account's pods, Instant Cluster members included (one
@@ -728,16 +626,10 @@ func (r *Cloud) pods(ctx context.Context, op string) (map[string][]Pod, error) {
 	var out struct {
 		Pods []Pod `json:"pods"`
 	}
-	if err := r.c.do(ctx, op, http.MethodGet, pathPods+"?includeClusterPods=true", nil, &out); err != nil {
+	if err := r.c.Do(ctx, op, http.MethodGet, pathPods+"?includeClusterPods=true", nil, &out); err != nil {
 		return nil, err
 	}
-	by := map[string][]Pod{}
-	for _, p := range out.Pods {
-		if g := p.Env[EnvGroup]; g != "" {
-			by[g] = append(by[g], p)
-		}
-	}
-	return by, nil
+	return fleet.ByGroup(out.Pods), nil
 }
 
 func index(p Pod) (int, bool) {
@@ -747,14 +639,7 @@ func index(p Pod) (int, bool) {
 		}
 		return *p.Cluster.Rank, *p.Cluster.Rank >= 0
 	}
-	v := p.Env[EnvIndex]
-	if v == "" {
-		if k := strings.LastIndexByte(p.Name, '-'); k >= 0 {
-			v = p.Name[k+1:]
-		}
-	}
-	i, err := strconv.Atoi(v)
-	return i, err == nil && i >= 0
+	return cloudkit.Rank(p.Env[EnvIndex], p.Name)
 }
 
 func alive(p Pod) bool { return p.Status != StatusTerminated }
@@ -807,43 +692,14 @@ func (r *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[st
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]providers.Group{}
-	for _, name := range groupNames {
-		ps := by[name]
-		if len(ps) == 0 {
-			continue
-		}
-		g := providers.Group{Provider: Name, Name: name}
-		seen := map[int]int{}
-		for _, p := range ps {
-			if g.Location == "" && p.DataCenterID != nil {
-				g.Location = *p.DataCenterID
-			}
-			i, ok := index(p)
-			if !ok {
-				continue
-			}
-			n := node(p, i)
-			if k, dup := seen[i]; dup {
-				if g.Nodes[k].State == providers.NodeTerminated {
-					g.Nodes[k] = n
-				}
-				continue
-			}
-			seen[i] = len(g.Nodes)
-			g.Nodes = append(g.Nodes, n)
-		}
-		sort.Slice(g.Nodes, func(a, b int) bool { return g.Nodes[a].Index < g.Nodes[b].Index })
-		out[name] = g
-	}
-	return out, nil
+	return fleet.Describe(groupNames, by), nil
 }
 
 // pod reads one pod of the group; a pod RunPod no longer knows, or of
 // another group, is ErrNotFound.
 func (r *Cloud) pod(ctx context.Context, op, group, id string) (Pod, error) {
 	var p Pod
-	if err := r.c.do(ctx, op, http.MethodGet, pathPods+"/"+url.PathEscape(id), nil, &p); err != nil {
+	if err := r.c.Do(ctx, op, http.MethodGet, pathPods+"/"+url.PathEscape(id), nil, &p); err != nil {
 		return Pod{}, err
 	}
 	if p.Env[EnvGroup] != group || !alive(p) {
@@ -855,7 +711,7 @@ func (r *Cloud) pod(ctx context.Context, op, group, id string) (Pod, error) {
 
 func (r *Cloud) action(ctx context.Context, op, id, action string) error {
 	var p Pod
-	return r.c.do(ctx, op, http.MethodPost, pathPods+"/"+url.PathEscape(id)+"/action", map[string]string{"action": action}, &p)
+	return r.c.Do(ctx, op, http.MethodPost, pathPods+"/"+url.PathEscape(id)+"/action", map[string]string{"action": action}, &p)
 }
 
 // RestartNode restarts a running pod and starts a stopped one, on the same
@@ -910,14 +766,13 @@ func (r *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 // RunPod's pods can promise. The refusal is ErrUnsupported and creates
 // nothing; the join fails and the cluster stays as it was.
 func (r *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
-	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
-		Location: req.Location, Message: "RunPod cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
+	return providers.Node{}, cloudkit.NoPlaceNode(Name, opPlaceNode, "RunPod", req.Location)
 }
 
 // ReleaseNode deletes one pod of the group; the others are untouched. A
 // pod RunPod no longer knows, of another group or already gone, is success.
 func (r *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error {
-	defer r.lock(groupName)()
+	defer r.locks.Lock(groupName)()
 	by, err := r.pods(ctx, opReleaseNode)
 	if err != nil {
 		return err
@@ -930,7 +785,7 @@ func (r *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error
 			return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opReleaseNode, Code: "unsupported",
 				Message: fmt.Sprintf("pod %s is a member of Instant Cluster %s, which is deleted as a whole", nodeID, p.Cluster.ID)}
 		}
-		err := r.c.do(ctx, opReleaseNode, http.MethodDelete, pathPods+"/"+url.PathEscape(p.ID), nil, nil)
+		err := r.c.Do(ctx, opReleaseNode, http.MethodDelete, pathPods+"/"+url.PathEscape(p.ID), nil, nil)
 		if err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return err
 		}
@@ -941,7 +796,7 @@ func (r *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error
 // TerminateGroup deletes every pod of the group, an Instant Cluster with
 // one DELETE /v2/clusters/{id}. Pods already gone are success.
 func (r *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
-	defer r.lock(groupName)()
+	defer r.locks.Lock(groupName)()
 	return r.terminate(ctx, groupName)
 }
 
@@ -966,7 +821,7 @@ func (r *Cloud) terminate(ctx context.Context, groupName string) error {
 		}
 	}
 	for _, id := range ids {
-		err := r.c.do(ctx, opTerminate, http.MethodDelete, pathClusters+"/"+url.PathEscape(id), nil, nil)
+		err := r.c.Do(ctx, opTerminate, http.MethodDelete, pathClusters+"/"+url.PathEscape(id), nil, nil)
 		if err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return err
 		}
@@ -975,7 +830,7 @@ func (r *Cloud) terminate(ctx context.Context, groupName string) error {
 		if !alive(p) || p.Cluster != nil {
 			continue
 		}
-		err := r.c.do(ctx, opTerminate, http.MethodDelete, pathPods+"/"+url.PathEscape(p.ID), nil, nil)
+		err := r.c.Do(ctx, opTerminate, http.MethodDelete, pathPods+"/"+url.PathEscape(p.ID), nil, nil)
 		if err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return err
 		}

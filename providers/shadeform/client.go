@@ -2,107 +2,35 @@ package shadeform
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
-	"github.com/clusterdeck/clusterdeck/providers/httpx"
+	"github.com/clusterdeck/clusterdeck/providers/cloudkit"
 )
 
-// client speaks the HTTP side: the X-API-KEY header, the error body, and
-// retries of transient failures and rate limits with backoff. Shadeform
-// documents no rate limit; a 429 is honoured with its Retry-After.
-type client struct {
-	base    string // e.g. https://api.shadeform.ai/v1
-	key     string
-	http    *http.Client
-	now     func() time.Time
-	sleep   func(context.Context, time.Duration) error
-	retries int
-	backoff time.Duration
-}
-
-// do sends one request, retrying transient failures (not a create's: it
-// may have happened, the caller reconciles by name) and rate limits.
-func (c *client) do(ctx context.Context, op, method, path string, in, out any) error {
-	create := path == pathCreate
-	delay := c.backoff
-	for attempt := 0; ; attempt++ {
-		err := c.once(ctx, op, method, path, in, out)
-		if err == nil {
-			return nil
-		}
-		var pe *providers.Error
-		if !errors.As(err, &pe) || attempt >= c.retries || !retryable(pe.Class) || (create && pe.Class == providers.ErrTransient) {
-			return err
-		}
-		if err := c.sleep(ctx, httpx.Wait(delay, pe.RetryAfter)); err != nil {
-			return err
-		}
-		delay = httpx.NextBackoff(delay)
-	}
-}
-
-func retryable(class error) bool {
-	return class == providers.ErrTransient || class == providers.ErrRateLimited
-}
-
-func (c *client) once(ctx context.Context, op, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("shadeform %s: encode request: %w", op, err)
-		}
-		body = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return fmt.Errorf("shadeform %s: %w", op, err)
-	}
-	req.Header.Set("X-API-KEY", c.key)
-	req.Header.Set("Accept", "application/json")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op, Message: err.Error()}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op, Message: "read answer: " + err.Error()}
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		if out == nil || len(bytes.TrimSpace(data)) == 0 {
+// newClient configures the shared request loop for Shadeform: the
+// X-API-KEY header, its error body, and a create never resent after a
+// transient failure (the caller reconciles by name). Shadeform documents
+// no rate limit; a 429 is honoured with its Retry-After.
+func newClient(cfg Config) *cloudkit.Client {
+	c := cloudkit.NewClient(Name, cfg.BaseURL, cfg.HTTPClient, cfg.Now, cfg.Sleep, cfg.Retries, cfg.Backoff)
+	c.Auth = func(h http.Header) { h.Set("X-API-KEY", cfg.APIKey) }
+	c.Decode = func(status int, body []byte, out any) error {
+		if len(bytes.TrimSpace(body)) == 0 {
 			return nil // delete and restart answer an empty 200
 		}
-		if err := json.Unmarshal(data, out); err != nil {
-			return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: op, Message: "decode answer: " + err.Error()}
-		}
-		return nil
+		return cloudkit.JSON(status, body, out)
 	}
-	var ae APIError
-	_ = json.Unmarshal(data, &ae)
-	e := &providers.Error{Class: classify(op, resp.StatusCode, ae), Provider: Name, Op: op, Code: ae.ErrorCode, Message: ae.Error}
-	if e.Message == "" {
-		e.Message = http.StatusText(resp.StatusCode)
+	c.Refusal = func(op string, status int, body []byte) *providers.Error {
+		var ae APIError
+		_ = json.Unmarshal(body, &ae)
+		return &providers.Error{Class: classify(op, status, ae), Code: ae.ErrorCode, Message: ae.Error}
 	}
-	if e.Class == providers.ErrRateLimited {
-		e.RetryAfter = httpx.RetryAfter(resp.Header.Get("Retry-After"), c.now())
-	}
-	return e
+	c.Once = func(_, path string) bool { return path == pathCreate }
+	return c
 }
 
 // capacityRe: Shadeform documents no capacity code; its quickstart says to

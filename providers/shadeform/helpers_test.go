@@ -1,15 +1,13 @@
 package shadeform_test
 
 import (
-	"context"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
+	"github.com/clusterdeck/clusterdeck/providers/fakekit"
 	"github.com/clusterdeck/clusterdeck/providers/providerstest"
 	"github.com/clusterdeck/clusterdeck/providers/shadeform"
 	"github.com/clusterdeck/clusterdeck/providers/shadeform/fake"
@@ -26,46 +24,8 @@ var description = func() *providerstest.Description {
 	return d
 }()
 
-// clock is the tests' time: Sleep moves it and records the waits.
-type clock struct {
-	mu    sync.Mutex
-	t     time.Time
-	slept []time.Duration
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	c.slept = append(c.slept, d)
-	return nil
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func (c *clock) Slept() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.slept...)
-}
-
 type env struct {
-	clk   *clock
+	clk   *fakekit.Clock
 	fake  *fake.Server
 	cloud *shadeform.Cloud
 	url   string
@@ -73,7 +33,7 @@ type env struct {
 
 func newEnv(t *testing.T, opts ...func(*shadeform.Config)) *env {
 	t.Helper()
-	clk := newClock()
+	clk := fakekit.NewClock()
 	f := fake.New(testKey, clk.Now)
 	srv := httptest.NewServer(description.Check(t, f))
 	t.Cleanup(srv.Close)

@@ -26,12 +26,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
-	"github.com/clusterdeck/clusterdeck/providers/httpx"
+	"github.com/clusterdeck/clusterdeck/providers/cloudkit"
 )
 
 // Name is the provider's stable identifier.
@@ -72,26 +71,17 @@ func (c Config) String() string {
 // Cloud is the Shadeform adapter. It is safe for concurrent use.
 type Cloud struct {
 	cfg     Config
-	c       *client
+	c       *cloudkit.Client
 	clouds  map[string]bool
 	regions map[string]bool
-
-	mu     sync.Mutex
-	groups map[string]*sync.Mutex
+	locks   cloudkit.Locks
 }
 
 var _ providers.Provider = (*Cloud)(nil)
 
-func set(xs []string) map[string]bool {
-	if len(xs) == 0 {
-		return nil
-	}
-	m := map[string]bool{}
-	for _, x := range xs {
-		m[x] = true
-	}
-	return m
-}
+// fleet is how Shadeform's instances read: tagged with their group and rank.
+var fleet = cloudkit.Fleet[Instance]{Provider: Name, Group: func(in Instance) string { return tag(in, TagGroup) },
+	Rank: index, Alive: alive, Node: node, Location: func(in Instance) string { return in.Region }}
 
 // New returns the adapter for cfg.
 func New(cfg Config) (*Cloud, error) {
@@ -104,45 +94,11 @@ func New(cfg Config) (*Cloud, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = httpx.NewClient()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = httpx.Sleep
-	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 4
-	} else if cfg.Retries < 0 {
-		cfg.Retries = 0
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = 2 * time.Second
-	}
-	return &Cloud{cfg: cfg, clouds: set(cfg.Clouds), regions: set(cfg.Regions),
-		c: &client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: cfg.HTTPClient,
-			now: cfg.Now, sleep: cfg.Sleep, retries: cfg.Retries, backoff: cfg.Backoff}}, nil
+	return &Cloud{cfg: cfg, clouds: cloudkit.Set(cfg.Clouds), regions: cloudkit.Set(cfg.Regions), c: newClient(cfg)}, nil
 }
 
 // Name is "shadeform".
 func (s *Cloud) Name() string { return Name }
-
-func (s *Cloud) lock(group string) func() {
-	s.mu.Lock()
-	if s.groups == nil {
-		s.groups = map[string]*sync.Mutex{}
-	}
-	m, ok := s.groups[group]
-	if !ok {
-		m = &sync.Mutex{}
-		s.groups[group] = m
-	}
-	s.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
 
 // OfferID is "<cloud>/<shade instance type>/<region>".
 func OfferID(cloud, typ, region string) string { return cloud + "/" + typ + "/" + region }
@@ -167,7 +123,7 @@ func (s *Cloud) types(ctx context.Context, op string, q url.Values) ([]InstanceT
 	var out struct {
 		InstanceTypes []InstanceType `json:"instance_types"`
 	}
-	if err := s.c.do(ctx, op, http.MethodGet, path, nil, &out); err != nil {
+	if err := s.c.Do(ctx, op, http.MethodGet, path, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.InstanceTypes, nil
@@ -218,7 +174,7 @@ func offer(t InstanceType, a Availability) providers.Offer {
 	return providers.Offer{Provider: Name, Upstream: t.Cloud, OfferID: OfferID(t.Cloud, t.ShadeInstanceType, a.Region),
 		Location: a.Region, LocationName: name, Interconnect: providers.Ethernet, MachineKind: kind,
 		Accelerator: accelerator(t.Configuration), GPUsPerNode: int(n), VCPUs: t.Configuration.VCPUs,
-		MemoryGB: t.Configuration.MemoryInGB, PerGPUHourUSD: (t.HourlyPrice*10_000 + n - 1) / n,
+		MemoryGB: t.Configuration.MemoryInGB, PerGPUHourUSD: cloudkit.PerGPUHour(t.HourlyPrice, int(n)),
 		RootDiskGB: t.Configuration.StorageInGB, Available: a.Available, BootTime: boot, PublicIPs: true}
 }
 
@@ -226,8 +182,6 @@ func offer(t InstanceType, a Availability) providers.Offer {
 func accelerator(c Configuration) string {
 	return providers.AcceleratorName(c.GPUType, c.VRAMPerGPUInGB)
 }
-
-func nodeName(group string, i int) string { return group + "-" + strconv.Itoa(i) }
 
 // PlaceGroup creates req.Count machines of one upstream cloud's type in one
 // region, one create each; the group's machines already there are adopted.
@@ -237,65 +191,36 @@ func (s *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 	if err != nil {
 		return providers.Group{}, err
 	}
-	defer s.lock(req.GroupName)()
+	defer s.locks.Lock(req.GroupName)()
 	by, err := s.instances(ctx, opPlace)
 	if err != nil {
 		return providers.Group{}, err
 	}
-	have := map[int]Instance{}
-	for _, in := range by[req.GroupName] {
-		i, ok := index(in)
-		if !ok || !alive(in) {
-			continue
-		}
-		if in.Cloud != cloud || in.ShadeInstanceType != typ || in.Region != region || i >= req.Count {
-			return providers.Group{}, &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace,
-				Code: "group-conflict", Location: region, Message: fmt.Sprintf(
-					"group %s already has machine %s (rank %d) that is not part of %d × %s", req.GroupName, in.ID, i, req.Count, req.OfferID)}
-		}
-		have[i] = in
+	have, err := fleet.Adopt(by[req.GroupName], req.Count,
+		func(in Instance) bool { return in.Cloud == cloud && in.ShadeInstanceType == typ && in.Region == region },
+		func(in Instance, i int) error {
+			return cloudkit.Conflict(Name, opPlace, region, fmt.Sprintf(
+				"group %s already has machine %s (rank %d) that is not part of %d × %s", req.GroupName, in.ID, i, req.Count, req.OfferID))
+		})
+	if err != nil {
+		return providers.Group{}, err
 	}
 	if len(have) < req.Count {
 		if err := s.createMissing(ctx, req, cloud, typ, region, have); err != nil {
-			if rb := s.rollback(ctx, req.GroupName); rb != nil {
-				return providers.Group{}, errors.Join(err, rb)
-			}
-			return providers.Group{}, err
+			return providers.Group{}, cloudkit.RolledBack(ctx, Name, req.GroupName, err, s.terminate)
 		}
 	}
-	g := providers.Group{Provider: Name, Name: req.GroupName, Location: region}
-	for i := 0; i < req.Count; i++ {
-		g.Nodes = append(g.Nodes, node(have[i], i))
-	}
-	return g, nil
+	return fleet.Placed(req.GroupName, region, have, req.Count), nil
 }
 
+// validate checks what Shadeform would refuse, before anything is created.
 func (s *Cloud) validate(req providers.PlaceRequest) (string, string, string, error) {
-	bad := func(format string, args ...any) error {
-		return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: req.Location,
-			Message: fmt.Sprintf(format, args...)}
-	}
 	cloud, typ, region, ok := parseOfferID(req.OfferID)
-	switch {
-	case !ok:
-		return "", "", "", bad("offer %q is not <cloud>/<instance type>/<region>", req.OfferID)
-	case region != req.Location:
-		return "", "", "", bad("offer %s is sold in %s, not in %q", req.OfferID, region, req.Location)
-	case !s.allowed(cloud, region):
-		return "", "", "", bad("%s in %s is not enabled (SHADEFORM_CLOUDS, SHADEFORM_REGIONS)", cloud, region)
-	case req.Count < 1:
-		return "", "", "", bad("count %d: at least one machine", req.Count)
-	case req.GroupName == "":
-		return "", "", "", bad("a group name is required")
-	case len(req.Agent.Tokens) != req.Count:
-		return "", "", "", bad("%d agent tokens for %d machines", len(req.Agent.Tokens), req.Count)
-	case req.Volume != nil:
-		// The adapter attaches no block volume to a machine (V4 needs one
-		// on the head): refused before anything is created.
-		return "", "", "", &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlace, Code: "unsupported",
-			Location: req.Location, Message: "Shadeform cannot attach a persistent volume to a machine; launch without a volume"}
+	o := cloudkit.Offer{Parsed: ok, Form: "<cloud>/<instance type>/<region>", Sold: region}
+	if !s.allowed(cloud, region) {
+		o.Disabled = cloud + " in " + region + " is not enabled (SHADEFORM_CLOUDS, SHADEFORM_REGIONS)"
 	}
-	return cloud, typ, region, nil
+	return cloud, typ, region, cloudkit.Check(Name, opPlace, "Shadeform", req, o)
 }
 
 func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, cloud, typ, region string, have map[int]Instance) error {
@@ -327,17 +252,13 @@ func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, c
 		if err != nil {
 			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: region, Message: err.Error()}
 		}
-		cr := CreateRequest{Cloud: cloud, Region: region, ShadeInstanceType: typ, ShadeCloud: true, Name: nodeName(req.GroupName, i),
+		cr := CreateRequest{Cloud: cloud, Region: region, ShadeInstanceType: typ, ShadeCloud: true, Name: cloudkit.MemberName(req.GroupName, i),
 			SSHKeyID: keyID, Tags: []string{TagGroup + req.GroupName, TagIndex + strconv.Itoa(i)},
 			LaunchConfiguration: &LaunchConfiguration{Type: "script",
 				ScriptConfiguration: &ScriptConfiguration{Base64Script: base64.StdEncoding.EncodeToString([]byte(script))}}}
 		in, err := s.create(ctx, req.GroupName, i, cr)
 		if err != nil {
-			var pe *providers.Error
-			if errors.As(err, &pe) && pe.Location == "" {
-				pe.Location = region
-			}
-			return err
+			return cloudkit.AtLocation(err, region)
 		}
 		have[i] = in
 	}
@@ -347,34 +268,30 @@ func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, c
 // create creates one machine. After a transient failure the create may
 // have happened: the group's machines are listed before creating again.
 func (s *Cloud) create(ctx context.Context, group string, i int, cr CreateRequest) (Instance, error) {
-	for attempt := 0; ; attempt++ {
+	return cloudkit.Create(ctx, s.c, func() (Instance, error) {
 		var out struct {
 			ID string `json:"id"`
 		}
-		err := s.c.do(ctx, opPlace, http.MethodPost, pathCreate, cr, &out)
-		if err == nil {
-			if out.ID == "" {
-				return Instance{}, &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opPlace, Message: "create answered no id"}
-			}
-			return Instance{ID: out.ID, Cloud: cr.Cloud, Region: cr.Region, ShadeInstanceType: cr.ShadeInstanceType,
-				Name: cr.Name, Status: StatusCreating, Tags: cr.Tags}, nil
-		}
-		if !errors.Is(err, providers.ErrTransient) || attempt >= s.cfg.Retries {
+		if err := s.c.Do(ctx, opPlace, http.MethodPost, pathCreate, cr, &out); err != nil {
 			return Instance{}, err
 		}
-		by, lerr := s.instances(ctx, opPlace)
-		if lerr != nil {
-			return Instance{}, errors.Join(err, lerr)
+		if out.ID == "" {
+			return Instance{}, &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opPlace, Message: "create answered no id"}
+		}
+		return Instance{ID: out.ID, Cloud: cr.Cloud, Region: cr.Region, ShadeInstanceType: cr.ShadeInstanceType,
+			Name: cr.Name, Status: StatusCreating, Tags: cr.Tags}, nil
+	}, func() (Instance, bool, error) {
+		by, err := s.instances(ctx, opPlace)
+		if err != nil {
+			return Instance{}, false, err
 		}
 		for _, in := range by[group] {
 			if j, ok := index(in); ok && j == i && alive(in) {
-				return in, nil
+				return in, true, nil
 			}
 		}
-		if err := s.c.sleep(ctx, s.cfg.Backoff<<attempt); err != nil {
-			return Instance{}, err
-		}
-	}
+		return Instance{}, false, nil
+	})
 }
 
 // sshKey is the id of the customer's first key, registered when absent;
@@ -387,7 +304,7 @@ func (s *Cloud) sshKey(ctx context.Context, keys []string) (string, error) {
 	var list struct {
 		SSHKeys []SSHKey `json:"ssh_keys"`
 	}
-	if err := s.c.do(ctx, opPlace, http.MethodGet, pathSSHKeys, nil, &list); err != nil {
+	if err := s.c.Do(ctx, opPlace, http.MethodGet, pathSSHKeys, nil, &list); err != nil {
 		return "", err
 	}
 	for _, k := range list.SSHKeys {
@@ -399,20 +316,11 @@ func (s *Cloud) sshKey(ctx context.Context, keys []string) (string, error) {
 	var added struct {
 		ID string `json:"id"`
 	}
-	if err := s.c.do(ctx, opPlace, http.MethodPost, pathAddSSHKey,
+	if err := s.c.Do(ctx, opPlace, http.MethodPost, pathAddSSHKey,
 		map[string]string{"name": "clusterdeck-" + hex.EncodeToString(sum[:8]), "public_key": pub}, &added); err != nil {
 		return "", err
 	}
 	return added.ID, nil
-}
-
-func (s *Cloud) rollback(ctx context.Context, group string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	if err := s.terminate(ctx, group); err != nil {
-		return fmt.Errorf("shadeform: roll back group %s: %w", group, err)
-	}
-	return nil
 }
 
 // instances lists the account's instances (one call, not paginated) by group tag.
@@ -420,16 +328,10 @@ func (s *Cloud) instances(ctx context.Context, op string) (map[string][]Instance
 	var out struct {
 		Instances []Instance `json:"instances"`
 	}
-	if err := s.c.do(ctx, op, http.MethodGet, pathInstances, nil, &out); err != nil {
+	if err := s.c.Do(ctx, op, http.MethodGet, pathInstances, nil, &out); err != nil {
 		return nil, err
 	}
-	by := map[string][]Instance{}
-	for _, in := range out.Instances {
-		if g := tag(in, TagGroup); g != "" {
-			by[g] = append(by[g], in)
-		}
-	}
-	return by, nil
+	return fleet.ByGroup(out.Instances), nil
 }
 
 func tag(in Instance, prefix string) string {
@@ -441,16 +343,7 @@ func tag(in Instance, prefix string) string {
 	return ""
 }
 
-func index(in Instance) (int, bool) {
-	v := tag(in, TagIndex)
-	if v == "" {
-		if k := strings.LastIndexByte(in.Name, '-'); k >= 0 {
-			v = in.Name[k+1:]
-		}
-	}
-	i, err := strconv.Atoi(v)
-	return i, err == nil && i >= 0
-}
+func index(in Instance) (int, bool) { return cloudkit.Rank(tag(in, TagIndex), in.Name) }
 
 // alive: not deleting (billing stops there) nor deleted.
 func alive(in Instance) bool { return in.Status != StatusDeleting && in.Status != StatusDeleted }
@@ -491,33 +384,7 @@ func (s *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[st
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]providers.Group{}
-	for _, name := range groupNames {
-		ins := by[name]
-		if len(ins) == 0 {
-			continue
-		}
-		g := providers.Group{Provider: Name, Name: name, Location: ins[0].Region}
-		seen := map[int]int{}
-		for _, in := range ins {
-			i, ok := index(in)
-			if !ok {
-				continue
-			}
-			n := node(in, i)
-			if k, dup := seen[i]; dup {
-				if g.Nodes[k].State == providers.NodeTerminated {
-					g.Nodes[k] = n
-				}
-				continue
-			}
-			seen[i] = len(g.Nodes)
-			g.Nodes = append(g.Nodes, n)
-		}
-		sort.Slice(g.Nodes, func(a, b int) bool { return g.Nodes[a].Index < g.Nodes[b].Index })
-		out[name] = g
-	}
-	return out, nil
+	return fleet.Describe(groupNames, by), nil
 }
 
 // RestartNode restarts one active machine (POST /instances/{id}/restart).
@@ -525,7 +392,7 @@ func (s *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[st
 // ErrUnrecoverable; one still coming up is ErrTransient.
 func (s *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error {
 	var in Instance
-	if err := s.c.do(ctx, opRestart, http.MethodGet, "/instances/"+url.PathEscape(nodeID)+"/info", nil, &in); err != nil {
+	if err := s.c.Do(ctx, opRestart, http.MethodGet, "/instances/"+url.PathEscape(nodeID)+"/info", nil, &in); err != nil {
 		return err
 	}
 	switch {
@@ -539,14 +406,13 @@ func (s *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 		return &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opRestart,
 			Message: fmt.Sprintf("machine %s is %s; try again once it is active", nodeID, in.Status)}
 	}
-	return s.c.do(ctx, opRestart, http.MethodPost, "/instances/"+url.PathEscape(nodeID)+"/restart", nil, nil)
+	return s.c.Do(ctx, opRestart, http.MethodPost, "/instances/"+url.PathEscape(nodeID)+"/restart", nil, nil)
 }
 
 // StopNode is refused with ErrUnsupported: Shadeform's API has no stop,
 // only restart and delete.
 func (s *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
-	return &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: "StopNode", Code: "unsupported",
-		Message: "Shadeform cannot stop a machine and start it again; terminate the cluster to release it"}
+	return cloudkit.Unsupported(Name, "StopNode", "", "Shadeform cannot stop a machine and start it again; terminate the cluster to release it")
 }
 
 // PlaceNode is refused: a machine added to a placed group, or put in a
@@ -555,15 +421,14 @@ func (s *Cloud) StopNode(ctx context.Context, groupName, nodeID string) error {
 // ErrUnsupported and creates nothing; the join fails and the cluster stays
 // as it was.
 func (s *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req providers.PlaceRequest) (providers.Node, error) {
-	return providers.Node{}, &providers.Error{Class: providers.ErrUnsupported, Provider: Name, Op: opPlaceNode, Code: "unsupported",
-		Location: req.Location, Message: "Shadeform cannot add a machine to a placed group or replace one in place; launch a new cluster instead"}
+	return providers.Node{}, cloudkit.NoPlaceNode(Name, opPlaceNode, "Shadeform", req.Location)
 }
 
 // ReleaseNode deletes one machine of the group; the others are untouched.
 // A machine Shadeform no longer knows, of another group or already
 // deleting, is success.
 func (s *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error {
-	defer s.lock(groupName)()
+	defer s.locks.Lock(groupName)()
 	by, err := s.instances(ctx, opReleaseNode)
 	if err != nil {
 		return err
@@ -572,7 +437,7 @@ func (s *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error
 		if in.ID != nodeID || !alive(in) {
 			continue
 		}
-		err := s.c.do(ctx, opReleaseNode, http.MethodPost, "/instances/"+url.PathEscape(in.ID)+"/delete", nil, nil)
+		err := s.c.Do(ctx, opReleaseNode, http.MethodPost, "/instances/"+url.PathEscape(in.ID)+"/delete", nil, nil)
 		if err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return err
 		}
@@ -583,7 +448,7 @@ func (s *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error
 // TerminateGroup deletes every machine of the group. Machines already
 // deleting or gone are success.
 func (s *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
-	defer s.lock(groupName)()
+	defer s.locks.Lock(groupName)()
 	return s.terminate(ctx, groupName)
 }
 
@@ -596,7 +461,7 @@ func (s *Cloud) terminate(ctx context.Context, groupName string) error {
 		if !alive(in) {
 			continue
 		}
-		err := s.c.do(ctx, opTerminate, http.MethodPost, "/instances/"+url.PathEscape(in.ID)+"/delete", nil, nil)
+		err := s.c.Do(ctx, opTerminate, http.MethodPost, "/instances/"+url.PathEscape(in.ID)+"/delete", nil, nil)
 		if err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return err
 		}

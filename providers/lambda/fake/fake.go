@@ -9,17 +9,15 @@ package fake
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/providers/fakekit"
 	"github.com/clusterdeck/clusterdeck/providers/lambda"
 )
 
@@ -27,8 +25,10 @@ import (
 type Cap struct{ Type, Region string }
 
 // Fault is a scripted answer to the next request on Path (e.g.
-// "/api/v1/instance-operations/launch"); it is used once.
+// "/api/v1/instance-operations/launch", matched whole) and Method (empty:
+// any); it is used once.
 type Fault struct {
+	Method     string
 	Path       string
 	Status     int
 	Code       string // error.code; empty sends a body that is not the JSON envelope
@@ -49,8 +49,10 @@ type Launch struct {
 }
 
 // Server is the fake. Exported fields are set before serving; the methods
-// are safe to call while it serves.
+// are safe to call while it serves (Requests and TooMany, which counts the
+// 429 answers the pacing rules sent, come with fakekit.Base).
 type Server struct {
+	fakekit.Base
 	Key     string           // the account's API key
 	Now     func() time.Time // the test's clock
 	Types   map[string]lambda.InstanceType
@@ -75,16 +77,12 @@ type Server struct {
 	// so their reach checks stay on the host.
 	PrivateNet string
 
-	mu         sync.Mutex
 	instances  map[string]*instance
 	order      []string
 	keys       []lambda.SSHKey
-	faults     []Fault
 	lastLaunch time.Time
 	lastAny    time.Time
 	launches   []Launch
-	requests   map[string]int // "METHOD path" → count
-	refused    int            // 429 answers sent
 	seq        int
 }
 
@@ -130,36 +128,26 @@ func New(key string, now func() time.Time) *Server {
 
 // Inject queues scripted answers.
 func (s *Server) Inject(f ...Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, f...)
+	for _, f := range f {
+		k := fakekit.Fault{Method: f.Method, Path: f.Path, Exact: true, Status: f.Status, RetryAfter: f.RetryAfter, Apply: f.Apply, After: f.After}
+		if f.Code != "" { // else a body that is not the JSON envelope
+			k.Body = func(w http.ResponseWriter, status int) { fail(w, status, f.Code, f.Message, "") }
+		}
+		s.Queue(k)
+	}
 }
 
 // Launches returns every launch request so far.
 func (s *Server) Launches() []Launch {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return slices.Clone(s.launches)
-}
-
-// Requests counts the requests made to "METHOD /path".
-func (s *Server) Requests(methodPath string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests[methodPath]
-}
-
-// TooMany counts the 429 answers the pacing rules sent (not scripted faults).
-func (s *Server) TooMany() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
 }
 
 // UserData returns the user_data the instance was launched with.
 func (s *Server) UserData(id string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	if in, ok := s.instances[id]; ok {
 		return in.userData
 	}
@@ -168,8 +156,8 @@ func (s *Server) UserData(id string) string {
 
 // Live returns the instances that are not terminating or gone, by id.
 func (s *Server) Live() []lambda.Instance {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	s.advance()
 	var out []lambda.Instance
 	for _, id := range s.order {
@@ -182,8 +170,8 @@ func (s *Server) Live() []lambda.Instance {
 
 // SetStatus forces an instance's status (e.g. "unhealthy", "preempted").
 func (s *Server) SetStatus(id, status string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	if in, ok := s.instances[id]; ok {
 		in.Status = status
 	}
@@ -191,15 +179,15 @@ func (s *Server) SetStatus(id, status string) {
 
 // AddSSHKey registers a key as if made in Lambda's dashboard.
 func (s *Server) AddSSHKey(name, public string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	s.keys = append(s.keys, lambda.SSHKey{ID: s.id(), Name: name, PublicKey: public})
 }
 
 // SSHKeys returns the account's keys.
 func (s *Server) SSHKeys() []lambda.SSHKey {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return slices.Clone(s.keys)
 }
 
@@ -207,44 +195,23 @@ var instanceRe = regexp.MustCompile(`^/api/v1/instances/([0-9a-f]{32})$`)
 
 // ServeHTTP answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.requests == nil {
-		s.requests = map[string]int{}
-	}
-	s.requests[r.Method+" "+r.URL.Path]++
+	s.Lock()
+	defer s.Unlock()
+	s.Count(r.Method, r.URL.Path)
 	now := s.Now()
 	s.advance()
 	if !s.authorized(r) {
-		s.fail(w, http.StatusUnauthorized, "global/invalid-api-key", "API key was invalid, expired, or deleted.",
+		fail(w, http.StatusUnauthorized, "global/invalid-api-key", "API key was invalid, expired, or deleted.",
 			"Check your API key or create a new one, then try again.")
 		return
 	}
 	if s.Inactive {
-		s.fail(w, http.StatusForbidden, "global/account-inactive", "Your account is inactive.",
+		fail(w, http.StatusForbidden, "global/account-inactive", "Your account is inactive.",
 			"Make sure you have verified your email address and have a valid payment method. Contact Support if problems continue.")
 		return
 	}
-	for i, f := range s.faults {
-		if f.Path == r.URL.Path && f.After > 0 {
-			s.faults[i].After--
-			break
-		}
-		if f.Path == r.URL.Path {
-			s.faults = append(s.faults[:i], s.faults[i+1:]...)
-			if f.Apply {
-				s.route(httptest.NewRecorder(), r, now)
-			}
-			if f.RetryAfter != "" {
-				w.Header().Set("Retry-After", f.RetryAfter)
-			}
-			if f.Code == "" {
-				http.Error(w, "upstream went away", f.Status)
-				return
-			}
-			s.fail(w, f.Status, f.Code, f.Message, "")
-			return
-		}
+	if s.Scripted(w, r.Method, r.URL.Path, func(w http.ResponseWriter) { s.route(w, r, now) }) {
+		return
 	}
 	s.route(w, r, now)
 }
@@ -278,7 +245,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, now time.Time) {
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/ssh-keys":
 		s.addKey(w, r)
 	default:
-		s.fail(w, http.StatusNotFound, "global/not-found", "The requested resource was not found.", "")
+		fail(w, http.StatusNotFound, "global/not-found", "The requested resource was not found.", "")
 	}
 }
 
@@ -296,30 +263,29 @@ func (s *Server) authorized(r *http.Request) bool {
 	return false
 }
 
+// ok answers the {"data": …} envelope.
 func (s *Server) ok(w http.ResponseWriter, data any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+	fakekit.JSON(w, http.StatusOK, map[string]any{"data": data})
 }
 
-func (s *Server) fail(w http.ResponseWriter, status int, code, message, suggestion string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
+// fail answers the {"error": …} envelope.
+func fail(w http.ResponseWriter, status int, code, message, suggestion string) {
 	e := map[string]string{"code": code, "message": message}
 	if suggestion != "" {
 		e["suggestion"] = suggestion
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": e})
+	fakekit.JSON(w, status, map[string]any{"error": e})
 }
 
 func (s *Server) tooMany(w http.ResponseWriter, wait time.Duration) {
-	s.refused++
+	s.RefusedTooMany()
 	secs := int((wait + time.Second - 1) / time.Second)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	s.fail(w, http.StatusTooManyRequests, "global/too-many-requests", "Too many requests.", "")
+	fail(w, http.StatusTooManyRequests, "global/too-many-requests", "Too many requests.", "")
 }
 
 func (s *Server) invalid(w http.ResponseWriter, message string) {
-	s.fail(w, http.StatusBadRequest, "global/invalid-parameters", message, "")
+	fail(w, http.StatusBadRequest, "global/invalid-parameters", message, "")
 }
 
 // id is a 32-hex-digit id like Lambda's.
@@ -413,15 +379,7 @@ func (s *Server) getInstance(w http.ResponseWriter, id string) {
 }
 
 func (s *Server) notFound(w http.ResponseWriter, id string) {
-	s.fail(w, http.StatusNotFound, "global/object-does-not-exist", "Specified instance does not exist: "+id, "")
-}
-
-// decode reads a JSON body strictly: unknown fields are refused, as a
-// request the published schema does not describe would be.
-func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	fail(w, http.StatusNotFound, "global/object-does-not-exist", "Specified instance does not exist: "+id, "")
 }
 
 var (
@@ -438,7 +396,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, now time.Time) {
 		return
 	}
 	s.lastLaunch = now
-	if err := decode(r, &req); err != nil {
+	if err := fakekit.Decode(r, &req); err != nil {
 		record(http.StatusBadRequest)
 		s.invalid(w, "Invalid request body: "+err.Error())
 		return
@@ -446,7 +404,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, now time.Time) {
 	status, code, msg := s.checkLaunch(req)
 	record(status)
 	if status != http.StatusOK {
-		s.fail(w, status, code, msg, "")
+		fail(w, status, code, msg, "")
 		return
 	}
 	s.Capacity[Cap{req.InstanceTypeName, req.RegionName}]--
@@ -526,7 +484,7 @@ func (s *Server) region(name string) lambda.Region {
 
 func (s *Server) ids(w http.ResponseWriter, r *http.Request) ([]*instance, bool) {
 	var req lambda.InstanceIDs
-	if err := decode(r, &req); err != nil || len(req.InstanceIDs) == 0 {
+	if err := fakekit.Decode(r, &req); err != nil || len(req.InstanceIDs) == 0 {
 		s.invalid(w, "instance_ids is required")
 		return nil, false
 	}
@@ -549,7 +507,7 @@ func (s *Server) restart(w http.ResponseWriter, r *http.Request, now time.Time) 
 	}
 	for _, in := range ins {
 		if !in.Actions.Restart.Available {
-			s.fail(w, http.StatusConflict, "global/conflict", "The request conflicts with the current state of the resource.", "")
+			fail(w, http.StatusConflict, "global/conflict", "The request conflicts with the current state of the resource.", "")
 			return
 		}
 	}
@@ -582,13 +540,13 @@ func (s *Server) terminate(w http.ResponseWriter, r *http.Request, now time.Time
 
 func (s *Server) addKey(w http.ResponseWriter, r *http.Request) {
 	var req lambda.SSHKey
-	if err := decode(r, &req); err != nil || req.Name == "" || req.ID != "" {
+	if err := fakekit.Decode(r, &req); err != nil || req.Name == "" || req.ID != "" {
 		s.invalid(w, "name is required")
 		return
 	}
 	for _, k := range s.keys {
 		if k.Name == req.Name {
-			s.fail(w, http.StatusBadRequest, "global/duplicate", "An SSH key with this name already exists.", "")
+			fail(w, http.StatusBadRequest, "global/duplicate", "An SSH key with this name already exists.", "")
 			return
 		}
 	}
@@ -599,14 +557,14 @@ func (s *Server) addKey(w http.ResponseWriter, r *http.Request) {
 
 // SetCapacity sets the free machines of a type in a region.
 func (s *Server) SetCapacity(typ, region string, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	s.Capacity[Cap{Type: typ, Region: region}] = n
 }
 
 // Free returns the free machines of a type in a region.
 func (s *Server) Free(typ, region string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return s.Capacity[Cap{Type: typ, Region: region}]
 }

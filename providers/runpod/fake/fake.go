@@ -23,17 +23,15 @@
 package fake
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/providers/fakekit"
 	"github.com/clusterdeck/clusterdeck/providers/runpod"
 )
 
@@ -51,8 +49,11 @@ type Fault struct {
 	After        int  // let this many matching requests through first
 }
 
-// Server is the fake. Exported fields are set before serving.
+// Server is the fake. Exported fields are set before serving (Requests
+// and TooMany, which counts the 429 answers the minute window sent, come
+// with fakekit.Base).
 type Server struct {
+	fakekit.Base
 	Key  string
 	Now  func() time.Time
 	GPUs []runpod.GpuType // catalog, without availability (computed from Stock)
@@ -80,19 +81,13 @@ type Server struct {
 	// with Retry-After until the window resets.
 	PerMinute int
 
-	mu       sync.Mutex
 	pods     map[string]*pod
 	order    []string
 	keys     []string
-	faults   []Fault
-	requests map[string]int
 	creates  []runpod.CreatePodRequest
 	clusters map[string]*runpod.Cluster
 	corder   []string
 	ccreates []runpod.CreateClusterRequest
-	window   time.Time
-	used     int
-	tooMany  int
 	seq      int
 }
 
@@ -128,43 +123,40 @@ func New(key string, now func() time.Time) *Server {
 
 // Inject queues scripted answers.
 func (s *Server) Inject(f ...Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, f...)
-}
-
-// Requests counts the requests made to "METHOD /path" (path without query).
-func (s *Server) Requests(methodPath string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests[methodPath]
+	for _, f := range f {
+		k := fakekit.Fault{Method: f.Method, Path: f.Path, Status: f.Status, RetryAfter: f.RetryAfter, Apply: f.Apply, After: f.After}
+		if f.Detail != "" { // else a body that is not a problem object
+			k.Body = func(w http.ResponseWriter, status int) { problem(w, status, f.Detail) }
+		}
+		s.Queue(k)
+	}
 }
 
 // Creates returns every create body accepted so far.
 func (s *Server) Creates() []runpod.CreatePodRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return slices.Clone(s.creates)
 }
 
 // ClusterCreates returns every cluster create body accepted so far.
 func (s *Server) ClusterCreates() []runpod.CreateClusterRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return slices.Clone(s.ccreates)
 }
 
 // ClusterCreatesIDs returns the ids of every cluster created so far, in order.
 func (s *Server) ClusterCreatesIDs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return slices.Clone(s.corder)
 }
 
 // Clusters returns the clusters not deleted, in creation order.
 func (s *Server) Clusters() []runpod.Cluster {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	var out []runpod.Cluster
 	for _, id := range s.corder {
 		if c, ok := s.clusters[id]; ok {
@@ -174,17 +166,10 @@ func (s *Server) Clusters() []runpod.Cluster {
 	return out
 }
 
-// TooMany counts the 429 answers the minute window sent.
-func (s *Server) TooMany() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tooMany
-}
-
 // Live returns the pods not deleted, in creation order.
 func (s *Server) Live() []runpod.Pod {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	var out []runpod.Pod
 	for _, id := range s.order {
 		if p, ok := s.pods[id]; ok {
@@ -197,8 +182,8 @@ func (s *Server) Live() []runpod.Pod {
 
 // SetStatus forces a pod's status (e.g. ERROR).
 func (s *Server) SetStatus(id, status string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	if p, ok := s.pods[id]; ok {
 		p.Status, p.readyAt = status, time.Time{}
 		p.Actions = actions(status)
@@ -207,8 +192,8 @@ func (s *Server) SetStatus(id, status string) {
 
 // SSHKeys returns the account's registered keys.
 func (s *Server) SSHKeys() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return slices.Clone(s.keys)
 }
 
@@ -261,83 +246,35 @@ func (s *Server) advance(p *pod) {
 	p.Actions = actions(p.Status)
 }
 
-func (s *Server) problem(w http.ResponseWriter, status int, detail string, errs ...string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(runpod.Problem{Title: http.StatusText(status), Status: status, Detail: detail, Errors: errs})
-}
-
-func (s *Server) reply(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if v != nil {
-		_ = json.NewEncoder(w).Encode(v)
-	}
+// problem answers an RFC 9457 problem body.
+func problem(w http.ResponseWriter, status int, detail string, errs ...string) {
+	fakekit.Reply(w, "application/problem+json", status, runpod.Problem{Title: http.StatusText(status), Status: status, Detail: detail, Errors: errs})
 }
 
 // ServeHTTP answers the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.requests == nil {
-		s.requests = map[string]int{}
-	}
-	s.requests[r.Method+" "+r.URL.Path]++
+	s.Lock()
+	defer s.Unlock()
+	s.Count(r.Method, r.URL.Path)
 	if r.Header.Get("Authorization") != "Bearer "+s.Key {
-		s.problem(w, http.StatusUnauthorized, "missing bearer token")
+		problem(w, http.StatusUnauthorized, "missing bearer token")
 		return
 	}
 	if s.PerMinute > 0 {
-		now := s.Now()
-		if now.Sub(s.window) >= time.Minute {
-			s.window, s.used = now, 0
-		}
-		reset := int((s.window.Add(time.Minute).Sub(now) + time.Second - 1) / time.Second)
-		if s.used >= s.PerMinute {
-			s.tooMany++
-			w.Header().Set("Retry-After", strconv.Itoa(reset))
-			w.Header().Set("RateLimit", fmt.Sprintf(`"minute";r=0;t=%d`, reset))
-			w.Header().Set("RateLimit-Policy", fmt.Sprintf(`"minute";q=%d;w=60`, s.PerMinute))
-			s.problem(w, http.StatusTooManyRequests, "rate limit exceeded for the minute window")
-			return
-		}
-		s.used++
-		w.Header().Set("RateLimit", fmt.Sprintf(`"minute";r=%d;t=%d`, s.PerMinute-s.used, reset))
+		left, reset, ok := s.Window(s.Now(), s.PerMinute)
+		w.Header().Set("RateLimit", fmt.Sprintf(`"minute";r=%d;t=%d`, left, reset))
 		w.Header().Set("RateLimit-Policy", fmt.Sprintf(`"minute";q=%d;w=60`, s.PerMinute))
-	}
-	for k, f := range s.faults {
-		if f.Method != r.Method || !strings.HasPrefix(r.URL.Path, f.Path) {
-			continue
-		}
-		if f.After > 0 {
-			s.faults[k].After--
-			break
-		}
-		s.faults = slices.Delete(s.faults, k, k+1)
-		if f.Apply {
-			s.route(httpDiscard{}, r)
-		}
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		if f.Detail == "" {
-			w.WriteHeader(f.Status)
-			_, _ = w.Write([]byte("<html>upstream error</html>"))
+		if !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(reset))
+			problem(w, http.StatusTooManyRequests, "rate limit exceeded for the minute window")
 			return
 		}
-		s.problem(w, f.Status, f.Detail)
+	}
+	if s.Scripted(w, r.Method, r.URL.Path, func(w http.ResponseWriter) { s.route(w, r) }) {
 		return
 	}
 	s.route(w, r)
 }
-
-type httpDiscard struct{}
-
-func (httpDiscard) Header() http.Header { return http.Header{} }
-func (httpDiscard) Write(b []byte) (int, error) {
-	return len(b), nil
-}
-func (httpDiscard) WriteHeader(int) {}
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
@@ -345,17 +282,17 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	case path == "/v2/catalog/gpus" && r.Method == http.MethodGet:
 		s.listGPUs(w, r)
 	case path == "/v2/account/ssh-keys" && r.Method == http.MethodGet:
-		s.reply(w, 200, map[string][]string{"keys": append([]string{}, s.keys...)})
+		fakekit.JSON(w, 200, map[string][]string{"keys": append([]string{}, s.keys...)})
 	case path == "/v2/account/ssh-keys" && r.Method == http.MethodPut:
 		var in struct {
 			Keys []string `json:"keys"`
 		}
 		if err := strict(r, &in); err != nil {
-			s.problem(w, 422, "Request validation failed.", err.Error())
+			problem(w, 422, "Request validation failed.", err.Error())
 			return
 		}
 		s.keys = in.Keys
-		s.reply(w, 200, map[string][]string{"keys": append([]string{}, s.keys...)})
+		fakekit.JSON(w, 200, map[string][]string{"keys": append([]string{}, s.keys...)})
 	case path == "/v2/pods" && r.Method == http.MethodGet:
 		members := r.URL.Query().Get("includeClusterPods") == "true"
 		out := []runpod.Pod{}
@@ -365,7 +302,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 				out = append(out, p.Pod)
 			}
 		}
-		s.reply(w, 200, map[string][]runpod.Pod{"pods": out})
+		fakekit.JSON(w, 200, map[string][]runpod.Pod{"pods": out})
 	case path == "/v2/pods" && r.Method == http.MethodPost:
 		s.create(w, r)
 	case strings.HasPrefix(path, "/v2/pods/"):
@@ -373,15 +310,15 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		id, verb, _ := strings.Cut(rest, "/")
 		p, ok := s.pods[id]
 		if !ok {
-			s.problem(w, 404, "pod not found")
+			problem(w, 404, "pod not found")
 			return
 		}
 		s.advance(p)
 		switch {
 		case verb == "" && r.Method == http.MethodGet:
-			s.reply(w, 200, p.Pod)
+			fakekit.JSON(w, 200, p.Pod)
 		case verb == "" && r.Method == http.MethodDelete && p.Cluster != nil:
-			s.problem(w, 409, "pod "+id+" belongs to cluster "+p.Cluster.ID+"; delete the cluster")
+			problem(w, 409, "pod "+id+" belongs to cluster "+p.Cluster.ID+"; delete the cluster")
 		case verb == "" && r.Method == http.MethodDelete:
 			s.Stock[Cap{p.GPU.ID, *p.DataCenterID}] += p.GPU.Count
 			delete(s.pods, id)
@@ -389,7 +326,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		case verb == "action" && r.Method == http.MethodPost:
 			s.act(w, r, p)
 		default:
-			s.problem(w, 405, "method not allowed")
+			problem(w, 405, "method not allowed")
 		}
 	case path == "/v2/clusters" && r.Method == http.MethodPost:
 		s.createCluster(w, r)
@@ -400,17 +337,17 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 				out = append(out, s.cluster(c))
 			}
 		}
-		s.reply(w, 200, map[string][]runpod.Cluster{"clusters": out})
+		fakekit.JSON(w, 200, map[string][]runpod.Cluster{"clusters": out})
 	case strings.HasPrefix(path, "/v2/clusters/"):
 		id, verb, _ := strings.Cut(strings.TrimPrefix(path, "/v2/clusters/"), "/")
 		c, ok := s.clusters[id]
 		if !ok {
-			s.problem(w, 404, "resource not found")
+			problem(w, 404, "resource not found")
 			return
 		}
 		switch {
 		case verb == "" && r.Method == http.MethodGet:
-			s.reply(w, 200, s.cluster(c))
+			fakekit.JSON(w, 200, s.cluster(c))
 		case verb == "pods" && r.Method == http.MethodGet:
 			out := []runpod.Pod{}
 			for _, pid := range s.order {
@@ -419,7 +356,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 					out = append(out, p.Pod)
 				}
 			}
-			s.reply(w, 200, map[string][]runpod.Pod{"pods": out})
+			fakekit.JSON(w, 200, map[string][]runpod.Pod{"pods": out})
 		case verb == "" && r.Method == http.MethodDelete:
 			for pid, p := range s.pods {
 				if p.Cluster != nil && p.Cluster.ID == id {
@@ -430,19 +367,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			delete(s.clusters, id)
 			w.WriteHeader(http.StatusNoContent)
 		default:
-			s.problem(w, 405, "method not allowed")
+			problem(w, 405, "method not allowed")
 		}
 	default:
-		s.problem(w, 404, "resource not found")
+		problem(w, 404, "resource not found")
 	}
 }
 
+// strict decodes a body strictly, its refusal worded as RunPod's validator words it.
 func strict(r *http.Request, v any) error {
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(r.Body)
-	dec := json.NewDecoder(&buf)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := fakekit.Decode(r, v); err != nil {
 		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return fmt.Errorf("$: additional properties %s not allowed", strings.ReplaceAll(name, `"`, "'"))
 		}
@@ -467,14 +401,14 @@ func (s *Server) listGPUs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	include := q.Get("include") == "AVAILABILITY"
 	if include && q.Get("product") == "" {
-		s.problem(w, 400, "product is required with include=AVAILABILITY")
+		problem(w, 400, "product is required with include=AVAILABILITY")
 		return
 	}
 	count := 1
 	if c := q.Get("count"); c != "" {
 		n, err := strconv.Atoi(c)
 		if err != nil || n < 1 {
-			s.problem(w, 422, "Request validation failed.", "count: must be a positive integer")
+			problem(w, 422, "Request validation failed.", "count: must be a positive integer")
 			return
 		}
 		count = n
@@ -505,7 +439,7 @@ func (s *Server) listGPUs(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, g)
 	}
-	s.reply(w, 200, map[string][]runpod.GpuType{"gpus": out})
+	fakekit.JSON(w, 200, map[string][]runpod.GpuType{"gpus": out})
 }
 
 func rank(l string) int {
@@ -515,34 +449,34 @@ func rank(l string) int {
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var in runpod.CreatePodRequest
 	if err := strict(r, &in); err != nil {
-		s.problem(w, 422, "Request validation failed.", err.Error())
+		problem(w, 422, "Request validation failed.", err.Error())
 		return
 	}
 	switch {
 	case in.Name == "":
-		s.problem(w, 422, "Request validation failed.", "$.name: minLength 1")
+		problem(w, 422, "Request validation failed.", "$.name: minLength 1")
 		return
 	case in.GPU == nil:
-		s.problem(w, 400, "exactly one of gpu or cpu must be set")
+		problem(w, 400, "exactly one of gpu or cpu must be set")
 		return
 	case in.Image == "":
-		s.problem(w, 400, "image is required unless templateId is set")
+		problem(w, 400, "image is required unless templateId is set")
 		return
 	case in.Cloud != "" && in.Cloud != "SECURE" && in.Cloud != "COMMUNITY":
-		s.problem(w, 422, "Request validation failed.", "$.cloud: value must be one of 'SECURE', 'COMMUNITY'")
+		problem(w, 422, "Request validation failed.", "$.cloud: value must be one of 'SECURE', 'COMMUNITY'")
 		return
 	}
 	k := slices.IndexFunc(s.GPUs, func(g runpod.GpuType) bool { return g.ID == in.GPU.ID })
 	if k < 0 {
-		s.problem(w, 404, "gpu type not found")
+		problem(w, 404, "gpu type not found")
 		return
 	}
 	if in.GPU.Count < 1 || in.GPU.Count > s.GPUs[k].MaxCount.Secure {
-		s.problem(w, 400, fmt.Sprintf("gpu count %d exceeds the maximum of %d for this GPU type", in.GPU.Count, s.GPUs[k].MaxCount.Secure))
+		problem(w, 400, fmt.Sprintf("gpu count %d exceeds the maximum of %d for this GPU type", in.GPU.Count, s.GPUs[k].MaxCount.Secure))
 		return
 	}
 	if s.Broke {
-		s.problem(w, 402, "insufficient balance")
+		problem(w, 402, "insufficient balance")
 		return
 	}
 	dcs := in.DataCenterIDs
@@ -555,7 +489,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	dc := ""
 	for _, d := range dcs {
 		if _, ok := s.DCs[d]; !ok {
-			s.problem(w, 400, "unknown data center "+d)
+			problem(w, 400, "unknown data center "+d)
 			return
 		}
 		if dc == "" && s.Stock[Cap{in.GPU.ID, d}] >= in.GPU.Count {
@@ -563,12 +497,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if dc == "" {
-		s.problem(w, 400, "There are no longer any instances available with the requested specifications. Please refresh and try again.")
+		problem(w, 400, "There are no longer any instances available with the requested specifications. Please refresh and try again.")
 		return
 	}
 	p := s.newPod(in, dc, k)
 	s.creates = append(s.creates, in)
-	s.reply(w, 201, p.Pod)
+	fakekit.JSON(w, 201, p.Pod)
 }
 
 // newPod places one pod of in in dc (k is its GPU type's index).
@@ -633,39 +567,39 @@ func (s *Server) cluster(c *runpod.Cluster) runpod.Cluster {
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	var in runpod.CreateClusterRequest
 	if err := strict(r, &in); err != nil {
-		s.problem(w, 422, "Request validation failed.", err.Error())
+		problem(w, 422, "Request validation failed.", err.Error())
 		return
 	}
 	c := in.Compute
 	switch {
 	case in.Name == "":
-		s.problem(w, 422, "Request validation failed.", "$.name: minLength 1")
+		problem(w, 422, "Request validation failed.", "$.name: minLength 1")
 		return
 	case in.Type != "" && !slices.Contains([]string{"APPLICATION", "TRAINING", "SLURM", "RAY"}, in.Type):
-		s.problem(w, 422, "Request validation failed.", "$.type: value must be one of 'APPLICATION', 'TRAINING', 'SLURM', 'RAY'")
+		problem(w, 422, "Request validation failed.", "$.type: value must be one of 'APPLICATION', 'TRAINING', 'SLURM', 'RAY'")
 		return
 	case c.GPUTypeID == "" || c.GPUCountPerPod < 1 || c.PodCount < 1:
-		s.problem(w, 422, "Request validation failed.", "$.compute: gpuTypeId, gpuCountPerPod and podCount are required")
+		problem(w, 422, "Request validation failed.", "$.compute: gpuTypeId, gpuCountPerPod and podCount are required")
 		return
 	case in.Image == "":
-		s.problem(w, 400, "image is required unless templateId is set")
+		problem(w, 400, "image is required unless templateId is set")
 		return
 	}
 	k := slices.IndexFunc(s.GPUs, func(g runpod.GpuType) bool { return g.ID == c.GPUTypeID })
 	if k < 0 {
-		s.problem(w, 404, "gpu type not found")
+		problem(w, 404, "gpu type not found")
 		return
 	}
 	if c.GPUCountPerPod > s.GPUs[k].MaxCount.Secure {
-		s.problem(w, 400, fmt.Sprintf("gpuCountPerPod %d exceeds the maximum of %d for this GPU type", c.GPUCountPerPod, s.GPUs[k].MaxCount.Secure))
+		problem(w, 400, fmt.Sprintf("gpuCountPerPod %d exceeds the maximum of %d for this GPU type", c.GPUCountPerPod, s.GPUs[k].MaxCount.Secure))
 		return
 	}
 	if c.PodCount < runpod.ClusterMinPods || c.PodCount > runpod.ClusterMaxPods {
-		s.problem(w, 400, fmt.Sprintf("podCount %d is not a supported cluster size", c.PodCount))
+		problem(w, 400, fmt.Sprintf("podCount %d is not a supported cluster size", c.PodCount))
 		return
 	}
 	if s.Broke {
-		s.problem(w, 402, "insufficient balance")
+		problem(w, 402, "insufficient balance")
 		return
 	}
 	dcs := in.DataCenterIDs
@@ -678,7 +612,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	dc := ""
 	for _, d := range dcs {
 		if _, ok := s.DCs[d]; !ok {
-			s.problem(w, 400, "unknown data center "+d)
+			problem(w, 400, "unknown data center "+d)
 			return
 		}
 		if dc == "" && s.ClusterCaps[Cap{c.GPUTypeID, d}] && s.Stock[Cap{c.GPUTypeID, d}] >= c.PodCount*c.GPUCountPerPod {
@@ -686,7 +620,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if dc == "" {
-		s.problem(w, 400, "There are no longer any instances available with the requested specifications. Please refresh and try again.")
+		problem(w, 400, "There are no longer any instances available with the requested specifications. Please refresh and try again.")
 		return
 	}
 	s.seq++
@@ -718,7 +652,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.ccreates = append(s.ccreates, in)
-	s.reply(w, 201, s.cluster(cl))
+	fakekit.JSON(w, 201, s.cluster(cl))
 }
 
 // memberRole is the description's PodClusterRole of a member: SLURM and RAY
@@ -742,21 +676,21 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
 		Action string `json:"action"`
 	}
 	if err := strict(r, &in); err != nil {
-		s.problem(w, 422, "Request validation failed.", err.Error())
+		problem(w, 422, "Request validation failed.", err.Error())
 		return
 	}
 	if !slices.Contains([]string{"start", "stop", "restart", "terminate"}, in.Action) {
-		s.problem(w, 422, "Request validation failed.", "$.action: value must be one of 'start', 'stop', 'restart', 'terminate'")
+		problem(w, 422, "Request validation failed.", "$.action: value must be one of 'start', 'stop', 'restart', 'terminate'")
 		return
 	}
 	if p.Cluster != nil {
 		// The description: member pods "cannot be modified or deleted via
 		// the pod endpoints".
-		s.problem(w, 409, fmt.Sprintf("pod %s is a member of cluster %s: member pods cannot be modified through the pod endpoints", p.ID, p.Cluster.ID))
+		problem(w, 409, fmt.Sprintf("pod %s is a member of cluster %s: member pods cannot be modified through the pod endpoints", p.ID, p.Cluster.ID))
 		return
 	}
 	if !slices.Contains(p.Actions, in.Action) {
-		s.problem(w, 409, fmt.Sprintf("action %s is not valid for a pod in status %s", in.Action, p.Status))
+		problem(w, 409, fmt.Sprintf("action %s is not valid for a pod in status %s", in.Action, p.Status))
 		return
 	}
 	now := s.Now()
@@ -776,5 +710,5 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
 		return
 	}
 	p.Actions = actions(p.Status)
-	s.reply(w, 200, p.Pod)
+	fakekit.JSON(w, 200, p.Pod)
 }

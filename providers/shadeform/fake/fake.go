@@ -27,18 +27,16 @@
 package fake
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/providers/fakekit"
 	"github.com/clusterdeck/clusterdeck/providers/shadeform"
 )
 
@@ -48,8 +46,10 @@ const NotDeleted = "0001-01-01T00:00:00Z"
 // Cap is a (cloud, shade instance type, region) triple.
 type Cap struct{ Cloud, Type, Region string }
 
-// Fault is a scripted answer to a request whose path starts with Path; it is used once.
+// Fault is a scripted answer to a request whose path (under /v1) starts
+// with Path, and whose method is Method (empty: any); it is used once.
 type Fault struct {
+	Method     string
 	Path       string
 	Status     int
 	ErrorCode  string // empty sends a body that is not JSON
@@ -66,8 +66,10 @@ type ClusterOffer struct {
 	NumInstances        int
 }
 
-// Server is the fake. Exported fields are set before serving.
+// Server is the fake. Exported fields are set before serving (Requests,
+// of "METHOD /path" under /v1, and TooMany come with fakekit.Base).
 type Server struct {
+	fakekit.Base
 	Key   string
 	Now   func() time.Time
 	Types []shadeform.InstanceType // availability is computed from Capacity
@@ -82,18 +84,13 @@ type Server struct {
 	// ClusterOffers are the cluster types listed by /clusters/types.
 	ClusterOffers []ClusterOffer
 
-	mu        sync.Mutex
 	instances map[string]*instance
 	order     []string
 	keys      []shadeform.SSHKey
-	faults    []Fault
-	requests  map[string]int
 	creates   []shadeform.CreateRequest
 	clusters  map[string]*cluster
 	corder    []string
 	ccreates  []shadeform.CreateClusterRequest
-	window    time.Time
-	used      int
 	seq       int
 }
 
@@ -136,36 +133,33 @@ func New(key string, now func() time.Time) *Server {
 
 // Inject queues scripted answers.
 func (s *Server) Inject(f ...Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, f...)
-}
-
-// Requests counts "METHOD /path" requests (path without query).
-func (s *Server) Requests(methodPath string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests[methodPath]
+	for _, f := range f {
+		k := fakekit.Fault{Method: f.Method, Path: f.Path, Status: f.Status, RetryAfter: f.RetryAfter, Apply: f.Apply, After: f.After}
+		if f.ErrorCode != "" { // else a body that is not JSON
+			k.Body = func(w http.ResponseWriter, status int) { fail(w, status, f.ErrorCode, f.Error) }
+		}
+		s.Queue(k)
+	}
 }
 
 // Creates returns every accepted create body.
 func (s *Server) Creates() []shadeform.CreateRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return slices.Clone(s.creates)
 }
 
 // ClusterCreates returns every accepted cluster create body.
 func (s *Server) ClusterCreates() []shadeform.CreateClusterRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return slices.Clone(s.ccreates)
 }
 
 // Script returns the decoded start-up script an instance was created with.
 func (s *Server) Script(id string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	in, ok := s.instances[id]
 	if !ok || in.LaunchConfiguration == nil || in.LaunchConfiguration.ScriptConfiguration == nil {
 		return ""
@@ -176,8 +170,8 @@ func (s *Server) Script(id string) string {
 
 // Live returns the instances not deleting or gone.
 func (s *Server) Live() []shadeform.Instance {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	var out []shadeform.Instance
 	for _, id := range s.order {
 		if in, ok := s.instances[id]; ok {
@@ -192,8 +186,8 @@ func (s *Server) Live() []shadeform.Instance {
 
 // SetStatus forces an instance's status (e.g. "error").
 func (s *Server) SetStatus(id, status string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	if in, ok := s.instances[id]; ok {
 		in.Status, in.created = status, time.Time{}
 	}
@@ -201,8 +195,8 @@ func (s *Server) SetStatus(id, status string) {
 
 // SSHKeys returns the account's keys.
 func (s *Server) SSHKeys() []shadeform.SSHKey {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return slices.Clone(s.keys)
 }
 
@@ -231,83 +225,34 @@ func (s *Server) advance(in *instance) {
 	}
 }
 
-func (s *Server) fail(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(shadeform.APIError{ErrorCode: code, Error: msg})
+// fail answers the one error body seen from the service.
+func fail(w http.ResponseWriter, status int, code, msg string) {
+	fakekit.JSON(w, status, shadeform.APIError{ErrorCode: code, Error: msg})
 }
 
-func (s *Server) reply(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	if v != nil {
-		_ = json.NewEncoder(w).Encode(v)
-	}
-}
+func reply(w http.ResponseWriter, v any) { fakekit.JSON(w, http.StatusOK, v) }
 
 // ServeHTTP answers the API (under /v1).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.requests == nil {
-		s.requests = map[string]int{}
-	}
+	s.Lock()
+	defer s.Unlock()
 	path := strings.TrimPrefix(r.URL.Path, "/v1")
-	s.requests[r.Method+" "+path]++
+	s.Count(r.Method, path)
 	if r.Header.Get("X-API-KEY") != s.Key || s.Key == "" {
-		s.fail(w, http.StatusUnauthorized, "UNAUTHORIZED", "invalid API key")
+		fail(w, http.StatusUnauthorized, "UNAUTHORIZED", "invalid API key")
 		return
 	}
 	if s.PerMinute > 0 {
-		now := s.Now()
-		if now.Sub(s.window) >= time.Minute {
-			s.window, s.used = now, 0
-		}
-		if s.used >= s.PerMinute {
-			w.Header().Set("Retry-After", strconv.Itoa(int((s.window.Add(time.Minute).Sub(now)+time.Second-1)/time.Second)))
-			s.fail(w, http.StatusTooManyRequests, "RATE_LIMITED", "too many requests")
+		if _, reset, ok := s.Window(s.Now(), s.PerMinute); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(reset))
+			fail(w, http.StatusTooManyRequests, "RATE_LIMITED", "too many requests")
 			return
 		}
-		s.used++
 	}
-	for k, f := range s.faults {
-		if !strings.HasPrefix(path, f.Path) {
-			continue
-		}
-		if f.After > 0 {
-			s.faults[k].After--
-			break
-		}
-		s.faults = slices.Delete(s.faults, k, k+1)
-		if f.Apply {
-			s.route(discard{}, r, path)
-		}
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		if f.ErrorCode == "" {
-			w.WriteHeader(f.Status)
-			_, _ = w.Write([]byte("<html>bad gateway</html>"))
-			return
-		}
-		s.fail(w, f.Status, f.ErrorCode, f.Error)
+	if s.Scripted(w, r.Method, path, func(w http.ResponseWriter) { s.route(w, r, path) }) {
 		return
 	}
 	s.route(w, r, path)
-}
-
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) WriteHeader(int)             {}
-
-func decode(r *http.Request, v any) error {
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(r.Body)
-	dec := json.NewDecoder(&buf)
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request, path string) {
@@ -325,7 +270,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, path string) {
 				}
 			}
 		}
-		s.reply(w, map[string][]shadeform.Instance{"instances": out})
+		reply(w, map[string][]shadeform.Instance{"instances": out})
 	case path == "/instances/create" && post:
 		s.create(w, r)
 	case path == "/clusters/types" && get:
@@ -339,17 +284,17 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, path string) {
 				out = append(out, s.clusterView(c))
 			}
 		}
-		s.reply(w, map[string][]shadeform.Cluster{"clusters": out})
+		reply(w, map[string][]shadeform.Cluster{"clusters": out})
 	case strings.HasPrefix(path, "/clusters/"):
 		id, verb, _ := strings.Cut(strings.TrimPrefix(path, "/clusters/"), "/")
 		c, ok := s.clusters[id]
 		if !ok || !s.clusterLive(c) {
-			s.fail(w, 404, "NOT_FOUND", "cluster not found")
+			fail(w, 404, "NOT_FOUND", "cluster not found")
 			return
 		}
 		switch {
 		case verb == "info" && get:
-			s.reply(w, s.clusterView(c))
+			reply(w, s.clusterView(c))
 		case verb == "delete" && post:
 			if c.deletedAt.IsZero() {
 				now := s.Now()
@@ -361,25 +306,25 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, path string) {
 					}
 				}
 			}
-			s.reply(w, nil)
+			reply(w, nil)
 		default:
-			s.fail(w, 404, "NOT_FOUND", "no such route")
+			fail(w, 404, "NOT_FOUND", "no such route")
 		}
 	case path == "/sshkeys" && get:
-		s.reply(w, map[string][]shadeform.SSHKey{"ssh_keys": append([]shadeform.SSHKey{}, s.keys...)})
+		reply(w, map[string][]shadeform.SSHKey{"ssh_keys": append([]shadeform.SSHKey{}, s.keys...)})
 	case path == "/sshkeys/add" && post:
 		var in struct {
 			Name      string `json:"name"`
 			PublicKey string `json:"public_key"`
 		}
-		if err := decode(r, &in); err != nil || in.Name == "" || !strings.HasPrefix(in.PublicKey, "ssh-") {
-			s.fail(w, 400, "INVALID_REQUEST", "name and a public key are required")
+		if err := fakekit.Decode(r, &in); err != nil || in.Name == "" || !strings.HasPrefix(in.PublicKey, "ssh-") {
+			fail(w, 400, "INVALID_REQUEST", "name and a public key are required")
 			return
 		}
 		s.seq++
 		id := fmt.Sprintf("78a0dd5a-0000-4000-8000-%012d", s.seq)
 		s.keys = append(s.keys, shadeform.SSHKey{ID: id, Name: in.Name, PublicKey: in.PublicKey, IsDefault: len(s.keys) == 0})
-		s.reply(w, map[string]string{"id": id})
+		reply(w, map[string]string{"id": id})
 	case strings.HasPrefix(path, "/instances/"):
 		id, verb, _ := strings.Cut(strings.TrimPrefix(path, "/instances/"), "/")
 		in, ok := s.instances[id]
@@ -388,32 +333,32 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, path string) {
 			_, ok = s.instances[id]
 		}
 		if !ok {
-			s.fail(w, 404, "NOT_FOUND", "instance not found")
+			fail(w, 404, "NOT_FOUND", "instance not found")
 			return
 		}
 		switch {
 		case verb == "info" && get:
-			s.reply(w, in.Instance)
+			reply(w, in.Instance)
 		case verb == "delete" && post:
 			if in.Status == shadeform.StatusDeleting {
-				s.reply(w, nil)
+				reply(w, nil)
 				return
 			}
 			in.Status, in.deletedAt = shadeform.StatusDeleting, s.Now()
 			in.DeletedAt = s.Now().UTC().Format(time.RFC3339)
 			s.Capacity[Cap{in.Cloud, in.ShadeInstanceType, in.Region}]++
-			s.reply(w, nil)
+			reply(w, nil)
 		case verb == "restart" && post:
 			if in.Status != shadeform.StatusActive {
-				s.fail(w, 409, "INVALID_STATE", "instance is "+in.Status)
+				fail(w, 409, "INVALID_STATE", "instance is "+in.Status)
 				return
 			}
-			s.reply(w, nil) // stays active throughout
+			reply(w, nil) // stays active throughout
 		default:
-			s.fail(w, 404, "NOT_FOUND", "no such route")
+			fail(w, 404, "NOT_FOUND", "no such route")
 		}
 	default:
-		s.fail(w, 404, "NOT_FOUND", "no such route")
+		fail(w, 404, "NOT_FOUND", "no such route")
 	}
 }
 
@@ -449,51 +394,51 @@ func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {
 	if q.Get("sort") == "price" {
 		sort.SliceStable(out, func(a, b int) bool { return out[a].HourlyPrice < out[b].HourlyPrice })
 	}
-	s.reply(w, map[string][]shadeform.InstanceType{"instance_types": out})
+	reply(w, map[string][]shadeform.InstanceType{"instance_types": out})
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var in shadeform.CreateRequest
-	if err := decode(r, &in); err != nil {
-		s.fail(w, 400, "INVALID_REQUEST", err.Error())
+	if err := fakekit.Decode(r, &in); err != nil {
+		fail(w, 400, "INVALID_REQUEST", err.Error())
 		return
 	}
 	if in.Cloud == "" || in.Region == "" || in.ShadeInstanceType == "" || in.Name == "" {
-		s.fail(w, 400, "INVALID_REQUEST", "cloud, region, shade_instance_type, shade_cloud and name are required")
+		fail(w, 400, "INVALID_REQUEST", "cloud, region, shade_instance_type, shade_cloud and name are required")
 		return
 	}
 	k := slices.IndexFunc(s.Types, func(t shadeform.InstanceType) bool {
 		return t.Cloud == in.Cloud && t.ShadeInstanceType == in.ShadeInstanceType
 	})
 	if k < 0 {
-		s.fail(w, 400, "INVALID_REQUEST", "unknown instance type "+in.ShadeInstanceType+" for cloud "+in.Cloud)
+		fail(w, 400, "INVALID_REQUEST", "unknown instance type "+in.ShadeInstanceType+" for cloud "+in.Cloud)
 		return
 	}
 	if _, ok := Regions[in.Region]; !ok {
-		s.fail(w, 400, "INVALID_REQUEST", "unknown region "+in.Region)
+		fail(w, 400, "INVALID_REQUEST", "unknown region "+in.Region)
 		return
 	}
 	if lc := in.LaunchConfiguration; lc != nil && lc.Type == "script" {
 		if lc.ScriptConfiguration == nil {
-			s.fail(w, 400, "INVALID_REQUEST", "script_configuration is required with type script")
+			fail(w, 400, "INVALID_REQUEST", "script_configuration is required with type script")
 			return
 		}
 		if _, err := base64.StdEncoding.DecodeString(lc.ScriptConfiguration.Base64Script); err != nil {
-			s.fail(w, 400, "INVALID_REQUEST", "base64_script is not base64")
+			fail(w, 400, "INVALID_REQUEST", "base64_script is not base64")
 			return
 		}
 	}
 	if in.SSHKeyID != "" && !slices.ContainsFunc(s.keys, func(k shadeform.SSHKey) bool { return k.ID == in.SSHKeyID }) {
-		s.fail(w, 400, "INVALID_REQUEST", "unknown ssh_key_id")
+		fail(w, 400, "INVALID_REQUEST", "unknown ssh_key_id")
 		return
 	}
 	if s.Broke {
-		s.fail(w, 409, "INSUFFICIENT_FUNDS", "Balance must be a minimum of $5 to launch an instance.")
+		fail(w, 409, "INSUFFICIENT_FUNDS", "Balance must be a minimum of $5 to launch an instance.")
 		return
 	}
 	c := Cap{in.Cloud, in.ShadeInstanceType, in.Region}
 	if s.Capacity[c] <= 0 {
-		s.fail(w, 409, "OUT_OF_CAPACITY", "The selected instance is out of capacity in "+in.Region)
+		fail(w, 409, "OUT_OF_CAPACITY", "The selected instance is out of capacity in "+in.Region)
 		return
 	}
 	s.Capacity[c]--
@@ -520,7 +465,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.instances[inst.ID] = inst
 	s.order = append(s.order, inst.ID)
 	s.creates = append(s.creates, in)
-	s.reply(w, map[string]string{"id": inst.ID})
+	reply(w, map[string]string{"id": inst.ID})
 }
 
 func (s *Server) clusterTypes(w http.ResponseWriter) {
@@ -536,7 +481,7 @@ func (s *Server) clusterTypes(w http.ResponseWriter) {
 			Availability: shadeform.ClusterAvailability{Region: o.Region, DisplayName: Regions[o.Region],
 				Available: s.Capacity[Cap{o.Cloud, o.Type, o.Region}] >= o.NumInstances}})
 	}
-	s.reply(w, map[string][]shadeform.ClusterType{"cluster_types": out})
+	reply(w, map[string][]shadeform.ClusterType{"cluster_types": out})
 }
 
 // clusterLive: a deleted cluster leaves the lists once its instances are gone.
@@ -574,12 +519,12 @@ func (s *Server) clusterView(c *cluster) shadeform.Cluster {
 
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	var in shadeform.CreateClusterRequest
-	if err := decode(r, &in); err != nil {
-		s.fail(w, 400, "INVALID_REQUEST", err.Error())
+	if err := fakekit.Decode(r, &in); err != nil {
+		fail(w, 400, "INVALID_REQUEST", err.Error())
 		return
 	}
 	if in.Name == "" || in.Cloud == "" || in.Region == "" || in.ClusterType == "" || in.NumInstances < 1 {
-		s.fail(w, 400, "INVALID_REQUEST", "cloud, region, cluster_type, name and num_instances are required")
+		fail(w, 400, "INVALID_REQUEST", "cloud, region, cluster_type, name and num_instances are required")
 		return
 	}
 	o := slices.IndexFunc(s.ClusterOffers, func(o ClusterOffer) bool {
@@ -589,20 +534,20 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		return t.Cloud == in.Cloud && t.ShadeInstanceType == in.ClusterType
 	})
 	if o < 0 || k < 0 {
-		s.fail(w, 400, "INVALID_REQUEST", fmt.Sprintf("no cluster type %s of %d instances on %s in %s", in.ClusterType, in.NumInstances, in.Cloud, in.Region))
+		fail(w, 400, "INVALID_REQUEST", fmt.Sprintf("no cluster type %s of %d instances on %s in %s", in.ClusterType, in.NumInstances, in.Cloud, in.Region))
 		return
 	}
 	if in.SSHKeyID != "" && !slices.ContainsFunc(s.keys, func(k shadeform.SSHKey) bool { return k.ID == in.SSHKeyID }) {
-		s.fail(w, 400, "INVALID_REQUEST", "unknown ssh_key_id")
+		fail(w, 400, "INVALID_REQUEST", "unknown ssh_key_id")
 		return
 	}
 	if s.Broke {
-		s.fail(w, 409, "INSUFFICIENT_FUNDS", "Balance must be a minimum of $5 to launch an instance.")
+		fail(w, 409, "INSUFFICIENT_FUNDS", "Balance must be a minimum of $5 to launch an instance.")
 		return
 	}
 	cp := Cap{in.Cloud, in.ClusterType, in.Region}
 	if s.Capacity[cp] < in.NumInstances {
-		s.fail(w, 409, "OUT_OF_CAPACITY", "The selected cluster is out of capacity in "+in.Region)
+		fail(w, 409, "OUT_OF_CAPACITY", "The selected cluster is out of capacity in "+in.Region)
 		return
 	}
 	s.seq++
@@ -646,5 +591,5 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	s.clusters[c.ID] = c
 	s.corder = append(s.corder, c.ID)
 	s.ccreates = append(s.ccreates, in)
-	s.reply(w, map[string]string{"id": c.ID})
+	reply(w, map[string]string{"id": c.ID})
 }

@@ -1,0 +1,212 @@
+// Package fakekit is the server scaffolding the clouds' fakes share
+// (providers/lambda/fake, providers/runpod/fake, providers/shadeform/fake):
+// the lock, request counts, scripted faults, a per-minute rate-limit
+// window, JSON answers and strict request decoding, and the tests' clock.
+// Each fake keeps only its cloud: its paths, its error bodies, its state.
+// It is test support and imports nothing of ours.
+package fakekit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Fault is a scripted answer to the next request on Method and Path; it
+// is used once.
+type Fault struct {
+	Method     string // empty: any method
+	Path       string // matched as a prefix, or whole when Exact
+	Exact      bool
+	Status     int
+	RetryAfter string // Retry-After header, if any
+	// Apply carries the request out before answering the fault: the
+	// answer is lost, the effect is not (a create that did happen).
+	Apply bool
+	// After lets this many matching requests through first.
+	After int
+	// Body writes the cloud's error body with status; nil sends a page
+	// that is not the API's (a proxy's).
+	Body func(w http.ResponseWriter, status int)
+}
+
+func (f Fault) matches(method, path string) bool {
+	if f.Method != "" && f.Method != method {
+		return false
+	}
+	if f.Exact {
+		return path == f.Path
+	}
+	return strings.HasPrefix(path, f.Path)
+}
+
+// Base is embedded in a fake: its lock, which ServeHTTP and every method
+// of the fake hold, the requests counted, the faults scripted and the
+// rate-limit window. The methods in capitals that do not lock are called
+// by the fake under its lock.
+type Base struct {
+	sync.Mutex
+	requests map[string]int
+	faults   []Fault
+	window   time.Time
+	used     int
+	tooMany  int
+}
+
+// Queue queues scripted answers.
+func (b *Base) Queue(f ...Fault) {
+	b.Lock()
+	defer b.Unlock()
+	b.faults = append(b.faults, f...)
+}
+
+// Requests counts the requests made to "METHOD /path" (path without query).
+func (b *Base) Requests(methodPath string) int {
+	b.Lock()
+	defer b.Unlock()
+	return b.requests[methodPath]
+}
+
+// TooMany counts the 429 answers the fake's rate limits sent (not scripted faults).
+func (b *Base) TooMany() int {
+	b.Lock()
+	defer b.Unlock()
+	return b.tooMany
+}
+
+// Count counts one request (under the lock).
+func (b *Base) Count(method, path string) {
+	if b.requests == nil {
+		b.requests = map[string]int{}
+	}
+	b.requests[method+" "+path]++
+}
+
+// RefusedTooMany counts one 429 answer of the fake's own rate limits (under the lock).
+func (b *Base) RefusedTooMany() { b.tooMany++ }
+
+// Window books a request in the per-minute window (under the lock):
+// what is left of it and the seconds until it resets, or false (a 429 is
+// counted) when the window is spent.
+func (b *Base) Window(now time.Time, perMinute int) (left, reset int, ok bool) {
+	if now.Sub(b.window) >= time.Minute {
+		b.window, b.used = now, 0
+	}
+	reset = int((b.window.Add(time.Minute).Sub(now) + time.Second - 1) / time.Second)
+	if b.used >= perMinute {
+		b.tooMany++
+		return 0, reset, false
+	}
+	b.used++
+	return perMinute - b.used, reset, true
+}
+
+// Scripted answers the request with the first fault that matches it, if
+// any is due (under the lock): route carries the request out first when
+// the fault applies it. A matching fault with After left lets this
+// request through (false) and counts down.
+func (b *Base) Scripted(w http.ResponseWriter, method, path string, route func(http.ResponseWriter)) bool {
+	for k, f := range b.faults {
+		if !f.matches(method, path) {
+			continue
+		}
+		if f.After > 0 {
+			b.faults[k].After--
+			return false
+		}
+		b.faults = slices.Delete(b.faults, k, k+1)
+		if f.Apply {
+			route(Discard{})
+		}
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		if f.Body == nil {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(f.Status)
+			_, _ = w.Write([]byte("<html>upstream error</html>"))
+			return true
+		}
+		f.Body(w, f.Status)
+		return true
+	}
+	return false
+}
+
+// Discard is an answer nobody reads (a fault's applied request).
+type Discard struct{}
+
+func (Discard) Header() http.Header         { return http.Header{} }
+func (Discard) Write(b []byte) (int, error) { return len(b), nil }
+func (Discard) WriteHeader(int)             {}
+
+// JSON answers v as JSON with status (no body when v is nil).
+func JSON(w http.ResponseWriter, status int, v any) { Reply(w, "application/json", status, v) }
+
+// Reply answers v as JSON of contentType with status (no body when v is nil).
+func Reply(w http.ResponseWriter, contentType string, status int, v any) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	if v != nil {
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+// Decode reads a JSON body strictly: unknown fields are refused, as a
+// request the published schema does not describe would be.
+func Decode(r *http.Request, v any) error {
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(r.Body)
+	dec := json.NewDecoder(&buf)
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// Clock is the tests' time: Sleep moves it instead of waiting, and
+// records every wait asked for.
+type Clock struct {
+	mu    sync.Mutex
+	t     time.Time
+	slept []time.Duration
+}
+
+// NewClock starts at 2 March 2026, 09:00 UTC.
+func NewClock() *Clock { return &Clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Sleep moves the clock by d (unless ctx is done) and records the wait.
+func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	c.slept = append(c.slept, d)
+	return nil
+}
+
+// Advance moves the clock by d without recording a wait.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Slept is every wait so far.
+func (c *Clock) Slept() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.slept...)
+}

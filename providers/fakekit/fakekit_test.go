@@ -1,0 +1,82 @@
+package fakekit_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/providers/fakekit"
+)
+
+type server struct {
+	fakekit.Base
+	clk     *fakekit.Clock
+	applied int
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.Lock()
+	defer s.Unlock()
+	s.Count(r.Method, r.URL.Path)
+	if _, reset, ok := s.Window(s.clk.Now(), 3); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(reset))
+		fakekit.JSON(w, http.StatusTooManyRequests, nil)
+		return
+	}
+	route := func(w http.ResponseWriter) { s.applied++; fakekit.JSON(w, http.StatusOK, map[string]bool{"ok": true}) }
+	if s.Scripted(w, r.Method, r.URL.Path, route) {
+		return
+	}
+	route(w)
+}
+
+// Faults match by method and path prefix (or whole path), let After
+// requests through, apply the request when asked, and are used once; the
+// minute window refuses past its quota until it resets.
+func TestScaffolding(t *testing.T) {
+	s := &server{clk: fakekit.NewClock()}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	get := func(method, path string) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	s.Queue(fakekit.Fault{Method: "POST", Path: "/things", After: 1, Status: 409, Apply: true,
+		Body: func(w http.ResponseWriter, status int) { fakekit.JSON(w, status, map[string]string{"error": "busy"}) }},
+		fakekit.Fault{Path: "/other", Exact: true, Status: 502})
+	if code, _ := get("GET", "/things/1"); code != 200 {
+		t.Errorf("another method: %d", code)
+	}
+	if code, _ := get("POST", "/things/1"); code != 200 {
+		t.Errorf("the request After lets through: %d", code)
+	}
+	if code, body := get("POST", "/things/2"); code != 409 || body != "{\"error\":\"busy\"}\n" || s.applied != 3 {
+		t.Errorf("the fault: %d %q, %d applied", code, body, s.applied)
+	}
+	s.clk.Advance(time.Minute)
+	if code, _ := get("GET", "/other/x"); code != 200 {
+		t.Errorf("an exact path is not a prefix: %d", code)
+	}
+	if code, body := get("GET", "/other"); code != 502 || body != "<html>upstream error</html>" {
+		t.Errorf("a proxy's page: %d %q", code, body)
+	}
+	if code, _ := get("GET", "/other"); code != 200 {
+		t.Errorf("a fault is used once: %d", code)
+	}
+	if code, _ := get("GET", "/other"); code != 429 || s.TooMany() != 1 || s.Requests("GET /other") != 3 {
+		t.Errorf("the fourth request of the minute: %d, %d refused, %d counted", code, s.TooMany(), s.Requests("GET /other"))
+	}
+	s.clk.Advance(time.Minute)
+	if code, _ := get("GET", "/other"); code != 200 {
+		t.Errorf("a new minute: %d", code)
+	}
+}
