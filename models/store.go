@@ -37,6 +37,13 @@ type Store struct {
 	// MachineKeySecret seals the private keys pasted for SSH machines
 	// (sshmachine.go): 32 bytes from the configuration, never stored.
 	MachineKeySecret []byte
+	// WebhookAllowLoopback lets webhook endpoints use plain http to this
+	// machine (development and tests; never in production, X8).
+	WebhookAllowLoopback bool
+	// WebhookClusterView renders a cluster as the API shows it, for the
+	// data of its webhook events; web sets it (models cannot import the
+	// API's types). Nil: a short summary of the cluster row.
+	WebhookClusterView func(ctx context.Context, tx *Store, c Cluster) (any, error)
 }
 
 // NewStore wraps an opened, migrated database. A nil clock means real time.
@@ -56,7 +63,8 @@ func (s *Store) Now() time.Time { return s.Clock.Now().UTC() }
 // Tx runs fn in one transaction on a Store bound to it.
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret})
+		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret,
+			WebhookAllowLoopback: s.WebhookAllowLoopback, WebhookClusterView: s.WebhookClusterView})
 	})
 }
 
