@@ -184,6 +184,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	store.DefaultMarkup = cfg.DefaultMarkup
 	store.EnvMarkups = cfg.Markups
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+	store.WebhookAllowLoopback = !cfg.Production // X8: http to loopback receivers in development only
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {
@@ -206,7 +207,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		cloud.BeforeRound = shared.load
 	}
 	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
-		Charger: jobsCharger(cfg), HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter,
+		Charger: jobsCharger(cfg), Webhooks: webhookPoster(cfg), HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter,
 		BalanceGrace: cfg.BalanceGrace, TerminateGrace: cfg.TerminateGrace}); err != nil {
 		return err
 	}

@@ -46,6 +46,7 @@ func TestImportRules(t *testing.T) {
 		"providers/lambda/fake":    {"providers/lambda"},
 		"providers/agent":          {"providers", "api/agentapi"},
 		"providers/mail":           {},
+		"providers/webhookout":     {},
 		"providers/payments":       {},
 		"static":                   {},
 		"views":                    {"models"},
