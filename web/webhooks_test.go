@@ -41,6 +41,7 @@ type receiver struct {
 	maxIn    map[string]int
 	delay    time.Duration
 	probe    func() string // runs during each request: "" or a violation
+	failType atomic.Value  // an event type answered 500 ("" = none)
 }
 
 type received struct {
@@ -54,6 +55,7 @@ type received struct {
 func newReceiver(t testing.TB) *receiver {
 	r := &receiver{t: t, secrets: map[string][]string{}, inFlight: map[string]int{}, maxIn: map[string]int{}}
 	r.mode.Store("ok")
+	r.failType.Store("")
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)
 	return r
@@ -106,6 +108,10 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
 		r.bad = append(r.bad, "not JSON: "+string(body))
+	}
+	if ev.Type == r.failType.Load().(string) {
+		http.Error(w, "not now", http.StatusInternalServerError)
+		return
 	}
 	r.got = append(r.got, received{Path: req.URL.Path, ID: ev.ID, Type: ev.Type, ClusterID: ev.Data.Cluster.ID,
 		Status: ev.Data.Cluster.Status, IdemKey: req.Header.Get("Idempotency-Key")})
@@ -590,6 +596,53 @@ func TestWebhookEventTypesCoverTheLifecycle(t *testing.T) {
 		}
 		if want := []string{"cluster.provisioning", "cluster.ready", "cluster.terminated"}; !slices.Equal(types, want) {
 			t.Fatalf("public types %v, want %v", types, want)
+		}
+	})
+}
+
+// TestWebhooksWaitForAnEarlierEventOfTheCluster: while a cluster's earlier
+// event fails, its later events wait (in order per cluster), and another
+// cluster's events are not held up (X8).
+func TestWebhooksWaitForAnEarlierEventOfTheCluster(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.store.WebhookAllowLoopback = true
+		owner := app.signupAccount("owner@example.com", "Hooks Inc")
+		rcv := newReceiver(t)
+		ctx := context.Background()
+		w, err := app.store.As(models.Actor{OrgID: owner.org.ID, EnvID: owner.env.ID, Role: models.RoleOwner, Name: "o"}).
+			CreateWebhook(ctx, models.WebhookInput{URL: rcv.url("/a"), Types: []string{models.TypeClusterProvisioning,
+				models.TypeClusterReady, models.TypeClusterTerminated}, Enabled: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rcv.secrets["/a"] = []string{w.Secret}
+		alpha := launchFor(t, app, owner, "alpha")
+		lifecycle(t, app.store, alpha)
+		beta := launchFor(t, app, owner, "beta")
+		rcv.failType.Store(models.TypeClusterReady)
+		job := webhookJob(app.store, "one")
+		for range 3 {
+			if err := job.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var types []string
+		for _, e := range rcv.events() {
+			types = append(types, e.ClusterID+" "+e.Type)
+		}
+		if want := []string{alpha.ID + " cluster.provisioning", beta.ID + " cluster.provisioning"}; !slices.Equal(types, want) {
+			t.Fatalf("while alpha's ready fails: %v, want %v (alpha's terminated waits)", types, want)
+		}
+		rcv.failType.Store("")
+		drain(t, app.store, app.clock, 5, job)
+		types = nil
+		for _, e := range rcv.events() {
+			if e.ClusterID == alpha.ID {
+				types = append(types, e.Type)
+			}
+		}
+		if want := []string{"cluster.provisioning", "cluster.ready", "cluster.terminated"}; !slices.Equal(types, want) {
+			t.Fatalf("alpha: %v, want %v", types, want)
 		}
 	})
 }
