@@ -646,3 +646,45 @@ func TestWebhooksWaitForAnEarlierEventOfTheCluster(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhooksBillingEvents: a credited top-up is a billing.topup_credited
+// event for the organisation's endpoints that want it (every environment),
+// sent with the top-up; an endpoint that did not choose it gets nothing (X8, B4).
+func TestWebhooksBillingEvents(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.store.WebhookAllowLoopback = true
+		owner := app.signupAccount("owner@example.com", "Hooks Inc")
+		rcv := newReceiver(t)
+		ctx := context.Background()
+		act := app.store.As(models.Actor{OrgID: owner.org.ID, EnvID: owner.env.ID, Role: models.RoleOwner, Name: "o"})
+		for p, types := range map[string][]string{"/billing": {models.TypeTopUpCredited}, "/clusters": {models.TypeClusterReady}} {
+			w, err := act.CreateWebhook(ctx, models.WebhookInput{URL: rcv.url(p), Types: types, Enabled: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rcv.secrets[p] = []string{w.Secret}
+		}
+		tu, err := app.store.CreateTopUp(ctx, owner.org.ID, 25*models.Micro, true, "o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := app.store.CompleteTestTopUp(ctx, owner.org.ID, tu.ID); err != nil || !ok {
+			t.Fatalf("credit: %v %v", ok, err)
+		}
+		if ok, err := app.store.CompleteTestTopUp(ctx, owner.org.ID, tu.ID); err != nil || ok {
+			t.Fatalf("second credit: %v %v", ok, err)
+		}
+		drain(t, app.store, app.clock, 3, webhookJob(app.store, "one"))
+		got := rcv.events()
+		if len(got) != 1 || got[0].Path != "/billing" || got[0].Type != models.TypeTopUpCredited {
+			t.Fatalf("billing events: %+v", got)
+		}
+		var d models.WebhookDelivery
+		if err := app.db.Where("type = ?", models.TypeTopUpCredited).Take(&d).Error; err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(d.Body, `"amount":"25`) || !strings.Contains(d.Body, tu.ID) {
+			t.Fatalf("body %s", d.Body)
+		}
+	})
+}
