@@ -231,6 +231,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 	store.DefaultMarkup = cfg.DefaultMarkup
 	store.EnvMarkups = cfg.Markups
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+	store.WebhookAllowLoopback = !cfg.Production // X8: http to loopback receivers in development only
 	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
 	store.DefaultMaxVolumes, store.DefaultMaxVolumeGB = cfg.DefaultMaxVolumes, cfg.DefaultMaxVolumeGB
 
@@ -252,7 +253,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 		cloud.BeforeRound = shared.load
 	}
 	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
-		Charger: jobsCharger(cfg), HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter,
+		Charger: jobsCharger(cfg), Webhooks: webhookPoster(cfg), HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter,
 		BalanceGrace: cfg.BalanceGrace, TerminateGrace: cfg.TerminateGrace}); err != nil {
 		return err
 	}

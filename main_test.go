@@ -48,6 +48,7 @@ func TestImportRules(t *testing.T) {
 		"providers/lambda/fake":    {"providers/lambda", "providers/fakekit"},
 		"providers/agent":          {"providers", "api/agentapi"},
 		"providers/mail":           {},
+		"providers/webhookout":     {},
 		"providers/payments":       {},
 		"static":                   {},
 		"views":                    {"models"},

@@ -12,10 +12,11 @@ import (
 type Deps struct {
 	Store     *models.Store
 	Providers providers.Registry
-	Mailer    Mailer   // nil: mails stay queued in the outbox (no "mail" job)
-	BaseURL   string   // the server's public URL: agents call it, mails link to it
-	Metrics   *Metrics // nil: no job or provider metrics
-	Charger   Charger  // nil: no auto-recharge ("charges" job)
+	Mailer    Mailer        // nil: mails stay queued in the outbox (no "mail" job)
+	BaseURL   string        // the server's public URL: agents call it, mails link to it
+	Metrics   *Metrics      // nil: no job or provider metrics
+	Charger   Charger       // nil: no auto-recharge ("charges" job)
+	Webhooks  WebhookPoster // nil: webhook deliveries stay queued (no "webhooks" job)
 
 	HeartbeatLate  time.Duration // an agent is late after this long without a heartbeat (R1); 0 = 3m
 	UnhealthyAfter time.Duration // a machine's condition must hold this long (R1); 0 = 1m
@@ -55,6 +56,14 @@ func Register(s *Scheduler, d Deps) error {
 		if err := s.Add("@every 1m", &Charges{Store: d.Store, Charger: d.Charger}, 50*time.Second); err != nil {
 			return fmt.Errorf("jobs: schedule charges: %w", err)
 		}
+	}
+	if d.Webhooks != nil {
+		if err := s.Add("@every 5s", &Webhooks{Store: d.Store, Poster: d.Webhooks, BaseURL: d.BaseURL}, 4*time.Minute); err != nil {
+			return fmt.Errorf("jobs: schedule webhooks: %w", err)
+		}
+	}
+	if err := s.Add("23 * * * *", &PruneWebhookLog{Store: d.Store}, time.Minute); err != nil {
+		return fmt.Errorf("jobs: schedule webhook-log-prune: %w", err)
 	}
 	if d.Mailer != nil {
 		if err := s.Add("@every 5s", &Mail{Store: d.Store, Mailer: d.Mailer}, 2*time.Minute); err != nil {

@@ -145,6 +145,12 @@ func (s *Store) recordAlerts(ctx context.Context, b Budget, m envMoney, fresh []
 			continue // another pass recorded it (and mailed it) first
 		}
 		n++
+		if err := s.queueOrgWebhooks(ctx, b.OrgID, b.EnvID, TypeBudgetThreshold, a.ID, map[string]any{ // X8
+			"budget": map[string]any{"environmentId": a.EnvID, "month": a.Month, "percent": a.Percent,
+				"amount": DecimalUSD(a.Budget), "spend": DecimalUSD(a.Spend), "burnPerHour": DecimalUSD(a.Burn),
+				"forecastAt": a.ForecastAt, "enforceAt": a.EnforceAt}}); err != nil {
+			return n, false, err
+		}
 		if a.Mailed {
 			if err := s.mailBudgetAlert(ctx, b, a, m, baseURL); err != nil {
 				return n, false, err

@@ -126,6 +126,11 @@ func (s *Store) FailCharge(ctx context.Context, orgID, id, paymentIntentID, code
 			return err
 		}
 		c.FailureCode, c.Message = code, message
+		if err := tx.queueOrgWebhooks(ctx, orgID, "", TypeAutoRechargeFailed, c.ID, map[string]any{ // X8
+			"charge": map[string]any{"id": c.ID, "amount": DecimalUSD(c.Amount), "failureCode": code, "message": message,
+				"authenticationRequired": c.AuthenticationRequired()}}); err != nil {
+			return err
+		}
 		return tx.mailChargeFailed(ctx, c)
 	})
 }

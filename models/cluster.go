@@ -247,6 +247,7 @@ type ClusterEvent struct {
 	Node      string `gorm:"size:32"`
 	Step      string `gorm:"size:16"`
 	Message   string `gorm:"size:2000"`
+	Type      string `gorm:"size:40;not null;default:''"` // the public event type (public_events.go), "" = not public; added by 0950_webhooks
 }
 
 // Frozen copies of the tables as migration 0202 created them (see Migration:
@@ -411,12 +412,26 @@ func (s *Store) EventsFor(ctx context.Context, clusterID string) ([]ClusterEvent
 	return out, err
 }
 
-// addEvent writes one event.
+// addEvent writes one event that is not public.
 func (s *Store) addEvent(ctx context.Context, c Cluster, status ClusterStatus, kind, node, step, msg string) error {
-	return s.db.WithContext(ctx).Create(&ClusterEvent{
+	return s.addTypedEvent(ctx, c, status, "", kind, node, step, msg)
+}
+
+// addTypedEvent writes one event; a public one (typ set) is queued in the
+// same transaction for every webhook endpoint of the cluster's environment
+// that wants it (X8).
+func (s *Store) addTypedEvent(ctx context.Context, c Cluster, status ClusterStatus, typ, kind, node, step, msg string) error {
+	e := ClusterEvent{
 		ClusterID: c.ID, OrgID: c.OrgID, At: s.Now(), Kind: kind, Status: string(status),
-		Node: node, Step: step, Message: truncate(msg, 2000),
-	}).Error
+		Node: node, Step: step, Message: truncate(msg, 2000), Type: typ,
+	}
+	if err := s.db.WithContext(ctx).Create(&e).Error; err != nil {
+		return err
+	}
+	if typ == "" {
+		return nil
+	}
+	return s.queueClusterWebhooks(ctx, c, e)
 }
 
 // change is one cluster transition as its caller names it: the event, the
@@ -436,6 +451,7 @@ type change struct {
 	always bool                  // mail even though the status stays (recovery exhausted)
 	topic  string                // the mail when the status alone does not say it ("healthy"); "" = by status
 	try    int                   // the install attempt the mail belongs to
+	typ    string                // the public event type when the event alone does not say it; "" = by event (public_events.go)
 }
 
 // transition is the one compare-and-swap every cluster change goes
@@ -483,7 +499,7 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		if kind == "" {
 			kind = "status"
 		}
-		if err := tx.addEvent(ctx, c, c.Status, kind, ch.node, ch.step, ch.msg); err != nil {
+		if err := tx.addTypedEvent(ctx, c, c.Status, transitionType(ch), kind, ch.node, ch.step, ch.msg); err != nil {
 			return err
 		}
 		if to == "" && !ch.always {
@@ -682,7 +698,7 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 	// The price exactly as the quote and the offers page show it (O7).
 	msg := fmt.Sprintf("Launch requested by %s: %s in %s at %s/h, software: %s.",
 		p.Actor, c.ShapeLabel(), c.PlaceLabel(), PriceUSD(c.USDPerHour), c.SoftwareLabel())
-	return c, s.addEvent(ctx, c, StatusProvisioning, "request", "", "", msg)
+	return c, s.addTypedEvent(ctx, c, StatusProvisioning, TypeClusterProvisioning, "request", "", "", msg)
 }
 
 // lockOrg serialises launches per organisation: a row lock on PostgreSQL;

@@ -149,6 +149,10 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 			if err := tx.mailBalance(ctx, orgID, ep, "low", balanceLowText(bal, burn, vols, p)); err != nil {
 				return err
 			}
+			if err := tx.queueOrgWebhooks(ctx, orgID, "", TypeBalanceLow, fmt.Sprintf("%s:%d", orgID, ep.StartedAt.Unix()), // X8
+				map[string]any{"balance": DecimalUSD(bal), "burnPerHour": DecimalUSD(burn), "exhausted": bal <= 0}); err != nil {
+				return err
+			}
 			ep.LowMailedAt, res.Warned = &now, true
 		}
 		switch {

@@ -333,7 +333,11 @@ func (s *Store) MarkJoinPlaced(ctx context.Context, c Cluster, n ClusterNode, p 
 func (s *Store) MarkNodeJoined(ctx context.Context, c Cluster, n ClusterNode, msg string) (Cluster, error) {
 	return s.txCluster(ctx, func(tx *Store) (Cluster, error) {
 		now := tx.Now()
-		out, err := tx.transition(ctx, c.ID, change{event: EventNodeJoined, node: n.Name, step: "join", msg: msg, kind: "step",
+		typ := TypeNodeJoined
+		if n.JoinKind == JoinReplace {
+			typ = TypeNodeReplaced
+		}
+		out, err := tx.transition(ctx, c.ID, change{event: EventNodeJoined, node: n.Name, step: "join", msg: msg, kind: "step", typ: typ,
 			nodes: func(tx *Store) error {
 				res := tx.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ? AND join_kind = ?", n.ID, n.JoinKind).
 					Updates(map[string]any{"status": NodeReady, "step": "done", "software_at": now, "join_kind": "",

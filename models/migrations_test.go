@@ -27,6 +27,7 @@ var allModels = []any{
 	&models.ProviderSetting{}, &models.PrivateOffer{}, &models.NodeStart{},
 	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},
 	&models.AutoRecharge{}, &models.Charge{}, &models.BillingGap{}, &models.BalanceEpisode{}, &models.Budget{}, &models.BudgetAlert{},
+	&models.WebhookEndpoint{}, &models.WebhookDelivery{}, &models.WebhookAttempt{},
 	&models.Volume{}, &models.PasswordReset{}, &models.NodeMount{}, &models.SSHMachine{},
 	&models.PaymentMismatch{},
 	&sim.CloudRow{}, // the simulated cloud's table, created by the product's migrations

@@ -44,6 +44,13 @@ type Store struct {
 	// organisation the operator has not set one for (DEFAULT_MAX_VOLUMES,
 	// DEFAULT_MAX_VOLUME_GB; 0: DefaultMaxVolumes, DefaultMaxVolumeGB).
 	DefaultMaxVolumes, DefaultMaxVolumeGB int
+	// WebhookAllowLoopback lets webhook endpoints use plain http to this
+	// machine (development and tests; never in production, X8).
+	WebhookAllowLoopback bool
+	// WebhookClusterView renders a cluster as the API shows it, for the
+	// data of its webhook events; web sets it (models cannot import the
+	// API's types). Nil: a short summary of the cluster row.
+	WebhookClusterView func(ctx context.Context, tx *Store, c Cluster) (any, error)
 }
 
 // NewStore wraps an opened, migrated database. A nil clock means real time.
@@ -64,7 +71,8 @@ func (s *Store) Now() time.Time { return s.Clock.Now().UTC() }
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret,
-			Limits: s.Limits, DefaultMaxVolumes: s.DefaultMaxVolumes, DefaultMaxVolumeGB: s.DefaultMaxVolumeGB})
+			Limits: s.Limits, DefaultMaxVolumes: s.DefaultMaxVolumes, DefaultMaxVolumeGB: s.DefaultMaxVolumeGB,
+			WebhookAllowLoopback: s.WebhookAllowLoopback, WebhookClusterView: s.WebhookClusterView})
 	})
 }
 

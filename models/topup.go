@@ -286,8 +286,13 @@ func (s *Store) creditTopUp(ctx context.Context, t TopUp, amount Money, desc str
 	if res.Error != nil || res.RowsAffected == 0 {
 		return false, res.Error
 	}
-	return s.AddLedgerEntry(ctx, LedgerEntry{OrgID: t.OrgID, Kind: LedgerDeposit, Amount: amount,
+	ok, err := s.AddLedgerEntry(ctx, LedgerEntry{OrgID: t.OrgID, Kind: LedgerDeposit, Amount: amount,
 		IdemKey: "top-up:" + t.ID, Description: desc, CreatedAt: now})
+	if err != nil || !ok {
+		return ok, err
+	}
+	return true, s.queueOrgWebhooks(ctx, t.OrgID, "", TypeTopUpCredited, t.ID, map[string]any{
+		"topUp": map[string]any{"id": t.ID, "amount": DecimalUSD(amount), "description": desc}}) // X8
 }
 
 // RequestTopUp is the actor's request to add funds (B4): the pending

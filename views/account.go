@@ -88,7 +88,7 @@ type InvitePage struct {
 
 // SettingsNav is the settings sub-navigation; team pages only for managers.
 type SettingsNav struct {
-	Active  string // "profile", "ssh-keys", "api-keys", "environments", "team", "audit"
+	Active  string // "profile", "ssh-keys", "api-keys", "environments", "team", "webhooks", "audit"
 	CanTeam bool
 }
 
@@ -106,7 +106,8 @@ func (n SettingsNav) Links() []SettingsLink {
 		{"environments", "Environments", "/settings/environments"},
 	}
 	if n.CanTeam {
-		out = append(out, SettingsLink{"team", "Team", "/settings/team"}, SettingsLink{"audit", "Audit log", "/settings/audit"})
+		out = append(out, SettingsLink{"team", "Team", "/settings/team"}, SettingsLink{"webhooks", "Webhooks", "/settings/webhooks"},
+			SettingsLink{"audit", "Audit log", "/settings/audit"})
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -222,32 +223,46 @@ func toNCCLJSON(ch *models.NCCLCheck) *api.NCCLCheck {
 }
 
 func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Cluster) error {
-	ctx := c.Request().Context()
-	nodes, err := h.Store.NodesFor(ctx, cl.ID)
+	j, err := clusterAPIView(c.Request().Context(), h.Store, cl, true)
 	if err != nil {
 		return err
 	}
-	events, err := h.Store.EventsFor(ctx, cl.ID)
+	return c.JSON(status, j)
+}
+
+// clusterAPIView is the cluster as GET /v1/gpu/clusters/{id} shows it (with
+// its events when withEvents), read through st: the API's answers and the
+// data of webhook events (X8), which st renders inside the change's
+// transaction.
+func clusterAPIView(ctx context.Context, st *models.Store, cl models.Cluster, withEvents bool) (api.Cluster, error) {
+	var j api.Cluster
+	nodes, err := st.NodesFor(ctx, cl.ID)
 	if err != nil {
-		return err
+		return j, err
 	}
-	nccl, err := h.Store.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
+	var events []models.ClusterEvent
+	if withEvents {
+		if events, err = st.EventsFor(ctx, cl.ID); err != nil {
+			return j, err
+		}
+	}
+	nccl, err := st.NCCLCheckFor(ctx, cl.OrgID, cl.ID)
 	if err != nil {
-		return err
+		return j, err
 	}
-	gpus, err := h.Store.GPUChecks(ctx, cl.OrgID, cl.ID)
+	gpus, err := st.GPUChecks(ctx, cl.OrgID, cl.ID)
 	if err != nil {
-		return err
+		return j, err
 	}
-	starts, err := h.Store.NodeStarts(ctx, cl.OrgID, cl.ID)
+	starts, err := st.NodeStarts(ctx, cl.OrgID, cl.ID)
 	if err != nil {
-		return err
+		return j, err
 	}
-	mounts, err := h.Store.NodeMounts(ctx, cl.OrgID, cl.ID)
+	mounts, err := st.NodeMounts(ctx, cl.OrgID, cl.ID)
 	if err != nil {
-		return err
+		return j, err
 	}
-	j := toClusterJSON(cl, nodes, events, startsByRank(starts))
+	j = toClusterJSON(cl, nodes, events, startsByRank(starts))
 	for i := range j.Nodes {
 		for _, g := range gpus {
 			if j.Nodes[i].Rank == g.Rank {
@@ -261,12 +276,12 @@ func (h *handler) clusterJSONResponse(c echo.Context, status int, cl models.Clus
 		}
 	}
 	j.NCCL = toNCCLJSON(nccl)
-	vol, err := h.Store.VolumeOfCluster(ctx, cl)
+	vol, err := st.VolumeOfCluster(ctx, cl)
 	if err != nil {
-		return err
+		return j, err
 	}
 	j.Volume = toClusterVolumeJSON(cl, vol)
-	return c.JSON(status, j)
+	return j, nil
 }
 
 // apiListClusters is GET /v1/gpu/clusters.

@@ -76,6 +76,25 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/settings/team/members/:id/remove", h.removeMember, h.requireManager)
 	app.GET("/settings/audit", h.showAudit, h.requireManager)
 
+	// Webhook endpoints of the environment (X8): owners and admins.
+	app.GET("/settings/webhooks", h.listWebhooks, h.requireManager)
+	app.POST("/settings/webhooks", h.createWebhook, h.requireManager)
+	app.GET("/settings/webhooks/:id", h.showWebhook, h.requireManager)
+	app.POST("/settings/webhooks/:id/test", h.testWebhook, h.requireManager)
+	app.POST("/settings/webhooks/:id/rotate", h.rotateWebhook, h.requireManager)
+	app.POST("/settings/webhooks/:id/toggle", h.toggleWebhook, h.requireManager)
+	app.POST("/settings/webhooks/:id/delete", h.deleteWebhook, h.requireManager)
+	app.POST("/settings/webhooks/:id/deliveries/:delivery/redeliver", h.redeliverWebhook, h.requireManager)
+	api.GET("/webhooks", h.apiListWebhooks, h.requireManager)
+	api.POST("/webhooks", h.apiCreateWebhook, h.requireManager)
+	api.GET("/webhooks/:id", h.apiGetWebhook, h.requireManager)
+	api.PATCH("/webhooks/:id", h.apiUpdateWebhook, h.requireManager)
+	api.DELETE("/webhooks/:id", h.apiDeleteWebhook, h.requireManager)
+	api.POST("/webhooks/:id/rotate-secret", h.apiRotateWebhookSecret, h.requireManager)
+	api.POST("/webhooks/:id/test", h.apiTestWebhook, h.requireManager)
+	api.GET("/webhooks/:id/deliveries", h.apiWebhookDeliveries, h.requireManager)
+	api.POST("/webhooks/:id/deliveries/:delivery/redeliver", h.apiRedeliverWebhook, h.requireManager)
+
 	// Billing: owners and admins (members get 403). Top-ups (B4) are
 	// credited by Stripe's verified webhook, which signs its own requests.
 	app.GET("/billing", h.showBilling, h.requireManager)

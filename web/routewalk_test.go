@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,56 +229,67 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/agent/:version/:file": func(f *walkFixture) map[string]string {
 		return map[string]string{"version": "000000000000", "file": "clusterdeck-linux-amd64"}
 	},
-	"/invites/:token/accept":                   func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
-	"/reset-password/:token":                   func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-reset-token"} },
-	"/orgs/:id/switch":                         func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
-	"/environments/:id/switch":                 func(f *walkFixture) map[string]string { return map[string]string{"id": f.envA.ID} },
-	"/settings/ssh-keys/:id/delete":            func(f *walkFixture) map[string]string { return map[string]string{"id": f.sshA.ID} },
-	"/settings/api-keys/:id/revoke":            func(f *walkFixture) map[string]string { return map[string]string{"id": f.keyA.ID} },
-	"/settings/team/invites/:id/revoke":        func(f *walkFixture) map[string]string { return map[string]string{"id": f.inviteA.ID} },
-	"/settings/team/members/:id/role":          func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
-	"/settings/team/members/:id/remove":        func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
-	"/admin/orgs/:id/quota":                    func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
-	"/clusters/:id":                            clusterA,
-	"/billing/usage/:id":                       clusterA,
-	"/billing/budgets/:envId":                  defaultEnvA,
-	"/billing/budgets/:envId/delete":           defaultEnvA,
-	"/v1/billing/budgets/:envId":               defaultEnvA,
-	"/clusters/:id/terminate":                  clusterA,
-	"/clusters/:id/retry-install":              clusterA,
-	"/clusters/:id/kubeconfig":                 clusterA,
-	"/clusters/:id/logs/stream":                clusterA,
-	"/clusters/:id/logs/panel":                 clusterA,
-	"/v1/gpu/clusters/:id":                     clusterA,
-	"/v1/gpu/clusters/:id/terminate":           clusterA,
-	"/v1/gpu/clusters/:id/connections":         clusterA,
-	"/v1/gpu/clusters/:id/logs":                clusterA,
-	"/v1/gpu/clusters/:id/kubeconfig":          clusterA,
-	"/v1/gpu/clusters/:id/retry-install":       clusterA,
-	"/quote-requests/:id":                      quoteRequestA,
-	"/v1/quote-requests/:id":                   quoteRequestA,
-	"/admin/quote-requests/:id/status":         quoteRequestA,
-	"/admin/quote-requests/:id/private-offer":  quoteRequestA,
-	"/admin/quote-requests/:id/private-offers": quoteRequestA,
-	"/admin/orgs/:id/balance":                  func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
-	"/admin/orgs/:id/adjustments":              func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
-	"/admin/providers/:name/markup":            func(f *walkFixture) map[string]string { return map[string]string{"name": "sim"} },
-	"/admin/jobs/:name/run":                    func(f *walkFixture) map[string]string { return map[string]string{"name": "catalog"} },
-	"/admin/machines/:name/delete":             func(f *walkFixture) map[string]string { return map[string]string{"name": "desk-1"} },
-	"/clusters/:id/recovery":                   clusterA,
-	"/clusters/:id/recover":                    clusterA,
-	"/v1/gpu/clusters/:id/recovery":            clusterA,
-	"/v1/gpu/clusters/:id/recover":             clusterA,
-	"/volumes/:id/grow":                        volumeA,
-	"/volumes/:id/delete":                      volumeA,
-	"/v1/volumes/:id":                          volumeA,
-	"/v1/volumes/:id/grow":                     volumeA,
-	"/clusters/:id/resume":                     clusterA,
-	"/v1/gpu/clusters/:id/resume":              clusterA,
-	"/clusters/:id/workers":                    clusterA,
-	"/v1/gpu/clusters/:id/workers":             clusterA,
-	"/clusters/:id/nodes/:rank/replace":        clusterNodeA,
-	"/v1/gpu/clusters/:id/nodes/:rank/replace": clusterNodeA,
+	"/invites/:token/accept":                                func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-invite-token"} },
+	"/reset-password/:token":                                func(f *walkFixture) map[string]string { return map[string]string{"token": "not-a-real-reset-token"} },
+	"/orgs/:id/switch":                                      func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+	"/environments/:id/switch":                              func(f *walkFixture) map[string]string { return map[string]string{"id": f.envA.ID} },
+	"/settings/ssh-keys/:id/delete":                         func(f *walkFixture) map[string]string { return map[string]string{"id": f.sshA.ID} },
+	"/settings/api-keys/:id/revoke":                         func(f *walkFixture) map[string]string { return map[string]string{"id": f.keyA.ID} },
+	"/settings/team/invites/:id/revoke":                     func(f *walkFixture) map[string]string { return map[string]string{"id": f.inviteA.ID} },
+	"/settings/team/members/:id/role":                       func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
+	"/settings/team/members/:id/remove":                     func(f *walkFixture) map[string]string { return map[string]string{"id": f.memberA.user.ID} },
+	"/admin/orgs/:id/quota":                                 func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+	"/clusters/:id":                                         clusterA,
+	"/billing/usage/:id":                                    clusterA,
+	"/billing/budgets/:envId":                               defaultEnvA,
+	"/billing/budgets/:envId/delete":                        defaultEnvA,
+	"/v1/billing/budgets/:envId":                            defaultEnvA,
+	"/clusters/:id/terminate":                               clusterA,
+	"/clusters/:id/retry-install":                           clusterA,
+	"/clusters/:id/kubeconfig":                              clusterA,
+	"/clusters/:id/logs/stream":                             clusterA,
+	"/clusters/:id/logs/panel":                              clusterA,
+	"/v1/gpu/clusters/:id":                                  clusterA,
+	"/v1/gpu/clusters/:id/terminate":                        clusterA,
+	"/v1/gpu/clusters/:id/connections":                      clusterA,
+	"/v1/gpu/clusters/:id/logs":                             clusterA,
+	"/v1/gpu/clusters/:id/kubeconfig":                       clusterA,
+	"/v1/gpu/clusters/:id/retry-install":                    clusterA,
+	"/quote-requests/:id":                                   quoteRequestA,
+	"/v1/quote-requests/:id":                                quoteRequestA,
+	"/admin/quote-requests/:id/status":                      quoteRequestA,
+	"/admin/quote-requests/:id/private-offer":               quoteRequestA,
+	"/admin/quote-requests/:id/private-offers":              quoteRequestA,
+	"/admin/orgs/:id/balance":                               func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+	"/admin/orgs/:id/adjustments":                           func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+	"/admin/providers/:name/markup":                         func(f *walkFixture) map[string]string { return map[string]string{"name": "sim"} },
+	"/admin/jobs/:name/run":                                 func(f *walkFixture) map[string]string { return map[string]string{"name": "catalog"} },
+	"/admin/machines/:name/delete":                          func(f *walkFixture) map[string]string { return map[string]string{"name": "desk-1"} },
+	"/clusters/:id/recovery":                                clusterA,
+	"/clusters/:id/recover":                                 clusterA,
+	"/v1/gpu/clusters/:id/recovery":                         clusterA,
+	"/v1/gpu/clusters/:id/recover":                          clusterA,
+	"/volumes/:id/grow":                                     volumeA,
+	"/volumes/:id/delete":                                   volumeA,
+	"/v1/volumes/:id":                                       volumeA,
+	"/settings/webhooks/:id":                                webhookA,
+	"/settings/webhooks/:id/test":                           webhookA,
+	"/settings/webhooks/:id/rotate":                         webhookA,
+	"/settings/webhooks/:id/toggle":                         webhookA,
+	"/settings/webhooks/:id/delete":                         webhookA,
+	"/settings/webhooks/:id/deliveries/:delivery/redeliver": webhookA,
+	"/v1/webhooks/:id":                                      webhookA,
+	"/v1/webhooks/:id/rotate-secret":                        webhookA,
+	"/v1/webhooks/:id/test":                                 webhookA,
+	"/v1/webhooks/:id/deliveries":                           webhookA,
+	"/v1/webhooks/:id/deliveries/:delivery/redeliver":       webhookA,
+	"/v1/volumes/:id/grow":                                  volumeA,
+	"/clusters/:id/resume":                                  clusterA,
+	"/v1/gpu/clusters/:id/resume":                           clusterA,
+	"/clusters/:id/workers":                                 clusterA,
+	"/v1/gpu/clusters/:id/workers":                          clusterA,
+	"/clusters/:id/nodes/:rank/replace":                     clusterNodeA,
+	"/v1/gpu/clusters/:id/nodes/:rank/replace":              clusterNodeA,
 }
 
 func clusterNodeA(f *walkFixture) map[string]string {
@@ -285,6 +297,11 @@ func clusterNodeA(f *walkFixture) map[string]string {
 }
 
 func volumeA(f *walkFixture) map[string]string { return map[string]string{"id": f.volumeA.ID} }
+
+// webhookA is A's endpoint (in A's default environment) and its test delivery.
+func webhookA(f *walkFixture) map[string]string {
+	return map[string]string{"id": f.webhookA.ID, "delivery": strconv.FormatInt(f.webhookDeliveryA, 10)}
+}
 
 func quoteRequestA(f *walkFixture) map[string]string {
 	return map[string]string{"id": f.quoteRequestA.ID}
@@ -326,6 +343,9 @@ type walkFixture struct {
 
 	quoteRequestA models.CapacityRequest
 	volumeA       models.Volume
+
+	webhookA         models.WebhookEndpoint
+	webhookDeliveryA int64
 }
 
 const walkMarker = "alphacorpzq"
@@ -371,6 +391,16 @@ func newWalkFixture(t *testing.T, app *testApp) *walkFixture {
 		Name: f.A.user.Email}).CreateVolume(ctx, models.VolumeInput{Name: "alphacorpzq-ckpt", Location: f.clusterA.Location, SizeGB: 50}); err != nil {
 		t.Fatal(err)
 	}
+	ownerA := app.store.As(models.Actor{OrgID: f.A.org.ID, EnvID: f.A.env.ID, UserID: f.A.user.ID, Role: models.RoleOwner, Name: f.A.user.Email})
+	if f.webhookA, err = ownerA.CreateWebhook(ctx, models.WebhookInput{URL: "https://alphacorpzq.example/hooks",
+		Description: "alphacorpzq alerts", Types: []string{models.TypeClusterReady}, Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := ownerA.SendTestWebhook(ctx, f.webhookA.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.webhookDeliveryA = d.ID
 	f.cookiesA = app.login(f.A)
 	return f
 }

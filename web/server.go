@@ -116,6 +116,11 @@ func newServer(d Deps) (*echo.Echo, *handler) {
 	if d.Metrics == nil {
 		d.Metrics = prometheus.NewRegistry()
 	}
+	if d.Store != nil && d.Store.WebhookClusterView == nil { // X8: webhook events carry the cluster as the API shows it
+		d.Store.WebhookClusterView = func(ctx context.Context, tx *models.Store, c models.Cluster) (any, error) {
+			return clusterAPIView(ctx, tx, c, false)
+		}
+	}
 	h := &handler{Deps: d, sessions: newSessionStore(d.Config), renders: newRenderCache(renderCacheBudget)}
 	h.metricsHandler = h.newMetricsHandler(d.Metrics)
 	as, err := loadAssets(d.Static)

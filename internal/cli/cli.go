@@ -50,6 +50,15 @@ Usage:
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
   clusterdeck gpu billing budgets [set ENV_ID AMOUNT | remove ENV_ID]
+  clusterdeck gpu webhooks list
+  clusterdeck gpu webhooks create --url URL --types T1,T2 [--description D] [--paused]
+  clusterdeck gpu webhooks get ID
+  clusterdeck gpu webhooks update ID [--url URL] [--types T1,T2] [--description D] [--enable | --pause]
+  clusterdeck gpu webhooks delete ID
+  clusterdeck gpu webhooks rotate-secret ID [--overlap-hours 24]
+  clusterdeck gpu webhooks test ID
+  clusterdeck gpu webhooks deliveries ID
+  clusterdeck gpu webhooks redeliver ID DELIVERY_ID
 
 Every command takes:
   --api URL   Clusterdeck's URL (env CLUSTERDECK_API; default http://127.0.0.1:8080)
@@ -78,6 +87,10 @@ replaces it, same name and address, on the same billing line (X5).
 cluster at a time (mounted at /shared/volume), billed by the GB-hour until deleted,
 attached or not. Mount one with "clusters quote/launch --volume-id"; grow and delete
 are refused (volume_attached) while a cluster that has not ended holds it.
+
+"webhooks" are the signed endpoints of the key's environment (X8): owners' and admins'
+keys only. create and rotate-secret print the signing secret (whsec_…) once; "webhooks
+list" names every event type.
 
 "billing balance" is the organisation's balance, burn rate, hours it lasts and spend this
 month (B1); "billing usage" a month's cost per machine (B3); "billing budgets" the key's
@@ -146,6 +159,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return c.fail(c.billing(rest))
 	case "volumes", "volume":
 		return c.fail(c.volumes(rest))
+	case "webhooks", "webhook":
+		return c.fail(c.webhooks(rest))
 	default:
 		return c.fail(usageError(fmt.Sprintf("unknown command %q", cmd)))
 	}

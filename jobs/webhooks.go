@@ -1,0 +1,164 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+)
+
+// WebhookAnswer is a receiver's answer: its status and the start of its body.
+type WebhookAnswer struct {
+	Status  int
+	Excerpt string
+}
+
+// WebhookPoster makes one outbound request (main adapts
+// providers/webhookout to it): no redirects, a bounded time, a bounded
+// answer and, in production, public addresses only.
+type WebhookPoster interface {
+	Post(ctx context.Context, url string, header http.Header, body []byte) (WebhookAnswer, error)
+}
+
+// Webhooks sends the webhook outbox (X8): it claims endpoints with due
+// deliveries (one runner per endpoint at a time, across instances), POSTs
+// each endpoint's deliveries in order per cluster, signed, and records
+// every attempt. A failure makes the cluster's later events wait for the
+// retry; no database transaction is open during a request.
+type Webhooks struct {
+	Store     *models.Store
+	Poster    WebhookPoster
+	BaseURL   string        // for the "endpoint paused" mail
+	Holder    string        // claim owner (default "webhooks")
+	Endpoints int           // endpoints per tick (default 20)
+	Batch     int           // deliveries per endpoint per tick (default 200)
+	Parallel  int           // endpoints sent to at once (default 4)
+	Timeout   time.Duration // per request (default 10s)
+}
+
+// Name implements Job.
+func (j *Webhooks) Name() string { return "webhooks" }
+
+// Run implements Job.
+func (j *Webhooks) Run(ctx context.Context) error {
+	holder := j.Holder
+	if holder == "" {
+		holder = "webhooks"
+	}
+	eps, claim, err := j.Store.ClaimWebhookEndpoints(ctx, holder, max(j.Endpoints, 0)+20*btoi(j.Endpoints <= 0), models.WebhookClaimTTL)
+	if err != nil {
+		return err
+	}
+	sem := make(chan struct{}, max(j.Parallel, 0)+4*btoi(j.Parallel <= 0))
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, w := range eps {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := j.endpoint(ctx, w)
+			if rerr := j.Store.ReleaseWebhookEndpoint(context.WithoutCancel(ctx), w.ID, claim); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("webhook endpoint %s: %w", w.ID, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// endpoint sends one claimed endpoint's due deliveries, one at a time.
+func (j *Webhooks) endpoint(ctx context.Context, w models.WebhookEndpoint) error {
+	batch, timeout := j.Batch, j.Timeout
+	if batch <= 0 {
+		batch = 200
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	due, err := j.Store.DueWebhookDeliveries(ctx, w, batch)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	blocked := map[string]bool{}
+	for _, d := range due {
+		if blocked[d.ClusterID] {
+			continue // an earlier event of this cluster failed: keep the order
+		}
+		if ctx.Err() != nil || time.Since(start) > models.WebhookClaimTTL/2 {
+			return nil // the rest next tick, while the claim still holds
+		}
+		r := j.send(ctx, w, d, timeout)
+		paused, err := j.Store.RecordWebhookAttempt(context.WithoutCancel(ctx), w, d, r, j.BaseURL)
+		if err != nil {
+			return err
+		}
+		if paused {
+			return nil
+		}
+		if !r.OK() {
+			blocked[d.ClusterID] = true
+			if r.Status == 0 {
+				return nil // no answer at all: the receiver is down, try its other clusters next tick
+			}
+		}
+	}
+	return nil
+}
+
+// send POSTs one delivery, signed with the endpoint's secrets.
+func (j *Webhooks) send(ctx context.Context, w models.WebhookEndpoint, d models.WebhookDelivery, timeout time.Duration) models.WebhookResult {
+	body := []byte(d.Body)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "Clusterdeck-Webhooks/1")
+	h.Set("Clusterdeck-Signature", models.WebhookSignature(w.Secrets(j.Store.Now()), j.Store.Now(), body))
+	h.Set("Idempotency-Key", d.EventID)
+	h.Set("Clusterdeck-Event-Id", d.EventID)
+	h.Set("Clusterdeck-Event-Type", d.Type)
+	h.Set("Clusterdeck-Delivery-Attempt", strconv.Itoa(d.Attempts+1))
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t0 := time.Now()
+	a, err := j.Poster.Post(sctx, w.URL, h, body)
+	r := models.WebhookResult{Status: a.Status, Duration: time.Since(t0), Excerpt: a.Excerpt}
+	if err != nil {
+		r.Status, r.Err = 0, err.Error()
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(sctx.Err(), context.DeadlineExceeded) {
+			r.Err = "timed out after " + timeout.String()
+		}
+	}
+	return r
+}
+
+// PruneWebhookLog forgets the webhook delivery log older than 30 days.
+type PruneWebhookLog struct{ Store *models.Store }
+
+// Name implements Job.
+func (j *PruneWebhookLog) Name() string { return "webhook-log-prune" }
+
+// Run implements Job.
+func (j *PruneWebhookLog) Run(ctx context.Context) error {
+	_, err := j.Store.PruneWebhookLog(ctx)
+	return err
+}

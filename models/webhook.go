@@ -1,0 +1,408 @@
+package models
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// WebhookEndpoint is a URL an environment's events are POSTed to (X8): the
+// public event types it wants, enabled or paused, and its signing secret.
+// During a rotation's overlap the previous secret signs too (two v1=
+// signatures), so a receiver can switch without losing an event.
+type WebhookEndpoint struct {
+	ID              string `gorm:"primaryKey;size:32"`
+	OrgID           string `gorm:"size:32;index"`
+	EnvID           string `gorm:"size:32;index"`
+	URL             string `gorm:"column:url;size:2000"`
+	Description     string `gorm:"size:200"`
+	Types           string `gorm:"size:1000"` // comma-separated public event types
+	Enabled         bool
+	PausedReason    string `gorm:"size:255"` // why it was paused automatically ("" = by a person, or not paused)
+	Secret          string `gorm:"size:80"`
+	PrevSecret      string `gorm:"size:80"`
+	PrevSecretUntil *time.Time
+	FailingSince    *time.Time // the first failed attempt since the last success
+	ClaimedBy       string     `gorm:"size:64"`
+	ClaimedUntil    *time.Time
+	CreatedBy       string `gorm:"size:191"`
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// TypeList is the endpoint's event types.
+func (w WebhookEndpoint) TypeList() []string {
+	if w.Types == "" {
+		return []string{}
+	}
+	return strings.Split(w.Types, ",")
+}
+
+// Wants reports whether the endpoint subscribes to typ.
+func (w WebhookEndpoint) Wants(typ string) bool { return slices.Contains(w.TypeList(), typ) }
+
+// Secrets are the secrets that sign a delivery at now: the current one and,
+// inside a rotation's overlap, the previous one.
+func (w WebhookEndpoint) Secrets(now time.Time) []string {
+	out := []string{w.Secret}
+	if w.PrevSecret != "" && w.PrevSecretUntil != nil && now.Before(*w.PrevSecretUntil) {
+		out = append(out, w.PrevSecret)
+	}
+	return out
+}
+
+// Webhook settings (X8).
+const (
+	WebhookRetryFor       = 72 * time.Hour // a delivery is retried this long; an endpoint failing this long is paused
+	WebhookLogDays        = 30             // the delivery log keeps this many days
+	WebhookMaxEndpoints   = 20             // per environment
+	WebhookDefaultOverlap = 24 * time.Hour // a rotated secret keeps signing this long by default
+	WebhookMaxOverlap     = 7 * 24 * time.Hour
+)
+
+func init() {
+	register(Migration{ID: "0950_webhooks", Up: func(tx *gorm.DB) error {
+		type webhookEndpoint struct {
+			ID              string `gorm:"primaryKey;size:32"`
+			OrgID           string `gorm:"size:32;index:idx_webhook_endpoints_org"`
+			EnvID           string `gorm:"size:32;index:idx_webhook_endpoints_env"`
+			URL             string `gorm:"column:url;size:2000"`
+			Description     string `gorm:"size:200"`
+			Types           string `gorm:"size:1000"`
+			Enabled         bool
+			PausedReason    string `gorm:"size:255"`
+			Secret          string `gorm:"size:80"`
+			PrevSecret      string `gorm:"size:80"`
+			PrevSecretUntil *time.Time
+			FailingSince    *time.Time
+			ClaimedBy       string `gorm:"size:64"`
+			ClaimedUntil    *time.Time
+			CreatedBy       string `gorm:"size:191"`
+			CreatedAt       time.Time
+			UpdatedAt       time.Time
+		}
+		type webhookDelivery struct {
+			ID            int64  `gorm:"primaryKey;autoIncrement"`
+			EndpointID    string `gorm:"size:32;uniqueIndex:idx_webhook_deliveries_event,priority:1;index:idx_webhook_deliveries_due,priority:1"`
+			OrgID         string `gorm:"size:32"`
+			EnvID         string `gorm:"size:32"`
+			EventID       string `gorm:"size:40;uniqueIndex:idx_webhook_deliveries_event,priority:2"`
+			Type          string `gorm:"size:40"`
+			ClusterID     string `gorm:"size:32"`
+			Body          string `gorm:"type:text"`
+			CreatedAt     time.Time
+			Attempts      int
+			NextAttemptAt time.Time
+			DeliveredAt   *time.Time `gorm:"index:idx_webhook_deliveries_due,priority:2"`
+			FailedAt      *time.Time
+			LastStatus    int
+			LastError     string `gorm:"size:1000"`
+		}
+		type webhookAttempt struct {
+			ID         int64  `gorm:"primaryKey;autoIncrement"`
+			DeliveryID int64  `gorm:"index"`
+			EndpointID string `gorm:"size:32;index:idx_webhook_attempts_endpoint,priority:1"`
+			OrgID      string `gorm:"size:32"`
+			EventID    string `gorm:"size:40"`
+			Type       string `gorm:"size:40"`
+			Attempt    int
+			At         time.Time `gorm:"index:idx_webhook_attempts_endpoint,priority:2"`
+			Status     int
+			DurationMS int64  `gorm:"column:duration_ms"`
+			Excerpt    string `gorm:"size:1000"`
+			Error      string `gorm:"size:500"`
+		}
+		if err := tx.Table("webhook_endpoints").Migrator().CreateTable(&webhookEndpoint{}); err != nil {
+			return err
+		}
+		if err := tx.Table("webhook_deliveries").Migrator().CreateTable(&webhookDelivery{}); err != nil {
+			return err
+		}
+		if err := tx.Table("webhook_attempts").Migrator().CreateTable(&webhookAttempt{}); err != nil {
+			return err
+		}
+		return tx.Exec("ALTER TABLE cluster_events ADD COLUMN type VARCHAR(40) NOT NULL DEFAULT ''").Error
+	}})
+}
+
+// WebhookInput is an endpoint as a person sets it.
+type WebhookInput struct {
+	URL         string
+	Description string
+	Types       []string
+	Enabled     bool
+}
+
+// WebhookURLProblem is why raw cannot be an endpoint's URL ("" = fine): an
+// absolute https URL without credentials; http only to a loopback host when
+// allowLoopback (development).
+func WebhookURLProblem(raw string, allowLoopback bool) string {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		return "Enter the URL to POST events to."
+	case len(raw) > 2000:
+		return "The URL is longer than 2,000 characters."
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return "Enter an absolute URL starting with https://."
+	case u.User != nil:
+		return "The URL must not carry a user name or password."
+	case u.Fragment != "":
+		return "The URL must not have a #fragment."
+	}
+	loop := isLoopbackHost(u.Hostname())
+	if u.Scheme == "http" && !(allowLoopback && loop) {
+		if allowLoopback {
+			return "Use https:// (plain http only to this machine: localhost or 127.0.0.1)."
+		}
+		return "Use https://: events are signed, but their content is private."
+	}
+	if !allowLoopback {
+		if ip := net.ParseIP(u.Hostname()); loop || (ip != nil && !PublicIP(ip)) {
+			return "The URL must reach a public address, not a private, loopback or link-local one."
+		}
+	}
+	return ""
+}
+
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// PublicIP reports whether ip may be called in production: not loopback,
+// private, link-local, unspecified, multicast, CGNAT or IPv4-mapped private.
+func PublicIP(ip net.IP) bool {
+	if v4 := ip.To4(); v4 != nil {
+		ip = v4
+		if v4[0] == 0 || (v4[0] == 100 && v4[1]&0xc0 == 64) || v4[0] >= 224 { // 0/8, 100.64/10 (CGNAT), multicast and reserved
+			return false
+		}
+	}
+	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
+}
+
+// WebhookProblems validates in (A4).
+func (s *Store) WebhookProblems(in WebhookInput) FieldErrors {
+	fe := FieldErrors{}
+	if p := WebhookURLProblem(strings.TrimSpace(in.URL), s.WebhookAllowLoopback); p != "" {
+		fe["url"] = p
+	}
+	if len(in.Types) == 0 {
+		fe["types"] = "Choose at least one event type."
+	}
+	for _, t := range in.Types {
+		if !IsPublicEventType(t) {
+			fe["types"] = fmt.Sprintf("%q is not an event type (one of %s).", t, strings.Join(PublicEventTypes, ", "))
+			break
+		}
+	}
+	if len(in.Description) > 200 {
+		fe["description"] = "Keep the description under 200 characters."
+	}
+	if len(fe) == 0 {
+		return nil
+	}
+	return fe
+}
+
+// normalTypes is types deduplicated in the vocabulary's order.
+func normalTypes(types []string) string {
+	var out []string
+	for _, t := range PublicEventTypes {
+		if slices.Contains(types, t) {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func newWebhookSecret() string {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("models: random secret: %v", err))
+	}
+	return "whsec_" + hex.EncodeToString(b[:])
+}
+
+func (x Actions) canManageWebhooks() error {
+	if !x.a.Role.CanManage() {
+		return &ForbiddenError{Message: "Only owners and admins manage webhooks."}
+	}
+	return nil
+}
+
+// WebhooksFor lists an environment's endpoints, oldest first.
+func (s *Store) WebhooksFor(ctx context.Context, orgID, envID string) ([]WebhookEndpoint, error) {
+	var out []WebhookEndpoint
+	err := s.db.WithContext(ctx).Where("org_id = ? AND env_id = ?", orgID, envID).Order("created_at, id").Find(&out).Error
+	return out, err
+}
+
+// WebhookForEnv loads one endpoint through its organisation and
+// environment (A3): another's is ErrNotFound.
+func (s *Store) WebhookForEnv(ctx context.Context, orgID, envID, id string) (WebhookEndpoint, error) {
+	var w WebhookEndpoint
+	err := s.db.WithContext(ctx).Where("org_id = ? AND env_id = ? AND id = ?", orgID, envID, id).Take(&w).Error
+	return w, notFound(err, "webhook endpoint "+id)
+}
+
+// CreateWebhook adds an endpoint to the actor's environment (owners and
+// admins, audited). The secret is returned here and by RotateWebhookSecret
+// only: pages and the API never show it again.
+func (x Actions) CreateWebhook(ctx context.Context, in WebhookInput) (WebhookEndpoint, error) {
+	if err := x.canManageWebhooks(); err != nil {
+		return WebhookEndpoint{}, err
+	}
+	in.URL = strings.TrimSpace(in.URL)
+	if fe := x.s.WebhookProblems(in); fe != nil {
+		return WebhookEndpoint{}, fe
+	}
+	var w WebhookEndpoint
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var n int64
+		if err := tx.db.WithContext(ctx).Model(&WebhookEndpoint{}).Where("org_id = ? AND env_id = ?", x.a.OrgID, x.a.EnvID).Count(&n).Error; err != nil {
+			return nil, err
+		}
+		if n >= WebhookMaxEndpoints {
+			return nil, FieldErrors{"url": fmt.Sprintf("An environment has at most %d endpoints; delete one first.", WebhookMaxEndpoints)}
+		}
+		now := tx.Now()
+		w = WebhookEndpoint{ID: NewID("we"), OrgID: x.a.OrgID, EnvID: x.a.EnvID, URL: in.URL, Description: strings.TrimSpace(in.Description),
+			Types: normalTypes(in.Types), Enabled: in.Enabled, Secret: newWebhookSecret(), CreatedBy: x.a.Name, CreatedAt: now, UpdatedAt: now}
+		if err := tx.db.WithContext(ctx).Create(&w).Error; err != nil {
+			return nil, err
+		}
+		return x.audit("webhook.create", w.ID, w.URL+" ("+w.Types+")"), nil
+	})
+	return w, err
+}
+
+// UpdateWebhook changes an endpoint's URL, types, description and whether
+// it is enabled (owners and admins, audited). Enabling a paused endpoint
+// clears its failure streak; its waiting deliveries go out again.
+func (x Actions) UpdateWebhook(ctx context.Context, id string, in WebhookInput) (WebhookEndpoint, error) {
+	if err := x.canManageWebhooks(); err != nil {
+		return WebhookEndpoint{}, err
+	}
+	in.URL = strings.TrimSpace(in.URL)
+	var w WebhookEndpoint
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var err error
+		if w, err = tx.WebhookForEnv(ctx, x.a.OrgID, x.a.EnvID, id); err != nil {
+			return nil, err
+		}
+		if fe := x.s.WebhookProblems(in); fe != nil {
+			return nil, fe
+		}
+		set := map[string]any{"url": in.URL, "types": normalTypes(in.Types), "description": strings.TrimSpace(in.Description),
+			"enabled": in.Enabled, "updated_at": tx.Now()}
+		if in.Enabled && !w.Enabled {
+			set["paused_reason"], set["failing_since"] = "", nil
+		}
+		if err := tx.db.WithContext(ctx).Model(&WebhookEndpoint{}).Where("id = ?", w.ID).Updates(set).Error; err != nil {
+			return nil, err
+		}
+		if w, err = tx.WebhookForEnv(ctx, x.a.OrgID, x.a.EnvID, id); err != nil {
+			return nil, err
+		}
+		state := "enabled"
+		if !w.Enabled {
+			state = "paused"
+		}
+		return x.audit("webhook.update", w.ID, w.URL+" ("+w.Types+"), "+state), nil
+	})
+	return w, err
+}
+
+// DeleteWebhook removes an endpoint with its pending deliveries and log
+// (owners and admins, audited).
+func (x Actions) DeleteWebhook(ctx context.Context, id string) (WebhookEndpoint, error) {
+	if err := x.canManageWebhooks(); err != nil {
+		return WebhookEndpoint{}, err
+	}
+	var w WebhookEndpoint
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var err error
+		if w, err = tx.WebhookForEnv(ctx, x.a.OrgID, x.a.EnvID, id); err != nil {
+			return nil, err
+		}
+		for _, m := range []any{&WebhookAttempt{}, &WebhookDelivery{}} {
+			if err := tx.db.WithContext(ctx).Where("endpoint_id = ?", w.ID).Delete(m).Error; err != nil {
+				return nil, err
+			}
+		}
+		if err := tx.db.WithContext(ctx).Delete(&WebhookEndpoint{}, "id = ?", w.ID).Error; err != nil {
+			return nil, err
+		}
+		return x.audit("webhook.delete", w.ID, w.URL), nil
+	})
+	return w, err
+}
+
+// RotateWebhookSecret gives the endpoint a new secret; the old one keeps
+// signing for overlap (0 = WebhookDefaultOverlap, at most WebhookMaxOverlap;
+// negative = stop at once). Owners and admins, audited.
+func (x Actions) RotateWebhookSecret(ctx context.Context, id string, overlap time.Duration) (WebhookEndpoint, error) {
+	if err := x.canManageWebhooks(); err != nil {
+		return WebhookEndpoint{}, err
+	}
+	if overlap > WebhookMaxOverlap {
+		return WebhookEndpoint{}, FieldErrors{"overlapHours": fmt.Sprintf("The overlap is at most %d hours.", int(WebhookMaxOverlap.Hours()))}
+	}
+	if overlap == 0 {
+		overlap = WebhookDefaultOverlap
+	}
+	var w WebhookEndpoint
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var err error
+		if w, err = tx.WebhookForEnv(ctx, x.a.OrgID, x.a.EnvID, id); err != nil {
+			return nil, err
+		}
+		now := tx.Now()
+		set := map[string]any{"secret": newWebhookSecret(), "prev_secret": "", "prev_secret_until": nil, "updated_at": now}
+		if overlap > 0 {
+			set["prev_secret"], set["prev_secret_until"] = w.Secret, now.Add(overlap)
+		}
+		if err := tx.db.WithContext(ctx).Model(&WebhookEndpoint{}).Where("id = ?", w.ID).Updates(set).Error; err != nil {
+			return nil, err
+		}
+		if w, err = tx.WebhookForEnv(ctx, x.a.OrgID, x.a.EnvID, id); err != nil {
+			return nil, err
+		}
+		return x.audit("webhook.rotate_secret", w.ID, "old secret signs until "+now.Add(max(overlap, 0)).Format(time.RFC3339)), nil
+	})
+	return w, err
+}
+
+// WebhookSignature is the Clusterdeck-Signature header of body sent at t:
+// "t=<unix>,v1=<hex>" with one v1 per secret, each the hex HMAC-SHA256 of
+// "<unix>.<body>" (X8). Receivers accept the event when any v1 matches and
+// t is recent.
+func WebhookSignature(secrets []string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	var b strings.Builder
+	b.WriteString("t=" + ts)
+	for _, sec := range secrets {
+		m := hmac.New(sha256.New, []byte(sec))
+		m.Write([]byte(ts + "."))
+		m.Write(body)
+		b.WriteString(",v1=" + hex.EncodeToString(m.Sum(nil)))
+	}
+	return b.String()
+}
