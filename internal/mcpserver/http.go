@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,12 +24,38 @@ import (
 // proxy on the same machine, and it protects servers that trust the
 // network; this endpoint trusts only the bearer key, which a rebound page
 // does not have.
+//
+// Answers are JSON, except for a call that asked for progress (a
+// progressToken, e.g. wait_for_cluster's) from a client that accepts an
+// event stream: its answer is a stream that carries the progress
+// notifications before the result. A call may block up to MaxWait, past
+// the server's WriteTimeout.
 func Handler(api http.Handler, keyOf func(*http.Request) string) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	server := func(r *http.Request) *mcp.Server {
 		c := client.New("http://in-process", keyOf(r)) // the host is the caller's (inProcess)
 		c.HTTP, c.UserAgent = &http.Client{Transport: inProcess{api: api, from: r}}, "clusterdeck-mcp"
 		return New(c)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
+	}
+	plain := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
+	streamed := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(MaxWait + time.Minute))
+		if r.Method != http.MethodPost || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			plain.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "could not read the request", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"progressToken"`)) {
+			streamed.ServeHTTP(w, r)
+			return
+		}
+		plain.ServeHTTP(w, r)
+	})
 }
 
 // inProcess is an http.RoundTripper that serves each request with api
