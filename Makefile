@@ -5,9 +5,10 @@ GO       ?= go
 BIN      := bin/clusterdeck
 TAILWIND := node_modules/.bin/tailwindcss
 PGURL    ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+ADDR     ?= 127.0.0.1:8080
 
 .DEFAULT_GOAL := help
-.PHONY: help run build generate css templ check-generated lint test test-go test-pg bench load clean
+.PHONY: help run walk build generate css templ check-generated lint test test-go test-pg bench load clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -v pgurl='$(PGURL)' 'BEGIN {FS = ":.*## "}; \
@@ -17,9 +18,11 @@ build: ## Build bin/clusterdeck (no Node needed)
 	@test -e $(BIN) || echo "Compiling bin/clusterdeck: the first build compiles every dependency and can take a few minutes (later builds take seconds)."
 	CGO_ENABLED=0 $(GO) build -o $(BIN) .
 
-run: build ## Print the demo log-in (email, password, api_key), then serve (another port: ADDR=127.0.0.1:9090 make run)
-	./$(BIN) demo
-	./$(BIN) serve
+run: build ## Serve with the demo log-in printed once listening (another port: ADDR=127.0.0.1:9090 make run)
+	./$(BIN) serve --demo
+
+walk: ## Move the fake clock one minute every two seconds, 30 times (a server started with CLUSTERDECK_FAKE_CLOCK=1 make run)
+	@for i in $$(seq 30); do curl -fsS -X POST http://$(ADDR)/dev/clock -d minutes=1 >/dev/null || exit 1; printf '.'; sleep 2; done; echo " 30 minutes later"
 
 generate: templ css ## Regenerate views/*_templ.go and static/css/app.css
 

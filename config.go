@@ -57,18 +57,31 @@ type config struct {
 	MailFrom   string // MAIL_FROM: sender address (default "Clusterdeck <noreply@clusterdeck.local>")
 	SalesEmail string // SALES_EMAIL: receives every new quote request (default "sales@clusterdeck.local")
 
-	MetricsToken string // METRICS_TOKEN: bearer token for /metrics; unset = loopback scrapes only
+	MetricsToken string // METRICS_TOKEN: bearer token for /metrics; unset = loopback scrapes only (development)
+	// METRICS_LOOPBACK=1: production answers /metrics without METRICS_TOKEN
+	// to direct connections from this machine (never to forwarded ones).
+	MetricsLoopback bool
 
-	StripeSecretKey     string // STRIPE_SECRET_KEY: unset = payments test mode (top-ups credited at once)
+	StripeSecretKey     string // STRIPE_SECRET_KEY: unset = payments test mode (top-ups credited at once), development only
 	StripeWebhookSecret string // STRIPE_WEBHOOK_SECRET: whsec_… of the webhook endpoint (API version 2023-10-16)
+	// INVOICE_ONLY=1: no payment provider; self-service top-ups are off and
+	// only operators adjust balances. Production without STRIPE_SECRET_KEY
+	// needs it (B7, B9).
+	InvoiceOnly bool
+	// MAX_TOP_UP_USD and MAX_ADJUSTMENT_USD: the largest top-up (and
+	// auto-recharge amount) and operator adjustment (B9).
+	MaxTopUp, MaxAdjustment models.Money
 
 	DefaultMaxMachines int // DEFAULT_MAX_MACHINES: quota of a new organisation (default 64)
 	DefaultMaxGPUs     int // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
+	DefaultMaxVolumes  int // DEFAULT_MAX_VOLUMES: live volumes of an organisation without its own quota (default 20)
+	DefaultMaxVolumeGB int // DEFAULT_MAX_VOLUME_GB: GB of live volumes together, likewise (default 100000)
 	DefaultMarkup      int // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)
 	// Markups is each provider's markup set by <P>_MARKUP_PERCENT (basis
 	// points, by provider name): it wins over the providers page.
 	Markups        map[string]int
 	TrustedProxies []*net.IPNet // TRUSTED_PROXIES: comma list of CIDRs whose X-Forwarded-For is believed
+	MCPOrigins     []string     // MCP_ALLOWED_ORIGINS: origins besides BASE_URL's whose pages may call /mcp
 
 	HeartbeatLate  time.Duration // HEALTH_HEARTBEAT_LATE: an agent is late after this long without a heartbeat (default 3m)
 	UnhealthyAfter time.Duration // HEALTH_UNHEALTHY_AFTER: how long a machine's condition must hold (default 1m)
@@ -105,6 +118,22 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.StripeSecretKey != "" && c.StripeWebhookSecret == "" {
 		return c, errors.New("STRIPE_SECRET_KEY needs STRIPE_WEBHOOK_SECRET: only the verified webhook credits a top-up")
 	}
+	var err error
+	if c.InvoiceOnly, err = flag01(get("INVOICE_ONLY", "")); err != nil {
+		return c, fmt.Errorf("INVOICE_ONLY: %w", err)
+	}
+	if c.InvoiceOnly && c.StripeSecretKey != "" {
+		return c, errors.New("INVOICE_ONLY=1 turns self-service payments off, but STRIPE_SECRET_KEY is set: unset one of them")
+	}
+	if c.MetricsLoopback, err = flag01(get("METRICS_LOOPBACK", "")); err != nil {
+		return c, fmt.Errorf("METRICS_LOOPBACK: %w", err)
+	}
+	if c.MaxTopUp, err = dollarLimit(get("MAX_TOP_UP_USD", models.DecimalUSD(models.DefaultMaxTopUp)), models.MinTopUp, models.StripeMaxAmount); err != nil {
+		return c, fmt.Errorf("MAX_TOP_UP_USD: %w", err)
+	}
+	if c.MaxAdjustment, err = dollarLimit(get("MAX_ADJUSTMENT_USD", models.DecimalUSD(models.DefaultMaxAdjustment)), models.Micro/100, models.MaxAdjustmentLimit); err != nil {
+		return c, fmt.Errorf("MAX_ADJUSTMENT_USD: %w", err)
+	}
 	if models.EmailProblem(c.SalesEmail) != "" {
 		return c, fmt.Errorf("SALES_EMAIL must be one plain address like sales@example.com, not %q", c.SalesEmail)
 	}
@@ -137,7 +166,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err := c.loadLambda(get); err != nil {
 		return c, err
 	}
-	var err error
 	if c.RunPod, err = c.loadCloud(get, "runpod", "RUNPOD", "https://api.runpod.io", "RUNPOD_DATACENTERS"); err != nil {
 		return c, err
 	}
@@ -160,6 +188,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.DefaultMaxGPUs, err = positiveInt(get("DEFAULT_MAX_GPUS", "512")); err != nil {
 		return c, fmt.Errorf("DEFAULT_MAX_GPUS: %w", err)
+	}
+	if c.DefaultMaxVolumes, err = positiveInt(get("DEFAULT_MAX_VOLUMES", "20")); err != nil {
+		return c, fmt.Errorf("DEFAULT_MAX_VOLUMES: %w", err)
+	}
+	if c.DefaultMaxVolumeGB, err = positiveInt(get("DEFAULT_MAX_VOLUME_GB", "100000")); err != nil {
+		return c, fmt.Errorf("DEFAULT_MAX_VOLUME_GB: %w", err)
 	}
 	if c.HeartbeatLate, err = positiveDuration(get("HEALTH_HEARTBEAT_LATE", "3m")); err != nil {
 		return c, fmt.Errorf("HEALTH_HEARTBEAT_LATE: %w", err)
@@ -198,6 +232,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("TRUSTED_PROXIES: %q is not a CIDR like 10.0.0.0/8", cidr)
 		}
 		c.TrustedProxies = append(c.TrustedProxies, n)
+	}
+	for _, o := range strings.Split(get("MCP_ALLOWED_ORIGINS", ""), ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		n, ok := web.NormalizeOrigin(o)
+		if u, _ := url.Parse(o); !ok || u == nil || strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+			return c, fmt.Errorf("MCP_ALLOWED_ORIGINS: %q is not an origin like https://app.example.com", o)
+		}
+		c.MCPOrigins = append(c.MCPOrigins, n)
 	}
 	if c.SessionAuthKey, err = hexKey(getenv("SESSION_AUTH_KEY"), 32, 64); err != nil {
 		return c, fmt.Errorf("SESSION_AUTH_KEY: %w", err)
@@ -352,6 +396,58 @@ func (c *config) loadCloud(get func(k, def string) string, name, p, defURL, locV
 		}
 	}
 	return l, nil
+}
+
+// startupChecks is what serve refuses and what it warns about before
+// anything starts (OP5): production never runs payments in test mode (B7,
+// B9) and says what it serves without a token or behind a proxy.
+func (c config) startupChecks() (warnings []string, err error) {
+	if !c.Production {
+		if c.StripeSecretKey == "" && !c.InvoiceOnly {
+			warnings = append(warnings, "payments run in test mode (STRIPE_SECRET_KEY unset): a top-up is credited at once and no money moves; production refuses this")
+		}
+		return warnings, nil
+	}
+	if c.StripeSecretKey == "" && !c.InvoiceOnly {
+		return nil, errors.New("production needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET: without them top-ups would run in test mode and credit money nobody paid. " +
+			"For a deployment without card payments, where only operators adjust balances, set INVOICE_ONLY=1 (self-service top-ups are then off)")
+	}
+	if c.InvoiceOnly {
+		warnings = append(warnings, "INVOICE_ONLY=1: self-service top-ups and auto-recharge are off; only operators adjust balances (/admin/orgs)")
+	}
+	if strings.HasPrefix(c.StripeSecretKey, "sk_test_") || strings.HasPrefix(c.StripeSecretKey, "rk_test_") {
+		warnings = append(warnings, "STRIPE_SECRET_KEY is a Stripe test-mode key: payments go through Stripe's test mode and no real money moves")
+	}
+	switch {
+	case c.MetricsToken == "" && c.MetricsLoopback:
+		warnings = append(warnings, "METRICS_LOOPBACK=1 without METRICS_TOKEN: /metrics (every organisation's deposits) answers any direct connection from this machine")
+	case c.MetricsToken == "":
+		warnings = append(warnings, "METRICS_TOKEN is unset: /metrics answers 403 to every request until it is set (or METRICS_LOOPBACK=1)")
+	}
+	if len(c.TrustedProxies) == 0 {
+		warnings = append(warnings, "TRUSTED_PROXIES is unset: forwarding headers (X-Forwarded-For, Forwarded, X-Real-IP) are ignored; behind a reverse proxy every client has the proxy's address (log-in throttling, audit log)")
+	}
+	return warnings, nil
+}
+
+// flag01 reads an on/off setting: unset or 0 is off, 1 is on.
+func flag01(s string) (bool, error) {
+	switch s {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	}
+	return false, fmt.Errorf("must be 1 or 0, not %q", s)
+}
+
+// dollarLimit reads a maximum in dollars and whole cents, from lo to hi.
+func dollarLimit(s string, lo, hi models.Money) (models.Money, error) {
+	m, err := models.ParseUSD(s)
+	if err != nil || m%10_000 != 0 || m < lo || m > hi {
+		return 0, fmt.Errorf("must be dollars in whole cents from %s to %s, not %q", models.USD(lo), models.USD(hi), s)
+	}
+	return m, nil
 }
 
 func positiveDuration(s string) (time.Duration, error) {

@@ -177,3 +177,21 @@ func TestProviderMarkupConfig(t *testing.T) {
 		}
 	}
 }
+
+// MCP_ALLOWED_ORIGINS (issue 20 item 11): a comma list of origins,
+// normalised; anything else refuses to start naming the variable.
+func TestMCPAllowedOriginsConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	if c, err := loadConfig(env(nil)); err != nil || len(c.MCPOrigins) != 0 {
+		t.Errorf("default: %v %v", c.MCPOrigins, err)
+	}
+	c, err := loadConfig(env(map[string]string{"MCP_ALLOWED_ORIGINS": " https://App.Example.com:443 , http://localhost:6274/"}))
+	if err != nil || !slices.Equal(c.MCPOrigins, []string{"https://app.example.com", "http://localhost:6274"}) {
+		t.Errorf("set: %v %v", c.MCPOrigins, err)
+	}
+	for _, bad := range []string{"app.example.com", "null", "https://app.example.com/mcp", "ftp://app.example.com", "*"} {
+		if _, err := loadConfig(env(map[string]string{"MCP_ALLOWED_ORIGINS": bad})); err == nil || !strings.Contains(err.Error(), "MCP_ALLOWED_ORIGINS") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}

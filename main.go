@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,6 +81,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cmd != "gpu" && wantsHelp(args) && printHelp(stdout, cmd) {
 		return nil
 	}
+	withDemo := false
+	if cmd == "serve" && len(args) == 1 && args[0] == "--demo" {
+		withDemo, args = true, nil // make run: the demo log-in, printed once the server listens
+	}
 	if _, ok := commandHelp[cmd]; ok && cmd != "admin" && len(args) > 0 {
 		return fmt.Errorf("%s takes no arguments: configuration comes from environment variables\n\n%s", cmd, commandHelp[cmd])
 	}
@@ -98,7 +104,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log := newLogger(cfg, stderr)
 	switch cmd {
 	case "serve":
-		return serve(ctx, cfg, log, stdout)
+		if withDemo {
+			return serveDemo(ctx, cfg, log, stdout)
+		}
+		return serve(ctx, cfg, log, stdout, nil)
 	case "migrate":
 		db, err := openDB(ctx, cfg, log)
 		if err != nil {
@@ -157,7 +166,45 @@ func closeDB(db *gorm.DB) {
 }
 
 // serve runs the web server and the jobs until ctx is cancelled.
-func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+// serveDemo is `serve --demo` (make run): the demo organisation is made
+// ready first, and its log-in is printed once the server listens, set
+// apart from the logs, so it is the last thing a newcomer sees.
+func serveDemo(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	var login bytes.Buffer
+	if err := demo(ctx, cfg, log, &login); err != nil {
+		return err
+	}
+	return serve(ctx, cfg, log, stdout, func() { fmt.Fprint(stdout, demoBanner(cfg, login.String())) })
+}
+
+// demoBanner frames the demo's log-in lines with what a newcomer needs next.
+func demoBanner(cfg config, login string) string {
+	rule := strings.Repeat("=", 78)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s\n", rule)
+	for _, l := range strings.Split(strings.TrimSpace(login), "\n") {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	fmt.Fprintf(&b, "  The demo user is an operator too: %s/admin\n", cfg.BaseURL)
+	if cfg.FakeClock {
+		b.WriteString("  The fake clock is on: `make walk` (another terminal) moves it a minute every two seconds,\n" +
+			"  so a launched cluster comes up in about a minute of real time.\n")
+	} else {
+		b.WriteString("  A cluster takes 15–25 minutes of real time on the simulated cloud. To walk one in\n" +
+			"  seconds: CLUSTERDECK_FAKE_CLOCK=1 make run, then `make walk` in another terminal.\n")
+	}
+	fmt.Fprintf(&b, "%s\n", rule)
+	return b.String()
+}
+
+func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, listening func()) error {
+	warnings, err := cfg.startupChecks()
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn(w)
+	}
 	db, err := openDB(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -184,6 +231,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	store.DefaultMarkup = cfg.DefaultMarkup
 	store.EnvMarkups = cfg.Markups
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
+	store.DefaultMaxVolumes, store.DefaultMaxVolumeGB = cfg.DefaultMaxVolumes, cfg.DefaultMaxVolumeGB
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {
@@ -193,10 +242,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	// One registry for /metrics: jobs and web each register their own metrics.
-	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	jobMetrics, err := jobs.NewMetrics(metrics)
+	metrics, jobMetrics, err := newMetrics()
 	if err != nil {
 		return err
 	}
@@ -234,7 +280,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		Config: web.Config{Production: cfg.Production, BaseURL: cfg.BaseURL,
 			SessionAuthKey: cfg.SessionAuthKey, SessionEncKey: cfg.SessionEncKey,
 			DefaultMaxMachines: cfg.DefaultMaxMachines, DefaultMaxGPUs: cfg.DefaultMaxGPUs,
-			TrustedProxies: cfg.TrustedProxies, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail, MetricsToken: cfg.MetricsToken,
+			TrustedProxies: cfg.TrustedProxies, MCPOrigins: cfg.MCPOrigins, SMTP: cfg.SMTPURL != "", SalesEmail: cfg.SalesEmail,
+			MetricsToken: cfg.MetricsToken, MetricsLoopback: cfg.MetricsLoopback, TopUpsOff: cfg.InvoiceOnly,
 			Providers: cfg.Providers, ProviderSettings: cfg.providerSettings(),
 			SSHMachinesFile: cfg.SSHMachinesFile, SSHFileMachines: fileMachineRows(cloud.SSHFile)},
 		Store: store, Log: log, Static: static.FS, Jobs: sched, FakeClock: fake, Sim: simCtl, Metrics: metrics,
@@ -243,11 +290,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if shared != nil {
 		handler = shared.middleware(handler)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	srv := web.HTTPServer(handler, web.DefaultTimeouts)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -260,6 +303,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	cloud.Start(bg)
+	if listening != nil {
+		listening()
+	}
 
 	select {
 	case err := <-errc:
@@ -280,6 +326,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	err = errors.Join(err, <-jobsDone, cloud.Wait(shutdown))
 	log.Info("stopped", "error", err)
 	return err
+}
+
+// newMetrics is the one registry /metrics serves (OP3): the Go runtime's
+// and the process's metrics and the jobs'; web registers its own on it.
+func newMetrics() (*prometheus.Registry, *jobs.Metrics, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := jobs.NewMetrics(reg)
+	return reg, m, err
 }
 
 func envName(cfg config) string {

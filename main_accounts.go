@@ -85,6 +85,11 @@ func demo(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) e
 	if err := seedDemoBalance(ctx, store, org); err != nil {
 		return fmt.Errorf("demo balance: %w", err)
 	}
+	// Development only (refused in production above): the demo user reaches
+	// the operator's pages too, so a newcomer sees both sides.
+	if _, err := store.SetOperator(ctx, demoEmail, true); err != nil {
+		return fmt.Errorf("demo operator: %w", err)
+	}
 	fmt.Fprintf(stdout, "Demo organisation %q (environment %q) is ready; log in at %s/login\n", org.Name, env.Name, cfg.BaseURL)
 	fmt.Fprintf(stdout, "email: %s\npassword: %s\napi_key: %s\n", demoEmail, password, token)
 	return nil

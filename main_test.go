@@ -52,6 +52,24 @@ func TestImportRules(t *testing.T) {
 		"web":                      {"models", "models/nodespec", "models/software", "views", "api", "api/agentapi", "internal/mcpserver"},
 		"jobs":                     {"models", "models/readiness", "models/nodespec", "models/software", "providers"},
 	}
+	// Third-party imports: each listed package may use only these modules
+	// (a package not named here: the standard library and ours only), so a
+	// model cannot import echo, nor an adapter the database (issue 22).
+	external := map[string][]string{
+		"models":                  {"gorm.io/", "github.com/glebarez/sqlite", "github.com/jackc/pgx/", "github.com/trustelem/zxcvbn", "golang.org/x/crypto/"},
+		"models/modelstest":       {"gorm.io/"},
+		"models/readiness":        {"gopkg.in/yaml.v3"},
+		"providers/sim":           {"gopkg.in/yaml.v3", "gorm.io/"}, // its state lives in the product's database (sim_clouds, created by models' migrations)
+		"providers/ssh":           {"golang.org/x/crypto/", "gopkg.in/yaml.v3"},
+		"providers/payments":      {"github.com/stripe/stripe-go/v76"},
+		"providers/mail":          {"github.com/emersion/"},
+		"providers/providerstest": {"github.com/getkin/kin-openapi/"},
+		"views":                   {"github.com/a-h/templ"},
+		"jobs":                    {"github.com/prometheus/client_golang/", "github.com/robfig/cron/v3"},
+		"web":                     {"github.com/a-h/templ", "github.com/gorilla/", "github.com/labstack/echo/v4", "github.com/prometheus/client_golang/", "golang.org/x/time/"},
+		"internal/mcpserver":      {"github.com/google/jsonschema-go/", "github.com/modelcontextprotocol/go-sdk/"},
+		"internal/loadtest":       {"github.com/labstack/echo/v4"},
+	}
 	out, err := exec.Command("go", "list", "./...").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +94,13 @@ func TestImportRules(t *testing.T) {
 		for _, imp := range p.Imports {
 			if dep, internal := strings.CutPrefix(imp, module); internal && !slices.Contains(ok2, dep) {
 				t.Errorf("%s imports %s; allowed: %v", rel, dep, ok2)
+			}
+			first, _, _ := strings.Cut(imp, "/")
+			if strings.HasPrefix(imp, module) || !strings.Contains(first, ".") {
+				continue // ours, or the standard library
+			}
+			if !slices.ContainsFunc(external[rel], func(prefix string) bool { return strings.HasPrefix(imp, prefix) }) {
+				t.Errorf("%s imports the third-party %s; allowed: %v", rel, imp, external[rel])
 			}
 		}
 	}

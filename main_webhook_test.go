@@ -237,7 +237,7 @@ func TestWebhookDelayedPayments(t *testing.T) {
 					w.status(paid), w.status(failed), len(w.mismatches()), st.balance, st.paid, st.failed, st.wantMismatches)
 			}
 		}
-		tx, err := w.store.Transactions(context.Background(), w.org.ID, models.MonthOf(w.store.Now()), nil)
+		tx, err := w.store.Transactions(context.Background(), w.org.ID, models.MonthOf(w.store.Now()), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -363,7 +363,7 @@ func TestServeSmoke(t *testing.T) {
 			}
 		}
 		for _, want := range []string{
-			"clusterdeck_job_runs_total{job=catalog,outcome=ok}", // the catalog runs once before serving
+			"clusterdeck_job_runs_total{job_name=catalog,outcome=ok}", // the catalog runs once before serving
 			"clusterdeck_http_request_duration_seconds{code=200,method=GET,route=/v1/me}",
 		} {
 			if !series[want] {

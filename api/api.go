@@ -465,7 +465,8 @@ type FailedCharge struct {
 // BillingBalance is GET /v1/billing/balance (B1): the organisation's
 // balance and what it lasts at the current burn. Money in dollars.
 type BillingBalance struct {
-	Balance        string   `json:"balance"`
+	Balance        string   `json:"balance"`        // the written ledger less what is accruing (B8)
+	Accruing       string   `json:"accruing"`       // usage of open periods, not yet written
 	BurnRate       string   `json:"burnRate"`       // dollars per hour of everything running
 	HoursRemaining *float64 `json:"hoursRemaining"` // null while nothing runs
 	SpendThisMonth string   `json:"spendThisMonth"` // written usage and the open period

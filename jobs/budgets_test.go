@@ -305,10 +305,13 @@ func (w *budgetWorld) checkOverview(c models.Cluster, now time.Time, budget, spe
 		w.t.Fatal(err)
 	}
 	ledger, _ := w.store.Balance(context.Background(), w.org.ID)
-	if o.Balance != ledger || o.Burn != c.USDPerHour {
-		w.t.Errorf("balance %d burn %d, want %d and %d", o.Balance, o.Burn, ledger, c.USDPerHour)
+	if o.Balance.Written != ledger || o.Burn != c.USDPerHour {
+		w.t.Errorf("balance %+v burn %d, want %d written and %d", o.Balance, o.Burn, ledger, c.USDPerHour)
 	}
 	balance := 1000*models.Micro - spend // the ledger less the open hour
+	if o.Balance.Balance() != balance {
+		w.t.Errorf("the balance (B8) %d, want %d: the ledger less the open hour", o.Balance.Balance(), balance)
+	}
 	runOut := now.Add(time.Duration((balance*60+c.USDPerHour-1)/c.USDPerHour) * time.Minute)
 	if o.BalanceRunOut == nil || !o.BalanceRunOut.Equal(runOut) {
 		w.t.Errorf("balance runs out at %v, want %s", o.BalanceRunOut, runOut)

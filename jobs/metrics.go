@@ -25,18 +25,20 @@ type Metrics struct {
 	providerErrors *prometheus.CounterVec
 }
 
-// NewMetrics registers the job and provider metrics on reg.
+// NewMetrics registers the job and provider metrics on reg. The job's
+// label is job_name: Prometheus's own job label (the scrape job) would
+// rename a metric's job to exported_job.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "clusterdeck_job_runs_total",
 			Help: "Job ticks of this process by job and outcome (ok, error, skipped: another instance held the lease).",
-		}, []string{"job", "outcome"}),
+		}, []string{"job_name", "outcome"}),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "clusterdeck_job_duration_seconds",
 			Help:    "Duration of the job ticks this process ran, by job and outcome.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}, []string{"job", "outcome"}),
+		}, []string{"job_name", "outcome"}),
 		providerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "clusterdeck_provider_errors_total",
 			Help: "Failed provider calls made by the jobs, by provider, operation and error class.",

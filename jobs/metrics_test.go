@@ -53,19 +53,19 @@ func TestJobAndProviderMetrics(t *testing.T) {
 
 		got := gathered(t, reg)
 		for series, want := range map[string]float64{
-			`clusterdeck_job_runs_total{job=catalog,outcome=error}`:                          1,
-			`clusterdeck_job_runs_total{job=catalog,outcome=ok}`:                             0,
-			`clusterdeck_job_runs_total{job=provision,outcome=ok}`:                           1,
-			`clusterdeck_job_runs_total{job=provision,outcome=skipped}`:                      1,
-			`clusterdeck_job_duration_seconds{job=catalog,outcome=error}`:                    1,
-			`clusterdeck_job_duration_seconds{job=provision,outcome=ok}`:                     1,
+			`clusterdeck_job_runs_total{job_name=catalog,outcome=error}`:                     1,
+			`clusterdeck_job_runs_total{job_name=catalog,outcome=ok}`:                        0,
+			`clusterdeck_job_runs_total{job_name=provision,outcome=ok}`:                      1,
+			`clusterdeck_job_runs_total{job_name=provision,outcome=skipped}`:                 1,
+			`clusterdeck_job_duration_seconds{job_name=catalog,outcome=error}`:               1,
+			`clusterdeck_job_duration_seconds{job_name=provision,outcome=ok}`:                1,
 			`clusterdeck_provider_errors_total{class=transient,op=ListOffers,provider=down}`: 1,
 		} {
 			if v, ok := got[series]; !ok || v != want {
 				t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 			}
 		}
-		if _, ok := got[`clusterdeck_job_duration_seconds{job=provision,outcome=skipped}`]; ok {
+		if _, ok := got[`clusterdeck_job_duration_seconds{job_name=provision,outcome=skipped}`]; ok {
 			t.Error("a skipped tick was timed")
 		}
 	})

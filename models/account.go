@@ -32,6 +32,8 @@ type Org struct {
 	Name        string `gorm:"size:191"`
 	MaxMachines int    // quota: machines in use at once
 	MaxGPUs     int    `gorm:"column:max_gpus"` // quota: GPUs in use at once
+	MaxVolumes  int    // quota: live volumes (0: the default, VolumeQuota)
+	MaxVolumeGB int    `gorm:"column:max_volume_gb"` // quota: GB of live volumes together (0: the default)
 	CreatedAt   time.Time
 }
 

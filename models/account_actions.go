@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"strconv"
 )
 
 // ForbiddenError is an action the actor's role does not allow; Message says
@@ -125,21 +124,36 @@ func (x Actions) RevokeSessions(ctx context.Context) (int, error) {
 	return v, err
 }
 
+// OrgQuota is an organisation's limits as the operator sets them (A2):
+// machines and GPUs in use at once, live volumes and their GB together
+// (0: the default).
+type OrgQuota struct {
+	MaxMachines, MaxGPUs, MaxVolumes, MaxVolumeGB int
+}
+
 // SetOrgQuota is an operator's change of an organisation's limits: audited
 // in that organisation's log, with the operator as actor.
-func (x Actions) SetOrgQuota(ctx context.Context, orgID string, maxMachines, maxGPUs int) (Org, error) {
+func (x Actions) SetOrgQuota(ctx context.Context, orgID string, q OrgQuota) (Org, error) {
 	var org Org
 	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
 		before, err := tx.OrgByID(ctx, orgID)
 		if err != nil {
 			return nil, err
 		}
-		if org, err = tx.SetOrgQuota(ctx, orgID, maxMachines, maxGPUs); err != nil {
+		fe := QuotaProblems(q.MaxMachines, q.MaxGPUs)
+		for k, v := range VolumeQuotaProblems(q.MaxVolumes, q.MaxVolumeGB) {
+			fe[k] = v
+		}
+		if len(fe) > 0 {
+			return nil, fe
+		}
+		if _, err = tx.SetOrgQuota(ctx, orgID, q.MaxMachines, q.MaxGPUs); err != nil {
 			return nil, err
 		}
-		e := x.a.entry("org.quota_change", org.Name,
-			"machines "+strconv.Itoa(before.MaxMachines)+" → "+strconv.Itoa(org.MaxMachines)+
-				", GPUs "+strconv.Itoa(before.MaxGPUs)+" → "+strconv.Itoa(org.MaxGPUs))
+		if org, err = tx.SetOrgVolumeQuota(ctx, orgID, q.MaxVolumes, q.MaxVolumeGB); err != nil {
+			return nil, err
+		}
+		e := x.a.entry("org.quota_change", org.Name, quotaChange(before, org, tx))
 		e.OrgID = org.ID
 		return &e, nil
 	})

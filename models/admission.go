@@ -7,11 +7,14 @@ import (
 
 // Admission is L2's arithmetic for one launch in an organisation: the
 // balance, less one hour of everything the organisation already runs,
-// provisions or resumes (B6), must cover one hour of the new cluster and at least $10.
+// provisions or resumes (B6) and of every volume it keeps, must cover one
+// hour of the new cluster and at least $10. Creating or growing a volume
+// passes the same (admitVolume).
 type Admission struct {
-	Balance   Money // the ledger's sum
-	Committed Money // one hour of every live cluster of the organisation
-	Required  Money // one hour of the new cluster, never less than $10
+	Balance   Money // the one balance (B8): the ledger less what is accruing
+	Committed Money // one hour of every live cluster and every volume of the organisation
+	Required  Money // one hour of the new cluster (or volume size), never less than $10
+	Volume    bool  // for a volume created or grown, not a launch (the wording)
 }
 
 // Shortfall is how much to add before the launch is admitted; 0 when it is.
@@ -28,10 +31,11 @@ func (e *InsufficientBalanceError) Error() string {
 // AdmissionFor reads L2's figures for a launch at usdPerHour. Launches read
 // them inside the organisation's lock (admit); pages read them to warn ahead.
 func (s *Store) AdmissionFor(ctx context.Context, orgID string, usdPerHour Money) (Admission, error) {
-	balance, err := s.Balance(ctx, orgID)
+	f, err := s.CurrentBalance(ctx, orgID)
 	if err != nil {
 		return Admission{}, err
 	}
+	balance := f.Balance()
 	var committed Money
 	err = s.db.WithContext(ctx).Model(&Cluster{}).Select("COALESCE(SUM(usd_per_hour), 0)").
 		Where("org_id = ? AND (status IN ? OR (status = ? AND resume_requested_at IS NOT NULL))", orgID, liveStatuses, StatusStopped).
@@ -39,7 +43,19 @@ func (s *Store) AdmissionFor(ctx context.Context, orgID string, usdPerHour Money
 	if err != nil {
 		return Admission{}, fmt.Errorf("models: committed hour of %s: %w", orgID, err)
 	}
-	return Admission{Balance: balance, Committed: committed, Required: RequiredBalance(usdPerHour)}, nil
+	// Volumes bill from creation until deleted, attached or not (V3): each
+	// one not already in a counted cluster's hour counts on its own
+	// (issue 20 item 7).
+	var volumes Money
+	err = s.db.WithContext(ctx).Model(&Volume{}).Select("COALESCE(SUM(size_gb * gb_hour), 0)").
+		Where("org_id = ? AND deleted_at IS NULL", orgID).
+		Where("NOT EXISTS (SELECT 1 FROM clusters WHERE clusters.id = volumes.cluster_id AND clusters.volume_id = volumes.id AND "+
+			"(clusters.status IN ? OR (clusters.status = ? AND clusters.resume_requested_at IS NOT NULL)))", liveStatuses, StatusStopped).
+		Scan(&volumes).Error
+	if err != nil {
+		return Admission{}, fmt.Errorf("models: committed hour of %s's volumes: %w", orgID, err)
+	}
+	return Admission{Balance: balance, Committed: committed + volumes, Required: RequiredBalance(usdPerHour)}, nil
 }
 
 // admit runs L2's checks and the stock check for a launch of q, inside the

@@ -286,7 +286,7 @@ type BudgetReachedError struct {
 }
 
 func (e *BudgetReachedError) Error() string {
-	return fmt.Sprintf("The budget of environment %s is reached: %s of %s spent in %s. Raise the budget on the billing page to launch or resume clusters there.",
+	return fmt.Sprintf("The budget of environment %s is reached: %s of %s spent in %s. Raise the budget on the billing page to launch or resume clusters, or create or grow volumes, there.",
 		e.Env, USD(e.Spend), USD(e.Budget), e.Month)
 }
 

@@ -33,8 +33,9 @@ type ClusterRunOut struct {
 type BudgetOverview struct {
 	Month         string
 	Lines         []BudgetLine
-	Balance, Burn Money
-	BalanceRunOut *time.Time // the balance, less the open hour's usage, runs out; nil while nothing burns
+	Balance       BalanceFigure // the one balance (B8)
+	Burn          Money
+	BalanceRunOut *time.Time // the balance (less what accrues, B8) runs out; nil while nothing burns
 	Clusters      []ClusterRunOut
 }
 
@@ -75,16 +76,13 @@ func (s *Store) BudgetOverviewFor(ctx context.Context, orgID string) (BudgetOver
 	if err != nil {
 		return out, err
 	}
-	if out.Balance, err = s.Balance(ctx, orgID); err != nil {
+	if out.Balance, err = s.CurrentBalance(ctx, orgID); err != nil {
 		return out, err
 	}
-	var open Money // usage of the open hour: owed, not yet written
 	for _, e := range envs {
-		m := money[e.ID]
-		out.Burn += m.burn
-		open += m.open
+		out.Burn += money[e.ID].burn
 	}
-	if at, ok := Forecast(now, out.Balance, open, out.Burn); ok && out.Burn > 0 {
+	if at, ok := Forecast(now, out.Balance.Balance(), 0, out.Burn); ok && out.Burn > 0 {
 		out.BalanceRunOut = &at
 	}
 	for _, e := range envs {

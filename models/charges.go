@@ -6,6 +6,11 @@ import (
 	"strings"
 )
 
+// orgBalanceSQL is the completed balance of auto_recharges a's organisation,
+// summed so that one organisation's ledger never fails the query for the
+// others (B9).
+var orgBalanceSQL = "(SELECT " + moneySumSQL("l.amount") + " FROM ledger_entries l WHERE l.org_id = a.org_id AND l.status = ?)"
+
 // PlanCharges writes the intended charge row (B4) of every organisation
 // whose enabled, unpaused auto-recharge has a card and a balance below its
 // threshold, before anything is sent to Stripe. An organisation with a
@@ -15,7 +20,7 @@ func (s *Store) PlanCharges(ctx context.Context) (int, error) {
 	var due []AutoRecharge
 	err := s.db.WithContext(ctx).Raw(`SELECT a.* FROM auto_recharges a
 		WHERE a.enabled AND a.paused_by = '' AND a.customer_id <> '' AND a.payment_method_id <> ''
-		AND a.threshold > COALESCE((SELECT SUM(l.amount) FROM ledger_entries l WHERE l.org_id = a.org_id AND l.status = ?), 0)
+		AND a.threshold > `+orgBalanceSQL+`
 		AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.org_id = a.org_id AND c.status = ?)`,
 		EntryCompleted, ChargePending).Scan(&due).Error
 	if err != nil {
@@ -31,7 +36,7 @@ func (s *Store) PlanCharges(ctx context.Context) (int, error) {
 		res := s.db.WithContext(ctx).Exec(`INSERT INTO charges (id, org_id, amount, status, customer_id, payment_method_id, created_at)
 			SELECT ?, ?, ?, ?, ?, ?, ? FROM auto_recharges a
 			WHERE a.org_id = ? AND a.enabled AND a.paused_by = ''
-			AND a.threshold > COALESCE((SELECT SUM(l.amount) FROM ledger_entries l WHERE l.org_id = a.org_id AND l.status = ?), 0)
+			AND a.threshold > `+orgBalanceSQL+`
 			AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.org_id = a.org_id AND c.status = ?)
 			ON CONFLICT DO NOTHING`,
 			c.ID, c.OrgID, c.Amount, c.Status, c.CustomerID, c.PaymentMethodID, c.CreatedAt,

@@ -83,7 +83,7 @@ type Cluster struct {
 	PortsJSON    string `gorm:"column:ports_json;size:1000"`    // open ports
 	SSHKeysJSON  string `gorm:"column:ssh_keys_json;type:text"` // public keys installed on every node
 
-	IdemKey     *string `gorm:"size:191"` // unique per org with the request hash (L1)
+	IdemKey     *string `gorm:"size:191"` // unique per org and environment, with the request hash (L1)
 	RequestHash string  `gorm:"size:64"`
 	AgentSecret string  `gorm:"size:64"` // derives each node's agent token
 	CreatedBy   string  `gorm:"size:191"`
@@ -577,7 +577,9 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		}
 		if p.IdemKey != "" {
 			var prev Cluster
-			e := tx.db.WithContext(ctx).Where("org_id = ? AND idem_key = ?", p.OrgID, p.IdemKey).Take(&prev).Error
+			// The key is the environment's (issue 20 item 8): another
+			// environment's launch under it is not this one's.
+			e := tx.db.WithContext(ctx).Where("org_id = ? AND env_id = ? AND idem_key = ?", p.OrgID, p.EnvID, p.IdemKey).Take(&prev).Error
 			if e == nil {
 				if prev.RequestHash != p.RequestHash {
 					return ErrIdempotencyMismatch
@@ -591,6 +593,9 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		}
 		q, err := tx.QuoteForOrg(ctx, p.OrgID, p.QuoteID)
 		if err != nil {
+			return err
+		}
+		if err := tx.quoteInEnv(ctx, q, p.EnvID); err != nil {
 			return err
 		}
 		if q.UsedByCluster != "" {

@@ -3,6 +3,7 @@ package models_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -258,6 +259,37 @@ func TestLaunchValidatesWorkload(t *testing.T) {
 		}
 		if _, _, err := e.s.LaunchCluster(context.Background(), models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID, Workload: models.Workload{Name: "fine", Software: "slurm", Env: map[string]string{"HF_TOKEN": "x"}, Ports: []int{8888}}}); err != nil {
 			t.Errorf("valid launch on containers (slurm) refused: %v", err)
+		}
+	})
+}
+
+// Issue 20 item 15 (Q4, O6): a shape whose offers exist but went stale (the
+// provider's refresh has been failing) is catalog_stale, with advice to try
+// again shortly, never "another number of GPUs per machine"; a shape that
+// does not exist at all stays gpus_per_node_unavailable.
+func TestStaleCatalogAdvice(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newLaunchEnv(t, db, 0)
+		ctx := context.Background()
+		e.clock.Advance(models.OfferFreshness + time.Minute) // no refresh since: every offer is stale
+		for _, r := range []models.QuoteRequest{
+			{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8},
+			{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, OfferID: "sim:h100x8"},
+		} {
+			_, err := e.s.CreateQuote(ctx, e.org.ID, e.env.ID, r)
+			var nc *models.NoCapacityError
+			if !errors.As(err, &nc) || nc.Reason != models.CatalogStaleReason {
+				t.Fatalf("%+v on a stale catalog: %v, want no_capacity catalog_stale", r, err)
+			}
+			advice := strings.Join(nc.Advice(), " ")
+			if !strings.Contains(advice, "refreshed") || !strings.Contains(advice, "Try again") || strings.Contains(advice, "GPUs per machine") {
+				t.Errorf("stale catalog advice: %q", advice)
+			}
+		}
+		_, err := e.s.CreateQuote(ctx, e.org.ID, e.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 2})
+		var nc *models.NoCapacityError
+		if !errors.As(err, &nc) || nc.Reason != "gpus_per_node_unavailable" {
+			t.Errorf("a shape no offer has, stale or not: %v, want gpus_per_node_unavailable", err)
 		}
 	})
 }

@@ -68,10 +68,12 @@ func (p EnforcePolicy) terminateGrace() time.Duration {
 }
 
 // OrgsToEnforce lists the organisations a balance pass looks at: those
-// with a billed cluster running and those in an episode.
+// with a billed cluster running, those keeping a volume (it bills too, V3:
+// issue 20 item 7) and those in an episode.
 func (s *Store) OrgsToEnforce(ctx context.Context) ([]string, error) {
 	var out []string
 	err := s.db.WithContext(ctx).Raw("SELECT org_id FROM clusters WHERE ready_at IS NOT NULL AND status IN ? "+
+		"UNION SELECT org_id FROM volumes WHERE deleted_at IS NULL "+
 		"UNION SELECT org_id FROM balance_episodes ORDER BY org_id",
 		[]ClusterStatus{StatusInstalling, StatusReady, StatusDegraded}).Scan(&out).Error
 	if err != nil {
@@ -80,22 +82,16 @@ func (s *Store) OrgsToEnforce(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// BalanceStanding is what enforcement decides on: the balance less the
-// usage accumulating in open periods (written at the hour, owed already),
-// and the burn rate of everything running (B1).
+// BalanceStanding is what enforcement decides on: the one balance of B8
+// (the ledger less the usage accumulating in open periods, written at the
+// hour, owed already) and the burn rate of everything running (B1).
 func (s *Store) BalanceStanding(ctx context.Context, orgID string) (balance, burn Money, err error) {
-	if balance, err = s.Balance(ctx, orgID); err != nil {
-		return 0, 0, err
-	}
-	usage, err := s.UsageForOrg(ctx, orgID, s.Now().Add(-3*UsagePeriod))
+	f, err := s.CurrentBalance(ctx, orgID)
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, u := range usage {
-		balance -= u.Accumulating
-	}
 	burn, err = s.BurnRate(ctx, orgID)
-	return balance, burn, err
+	return f.Balance(), burn, err
 }
 
 // EnforceResult says what one organisation's enforcement step did.
@@ -113,7 +109,9 @@ type EnforceResult struct {
 // burn; once it is exhausted (<= 0) and the grace passed, every live
 // cluster is asked to stop (reason balance) with one mail; once the second
 // grace passed since the stop and it is still unpaid, the clusters the
-// balance stopped are terminated with one mail. A top-up that restores the
+// balance stopped are terminated with one mail. Volumes are never deleted
+// for an unpaid balance (customer data): they are kept, keep billing, and
+// every mail says so with their hourly rate. A top-up that restores the
 // balance ends the episode; nothing later happens.
 func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolicy) (EnforceResult, error) {
 	var res EnforceResult
@@ -127,6 +125,10 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 			return err
 		}
 		res.Balance, res.Burn = bal, burn
+		vols, err := tx.volumeBurn(ctx, orgID)
+		if err != nil {
+			return err
+		}
 		var ep BalanceEpisode
 		err = tx.db.WithContext(ctx).Where("org_id = ?", orgID).Take(&ep).Error
 		found := err == nil
@@ -144,7 +146,7 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 			ep = BalanceEpisode{OrgID: orgID, StartedAt: now}
 		}
 		if ep.LowMailedAt == nil {
-			if err := tx.mailBalance(ctx, orgID, ep, "low", balanceLowText(bal, burn, p)); err != nil {
+			if err := tx.mailBalance(ctx, orgID, ep, "low", balanceLowText(bal, burn, vols, p)); err != nil {
 				return err
 			}
 			ep.LowMailedAt, res.Warned = &now, true
@@ -161,7 +163,7 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 			}
 			ep.StoppedAt = &now
 			if len(res.Stopped) > 0 {
-				if err := tx.mailBalance(ctx, orgID, ep, "stopped", balanceStoppedText(res.Stopped, bal, p)); err != nil {
+				if err := tx.mailBalance(ctx, orgID, ep, "stopped", balanceStoppedText(res.Stopped, bal, vols, p)); err != nil {
 					return err
 				}
 			}
@@ -172,7 +174,7 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 			}
 			ep.TerminatedAt = &now
 			if len(res.Terminated) > 0 {
-				if err := tx.mailBalance(ctx, orgID, ep, "terminated", balanceTerminatedText(res.Terminated, bal, p)); err != nil {
+				if err := tx.mailBalance(ctx, orgID, ep, "terminated", balanceTerminatedText(res.Terminated, bal, vols, p)); err != nil {
 					return err
 				}
 			}
@@ -250,34 +252,57 @@ func (s *Store) mailBalance(ctx context.Context, orgID string, ep BalanceEpisode
 
 func billingLink(p EnforcePolicy) string { return strings.TrimRight(p.BaseURL, "/") + "/billing" }
 
-func balanceLowText(bal, burn Money, p EnforcePolicy) [2]string {
+func balanceLowText(bal, burn, vols Money, p EnforcePolicy) [2]string {
 	if bal <= 0 {
 		return [2]string{"Your Clusterdeck balance has run out",
-			fmt.Sprintf("Your balance is %s while your clusters burn %s per hour.\n\n"+
+			fmt.Sprintf("Your balance is %s while your clusters and volumes burn %s per hour.\n\n"+
 				"Add funds within %s or every running cluster is stopped (compute billing ends, nothing is deleted); "+
-				"unpaid %s after the stop, the clusters are terminated.\n\nAdd funds: %s\n",
-				USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), billingLink(p))}
+				"unpaid %s after the stop, the clusters are terminated.%s\n\nAdd funds: %s\n",
+				USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), volumesKept(vols), billingLink(p))}
 	}
 	return [2]string{"Your Clusterdeck balance is running low",
-		fmt.Sprintf("Your balance of %s will not cover the next hour of your running clusters (%s per hour).\n\n"+
+		fmt.Sprintf("Your balance of %s will not cover the next hour of your running clusters and volumes (%s per hour).\n\n"+
 			"When it runs out, every running cluster is stopped after %s unless you add funds; "+
-			"unpaid %s after the stop, the clusters are terminated.\n\nAdd funds: %s\n",
-			USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), billingLink(p))}
+			"unpaid %s after the stop, the clusters are terminated.%s\n\nAdd funds: %s\n",
+			USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), volumesKept(vols), billingLink(p))}
 }
 
-func balanceStoppedText(names []string, bal Money, p EnforcePolicy) [2]string {
+func balanceStoppedText(names []string, bal, vols Money, p EnforcePolicy) [2]string {
 	return [2]string{"Your clusters are being stopped: the balance ran out",
 		fmt.Sprintf("Your balance (%s) ran out and was not topped up within %s, so these clusters are being stopped: %s.\n\n"+
 			"Their machines are stopped at the provider and compute billing ends; nothing is deleted. Add funds, then "+
-			"resume each cluster from its page. Unpaid %s from now, they are terminated.\n\nAdd funds: %s\n",
-			USD(bal), spell(p.grace()), strings.Join(names, ", "), spell(p.terminateGrace()), billingLink(p))}
+			"resume each cluster from its page. Unpaid %s from now, they are terminated.%s\n\nAdd funds: %s\n",
+			USD(bal), spell(p.grace()), strings.Join(names, ", "), spell(p.terminateGrace()), volumesKept(vols), billingLink(p))}
 }
 
-func balanceTerminatedText(names []string, bal Money, p EnforcePolicy) [2]string {
+func balanceTerminatedText(names []string, bal, vols Money, p EnforcePolicy) [2]string {
 	return [2]string{"Your stopped clusters were terminated: the balance stayed unpaid",
 		fmt.Sprintf("Your balance (%s) stayed unpaid for %s after your clusters were stopped, so these clusters are "+
-			"terminated: %s.\n\nTheir machines are released and billing for them has ended.\n\nBilling: %s\n",
-			USD(bal), spell(p.terminateGrace()), strings.Join(names, ", "), billingLink(p))}
+			"terminated: %s.\n\nTheir machines are released and billing for them has ended.%s\n\nBilling: %s\n",
+			USD(bal), spell(p.terminateGrace()), strings.Join(names, ", "), volumesKept(vols), billingLink(p))}
+}
+
+// volumesKept is what the balance mails say of volumes (issue 20 item 7):
+// they are customer data, so an unpaid balance never deletes them; they
+// keep billing until their owner deletes them.
+func volumesKept(vols Money) string {
+	if vols <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n\nYour volumes are kept: Clusterdeck never deletes a volume for an unpaid balance. "+
+		"They keep billing (%s per hour) until you delete them, and the balance goes further below zero meanwhile; "+
+		"delete the ones you no longer need on the Volumes page.", USD(vols))
+}
+
+// volumeBurn is the hourly rate of the organisation's live volumes.
+func (s *Store) volumeBurn(ctx context.Context, orgID string) (Money, error) {
+	var vols Money
+	err := s.db.WithContext(ctx).Model(&Volume{}).Where("org_id = ? AND deleted_at IS NULL", orgID).
+		Select("COALESCE(SUM(size_gb * gb_hour), 0)").Scan(&vols).Error
+	if err != nil {
+		return 0, fmt.Errorf("models: volume burn of %s: %w", orgID, err)
+	}
+	return vols, nil
 }
 
 // spell writes a grace for people: "1 hour", "72 hours", "90 minutes".

@@ -270,3 +270,18 @@ func (s *Store) publicKeys(ctx context.Context, a Actor, ids []string) ([]string
 	}
 	return out, nil
 }
+
+// quoteInEnv refuses launching q in another environment than the one it
+// was made in (A3, issue 20 item 9): its volume, its budget and its
+// idempotency belong there. A dashboard session that switched environment
+// since is told to switch back.
+func (s *Store) quoteInEnv(ctx context.Context, q Quote, envID string) error {
+	if q.EnvID == envID {
+		return nil
+	}
+	name := "another environment"
+	if env, err := s.EnvironmentForOrg(ctx, q.OrgID, q.EnvID); err == nil {
+		name = "environment " + env.Name
+	}
+	return FieldErrors{"quoteId": "This price was quoted in " + name + ", and a quote launches only in its own environment. Switch to it to launch, or quote again here."}
+}

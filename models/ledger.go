@@ -96,12 +96,12 @@ func (s *Store) Deposit(ctx context.Context, orgID string, amount Money, key, de
 	return s.AddLedgerEntry(ctx, LedgerEntry{OrgID: orgID, Kind: LedgerDeposit, Amount: amount, IdemKey: key, Description: description})
 }
 
-// Balance is the sum of an organisation's completed ledger entries.
+// Balance is the sum of an organisation's completed ledger entries, summed
+// so that it cannot overflow (B9): a total beyond Money fails this
+// organisation's query only.
 func (s *Store) Balance(ctx context.Context, orgID string) (Money, error) {
-	var sum Money
-	err := s.db.WithContext(ctx).Model(&LedgerEntry{}).
-		Where("org_id = ? AND status = ?", orgID, EntryCompleted).
-		Select("COALESCE(SUM(amount), 0)").Scan(&sum).Error
+	sum, err := sumMoney(s.db.WithContext(ctx).Model(&LedgerEntry{}).
+		Where("org_id = ? AND status = ?", orgID, EntryCompleted), "amount")
 	if err != nil {
 		return 0, fmt.Errorf("models: balance %s: %w", orgID, err)
 	}
@@ -135,7 +135,6 @@ func (s *Store) BurnRate(ctx context.Context, orgID string) (Money, error) {
 	if err != nil {
 		return 0, err
 	}
-	err = s.db.WithContext(ctx).Model(&Volume{}).Where("org_id = ? AND deleted_at IS NULL", orgID).
-		Select("COALESCE(SUM(size_gb * gb_hour), 0)").Scan(&volumes).Error
+	volumes, err = s.volumeBurn(ctx, orgID)
 	return machines + volumes, err
 }

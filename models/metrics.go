@@ -16,13 +16,19 @@ type Gauges struct {
 	Ledger           []LedgerTotal
 }
 
-// LedgerTotal sums every organisation's ledger entries of one kind and status.
+// LedgerTotal sums every organisation's ledger entries of one kind and
+// status. The sum is kept as whole dollars and remainders (limits.go), so no
+// organisation's ledger can make it fail (B9).
 type LedgerTotal struct {
 	Kind    string
 	Status  string
 	Entries int64
-	Amount  Money
+	Whole   int64 // dollars
+	Frac    int64 // micro-dollars
 }
+
+// USD is the total in dollars.
+func (l LedgerTotal) USD() float64 { return moneySum{Whole: l.Whole, Frac: l.Frac}.USD() }
 
 // MetricsGauges reads every gauge in a handful of queries.
 func (s *Store) MetricsGauges(ctx context.Context) (Gauges, error) {
@@ -52,7 +58,7 @@ func (s *Store) MetricsGauges(ctx context.Context) (Gauges, error) {
 		return g, err
 	}
 	err = s.db.WithContext(ctx).Model(&LedgerEntry{}).
-		Select("kind, status, count(*) AS entries, COALESCE(SUM(amount), 0) AS amount").
+		Select("kind, status, count(*) AS entries, " + moneySumColumns("amount")).
 		Group("kind, status").Order("kind, status").Scan(&g.Ledger).Error
 	return g, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers/sim"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 )
@@ -28,6 +29,7 @@ var allModels = []any{
 	&models.AutoRecharge{}, &models.Charge{}, &models.BillingGap{}, &models.BalanceEpisode{}, &models.Budget{}, &models.BudgetAlert{},
 	&models.Volume{}, &models.PasswordReset{}, &models.NodeMount{}, &models.SSHMachine{},
 	&models.PaymentMismatch{},
+	&sim.CloudRow{}, // the simulated cloud's table, created by the product's migrations
 }
 
 // readModels read a table another model owns; their columns are checked

@@ -7,12 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// MaxAdjustment bounds one balance adjustment ($1M): a typo guard.
-const MaxAdjustment Money = 1_000_000 * Micro
-
 // AdjustBalance is an operator's correction of an organisation's balance
-// (OP2, B1): a signed dollar amount ("25", "-12.50") with a reason the
-// customer sees on their billing page. The ledger entry and the audit entry
+// (OP2, B1, B9): a signed dollar amount ("25", "-12.50"), at most
+// AdjustmentLimit either way, with a reason the customer sees on their
+// billing page. The ledger entry and the audit entry
 // (in the organisation's log) commit together. token makes a resubmitted
 // form a no-op (its entry's idempotency key); created reports a new entry.
 func (x Actions) AdjustBalance(ctx context.Context, orgID, amount, reason, token string) (e LedgerEntry, created bool, err error) {
@@ -23,8 +21,8 @@ func (x Actions) AdjustBalance(ctx context.Context, orgID, amount, reason, token
 	switch {
 	case perr != nil || m == 0:
 		fe["amount"] = "Enter dollars like 25 or -12.50 (a minus takes money off)."
-	case m > MaxAdjustment:
-		fe["amount"] = "At most $1,000,000 per adjustment."
+	case m > x.s.AdjustmentLimit():
+		fe["amount"] = "At most " + USD(x.s.AdjustmentLimit()) + " per adjustment." // B9
 	}
 	if neg {
 		m = -m

@@ -57,7 +57,7 @@ func (r QuoteRequest) Validate() FieldErrors {
 
 // NoCapacityError is Q4: nothing fits the shape now.
 type NoCapacityError struct {
-	Reason string // no_location_with_n_nodes, above_max_hourly_price, gpus_per_node_unavailable, offer_not_found, not_in_stock
+	Reason string // no_location_with_n_nodes, above_max_hourly_price, gpus_per_node_unavailable, offer_not_found, not_in_stock, catalog_stale
 	Shape  QuoteRequest
 	Free   *int // not_in_stock: the machines the offer has free now
 }
@@ -65,6 +65,12 @@ type NoCapacityError struct {
 // NotInStockReason is a launch refused because other launches took the
 // offer's counted machines since it was quoted (issue 11).
 const NotInStockReason = "not_in_stock"
+
+// CatalogStaleReason: the catalog holds offers for the shape, but none was
+// refreshed within OfferFreshness (its provider did not answer lately, O6),
+// so nothing can be sold until the next refresh; another shape is not the
+// remedy (issue 20 item 15).
+const CatalogStaleReason = "catalog_stale"
 
 func (e *NoCapacityError) Error() string { return "no capacity: " + e.Reason }
 
@@ -79,6 +85,9 @@ func (e *NoCapacityError) Advice() []string {
 		return []string{"This private offer has expired.", "Request a new quote for reserved capacity."}
 	case "private_offer_shape":
 		return []string{"Send the private offer's own accelerator, nodes and gpusPerNode."}
+	case CatalogStaleReason:
+		return []string{"Prices for this shape are being refreshed: its provider did not answer recently. Try again in a few minutes.",
+			"If it persists, the provider may be unreachable; the operator's providers page shows its last refresh."}
 	case NotInStockReason:
 		return []string{"Other launches took these machines since the price was quoted.", "Try fewer machines.", "Try another offer or location.", "Request a quote for reserved capacity."}
 	default:
@@ -246,6 +255,9 @@ func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
 		return Offer{}, err
 	}
 	if len(offers) == 0 && r.OfferID != "" {
+		if stale, err := s.onlyStale(ctx, r); err != nil || stale {
+			return Offer{}, staleOr(err, r)
+		}
 		return Offer{}, &NoCapacityError{Reason: "offer_not_found", Shape: r}
 	}
 	var withGPUs, sellable []Offer
@@ -257,6 +269,11 @@ func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
 	for _, o := range withGPUs {
 		if o.SellFor(r.Nodes) == Startable {
 			sellable = append(sellable, o)
+		}
+	}
+	if len(withGPUs) == 0 {
+		if stale, err := s.onlyStale(ctx, r); err != nil || stale {
+			return Offer{}, staleOr(err, r)
 		}
 	}
 	switch {
@@ -279,6 +296,38 @@ func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
 		return Offer{}, &NoCapacityError{Reason: "above_max_hourly_price", Shape: r}
 	}
 	return best, nil
+}
+
+// onlyStale reports whether the catalog holds an offer for r (its offer,
+// or its accelerator at its GPUs per machine, location and community
+// choice) that is too old to sell: the reason no fresh one fits is a
+// refresh that has not happened, not the shape.
+func (s *Store) onlyStale(ctx context.Context, r QuoteRequest) (bool, error) {
+	q := s.db.WithContext(ctx).Model(&Offer{}).Where("accelerator = ? AND refreshed_at < ?", r.Accelerator, s.Now().Add(-OfferFreshness))
+	if r.OfferID != "" {
+		q = q.Where("id = ?", r.OfferID)
+	} else {
+		q = q.Where("gpus_per_node = ?", r.GPUsPerNode)
+	}
+	if r.Location != "" {
+		q = q.Where("location = ?", r.Location)
+	}
+	if !r.IncludeCommunity || r.VolumeGB > 0 {
+		q = q.Where("community = ?", false)
+	}
+	var ids []string
+	if err := q.Limit(1).Pluck("id", &ids).Error; err != nil {
+		return false, fmt.Errorf("models: stale offers: %w", err)
+	}
+	return len(ids) > 0, nil
+}
+
+// staleOr is err, or catalog_stale for r when err is nil.
+func staleOr(err error, r QuoteRequest) error {
+	if err != nil {
+		return err
+	}
+	return &NoCapacityError{Reason: CatalogStaleReason, Shape: r}
 }
 
 // quoteOffer is the offer a quote of the organisation prices r on, at the

@@ -420,7 +420,7 @@ func (s *Store) capacityByKey(ctx context.Context, in CapacityRequestInput) (*Ca
 		return nil, nil
 	}
 	var prev CapacityRequest
-	err := s.db.WithContext(ctx).Where("org_id = ? AND idem_key = ?", in.OrgID, in.IdemKey).Take(&prev).Error
+	err := s.db.WithContext(ctx).Where("org_id = ? AND env_id = ? AND idem_key = ?", in.OrgID, in.EnvID, in.IdemKey).Take(&prev).Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
 		return nil, nil

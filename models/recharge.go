@@ -140,7 +140,19 @@ func (x Actions) SetAutoRecharge(ctx context.Context, enabled bool, threshold, a
 	if !x.a.Role.CanManage() {
 		return AutoRecharge{}, &ForbiddenError{Message: "Only owners and admins change auto-recharge."}
 	}
-	if fe := AutoRechargeProblems(threshold, amount); fe != nil {
+	fe := AutoRechargeProblems(threshold, amount)
+	if limit := x.s.TopUpLimit(); amount > limit || threshold > limit {
+		if fe == nil {
+			fe = FieldErrors{}
+		}
+		if amount > limit {
+			fe["amount"] = "the largest recharge is " + USD(limit) // B9
+		}
+		if threshold > limit {
+			fe["threshold"] = "the threshold is at most " + USD(limit)
+		}
+	}
+	if fe != nil {
 		return AutoRecharge{}, fe
 	}
 	var a AutoRecharge

@@ -125,10 +125,12 @@ func (s *Store) PasswordResetByToken(ctx context.Context, token string) (Passwor
 // ResetPassword sets a new password through a reset link: the link is
 // spent (once: the compare-and-swap on used_at lets one of two concurrent
 // uses through), every session of the user is logged out, the account's
-// log-in failures are forgotten, and a notice is mailed, audited in each of
-// the user's organisations. A bad password is a FieldErrors and spends
-// nothing.
-func (s *Store) ResetPassword(ctx context.Context, token, password, ip string) (User, error) {
+// log-in failures are forgotten, with revokeKeys every API key the user
+// created is revoked (in every organisation), and a notice listing the
+// user's API keys still live is mailed, audited in each of the user's
+// organisations (issue 20 item 10: a reset alone leaves keys working). A bad
+// password is a FieldErrors and spends nothing.
+func (s *Store) ResetPassword(ctx context.Context, token, password, ip string, revokeKeys bool) (User, error) {
 	var u User
 	err := s.Tx(ctx, func(tx *Store) error {
 		r, user, err := tx.PasswordResetByToken(ctx, token)
@@ -155,12 +157,23 @@ func (s *Store) ResetPassword(ctx context.Context, token, password, ip string) (
 		if err := tx.ClearLoginFailures(ctx, user.Email); err != nil {
 			return err
 		}
-		if err := tx.EnqueueMail(ctx, Mail{Key: "password-changed:" + r.ID, To: u.Email, Subject: "Your Clusterdeck password was changed",
-			Text: fmt.Sprintf("Hello %s,\n\nThe password of your Clusterdeck account was just changed through a reset link (from %s), and every session was logged out.\n\nIf this was not you, reset it again at once and tell your organisation's owner.\n", u.Name, orUnknown(ip))}); err != nil {
+		keys, err := tx.liveKeysOf(ctx, u.ID)
+		if err != nil {
 			return err
 		}
-		return tx.auditUser(ctx, u, AuditEntry{Action: "user.password_reset", Target: u.Email, IP: ip,
-			Detail: "through a mailed link; every session logged out"})
+		detail := "through a mailed link; every session logged out"
+		if revokeKeys {
+			if err := tx.revokeKeysOf(ctx, u, keys, ip, now); err != nil {
+				return err
+			}
+			detail += fmt.Sprintf(", and the %d API keys they created revoked", len(keys))
+			keys = nil
+		}
+		if err := tx.EnqueueMail(ctx, Mail{Key: "password-changed:" + r.ID, To: u.Email, Subject: "Your Clusterdeck password was changed",
+			Text: passwordChangedText(u, ip, revokeKeys, keys)}); err != nil {
+			return err
+		}
+		return tx.auditUser(ctx, u, AuditEntry{Action: "user.password_reset", Target: u.Email, IP: ip, Detail: detail})
 	})
 	return u, err
 }
@@ -194,4 +207,72 @@ func (s *Store) auditUser(ctx context.Context, u User, e AuditEntry) error {
 		}
 	}
 	return nil
+}
+
+// liveKey is an API key a user created, with where it acts, for the notice
+// after a reset.
+type liveKey struct {
+	APIKey
+	OrgName, EnvName string
+}
+
+// liveKeysOf lists the API keys userID created that still work, in every
+// organisation, oldest first.
+func (s *Store) liveKeysOf(ctx context.Context, userID string) ([]liveKey, error) {
+	var out []liveKey
+	err := s.db.WithContext(ctx).Table("api_keys").
+		Select("api_keys.*, orgs.name AS org_name, environments.name AS env_name").
+		Joins("JOIN orgs ON orgs.id = api_keys.org_id").
+		Joins("LEFT JOIN environments ON environments.id = api_keys.env_id").
+		Where("api_keys.created_by = ? AND api_keys.revoked_at IS NULL", userID).
+		Order("api_keys.created_at, api_keys.id").Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: api keys of %s: %w", userID, err)
+	}
+	return out, nil
+}
+
+// revokeKeysOf revokes keys (u's live keys) at a reset, each audited in its
+// organisation as u's revoke.
+func (s *Store) revokeKeysOf(ctx context.Context, u User, keys []liveKey, ip string, now time.Time) error {
+	for _, k := range keys {
+		res := s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", k.ID).Update("revoked_at", now)
+		if res.Error != nil {
+			return fmt.Errorf("models: revoke api key %s: %w", k.ID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			continue
+		}
+		if err := s.AuditLog(ctx, AuditEntry{OrgID: k.OrgID, UserID: u.ID, Actor: u.Email, Action: "api_key.revoke",
+			Target: k.Prefix, IP: ip, Detail: k.Name + ", with the password reset"}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// passwordChangedText is the notice after a reset: what ended, and the API
+// keys that still work (name, prefix and where; never a secret), since a
+// reset alone does not end them.
+func passwordChangedText(u User, ip string, revoked bool, live []liveKey) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Hello %s,\n\nThe password of your Clusterdeck account was just changed through a reset link (from %s), and every session was logged out.\n", u.Name, orUnknown(ip))
+	switch {
+	case revoked:
+		b.WriteString("Every API key you created was revoked with it: programs using them (the CLI, scripts, MCP clients) need new keys.\n")
+	case len(live) == 0:
+		b.WriteString("You have no API keys.\n")
+	default:
+		b.WriteString("\nThese API keys you created still work (a reset does not end them):\n")
+		for _, k := range live {
+			env := k.EnvName
+			if env == "" {
+				env = "?"
+			}
+			fmt.Fprintf(&b, "- %s (%s…), organisation %s, environment %s\n", k.Name, k.Prefix, k.OrgName, env)
+		}
+		b.WriteString("Revoke any you do not recognise under Settings → API keys.\n")
+	}
+	b.WriteString("\nIf this was not you, reset it again at once, revoke your API keys, and tell your organisation's owner.\n")
+	return b.String()
 }

@@ -41,7 +41,7 @@ func TestPasswordResetSingleUseAndPruned(t *testing.T) {
 		}
 		errs := make(chan error, 2)
 		for _, pw := range []string{"first new password", "second new password"} {
-			go func() { _, err := s.ResetPassword(ctx, token, pw, ""); errs <- err }()
+			go func() { _, err := s.ResetPassword(ctx, token, pw, "", false); errs <- err }()
 		}
 		ok := 0
 		for range 2 {

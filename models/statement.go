@@ -49,12 +49,23 @@ type Transaction struct {
 	Description string
 	ClusterID   string
 	Amount      Money // signed: usage negative
+	// Shown is the amount as the page shows it, in whole cents (see
+	// ShowInCents); zero until set.
+	Shown Money
+}
+
+// InBalance is true for the rows the balance is made of (B8): completed
+// entries and the usage accumulating; a pending top-up or a failed entry
+// is listed but does not count.
+func (t Transaction) InBalance() bool {
+	return t.Status == EntryCompleted || t.Status == EntryAccumulating
 }
 
 // Transactions lists the organisation's transactions in w, newest first,
-// with usage summarised per cluster (B1): one query each for entries,
-// usage sums and pending top-ups; usage lines give the open periods.
-func (s *Store) Transactions(ctx context.Context, orgID string, w UsageWindow, lines []ClusterUsage) ([]Transaction, error) {
+// with usage summarised per cluster and per volume (B1, B3): one query each
+// for entries, usage sums and pending top-ups; usage lines give the open
+// periods.
+func (s *Store) Transactions(ctx context.Context, orgID string, w UsageWindow, lines []ClusterUsage, vols []VolumeUsage) ([]Transaction, error) {
 	db := s.db.WithContext(ctx)
 	var entries []LedgerEntry
 	err := db.Where("org_id = ? AND kind <> ? AND created_at >= ? AND created_at < ?", orgID, LedgerUsage, w.From, w.To).
@@ -67,14 +78,17 @@ func (s *Store) Transactions(ctx context.Context, orgID string, w UsageWindow, l
 		out = append(out, Transaction{At: e.CreatedAt, Kind: e.Kind, Status: e.Status, Description: e.Description,
 			ClusterID: e.ClusterID, Amount: e.Amount})
 	}
+	// A volume's usage has no cluster: it is summed per volume (its node_id).
+	const volumeRef = "CASE WHEN cluster_id = '' OR cluster_id IS NULL THEN node_id ELSE '' END"
 	var sums []struct {
 		ClusterID string
+		VolumeRef string
 		Amount    Money
 		Last      aggTime
 	}
-	err = db.Table("ledger_entries").Select("cluster_id, SUM(amount) AS amount, MAX(period_end) AS last").
+	err = db.Table("ledger_entries").Select("cluster_id, "+volumeRef+" AS volume_ref, SUM(amount) AS amount, MAX(period_end) AS last").
 		Where("org_id = ? AND kind = ? AND period_start >= ? AND period_start < ?", orgID, LedgerUsage, w.From, w.To).
-		Group("cluster_id").Scan(&sums).Error
+		Group("cluster_id, " + volumeRef).Scan(&sums).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: usage of %s: %w", orgID, err)
 	}
@@ -82,15 +96,28 @@ func (s *Store) Transactions(ctx context.Context, orgID string, w UsageWindow, l
 	for _, l := range lines {
 		names[l.Cluster.ID] = l.Cluster.Name
 	}
+	for _, v := range vols {
+		names[v.Volume.UsageRef()] = v.Volume.Name
+	}
 	for _, u := range sums {
+		desc := "Cluster usage — " + nameOr(names, u.ClusterID)
+		if u.VolumeRef != "" {
+			desc = "Volume — " + nameOr(names, u.VolumeRef)
+		}
 		out = append(out, Transaction{At: u.Last.Time, Kind: LedgerUsage, Status: EntryCompleted,
-			Description: "Cluster usage — " + nameOr(names, u.ClusterID), ClusterID: u.ClusterID, Amount: u.Amount})
+			Description: desc, ClusterID: u.ClusterID, Amount: u.Amount})
 	}
 	now := s.Now()
 	for _, l := range lines {
 		if l.Accumulating > 0 {
 			out = append(out, Transaction{At: now, Kind: LedgerUsage, Status: EntryAccumulating,
 				Description: "Cluster usage — " + l.Cluster.Name + " (this hour so far)", ClusterID: l.Cluster.ID, Amount: -l.Accumulating})
+		}
+	}
+	for _, v := range vols {
+		if v.Accumulating > 0 {
+			out = append(out, Transaction{At: now, Kind: LedgerUsage, Status: EntryAccumulating,
+				Description: "Volume — " + v.Volume.Name + " (this hour so far)", Amount: -v.Accumulating})
 		}
 	}
 	var pending []TopUp
@@ -108,6 +135,53 @@ func (s *Store) Transactions(ctx context.Context, orgID string, w UsageWindow, l
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.After(out[j].At) })
 	return out, nil
+}
+
+// BalanceBefore is the balance carried into a window starting at t, as the
+// window's transactions count (B8): completed entries written before t,
+// usage by the period it bills (a period starting before t).
+func (s *Store) BalanceBefore(ctx context.Context, orgID string, t time.Time) (Money, error) {
+	var sum Money
+	err := s.db.WithContext(ctx).Model(&LedgerEntry{}).
+		Where("org_id = ? AND status = ? AND ((kind <> ? AND created_at < ?) OR (kind = ? AND period_start < ?))",
+			orgID, EntryCompleted, LedgerUsage, t, LedgerUsage, t).
+		Select("COALESCE(SUM(amount), 0)").Scan(&sum).Error
+	if err != nil {
+		return 0, fmt.Errorf("models: balance of %s before %s: %w", orgID, t.Format(time.RFC3339), err)
+	}
+	return sum, nil
+}
+
+// Cents rounds m to whole cents, halves away from zero (as USD shows it).
+func Cents(m Money) Money {
+	const cent = Micro / 100
+	if m < 0 {
+		return -Cents(-m)
+	}
+	return (m + cent/2) / cent * cent
+}
+
+// ShowInCents is the one rounding rule of the transactions (B8): amounts
+// are summed exactly in micro-dollars and only what is shown is rounded
+// to the cent. Walking rows (newest first) from the oldest, each row that
+// counts in the balance shows the change of the rounded running balance
+// (from carried, the balance before them), so the rows shown, with the
+// carried balance shown, add up exactly to the balance shown. A row that
+// does not count (a pending top-up) shows its own amount rounded. It sets
+// each row's Shown and returns the carried and closing balances, rounded.
+func ShowInCents(carried Money, rows []Transaction) (carriedShown, closingShown Money) {
+	run := carried
+	for i := len(rows) - 1; i >= 0; i-- {
+		r := &rows[i]
+		if !r.InBalance() {
+			r.Shown = Cents(r.Amount)
+			continue
+		}
+		next := run + r.Amount
+		r.Shown = Cents(next) - Cents(run)
+		run = next
+	}
+	return Cents(carried), Cents(run)
 }
 
 func nameOr(names map[string]string, id string) string {

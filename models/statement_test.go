@@ -53,7 +53,7 @@ func TestUsageAndTransactionsByMonth(t *testing.T) {
 			t.Errorf("spend this month %d, want %d", got, want)
 		}
 
-		tx, err := e.s.Transactions(e.ctx, e.org.ID, dec, d)
+		tx, err := e.s.Transactions(e.ctx, e.org.ID, dec, d, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestUsageAndTransactionsByMonth(t *testing.T) {
 		if len(tx) != 2 || byStatus[models.EntryCompleted] != -2*rate249 || byStatus[models.EntryAccumulating] != -d[0].Accumulating {
 			t.Errorf("December transactions %+v, want one Completed usage line and one Accumulating", tx)
 		}
-		tx, err = e.s.Transactions(e.ctx, e.org.ID, nov, n)
+		tx, err = e.s.Transactions(e.ctx, e.org.ID, nov, n, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,6 +37,13 @@ type Store struct {
 	// MachineKeySecret seals the private keys pasted for SSH machines
 	// (sshmachine.go): 32 bytes from the configuration, never stored.
 	MachineKeySecret []byte
+	// Limits bound the amounts of top-ups, auto-recharges and operator
+	// adjustments (B9; limits.go). Set once at start-up.
+	Limits MoneyLimits
+	// DefaultMaxVolumes and DefaultMaxVolumeGB are the volume quota of an
+	// organisation the operator has not set one for (DEFAULT_MAX_VOLUMES,
+	// DEFAULT_MAX_VOLUME_GB; 0: DefaultMaxVolumes, DefaultMaxVolumeGB).
+	DefaultMaxVolumes, DefaultMaxVolumeGB int
 }
 
 // NewStore wraps an opened, migrated database. A nil clock means real time.
@@ -56,7 +63,8 @@ func (s *Store) Now() time.Time { return s.Clock.Now().UTC() }
 // Tx runs fn in one transaction on a Store bound to it.
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret})
+		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret,
+			Limits: s.Limits, DefaultMaxVolumes: s.DefaultMaxVolumes, DefaultMaxVolumeGB: s.DefaultMaxVolumeGB})
 	})
 }
 

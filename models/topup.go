@@ -97,10 +97,14 @@ func init() {
 	}})
 }
 
-// CreateTopUp records a pending top-up of at least $5 in whole cents.
+// CreateTopUp records a pending top-up of at least $5 and at most the
+// operator's maximum (B9), in whole cents.
 func (s *Store) CreateTopUp(ctx context.Context, orgID string, amount Money, testMode bool, actor string) (TopUp, error) {
 	if amount < MinTopUp {
 		return TopUp{}, FieldErrors{"amount": "the smallest top-up is $5.00"}
+	}
+	if limit := s.TopUpLimit(); amount > limit {
+		return TopUp{}, FieldErrors{"amount": "the largest top-up is " + USD(limit)}
 	}
 	if amount%10_000 != 0 {
 		return TopUp{}, FieldErrors{"amount": "a top-up is in whole cents"}

@@ -115,3 +115,26 @@ func BenchmarkMeterUsage(b *testing.B) {
 	b.ReportMetric(float64(n.Load())/float64(b.N), "sql/op")
 	b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
 }
+
+// A month with more clusters than a page of rows still has every one as a
+// usage line, so the month's spend (their sum) is whole (B3; issue 22 item
+// 10: the lines used to stop at 500 without saying so).
+func TestUsageForMonthHasEveryCluster(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		s := models.NewStore(db, models.NewFakeClock(t0))
+		seedRunning(t, db, "org_many", "clm", 501, 1, t0.Add(-2*time.Hour))
+		if _, err := s.MeterUsage(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		lines, err := s.UsageForMonth(context.Background(), "org_many", models.MonthOf(t0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) != 501 {
+			t.Fatalf("%d usage lines for 501 clusters", len(lines))
+		}
+		if got, want := models.Spend(lines), models.Money(501*2*rate249); got < want {
+			t.Errorf("spend %d, want at least %d (two billed hours of each)", got, want)
+		}
+	})
+}

@@ -260,7 +260,8 @@ func (s *Store) VolumeOfCluster(ctx context.Context, c Cluster) (*Volume, error)
 }
 
 // CreateVolume is V2's standalone volume: it bills from now at its
-// location's rate. The volume and its audit entry commit together.
+// location's rate. It passes a launch's admission (admitVolume: budget,
+// volume quota, balance). The volume and its audit entry commit together.
 func (x Actions) CreateVolume(ctx context.Context, in VolumeInput) (Volume, error) {
 	in.Name, in.Location = strings.TrimSpace(in.Name), strings.TrimSpace(in.Location)
 	fe := in.Validate()
@@ -276,6 +277,12 @@ func (x Actions) CreateVolume(ctx context.Context, in VolumeInput) (Volume, erro
 	}
 	var v Volume
 	err = x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		if err := tx.lockOrg(ctx, x.a.OrgID); err != nil {
+			return nil, err
+		}
+		if err := tx.admitVolume(ctx, x.a.OrgID, x.a.EnvID, 1, in.SizeGB, VolumeRate(loc.Location)); err != nil {
+			return nil, err
+		}
 		var err error
 		v, err = tx.insertVolume(ctx, x.a.OrgID, x.a.EnvID, in.Name, loc, in.SizeGB, VolumeRate(loc.Location), "", x.a.Name)
 		if err != nil {
@@ -307,8 +314,9 @@ func (x Actions) lockedVolume(ctx context.Context, tx *Store, id string) (Volume
 	return tx.VolumeForOrg(ctx, x.a.OrgID, id)
 }
 
-// GrowVolume makes a detached volume larger (V3): what it used at its old
-// size is written first, and the new size bills from now.
+// GrowVolume makes a detached volume larger (V3) once the growth passes a
+// launch's admission (admitVolume): what it used at its old size is
+// written first, and the new size bills from now.
 func (x Actions) GrowVolume(ctx context.Context, id string, sizeGB int) (Volume, error) {
 	var v Volume
 	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
@@ -326,6 +334,9 @@ func (x Actions) GrowVolume(ctx context.Context, id string, sizeGB int) (Volume,
 			return nil, err
 		} else if c != nil {
 			return nil, &VolumeAttachedError{Volume: v, ClusterID: c.ID, ClusterName: c.Name, Action: "grow"}
+		}
+		if err := tx.admitVolume(ctx, x.a.OrgID, v.EnvID, 0, sizeGB-v.SizeGB, v.GBHour); err != nil {
+			return nil, err
 		}
 		now := tx.Now()
 		if err := tx.meterVolume(ctx, v, now, now); err != nil {
@@ -375,12 +386,15 @@ func (x Actions) DeleteVolume(ctx context.Context, id string) (Volume, error) {
 }
 
 // attachVolume is V2 inside a launch: the quote's existing volume (refused
-// when gone, elsewhere or attached to a live cluster) or, for a quote with
+// when gone, of another environment, elsewhere or attached to a live cluster) or, for a quote with
 // persistentGb, a new volume in the cluster's location, attached to c.
 func (s *Store) attachVolume(ctx context.Context, c Cluster, q Quote, actor string) (string, error) {
 	if q.VolumeID == "" {
 		if q.VolumeGB <= 0 {
 			return "", nil
+		}
+		if err := s.checkVolumeQuota(ctx, c.OrgID, 1, q.VolumeGB); err != nil {
+			return "", err
 		}
 		loc := VolumeLocation{Provider: q.Provider, Location: q.Location, LocationName: q.LocationName}
 		v, err := s.insertVolume(ctx, c.OrgID, c.EnvID, c.Name, loc, q.VolumeGB, q.VolumeGBHour, c.ID, actor)
@@ -398,6 +412,9 @@ func (s *Store) attachVolume(ctx context.Context, c Cluster, q Quote, actor stri
 	}
 	if err != nil {
 		return "", err
+	}
+	if v.EnvID != c.EnvID { // A3: a volume mounts on its own environment's clusters only
+		return "", FieldErrors{"volumeId": fmt.Sprintf("volume %s belongs to another environment; a cluster mounts a volume of its own environment only", v.Name)}
 	}
 	if err := volumeFits(v, q.Location); err != nil {
 		return "", err

@@ -44,11 +44,12 @@ type ForgotPasswordPage struct {
 // ResetPasswordPage sets a new password through a mailed link; Gone when
 // the link is unknown, used or expired.
 type ResetPasswordPage struct {
-	Meta     Meta
-	Token    string
-	Email    string
-	Problems map[string]string
-	Gone     bool
+	Meta       Meta
+	Token      string
+	Email      string
+	Problems   map[string]string
+	Gone       bool
+	RevokeKeys bool // the box "also revoke every API key" as sent
 }
 
 // SignupPage is the sign-up form (optionally through an invitation).
@@ -279,6 +280,8 @@ type AdminOrgRow struct {
 	ID, Name, Created    string
 	Members              int
 	MaxMachines, MaxGPUs string
+	MaxVolumes           string // live volumes; the default shown when not set
+	MaxVolumeGB          string // GB of live volumes together
 	Problems             map[string]string
 }
 

@@ -16,6 +16,8 @@ type BillingPage struct {
 	HoursRemaining string
 	SpendThisMonth string
 	TestMode       bool
+	TopUpsOff      bool   // INVOICE_ONLY: no self-service top-ups (B9)
+	MaxTopUp       string // the largest top-up, like "$50,000.00" (MAX_TOP_UP_USD, B9)
 	Month          string // YYYY-MM shown
 	PrevMonth      string
 	NextMonth      string // "" for the current month
@@ -24,6 +26,11 @@ type BillingPage struct {
 	Usage          []UsageLine
 	Volumes        []VolumeLine // V3, X11: each volume on its own line
 	Entries        []LedgerRow
+	Accruing       string // usage of open periods, already off Balance; "" when none (B8)
+	Carried        string // the balance carried into the month, rounded (B8)
+	CarriedFrom    string // the month's first moment, as the rows' dates
+	Closing        string // what the rows and Carried add up to: Balance in the current month
+	Current        bool   // the month shown is the current one
 	// AutoRecharge is the auto-recharge settings panel (B4), rendered in its
 	// own section when set; nil leaves the section out.
 	AutoRecharge templ.Component
@@ -41,6 +48,7 @@ type TopUpForm struct {
 type LedgerRow struct {
 	At, Kind, Description, Status, Amount string
 	Negative                              bool
+	Counted                               bool // part of the balance (a pending top-up is not)
 }
 
 // UsageLine is "Cluster usage — NAME": one line per cluster that opens into

@@ -32,6 +32,7 @@ type UserNav struct {
 	OrgName    string
 	CanBilling bool   // owner and admin
 	Balance    string // the organisation's balance, for owners and admins
+	Accruing   string // usage accruing, already off Balance; "" when none (B8)
 	CanTeam    bool   // owner and admin
 	IsOperator bool
 }
@@ -95,4 +96,13 @@ func navClass(active bool) string {
 		return "rounded-md bg-slate-900 px-3 py-1.5 text-sm font-medium text-white dark:bg-slate-100 dark:text-slate-900"
 	}
 	return "rounded-md px-3 py-1.5 text-sm font-medium text-slate-600 hover:bg-slate-200 dark:text-slate-300 dark:hover:bg-slate-800"
+}
+
+// balanceTitle is the header balance's tooltip: the usage accruing beside
+// the figure (B8).
+func balanceTitle(u *UserNav) string {
+	if u.Accruing == "" {
+		return "Balance"
+	}
+	return "Balance " + u.Balance + " · " + u.Accruing + " accruing this hour (already taken off)"
 }

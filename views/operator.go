@@ -20,6 +20,7 @@ type AdminProvidersPage struct {
 type AdminPaymentsPage struct {
 	Meta       Meta
 	TestMode   bool     // no Stripe key: top-ups are credited at once
+	TopUpsOff  bool     // INVOICE_ONLY, or production without Stripe: no self-service top-ups (B9)
 	Pinned     string   // the API version stripe-go speaks
 	Version    string   // the latest event's API version, "" before any
 	VersionAt  string   // when it arrived

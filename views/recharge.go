@@ -8,6 +8,7 @@ type AutoRechargeForm struct {
 	Threshold, Amount string // dollars, as typed or saved
 	CardSaved         bool
 	TestMode          bool
+	Max               string // the largest amount and threshold, like "$50,000.00" (MAX_TOP_UP_USD, B9)
 	Paused            *ChargeBanner
 	Problems          map[string]string
 }

@@ -170,10 +170,17 @@ func TestSecureCookiesOffLocalhost(t *testing.T) {
 	app.signupAccount("ada@example.com", "Ada Labs")
 	req := httptest.NewRequest(http.MethodGet, "https://deck.example.com/login", nil)
 	rec := app.do(req)
+	names := map[string]bool{}
 	for _, ck := range rec.Result().Cookies() {
+		names[ck.Name] = true
 		if !ck.Secure {
 			t.Errorf("cookie %s not Secure over https on a real host", ck.Name)
 		}
+	}
+	// The log-in form sets its CSRF cookie: with no cookie at all the loop
+	// above would pass without checking anything (issue 22 item 10).
+	if !names[csrfCookie] {
+		t.Fatalf("the log-in page set no %s cookie (got %v): nothing was checked", csrfCookie, names)
 	}
 }
 
@@ -811,7 +818,7 @@ func TestAdminArea(t *testing.T) {
 		if rec.Code != 422 || doc(t, rec).Find(`[data-testid=problem-max_machines]`).Length() != 1 || doc(t, rec).Find(`input[name=max_machines]`).AttrOr("value", "") != "lots" {
 			t.Errorf("bad quota: %d %s", rec.Code, rec.Body)
 		}
-		if rec := oc.post("/admin/orgs/"+cust.org.ID+"/quota", url.Values{"max_machines": {"16"}, "max_gpus": {"128"}}); rec.Code != 303 {
+		if rec := oc.post("/admin/orgs/"+cust.org.ID+"/quota", url.Values{"max_machines": {"16"}, "max_gpus": {"128"}, "max_volumes": {"0"}, "max_volume_gb": {"0"}}); rec.Code != 303 {
 			t.Fatalf("quota: %d", rec.Code)
 		}
 		org, _ := app.store.OrgByID(ctx, cust.org.ID)
@@ -821,7 +828,7 @@ func TestAdminArea(t *testing.T) {
 		if acts := app.auditActions(cust.org.ID); !contains(acts, "org.quota_change") {
 			t.Errorf("quota change not in the customer's audit log: %v", acts)
 		}
-		if rec := oc.post("/admin/orgs/org_nope/quota", url.Values{"max_machines": {"1"}, "max_gpus": {"1"}}); rec.Code != 404 {
+		if rec := oc.post("/admin/orgs/org_nope/quota", url.Values{"max_machines": {"1"}, "max_gpus": {"1"}, "max_volumes": {"1"}, "max_volume_gb": {"1"}}); rec.Code != 404 {
 			t.Errorf("unknown org: %d", rec.Code)
 		}
 	})

@@ -16,9 +16,11 @@ import (
 // quoterequests.go; more operator pages join it later (providers, markup,
 // jobs).
 
-func adminOrgRow(o models.OrgSummary) views.AdminOrgRow {
+func (h *handler) adminOrgRow(o models.OrgSummary) views.AdminOrgRow {
+	vols, gb := h.Store.VolumeQuota(o.Org)
 	return views.AdminOrgRow{ID: o.ID, Name: o.Name, Created: views.FormatTime(o.CreatedAt), Members: o.Members,
-		MaxMachines: strconv.Itoa(o.MaxMachines), MaxGPUs: strconv.Itoa(o.MaxGPUs)}
+		MaxMachines: strconv.Itoa(o.MaxMachines), MaxGPUs: strconv.Itoa(o.MaxGPUs),
+		MaxVolumes: strconv.Itoa(vols), MaxVolumeGB: strconv.Itoa(gb)}
 }
 
 // showAdmin is GET /admin: every organisation and its quotas.
@@ -33,7 +35,7 @@ func (h *handler) showAdmin(c echo.Context) error {
 	}
 	p := views.AdminPage{Meta: h.meta(c, "Admin"), NewQuoteRequests: counts[models.CapacityNew]}
 	for _, o := range orgs {
-		p.Orgs = append(p.Orgs, adminOrgRow(o))
+		p.Orgs = append(p.Orgs, h.adminOrgRow(o))
 	}
 	if err := h.adminHealth(c, &p); err != nil {
 		return err
@@ -42,7 +44,8 @@ func (h *handler) showAdmin(c echo.Context) error {
 }
 
 // setOrgQuota is POST /admin/orgs/{id}/quota: machines and GPUs in use at
-// once; launches are refused over it (403 quota_exceeded).
+// once, live volumes and their GB together; launches, and volumes created
+// or grown, are refused over it (403 quota_exceeded).
 func (h *handler) setOrgQuota(c echo.Context) error {
 	ctx := c.Request().Context()
 	before, err := h.Store.OrgByID(ctx, c.Param("id"))
@@ -50,17 +53,25 @@ func (h *handler) setOrgQuota(c echo.Context) error {
 		return err
 	}
 	row := views.AdminOrgRow{ID: before.ID, Name: before.Name, Created: views.FormatTime(before.CreatedAt),
-		MaxMachines: trimForm(c, "max_machines"), MaxGPUs: trimForm(c, "max_gpus"), Problems: map[string]string{}}
-	machines, err1 := strconv.Atoi(row.MaxMachines)
-	gpus, err2 := strconv.Atoi(row.MaxGPUs)
-	if err1 != nil {
-		row.Problems["max_machines"] = "Enter a whole number."
-	}
-	if err2 != nil {
-		row.Problems["max_gpus"] = "Enter a whole number."
+		MaxMachines: trimForm(c, "max_machines"), MaxGPUs: trimForm(c, "max_gpus"),
+		MaxVolumes: trimForm(c, "max_volumes"), MaxVolumeGB: trimForm(c, "max_volume_gb"), Problems: map[string]string{}}
+	var q models.OrgQuota
+	for _, f := range []struct {
+		name, typed string
+		dst         *int
+	}{{"max_machines", row.MaxMachines, &q.MaxMachines}, {"max_gpus", row.MaxGPUs, &q.MaxGPUs},
+		{"max_volumes", row.MaxVolumes, &q.MaxVolumes}, {"max_volume_gb", row.MaxVolumeGB, &q.MaxVolumeGB}} {
+		if f.typed == "" && (f.name == "max_volumes" || f.name == "max_volume_gb") {
+			continue // empty: the default (0)
+		}
+		n, err := strconv.Atoi(f.typed)
+		if err != nil {
+			row.Problems[f.name] = "Enter a whole number."
+		}
+		*f.dst = n
 	}
 	if len(row.Problems) == 0 {
-		_, err = h.act(c).SetOrgQuota(ctx, before.ID, machines, gpus)
+		_, err = h.act(c).SetOrgQuota(ctx, before.ID, q)
 		var fe models.FieldErrors
 		if errors.As(err, &fe) {
 			row.Problems = fe

@@ -26,11 +26,15 @@ func insufficientBalance(ib *models.InsufficientBalanceError) *APIError {
 // balanceMessage explains L2 with the organisation's figures; callers say
 // where to add the shortfall.
 func balanceMessage(a models.Admission) string {
+	if a.Volume {
+		return fmt.Sprintf("Your balance is %s and one hour of your clusters and volumes is %s; what is left must cover %s (one hour of the volume's added size, at least $10), as for a launch.",
+			models.USD(a.Balance), models.USD(a.Committed), models.USD(a.Required))
+	}
 	if a.Committed == 0 {
 		return fmt.Sprintf("Your balance is %s; a launch needs %s (one hour of the whole cluster, at least $10).",
 			models.USD(a.Balance), models.USD(a.Required))
 	}
-	return fmt.Sprintf("Your balance is %s and one hour of your running and starting clusters is %s; what is left must cover %s (one hour of this cluster, at least $10).",
+	return fmt.Sprintf("Your balance is %s and one hour of your running and starting clusters and your volumes is %s; what is left must cover %s (one hour of this cluster, at least $10).",
 		models.USD(a.Balance), models.USD(a.Committed), models.USD(a.Required))
 }
 

@@ -2,8 +2,10 @@ package web
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/api/agentapi"
@@ -47,15 +49,57 @@ func (h *handler) agentBinary(c echo.Context) error {
 	case agentapi.SumsFile:
 		return c.String(http.StatusOK, bin.SHA256+"  "+agentapi.BinaryFile+"\n")
 	case agentapi.BinaryFile:
-		f, err := os.Open(bin.Path)
+		f, size, err := h.agentFiles.open(bin.Path)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		// Served as stored: never gzipped (skipGzip), so a Range asks
+		// for the binary's own bytes; the ETag (its digest) lets If-Range
+		// and If-None-Match work.
 		c.Response().Header().Set(echo.HeaderContentType, "application/octet-stream")
 		c.Response().Header().Set("Content-Disposition", `attachment; filename="`+agentapi.BinaryFile+`"`)
-		http.ServeContent(c.Response(), c.Request(), agentapi.BinaryFile, time.Time{}, f)
+		c.Response().Header().Set("ETag", `"`+bin.SHA256+`"`)
+		holdOpen(c, downloadWriteWindow) // tens of MB over a slow link outlive the server's write timeout
+		http.ServeContent(c.Response(), c.Request(), agentapi.BinaryFile, time.Time{}, io.NewSectionReader(f, 0, size))
 		return nil
 	}
 	return notFound
+}
+
+// openFiles keeps each served binary open from its first download on (issue
+// 20 item 12): a download is one read of that handle (ReadAt, safe from
+// many requests at once), never an open or a compression, and it answers
+// the bytes the version was computed from even if the file on disk is
+// replaced afterwards (a version names one binary forever).
+type openFiles struct {
+	mu    sync.Mutex
+	files map[string]openFile
+}
+
+type openFile struct {
+	f    *os.File
+	size int64
+}
+
+// open returns path's handle and size, opening it the first time.
+func (o *openFiles) open(path string) (io.ReaderAt, int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if of, ok := o.files[path]; ok {
+		return of.f, of.size, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if o.files == nil {
+		o.files = map[string]openFile{}
+	}
+	o.files[path] = openFile{f: f, size: st.Size()}
+	return f, st.Size(), nil
 }

@@ -20,10 +20,11 @@ func (h *handler) apiBillingBalance(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := api.BillingBalance{Balance: models.DecimalUSD(st.balance), BurnRate: models.DecimalUSD(st.burn),
-		SpendThisMonth: models.DecimalUSD(st.spend), Month: w.Month(), TestMode: h.Payments == nil}
+	out := api.BillingBalance{Balance: models.DecimalUSD(st.balance.Balance()), Accruing: models.DecimalUSD(st.balance.Accruing),
+		BurnRate: models.DecimalUSD(st.burn), SpendThisMonth: models.DecimalUSD(st.spend), Month: w.Month(),
+		TestMode: h.Payments == nil && !h.topUpsOff()}
 	if st.burn > 0 {
-		hrs := float64(max(st.balance, 0)) / float64(st.burn)
+		hrs := float64(max(st.balance.Balance(), 0)) / float64(st.burn)
 		out.HoursRemaining = &hrs
 	}
 	return c.JSON(http.StatusOK, out)

@@ -58,6 +58,9 @@ func noCapacity(nc *models.NoCapacityError) *APIError {
 	ae := &APIError{Status: http.StatusConflict, Code: "no_capacity",
 		Message: "No offer can start this shape now: " + strings.ReplaceAll(nc.Reason, "_", " ") + ".",
 		Extra:   map[string]any{"reason": nc.Reason, "shape": shape, "advice": nc.Advice()}}
+	if nc.Reason == models.CatalogStaleReason {
+		ae.Message = "No offer can start this shape now: its prices are being refreshed (the provider did not answer recently). Try again in a few minutes."
+	}
 	if nc.Free != nil {
 		ae.Message = notInStockMessage(nc)
 		ae.Extra["nodes_available"] = *nc.Free

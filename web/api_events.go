@@ -87,7 +87,7 @@ func (h *handler) apiEvents(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	deadline := time.Now().Add(time.Duration(wait) * time.Second)
-	h.extendWrite(c, time.Duration(wait)*time.Second)
+	holdOpen(c, time.Duration(wait)*time.Second+streamWriteWindow) // the wait may outlive the server's timeouts
 	for {
 		page, err := h.Store.EventsAfter(ctx, q)
 		if err != nil {
@@ -117,24 +117,18 @@ func (h *handler) keepAlive() time.Duration {
 	return 15 * time.Second
 }
 
-// extendWrite moves the connection's write deadline past the next d: a
-// stream outlives the server's WriteTimeout, one write at a time. (An
-// in-process answer has no deadline to move.)
-func (h *handler) extendWrite(c echo.Context, d time.Duration) {
-	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(d + 30*time.Second))
-}
-
 // streamEvents writes the events after q.After as server-sent events (id:
 // the event's id, event: its public type when it has one, data: the Event
 // as JSON), then the new ones as they are written, with a comment every
-// keepAlive, until the client goes.
+// keepAlive, until the client goes. Each write moves the write deadline
+// on (holdOpen), so the server's timeouts never cut a stream.
 func (h *handler) streamEvents(c echo.Context, q models.EventsQuery) error {
 	ctx := c.Request().Context()
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
-	h.extendWrite(c, h.keepAlive())
+	holdOpen(c, streamWriteWindow) // a stream outlives the server's timeouts
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
 	heartbeat := time.NewTicker(h.keepAlive())
@@ -155,7 +149,7 @@ func (h *handler) streamEvents(c echo.Context, q models.EventsQuery) error {
 			if t := models.PublicEventType(e); t != "" {
 				name = "event: " + t + "\n"
 			}
-			h.extendWrite(c, h.keepAlive())
+			holdOpen(c, streamWriteWindow) // each write gets its own window
 			if _, err := fmt.Fprintf(w, "id: %d\n%sdata: %s\n\n", e.ID, name, data); err != nil {
 				return nil
 			}
@@ -171,7 +165,7 @@ func (h *handler) streamEvents(c echo.Context, q models.EventsQuery) error {
 		case <-ctx.Done():
 			return nil
 		case <-heartbeat.C:
-			h.extendWrite(c, h.keepAlive())
+			holdOpen(c, streamWriteWindow)
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}

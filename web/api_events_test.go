@@ -201,7 +201,8 @@ func TestAPIEventStream(t *testing.T) {
 		other := app.signupAccount("stranger@example.com", "Stranger")
 
 		srv := httptest.NewUnstartedServer(validating(t, second.e))
-		srv.Config.WriteTimeout = 100 * time.Millisecond // shorter than the keep-alive: only extended deadlines keep the stream
+		// Shorter than the keep-alive: only deadlines moved on keep the stream.
+		srv.Config.WriteTimeout, srv.Config.ReadTimeout = 100*time.Millisecond, 100*time.Millisecond
 		srv.Start()
 		t.Cleanup(srv.Close) // after the streams close (cleanups run last first)
 		open := func(ctx context.Context, lastID string) <-chan sseEvent {
@@ -249,7 +250,7 @@ func TestAPIEventStream(t *testing.T) {
 		if first.name != "cluster.provisioning" || !strings.Contains(first.data, `"cluster":"`+cl.ID+`"`) || !strings.Contains(first.data, `"type":"cluster.provisioning"`) {
 			t.Fatalf("backlog: %+v", first)
 		}
-		// Quiet: keep-alive comments, each past the 100 ms WriteTimeout.
+		// Quiet: keep-alive comments, each past the 100 ms timeouts.
 		next(events, true)
 		next(events, true)
 

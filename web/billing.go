@@ -17,7 +17,7 @@ import (
 // the balance, what runs, and the window's usage lines (B1, B3).
 type statement struct {
 	window  models.UsageWindow
-	balance models.Money
+	balance models.BalanceFigure // the one balance (B8)
 	burn    models.Money
 	spend   models.Money // this month, written and open
 	lines   []models.ClusterUsage
@@ -52,7 +52,7 @@ func (h *handler) statementOf(c echo.Context, w models.UsageWindow) (statement, 
 	p, ctx := principal(c), c.Request().Context()
 	st := statement{window: w}
 	var err error
-	if st.balance, err = h.Store.Balance(ctx, p.Org.ID); err != nil {
+	if st.balance, err = h.Store.CurrentBalance(ctx, p.Org.ID); err != nil {
 		return st, err
 	}
 	if st.burn, err = h.Store.BurnRate(ctx, p.Org.ID); err != nil {
@@ -99,7 +99,7 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 		return views.BillingPage{}, err
 	}
 	p, ctx := principal(c), c.Request().Context()
-	tx, err := h.Store.Transactions(ctx, p.Org.ID, w, st.lines)
+	tx, err := h.transactions(c, st)
 	if err != nil {
 		return views.BillingPage{}, err
 	}
@@ -117,10 +117,15 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	if err != nil {
 		return views.BillingPage{}, err
 	}
-	bp := views.BillingPage{Meta: h.meta(c, "Billing"), Balance: models.USD(st.balance), BurnRate: models.USD(st.burn) + "/h",
-		HoursRemaining: hoursRemaining(st.balance, st.burn), SpendThisMonth: models.USD(st.spend), TestMode: h.Payments == nil,
+	bp := views.BillingPage{Meta: h.meta(c, "Billing"), Balance: models.USD(st.balance.Balance()), BurnRate: models.USD(st.burn) + "/h",
+		HoursRemaining: hoursRemaining(st.balance.Balance(), st.burn), SpendThisMonth: models.USD(st.spend),
+		TestMode: h.Payments == nil && !h.topUpsOff(), TopUpsOff: h.topUpsOff(), MaxTopUp: models.USD(h.Store.TopUpLimit()),
 		Month: w.Month(), PrevMonth: w.From.AddDate(0, -1, 0).Format("2006-01"),
-		Chart: spendChart(days, h.Store.Now()), Entries: ledgerRows(tx)}
+		Chart: spendChart(days, h.Store.Now()), Entries: ledgerRows(tx.rows), Carried: models.USD(tx.carried), Closing: models.USD(tx.closing),
+		CarriedFrom: w.From.Format("2006-01-02 15:04"), Current: w == models.MonthOf(h.Store.Now())}
+	if st.balance.Accruing > 0 {
+		bp.Accruing = models.USD(st.balance.Accruing)
+	}
 	if w.To.Before(models.MonthOf(h.Store.Now()).To) {
 		bp.NextMonth = w.To.Format("2006-01")
 	}
@@ -134,7 +139,9 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	if err != nil {
 		return views.BillingPage{}, err
 	}
-	bp.AutoRecharge = views.AutoRechargeSettings(form)
+	if !h.topUpsOff() { // no payment provider: no card to recharge
+		bp.AutoRecharge = views.AutoRechargeSettings(form)
+	}
 	budgets, err := h.budgetsForm(ctx, p.Org.ID, bp.Meta.CSRF)
 	if err != nil {
 		return views.BillingPage{}, err
@@ -163,6 +170,9 @@ func (h *handler) showUsageLine(c echo.Context) error {
 // addFunds is POST /billing/top-ups (B4, B7): test mode credits at once;
 // with Stripe the buyer goes to Checkout and the webhook credits.
 func (h *handler) addFunds(c echo.Context) error {
+	if h.topUpsOff() {
+		return errTopUpsOff()
+	}
 	form := views.TopUpForm{Amount: trimForm(c, "amount")}
 	amount, err := models.ParseUSD(strings.TrimPrefix(form.Amount, "$"))
 	if err == nil {
@@ -252,11 +262,36 @@ func intervalsText(ivs []models.MachineInterval) string {
 	return strings.Join(parts, "; ")
 }
 
+// shownTransactions is a month's transactions as the page and its CSV show
+// them (B8): each amount in cents by the one rounding rule, with the
+// balance carried into the month and the balance they add up to.
+type shownTransactions struct {
+	rows             []models.Transaction
+	carried, closing models.Money // rounded to the cent
+}
+
+// transactions reads the statement's month of transactions and rounds them
+// (models.ShowInCents): the rows shown add up exactly to the balance shown.
+func (h *handler) transactions(c echo.Context, st statement) (shownTransactions, error) {
+	ctx, org := c.Request().Context(), principal(c).Org.ID
+	tx, err := h.Store.Transactions(ctx, org, st.window, st.lines, st.volumes)
+	if err != nil {
+		return shownTransactions{}, err
+	}
+	before, err := h.Store.BalanceBefore(ctx, org, st.window.From)
+	if err != nil {
+		return shownTransactions{}, err
+	}
+	out := shownTransactions{rows: tx}
+	out.carried, out.closing = models.ShowInCents(before, tx)
+	return out, nil
+}
+
 func ledgerRows(tx []models.Transaction) []views.LedgerRow {
 	out := make([]views.LedgerRow, 0, len(tx))
 	for _, t := range tx {
 		out = append(out, views.LedgerRow{At: t.At.UTC().Format("2006-01-02 15:04"), Kind: t.Kind, Description: t.Description,
-			Status: titleCase(t.Status), Amount: models.USD(t.Amount), Negative: t.Amount < 0})
+			Status: titleCase(t.Status), Amount: models.USD(t.Shown), Negative: t.Amount < 0, Counted: t.InBalance()})
 	}
 	return out
 }

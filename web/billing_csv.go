@@ -43,14 +43,15 @@ func (h *handler) transactionsCSV(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tx, err := h.Store.Transactions(c.Request().Context(), principal(c).Org.ID, w, st.lines)
+	tx, err := h.transactions(c, st)
 	if err != nil {
 		return err
 	}
 	rows := [][]string{{"date", "description", "status", "amount"}}
-	for _, r := range ledgerRows(tx) {
+	for _, r := range ledgerRows(tx.rows) {
 		rows = append(rows, []string{r.At, r.Description, r.Status, r.Amount})
 	}
+	rows = append(rows, []string{w.From.Format("2006-01-02 15:04"), "Balance carried in", "", models.USD(tx.carried)})
 	return writeCSV(c, "transactions-"+w.Month()+".csv", rows)
 }
 

@@ -48,8 +48,12 @@ func TestBillingPageUsageAndCSV(t *testing.T) {
 		}
 		c := app.login(owner)
 		d := doc(t, c.get("/billing"))
-		if got := d.Find(`[data-testid=balance]`).Text(); got != "$460.06" { // one written hour: 2 × $19.97
+		// One written hour (2 × $19.97) and the half hour accruing: B8's one balance.
+		if got := d.Find(`[data-testid=balance]`).Text(); got != "$440.09" {
 			t.Errorf("balance %q", got)
+		}
+		if got := d.Find(`[data-testid=balance-accruing]`).Text(); got != "· $19.97 accruing" {
+			t.Errorf("accruing beside the balance %q", got)
 		}
 		if got := d.Find(`[data-testid=spend-month]`).Text(); got != "$59.91" { // and half an hour accumulating
 			t.Errorf("spend this month %q", got)
@@ -84,8 +88,9 @@ func TestBillingPageUsageAndCSV(t *testing.T) {
 			t.Errorf("usage CSV %q, want the page's rows %q", usage, opened)
 		}
 		page := cells(d, `[data-testid=ledger-row]`)
-		if got := readCSV(t, c.get("/billing/transactions.csv").Body.String()); !reflect.DeepEqual(got, page) {
-			t.Errorf("transactions CSV %q, want the page's rows %q", got, page)
+		if got := readCSV(t, c.get("/billing/transactions.csv").Body.String()); !reflect.DeepEqual(got[:len(got)-1], page) ||
+			got[len(got)-1][1] != "Balance carried in" || got[len(got)-1][3] != d.Find(`[data-testid=ledger-carried] [data-testid=ledger-amount]`).Text() {
+			t.Errorf("transactions CSV %q, want the page's rows %q and the balance carried in", got, page)
 		}
 		statuses := map[string]string{}
 		for _, r := range page {
@@ -168,7 +173,7 @@ func TestBillingAPI(t *testing.T) {
 		}
 		tok := apiKeyFor(t, app, owner)
 		code, bal := apiJSON(t, app, "GET", "/v1/billing/balance", tok, "")
-		if code != http.StatusOK || bal["balance"] != "460.06" || bal["burnRate"] != "39.94" || bal["spendThisMonth"] != "59.91" || bal["month"] != "2026-11" {
+		if code != http.StatusOK || bal["balance"] != "440.09" || bal["accruing"] != "19.97" || bal["burnRate"] != "39.94" || bal["spendThisMonth"] != "59.91" || bal["month"] != "2026-11" {
 			t.Errorf("balance: %d %v", code, bal)
 		}
 		code, u := apiJSON(t, app, "GET", "/v1/billing/usage", tok, "")
@@ -207,7 +212,8 @@ func TestHeaderBalanceAndEndedClusterCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := doc(t, app.login(owner).get("/clusters/"+cl.ID))
-		if got := d.Find(`[data-testid=header-balance]`).Text(); !strings.Contains(got, "$500.00") {
+		// The 90 minutes are owed before the pass writes them (B8).
+		if got := d.Find(`[data-testid=header-balance]`).Text(); !strings.Contains(got, "$440.09") {
 			t.Errorf("header balance %q", got)
 		}
 		if got := d.Find(`[data-testid=total-cost]`).Text(); got != "$59.91" { // 90 minutes of 2 × $19.97, not yet written

@@ -35,12 +35,29 @@ var ErrBadSignature = errors.New("web: webhook signature does not verify")
 // maxWebhookBody bounds what a webhook may send.
 const maxWebhookBody = 1 << 16
 
-// apiCreateTopUp is POST /v1/billing/top-ups: at least $5. In test mode the
-// balance is credited at once; with Stripe the answer carries the Checkout
-// URL and only the verified webhook credits (B4). The request is audited.
+// topUpsOff reports that customers cannot add funds themselves: on an
+// invoice-only deployment (INVOICE_ONLY=1), and in production without a
+// payment provider, where test mode would credit money nobody paid (B7, B9).
+func (h *handler) topUpsOff() bool {
+	return h.Config.TopUpsOff || (h.Payments == nil && h.Config.Production)
+}
+
+// errTopUpsOff is the answer to a top-up when topUpsOff.
+func errTopUpsOff() *APIError {
+	return &APIError{Status: http.StatusConflict, Code: "top_ups_off",
+		Message: "Self-service top-ups are off on this deployment: the operator adjusts balances (invoice)."}
+}
+
+// apiCreateTopUp is POST /v1/billing/top-ups: at least $5, at most the
+// operator's maximum (B9). In test mode the balance is credited at once;
+// with Stripe the answer carries the Checkout URL and only the verified
+// webhook credits (B4). The request is audited.
 func (h *handler) apiCreateTopUp(c echo.Context) error {
 	p := principal(c)
 	ctx := c.Request().Context()
+	if h.topUpsOff() {
+		return errTopUpsOff()
+	}
 	var b api.TopUpBody
 	if _, err := decodeJSON(c, &b); err != nil {
 		return err

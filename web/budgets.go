@@ -176,7 +176,7 @@ func (h *handler) apiBudgets(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := api.Budgets{Month: o.Month, Balance: models.DecimalUSD(o.Balance), BurnRate: models.DecimalUSD(o.Burn),
+	out := api.Budgets{Month: o.Month, Balance: models.DecimalUSD(o.Balance.Balance()), BurnRate: models.DecimalUSD(o.Burn),
 		BalanceRunOutAt: utcPtr(o.BalanceRunOut), Environments: []api.Budget{}, Clusters: []api.ClusterRunOut{}}
 	p := principal(c)
 	for _, l := range inKeyEnv(p, o.Lines, func(l models.BudgetLine) string { return l.Env.ID }) {

@@ -83,6 +83,9 @@ func (h *handler) newCluster(c echo.Context) error {
 	if errors.As(err, &nc) && nc.Reason == models.PrivateOfferExpired {
 		return echo.NewHTTPError(http.StatusConflict, "That private offer has expired. Request a new quote.")
 	}
+	if errors.As(err, &nc) && nc.Reason == models.CatalogStaleReason {
+		return echo.NewHTTPError(http.StatusConflict, "This offer's prices are being refreshed (its provider did not answer recently). Try again in a few minutes.")
+	}
 	if errors.As(err, &nc) {
 		return echo.NewHTTPError(http.StatusConflict, "That offer cannot start "+strconv.Itoa(nodes)+" machines now. Pick another on the offers page.")
 	}
@@ -359,6 +362,11 @@ func launchProblem(err error, problems map[string]string) bool {
 		}
 		if fe["sshKeyIds"] != "" {
 			problems["sshKeyIds"] = "choose your own SSH keys"
+		}
+		for _, k := range []string{"quoteId", "volumeId"} { // the form shows them with the quote
+			if fe[k] != "" && problems["quote"] == "" {
+				problems["quote"] = fe[k]
+			}
 		}
 	case errors.As(err, &pc):
 		problems["quote"] = "The locked price expired. Go back to the offers to lock a fresh price."

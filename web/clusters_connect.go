@@ -285,6 +285,7 @@ func (h *handler) streamLogs(c echo.Context, cl models.Cluster, rank int, end st
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
+	holdOpen(c, streamWriteWindow) // a stream outlives the server's timeouts
 	w.WriteHeader(http.StatusOK)
 	lines, err := h.Store.TailNodeLogs(ctx, cl.OrgID, cl.ID, rank, logsBacklog)
 	if err != nil {
@@ -325,5 +326,6 @@ func (h *handler) streamLogs(c echo.Context, cl models.Cluster, rank int, end st
 		if lines, err = h.Store.NodeLogs(ctx, cl.OrgID, cl.ID, rank, last, 200); err != nil {
 			return nil
 		}
+		holdOpen(c, streamWriteWindow) // each round's writes get their own window
 	}
 }

@@ -150,15 +150,15 @@ func (h *handler) apiReplaceNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	preview, err := h.replacePreview(c, rank)
-	if err != nil {
-		return err
-	}
-	var body api.ReplaceBody
+	var body api.ReplaceBody // read first: a mistyped body is a 422 whatever the node's state
 	if c.Request().ContentLength != 0 {
 		if _, err := decodeJSON(c, &body); err != nil {
 			return err
 		}
+	}
+	preview, err := h.replacePreview(c, rank)
+	if err != nil {
+		return err
 	}
 	if !body.Confirm {
 		return c.JSON(http.StatusOK, preview)

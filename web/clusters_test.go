@@ -628,3 +628,28 @@ func TestAPILaunchWithSSHKeys(t *testing.T) {
 		}
 	})
 }
+
+// Issue 20 item 15 (Q4, O6): a quote on a stale catalog answers 409
+// no_capacity catalog_stale, whose message and advice say to try again
+// shortly, never to change the shape (the answer is validated against the
+// document like every /v1 exchange).
+func TestAPIQuoteOnStaleCatalog(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		tok := apiKeyFor(t, app, app.signupAccount("stale@example.com", "Stale"))
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		app.clock.Advance(models.OfferFreshness + time.Minute)
+		code, body := apiJSON(t, app, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8}`)
+		e, _ := body["error"].(map[string]any)
+		advice := fmt.Sprint(e["advice"])
+		if code != http.StatusConflict || e["reason"] != models.CatalogStaleReason || !strings.Contains(fmt.Sprint(e["message"]), "refreshed") ||
+			!strings.Contains(advice, "Try again") || strings.Contains(advice, "GPUs per machine") {
+			t.Errorf("quote on a stale catalog: %d %v", code, body)
+		}
+		// The dashboard's launch page says the same.
+		acc := app.signupAccount("stale-page@example.com", "Stale pages")
+		rec := app.login(acc).get("/clusters/new?offer=sim:h100x8&nodes=2")
+		if page := rec.Body.String(); rec.Code != http.StatusConflict || !strings.Contains(page, "being refreshed") || strings.Contains(page, "Pick another") {
+			t.Errorf("launch page on a stale catalog: %d %.500s", rec.Code, page)
+		}
+	})
+}

@@ -24,7 +24,8 @@ var errCSRF = echo.NewHTTPError(http.StatusForbidden, "This form has expired or 
 // unsafe methods must send it back; cross-site fetches are refused outright.
 // The token is mirrored in an HttpOnly _csrf cookie for clients that read it,
 // but that cookie is never trusted (issue 11). The REST API (bearer keys, no
-// cookies) and MCP (/mcp, bearer keys), the agent protocol (node tokens), webhooks (signatures) and
+// cookies) and MCP (/mcp, bearer keys), the agent protocol (node tokens), webhooks (signatures),
+// the public immutable downloads (/static/, /agent/: no cookie on a cached answer) and
 // development routes sit outside it.
 func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -98,7 +99,7 @@ func (h *handler) rotateCSRF(c echo.Context) {
 }
 
 func csrfExempt(path string) bool {
-	for _, p := range []string{"/v1/", "/webhooks/", "/dev/", "/static/"} {
+	for _, p := range []string{"/v1/", "/webhooks/", "/dev/", "/static/", "/agent/"} {
 		if strings.HasPrefix(path, p) {
 			return true
 		}

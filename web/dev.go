@@ -19,14 +19,15 @@ import (
 // machine, so they answer loopback clients only: a development server that
 // is reachable from elsewhere does not hand out every organisation's mail.
 
-// localOnly refuses /dev/… requests that do not come from this machine, that
+// localOnly refuses /dev/… requests that do not come from this machine
+// (isLocal: a request forwarded by a proxy on this host does not), that
 // name another host than a loopback one (DNS rebinding: a page of
 // evil.example resolving to 127.0.0.1), or that a browser marks as sent from
-// another site (issue 11).
+// another site (issue 11, issue 20 item 13).
 func localOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if ip := net.ParseIP(c.RealIP()); ip == nil || !ip.IsLoopback() {
+		if !isLocal(r) {
 			return echo.NewHTTPError(http.StatusForbidden, "Development routes answer only on this machine (loopback).")
 		}
 		if !loopbackHost(r.Host) {
@@ -72,6 +73,13 @@ func (h *handler) devAdvanceClock(c echo.Context) error {
 			Message: "minutes must be a whole number from 0 to 10080.", Fields: map[string]string{"minutes": "0 to 10080"}}
 	}
 	now := h.FakeClock.Advance(time.Duration(minutes) * time.Minute)
+	// The catalog's prices age with the clock: refresh them at once, so a
+	// newcomer's offers do not vanish as stale after a move (O6).
+	if h.Jobs != nil && minutes > 0 {
+		if err := h.Jobs.RunNow(c.Request().Context(), "catalog"); err != nil {
+			h.Log.Warn("catalog refresh after moving the clock", "error", err)
+		}
+	}
 	return c.JSON(http.StatusOK, map[string]any{"now": now, "fake": true})
 }
 

@@ -2,11 +2,13 @@ package web
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -17,7 +19,8 @@ import (
 // decodeJSON reads a JSON body strictly (issue 11, API2): the body is UTF-8;
 // field names match exactly (`Nodes` is not `nodes`); unknown and repeated
 // fields, wrong types and text with NUL bytes are 422s naming the API's
-// field, never a Go type. It returns the raw body (launches hash it).
+// field by its JSON path (`storage.persistentGb`, `ports[0]`), never a Go
+// type (issue 20 item 15). It returns the raw body (launches hash it).
 func decodeJSON(c echo.Context, v any) ([]byte, error) {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -32,13 +35,50 @@ func decodeJSON(c echo.Context, v any) ([]byte, error) {
 		return nil, invalid(fe)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
+		// checkJSON found every mistyped value already; this is a net.
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, invalid(models.FieldErrors{te.Field: "must be " + apiKindOf(te.Type)})
+			return nil, invalid(models.FieldErrors{apiPath(reflect.TypeOf(v), te.Field): "must be " + apiKindOf(te.Type)})
 		}
 		return nil, notJSON(err)
 	}
 	return raw, nil
+}
+
+// apiPath is encoding/json's dotted Go path of a field ("QuoteBody.nodes"
+// through an embedded struct, "ports.1" for an element) in the API's
+// words: embedded structs' names dropped, elements indexed ("ports[1]").
+func apiPath(t reflect.Type, field string) string {
+	out := ""
+	for _, seg := range strings.Split(field, ".") {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(seg); ok && f.Anonymous && f.Tag.Get("json") == "" {
+				t = f.Type
+				continue
+			}
+		}
+		if _, err := strconv.Atoi(seg); err == nil {
+			out += "[" + seg + "]"
+		} else if out == "" {
+			out = seg
+		} else {
+			out += "." + seg
+		}
+		var next reflect.Type
+		if t != nil {
+			switch t.Kind() {
+			case reflect.Struct:
+				next = wireFields(t)[seg]
+			case reflect.Slice, reflect.Array, reflect.Map:
+				next = t.Elem()
+			}
+		}
+		t = next
+	}
+	return orBody(out)
 }
 
 func notJSON(error) error {
@@ -86,9 +126,21 @@ func walkJSON(dec *json.Decoder, t reflect.Type, path string, fe models.FieldErr
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t != nil && decodesItself(t) {
+		t = nil // its own UnmarshalJSON or UnmarshalText decides
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return err
+	}
+	if t != nil && !fits(tok, t) {
+		if path == "" {
+			return errors.New("the body is not an object")
+		}
+		if _, ok := fe[path]; !ok {
+			fe[path] = "must be " + apiKindOf(t)
+		}
+		t = nil // the rest of this value is not looked at
 	}
 	switch tok := tok.(type) {
 	case string:
@@ -104,8 +156,8 @@ func walkJSON(dec *json.Decoder, t reflect.Type, path string, fe models.FieldErr
 			if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 				elem = t.Elem()
 			}
-			for dec.More() {
-				if err := walkJSON(dec, elem, path, fe); err != nil {
+			for i := 0; dec.More(); i++ {
+				if err := walkJSON(dec, elem, path+"["+strconv.Itoa(i)+"]", fe); err != nil {
 					return err
 				}
 			}
@@ -114,6 +166,54 @@ func walkJSON(dec *json.Decoder, t reflect.Type, path string, fe models.FieldErr
 		}
 	}
 	return nil
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// decodesItself reports a type with its own JSON or text decoding.
+func decodesItself(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return t.Implements(jsonUnmarshaler) || p.Implements(jsonUnmarshaler) ||
+		t.Implements(textUnmarshaler) || p.Implements(textUnmarshaler)
+}
+
+// fits reports whether the value starting with tok decodes into t, as
+// encoding/json would decode it (null fits anything).
+func fits(tok json.Token, t reflect.Type) bool {
+	k := t.Kind()
+	if k == reflect.Interface {
+		return true
+	}
+	switch tok := tok.(type) {
+	case nil:
+		return true
+	case bool:
+		return k == reflect.Bool
+	case string:
+		return k == reflect.String || (k == reflect.Slice && t.Elem().Kind() == reflect.Uint8)
+	case json.Number:
+		switch k {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			_, err := strconv.ParseInt(tok.String(), 10, t.Bits())
+			return err == nil
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			_, err := strconv.ParseUint(tok.String(), 10, t.Bits())
+			return err == nil
+		case reflect.Float32, reflect.Float64:
+			_, err := strconv.ParseFloat(tok.String(), t.Bits())
+			return err == nil
+		}
+		return false
+	case json.Delim:
+		if tok == '{' {
+			return k == reflect.Struct || k == reflect.Map
+		}
+		return (k == reflect.Slice && t.Elem().Kind() != reflect.Uint8) || k == reflect.Array
+	}
+	return false
 }
 
 func walkObject(dec *json.Decoder, t reflect.Type, path string, fe models.FieldErrors) error {

@@ -2,6 +2,8 @@ package web
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/clusterdeck/clusterdeck/internal/mcpserver"
 	"github.com/labstack/echo/v4"
@@ -40,4 +42,54 @@ func (h *handler) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// mcpOrigin guards /mcp as the MCP specification requires of Streamable
+// HTTP servers (issue 20 item 11): a request carrying an Origin header that
+// is not this server's (BASE_URL's origin) nor one of MCPOrigins is
+// refused with 403 and a JSON-RPC error, before its key is looked at, so a
+// page elsewhere (or one reached by DNS rebinding) cannot drive the tools
+// from a browser. No Origin at all is a program, not a page, and passes.
+func (h *handler) mcpOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	allowed := map[string]bool{}
+	for _, o := range append([]string{h.Config.BaseURL}, h.Config.MCPOrigins...) {
+		if n, ok := NormalizeOrigin(o); ok {
+			allowed[n] = true
+		}
+	}
+	return func(c echo.Context) error {
+		origins := c.Request().Header.Values("Origin")
+		if len(origins) == 0 {
+			return next(c)
+		}
+		n, ok := NormalizeOrigin(origins[0])
+		if len(origins) > 1 || !ok || !allowed[n] {
+			noStore(c)
+			mcpserver.WriteError(c.Response(), http.StatusForbidden, mcpserver.InvalidRequest,
+				"This Origin may not use this MCP endpoint: a browser page may call it only from this server's own origin or one its operator allowed (MCP_ALLOWED_ORIGINS).")
+			return nil
+		}
+		return next(c)
+	}
+}
+
+// NormalizeOrigin is an origin (or a URL, whose origin is taken) as
+// scheme://host[:port], lower-case, without the scheme's default port;
+// false for anything that is not an http(s) origin ("null" included).
+func NormalizeOrigin(s string) (string, bool) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", false
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return u.Scheme + "://" + host, true
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/internal/mcpserver"
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"gorm.io/gorm"
 )
 
 // API5 with API1: every REST exchange the MCP tools make in process is
@@ -116,6 +119,109 @@ func TestMCPEndpoint(t *testing.T) {
 			rec := app.do(req)
 			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.code) || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 				t.Errorf("%s /mcp (%q): %d %s %s", tc.method, tc.auth, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+			}
+		}
+	})
+}
+
+// Issue 20 item 11: one POST to /mcp is one JSON-RPC message. A batch (a
+// JSON array of 1,000 tool calls, which the SDK runs for clients of older
+// protocol versions) is refused with a JSON-RPC error before any tool runs,
+// and a body over the message limit is refused too; a single call still
+// works.
+func TestMCPRefusesBatches(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		tok := apiKeyFor(t, app, app.signupAccount("mcp@example.com", "Agents"))
+		post := func(body string, header ...string) *httptest.ResponseRecorder {
+			t.Helper()
+			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			for i := 0; i+1 < len(header); i += 2 {
+				req.Header.Set(header[i], header[i+1])
+			}
+			return app.do(req)
+		}
+		call := func(id int) string {
+			return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_clusters","arguments":{}}}`, id)
+		}
+		calls := make([]string, 1000)
+		for i := range calls {
+			calls[i] = call(i + 1)
+		}
+		batch := "[" + strings.Join(calls, ",") + "]"
+		before := app.sql.n.Load()
+		for _, version := range []string{"", "2025-03-26"} { // older versions: the SDK itself would run the batch
+			rec := post(" \n"+batch, "Mcp-Protocol-Version", version)
+			var got struct {
+				ID    any `json:"id"`
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != http.StatusBadRequest ||
+				got.Error.Code != -32600 || got.ID != nil || !strings.Contains(got.Error.Message, "Batch") || rec.Body.Len() > 1024 {
+				t.Errorf("a batch of 1,000 calls (version %q): %d %.300s", version, rec.Code, rec.Body)
+			}
+		}
+		if n := app.sql.n.Load() - before; n > 10 {
+			t.Errorf("a refused batch ran %d SQL statements", n)
+		}
+		if rec := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_clusters","arguments":{"x":"` +
+			strings.Repeat("a", mcpserver.MaxMessageBytes) + `"}}}`); rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), `"code":-32600`) {
+			t.Errorf("a message over the limit: %d %.300s", rec.Code, rec.Body)
+		}
+		if rec := post(call(7), "Mcp-Protocol-Version", "2025-03-26"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"id":7`) {
+			t.Errorf("one call: %d %.500s", rec.Code, rec.Body)
+		}
+	})
+}
+
+// Issue 20 item 11: /mcp validates Origin as the MCP specification requires
+// of servers (DNS rebinding): an Origin other than BASE_URL's or an allowed
+// one is 403 with a JSON-RPC error, even with a valid key; no Origin (a
+// program, not a page) and the allowed ones pass.
+func TestMCPChecksOrigin(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		app := newTestAppWith(t, db, func(d *Deps) {
+			d.Config.BaseURL = "https://deck.example.com"
+			d.Config.MCPOrigins = []string{"http://localhost:6274"}
+		})
+		tok := apiKeyFor(t, app, app.signupAccount("mcp@example.com", "Agents"))
+		for _, tc := range []struct {
+			origin []string
+			status int
+		}{
+			{nil, http.StatusOK},
+			{[]string{"https://deck.example.com"}, http.StatusOK},
+			{[]string{"https://DECK.example.com:443"}, http.StatusOK},
+			{[]string{"http://localhost:6274"}, http.StatusOK},
+			{[]string{"https://evil.example"}, http.StatusForbidden},
+			{[]string{"http://deck.example.com"}, http.StatusForbidden}, // another scheme is another origin
+			{[]string{"https://deck.example.com:8443"}, http.StatusForbidden},
+			{[]string{"http://localhost:6275"}, http.StatusForbidden},
+			{[]string{"null"}, http.StatusForbidden},
+			{[]string{""}, http.StatusForbidden},
+			{[]string{"https://deck.example.com", "https://evil.example"}, http.StatusForbidden},
+		} {
+			for _, method := range []string{http.MethodPost, http.MethodGet} {
+				req := httptest.NewRequest(method, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Authorization", "Bearer "+tok)
+				for _, o := range tc.origin {
+					req.Header.Add("Origin", o)
+				}
+				rec := app.do(req)
+				want := tc.status
+				if method == http.MethodGet && want == http.StatusOK {
+					want = http.StatusMethodNotAllowed
+				}
+				if rec.Code != want || (want == http.StatusForbidden && !strings.Contains(rec.Body.String(), `"code":-32600`)) {
+					t.Errorf("%s Origin %q: %d %.300s, want %d", method, tc.origin, rec.Code, rec.Body, want)
+				}
 			}
 		}
 	})

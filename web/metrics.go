@@ -3,7 +3,7 @@ package web
 import (
 	"context"
 	"crypto/subtle"
-	"net"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -68,10 +68,14 @@ func (h *handler) timeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 
 // metrics is GET /metrics in the Prometheus text format (OP3). With
 // METRICS_TOKEN set it needs that bearer token; without one it answers
-// loopback clients only.
+// direct requests from this machine (isLocal) in development, and in
+// production only with METRICS_LOOPBACK=1 (OP5, issue 20 item 13).
 func (h *handler) metrics(c echo.Context) error {
 	if !h.metricsAllowed(c) {
-		return echo.NewHTTPError(http.StatusForbidden, "Metrics need the METRICS_TOKEN bearer token, or a request from this machine.")
+		if h.Config.Production && h.Config.MetricsToken == "" && !h.Config.MetricsLoopback {
+			return echo.NewHTTPError(http.StatusForbidden, "Metrics need METRICS_TOKEN: set it and scrape with its bearer token.")
+		}
+		return echo.NewHTTPError(http.StatusForbidden, "Metrics need the METRICS_TOKEN bearer token, or a direct (not forwarded) request from this machine.")
 	}
 	h.metricsHandler.ServeHTTP(c.Response(), c.Request())
 	return nil
@@ -82,8 +86,10 @@ func (h *handler) metricsAllowed(c echo.Context) bool {
 		sent, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
 		return ok && subtle.ConstantTimeCompare([]byte(sent), []byte(tok)) == 1
 	}
-	ip := net.ParseIP(c.RealIP())
-	return ip != nil && ip.IsLoopback()
+	if h.Config.Production && !h.Config.MetricsLoopback {
+		return false
+	}
+	return isLocal(c.Request())
 }
 
 // newMetricsHandler registers the web metrics on reg and serves reg. Echo's
@@ -91,8 +97,16 @@ func (h *handler) metricsAllowed(c echo.Context) bool {
 func (h *handler) newMetricsHandler(reg Metrics) http.Handler {
 	h.httpMetrics = newHTTPMetrics(reg)
 	reg.MustRegister(storeCollector{store: h.Store})
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{DisableCompression: true})
+	// A collector that fails (a query of the store) leaves its own series
+	// out and the rest are still served: no one's data breaks the scrape.
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{DisableCompression: true, ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog: slog.NewLogLogger(h.Log.Handler(), slog.LevelError)})
 }
+
+// Labels never use job or instance: Prometheus attaches both to every
+// scraped series (the scrape job and the target) and renames a metric's own
+// to exported_job, so queries on them would match nothing; jobs are
+// job_name (issue 20 item 14).
 
 // storeCollector reads the shared state from the database at scrape time, so
 // every instance reports the same numbers (OP3, OP4).
@@ -108,9 +122,9 @@ var (
 	descCatalogAge = prometheus.NewDesc("clusterdeck_catalog_age_seconds",
 		"Seconds since each provider's catalog was refreshed.", []string{"provider"}, nil)
 	descJobLastRun = prometheus.NewDesc("clusterdeck_job_last_run_timestamp_seconds",
-		"When each job last ran on any instance (Unix time).", []string{"job"}, nil)
+		"When each job last ran on any instance (Unix time).", []string{"job_name"}, nil)
 	descJobLastFailed = prometheus.NewDesc("clusterdeck_job_last_run_failed",
-		"1 when the last run of the job, on any instance, failed.", []string{"job"}, nil)
+		"1 when the last run of the job, on any instance, failed.", []string{"job_name"}, nil)
 	descLedgerEntries = prometheus.NewDesc("clusterdeck_ledger_entries",
 		"Ledger entries of every organisation by kind and status.", []string{"kind", "status"}, nil)
 	descLedgerUSD = prometheus.NewDesc("clusterdeck_ledger_usd",
@@ -159,6 +173,6 @@ func (s storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, l := range g.Ledger {
 		gauge(descLedgerEntries, float64(l.Entries), l.Kind, l.Status)
-		gauge(descLedgerUSD, float64(l.Amount)/1e6, l.Kind, l.Status)
+		gauge(descLedgerUSD, l.USD(), l.Kind, l.Status)
 	}
 }

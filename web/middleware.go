@@ -42,6 +42,7 @@ func (h *handler) middleware(e *echo.Echo) {
 	}))
 	e.Use(h.timeRequests) // outside Recover, so a panic is timed as its 500
 	e.Use(middleware.Recover())
+	e.Use(h.warnUntrustedForwarding)
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection:         "0",
 		ContentTypeNosniff:    "nosniff",
@@ -64,10 +65,13 @@ func hstsMaxAge(production bool) int {
 	return 0
 }
 
-// skipGzip leaves streams alone, and static assets, which are gzipped once
-// at start-up (assets.go).
+// skipGzip leaves streams alone, static assets, which are gzipped once at
+// start-up (assets.go), and the agent binary (agent_binary.go), which is
+// served as stored: compressing it cost seconds of CPU per download and
+// made its Range answers unusable (issue 20 item 12).
 func skipGzip(c echo.Context) bool {
-	return isStream(c) || strings.HasPrefix(c.Request().URL.Path, "/static/")
+	p := c.Request().URL.Path
+	return isStream(c) || strings.HasPrefix(p, "/static/") || strings.HasPrefix(p, "/agent/")
 }
 
 // isStream skips compression for server-sent events and streamed logs, which

@@ -219,7 +219,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("cluster statuses: %v", status)
 	}
 	reasons, _ := o.pointer("#/components/schemas/NoCapacityError/properties/error/properties/reason/enum")
-	if fmt.Sprint(reasons) != "[no_location_with_n_nodes above_max_hourly_price gpus_per_node_unavailable offer_not_found not_in_stock private_offer_expired private_offer_shape]" {
+	if fmt.Sprint(reasons) != "[no_location_with_n_nodes above_max_hourly_price gpus_per_node_unavailable offer_not_found not_in_stock private_offer_expired private_offer_shape catalog_stale]" {
 		t.Errorf("no_capacity reasons: %v", reasons)
 	}
 

@@ -39,7 +39,7 @@ func (h *handler) adminProviders(c echo.Context) error {
 // from its events), and the latest payment events that credited nothing.
 func (h *handler) adminPayments(c echo.Context) error {
 	ctx := c.Request().Context()
-	p := views.AdminPaymentsPage{Meta: h.meta(c, "Payments"), TestMode: h.Payments == nil}
+	p := views.AdminPaymentsPage{Meta: h.meta(c, "Payments"), TestMode: h.Payments == nil, TopUpsOff: h.topUpsOff()}
 	if h.Payments != nil {
 		p.Pinned, p.Fields = h.Payments.APIVersion(), h.Payments.WebhookFields()
 		v, err := h.Store.LatestWebhookVersion(ctx)
@@ -263,10 +263,11 @@ func (h *handler) balancePage(c echo.Context, p views.AdminBalancePage) (views.A
 	if err != nil {
 		return p, err
 	}
-	bal, err := h.Store.Balance(ctx, org.ID)
+	f, err := h.Store.CurrentBalance(ctx, org.ID)
 	if err != nil {
 		return p, err
 	}
+	bal := f.Balance()
 	entries, err := h.Store.LedgerEntries(ctx, org.ID, 50)
 	if err != nil {
 		return p, err

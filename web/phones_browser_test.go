@@ -142,6 +142,7 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 		fitsTheScreen(t, ctx, srv.URL, path, "")
 	}
 	offersOnPhone(t, ctx, srv.URL+offers)
+	keyColumnsOnPhone(t, ctx, srv.URL)
 
 	// Signed out: the account pages and an invitation.
 	if err := chromedp.Do(ctx,
@@ -216,6 +217,66 @@ func saveScreenshot(t *testing.T, ctx context.Context, path string, width int64)
 	file := filepath.Join(dir, name+"-"+strconv.FormatInt(width, 10)+".png")
 	if err := os.WriteFile(file, buf, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// keyColumnsOnPhone checks that on a phone (390 px) every table's key
+// columns are on screen, not cut off to the right (issue 21 item 3): the
+// tables become cards below 640 px; at 1440 px they are tables with their
+// header row.
+func keyColumnsOnPhone(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	pages := []struct {
+		path, table string
+		keys        []string
+	}{
+		{"/billing", `[data-testid=ledger-row]`, []string{`[data-testid=ledger-row] [data-testid=ledger-amount]`,
+			`[data-testid=ledger-carried] [data-testid=ledger-amount]`, `[data-testid=ledger-closing]`}},
+		{"/billing", `[data-testid=budget-row]`, []string{`[data-testid=budget-row] [data-testid=budget-spend]`,
+			`[data-testid=budget-row] [data-testid=budget-percent]`, `[data-testid=budget-row] [data-testid=budget-forecast]`,
+			`[data-testid=run-out-row] [data-testid=run-out-at]`}},
+		{"/clusters", `[data-testid=cluster-row]`, []string{`[data-testid=cluster-row] a.link`, `[data-testid=cluster-row] [data-testid=cluster-status] [data-testid=status-badge]`,
+			`[data-testid=cluster-row] [data-testid=cluster-shape]`, `[data-testid=cluster-row] [data-testid=cluster-price]`}},
+		{"/settings/audit", `[data-testid=audit-row]`, []string{`[data-testid=audit-row] [data-testid=audit-when]`,
+			`[data-testid=audit-row] [data-testid=audit-who]`, `[data-testid=audit-row] [data-testid=audit-action]`}},
+		{"/admin/audit", `[data-testid=admin-audit-row]`, []string{`[data-testid=admin-audit-row] [data-testid=admin-audit-when]`,
+			`[data-testid=admin-audit-row] [data-testid=admin-audit-action]`}},
+		{"/admin/quote-requests", `[data-testid=admin-quote-request-row]`, []string{`[data-testid=admin-quote-request-row] [data-testid=qr-request]`,
+			`[data-testid=admin-quote-request-row] [data-testid=qr-budget]`, `[data-testid=admin-quote-request-row] [data-testid=qr-status] [data-testid=status-badge]`}},
+	}
+	// onScreen: the first match is shown, has a size, and lies within the
+	// viewport's width (its text too: nothing cut off to the right).
+	onScreen := func(sel string) string {
+		return `(() => { const e = document.querySelector(` + jsString(sel) + `);
+			if (!e || !e.checkVisibility()) return 'missing or hidden';
+			const r = e.getBoundingClientRect();
+			if (r.width <= 0 || r.height <= 0) return 'no size';
+			if (r.left < 0 || r.right > window.innerWidth + 0.5) return 'off screen: ' + Math.round(r.left) + '–' + Math.round(r.right) + ' px';
+			if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible') return 'cut off';
+			return ''; })()`
+	}
+	for _, p := range pages {
+		for _, w := range []int64{390, 1440} {
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, 900), chromedp.Navigate(base+p.path), chromedp.WaitReady(`main`)); err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+jsString(p.table)+`).length`)); n == 0 {
+				t.Fatalf("%s: no %s to look at", p.path, p.table)
+			}
+			head, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const h = document.querySelector(`+jsString(p.table)+`).closest('table').tHead; return !!h && h.checkVisibility(); })()`))
+			if err != nil || head != (w >= 640) {
+				t.Errorf("%s at %d px: the header row of %s shown = %v (%v); want a table from 640 px, cards below", p.path, w, p.table, head, err)
+			}
+			if w != 390 {
+				continue
+			}
+			for _, sel := range p.keys {
+				if why, err := chromedp.Run(ctx, chromedp.Evaluate[string](onScreen(sel))); err != nil || why != "" {
+					t.Errorf("%s at 390 px: %s is not on screen: %s %v", p.path, sel, why, err)
+				}
+			}
+			saveScreenshot(t, ctx, "cards"+p.path+"-"+strings.Trim(p.table, "[]"), w)
+		}
 	}
 }
 

@@ -37,7 +37,8 @@ func (h *handler) autoRechargeForm(ctx context.Context, orgID, csrf string) (vie
 	if err != nil {
 		return views.AutoRechargeForm{}, err
 	}
-	f := views.AutoRechargeForm{CSRF: csrf, Enabled: a.Enabled, CardSaved: a.HasCard(), TestMode: h.Payments == nil}
+	f := views.AutoRechargeForm{CSRF: csrf, Enabled: a.Enabled, CardSaved: a.HasCard(), TestMode: h.Payments == nil,
+		Max: models.USD(h.Store.TopUpLimit())}
 	if a.Amount > 0 {
 		f.Threshold, f.Amount = models.DecimalUSD(a.Threshold), models.DecimalUSD(a.Amount)
 	}
@@ -63,7 +64,8 @@ func (h *handler) saveAutoRecharge(c echo.Context) error {
 	ctx := c.Request().Context()
 	csrf, _ := c.Get(csrfContextKey).(string)
 	f := views.AutoRechargeForm{CSRF: csrf, Enabled: c.FormValue("enabled") == "on",
-		Threshold: trimForm(c, "threshold"), Amount: trimForm(c, "amount"), TestMode: h.Payments == nil}
+		Threshold: trimForm(c, "threshold"), Amount: trimForm(c, "amount"), TestMode: h.Payments == nil,
+		Max: models.USD(h.Store.TopUpLimit())}
 	th, am, fe := parseRecharge(f.Threshold, f.Amount)
 	var err error
 	if fe == nil {

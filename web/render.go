@@ -94,7 +94,10 @@ func (h *handler) headerBalance(c echo.Context, u *views.UserNav) {
 	if !u.CanBilling || p == nil || u.Balance != "" {
 		return
 	}
-	if bal, err := h.Store.Balance(c.Request().Context(), p.Org.ID); err == nil {
-		u.Balance = models.USD(bal)
+	if f, err := h.Store.CurrentBalance(c.Request().Context(), p.Org.ID); err == nil {
+		u.Balance = models.USD(f.Balance())
+		if f.Accruing > 0 {
+			u.Accruing = models.USD(f.Accruing)
+		}
 	}
 }

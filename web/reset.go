@@ -77,8 +77,9 @@ func (h *handler) showResetPassword(c echo.Context) error {
 }
 
 // resetPassword is POST /reset-password/{token}: the link is spent, the
-// password set, every session logged out (A1), and the visitor sent to log
-// in with it.
+// password set, every session logged out (A1), every API key the user
+// created revoked when the form's box is ticked, and the visitor sent to
+// log in with it.
 func (h *handler) resetPassword(c echo.Context) error {
 	ctx := c.Request().Context()
 	token := c.Param("token")
@@ -89,13 +90,14 @@ func (h *handler) resetPassword(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := views.ResetPasswordPage{Meta: h.meta(c, "Choose a new password"), Token: token, Email: u.Email, Problems: map[string]string{}}
+	p := views.ResetPasswordPage{Meta: h.meta(c, "Choose a new password"), Token: token, Email: u.Email, Problems: map[string]string{},
+		RevokeKeys: c.FormValue("revoke_api_keys") != ""}
 	next, confirm := c.FormValue("new_password"), c.FormValue("confirm_password")
 	if next != confirm {
 		p.Problems["confirm_password"] = "The two passwords differ."
 		return page(c, http.StatusUnprocessableEntity, views.ResetPasswordPageView(p), views.ResetPasswordForm(p))
 	}
-	_, err = h.Store.ResetPassword(ctx, token, next, c.RealIP())
+	_, err = h.Store.ResetPassword(ctx, token, next, c.RealIP(), p.RevokeKeys)
 	var fe models.FieldErrors
 	switch {
 	case errors.As(err, &fe):

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -220,6 +221,99 @@ func TestPasswordResetThrottled(t *testing.T) {
 		app.clock.Advance(models.ResetAccountThrottle.BaseDelay + time.Second)
 		if rec := visitor.post("/forgot-password", url.Values{"email": {"ada@example.com"}}); rec.Code != 200 {
 			t.Errorf("after the wait: %d", rec.Code)
+		}
+	})
+}
+
+// Issue 20 item 10 (A1, A2): a reset ends sessions but not API keys, so the
+// form offers to revoke every key the user created, and the notice lists
+// the keys left working (names and prefixes, never a secret). Unticked,
+// the keys keep working (/v1 and /mcp) and are listed; ticked, they answer
+// 401 everywhere, each revoke is audited, and another member's key stays.
+func TestPasswordResetOffersToRevokeAPIKeys(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		ada := app.signupAccount("ada@example.com", "Analytical Engines")
+		grace := app.joinAccount(ada, "grace@example.com", models.RoleMember)
+		adaKey, adaTok, err := app.store.CreateAPIKey(ctx, ada.org.ID, ada.env.ID, ada.user.ID, "ci-runner")
+		if err != nil {
+			t.Fatal(err)
+		}
+		graceTok := apiKeyFor(t, app, grace)
+		visitor := app.client()
+		works := func(tok string) (api, mcp int) {
+			t.Helper()
+			api = app.apiGet("/v1/gpu/clusters", tok).Code
+			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			return api, app.do(req).Code
+		}
+		notice := func() string {
+			t.Helper()
+			mails, err := app.store.OutboxMails(ctx, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range mails { // newest first
+				if m.To == "ada@example.com" && strings.Contains(m.Subject, "password was changed") {
+					return m.Text
+				}
+			}
+			return ""
+		}
+		reset := func(form url.Values) {
+			t.Helper()
+			visitor.post("/forgot-password", url.Values{"email": {"ada@example.com"}})
+			path := mailedResetPath(t, app, "ada@example.com")
+			box := doc(t, visitor.get(path)).Find(`input[type=checkbox][name=revoke_api_keys][data-testid=reset-revoke-keys]`)
+			if box.Length() != 1 || box.AttrOr("checked", "none") != "none" {
+				t.Fatalf("the reset form has no unticked box to revoke API keys")
+			}
+			form.Set("new_password", "a brand new password "+strings.Repeat("x", len(form)))
+			form.Set("confirm_password", form.Get("new_password"))
+			if rec := visitor.post(path, form); rec.Code != http.StatusSeeOther {
+				t.Fatalf("reset: %d\n%s", rec.Code, rec.Body)
+			}
+		}
+
+		reset(url.Values{})
+		if api, mcp := works(adaTok); api != http.StatusOK || mcp != http.StatusOK {
+			t.Fatalf("without the box ada's key stops working: /v1 %d, /mcp %d", api, mcp)
+		}
+		text := notice()
+		if !strings.Contains(text, "ci-runner ("+adaKey.Prefix) || !strings.Contains(text, "Analytical Engines") || strings.Contains(text, adaTok) {
+			t.Errorf("the notice does not list the live key (name, prefix, never the secret):\n%s", text)
+		}
+		if strings.Contains(text, "grace") {
+			t.Errorf("the notice lists another member's key:\n%s", text)
+		}
+
+		app.clock.Advance(2 * time.Hour) // past the reset throttle
+		// A mismatch keeps the box as ticked.
+		visitor.post("/forgot-password", url.Values{"email": {"ada@example.com"}})
+		path := mailedResetPath(t, app, "ada@example.com")
+		rec := visitor.post(path, url.Values{"new_password": {"one password here"}, "confirm_password": {"another one here"}, "revoke_api_keys": {"1"}})
+		if rec.Code != http.StatusUnprocessableEntity || doc(t, rec).Find(`input[name=revoke_api_keys][checked]`).Length() != 1 {
+			t.Errorf("a refused form loses the ticked box: %d", rec.Code)
+		}
+		if api, _ := works(adaTok); api != http.StatusOK {
+			t.Errorf("a refused reset revoked the key: %d", api)
+		}
+		app.clock.Advance(time.Second) // the next link is the newest
+		reset(url.Values{"revoke_api_keys": {"1"}})
+		if api, mcp := works(adaTok); api != http.StatusUnauthorized || mcp != http.StatusUnauthorized {
+			t.Errorf("with the box ada's key still works: /v1 %d, /mcp %d", api, mcp)
+		}
+		if api, mcp := works(graceTok); api != http.StatusOK || mcp != http.StatusOK {
+			t.Errorf("another member's key was revoked: /v1 %d, /mcp %d", api, mcp)
+		}
+		if text := notice(); !strings.Contains(text, "was revoked") || strings.Contains(text, "ci-runner") {
+			t.Errorf("the notice after revoking:\n%s", text)
+		}
+		if acts := app.auditActions(ada.org.ID); !contains(acts, "api_key.revoke") {
+			t.Errorf("the revoke is not audited: %v", acts)
 		}
 	})
 }

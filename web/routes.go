@@ -43,8 +43,8 @@ func (h *handler) routes(e *echo.Echo) {
 
 	// MCP for AI agents (API5): the API's operations as tools over
 	// Streamable HTTP, stateless (POST only), with an API key.
-	e.POST("/mcp", h.mcp, h.requireAPIKey)
-	e.Match([]string{http.MethodGet, http.MethodDelete}, "/mcp", mcpPostOnly, h.requireAPIKey)
+	e.POST("/mcp", h.mcp, h.mcpOrigin, h.requireAPIKey)
+	e.Match([]string{http.MethodGet, http.MethodDelete}, "/mcp", mcpPostOnly, h.mcpOrigin, h.requireAPIKey)
 
 	// Signed-in pages (app) and the authenticated API (api). Every handler
 	// below loads what it touches through principal(c).Org: another org's id

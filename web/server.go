@@ -34,7 +34,10 @@ type Config struct {
 	TrustedProxies     []*net.IPNet // proxies whose X-Forwarded-For is believed (client IPs for throttling and audit)
 	SMTP               bool         // mail leaves by SMTP (SMTP_URL set); else the dev mailbox shows it
 	SalesEmail         string       // receives every new quote request (SALES_EMAIL; "" = models.DefaultSalesEmail)
-	MetricsToken       string       // bearer token for /metrics; "" = loopback clients only
+	MetricsToken       string       // bearer token for /metrics; "" = loopback clients only, and in production none but with MetricsLoopback
+	MetricsLoopback    bool         // production: /metrics answers direct loopback clients without a token (METRICS_LOOPBACK=1)
+	TopUpsOff          bool         // INVOICE_ONLY=1: no self-service top-ups; operators adjust balances
+	MCPOrigins         []string     // origins besides BaseURL's whose browser pages may call /mcp (MCP_ALLOWED_ORIGINS)
 	Providers          []string     // the GPU providers enabled by PROVIDERS (the admin's providers page)
 	// ProviderSettings is what the environment configures for each provider
 	// (OP1), shown on the providers page; keys never reach the web layer.
@@ -96,6 +99,8 @@ type handler struct {
 	renders         *renderCache      // offers answers by models.Pick stamp (offers.go)
 	mcp             echo.HandlerFunc  // /mcp: the MCP tools over this server's own API
 	webhookVersions sync.Map          // Stripe API versions other than ours already logged
+	forwardWarning  untrustedForwarding
+	agentFiles      openFiles // /agent/…: the served binary, opened once (agent_binary.go)
 }
 
 // New builds the echo server with every route.
@@ -141,6 +146,45 @@ func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
 		opts = append(opts, echo.TrustIPRange(n))
 	}
 	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// Timeouts bound what one connection can hold of the server (issue 20 item
+// 11): the request's headers and its whole body must arrive within
+// ReadHeader and Read, an answer must be written within Write, and an idle
+// keep-alive connection is closed after Idle. Long-lived answers (log
+// streams, the agent binary's download) move their own deadlines on
+// (holdOpen).
+type Timeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// DefaultTimeouts are the timeouts of the server main runs.
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 60 * time.Second, Write: 2 * time.Minute, Idle: 2 * time.Minute}
+
+// HTTPServer is the http.Server that serves handler with the timeouts t.
+func HTTPServer(handler http.Handler, t Timeouts) *http.Server {
+	return &http.Server{Handler: handler, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
+		WriteTimeout: t.Write, IdleTimeout: t.Idle}
+}
+
+// Write windows of the long-lived answers: a log stream's every round of
+// writes, and a whole download of the agent binary.
+const (
+	streamWriteWindow   = time.Minute
+	downloadWriteWindow = time.Hour
+)
+
+// holdOpen lets a long-lived answer outlive the server's read and write
+// timeouts: no read deadline (the request has no more body to read, and a
+// read deadline passing would cancel the request's context), and a write
+// deadline window from now, which a stream moves on before each round of
+// writes, so a client that stops reading is still cut off. The deadlines
+// are the socket's, in real time, not the project's clock. A writer without
+// deadlines (a test's recorder) is left as it is.
+func holdOpen(c echo.Context, window time.Duration) {
+	rc := http.NewResponseController(c.Response())
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Now().Add(window))
 }
 
 // logPoll is how often a log stream looks for new lines.

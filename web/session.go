@@ -254,7 +254,7 @@ func (h *handler) endServerSession(c echo.Context) error {
 }
 
 func skipSession(path string) bool {
-	return strings.HasPrefix(path, "/static/") || path == "/healthz" || path == "/readyz" ||
+	return strings.HasPrefix(path, "/static/") || strings.HasPrefix(path, "/agent/") || path == "/healthz" || path == "/readyz" ||
 		path == "/metrics" || strings.HasPrefix(path, "/v1/agent/") || strings.HasPrefix(path, "/webhooks/")
 }
 

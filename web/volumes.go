@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,6 +22,36 @@ import (
 func volumeAttached(e *models.VolumeAttachedError) *APIError {
 	return &APIError{Status: http.StatusConflict, Code: "volume_attached", Message: e.Error(),
 		Extra: map[string]any{"volumeId": e.Volume.ID, "clusterId": e.ClusterID}}
+}
+
+// volumeAdmission maps a volume's admission refusals (issue 20 item 7:
+// creating or growing one passes a launch's admission) onto the launch's
+// answers: 402 insufficient_balance, 403 quota_exceeded, 409
+// budget_reached. Anything else is returned as it is.
+func volumeAdmission(err error) (*APIError, bool) {
+	var ib *models.InsufficientBalanceError
+	var qe *models.QuotaError
+	var br *models.BudgetReachedError
+	switch {
+	case errors.As(err, &ib):
+		return insufficientBalance(ib), true
+	case errors.As(err, &qe):
+		return &APIError{Status: http.StatusForbidden, Code: "quota_exceeded",
+			Message: fmt.Sprintf("This needs %d more %s; %d are in use and your organisation's limit is %d. Delete volumes you no longer need, or ask the operator to raise the limit.",
+				qe.Requested, qe.Resource, qe.InUse, qe.Limit),
+			Extra: map[string]any{"resource": qe.Resource, "limit": qe.Limit, "inUse": qe.InUse, "requested": qe.Requested}}, true
+	case errors.As(err, &br):
+		return classify(br), true
+	}
+	return nil, false
+}
+
+// apiVolumeError is err as the API answers it.
+func apiVolumeError(err error) error {
+	if ae, ok := volumeAdmission(err); ok {
+		return ae
+	}
+	return err
 }
 
 // volumesPage builds /volumes for the current environment, with each
@@ -104,13 +135,17 @@ func (h *handler) createVolume(c echo.Context) error {
 	form := views.VolumeForm{Name: trimForm(c, "name"), Location: trimForm(c, "location"), SizeGB: trimForm(c, "size_gb")}
 	v, err := h.act(c).CreateVolume(c.Request().Context(), models.VolumeInput{Name: form.Name, Location: form.Location, SizeGB: formSize(form.SizeGB)})
 	var fe models.FieldErrors
-	if errors.As(err, &fe) {
+	status := http.StatusUnprocessableEntity
+	if ae, ok := volumeAdmission(err); ok { // shown under the size, which is what costs
+		fe, status = models.FieldErrors{"sizeGb": ae.Message}, ae.Status
+	}
+	if fe != nil || errors.As(err, &fe) {
 		pg, perr := h.volumesPage(c)
 		if perr != nil {
 			return perr
 		}
 		pg.Form, pg.Problems = form, formProblems(fe, volumeFormNames)
-		return page(c, http.StatusUnprocessableEntity, views.VolumesView(pg), views.VolumeFormView(pg))
+		return page(c, status, views.VolumesView(pg), views.VolumeFormView(pg))
 	}
 	if err != nil {
 		return err
@@ -149,7 +184,11 @@ func (h *handler) growVolume(c echo.Context) error {
 	typed := trimForm(c, "size_gb")
 	g, err := h.act(c).GrowVolume(c.Request().Context(), v.ID, formSize(typed))
 	var fe models.FieldErrors
-	if errors.As(err, &fe) {
+	status := http.StatusUnprocessableEntity
+	if ae, ok := volumeAdmission(err); ok {
+		fe, status = models.FieldErrors{"sizeGb": ae.Message}, ae.Status
+	}
+	if fe != nil || errors.As(err, &fe) {
 		pg, perr := h.volumesPage(c)
 		if perr != nil {
 			return perr
@@ -160,7 +199,7 @@ func (h *handler) growVolume(c echo.Context) error {
 				pg.Rows[i].GrowTo = typed
 			}
 		}
-		return render(c, http.StatusUnprocessableEntity, views.VolumesView(pg))
+		return render(c, status, views.VolumesView(pg))
 	}
 	if err != nil {
 		return err
@@ -223,7 +262,7 @@ func (h *handler) apiCreateVolume(c echo.Context) error {
 	}
 	v, err := h.act(c).CreateVolume(c.Request().Context(), models.VolumeInput{Name: b.Name, Location: b.Location, SizeGB: b.SizeGB})
 	if err != nil {
-		return err
+		return apiVolumeError(err)
 	}
 	return c.JSON(http.StatusCreated, toVolumeJSON(v, nil))
 }
@@ -254,7 +293,7 @@ func (h *handler) apiGrowVolume(c echo.Context) error {
 	}
 	g, err := h.act(c).GrowVolume(c.Request().Context(), v.ID, b.SizeGB)
 	if err != nil {
-		return err
+		return apiVolumeError(err)
 	}
 	return c.JSON(http.StatusOK, toVolumeJSON(g, nil))
 }

@@ -25,7 +25,8 @@ func TestCLIBilling(t *testing.T) {
 		d.join(t, cl.ID, 2)
 		d.clock.Advance(time.Hour)
 		out, _, _ = d.gpu(t, "billing", "balance")
-		mustContain(t, "running balance", out, "hours at this burn", "$39.94/h", "12.5 hours")
+		// The hour run is owed before the pass writes it: $500 less $39.94 (B8).
+		mustContain(t, "running balance", out, "hours at this burn", "$39.94/h", "$460.06", "11.5 hours")
 		b := mustJSON(t, "balance --json", func() string { o, _, _ := d.gpu(t, "billing", "balance", "--json"); return o }())
 		if b["burnRate"] != "39.94" || b["hoursRemaining"] == nil {
 			t.Errorf("balance --json: %v", b)

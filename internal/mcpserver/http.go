@@ -2,8 +2,10 @@ package mcpserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,34 +30,69 @@ import (
 // Answers are JSON, except for a call that asked for progress (a
 // progressToken, e.g. wait_for_cluster's) from a client that accepts an
 // event stream: its answer is a stream that carries the progress
-// notifications before the result. A call may block up to MaxWait, past
-// the server's WriteTimeout.
+// notifications before the result.
+//
+// One POST is one JSON-RPC message: a batch (a JSON array, which the SDK
+// still accepts from clients of protocol versions before 2025-06-18) is
+// refused before any tool runs, so one request is bounded work (issue 20
+// item 11: one 109 KB batch ran 1,000 tool calls).
 func Handler(api http.Handler, keyOf func(*http.Request) string) http.Handler {
 	server := func(r *http.Request) *mcp.Server {
 		c := client.New("http://in-process", keyOf(r)) // the host is the caller's (inProcess)
 		c.HTTP, c.UserAgent = &http.Client{Transport: inProcess{api: api, from: r}}, "clusterdeck-mcp"
 		return New(c)
 	}
-	plain := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
-	streamed := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
+	sdk := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true,
+		DisableLocalhostProtection: true, MaxRequestBodyBytes: MaxMessageBytes})
+	streamed := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true,
+		DisableLocalhostProtection: true, MaxRequestBodyBytes: MaxMessageBytes})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(MaxWait + time.Minute))
-		if r.Method != http.MethodPost || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-			plain.ServeHTTP(w, r)
+		if r.Method != http.MethodPost || r.Body == nil {
+			sdk.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxMessageBytes))
 		if err != nil {
-			http.Error(w, "could not read the request", http.StatusBadRequest)
+			WriteError(w, http.StatusRequestEntityTooLarge, InvalidRequest,
+				"The message is larger than "+strconv.Itoa(MaxMessageBytes>>10)+" KB.")
+			return
+		}
+		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+			WriteError(w, http.StatusBadRequest, InvalidRequest,
+				"Batches are not accepted: send one JSON-RPC message per request.")
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"progressToken"`)) {
+		// The message is read: a call (wait_for_cluster) may now block up to
+		// MaxWait, past the server's read and write timeouts (a read deadline
+		// passing would cancel it).
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Now().Add(MaxWait + time.Minute))
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") && bytes.Contains(body, []byte(`"progressToken"`)) {
 			streamed.ServeHTTP(w, r)
 			return
 		}
-		plain.ServeHTTP(w, r)
+		sdk.ServeHTTP(w, r)
 	})
+}
+
+// MaxMessageBytes is the largest JSON-RPC message /mcp reads: a tool's
+// arguments are a few KB (a launch's env and ports included).
+const MaxMessageBytes = 256 << 10
+
+// InvalidRequest is JSON-RPC's code for a message that is not a request.
+const InvalidRequest = -32600
+
+// WriteError answers a JSON-RPC error without an id (the message was not
+// read as a request), as the MCP specification allows for refused HTTP
+// requests, with the HTTP status.
+func WriteError(w http.ResponseWriter, status, code int, message string) {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": code, "message": message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
 }
 
 // inProcess is an http.RoundTripper that serves each request with api

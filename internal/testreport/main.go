@@ -18,9 +18,11 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 func main() {
+	began := time.Now()
 	cmd := exec.Command("go", append([]string{"test", "-json"}, os.Args[1:]...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -37,6 +39,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 	}
 	err = cmd.Wait()
+	fmt.Fprintf(os.Stdout, "go test ran for %s\n", time.Since(began).Round(time.Second))
 	fmt.Fprintln(os.Stdout, r.summary())
 	var exit *exec.ExitError
 	switch {

@@ -32,15 +32,15 @@ func downloadPart(t *testing.T, script, dir string) string {
 // download stays on loopback).
 func runSh(t *testing.T, script string) (string, error) {
 	t.Helper()
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
-	for _, tool := range []string{"curl", "sha256sum"} {
+	for _, tool := range []string{"sh", "curl", "sha256sum"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s", tool)
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed: under CI=true the start-up script's test must run (.ci/run installs it)", tool)
+			}
+			t.Skipf("SKIPPING: %s is not installed; the start-up script's download is not tested", tool)
 		}
 	}
+	sh, _ := exec.LookPath("sh")
 	cmd := exec.Command(sh, "-c", script)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NO_PROXY=*", "no_proxy=*", "HOME=" + t.TempDir()}
 	out, err := cmd.CombinedOutput()

@@ -40,8 +40,6 @@ type Cloud struct {
 	wall    func() time.Time // the agent lease's clock: wall time, even under a fake clock
 	version int64            // version of the persisted state the model holds
 	sess    *session         // the open operation's transaction
-	tableMu sync.Mutex
-	tableOK bool
 }
 
 // agentSlot is a started agent and the boot of the machine it runs on.

@@ -37,8 +37,10 @@ const forgetTerminated = 24 * time.Hour
 // agentLease is how long an instance may run the agents without renewing.
 const agentLease = 15 * time.Second
 
-// simCloud is the sim_clouds row.
-type simCloud struct {
+// CloudRow is the sim_clouds row. The product's migrations create the
+// table (models' 0970_sim_clouds); its model test checks this struct's
+// columns against it.
+type CloudRow struct {
 	Name        string `gorm:"primaryKey;size:64"`
 	Version     int64  `gorm:"not null"`
 	State       string `gorm:"type:text;not null"`
@@ -47,10 +49,11 @@ type simCloud struct {
 	UpdatedAt   time.Time
 }
 
-func (simCloud) TableName() string { return "sim_clouds" }
+func (CloudRow) TableName() string { return "sim_clouds" }
 
-// WithDB keeps the cloud's state in db (table sim_clouds, created when
-// missing) instead of this process's memory. holder names this process for
+// WithDB keeps the cloud's state in db (table sim_clouds, which the
+// product's migrations create like every table: models' 0970_sim_clouds)
+// instead of this process's memory. holder names this process for
 // the agent lease.
 func WithDB(db *gorm.DB, holder string) Option {
 	return func(c *Cloud) { c.db, c.holder, c.wall = db, holder, time.Now }
@@ -198,14 +201,11 @@ func (c *Cloud) open(ctx context.Context) error {
 }
 
 func (c *Cloud) begin(ctx context.Context) error {
-	if err := c.ensureTable(ctx); err != nil {
-		return err
-	}
 	tx := c.db.WithContext(ctx).Begin()
 	if tx.Error != nil {
 		return fmt.Errorf("sim: begin: %w", tx.Error)
 	}
-	var row simCloud
+	var row CloudRow
 	q := "SELECT name, version FROM sim_clouds WHERE name = ?"
 	if tx.Dialector.Name() == "postgres" {
 		q += " FOR UPDATE"
@@ -252,7 +252,7 @@ func (c *Cloud) insertRow(tx *gorm.DB) error {
 	}
 	c.version = 0 // decode whatever version 1 is now
 	return tx.Clauses(clause.OnConflict{DoNothing: true}).
-		Create(&simCloud{Name: c.name, Version: 1, State: string(state)}).Error
+		Create(&CloudRow{Name: c.name, Version: 1, State: string(state)}).Error
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -305,33 +305,11 @@ func (c *Cloud) save(s *session) error {
 	return nil
 }
 
-// ensureTable creates sim_clouds when missing (checked until it worked
-// once per process); the simulated cloud's tables are its own, not the
-// product's migrations.
-func (c *Cloud) ensureTable(ctx context.Context) error {
-	c.tableMu.Lock()
-	defer c.tableMu.Unlock()
-	if c.tableOK {
-		return nil
-	}
-	m := c.db.WithContext(ctx).Migrator()
-	if !m.HasTable(&simCloud{}) {
-		if err := m.CreateTable(&simCloud{}); err != nil && !m.HasTable(&simCloud{}) {
-			return fmt.Errorf("sim: create sim_clouds: %w", err) // unless another instance just made it
-		}
-	}
-	c.tableOK = true
-	return nil
-}
-
 // takeAgentLease reports whether this process runs the agents now, taking
 // or renewing the lease. Without a database it always does.
 func (c *Cloud) takeAgentLease(ctx context.Context) (bool, error) {
 	if c.db == nil {
 		return true, nil
-	}
-	if err := c.ensureTable(ctx); err != nil {
-		return false, err
 	}
 	now := c.wall().UTC()
 	res := c.db.WithContext(ctx).Exec(

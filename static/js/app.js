@@ -76,7 +76,39 @@ document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") cl
 // A form with data-confirm asks first in the styled <dialog> of the layout
 // (#confirm-dialog), naming the object. The listener runs in the capture
 // phase, before htmx's own submit handler, so htmx forms wait too; on
-// "confirm" the form is submitted again, marked, with the same button.
+// "confirm" the form is submitted again, marked, with the same button. A
+// poll may have re-rendered the form while the dialog was open (the cluster
+// page's live region every few seconds): the form is then found again by
+// its action, which names the object and never changes, and that one is
+// sent. If the action is gone from the page (the cluster ended meanwhile),
+// nothing is sent and the dialog says so instead of closing silently.
+function confirmKey(form) { return form.getAttribute("action") || form.getAttribute("hx-post") || ""; }
+function currentForm(form) {
+  if (form.isConnected) return form;
+  var key = confirmKey(form);
+  if (!key) return null;
+  var found = null;
+  document.querySelectorAll("form[data-confirm]").forEach(function (f) {
+    if (!found && confirmKey(f) === key) found = f;
+  });
+  return found;
+}
+function sameSubmitter(submitter, form) {
+  if (!submitter) return null;
+  if (submitter.form === form) return submitter;
+  var id = submitter.getAttribute("data-testid");
+  var btns = Array.prototype.slice.call(submitButtons(form));
+  return btns.filter(function (b) { return id && b.getAttribute("data-testid") === id; })[0] || btns[0] || null;
+}
+function confirmLost(dlg, ok) {
+  dlg.querySelector("#confirm-title").textContent = "Nothing was sent";
+  dlg.querySelector("#confirm-detail").textContent = "The page changed while this question was open and the action is no longer offered here. Reload the page to see where things stand.";
+  ok.hidden = true;
+  dlg.dataset.lost = "true";
+  dlg.onclose = function () { dlg.onclose = null; ok.hidden = false; delete dlg.dataset.lost; };
+  dlg.returnValue = "";
+  dlg.showModal();
+}
 document.addEventListener("submit", function (ev) {
   var form = ev.target;
   if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-confirm")) return;
@@ -89,13 +121,17 @@ document.addEventListener("submit", function (ev) {
   dlg.querySelector("#confirm-title").textContent = form.getAttribute("data-confirm");
   dlg.querySelector("#confirm-detail").textContent = form.getAttribute("data-confirm-detail") || "";
   var ok = dlg.querySelector("[data-testid=confirm-ok]");
+  ok.hidden = false;
   ok.textContent = form.getAttribute("data-confirm-label") || (submitter && submitter.textContent.trim()) || "Confirm";
   dlg.returnValue = "";
   dlg.onclose = function () {
     dlg.onclose = null;
-    if (dlg.returnValue !== "confirm" || !form.isConnected) return;
-    form.dataset.confirmed = "true";
-    if (submitter && submitter.form === form) form.requestSubmit(submitter); else form.requestSubmit();
+    if (dlg.returnValue !== "confirm") return;
+    var now = currentForm(form);
+    if (!now) { confirmLost(dlg, ok); return; }
+    var btn = sameSubmitter(submitter, now);
+    now.dataset.confirmed = "true";
+    if (btn) now.requestSubmit(btn); else now.requestSubmit();
   };
   dlg.showModal();
 }, true);
