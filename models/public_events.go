@@ -18,6 +18,7 @@ const (
 	PublicClusterTerminated        = "cluster.terminated"
 	PublicClusterFailed            = "cluster.failed"
 	PublicNodeDown                 = "node.down"
+	PublicNodeReplaced             = "node.replaced"
 	PublicNodeJoined               = "node.joined"
 )
 
@@ -25,7 +26,7 @@ const (
 var PublicEventTypes = []string{
 	PublicClusterProvisioning, PublicClusterInstalling, PublicClusterReady, PublicClusterDegraded,
 	PublicClusterHealthy, PublicClusterRecoveryExhausted, PublicClusterStopped, PublicClusterResumed,
-	PublicClusterTerminated, PublicClusterFailed, PublicNodeDown, PublicNodeJoined,
+	PublicClusterTerminated, PublicClusterFailed, PublicNodeDown, PublicNodeReplaced, PublicNodeJoined,
 }
 
 // PublicEventType is e's public type, "" for the entries that only tell
@@ -38,11 +39,14 @@ func PublicEventType(e ClusterEvent) string {
 		}
 	case "error":
 		if e.Step == "health" {
-			return PublicNodeDown // a machine down in a cluster already degraded (R2)
+			return PublicNodeDown // one more machine down in a cluster already degraded (R2)
 		}
 	case "step":
 		if e.Step == "join" {
-			return PublicNodeJoined // an added worker or a replacement joined (L10, X5)
+			if strings.Contains(e.Message, " replaced the machine that was down") {
+				return PublicNodeReplaced // a replacement joined in a down one's place (X5)
+			}
+			return PublicNodeJoined // an added worker joined (L10)
 		}
 	case "status":
 		switch ClusterStatus(e.Status) {
@@ -64,8 +68,6 @@ func PublicEventType(e ClusterEvent) string {
 			return PublicClusterInstalling
 		case StatusDegraded:
 			switch e.Step {
-			case "health":
-				return PublicNodeDown // a machine left running: the cluster is degraded (R2)
 			case "recovery":
 				return PublicClusterRecoveryExhausted // R5
 			case "":

@@ -95,8 +95,10 @@ func TestAPIEventsPaged(t *testing.T) {
 		hidden := launchFor(t, app, accStaging, "staging-one")
 		makeJoined(t, app, cl, true)
 		cur, _ := app.store.ClusterByID(ctx, cl.ID)
-		if _, err := app.store.MarkMachinesDown(ctx, cur, []models.DownMachine{{Rank: 1, Name: "node-1", Seen: "stopped at the provider"}}, nil); err != nil {
-			t.Fatal(err)
+		for rank := 1; rank >= 0; rank-- { // the cluster degrades, then one more machine goes down
+			if cur, err = app.store.MarkMachinesDown(ctx, cur, []models.DownMachine{{Rank: rank, Name: fmt.Sprintf("node-%d", rank), Seen: "stopped at the provider"}}, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := app.store.RequestTerminate(ctx, acc.org.ID, cl.ID, "test"); err != nil {
 			t.Fatal(err)
@@ -111,7 +113,7 @@ func TestAPIEventsPaged(t *testing.T) {
 			if len(ids) != len(stored) || !slices.IsSorted(ids) || len(clusters) != 1 || !clusters[cl.ID] {
 				t.Fatalf("limit %d: %d events %v of %v, want the %d of %s in order", limit, len(ids), ids, clusters, len(stored), cl.ID)
 			}
-			if want := []string{"cluster.provisioning", "cluster.ready", "node.down", "cluster.terminated"}; !slices.Equal(types, want) {
+			if want := []string{"cluster.provisioning", "cluster.ready", "cluster.degraded", "node.down", "cluster.terminated"}; !slices.Equal(types, want) {
 				t.Errorf("limit %d: types %v, want %v", limit, types, want)
 			}
 		}
