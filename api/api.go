@@ -613,3 +613,26 @@ type ClusterRunOut struct {
 	RunOutAt    *time.Time `json:"runOutAt"` // null: nothing runs out this month at the current burn
 	By          string     `json:"by"`       // budget or balance: which runs out first
 }
+
+// Event is one entry of the event feed (GET /v1/events): a cluster's
+// event with its id, the feed's cursor, and its public type ("" for the
+// entries that only tell the story: node steps, requests, notes).
+type Event struct {
+	ID      int64     `json:"id"`
+	Type    string    `json:"type"`
+	Cluster string    `json:"cluster"`
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Status  string    `json:"status"`
+	Node    string    `json:"node,omitempty"`
+	Step    string    `json:"step,omitempty"`
+	Message string    `json:"message"`
+}
+
+// EventList is one page of the feed: ask again with after=next; hasMore
+// says the page was full.
+type EventList struct {
+	Events  []Event `json:"events"`
+	Next    int64   `json:"next"`
+	HasMore bool    `json:"hasMore"`
+}

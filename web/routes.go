@@ -147,6 +147,7 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.GET("/audit", h.adminAudit)
 
 	api.GET("/me", h.apiMe)
+	api.GET("/events", h.apiEvents) // issue 25 item 5: the environment's events after a cursor, paged or streamed
 
 	// Clusters (issues 4 and 5): pages, then the API (quote, launch, lifecycle).
 	app.GET("/clusters", h.listClusters)

@@ -80,7 +80,8 @@ type Deps struct {
 	Jobs      JobRunner
 	FakeClock *models.FakeClock // set only with CLUSTERDECK_FAKE_CLOCK=1 in development
 	Sim       SimControl        // nil when the simulated cloud is not enabled
-	LogPoll   time.Duration     // how often a log stream looks for new lines (default 1 s)
+	LogPoll   time.Duration     // how often a log or event stream looks for new rows (default 1 s)
+	KeepAlive time.Duration     // how often a quiet event stream sends a comment (default 15 s)
 	Payments  Payments          // nil: test mode, top-ups credited at once (B7)
 	Metrics   Metrics           // the registry /metrics serves (nil: a new one)
 	// AgentBinary finds the binary served at /agent/<version>/… (OP1);

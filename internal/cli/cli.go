@@ -47,6 +47,7 @@ Usage:
   clusterdeck gpu volumes grow ID --size-gb GB
   clusterdeck gpu volumes delete ID
   clusterdeck gpu clusters resume ID [--wait [--timeout 30m]]
+  clusterdeck gpu events [--after N] [--cluster ID] [--follow]
   clusterdeck gpu billing balance
   clusterdeck gpu billing usage [--month YYYY-MM]
   clusterdeck gpu billing budgets [set ENV_ID AMOUNT | remove ENV_ID]
@@ -96,6 +97,11 @@ list" names every event type.
 month (B1); "billing usage" a month's cost per machine (B3); "billing budgets" the key's
 environment's monthly budget, its spend and when it is reached at the current burn, and
 when the balance and each running cluster run out (B5, X6). Owners' and admins' keys only.
+
+"events" lists the key's environment's cluster events after a cursor (--after, the id in the
+first column), with their type (cluster.ready, node.down, …); --follow stays and prints each
+new one as it is written; --json prints one JSON object per line. "--wait" follows a cluster
+through the same stream.
 
 "clusterdeck gpu clusters launch --help" (and so on) lists every flag.
 `
@@ -161,6 +167,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return c.fail(c.volumes(rest))
 	case "webhooks", "webhook":
 		return c.fail(c.webhooks(rest))
+	case "events":
+		return c.fail(c.events(rest))
 	default:
 		return c.fail(usageError(fmt.Sprintf("unknown command %q", cmd)))
 	}

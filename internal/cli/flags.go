@@ -108,5 +108,5 @@ type waitFlags struct {
 func (w *waitFlags) register(fs *flag.FlagSet, what string) {
 	fs.BoolVar(&w.wait, "wait", false, "follow the cluster until it is "+what)
 	fs.DurationVar(&w.timeout, "timeout", 30*time.Minute, "with --wait: give up following after this long (the cluster is left as it is)")
-	fs.DurationVar(&w.poll, "poll-interval", 3*time.Second, "with --wait: how often to look at the cluster")
+	fs.DurationVar(&w.poll, "poll-interval", 3*time.Second, "with --wait: how often to look at the cluster while the event stream is unavailable")
 }

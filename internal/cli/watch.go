@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -82,14 +83,20 @@ func (c *gpuCLI) watchAndPrint(sdk *client.Client, cl api.Cluster, raw []byte, w
 	return final, err
 }
 
-// watch polls the cluster until done, printing each new event and each
+// watch follows the cluster until done, printing each new event and each
 // node's step as it changes (events already in cl are skipped with
-// onlyNew). It returns the last cluster and its raw JSON. Passing errors
-// (5xx, 429, the network) are retried; a refusal ends it.
+// onlyNew). It reads the cluster again whenever the event stream (GET
+// /v1/events, issue 25 item 5) brings one of its events; only while the
+// stream is unavailable does it look every poll interval. It returns the
+// last cluster and its raw JSON. Passing errors (5xx, 429, the network) are
+// retried; a refusal ends it.
 func (c *gpuCLI) watch(sdk *client.Client, cl api.Cluster, raw []byte, w waitFlags, out io.Writer, onlyNew bool, done func(api.Cluster) bool) (api.Cluster, []byte, error) {
 	if w.poll <= 0 {
 		w.poll = time.Millisecond
 	}
+	wake := make(chan struct{}, 1)
+	stop := c.wakeOnEvents(sdk, cl.ID, w.poll, wake)
+	defer stop()
 	var deadline <-chan time.Time
 	if w.timeout > 0 {
 		t := time.NewTimer(w.timeout)
@@ -108,7 +115,7 @@ func (c *gpuCLI) watch(sdk *client.Client, cl api.Cluster, raw []byte, w waitFla
 		case <-deadline:
 			return cl, raw, fmt.Errorf("cluster %s is still %s after %s; it is left as it is (follow it with \"clusterdeck gpu clusters get %s\")",
 				cl.ID, cl.Status, w.timeout, cl.ID)
-		case <-time.After(w.poll):
+		case <-wake:
 		}
 		var nextRaw []byte
 		next, err := sdk.Cluster(c.ctx, cl.ID, client.Raw(&nextRaw))
@@ -130,4 +137,31 @@ func (c *gpuCLI) watch(sdk *client.Client, cl api.Cluster, raw []byte, w waitFla
 		p.show(cl)
 	}
 	return cl, raw, nil
+}
+
+// wakeOnEvents signals wake (without blocking) for every event of the
+// cluster in the event stream, from its first on, and whenever the stream
+// breaks; while the stream is unavailable (an older server refuses it) it
+// signals every poll instead. stop ends it.
+func (c *gpuCLI) wakeOnEvents(sdk *client.Client, id string, poll time.Duration, wake chan<- struct{}) (stop func()) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	ended := make(chan struct{})
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		defer close(ended)
+		_ = followEvents(ctx, sdk, client.EventsQuery{Cluster: id}, poll, func(api.Event) { poke() }, func(error) { poke() })
+		for ctx.Err() == nil { // refused: look every poll
+			poke()
+			select {
+			case <-ctx.Done():
+			case <-time.After(poll):
+			}
+		}
+	}()
+	return func() { cancel(); <-ended }
 }

@@ -55,6 +55,7 @@ type deck struct {
 	health   *jobs.Health
 	recovery *jobs.Recovery
 	acct
+	clientOpts *mcp.ClientOptions // the agent's client's (nil: the defaults)
 }
 
 // acct is an organisation, its default environment, its owner and an API key.
@@ -187,8 +188,8 @@ var ways = []way{
 	{"stdio", connectStdio},
 }
 
-func newClient() *mcp.Client {
-	return mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
+func newClient(d *deck) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, d.clientOpts)
 }
 
 // connectInMemory serves the tools (over the REST API at the deck's URL)
@@ -201,7 +202,7 @@ func connectInMemory(t *testing.T, d *deck, key string) (*mcp.ClientSession, err
 		return nil, err
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := newClient().Connect(ctx, ct, nil)
+	cs, err := newClient(d).Connect(ctx, ct, nil)
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}
@@ -219,7 +220,7 @@ func connectStdio(t *testing.T, d *deck, key string) (*mcp.ClientSession, error)
 		done <- mcpserver.Command(context.Background(), nil, func(k string) string { return env[k] }, inR, outW, io.Discard)
 		outW.Close()
 	}()
-	cs, err := newClient().Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	cs, err := newClient(d).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		inW.Close()
 		return nil, err
@@ -239,7 +240,7 @@ func connectStdio(t *testing.T, d *deck, key string) (*mcp.ClientSession, error)
 func connectHTTP(t *testing.T, d *deck, key string) (*mcp.ClientSession, error) {
 	tr := &mcp.StreamableClientTransport{Endpoint: d.srv.URL + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true,
 		HTTPClient: &http.Client{Transport: bearer{key}}}
-	cs, err := newClient().Connect(context.Background(), tr, nil)
+	cs, err := newClient(d).Connect(context.Background(), tr, nil)
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,17 +27,25 @@ import (
 // network; this endpoint trusts only the bearer key, which a rebound page
 // does not have.
 //
+// Answers are JSON, except for a call that asked for progress (a
+// progressToken, e.g. wait_for_cluster's) from a client that accepts an
+// event stream: its answer is a stream that carries the progress
+// notifications before the result.
+//
 // One POST is one JSON-RPC message: a batch (a JSON array, which the SDK
 // still accepts from clients of protocol versions before 2025-06-18) is
 // refused before any tool runs, so one request is bounded work (issue 20
 // item 11: one 109 KB batch ran 1,000 tool calls).
 func Handler(api http.Handler, keyOf func(*http.Request) string) http.Handler {
-	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	server := func(r *http.Request) *mcp.Server {
 		c := client.New("http://in-process", keyOf(r)) // the host is the caller's (inProcess)
 		c.HTTP, c.UserAgent = &http.Client{Transport: inProcess{api: api, from: r}}, "clusterdeck-mcp"
 		return New(c)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true,
-		MaxRequestBodyBytes: MaxMessageBytes})
+	}
+	sdk := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true,
+		DisableLocalhostProtection: true, MaxRequestBodyBytes: MaxMessageBytes})
+	streamed := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true,
+		DisableLocalhostProtection: true, MaxRequestBodyBytes: MaxMessageBytes})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			sdk.ServeHTTP(w, r)
@@ -54,6 +63,16 @@ func Handler(api http.Handler, keyOf func(*http.Request) string) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		// The message is read: a call (wait_for_cluster) may now block up to
+		// MaxWait, past the server's read and write timeouts (a read deadline
+		// passing would cancel it).
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Now().Add(MaxWait + time.Minute))
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") && bytes.Contains(body, []byte(`"progressToken"`)) {
+			streamed.ServeHTTP(w, r)
+			return
+		}
 		sdk.ServeHTTP(w, r)
 	})
 }

@@ -29,8 +29,8 @@ import (
 
 // instructions tell the agent how the tools fit together.
 const instructions = `Clusterdeck runs multi-node GPU clusters. To start one: list_offers (what can start now),
-quote_cluster (locks a whole-cluster price), launch_cluster with the quote_id, then get_cluster until
-status is "ready" (billing starts there), cluster_connections for SSH and launch commands,
+quote_cluster (locks a whole-cluster price), launch_cluster with the quote_id, then wait_for_cluster
+until status is "ready" (billing starts there; it blocks, no polling needed), cluster_connections for SSH and launch commands,
 cluster_logs for a node's output, terminate_cluster when the work is done (there is no user stop).
 A degraded cluster (a machine down) keeps billing: recover_cluster tries once now, set_recovery
 restarts machines automatically. A cluster "stopped" by the balance or a budget bills no compute;
@@ -63,6 +63,7 @@ func (t *tools) all() []func(*mcp.Server) {
 		t.listOffers, t.quoteCluster, t.launchCluster, t.listClusters, t.getCluster,
 		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote, t.setRecovery, t.recoverCluster, t.addWorker,
 		t.resumeCluster, t.getBalance, t.billingUsage, t.listVolumes, t.createVolume, t.deleteVolume,
+		t.waitForCluster, t.listEvents,
 	}
 }
 

@@ -36,6 +36,8 @@ func TestToolsListed(t *testing.T) {
 			"list_volumes":      {readOnly: true},                   // V1
 			"create_volume":     {},                                 // V2
 			"delete_volume":     {destructive: true},                // V3
+			"wait_for_cluster":  {readOnly: true},                   // issue 25 item 6: blocks until a status
+			"list_events":       {readOnly: true},                   // issue 25 item 6: the feed after a cursor
 		}
 		for _, w := range ways {
 			cs := mustConnect(t, w, d, d.key)

@@ -159,7 +159,7 @@ func (t *tools) launchCluster(s *mcp.Server) {
 					if !created {
 						how = "Already launched with this idempotency key (nothing new started):"
 					}
-					return fmt.Sprintf("%s %s %q, %d × %d GPUs %s at %s, $%s/h once ready, status %s (idempotency key %s). Call get_cluster until status is ready.",
+					return fmt.Sprintf("%s %s %q, %d × %d GPUs %s at %s, $%s/h once ready, status %s (idempotency key %s). Call wait_for_cluster: it returns once the cluster is ready (or cannot get there).",
 						how, cl.ID, cl.Name, cl.NodeCount, cl.GPUsPerNode, cl.Accelerator, cl.Location, cl.USDPerHour, cl.Status, key)
 				})
 		})
@@ -207,7 +207,7 @@ func clusterSummary(cl api.Cluster) string {
 	}
 	switch cl.Status {
 	case "provisioning", "installing":
-		s += " Not ready yet: call get_cluster again in a minute."
+		s += " Not ready yet: wait_for_cluster blocks until it is (or call get_cluster again in a minute)."
 	case "ready":
 		s += " Billing since readyAt; cluster_connections shows how to reach it. Ready is infrastructure readiness: check your own application."
 	case "degraded":

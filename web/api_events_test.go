@@ -1,0 +1,296 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"gorm.io/gorm"
+)
+
+// eventPage is GET /v1/events decoded.
+type eventPage struct {
+	Events []struct {
+		ID      int64  `json:"id"`
+		Type    string `json:"type"`
+		Cluster string `json:"cluster"`
+		Status  string `json:"status"`
+	} `json:"events"`
+	Next    int64 `json:"next"`
+	HasMore bool  `json:"hasMore"`
+}
+
+func getEvents(t *testing.T, app *testApp, tok, query string) (int, eventPage) {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/v1/events"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	rec := app.do(req)
+	var p eventPage
+	if rec.Code == 200 {
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+			t.Fatalf("GET /v1/events%s: %v %s", query, err, rec.Body)
+		}
+	}
+	return rec.Code, p
+}
+
+// allEvents pages through the feed from 0 with pages of limit.
+func allEvents(t *testing.T, app *testApp, tok, extra string, limit int) (ids []int64, types []string, clusters map[string]bool) {
+	t.Helper()
+	clusters = map[string]bool{}
+	after := int64(0)
+	for pages := 0; ; pages++ {
+		code, p := getEvents(t, app, tok, fmt.Sprintf("?after=%d&limit=%d%s", after, limit, extra))
+		if code != 200 || pages > 100 {
+			t.Fatalf("page after %d: %d", after, code)
+		}
+		if len(p.Events) > limit {
+			t.Fatalf("a page of %d events with limit %d", len(p.Events), limit)
+		}
+		for _, e := range p.Events {
+			ids, clusters[e.Cluster] = append(ids, e.ID), true
+			if e.Type != "" {
+				types = append(types, e.Type)
+			}
+		}
+		if p.Next < after {
+			t.Fatalf("the cursor went back: %d after %d", p.Next, after)
+		}
+		after = p.Next
+		if !p.HasMore {
+			return ids, types, clusters
+		}
+	}
+}
+
+// Issue 25 item 5 (API1, API5, L8): GET /v1/events pages the key's
+// environment's events by cursor, each with its public type; another
+// environment's or organisation's key never sees them, and bad cursors,
+// limits and clusters are refused.
+func TestAPIEventsPaged(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		acc := app.signupAccount("events@example.com", "Events")
+		tok := apiKeyFor(t, app, acc)
+		staging, err := app.store.CreateEnvironment(ctx, acc.org.ID, "staging")
+		if err != nil {
+			t.Fatal(err)
+		}
+		accStaging := acc
+		accStaging.env = staging
+		stagingTok := apiKeyFor(t, app, accStaging)
+		other := app.signupAccount("other@example.com", "Other")
+		otherTok := apiKeyFor(t, app, other)
+
+		cl := launchFor(t, app, acc, "followed")
+		hidden := launchFor(t, app, accStaging, "staging-one")
+		makeJoined(t, app, cl, true)
+		cur, _ := app.store.ClusterByID(ctx, cl.ID)
+		for rank := 1; rank >= 0; rank-- { // the cluster degrades, then one more machine goes down
+			if cur, err = app.store.MarkMachinesDown(ctx, cur, []models.DownMachine{{Rank: rank, Name: fmt.Sprintf("node-%d", rank), Seen: "stopped at the provider"}}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := app.store.RequestTerminate(ctx, acc.org.ID, cl.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.store.MarkTerminated(ctx, cl.ID); err != nil {
+			t.Fatal(err)
+		}
+		stored, _ := app.store.EventsFor(ctx, cl.ID)
+
+		for _, limit := range []int{1, 3, 500} {
+			ids, types, clusters := allEvents(t, app, tok, "", limit)
+			if len(ids) != len(stored) || !slices.IsSorted(ids) || len(clusters) != 1 || !clusters[cl.ID] {
+				t.Fatalf("limit %d: %d events %v of %v, want the %d of %s in order", limit, len(ids), ids, clusters, len(stored), cl.ID)
+			}
+			if want := []string{"cluster.provisioning", "cluster.ready", "cluster.degraded", "node.down", "cluster.terminated"}; !slices.Equal(types, want) {
+				t.Errorf("limit %d: types %v, want %v", limit, types, want)
+			}
+		}
+		// The cursor: after an event, only the later ones.
+		mid := stored[len(stored)/2].ID
+		if code, p := getEvents(t, app, tok, fmt.Sprintf("?after=%d", mid)); code != 200 || len(p.Events) == 0 || p.Events[0].ID <= mid || p.HasMore {
+			t.Errorf("after %d: %d %+v", mid, code, p)
+		}
+		if code, p := getEvents(t, app, tok, fmt.Sprintf("?after=%d", stored[len(stored)-1].ID)); code != 200 || len(p.Events) != 0 || p.Next < stored[len(stored)-1].ID {
+			t.Errorf("after the last: %d %+v", code, p)
+		}
+		if _, _, clusters := allEvents(t, app, tok, "&cluster="+cl.ID, 2); len(clusters) != 1 {
+			t.Errorf("cluster filter: %v", clusters)
+		}
+
+		// Scoping: the staging key sees only staging's cluster, another org nothing.
+		if ids, _, clusters := allEvents(t, app, stagingTok, "", 50); len(ids) == 0 || len(clusters) != 1 || !clusters[hidden.ID] {
+			t.Errorf("staging key: %v", clusters)
+		}
+		if ids, _, _ := allEvents(t, app, otherTok, "", 50); len(ids) != 0 {
+			t.Errorf("another organisation's key saw %d events", len(ids))
+		}
+		for _, k := range []string{stagingTok, otherTok} {
+			if code, _ := getEvents(t, app, k, "?cluster="+cl.ID); code != 404 {
+				t.Errorf("another scope's cluster filter: %d, want 404", code)
+			}
+		}
+
+		for _, bad := range []string{"?after=-1", "?after=x", "?limit=0", "?limit=501", "?wait=61", "?cluster=cl_nope"} {
+			if code, _ := getEvents(t, app, tok, bad); code != 422 && !(code == 404 && strings.Contains(bad, "cluster")) {
+				t.Errorf("%s: %d", bad, code)
+			}
+		}
+		if code, _ := getEvents(t, app, "", ""); code != 401 {
+			t.Errorf("without a key: %d", code)
+		}
+	})
+}
+
+// sseEvent is one server-sent event as read off the wire.
+type sseEvent struct {
+	id, name, data string
+	comment        bool
+}
+
+// readSSE reads a stream's events (and comments) onto a channel.
+func readSSE(resp *http.Response) <-chan sseEvent {
+	out := make(chan sseEvent, 64)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.data != "" || ev.comment {
+					out <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, ":"):
+				ev.comment = true
+			case strings.HasPrefix(line, "id: "):
+				ev.id = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				ev.name = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				ev.data = line[6:]
+			}
+		}
+	}()
+	return out
+}
+
+// Issue 25 item 5: the stream over a real connection, served by a second
+// instance on the same database while the first writes the events: the
+// backlog, new events as they are written, keep-alive comments that carry
+// the stream past the server's WriteTimeout, and a reconnect with
+// Last-Event-ID that resumes exactly after the last event received.
+func TestAPIEventStream(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		app := newTestApp(t, db)
+		second := newTestAppWith(t, modelstest.SecondInstance(t, db), func(d *Deps) { d.KeepAlive = 300 * time.Millisecond })
+		ctx := context.Background()
+		acc := app.signupAccount("stream@example.com", "Stream")
+		tok := apiKeyFor(t, app, acc)
+		other := app.signupAccount("stranger@example.com", "Stranger")
+
+		srv := httptest.NewUnstartedServer(validating(t, second.e))
+		// Shorter than the keep-alive: only deadlines moved on keep the stream.
+		srv.Config.WriteTimeout, srv.Config.ReadTimeout = 100*time.Millisecond, 100*time.Millisecond
+		srv.Start()
+		t.Cleanup(srv.Close) // after the streams close (cleanups run last first)
+		open := func(ctx context.Context, lastID string) <-chan sseEvent {
+			t.Helper()
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/events", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Accept", "text/event-stream")
+			if lastID != "" {
+				req.Header.Set("Last-Event-ID", lastID)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+				t.Fatalf("stream: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			return readSSE(resp)
+		}
+		limit := time.After(30 * time.Second)
+		next := func(events <-chan sseEvent, comments bool) sseEvent {
+			t.Helper()
+			for {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						t.Fatal("the stream closed")
+					}
+					if ev.comment != comments {
+						continue
+					}
+					return ev
+				case <-limit:
+					t.Fatal("the stream stalled")
+				}
+			}
+		}
+
+		cl := launchFor(t, app, acc, "streamed")
+		launchFor(t, app, other, "not-yours")
+		sctx, cancel := context.WithCancel(ctx)
+		events := open(sctx, "")
+		first := next(events, false)
+		if first.name != "cluster.provisioning" || !strings.Contains(first.data, `"cluster":"`+cl.ID+`"`) || !strings.Contains(first.data, `"type":"cluster.provisioning"`) {
+			t.Fatalf("backlog: %+v", first)
+		}
+		// Quiet: keep-alive comments, each past the 100 ms timeouts.
+		next(events, true)
+		next(events, true)
+
+		makeJoined(t, app, cl, false)
+		var last sseEvent
+		var ids []string
+		for last.name != "cluster.ready" {
+			last = next(events, false)
+			ids = append(ids, last.id)
+			if strings.Contains(last.data, "not-yours") {
+				t.Fatal("another organisation's event in the stream")
+			}
+		}
+		cancel() // the client goes
+
+		// Written while nobody listens; the reconnect resumes after the last one received.
+		if _, err := app.store.RequestTerminate(ctx, acc.org.ID, cl.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.store.MarkTerminated(ctx, cl.ID); err != nil {
+			t.Fatal(err)
+		}
+		stored, _ := app.store.EventsFor(ctx, cl.ID)
+		var want []string
+		seen := false
+		for _, e := range stored {
+			if seen {
+				want = append(want, fmt.Sprint(e.ID))
+			}
+			seen = seen || fmt.Sprint(e.ID) == last.id
+		}
+		again := open(ctx, last.id)
+		var got []string
+		for len(got) < len(want) {
+			got = append(got, next(again, false).id)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("resumed after %s: %v, want %v (before: %v)", last.id, got, want, ids)
+		}
+	})
+}
