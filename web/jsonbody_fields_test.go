@@ -32,6 +32,11 @@ func TestFieldErrorsNameTheAPIField(t *testing.T) {
 		}
 		params := strings.NewReplacer("{id}", cl.ID, "{rank}", "1", "{envId}", acc.env.ID)
 		volParams := strings.NewReplacer("{id}", vol["id"].(string))
+		code, hook := apiJSON(t, app, "POST", "/v1/webhooks", tok, `{"url":"https://hooks.example.com/clusterdeck","types":["cluster.ready"]}`)
+		if code != http.StatusCreated {
+			t.Fatalf("create webhook: %d %v", code, hook)
+		}
+		hookParams := strings.NewReplacer("{id}", hook["id"].(string))
 
 		walked, seen := 0, map[string]bool{}
 		for key, op := range o.operations() {
@@ -48,6 +53,9 @@ func TestFieldErrorsNameTheAPIField(t *testing.T) {
 			target := params.Replace(path)
 			if strings.HasPrefix(path, "/v1/volumes/") {
 				target = volParams.Replace(path)
+			}
+			if strings.HasPrefix(path, "/v1/webhooks/") {
+				target = hookParams.Replace(path)
 			}
 			for _, c := range o.mistypedMembers(media["schema"].(map[string]any), "", 0) {
 				walked++
