@@ -163,8 +163,6 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
 	app.POST("/clusters/:id/workers", h.addWorker)               // L10
 	app.POST("/clusters/:id/nodes/:rank/replace", h.replaceNode) // X5
-	app.POST("/clusters/:id/recovery", h.setRecovery)            // R3
-	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
 	app.POST("/clusters/:id/resume", h.resumeCluster)            // B6
 
 	// Volumes (V1–V5): the current environment's on the page, the key's in the API.

@@ -41,3 +41,64 @@ func TestRoutesAreOneTable(t *testing.T) {
 		})
 	}
 }
+
+// Every method and path is registered once (issue 22 item 4): a second
+// registration silently replaces the first handler and its middleware, and
+// echo's own route list keeps one entry per method and path, so the check
+// reads routes.go: each group's prefix, each registration's full path.
+func TestRoutesRegisteredOnce(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "routes.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "Any"}
+	prefix := map[string]string{"e": ""} // receiver name → its path prefix
+	seen := map[string]token.Position{}
+	n := 0
+	ast.Inspect(f, func(node ast.Node) bool {
+		switch x := node.(type) {
+		case *ast.AssignStmt: // g := parent.Group("/prefix", …)
+			if len(x.Lhs) != 1 || len(x.Rhs) != 1 {
+				return true
+			}
+			call, ok := x.Rhs[0].(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			parent, ok2 := sel.X.(*ast.Ident)
+			name, ok3 := x.Lhs[0].(*ast.Ident)
+			if !ok || !ok2 || !ok3 || sel.Sel.Name != "Group" || len(call.Args) == 0 {
+				return true
+			}
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok {
+				prefix[name.Name] = prefix[parent.Name] + strings.Trim(lit.Value, `"`)
+			}
+		case *ast.CallExpr: // g.GET("/path", …)
+			sel, ok := x.Fun.(*ast.SelectorExpr)
+			if !ok || !slices.Contains(methods, sel.Sel.Name) || len(x.Args) == 0 {
+				return true
+			}
+			recv, ok := sel.X.(*ast.Ident)
+			lit, ok2 := x.Args[0].(*ast.BasicLit)
+			if !ok || !ok2 || lit.Kind != token.STRING {
+				return true
+			}
+			p, known := prefix[recv.Name]
+			if !known {
+				return true
+			}
+			n++
+			key := sel.Sel.Name + " " + p + strings.Trim(lit.Value, `"`)
+			if first, dup := seen[key]; dup {
+				t.Errorf("%s: %s is registered again (first at line %d)", fset.Position(x.Pos()), key, first.Line)
+			}
+			seen[key] = fset.Position(x.Pos())
+		}
+		return true
+	})
+	if n < 100 {
+		t.Fatalf("read %d registrations: the table is not being read", n)
+	}
+}
