@@ -50,6 +50,12 @@ type Scheduler struct {
 	metrics *Metrics // nil: not instrumented
 	before  func(context.Context) error
 	wall    func() time.Time // leases run on real time (time.Now), whatever the store's clock
+	// kicked are the ticks Kick started; Stop cancels and waits for them
+	// like the scheduled ones (stopped refuses new ones).
+	kicked  sync.WaitGroup
+	kickCtx context.Context
+	cancel  context.CancelFunc
+	stopped bool
 }
 
 // BeforeTick sets what runs before each tick that holds its lease (the
@@ -60,7 +66,10 @@ func (s *Scheduler) BeforeTick(f func(context.Context) error) { s.before = f }
 func NewScheduler(store *models.Store, log *slog.Logger) *Scheduler {
 	host, _ := os.Hostname()
 	cl := cronLogger{log}
+	kickCtx, cancel := context.WithCancel(context.Background())
 	return &Scheduler{
+		kickCtx: kickCtx,
+		cancel:  cancel,
 		store:   store,
 		log:     log,
 		holder:  fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewID("sch")),
@@ -106,14 +115,45 @@ func (s *Scheduler) Schedule(name string) string {
 // Start begins ticking.
 func (s *Scheduler) Start() { s.cron.Start() }
 
-// Stop waits for running ticks up to ctx's deadline.
+// Stop waits for running ticks, scheduled or kicked, up to ctx's deadline;
+// no tick starts after it.
 func (s *Scheduler) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		<-s.cron.Stop().Done()
+		s.kicked.Wait()
+		close(done)
+	}()
 	select {
-	case <-s.cron.Stop().Done():
+	case <-done:
 		return nil
 	case <-ctx.Done():
+		s.cancel() // kicked ticks give up; the caller is out of time
 		return fmt.Errorf("jobs: stop: %w", ctx.Err())
 	}
+}
+
+// Kick runs one tick of the named job soon, in the background, so a
+// customer's action is carried out without waiting for the next scheduled
+// tick. The tick belongs to the scheduler: Stop waits for it (or cancels
+// it when out of time) and no kick starts once Stop was called. An unknown
+// job is ignored.
+func (s *Scheduler) Kick(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.jobs[name]; !ok || s.stopped {
+		return
+	}
+	s.kicked.Add(1)
+	go func() {
+		defer s.kicked.Done()
+		ctx, cancel := context.WithTimeout(s.kickCtx, 30*time.Second)
+		defer cancel()
+		_ = s.tick(ctx, name)
+	}()
 }
 
 // RunNow runs one tick of the named job at once and returns its error

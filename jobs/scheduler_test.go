@@ -179,3 +179,37 @@ func TestSchedulerTicksOfOneJobNeverOverlapInProcess(t *testing.T) {
 		}
 	})
 }
+
+// A kicked tick belongs to the scheduler (issue 22 item 4): Stop waits for
+// one under way, and once Stop was called no kick starts another.
+func TestSchedulerKickStopsWithIt(t *testing.T) {
+	db := modelstest.Open(t, "sqlite")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := jobs.NewScheduler(models.NewStore(db, nil), log)
+	job := &heldJob{started: make(chan struct{}), release: make(chan struct{})}
+	if err := s.Add("@every 1h", job, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	s.Kick("no-such-job") // ignored
+	s.Kick(job.Name())
+	select {
+	case <-job.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the kicked tick never ran")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop(context.Background()) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while the kicked tick was still running", err)
+	case <-time.After(200 * time.Millisecond): // a wait for a non-event: bounded, and only a failure waits it out
+	}
+	close(job.release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	s.Kick(job.Name())
+	if s.Stop(context.Background()); job.runs.Load() != 1 {
+		t.Errorf("the job ran %d times; a kick after Stop must not run it", job.runs.Load())
+	}
+}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -690,14 +689,10 @@ func (h *handler) terminateCluster(c echo.Context) error {
 }
 
 // kick runs a job's tick soon, so the customer does not wait for the next
-// scheduled one. Jobs stay the only code that calls providers.
+// scheduled one. Jobs stay the only code that calls providers, and the
+// scheduler owns the tick (it stops with the server).
 func (h *handler) kick(c echo.Context, job string) {
-	if h.Jobs == nil {
-		return
+	if h.Jobs != nil {
+		h.Jobs.Kick(job)
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = h.Jobs.RunNow(ctx, job)
-	}()
 }

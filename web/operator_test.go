@@ -257,7 +257,8 @@ func (f *fakeJobs) RunNow(_ context.Context, name string) error {
 	f.ran = append(f.ran, name)
 	return nil
 }
-func (f *fakeJobs) Names() []string { return []string{"catalog", "mail"} }
+func (f *fakeJobs) Names() []string  { return []string{"catalog", "mail"} }
+func (f *fakeJobs) Kick(name string) { f.ran = append(f.ran, "kick:"+name) }
 func (f *fakeJobs) Schedule(name string) string {
 	return map[string]string{"catalog": "@every 1m"}[name]
 }

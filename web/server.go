@@ -63,6 +63,10 @@ type ProviderSetting struct {
 // JobRunner runs a job's tick now (development routes, "recover now").
 type JobRunner interface {
 	RunNow(ctx context.Context, name string) error
+	// Kick runs one tick soon in the background; the runner owns it (its
+	// shutdown waits for it), so no request starts work that outlives the
+	// server.
+	Kick(name string)
 	Names() []string
 }
 
