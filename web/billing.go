@@ -204,6 +204,18 @@ func (h *handler) afterTopUp(c echo.Context, t models.TopUp) error {
 		_ = h.flash(c, views.FlashSuccess, "Test mode: "+models.USD(t.Amount)+" added to the balance. No real money moved.")
 		return redirect(c, "/billing")
 	}
+	payURL, err := h.checkout(c, t)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, payURL)
+}
+
+// checkout is the one Checkout sequence of a top-up, for the page and the
+// API (B4): a Checkout Session paying exactly t, for the buyer's email,
+// coming back to /billing, recorded on the top-up so that only its verified
+// webhook credits it. It returns where the buyer pays.
+func (h *handler) checkout(c echo.Context, t models.TopUp) (string, error) {
 	p := principal(c)
 	email := ""
 	if p.User != nil {
@@ -212,12 +224,12 @@ func (h *handler) afterTopUp(c echo.Context, t models.TopUp) error {
 	back := h.Config.BaseURL + "/billing"
 	sessionID, payURL, err := h.Payments.StartCheckout(c.Request().Context(), t, email, back+"?top_up="+t.ID, back)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := h.Store.AttachCheckout(c.Request().Context(), p.Org.ID, t.ID, sessionID); err != nil {
-		return err
+		return "", err
 	}
-	return c.Redirect(http.StatusSeeOther, payURL)
+	return payURL, nil
 }
 
 // chartDays is how many days the spend chart shows.

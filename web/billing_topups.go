@@ -53,7 +53,6 @@ func errTopUpsOff() *APIError {
 // with Stripe the answer carries the Checkout URL and only the verified
 // webhook credits (B4). The request is audited.
 func (h *handler) apiCreateTopUp(c echo.Context) error {
-	p := principal(c)
 	ctx := c.Request().Context()
 	if h.topUpsOff() {
 		return errTopUpsOff()
@@ -78,16 +77,8 @@ func (h *handler) apiCreateTopUp(c echo.Context) error {
 	if h.Payments == nil {
 		return c.JSON(http.StatusCreated, out)
 	}
-	email := ""
-	if p.User != nil {
-		email = p.User.Email
-	}
-	back := h.Config.BaseURL + "/billing"
-	sessionID, url, err := h.Payments.StartCheckout(ctx, t, email, back+"?top_up="+t.ID, back)
+	url, err := h.checkout(c, t)
 	if err != nil {
-		return err
-	}
-	if err := h.Store.AttachCheckout(ctx, p.Org.ID, t.ID, sessionID); err != nil {
 		return err
 	}
 	out.CheckoutURL = url
