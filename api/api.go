@@ -51,6 +51,12 @@ type OffersResponse struct {
 	Count            int            `json:"count"`
 	Groups           []OfferGroup   `json:"groups"`
 	PrivateOffers    []PrivateOffer `json:"privateOffers,omitempty"` // X9: the caller's organisation's own
+	// RefreshedAt is the latest refresh of the asked shape's prices (absent
+	// when the catalog has none); CatalogStale is true when none of them is
+	// recent enough to sell: the provider's refresh is failing, not its
+	// capacity (O6).
+	RefreshedAt  *time.Time `json:"refreshedAt,omitempty"`
+	CatalogStale bool       `json:"catalogStale"`
 }
 
 // PrivateOffer is an organisation's price-locked offer from a quote request

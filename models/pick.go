@@ -41,6 +41,27 @@ func (s *Store) PreparePick(ctx context.Context, f OfferFilter) (*Pick, error) {
 	return p, nil
 }
 
+// Freshness says when the prices of the asked shape were last refreshed:
+// newest is the latest refresh among its catalog rows, fresh or not (zero
+// when the catalog has none); stale is true when it has some but none is
+// within the freshness window — the provider's refresh is failing, which is
+// not the same as no capacity (O6).
+func (p *Pick) Freshness() (newest time.Time, stale bool) {
+	f := p.filter
+	fresh := false
+	for i := range p.snap.offers {
+		o := &p.snap.offers[i]
+		if !f.matches(o, time.Time{}) {
+			continue
+		}
+		if o.RefreshedAt.After(newest) {
+			newest = o.RefreshedAt
+		}
+		fresh = fresh || !o.RefreshedAt.Before(p.cutoff)
+	}
+	return newest, !newest.IsZero() && !fresh
+}
+
 // Groups is PickOffers' answer.
 func (p *Pick) Groups() []OfferGroup {
 	f, offers := p.filter, p.snap.offers

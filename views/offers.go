@@ -24,6 +24,8 @@ type OffersPage struct {
 	Kinds         []string
 	GPUCounts     []int
 	ResultsHTML   []byte // OfferResults already rendered (the handler's cache), or nil
+	RefreshedAt   string // when the shown shape's prices were last refreshed ("" when the catalog has none)
+	CatalogStale  bool   // the catalog has the shape, but no price recent enough to sell (O6)
 	// Volume pins the picker to a volume's location (V2): only its offers
 	// are shown and Launch mounts it.
 	Volume *PinnedVolume

@@ -47,7 +47,7 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	// encode it once. An API key's organisation may have answers of its own
 	// (private offers), which no stamp covers: encoded each time.
 	if _, pretty := c.QueryParams()["pretty"]; pretty || principal(c) != nil {
-		resp := offersResponse(pick.Groups(), f)
+		resp := offersResponse(pick, f)
 		if p := principal(c); p != nil {
 			picks, err := h.Store.PrivatePicks(c.Request().Context(), p.Org.ID, f)
 			if err != nil {
@@ -64,7 +64,7 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	if !ok {
 		buf := pageBuffers.Get().(*bytes.Buffer)
 		defer putPageBuffer(buf)
-		if err := json.NewEncoder(buf).Encode(offersResponse(pick.Groups(), f)); err != nil {
+		if err := json.NewEncoder(buf).Encode(offersResponse(pick, f)); err != nil {
 			return err
 		}
 		body = h.renders.put(key, buf.Bytes())
@@ -72,9 +72,14 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
 }
 
-func offersResponse(groups []models.OfferGroup, f models.OfferFilter) api.OffersResponse {
+func offersResponse(pick *models.Pick, f models.OfferFilter) api.OffersResponse {
+	groups := pick.Groups()
 	resp := api.OffersResponse{Accelerator: f.Accelerator, Nodes: f.Nodes, IncludeCommunity: f.IncludeCommunity,
 		Groups: make([]api.OfferGroup, 0, len(groups))}
+	if at, stale := pick.Freshness(); !at.IsZero() {
+		at = at.UTC()
+		resp.RefreshedAt, resp.CatalogStale = &at, stale
+	}
 	for _, g := range groups {
 		gj := api.OfferGroup{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes,
 			Offers: make([]api.Offer, 0, len(g.Offers))}

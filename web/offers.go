@@ -161,6 +161,9 @@ func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.
 		return b, nil
 	}
 	p.Groups, p.Startable, p.Shown = offerGroupViews(pick.Groups(), f)
+	if at, stale := pick.Freshness(); !at.IsZero() {
+		p.RefreshedAt, p.CatalogStale = at.UTC().Format("2006-01-02 15:04 UTC"), stale
+	}
 	if p.Volume != nil {
 		for i := range p.Groups {
 			for j := range p.Groups[i].Offers {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/clusterdeck/clusterdeck/api"
@@ -595,6 +596,47 @@ func TestOffersDefaultGPUsPerMachine(t *testing.T) {
 		}
 		if err := json.Unmarshal(app.get("/v1/gpu/offers?accelerator=H100_80GB&nodes=2&gpus_per_node=any").Body.Bytes(), &resp); err != nil || resp.Count != 3 {
 			t.Errorf("API with gpus_per_node=any: %d offers (%v), want every size (3)", resp.Count, err)
+		}
+	})
+}
+
+// O6, issue 21 item 7: the offers page and the API say when the prices were
+// last refreshed, and a catalog whose prices are too old to sell reads as
+// that — the providers' refresh failing — not as "no offers match".
+func TestOffersSayWhenPricesWereRefreshed(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		refreshed := app.clock.Now().UTC().Format("2006-01-02 15:04 UTC")
+		d := doc(t, app.client().get("/offers?accelerator=H100_80GB&nodes=2"))
+		if got := d.Find(`[data-testid=prices-refreshed]`).Text(); !strings.Contains(got, refreshed) {
+			t.Errorf("fresh prices: %q, want the refresh time %s", got, refreshed)
+		}
+		apiGet := func() map[string]any { // the public, cached answer
+			var body map[string]any
+			rec := app.client().get("/v1/gpu/offers?accelerator=H100_80GB&nodes=2")
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != http.StatusOK {
+				t.Fatalf("offers API: %d %v", rec.Code, err)
+			}
+			return body
+		}
+		body := apiGet()
+		if body["catalogStale"] != false || body["refreshedAt"] == nil {
+			t.Errorf("fresh API answer: stale %v, refreshedAt %v", body["catalogStale"], body["refreshedAt"])
+		}
+
+		app.clock.Advance(models.OfferFreshness + time.Minute)
+		d = doc(t, app.client().get("/offers?accelerator=H100_80GB&nodes=2"))
+		if d.Find(`[data-testid=no-offers]`).Length() != 0 || !strings.Contains(d.Find(`[data-testid=catalog-stale]`).Text(), refreshed) {
+			t.Errorf("stale catalog: %q / %q", d.Find(`[data-testid=no-offers]`).Text(), d.Find(`[data-testid=catalog-stale]`).Text())
+		}
+		body = apiGet()
+		if body["catalogStale"] != true || body["count"] != float64(0) {
+			t.Errorf("stale API answer: stale %v, count %v", body["catalogStale"], body["count"])
+		}
+		// A shape the catalog never had is "no offers", not stale.
+		d = doc(t, app.client().get("/offers?accelerator=A100_80GB&nodes=2"))
+		if d.Find(`[data-testid=no-offers]`).Length() != 1 || d.Find(`[data-testid=catalog-stale]`).Length() != 0 {
+			t.Error("a shape the catalog never had reads as stale")
 		}
 	})
 }
