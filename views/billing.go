@@ -19,6 +19,7 @@ type BillingPage struct {
 	TopUpsOff      bool   // INVOICE_ONLY: no self-service top-ups (B9)
 	MaxTopUp       string // the largest top-up, like "$50,000.00" (MAX_TOP_UP_USD, B9)
 	Month          string // YYYY-MM shown
+	MonthProblem   string // the ?month= asked for was not a month: said above the page
 	PrevMonth      string
 	NextMonth      string // "" for the current month
 	Chart          SpendChart

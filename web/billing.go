@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,9 +80,21 @@ func (h *handler) statementOf(c echo.Context, w models.UsageWindow) (statement, 
 	return st, nil
 }
 
-// showBilling is GET /billing (owners and admins, B1, B3, X11).
+// showBilling is GET /billing (owners and admins, B1, B3, X11). A month
+// that is not one keeps the person on the page: this month is shown, with
+// what was wrong said above it (422).
 func (h *handler) showBilling(c echo.Context) error {
 	bp, err := h.billingPage(c)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusUnprocessableEntity {
+		asked := c.QueryParam("month")
+		c.QueryParams().Del("month")
+		if bp, err = h.billingPage(c); err != nil {
+			return err
+		}
+		bp.MonthProblem = strconv.Quote(asked) + " is not a month: give it as YYYY-MM, like " + bp.Month + ". This month is shown."
+		return render(c, http.StatusUnprocessableEntity, views.BillingPageView(bp))
+	}
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,15 @@ func TestBillingPageUsageAndCSV(t *testing.T) {
 		if rec := c.get("/billing?month=2026-13"); rec.Code != http.StatusUnprocessableEntity {
 			t.Errorf("month 13: %d", rec.Code)
 		}
+		// A month that is not one keeps the person on the page: this month
+		// with what was wrong said inline, no status words (issue 21 item 4).
+		rec := c.get("/billing?month=banana")
+		bad := doc(t, rec)
+		if msg := bad.Find(`[data-testid=month-problem]`).Text(); rec.Code != http.StatusUnprocessableEntity ||
+			!strings.Contains(msg, `"banana" is not a month`) || bad.Find(`[data-testid=top-up-form]`).Length() != 1 ||
+			strings.Contains(bad.Text(), "Unprocessable") {
+			t.Errorf("?month=banana: %d, problem %q", rec.Code, msg)
+		}
 		// Last month shows nothing of this one's.
 		if d := doc(t, c.get("/billing?month=2026-10")); d.Find(`[data-testid=usage-line]`).Length() != 0 {
 			t.Error("October shows November's usage")
