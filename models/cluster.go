@@ -869,7 +869,7 @@ func (s *Store) RequestTerminate(ctx context.Context, orgID, id, actor string) (
 		if c, err = tx.ClusterForOrg(ctx, orgID, id); err != nil {
 			return err
 		}
-		if c.TerminateRequestedAt != nil || c.Status.Terminal() {
+		if !c.CanTerminate() {
 			return nil // already requested, or ended: every machine is released already
 		}
 		moved, err := tx.transition(ctx, id, change{event: EventTerminateRequested, guard: "terminate_requested_at IS NULL",

@@ -44,6 +44,23 @@ func (p RecoveryPolicy) Validate() FieldErrors {
 	return fe
 }
 
+// DefaultRecoveryPolicy is what the policy form offers before one is set
+// (R3): off, and 3 attempts 5 minutes apart once turned on.
+var DefaultRecoveryPolicy = RecoveryPolicy{Mode: RecoveryOff, MaxAttempts: 3, CooldownMinutes: 5}
+
+// PolicyForm is the policy the form starts from: the cluster's own, with
+// DefaultRecoveryPolicy's numbers where none were set (R3).
+func (c Cluster) PolicyForm() RecoveryPolicy {
+	p := c.Policy()
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultRecoveryPolicy.MaxAttempts
+	}
+	if p.CooldownMinutes == 0 {
+		p.CooldownMinutes = DefaultRecoveryPolicy.CooldownMinutes
+	}
+	return p
+}
+
 // Policy is the cluster's recovery policy; mode off when none was set.
 func (c Cluster) Policy() RecoveryPolicy {
 	p := RecoveryPolicy{Mode: c.RecoveryMode, MaxAttempts: c.RecoveryMaxAttempts, CooldownMinutes: c.RecoveryCooldownMinutes}
@@ -101,7 +118,7 @@ func (c Cluster) recoveryLine() string {
 // RecoveryDue reports whether the recovery job should make an attempt now:
 // "recover now" was asked, or the policy allows one and its cooldown is over.
 func (c Cluster) RecoveryDue(now time.Time) bool {
-	if c.Status != StatusDegraded || c.EpisodeStartedAt == nil || c.TerminateRequestedAt != nil {
+	if !c.CanRecoverNow() {
 		return false
 	}
 	if c.RecoverRequestedAt != nil {

@@ -476,7 +476,7 @@ func (s *Store) RetryInstall(ctx context.Context, orgID, clusterID, actor string
 		if err != nil {
 			return err
 		}
-		if cur.Status != StatusDegraded || !SoftwareFailure(cur.LastError) || cur.TerminateRequestedAt != nil {
+		if !cur.CanRetryInstall() {
 			return fmt.Errorf("models: cluster %s is %s (%s), not degraded by its software: %w",
 				clusterID, cur.Status, cur.LastError, ErrConflict)
 		}
