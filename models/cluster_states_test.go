@@ -29,13 +29,13 @@ func fire(ctx context.Context, e *launchEnv, ev models.Event, id string) error {
 		_, err := s.MarkSoftwareReady(ctx, id, 1, "Slurm passed its check.", notifyAll)
 		return err
 	case models.EventDegrade:
-		_, err := s.DegradeSoftware(ctx, id, 1, "install_failed:node-1", "node-1", "node-1 failed to install.", notifyAll)
+		_, err := s.DegradeSoftware(ctx, id, 1, models.ParseLastError("install_failed:node-1"), "node-1", "node-1 failed to install.", notifyAll)
 		return err
 	case models.EventRetryInstall:
 		_, err := s.RetryInstall(ctx, e.org.ID, id, "owner@acme.example")
 		return err
 	case models.EventFail:
-		_, err := s.FailCluster(ctx, id, "timeout:agent", "node-1", models.StepAgent, "node-1 was late.", notifyAll)
+		_, err := s.FailCluster(ctx, id, models.ParseLastError("timeout:agent"), "node-1", models.StepAgent, "node-1 was late.", notifyAll)
 		return err
 	case models.EventReleased:
 		return s.MarkReleased(ctx, id)
@@ -81,7 +81,7 @@ func fireStop(ctx context.Context, e *launchEnv, ev models.Event, id string) (er
 		_, err = s.MarkResumed(ctx, c, notifyAll)
 		return err, true
 	case models.EventResumeFailed:
-		_, err := s.FailResume(ctx, id, "timeout:agent", "node-1", models.StepAgent, "node-1 was late.")
+		_, err := s.FailResume(ctx, id, models.ParseLastError("timeout:agent"), "node-1", models.StepAgent, "node-1 was late.")
 		return err, true
 	}
 	return nil, false
