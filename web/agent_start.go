@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/clusterdeck/clusterdeck/api/agentapi"
 	"github.com/clusterdeck/clusterdeck/models"
@@ -59,45 +58,24 @@ func (h *handler) startOrder(c echo.Context, cl models.Cluster, node models.Clus
 	if user == "" {
 		user = nodespec.DefaultSSHUser
 	}
-	mounts, err := h.agentMounts(c.Request().Context(), cl, nodes, node.Rank, spec.Hostfile())
+	plan, err := h.Store.MountPlanFor(c.Request().Context(), cl)
 	if err != nil {
 		return nil, err
 	}
-	return &agentapi.StartOrder{User: user, Env: env, Publish: cl.PortsPublished(), Mounts: mounts}, nil
+	return &agentapi.StartOrder{User: user, Env: env, Publish: cl.PortsPublished(),
+		Mounts: agentMounts(plan, nodes, node.Rank, spec.Hostfile())}, nil
 }
 
-// agentMounts is V4 for the agents (see models.Mounts): /shared from
-// node-0 on vm and bare_metal, and the cluster's volume on node-0; nil
-// when node rank gets neither (a container's workers always).
-func (h *handler) agentMounts(ctx context.Context, cl models.Cluster, nodes []models.ClusterNode, rank int, hostfile string) (*agentapi.Mounts, error) {
-	shared := models.HasSharedFolder(cl.MachineKind)
-	if !shared && rank != 0 {
-		return nil, nil
+// agentMounts is node rank's part of the cluster's mount plan (V4,
+// models.MountPlan) on the wire; nil when it mounts nothing.
+func agentMounts(plan models.MountPlan, nodes []models.ClusterNode, rank int, hostfile string) *agentapi.Mounts {
+	nm, ok := plan.ForNode(nodes, rank, hostfile)
+	if !ok {
+		return nil
 	}
-	vol, err := h.Store.VolumeOfCluster(ctx, cl)
-	if err != nil {
-		return nil, err
+	m := &agentapi.Mounts{Shared: nm.Shared, Head: nm.Head, Clients: nm.Clients, Hostfile: nm.Hostfile}
+	if v := nm.Volume; v != nil {
+		m.Volume = &agentapi.VolumeMount{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB, Path: nm.Path}
 	}
-	if !shared && vol == nil {
-		return nil, nil
-	}
-	m := &agentapi.Mounts{Shared: shared, Clients: []string{}, Hostfile: hostfile}
-	if !strings.HasSuffix(m.Hostfile, "\n") {
-		m.Hostfile += "\n"
-	}
-	for _, n := range nodes {
-		if n.Rank == 0 {
-			m.Head = n.PrivateIP
-		} else {
-			m.Clients = append(m.Clients, n.PrivateIP)
-		}
-	}
-	if vol != nil {
-		path := models.SharedVolumeDir
-		if !shared {
-			path = models.HeadVolumeDir
-		}
-		m.Volume = &agentapi.VolumeMount{ID: vol.ID, Name: vol.Name, SizeGB: vol.SizeGB, Path: path}
-	}
-	return m, nil
+	return m
 }
