@@ -20,6 +20,7 @@ const (
 	StartRunning = "running"
 	StartExited  = "exited"
 	StartFailed  = "failed" // could not start, or killed (exit code -1)
+	StartNone    = "none"   // reported by a machine with no start command; nothing is kept
 )
 
 // NodeStart is the state of one node's start command in its current boot.
