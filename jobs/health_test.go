@@ -137,7 +137,7 @@ func TestHealthDegradesOnMachineLoss(t *testing.T) {
 			t.Fatalf("degraded on the first sighting: %s", c.Status)
 		}
 		c := h.pass(time.Minute)
-		if c.Status != models.StatusDegraded || !strings.HasPrefix(c.LastError, models.LastErrorNodeDown+"node-1") {
+		if c.Status != models.StatusDegraded || !strings.HasPrefix(c.LastError, "node_down:node-1") {
 			t.Fatalf("status %s lastError %q\n%s", c.Status, c.LastError, h.events(c.ID))
 		}
 		if !strings.Contains(h.events(c.ID), "status|degraded|node-1|health|Machine down after admission — node-1: stopped at the provider") {
@@ -288,7 +288,7 @@ func TestRecoveryCooldownBoundAndExhausted(t *testing.T) {
 		for range 8 {
 			c = h.pass(time.Minute)
 		}
-		if c.Status != models.StatusDegraded || c.LastError != models.LastErrorRecoveryExhausted || c.RecoveryAttempts != 2 {
+		if c.Status != models.StatusDegraded || c.LastError != "recovery_exhausted" || c.RecoveryAttempts != 2 {
 			t.Fatalf("status %s lastError %q attempts %d", c.Status, c.LastError, c.RecoveryAttempts)
 		}
 		if got := h.mails("Recovery of cluster train gave up"); len(got) != 1 {

@@ -72,13 +72,13 @@ func (j *Install) advance(ctx context.Context, c models.Cluster) error {
 		return err
 	}
 	if a.sw == nil {
-		return j.degrade(ctx, a, "install_failed:config", "", fmt.Sprintf("The cluster asks for software %q, which Clusterdeck cannot install.", c.Software))
+		return j.degrade(ctx, a, models.InstallFailed(models.InstallConfig), "", fmt.Sprintf("The cluster asks for software %q, which Clusterdeck cannot install.", c.Software))
 	}
 	if err := a.spec.Validate(); err != nil {
-		return j.degrade(ctx, a, "install_failed:config", "", "The cluster's software configuration cannot be generated: "+err.Error())
+		return j.degrade(ctx, a, models.InstallFailed(models.InstallConfig), "", "The cluster's software configuration cannot be generated: "+err.Error())
 	}
 	if t, failed := a.failedInstall(); failed {
-		return j.degrade(ctx, a, "install_failed:"+t.Node(), t.Node(), installFailure(a, t))
+		return j.degrade(ctx, a, models.InstallFailed(t.Node()), t.Node(), installFailure(a, t))
 	}
 	if t := a.check; t != nil && t.Finished() && t.Summary == "" {
 		rep, summary := a.judge(*t)
@@ -236,10 +236,10 @@ func (j *Install) timeout(ctx context.Context, a *attempt) error {
 			why = "node-0 never finished, so it could not start"
 		}
 		msg := fmt.Sprintf("%s did not install %s within %s (attempt %d): %s.", n.Name, a.c.Software, window, a.run.Attempt, why)
-		return j.degrade(ctx, a, "install_failed:"+n.Name, n.Name, msg)
+		return j.degrade(ctx, a, models.InstallFailed(n.Name), n.Name, msg)
 	}
 	node, msg := a.checkFailure(window)
-	return j.degrade(ctx, a, "check_failed:"+a.c.Software, node, msg)
+	return j.degrade(ctx, a, models.CheckFailed(a.c.Software), node, msg)
 }
 
 // checkFailure names the node the last verdict failed and quotes the check.
@@ -270,7 +270,7 @@ func installFailure(a *attempt, t models.SoftwareTask) string {
 
 // degrade is L6: machines stay up and billing runs; the customer retries
 // the install or terminates.
-func (j *Install) degrade(ctx context.Context, a *attempt, lastError, node, msg string) error {
+func (j *Install) degrade(ctx context.Context, a *attempt, lastError models.LastError, node, msg string) error {
 	_, err := j.Store.DegradeSoftware(ctx, a.c.ID, a.run.Attempt, lastError, node, msg, j.Mail)
 	return err
 }

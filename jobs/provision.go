@@ -64,7 +64,7 @@ func (j *Provision) Run(ctx context.Context) error {
 func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 	p, err := j.Providers.Get(c.Provider)
 	if err != nil {
-		return j.fail(ctx, c, "provider_rejected:validation", "", "reserved", "The provider of this offer is no longer enabled.")
+		return j.fail(ctx, c, models.ProviderRejected(models.RejectedValidation), "", models.StepReserved, "The provider of this offer is no longer enabled.")
 	}
 	if c.PlacedAt == nil {
 		return j.place(ctx, p, c)
@@ -79,7 +79,7 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 		if confirmed, err := j.unknownTo(ctx, nodes); !confirmed || err != nil {
 			return err
 		}
-		return j.fail(ctx, c, "node_lost:running", "", models.StepRunning, "The provider no longer knows these machines.")
+		return j.fail(ctx, c, models.NodeLostAt(models.StepRunning), "", models.StepRunning, "The provider no longer knows these machines.")
 	case err != nil:
 		_, derr := j.checkDeadlines(ctx, c) // a transient describe failure must not stall the deadlines
 		return errors.Join(fmt.Errorf("describe: %w", err), derr)
@@ -116,7 +116,7 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 				msg += " Provider: " + pn.Message
 			}
 			_ = j.Store.MarkNodeLost(ctx, c.ID, n.Rank, msg)
-			return j.fail(ctx, c, "node_lost:"+n.Step, n.Name, n.Step, msg)
+			return j.fail(ctx, c, models.NodeLostAt(n.Step), n.Name, n.Step, msg)
 		case pn.State == providers.NodeRunning && n.RunningAt == nil:
 			if _, err := j.Store.MarkNodeStep(ctx, c.ID, n.Rank, models.StepRunning, n.Name+" is running."); err != nil {
 				return err
@@ -132,7 +132,7 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 		if err != nil {
 			return err
 		}
-		return j.fail(ctx, c, "gpu_mismatch:"+bad.Node, bad.Node, models.StepAgent, bad.Mismatch)
+		return j.fail(ctx, c, models.GPUMismatch(bad.Node), bad.Node, models.StepAgent, bad.Mismatch)
 	}
 	if failed, err := j.checkDeadlines(ctx, c); failed || err != nil {
 		return err
@@ -173,7 +173,7 @@ func (j *Provision) checkDeadlines(ctx context.Context, c models.Cluster) (bool,
 			if n.Message != "" {
 				msg += " " + n.Message
 			}
-			return true, j.fail(ctx, c, "timeout:"+n.Step, n.Name, n.Step, msg)
+			return true, j.fail(ctx, c, models.StepTimeout(n.Step), n.Name, n.Step, msg)
 		}
 	}
 	return false, nil
@@ -197,7 +197,7 @@ func (j *Provision) maybeJoined(ctx context.Context, c models.Cluster) error {
 // place reserves every machine at once (L3).
 func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cluster) error {
 	if j.Store.Now().After(c.CreatedAt.Add(c.Cap())) {
-		return j.fail(ctx, c, "timeout:reserved", "", "reserved", "The provider did not accept the placement in time.")
+		return j.fail(ctx, c, models.StepTimeout(models.StepReserved), "", models.StepReserved, "The provider did not accept the placement in time.")
 	}
 	nodes, err := j.Store.NodesFor(ctx, c.ID)
 	if err != nil {
@@ -223,10 +223,10 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	g, err := p.PlaceGroup(ctx, req)
 	switch {
 	case errors.Is(err, providers.ErrNoCapacity):
-		return j.fail(ctx, c, "provider_rejected:no_capacity", "", "reserved",
+		return j.fail(ctx, c, models.ProviderRejected(models.RejectedNoCapacity), "", models.StepReserved,
 			"The provider could not place every machine together: "+providerMessage(err))
 	case errors.Is(err, providers.ErrValidation), errors.Is(err, providers.ErrQuota), errors.Is(err, providers.ErrUnsupported):
-		return j.fail(ctx, c, "provider_rejected:validation", "", "reserved",
+		return j.fail(ctx, c, models.ProviderRejected(models.RejectedValidation), "", models.StepReserved,
 			"The provider refused the request: "+providerMessage(err))
 	case err != nil:
 		return err // transient: the next tick tries again, until the cap
@@ -249,7 +249,7 @@ func providerMessage(err error) string {
 
 // fail is L4: the cluster fails whole, every reserved machine is released,
 // nothing is billed, nothing is retried.
-func (j *Provision) fail(ctx context.Context, c models.Cluster, lastError, node, step, msg string) error {
+func (j *Provision) fail(ctx context.Context, c models.Cluster, lastError models.LastError, node, step, msg string) error {
 	failed, err := j.Store.FailCluster(ctx, c.ID, lastError, node, step, msg, j.Mail)
 	if err != nil {
 		return err

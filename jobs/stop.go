@@ -109,13 +109,13 @@ func (j *Stop) stop(ctx context.Context, c models.Cluster) error {
 func (j *Stop) resume(ctx context.Context, c models.Cluster) error {
 	p, err := j.Providers.Get(c.Provider)
 	if err != nil {
-		return j.failResume(ctx, c, "provider_rejected:validation", "", models.StepRunning,
+		return j.failResume(ctx, c, models.ProviderRejected(models.RejectedValidation), "", models.StepRunning,
 			"The provider of this cluster is no longer enabled.")
 	}
 	g, err := p.DescribeGroup(ctx, c.GroupName())
 	switch {
 	case errors.Is(err, providers.ErrNotFound):
-		return j.failResume(ctx, c, "node_lost:running", "", models.StepRunning, "The provider no longer knows these machines.")
+		return j.failResume(ctx, c, models.NodeLostAt(models.StepRunning), "", models.StepRunning, "The provider no longer knows these machines.")
 	case err != nil:
 		_, derr := j.checkDeadlines(ctx, c)
 		return errors.Join(fmt.Errorf("describe: %w", err), derr)
@@ -140,11 +140,11 @@ func (j *Stop) resume(ctx context.Context, c models.Cluster) error {
 			if pn.Message != "" {
 				msg += " Provider: " + pn.Message
 			}
-			return j.failResume(ctx, c, "node_lost:"+n.Step, n.Name, n.Step, msg)
+			return j.failResume(ctx, c, models.NodeLostAt(n.Step), n.Name, n.Step, msg)
 		case pn.State == providers.NodeStopped:
 			switch err := p.RestartNode(ctx, c.GroupName(), pn.ID); {
 			case errors.Is(err, providers.ErrUnrecoverable), errors.Is(err, providers.ErrNotFound):
-				return j.failResume(ctx, c, "node_lost:running", n.Name, models.StepRunning,
+				return j.failResume(ctx, c, models.NodeLostAt(models.StepRunning), n.Name, models.StepRunning,
 					n.Name+" cannot be started again: "+providerMessage(err))
 			case err != nil:
 				// transient: the next tick tries again, until the running step's deadline
@@ -192,7 +192,7 @@ func (j *Stop) checkDeadlines(ctx context.Context, c models.Cluster) (bool, erro
 			if n.Message != "" {
 				msg += " " + n.Message
 			}
-			return true, j.failResume(ctx, c, "timeout:"+n.Step, n.Name, n.Step, msg)
+			return true, j.failResume(ctx, c, models.StepTimeout(n.Step), n.Name, n.Step, msg)
 		}
 	}
 	return false, nil
@@ -200,7 +200,7 @@ func (j *Stop) checkDeadlines(ctx context.Context, c models.Cluster) (bool, erro
 
 // failResume records the failed resume and stops again, at once, every
 // machine it started (the next ticks finish what cannot be stopped yet).
-func (j *Stop) failResume(ctx context.Context, c models.Cluster, lastError, node, step, msg string) error {
+func (j *Stop) failResume(ctx context.Context, c models.Cluster, lastError models.LastError, node, step, msg string) error {
 	failed, err := j.Store.FailResume(ctx, c.ID, lastError, node, step, msg)
 	if err != nil {
 		return err

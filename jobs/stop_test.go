@@ -342,7 +342,7 @@ func TestResumeAfterInterruptedInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		c = w.runUntil(c.ID, models.StatusDegraded, 10*time.Minute, 30*time.Second)
-		if c.Status != models.StatusDegraded || c.LastError != models.LastErrorInstallInterrupted || c.BillFrom == nil {
+		if c.Status != models.StatusDegraded || c.LastError != "install_interrupted" || c.BillFrom == nil {
 			t.Fatalf("resumed: %s %q billFrom %v\n%s", c.Status, c.LastError, c.BillFrom, w.events(c.ID))
 		}
 		if _, err := w.store.RetryInstall(ctx, w.org.ID, c.ID, "test@example.com"); err != nil {

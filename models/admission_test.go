@@ -35,7 +35,7 @@ func TestAdmissionCountsLiveClustersOnly(t *testing.T) {
 		if !errors.As(err, &ib) || ib.Committed != 2*q.USDPerHour || ib.Required != q.USDPerHour || ib.Shortfall() != 19_820_000 {
 			t.Fatalf("third launch: %v", err)
 		}
-		if _, err := e.s.FailCluster(ctx, live[0].ID, "timeout:running", "node-0", models.StepRunning, "late", nil); err != nil {
+		if _, err := e.s.FailCluster(ctx, live[0].ID, models.ParseLastError("timeout:running"), "node-0", models.StepRunning, "late", nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.s.MarkTerminated(ctx, live[1].ID); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/models/nodespec"
 	"gorm.io/gorm"
 )
 
@@ -191,4 +192,122 @@ func (s *Store) TailNodeLogs(ctx context.Context, orgID, clusterID string, rank,
 		out[i], out[j] = out[j], out[i]
 	}
 	return out, err
+}
+
+// ---- the heartbeat (N3, V4, S1, X4) ----
+
+// HeartbeatReport is what an agent's heartbeat reports besides being
+// alive: its start command's state (StartNone when the machine has none)
+// and its mounts step's state, each nil when it reported nothing.
+type HeartbeatReport struct {
+	Start  *StartReport
+	Mounts *MountsReport
+}
+
+// ReportError refuses a heartbeat whose Field ("start", "mounts") cannot
+// be shown; nothing of the heartbeat is kept.
+type ReportError struct {
+	Field string
+	Err   error
+}
+
+func (e *ReportError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// StartOrder is a node's order to run the start command (N3): as whom,
+// with which env, whether ports are published, and its part of the mount
+// plan (V4; nil when it mounts nothing).
+type StartOrder struct {
+	User    string
+	Env     map[string]string
+	Publish bool
+	Mounts  *NodeMounts
+}
+
+// HeartbeatOrders is what the node is to do next: at most one task (its
+// software's, a join's, or node-0's NCCL check) and the start order.
+type HeartbeatOrders struct {
+	Task  *SoftwareTask
+	NCCL  *NCCLCheck
+	Start *StartOrder
+}
+
+// Heartbeat is one heartbeat of node n's agent, in one transaction: it
+// records the node alive and the states it reports (the newest report
+// wins), and returns the node's orders: its next task, marked sent, and
+// once the cluster is ready the start order until the agent reports its
+// start command.
+func (s *Store) Heartbeat(ctx context.Context, c Cluster, n ClusterNode, r HeartbeatReport) (HeartbeatOrders, error) {
+	startReported := r.Start != nil // the start order is sent until the agent reports
+	if r.Start != nil && r.Start.State == StartNone {
+		r.Start = nil // no start command: nothing to keep
+	}
+	if r.Start != nil {
+		if err := r.Start.Validate(); err != nil {
+			return HeartbeatOrders{}, &ReportError{"start", err}
+		}
+	}
+	if r.Mounts != nil {
+		if err := r.Mounts.Validate(); err != nil {
+			return HeartbeatOrders{}, &ReportError{"mounts", err}
+		}
+	}
+	var o HeartbeatOrders
+	err := s.Tx(ctx, func(tx *Store) error {
+		if err := tx.TouchHeartbeat(ctx, n.ID); err != nil {
+			return err
+		}
+		if r.Start != nil {
+			if err := tx.RecordStart(ctx, c, n, *r.Start); err != nil {
+				return err
+			}
+		}
+		if r.Mounts != nil {
+			if err := tx.RecordMounts(ctx, c, n, *r.Mounts); err != nil {
+				return err
+			}
+		}
+		var err error
+		if o.Start, err = tx.startOrder(ctx, c, n, startReported); err != nil {
+			return err
+		}
+		if o.Task, err = tx.NextSoftwareTask(ctx, c, n); err == nil && o.Task == nil {
+			o.Task, err = tx.NextJoinTask(ctx, c, n) // a machine joining after ready (L10, X5)
+		}
+		if err != nil || o.Task != nil {
+			return err
+		}
+		o.NCCL, err = tx.NextNCCLTask(ctx, c, n)
+		return err
+	})
+	return o, err
+}
+
+// startOrder is node n's start order: nil before the cluster is ready,
+// for a machine still joining, and once the agent reported its start
+// command.
+func (s *Store) startOrder(ctx context.Context, c Cluster, n ClusterNode, reported bool) (*StartOrder, error) {
+	if reported || c.Status != StatusReady || n.Status == NodeJoining {
+		return nil, nil
+	}
+	nodes, err := s.NodesFor(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	offer, _ := s.OfferByID(ctx, c.OfferID) // a vanished offer only loses CPU/memory lines
+	spec := ClusterSpec(c, nodes, offer)
+	o := &StartOrder{User: n.SSHUser, Env: map[string]string{}, Publish: c.PortsPublished()}
+	if o.User == "" {
+		o.User = nodespec.DefaultSSHUser
+	}
+	for _, e := range spec.Env(n.Rank) {
+		o.Env[e.Name] = e.Value
+	}
+	plan, err := s.MountPlanFor(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := plan.ForNode(nodes, n.Rank, spec.Hostfile()); ok {
+		o.Mounts = &m
+	}
+	return o, nil
 }

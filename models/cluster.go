@@ -827,9 +827,9 @@ func stepColumn(step string) (col, next string) {
 // event naming the node and the step, that node failed and every other one
 // terminated (released with it; a lost one stays lost), nothing billed (readyAt stays unset) and the failure mail, in one
 // transaction. The provision job releases the machines.
-func (s *Store) FailCluster(ctx context.Context, id, lastError, node, step, msg string, n *ClusterNotify) (Cluster, error) {
+func (s *Store) FailCluster(ctx context.Context, id string, lastError LastError, node, step, msg string, n *ClusterNotify) (Cluster, error) {
 	return s.transition(ctx, id, change{event: EventFail, notify: n, node: node, step: step, msg: msg,
-		set: map[string]any{"last_error": truncate(lastError, 255), "ended_at": s.Now()},
+		set: map[string]any{"last_error": truncate(lastError.String(), 255), "ended_at": s.Now()},
 		nodes: func(tx *Store) error {
 			// Only the node that failed reads failed; the others are released
 			// with the cluster, and a lost one stays lost.
@@ -885,7 +885,7 @@ func (s *Store) RequestTerminate(ctx context.Context, orgID, id, actor string) (
 		if c, err = tx.ClusterForOrg(ctx, orgID, id); err != nil {
 			return err
 		}
-		if c.TerminateRequestedAt != nil || c.Status.Terminal() {
+		if !c.CanTerminate() {
 			return nil // already requested, or ended: every machine is released already
 		}
 		moved, err := tx.transition(ctx, id, change{event: EventTerminateRequested, guard: "terminate_requested_at IS NULL",

@@ -18,7 +18,7 @@ func (x Actions) SetRecoveryPolicy(ctx context.Context, clusterID string, p Reco
 		if c, err = tx.ClusterForOrg(ctx, x.a.OrgID, clusterID); err != nil {
 			return nil, err
 		}
-		if c.Status.Terminal() || c.TerminateRequestedAt != nil {
+		if !c.CanSetRecovery() {
 			return nil, fmt.Errorf("models: cluster %s has ended: %w", c.ID, ErrConflict)
 		}
 		mode := p.Mode
@@ -55,7 +55,7 @@ func (x Actions) RecoverNow(ctx context.Context, clusterID string) (Cluster, err
 		if c, err = tx.ClusterForOrg(ctx, x.a.OrgID, clusterID); err != nil {
 			return nil, err
 		}
-		if c.Status != StatusDegraded || c.EpisodeStartedAt == nil || c.TerminateRequestedAt != nil {
+		if !c.CanRecoverNow() {
 			return nil, ErrNothingToRecover
 		}
 		if c.RecoverRequestedAt == nil {

@@ -50,11 +50,9 @@ func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluste
 	if topic == "" {
 		topic = string(c.Status)
 	}
-	switch {
-	case c.LastError == LastErrorRecoveryExhausted:
-		topic = LastErrorRecoveryExhausted
-	case strings.HasPrefix(c.LastError, LastErrorNodeDown):
-		topic = "node_down"
+	switch k := c.Problem().Kind; k {
+	case KindRecoveryExhausted, KindNodeDown:
+		topic = string(k)
 	}
 	for _, addr := range to {
 		m := Mail{Key: fmt.Sprintf("cluster-%s:%s:%d:%s", topic, c.ID, attempt, shortHash(addr)),
@@ -163,18 +161,19 @@ func readyMailHTML(c Cluster, baseURL, ssh string) string {
 // healthMailText is the degraded and recovery-exhausted mails of R2 and R5:
 // the subject (with %s for the name) and the body.
 func healthMailText(c Cluster, shape, link string) ([2]string, bool) {
-	switch {
-	case c.LastError == LastErrorRecoveryExhausted:
+	p := c.Problem()
+	switch p.Kind {
+	case KindRecoveryExhausted:
 		return [2]string{"Recovery of cluster %s gave up",
 			fmt.Sprintf("Every recovery attempt for your cluster %s (%s) is spent and a machine is still down.\n\n"+
 				"The cluster stays degraded and billing continues at %s per hour. Terminate it, or try recover now: %s\n",
 				c.Name, shape, USD(c.USDPerHour), link)}, true
-	case strings.HasPrefix(c.LastError, LastErrorNodeDown):
+	case KindNodeDown:
 		return [2]string{"Cluster %s is degraded: a machine is down",
 			fmt.Sprintf("A machine of your cluster %s (%s) left running: %s.\n\n"+
 				"The other machines stay up and billing continues at %s per hour. %s\n"+
 				"See the machine's status, recover now or terminate: %s\n",
-				c.Name, shape, strings.TrimPrefix(c.LastError, LastErrorNodeDown), USD(c.USDPerHour), c.recoveryLine(), link)}, true
+				c.Name, shape, p.Detail, USD(c.USDPerHour), c.recoveryLine(), link)}, true
 	}
 	return [2]string{}, false
 }

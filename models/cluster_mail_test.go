@@ -39,12 +39,12 @@ func TestClusterMailsCommitWithTheirTransition(t *testing.T) {
 		}
 		degrade := func(attempt int) {
 			t.Helper()
-			if _, err := e.s.DegradeSoftware(ctx, c.ID, attempt, "install_failed:node-1", "node-1", "node-1 failed.", notifyAll); err != nil {
+			if _, err := e.s.DegradeSoftware(ctx, c.ID, attempt, models.ParseLastError("install_failed:node-1"), "node-1", "node-1 failed.", notifyAll); err != nil {
 				t.Fatal(err)
 			}
 		}
 		degrade(1)
-		if _, err := e.s.DegradeSoftware(ctx, c.ID, 1, "install_failed:node-1", "node-1", "again", notifyAll); err == nil {
+		if _, err := e.s.DegradeSoftware(ctx, c.ID, 1, models.ParseLastError("install_failed:node-1"), "node-1", "again", notifyAll); err == nil {
 			t.Error("a second degradation of one attempt was accepted")
 		}
 		if _, err := e.s.RetryInstall(ctx, e.org.ID, c.ID, "owner@acme.example"); err != nil {

@@ -197,3 +197,61 @@ func StateDiagram() string {
 	b.WriteString("```\n")
 	return b.String()
 }
+
+// ---- what may happen now (L6, L7, R3, R5, B6) ----
+//
+// Each "can X now" and "is anything under way" is decided here once: the
+// use case that guards the action and the page that offers its button ask
+// the same method, so they cannot disagree.
+
+// Terminating reports a terminate request not yet carried out (L7).
+func (c Cluster) Terminating() bool { return c.TerminateRequestedAt != nil && !c.Status.Terminal() }
+
+// Ending reports a cluster that ended or is being terminated (L7): nothing
+// but the release may happen to it any more.
+func (c Cluster) Ending() bool { return c.Status.Terminal() || c.TerminateRequestedAt != nil }
+
+// CanTerminate reports whether a terminate request would be new (L7):
+// not ended and not already asked for.
+func (c Cluster) CanTerminate() bool { return !c.Ending() }
+
+// Connectable reports whether the cluster's machines are up to be reached
+// (L9): ready, installing or degraded, and not being terminated.
+func (c Cluster) Connectable() bool {
+	switch c.Status {
+	case StatusReady, StatusInstalling, StatusDegraded:
+		return c.TerminateRequestedAt == nil
+	}
+	return false
+}
+
+// CanRetryInstall reports whether "retry install" applies (L6): degraded
+// by its software, not being terminated.
+func (c Cluster) CanRetryInstall() bool {
+	return c.Status == StatusDegraded && SoftwareFailure(c.LastError) && c.TerminateRequestedAt == nil
+}
+
+// CanRecoverNow reports whether "recover now" applies (R5): degraded with
+// a machine down, not being terminated.
+func (c Cluster) CanRecoverNow() bool {
+	return c.Status == StatusDegraded && c.EpisodeStartedAt != nil && c.TerminateRequestedAt == nil
+}
+
+// CanSetRecovery reports whether the recovery policy may change (R3): not
+// ended and not being terminated.
+func (c Cluster) CanSetRecovery() bool { return !c.Ending() }
+
+// CanResume reports whether the resume button applies (B6); see Resumable.
+func (c Cluster) CanResume() bool { return c.Resumable() }
+
+// UnderWay reports whether anything is changing on its own, so a page
+// showing the cluster keeps polling: it starts or installs (L4, L5), or a
+// terminate, stop or resume is being carried out (L7, B6), including the
+// stop of the machines a failed resume started.
+func (c Cluster) UnderWay() bool {
+	if c.Status.Terminal() {
+		return false
+	}
+	return c.Status == StatusProvisioning || c.Status == StatusInstalling ||
+		c.TerminateRequestedAt != nil || c.StopRequestedAt != nil || c.Resuming()
+}

@@ -29,13 +29,13 @@ func fire(ctx context.Context, e *launchEnv, ev models.Event, id string) error {
 		_, err := s.MarkSoftwareReady(ctx, id, 1, "Slurm passed its check.", notifyAll)
 		return err
 	case models.EventDegrade:
-		_, err := s.DegradeSoftware(ctx, id, 1, "install_failed:node-1", "node-1", "node-1 failed to install.", notifyAll)
+		_, err := s.DegradeSoftware(ctx, id, 1, models.ParseLastError("install_failed:node-1"), "node-1", "node-1 failed to install.", notifyAll)
 		return err
 	case models.EventRetryInstall:
 		_, err := s.RetryInstall(ctx, e.org.ID, id, "owner@acme.example")
 		return err
 	case models.EventFail:
-		_, err := s.FailCluster(ctx, id, "timeout:agent", "node-1", models.StepAgent, "node-1 was late.", notifyAll)
+		_, err := s.FailCluster(ctx, id, models.ParseLastError("timeout:agent"), "node-1", models.StepAgent, "node-1 was late.", notifyAll)
 		return err
 	case models.EventReleased:
 		return s.MarkReleased(ctx, id)
@@ -81,7 +81,7 @@ func fireStop(ctx context.Context, e *launchEnv, ev models.Event, id string) (er
 		_, err = s.MarkResumed(ctx, c, notifyAll)
 		return err, true
 	case models.EventResumeFailed:
-		_, err := s.FailResume(ctx, id, "timeout:agent", "node-1", models.StepAgent, "node-1 was late.")
+		_, err := s.FailResume(ctx, id, models.ParseLastError("timeout:agent"), "node-1", models.StepAgent, "node-1 was late.")
 		return err, true
 	}
 	return nil, false
@@ -363,4 +363,127 @@ func addMember(t *testing.T, e *launchEnv, email string, role models.Role) {
 	if err := e.db.Create(&models.Membership{OrgID: e.org.ID, UserID: u.ID, Role: role, CreatedAt: t0}).Error; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// can is every "can X now" and "is anything under way" of one cluster.
+type can struct{ terminate, retryInstall, recoverNow, setRecovery, resume, underWay bool }
+
+func canOf(c models.Cluster) can {
+	return can{c.CanTerminate(), c.CanRetryInstall(), c.CanRecoverNow(), c.CanSetRecovery(), c.CanResume(), c.UnderWay()}
+}
+
+// L6, L7, R3, R5, B6 (issue 22 item 1): what may happen now is one method
+// of the cluster per action, asserted for every status with nothing
+// requested, a terminate, a stop and a resume under way; and each use case
+// accepts its action exactly when the method says so, so the page's
+// buttons and the guards cannot disagree.
+func TestClusterCanNow(t *testing.T) {
+	// clusterIn leaves a software failure on record and a recovery episode open.
+	none := can{}
+	base := map[models.ClusterStatus]can{
+		models.StatusProvisioning: {terminate: true, setRecovery: true, underWay: true},
+		models.StatusInstalling:   {terminate: true, setRecovery: true, underWay: true},
+		models.StatusReady:        {terminate: true, setRecovery: true},
+		models.StatusDegraded:     {terminate: true, retryInstall: true, recoverNow: true, setRecovery: true},
+		models.StatusStopped:      {terminate: true, setRecovery: true, resume: true},
+		models.StatusFailed:       none,
+		models.StatusTerminated:   none,
+	}
+	live := func(s models.ClusterStatus, c can) can {
+		if s.Terminal() {
+			return none
+		}
+		return c
+	}
+	variants := []struct {
+		name string
+		set  map[string]any
+		want func(models.ClusterStatus) can
+	}{
+		{"nothing requested", nil, func(s models.ClusterStatus) can { return base[s] }},
+		{"terminating", map[string]any{"terminate_requested_at": t0}, func(s models.ClusterStatus) can {
+			return live(s, can{underWay: true})
+		}},
+		{"stopping", map[string]any{"stop_requested_at": t0}, func(s models.ClusterStatus) can {
+			c := base[s]
+			c.resume = false // stopping (again): resume once the machines are stopped
+			return live(s, can{c.terminate, c.retryInstall, c.recoverNow, c.setRecovery, c.resume, true})
+		}},
+		{"resuming", map[string]any{"resume_requested_at": t0, "resume_started_at": t0}, func(s models.ClusterStatus) can {
+			c := base[s]
+			if s == models.StatusStopped {
+				c.resume, c.underWay = false, true
+			}
+			return c
+		}},
+	}
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 100_000*models.Micro)
+		if err := db.Model(&models.Org{}).Where("id = ?", e.org.ID).
+			Updates(map[string]any{"max_machines": 1000, "max_gpus": 8000}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Model(&models.Offer{}).Where("nodes_available IS NOT NULL").
+			Update("nodes_available", 1000).Error; err != nil {
+			t.Fatal(err)
+		}
+		addMember(t, e, "owner@acme.example", models.RoleOwner)
+		actor := models.Actor{OrgID: e.org.ID, Name: "owner@acme.example", Role: models.RoleOwner}
+		in := func(t *testing.T, s models.ClusterStatus, set map[string]any) models.Cluster {
+			t.Helper()
+			id := clusterIn(t, e, s, "")
+			if len(set) > 0 {
+				if err := db.Model(&models.Cluster{}).Where("id = ?", id).Updates(set).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := e.s.ClusterByID(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		// accepted runs one use case on a fresh cluster and reports whether
+		// it did what it is for.
+		accepted := func(t *testing.T, s models.ClusterStatus, set map[string]any, action string) bool {
+			c := in(t, s, set)
+			var err error
+			var after models.Cluster
+			switch action {
+			case "terminate":
+				after, err = e.s.RequestTerminate(ctx, e.org.ID, c.ID, "owner@acme.example")
+				return err == nil && c.TerminateRequestedAt == nil && after.TerminateRequestedAt != nil
+			case "retryInstall":
+				_, err = e.s.RetryInstall(ctx, e.org.ID, c.ID, "owner@acme.example")
+			case "recoverNow":
+				_, err = e.s.As(actor).RecoverNow(ctx, c.ID)
+			case "setRecovery":
+				_, err = e.s.As(actor).SetRecoveryPolicy(ctx, c.ID, models.RecoveryPolicy{Mode: models.RecoveryRestart, MaxAttempts: 2, CooldownMinutes: 5})
+			case "resume":
+				after, err = e.s.RequestResume(ctx, e.org.ID, c.ID, "owner@acme.example")
+				return err == nil && c.ResumeRequestedAt == nil && after.ResumeRequestedAt != nil
+			}
+			if err != nil && !errors.Is(err, models.ErrConflict) {
+				t.Fatalf("%s in %s: %v", action, s, err)
+			}
+			return err == nil
+		}
+		for _, v := range variants {
+			for _, s := range models.ClusterStatuses {
+				t.Run(v.name+"/"+string(s), func(t *testing.T) {
+					want := v.want(s)
+					if got := canOf(in(t, s, v.set)); got != want {
+						t.Fatalf("can %+v, want %+v", got, want)
+					}
+					for action, w := range map[string]bool{"terminate": want.terminate, "retryInstall": want.retryInstall,
+						"recoverNow": want.recoverNow, "setRecovery": want.setRecovery, "resume": want.resume} {
+						if got := accepted(t, s, v.set, action); got != w {
+							t.Errorf("%s accepted = %v, but the cluster says %v", action, got, w)
+						}
+					}
+				})
+			}
+		}
+	})
 }

@@ -9,13 +9,10 @@ import (
 	"time"
 )
 
-// Recovery modes (R3) and the lastError values of health (R2, R5).
+// Recovery modes (R3).
 const (
 	RecoveryRestart = "restart"
 	RecoveryOff     = "off"
-
-	LastErrorNodeDown          = "node_down:"
-	LastErrorRecoveryExhausted = "recovery_exhausted"
 )
 
 // HealthStatuses are the statuses whose machines a health pass checks (R1).
@@ -42,6 +39,23 @@ func (p RecoveryPolicy) Validate() FieldErrors {
 		fe["cooldownMinutes"] = "Between 1 and 120 minutes."
 	}
 	return fe
+}
+
+// DefaultRecoveryPolicy is what the policy form offers before one is set
+// (R3): off, and 3 attempts 5 minutes apart once turned on.
+var DefaultRecoveryPolicy = RecoveryPolicy{Mode: RecoveryOff, MaxAttempts: 3, CooldownMinutes: 5}
+
+// PolicyForm is the policy the form starts from: the cluster's own, with
+// DefaultRecoveryPolicy's numbers where none were set (R3).
+func (c Cluster) PolicyForm() RecoveryPolicy {
+	p := c.Policy()
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultRecoveryPolicy.MaxAttempts
+	}
+	if p.CooldownMinutes == 0 {
+		p.CooldownMinutes = DefaultRecoveryPolicy.CooldownMinutes
+	}
+	return p
 }
 
 // Policy is the cluster's recovery policy; mode off when none was set.
@@ -83,7 +97,7 @@ type Recovery struct {
 func (c Cluster) Recovery() Recovery {
 	r := Recovery{RecoveryPolicy: c.Policy(), EpisodeStartedAt: c.EpisodeStartedAt, AttemptsUsed: c.RecoveryAttempts,
 		LastAttemptAt: c.RecoveryLastAt, NextAttemptAt: c.RecoveryNextAt, Requested: c.RecoverRequestedAt != nil,
-		Exhausted: c.LastError == LastErrorRecoveryExhausted}
+		Exhausted: c.Problem().Kind == KindRecoveryExhausted}
 	_ = json.Unmarshal([]byte(c.RecoveryOutcome), &r.Outcomes)
 	return r
 }
@@ -101,7 +115,7 @@ func (c Cluster) recoveryLine() string {
 // RecoveryDue reports whether the recovery job should make an attempt now:
 // "recover now" was asked, or the policy allows one and its cooldown is over.
 func (c Cluster) RecoveryDue(now time.Time) bool {
-	if c.Status != StatusDegraded || c.EpisodeStartedAt == nil || c.TerminateRequestedAt != nil {
+	if !c.CanRecoverNow() {
 		return false
 	}
 	if c.RecoverRequestedAt != nil {
@@ -115,7 +129,7 @@ func (c Cluster) RecoveryDue(now time.Time) bool {
 // last cooldown passed without the cluster becoming healthy.
 func (c Cluster) RecoverySpent(now time.Time) bool {
 	return c.Status == StatusDegraded && c.EpisodeStartedAt != nil && c.RecoveryMode == RecoveryRestart &&
-		c.RecoveryAttempts >= c.RecoveryMaxAttempts && c.LastError != LastErrorRecoveryExhausted &&
+		c.RecoveryAttempts >= c.RecoveryMaxAttempts && c.Problem().Kind != KindRecoveryExhausted &&
 		c.RecoverRequestedAt == nil && (c.RecoveryNextAt == nil || !now.Before(*c.RecoveryNextAt))
 }
 
@@ -204,7 +218,7 @@ func (s *Store) MarkMachinesDown(ctx context.Context, c Cluster, downs []DownMac
 		ch.event, ch.notify, ch.kind = EventHealthNoted, nil, "error"
 	} else {
 		set["degraded_from"] = string(c.Status)
-		set["last_error"] = truncate(LastErrorNodeDown+strings.Join(names, "; "), 255)
+		set["last_error"] = truncate(MachinesDown(strings.Join(names, "; ")).String(), 255)
 	}
 	if c.EpisodeStartedAt == nil {
 		set["episode_started_at"], set["episodes"] = s.Now(), c.Episodes+1
@@ -303,7 +317,7 @@ func (s *Store) FinishRecoveryAttempt(ctx context.Context, clusterID string, out
 // recovery_exhausted, one mail. Terminate is the way out.
 func (s *Store) MarkRecoveryExhausted(ctx context.Context, c Cluster, n *ClusterNotify) (Cluster, error) {
 	return s.transition(ctx, c.ID, change{event: EventRecoveryExhausted, notify: n, always: true, try: c.Episodes,
-		step: "recovery", guard: "last_error <> ? AND episode_started_at IS NOT NULL", args: []any{LastErrorRecoveryExhausted},
-		set: map[string]any{"last_error": LastErrorRecoveryExhausted},
+		step: "recovery", guard: "last_error <> ? AND episode_started_at IS NOT NULL", args: []any{RecoveryExhausted().String()},
+		set: map[string]any{"last_error": RecoveryExhausted().String()},
 		msg: fmt.Sprintf("Recovery exhausted: %d attempts spent and a machine is still down. Terminate is the way out.", c.RecoveryAttempts)})
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // The mounts step (V4): once the cluster is ready every node's agent
@@ -81,6 +80,8 @@ func (r MountsReport) Validate() error {
 // Ended reports whether the step is over.
 func (n NodeMount) Ended() bool { return n.State != MountsMounting }
 
+func (n NodeMount) reported() (time.Time, bool) { return n.StartedAt, n.Ended() }
+
 // RecordMounts keeps node n's mounts step state. A report that changes
 // nothing writes nothing; an end adds an event. A report older than the
 // kept one (a late heartbeat of an earlier boot) is ignored.
@@ -88,29 +89,13 @@ func (s *Store) RecordMounts(ctx context.Context, c Cluster, n ClusterNode, r Mo
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("models: mounts report: %w", err)
 	}
-	r.StartedAt = r.StartedAt.UTC().Truncate(time.Microsecond)
-	if r.EndedAt != nil {
-		ended := r.EndedAt.UTC().Truncate(time.Microsecond)
-		r.EndedAt = &ended
-	}
+	r.StartedAt, r.EndedAt = reportStamps(r.StartedAt, r.EndedAt)
 	return s.Tx(ctx, func(tx *Store) error {
-		var old []NodeMount
-		if err := tx.db.WithContext(ctx).Where("cluster_id = ? AND rank = ?", c.ID, n.Rank).Limit(1).Find(&old).Error; err != nil {
-			return err
-		}
-		if len(old) == 1 {
-			o := old[0]
-			if r.StartedAt.Before(o.StartedAt) || r.StartedAt.Equal(o.StartedAt) && (o.Ended() || r.State == MountsMounting) {
-				return nil
-			}
-		}
 		row := NodeMount{ClusterID: c.ID, Rank: n.Rank, OrgID: c.OrgID, Node: n.Name, State: r.State,
 			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Error: truncate(r.Error, 1000), ReportedAt: tx.Now()}
-		err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "cluster_id"}, {Name: "rank"}},
-			DoUpdates: clause.AssignmentColumns([]string{"node", "state", "started_at", "ended_at", "error", "reported_at"}),
-		}).Create(&row).Error
-		if err != nil || !row.Ended() {
+		_, wrote, err := recordNewest(ctx, tx, c.ID, n.Rank, row,
+			[]string{"node", "state", "started_at", "ended_at", "error", "reported_at"})
+		if err != nil || !wrote || !row.Ended() {
 			return err
 		}
 		kind, msg := "info", n.Name+" mounted its folders."

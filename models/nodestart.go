@@ -20,6 +20,7 @@ const (
 	StartRunning = "running"
 	StartExited  = "exited"
 	StartFailed  = "failed" // could not start, or killed (exit code -1)
+	StartNone    = "none"   // reported by a machine with no start command; nothing is kept
 )
 
 // NodeStart is the state of one node's start command in its current boot.
@@ -86,6 +87,58 @@ func (r StartReport) Validate() error {
 // Ended reports whether the command is no longer running.
 func (n NodeStart) Ended() bool { return n.State != StartRunning }
 
+func (n NodeStart) reported() (time.Time, bool) { return n.StartedAt, n.Ended() }
+
+// reportedStep is a step an agent runs on its node and reports with each
+// heartbeat, one row per node: the start command (N3), the mounts step (V4).
+type reportedStep interface {
+	NodeStart | NodeMount
+	reported() (startedAt time.Time, ended bool)
+}
+
+// supersedes is the one rule for every reported step: the newest report
+// wins. A report of a later start replaces the kept one; of the same start
+// only an end replaces a running state; an older start (a late heartbeat
+// of an earlier boot) is ignored.
+func supersedes[T reportedStep](r, kept T) bool {
+	rs, rEnded := r.reported()
+	ks, kEnded := kept.reported()
+	return rs.After(ks) || rs.Equal(ks) && !kEnded && rEnded
+}
+
+// reportStamps are a report's times at the precision every database keeps,
+// so a report repeated with nanoseconds is the same report.
+func reportStamps(started time.Time, ended *time.Time) (time.Time, *time.Time) {
+	started = started.UTC().Truncate(time.Microsecond)
+	if ended != nil {
+		e := ended.UTC().Truncate(time.Microsecond)
+		ended = &e
+	}
+	return started, ended
+}
+
+// recordNewest keeps row as its node's report of the step when it
+// supersedes the kept one, updating columns; it returns the report kept
+// before (nil for the first) and whether row was written.
+func recordNewest[T reportedStep](ctx context.Context, tx *Store, clusterID string, rank int, row T, columns []string) (*T, bool, error) {
+	var old []T
+	if err := tx.db.WithContext(ctx).Where("cluster_id = ? AND rank = ?", clusterID, rank).Limit(1).Find(&old).Error; err != nil {
+		return nil, false, err
+	}
+	var kept *T
+	if len(old) == 1 {
+		kept = &old[0]
+		if !supersedes(row, *kept) {
+			return kept, false, nil
+		}
+	}
+	err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "cluster_id"}, {Name: "rank"}},
+		DoUpdates: clause.AssignmentColumns(columns),
+	}).Create(&row).Error
+	return kept, err == nil, err
+}
+
 // RecordStart keeps node n's start command state. A report that changes
 // nothing writes nothing; a new start and an end each add an event. A
 // report older than the kept one (a late heartbeat of an earlier boot) is
@@ -94,34 +147,16 @@ func (s *Store) RecordStart(ctx context.Context, c Cluster, n ClusterNode, r Sta
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("models: start report: %w", err)
 	}
-	// Compared at the precision every database keeps, so a report repeated
-	// with nanoseconds is the same start.
-	r.StartedAt = r.StartedAt.UTC().Truncate(time.Microsecond)
-	if r.EndedAt != nil {
-		ended := r.EndedAt.UTC().Truncate(time.Microsecond)
-		r.EndedAt = &ended
-	}
+	r.StartedAt, r.EndedAt = reportStamps(r.StartedAt, r.EndedAt)
 	return s.Tx(ctx, func(tx *Store) error {
-		var old []NodeStart
-		if err := tx.db.WithContext(ctx).Where("cluster_id = ? AND rank = ?", c.ID, n.Rank).Limit(1).Find(&old).Error; err != nil {
-			return err
-		}
-		if len(old) == 1 {
-			o := old[0]
-			if r.StartedAt.Before(o.StartedAt) || r.StartedAt.Equal(o.StartedAt) && (o.Ended() || r.State == StartRunning) {
-				return nil
-			}
-		}
 		row := NodeStart{ClusterID: c.ID, Rank: n.Rank, OrgID: c.OrgID, Node: n.Name, State: r.State,
 			StartedAt: r.StartedAt, ExitCode: r.ExitCode, EndedAt: r.EndedAt, Error: truncate(r.Error, 1000), ReportedAt: tx.Now()}
-		err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "cluster_id"}, {Name: "rank"}},
-			DoUpdates: clause.AssignmentColumns([]string{"state", "started_at", "exit_code", "ended_at", "error", "reported_at"}),
-		}).Create(&row).Error
-		if err != nil {
+		old, wrote, err := recordNewest(ctx, tx, c.ID, n.Rank, row,
+			[]string{"state", "started_at", "exit_code", "ended_at", "error", "reported_at"})
+		if err != nil || !wrote {
 			return err
 		}
-		if len(old) == 0 || !old[0].StartedAt.Equal(row.StartedAt) {
+		if old == nil || !old.StartedAt.Equal(row.StartedAt) {
 			if err := tx.addEvent(ctx, c, c.Status, "info", n.Name, "workload", n.Name+"'s start command started."); err != nil {
 				return err
 			}

@@ -437,7 +437,7 @@ func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt
 // (install_failed:node-N or check_failed:<software>). The machines stay up
 // and billing runs; the named node keeps the reason; the degraded mail of
 // this attempt is queued with the change.
-func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt int, lastError, node, msg string, n *ClusterNotify) (Cluster, error) {
+func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt int, lastError LastError, node, msg string, n *ClusterNotify) (Cluster, error) {
 	var c Cluster
 	err := s.Tx(ctx, func(tx *Store) error {
 		if err := tx.holdAttempt(ctx, clusterID, attempt); err != nil {
@@ -445,7 +445,7 @@ func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt i
 		}
 		var err error
 		c, err = tx.transition(ctx, clusterID, change{event: EventDegrade, node: node, step: StepSoftware, msg: msg,
-			set: map[string]any{"last_error": truncate(lastError, 255)}, notify: n, try: attempt,
+			set: map[string]any{"last_error": truncate(lastError.String(), 255)}, notify: n, try: attempt,
 			nodes: func(tx *Store) error {
 				if node == "" {
 					return nil
@@ -460,8 +460,11 @@ func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt i
 // SoftwareFailure reports whether lastError is a software failure that
 // RetryInstall can act on (L6), as opposed to a lost node (R2).
 func SoftwareFailure(lastError string) bool {
-	return strings.HasPrefix(lastError, "install_failed:") || strings.HasPrefix(lastError, "check_failed:") ||
-		lastError == LastErrorInstallInterrupted // a stop interrupted the install (B6)
+	switch ParseLastError(lastError).Kind {
+	case KindInstallFailed, KindCheckFailed, KindInstallInterrupted: // interrupted: a stop cut the install off (B6)
+		return true
+	}
+	return false
 }
 
 // RetryInstall is the customer's "retry install" (L6): a cluster degraded
@@ -476,7 +479,7 @@ func (s *Store) RetryInstall(ctx context.Context, orgID, clusterID, actor string
 		if err != nil {
 			return err
 		}
-		if cur.Status != StatusDegraded || !SoftwareFailure(cur.LastError) || cur.TerminateRequestedAt != nil {
+		if !cur.CanRetryInstall() {
 			return fmt.Errorf("models: cluster %s is %s (%s), not degraded by its software: %w",
 				clusterID, cur.Status, cur.LastError, ErrConflict)
 		}

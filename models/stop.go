@@ -19,19 +19,6 @@ const (
 	StopByBudget  StopReason = "budget"  // the environment's monthly budget was reached (B5)
 )
 
-// LastErrorResumeFailed prefixes the lastError of a resume that could not
-// bring every machine back: "resume_failed:timeout:agent", … (L4's codes);
-// LastErrorResumeCancelled one a stop request cancelled ("…:budget").
-const (
-	LastErrorResumeFailed    = "resume_failed:"
-	LastErrorResumeCancelled = "resume_cancelled:"
-)
-
-// LastErrorInstallInterrupted is the lastError of a cluster resumed after a
-// stop that interrupted its software install: it comes back degraded and the
-// user retries the install (L6).
-const LastErrorInstallInterrupted = "install_interrupted"
-
 func init() {
 	register(Migration{ID: "0700_stop", Up: migrateStop})
 }
@@ -116,7 +103,7 @@ func (s *Store) RequestStop(ctx context.Context, orgID, clusterID string, reason
 		case c.Status.Terminal(), c.TerminateRequestedAt != nil, c.StopRequestedAt != nil:
 			return nil
 		case c.Resuming():
-			c, err = tx.failResume(ctx, c.ID, LastErrorResumeCancelled+string(reason), "", "",
+			c, err = tx.failResume(ctx, c.ID, ResumeCancelled(reason), "", "",
 				fmt.Sprintf("Resume cancelled: stop requested (%s). %s", reason, detail), reason, detail)
 			return err
 		case c.Status == StatusStopped:
@@ -305,7 +292,7 @@ func (s *Store) MarkResumed(ctx context.Context, c Cluster, n *ClusterNotify) (C
 			ev = EventResumedDegraded
 			msg += " The software had not passed its check before the stop: retry the install."
 			if ClusterStatus(c.StoppedFrom) != StatusDegraded || c.DegradedFrom != "" {
-				set["last_error"] = LastErrorInstallInterrupted
+				set["last_error"] = InstallInterrupted().String()
 			}
 		}
 		var err error
@@ -330,13 +317,13 @@ func (s *Store) MarkResumed(ctx context.Context, c Cluster, n *ClusterNotify) (C
 // "resume_failed:<L4 code>", an event naming the node and the step, every
 // machine stopped again (the stop job stops those that started), nothing
 // billed for the attempt.
-func (s *Store) FailResume(ctx context.Context, id, lastError, node, step, msg string) (Cluster, error) {
-	return s.failResume(ctx, id, LastErrorResumeFailed+lastError, node, step, msg, "", "")
+func (s *Store) FailResume(ctx context.Context, id string, lastError LastError, node, step, msg string) (Cluster, error) {
+	return s.failResume(ctx, id, ResumeFailed(lastError), node, step, msg, "", "")
 }
 
-func (s *Store) failResume(ctx context.Context, id, lastError, node, step, msg string, reason StopReason, detail string) (Cluster, error) {
+func (s *Store) failResume(ctx context.Context, id string, lastError LastError, node, step, msg string, reason StopReason, detail string) (Cluster, error) {
 	set := map[string]any{"resume_requested_at": nil, "stop_requested_at": s.Now(),
-		"last_error": truncate(lastError, 255)}
+		"last_error": truncate(lastError.String(), 255)}
 	if reason != "" {
 		set["stop_reason"], set["stop_detail"] = string(reason), truncate(detail, 255)
 	}

@@ -222,7 +222,7 @@ func TestMeterNothingForFailedClusters(t *testing.T) {
 		failed := e.cluster(t, 4, rate249)
 		cancelled := e.cluster(t, 2, rate249)
 		e.clock.Advance(20 * time.Minute)
-		if _, err := e.s.FailCluster(e.ctx, failed.ID, "timeout:agent", "node-1", "agent", "node-1 never checked in", nil); err != nil {
+		if _, err := e.s.FailCluster(e.ctx, failed.ID, models.ParseLastError("timeout:agent"), "node-1", "agent", "node-1 never checked in", nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.s.MarkReleased(e.ctx, failed.ID); err != nil {

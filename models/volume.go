@@ -768,30 +768,106 @@ func HasSharedFolder(machineKind string) bool {
 	return machineKind == "vm" || machineKind == "bare_metal"
 }
 
-// Mounts is what is mounted where on c's machines (V4): on vm and
-// bare_metal /shared from node-0 on every node with the hostfile in it, and
-// an attached volume synced into /shared/volume; on container no shared
-// folder, and the volume on the head only.
+// MountPlan is V4's one plan of a cluster's folders: on vm and bare_metal
+// /shared from node-0 on every node with the hostfile in it, and an
+// attached volume synced into /shared/volume; on container no shared
+// folder, and the volume on the head only. What customers see (Mounts)
+// and what each agent is ordered to mount (NodeMounts) are both read
+// from it.
+type MountPlan struct {
+	Shared     bool    // /shared from node-0 on every node
+	Volume     *Volume // the attached volume, or nil
+	VolumePath string  // where the volume is: SharedVolumeDir or HeadVolumeDir; "" without one
+}
+
+// PlanMounts is c's plan with volume v attached (nil for none) (V4).
+func PlanMounts(c Cluster, v *Volume) MountPlan {
+	p := MountPlan{Shared: HasSharedFolder(c.MachineKind), Volume: v}
+	switch {
+	case v == nil:
+	case p.Shared:
+		p.VolumePath = SharedVolumeDir
+	default:
+		p.VolumePath = HeadVolumeDir
+	}
+	return p
+}
+
+// MountPlanFor is c's plan with the volume attached to it now (V4).
+func (s *Store) MountPlanFor(ctx context.Context, c Cluster) (MountPlan, error) {
+	v, err := s.VolumeOfCluster(ctx, c)
+	if err != nil {
+		return MountPlan{}, err
+	}
+	return PlanMounts(c, v), nil
+}
+
+// Mounts reports whether node rank mounts anything: every node with the
+// shared folder, the head alone with a volume and no shared folder.
+func (p MountPlan) Mounts(rank int) bool { return p.Shared || rank == 0 && p.Volume != nil }
+
+// NodeMounts is one node's order of the plan (V4): node-0's address the
+// others mount from, the other nodes' addresses node-0 exports to, the
+// hostfile; ok false when node rank mounts nothing (a container's
+// workers always).
+type NodeMounts struct {
+	Shared   bool
+	Head     string
+	Clients  []string
+	Hostfile string
+	Volume   *Volume
+	Path     string // the volume's path
+}
+
+// ForNode is node rank's order among nodes, with the hostfile put in
+// /shared (ending in a newline).
+func (p MountPlan) ForNode(nodes []ClusterNode, rank int, hostfile string) (NodeMounts, bool) {
+	if !p.Mounts(rank) {
+		return NodeMounts{}, false
+	}
+	m := NodeMounts{Shared: p.Shared, Clients: []string{}, Hostfile: hostfile, Volume: p.Volume, Path: p.VolumePath}
+	if !strings.HasSuffix(m.Hostfile, "\n") {
+		m.Hostfile += "\n"
+	}
+	for _, n := range nodes {
+		if n.Rank == 0 {
+			m.Head = n.PrivateIP
+		} else {
+			m.Clients = append(m.Clients, n.PrivateIP)
+		}
+	}
+	return m, true
+}
+
+// Mounts is what is mounted where on c's machines (V4), as customers read
+// it: PlanMounts's folders with the nodes that have them.
 func Mounts(c Cluster, v *Volume) []Mount {
+	p := PlanMounts(c, v)
 	all := make([]string, c.Nodes)
 	for i := range all {
 		all[i] = fmt.Sprintf("node-%d", i)
 	}
 	var out []Mount
-	if HasSharedFolder(c.MachineKind) {
+	if p.Shared {
 		out = append(out, Mount{Path: SharedDir, Nodes: all,
 			What: "exported by node-0 over the private network (NFS), the hostfile at " + SharedDir + "/hostfile"})
-		if v != nil {
-			out = append(out, Mount{Path: SharedVolumeDir, Nodes: all,
-				What: fmt.Sprintf("volume %s (%d GB), synced from the volume on node-0 at start and back to it every minute and at terminate", v.Name, v.SizeGB)})
-		}
+	}
+	if v == nil {
 		return out
 	}
-	if v != nil {
-		out = append(out, Mount{Path: HeadVolumeDir, Nodes: all[:min(1, len(all))],
-			What: fmt.Sprintf("volume %s (%d GB), on the head only: containers get no shared folder", v.Name, v.SizeGB)})
+	on := []string{}
+	for i := range all {
+		if p.Mounts(i) {
+			on = append(on, all[i])
+		}
 	}
-	return out
+	if p.Shared {
+		out = append(out, Mount{Path: p.VolumePath, Nodes: on,
+			What: fmt.Sprintf("volume %s (%d GB), synced from the volume on node-0 at start and back to it every minute and at terminate", v.Name, v.SizeGB)})
+		return out
+	}
+	return append(out, Mount{Path: p.VolumePath, Nodes: on,
+		What: fmt.Sprintf("volume %s (%d GB), on the head only: containers get no shared folder", v.Name, v.SizeGB)})
 }
 
 // dropLaunchVolume deletes, with a cluster that failed to start (L4), the

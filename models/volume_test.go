@@ -389,7 +389,7 @@ func TestFailedLaunchDropsItsNewVolume(t *testing.T) {
 		}
 		e.clock.Advance(20 * time.Minute)
 		for _, c := range []models.Cluster{withNew, withKept} {
-			if _, err := e.s.FailCluster(ctx, c.ID, "timeout:running", "node-1", "running", "node-1 never booted", nil); err != nil {
+			if _, err := e.s.FailCluster(ctx, c.ID, models.ParseLastError("timeout:running"), "node-1", "running", "node-1 never booted", nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -15,7 +15,7 @@ import (
 type ClustersPage struct {
 	Meta        Meta
 	Rows        []ClusterRow
-	AnyStarting bool // poll the rows while a cluster is starting
+	AnyUnderWay bool // poll the rows while anything is under way on a cluster (Cluster.UnderWay)
 	HasSSHKeys  bool
 }
 
@@ -28,7 +28,7 @@ type ClusterRow struct {
 	Location string
 	Age      string
 	Price    string
-	Starting bool
+	UnderWay bool
 }
 
 // ClusterPage is /clusters/{id}.

@@ -109,32 +109,23 @@ func peersOf(nodes []models.ClusterNode) []agentapi.Peer {
 }
 
 // agentHeartbeat is POST /v1/agent/heartbeat: liveness, the start command's
-// and the mounts step's state, and the node's next task and start order.
+// and the mounts step's state, and the node's next task and start order
+// (models.Heartbeat, one transaction).
 func (h *handler) agentHeartbeat(c echo.Context) error {
 	cl, node := agentOf(c)
-	ctx := c.Request().Context()
 	var req agentapi.HeartbeatRequest
 	if err := c.Bind(&req); err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {start, mounts} (or an empty body)."}
 	}
-	if err := h.Store.TouchHeartbeat(ctx, node.ID); err != nil {
-		return err
+	orders, err := h.Store.Heartbeat(c.Request().Context(), cl, node, heartbeatReport(req))
+	var bad *models.ReportError
+	if errors.As(err, &bad) {
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: bad.Error() + "."}
 	}
-	if err := h.recordStart(ctx, cl, node, req.Start); err != nil {
-		return err
-	}
-	if err := h.recordMounts(ctx, cl, node, req.Mounts); err != nil {
-		return err
-	}
-	start, err := h.startOrder(c, cl, node, req.Start != nil)
 	if err != nil {
 		return err
 	}
-	task, err := h.nextAgentTask(c, cl, node)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, agentapi.HeartbeatResponse{Task: task, Start: start})
+	return c.JSON(http.StatusOK, heartbeatResponse(node, orders))
 }
 
 // agentLogs is POST /v1/agent/logs: the node's log lines (N6).

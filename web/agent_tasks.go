@@ -9,31 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// nextAgentTask hands a node its next task, if any, and marks it sent:
-// install the node's role of the cluster's software, run the software's own
-// check (S1, S2), a join's install or check (L10, X5), or on node-0 of a
-// ready cluster the NCCL check (X4).
-func (h *handler) nextAgentTask(c echo.Context, cl models.Cluster, node models.ClusterNode) (*agentapi.Task, error) {
-	ctx := c.Request().Context()
-	t, err := h.Store.NextSoftwareTask(ctx, cl, node)
-	if err == nil && t == nil {
-		t, err = h.Store.NextJoinTask(ctx, cl, node) // a machine joining after ready (L10, X5)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if t == nil {
-		nc, err := h.Store.NextNCCLTask(ctx, cl, node)
-		if err != nil || nc == nil {
-			return nil, err
-		}
-		return &agentapi.Task{ID: nc.TaskID, Kind: agentapi.TaskNCCL, Software: agentapi.NCCLSoftware, Role: node.Name, Script: nc.Script}, nil
-	}
-	p := t.Decode()
-	return &agentapi.Task{ID: t.ID, Kind: t.Kind, Software: t.Software, Role: t.Role,
-		Files: p.Files, Env: p.Env, Script: p.Script}, nil
-}
-
 // agentTaskResult is POST /v1/agent/tasks/{task}: a task's raw output. Only
 // the node the task was made for may answer it (404 otherwise); answering
 // again changes nothing and gets the recorded status back.

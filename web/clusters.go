@@ -38,7 +38,7 @@ func (h *handler) listClusters(c echo.Context) error {
 	now := h.Store.Now()
 	for _, cl := range clusters {
 		row := clusterRow(cl, now)
-		pg.AnyStarting = pg.AnyStarting || row.Starting
+		pg.AnyUnderWay = pg.AnyUnderWay || row.UnderWay
 		pg.Rows = append(pg.Rows, row)
 	}
 	return page(c, http.StatusOK, views.ClustersPageView(pg), views.ClusterRows(pg))
@@ -49,9 +49,8 @@ func clusterRow(cl models.Cluster, now time.Time) views.ClusterRow {
 		ID: cl.ID, Name: cl.Name, Status: string(cl.Status),
 		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
 		Location: cl.LocationName, Age: age(now.Sub(cl.CreatedAt)),
-		Price: models.PriceUSD(cl.USDPerHour) + "/h",
-		Starting: cl.Status == models.StatusProvisioning || cl.Status == models.StatusInstalling ||
-			cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
+		Price:    models.PriceUSD(cl.USDPerHour) + "/h",
+		UnderWay: cl.UnderWay(),
 	}
 }
 
@@ -421,10 +420,10 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	cp := views.ClusterPage{
 		Meta: h.meta(c, cl.Name), C: clusterView(cl),
 		Live:         !cl.Status.Terminal(),
-		CanTerminate: !cl.Status.Terminal() && cl.TerminateRequestedAt == nil,
+		CanTerminate: cl.CanTerminate(),
 		Tab:          clusterTab(c.QueryParam("tab")),
 		Problem:      problemView(cl, nodes),
-		CanResume:    cl.Resumable(),
+		CanResume:    cl.CanResume(),
 	}
 	for _, n := range nodes {
 		cp.Nodes = append(cp.Nodes, nodeView(cl, n))
@@ -533,7 +532,7 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		Price: models.PriceUSD(cl.USDPerHour) + "/h", MachinePrice: models.PriceUSD(cl.MachineHour) + "/h",
 		ReadyAt: "not yet", LastError: cl.LastError, Software: cl.SoftwareLabel(),
 		Created:     cl.CreatedAt.Format(time.RFC3339),
-		Terminating: cl.TerminateRequestedAt != nil && !cl.Status.Terminal(),
+		Terminating: cl.Terminating(),
 	}
 	if cl.ReadyAt != nil {
 		v.ReadyAt = cl.ReadyAt.Format("15:04:05 MST, 2 Jan")
@@ -558,7 +557,7 @@ func stopLine(cl models.Cluster) string {
 		why = " because the environment's budget was reached"
 	}
 	switch {
-	case cl.Status.Terminal() || cl.TerminateRequestedAt != nil:
+	case cl.Ending():
 		return ""
 	case cl.Resuming():
 		return "Resuming: every machine is starting again with the launch's step deadlines, all or nothing. Billing restarts when all of them have joined."

@@ -18,15 +18,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// connectable reports whether the cluster's machines are up to be reached.
-func connectable(cl models.Cluster) bool {
-	switch cl.Status {
-	case models.StatusReady, models.StatusInstalling, models.StatusDegraded:
-		return cl.TerminateRequestedAt == nil
-	}
-	return false
-}
-
 // spec loads what nodespec needs for the cluster.
 func (h *handler) spec(c echo.Context, cl models.Cluster, nodes []models.ClusterNode) nodespec.Cluster {
 	o, _ := h.Store.OfferByID(c.Request().Context(), cl.OfferID) // a vanished offer only loses CPU/memory lines
@@ -36,9 +27,8 @@ func (h *handler) spec(c echo.Context, cl models.Cluster, nodes []models.Cluster
 // decorateClusterPage adds what the cluster page shows once machines are up:
 // how to connect, the logs, and the software actions.
 func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes []models.ClusterNode, cp *views.ClusterPage) error {
-	terminating := cl.TerminateRequestedAt != nil
-	cp.CanRetry = cl.Status == models.StatusDegraded && models.SoftwareFailure(cl.LastError) && !terminating
-	if sw := software.Lookup(cl.Software); sw != nil && sw.HeadReports && !cl.Status.Terminal() && !terminating {
+	cp.CanRetry = cl.CanRetryInstall()
+	if sw := software.Lookup(cl.Software); sw != nil && sw.HeadReports && !cl.Ending() {
 		reported, err := h.Store.KubeconfigReported(c.Request().Context(), cl.ID)
 		if err != nil {
 			return err
@@ -74,7 +64,7 @@ func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes [
 	for i := range cp.Nodes {
 		cp.Nodes[i].Start = startView(cl, byRank[cp.Nodes[i].Rank])
 	}
-	if !connectable(cl) {
+	if !cl.Connectable() {
 		return nil
 	}
 	s := h.spec(c, cl, nodes)
@@ -109,7 +99,7 @@ func (h *handler) apiConnections(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !connectable(cl) {
+	if !cl.Connectable() {
 		return &APIError{Status: http.StatusConflict, Code: "not_connectable",
 			Message: "Connections exist once every machine is up (status " + string(cl.Status) + ")."}
 	}

@@ -137,7 +137,7 @@ func TestClusterNodeStatusVocabulary(t *testing.T) {
 		if _, err := app.store.SoftwareRunFor(ctx, cur); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := app.store.DegradeSoftware(ctx, cl.ID, 1, "install_failed:node-1", "node-1", "apt-get failed on node-1.", nil); err != nil {
+		if _, err := app.store.DegradeSoftware(ctx, cl.ID, 1, models.ParseLastError("install_failed:node-1"), "node-1", "apt-get failed on node-1.", nil); err != nil {
 			t.Fatal(err)
 		}
 		if stored(1) != models.NodeInstalling {
@@ -203,7 +203,7 @@ func TestFailedClusterNodeStatuses(t *testing.T) {
 		app.store.MarkNodeStep(ctx, cl.ID, 0, models.StepRunning, "up")
 		app.store.MarkNodeStep(ctx, cl.ID, 1, models.StepRunning, "up")
 		app.store.MarkNodeStep(ctx, cl.ID, 0, models.StepAgent, "in")
-		if _, err := app.store.FailCluster(ctx, cl.ID, "timeout:agent", "node-1", models.StepAgent, "node-1 was late.", nil); err != nil {
+		if _, err := app.store.FailCluster(ctx, cl.ID, models.ParseLastError("timeout:agent"), "node-1", models.StepAgent, "node-1 was late.", nil); err != nil {
 			t.Fatal(err)
 		}
 		d := doc(t, app.login(acc).get("/clusters/"+cl.ID))
@@ -246,7 +246,7 @@ func TestClusterErrorSentences(t *testing.T) {
 		{"install_failed:config", models.StatusDegraded, "Slurm cannot be set up for this cluster's configuration.", "billing continues at $39.94/h"},
 		{"check_failed:slurm", models.StatusDegraded, "Slurm installed but did not pass its check in time.", "billing continues at $39.94/h. Retry the install"},
 		{"node_down:node-1: stopped at the provider", models.StatusDegraded, "A machine stopped running: node-1: stopped at the provider.", "billing continues at $39.94/h for every machine"},
-		{models.LastErrorRecoveryExhausted, models.StatusDegraded, "Every recovery attempt is spent and a machine is still down.", "Billing continues at $39.94/h for every machine. Terminate"},
+		{"recovery_exhausted", models.StatusDegraded, "Every recovery attempt is spent and a machine is still down.", "Billing continues at $39.94/h for every machine. Terminate"},
 	}
 	eachApp(t, func(t *testing.T, app *testApp) {
 		ctx := context.Background()
@@ -256,7 +256,7 @@ func TestClusterErrorSentences(t *testing.T) {
 		for i, tc := range cases {
 			kind, detail, _ := strings.Cut(tc.code, ":")
 			sw := "none"
-			if tc.status == models.StatusDegraded && kind != "node_down" && kind != models.LastErrorRecoveryExhausted {
+			if tc.status == models.StatusDegraded && kind != "node_down" && kind != "recovery_exhausted" {
 				sw = "slurm"
 			}
 			cl := launchWorkload(t, app, acc, fmt.Sprintf("err-%d", i), sw, nil)
@@ -274,7 +274,7 @@ func TestClusterErrorSentences(t *testing.T) {
 				if kind == "provider_rejected" || detail == "reserved" {
 					node = ""
 				}
-				if _, err := app.store.FailCluster(ctx, cl.ID, tc.code, node, detail, "failed", nil); err != nil {
+				if _, err := app.store.FailCluster(ctx, cl.ID, models.ParseLastError(tc.code), node, detail, "failed", nil); err != nil {
 					t.Fatal(err)
 				}
 			case sw == "slurm":
@@ -282,7 +282,7 @@ func TestClusterErrorSentences(t *testing.T) {
 				if _, err := app.store.SoftwareRunFor(ctx, cur); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := app.store.DegradeSoftware(ctx, cl.ID, 1, tc.code, "node-1", "failed", nil); err != nil {
+				if _, err := app.store.DegradeSoftware(ctx, cl.ID, 1, models.ParseLastError(tc.code), "node-1", "failed", nil); err != nil {
 					t.Fatal(err)
 				}
 			default:
@@ -291,7 +291,7 @@ func TestClusterErrorSentences(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if kind == models.LastErrorRecoveryExhausted {
+				if kind == "recovery_exhausted" {
 					if _, err := app.store.MarkRecoveryExhausted(ctx, cur, nil); err != nil {
 						t.Fatal(err)
 					}
@@ -482,7 +482,7 @@ func TestClusterLogsAndEventsSections(t *testing.T) {
 			t.Fatal(err)
 		}
 		app.clock.Advance(25*time.Minute + 10*time.Second)
-		if _, err := app.store.FailCluster(ctx, cl.ID, "timeout:running", "node-0", models.StepRunning, "late", nil); err != nil {
+		if _, err := app.store.FailCluster(ctx, cl.ID, models.ParseLastError("timeout:running"), "node-0", models.StepRunning, "late", nil); err != nil {
 			t.Fatal(err)
 		}
 		d := doc(t, c.get("/clusters/"+cl.ID+"?tab=logs&node=1"))

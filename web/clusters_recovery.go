@@ -30,11 +30,11 @@ func recoveryView(cl models.Cluster, now time.Time, problems map[string]string) 
 	if cl.Status.Terminal() || cl.ReadyAt == nil {
 		return nil
 	}
-	r := cl.Recovery()
-	v := &views.RecoveryView{ClusterID: cl.ID, Mode: r.Mode, MaxAttempts: strconv.Itoa(max(r.MaxAttempts, 3)),
-		Cooldown: strconv.Itoa(max(r.CooldownMinutes, 5)), Problems: problems, Exhausted: r.Exhausted, Requested: r.Requested,
-		CanEdit:       cl.TerminateRequestedAt == nil,
-		CanRecoverNow: cl.Status == models.StatusDegraded && cl.EpisodeStartedAt != nil && cl.TerminateRequestedAt == nil,
+	r, form := cl.Recovery(), cl.PolicyForm()
+	v := &views.RecoveryView{ClusterID: cl.ID, Mode: r.Mode, MaxAttempts: strconv.Itoa(form.MaxAttempts),
+		Cooldown: strconv.Itoa(form.CooldownMinutes), Problems: problems, Exhausted: r.Exhausted, Requested: r.Requested,
+		CanEdit:       cl.CanSetRecovery(),
+		CanRecoverNow: cl.CanRecoverNow(),
 		Attempts:      strconv.Itoa(r.AttemptsUsed)}
 	if r.Mode == models.RecoveryRestart {
 		v.Attempts += " of " + strconv.Itoa(r.MaxAttempts)

@@ -2,7 +2,6 @@ package web
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
@@ -28,7 +27,7 @@ func stepDoing(step string) string {
 		return "joining the private network"
 	case models.StepSoftware:
 		return "installing its software"
-	case "reserved":
+	case models.StepReserved:
 		return "being reserved"
 	}
 	return "starting"
@@ -56,14 +55,27 @@ func nodeNamed(nodes []models.ClusterNode, st ...models.NodeStatus) string {
 
 // problemView says a cluster's lastError as a sentence, with what happens
 // to billing and what the customer can do; the code stays in small print.
-// nil when the cluster has no error to show.
+// nil when the cluster has no error to show. It switches on the error's
+// kind (models.ErrorKinds); a test holds that every kind has its own words.
 func problemView(cl models.Cluster, nodes []models.ClusterNode) *views.ProblemView {
-	if cl.LastError == "" || (cl.Status != models.StatusFailed && cl.Status != models.StatusDegraded) {
+	le := cl.Problem()
+	switch {
+	case le.Kind == "":
+		return nil
+	case cl.Status == models.StatusStopped && (le.Kind == models.KindResumeFailed || le.Kind == models.KindResumeCancelled):
+	case cl.Status != models.StatusFailed && cl.Status != models.StatusDegraded:
 		return nil
 	}
-	code := cl.LastError
-	kind, detail, _ := strings.Cut(code, ":")
-	p := &views.ProblemView{Code: code, Tone: string(cl.Status)}
+	p := &views.ProblemView{Code: cl.LastError, Tone: string(cl.Status)}
+	p.Sentence, p.Advice = problemWords(cl, le, nodes)
+	if cl.TerminateRequestedAt != nil {
+		p.Advice = "Terminating: every machine is being released and billing has stopped."
+	}
+	return p
+}
+
+// problemWords is the sentence and the advice for one lastError.
+func problemWords(cl models.Cluster, le models.LastError, nodes []models.ClusterNode) (sentence, advice string) {
 	who := func(fallback string) string {
 		if n := nodeNamed(nodes, models.NodeFailed, models.NodeLost); n != "" {
 			return n
@@ -72,60 +84,77 @@ func problemView(cl models.Cluster, nodes []models.ClusterNode) *views.ProblemVi
 	}
 	sw := softwareLabel(cl.Software)
 	rate := models.USD(cl.USDPerHour) + "/h"
-	switch {
-	case cl.Status == models.StatusFailed:
-		p.Advice = failedAdvice(0)
-		switch kind {
-		case "timeout":
-			switch detail {
-			case "reserved":
-				p.Sentence = "The provider did not accept the reservation in time; " + releasedNothingBilled + "."
-			case models.StepRunning:
-				p.Sentence = who("A machine") + " did not finish booting in time; " + releasedNothingBilled + "."
-			case models.StepAgent:
-				p.Sentence = who("A machine") + " booted but its cluster agent never checked in; " + releasedNothingBilled + "."
-			case models.StepMesh:
-				p.Sentence = who("A machine") + " did not reach every other machine on the private network in time; " + releasedNothingBilled + "."
-			default:
-				p.Sentence = who("A machine") + " did not finish " + stepDoing(detail) + " in time; " + releasedNothingBilled + "."
-			}
-		case "node_lost":
-			p.Sentence = who("A machine") + " vanished at the provider while " + stepDoing(detail) + "; " + releasedNothingBilled + "."
-		case "gpu_mismatch":
-			p.Sentence = detail + " does not have the GPUs the offer promises; " + releasedNothingBilled + "."
-		case "provider_rejected":
-			if detail == "no_capacity" {
-				p.Sentence = fmt.Sprintf("The provider no longer had %d machines of this shape free in %s; %s.", cl.Nodes, cl.LocationName, releasedNothingBilled)
-			} else {
-				p.Sentence = "The provider refused the reservation (the offer changed or is no longer available); " + releasedNothingBilled + "."
-			}
+	retry := "The machines stay up and billing continues at " + rate + ". Retry the install, or terminate the cluster to stop billing."
+	stopped := "Compute billing stays ended and nothing is deleted. Resume the cluster again, or terminate it."
+	detail := le.Detail
+	switch le.Kind {
+	case models.KindTimeout:
+		switch detail {
+		case models.StepReserved:
+			sentence = "The provider did not accept the reservation in time"
+		case models.StepRunning:
+			sentence = who("A machine") + " did not finish booting in time"
+		case models.StepAgent:
+			sentence = who("A machine") + " booted but its cluster agent never checked in"
+		case models.StepMesh:
+			sentence = who("A machine") + " did not reach every other machine on the private network in time"
 		default:
-			p.Sentence = "The cluster did not come up whole; " + releasedNothingBilled + "."
+			sentence = who("A machine") + " did not finish " + stepDoing(detail) + " in time"
 		}
-	case code == models.LastErrorRecoveryExhausted:
-		p.Sentence = "Every recovery attempt is spent and a machine is still down."
-		p.Advice = "Billing continues at " + rate + " for every machine. Terminate the cluster to stop it, or try Recover now."
-	case strings.HasPrefix(code, models.LastErrorNodeDown):
-		p.Sentence = "A machine stopped running: " + strings.TrimPrefix(code, models.LastErrorNodeDown) + "."
-		p.Advice = "The other machines stay up and billing continues at " + rate + " for every machine. " +
-			"Recovery can restart it (see Recovery below), or terminate the cluster to stop billing."
-	case kind == "install_failed" && detail == "config":
-		p.Sentence = sw + " cannot be set up for this cluster's configuration."
-		p.Advice = "The machines stay up and billing continues at " + rate + ". Retry the install, or terminate the cluster to stop billing."
-	case kind == "install_failed":
-		p.Sentence = sw + " failed to install on " + detail + "; the node's log says why."
-		p.Advice = "The machines stay up and billing continues at " + rate + ". Retry the install, or terminate the cluster to stop billing."
-	case kind == "check_failed":
-		p.Sentence = sw + " installed but did not pass its check in time."
-		p.Advice = "The machines stay up and billing continues at " + rate + ". Retry the install, or terminate the cluster to stop billing."
-	default:
-		p.Sentence = "The cluster is degraded."
-		p.Advice = "The machines stay up and billing continues at " + rate + ". Terminate the cluster to stop billing."
+		return sentence + "; " + releasedNothingBilled + ".", failedAdvice(0)
+	case models.KindNodeLost:
+		return who("A machine") + " vanished at the provider while " + stepDoing(detail) + "; " + releasedNothingBilled + ".", failedAdvice(0)
+	case models.KindGPUMismatch:
+		return detail + " does not have the GPUs the offer promises; " + releasedNothingBilled + ".", failedAdvice(0)
+	case models.KindProviderRejected:
+		if detail == models.RejectedNoCapacity {
+			return fmt.Sprintf("The provider no longer had %d machines of this shape free in %s; %s.", cl.Nodes, cl.LocationName, releasedNothingBilled), failedAdvice(0)
+		}
+		return "The provider refused the reservation (the offer changed or is no longer available); " + releasedNothingBilled + ".", failedAdvice(0)
+	case models.KindRecoveryExhausted:
+		return "Every recovery attempt is spent and a machine is still down.",
+			"Billing continues at " + rate + " for every machine. Terminate the cluster to stop it, or try Recover now."
+	case models.KindNodeDown:
+		return "A machine stopped running: " + detail + ".",
+			"The other machines stay up and billing continues at " + rate + " for every machine. " +
+				"Recovery can restart it (see Recovery below), or terminate the cluster to stop billing."
+	case models.KindInstallFailed:
+		if detail == models.InstallConfig {
+			return sw + " cannot be set up for this cluster's configuration.", retry
+		}
+		return sw + " failed to install on " + detail + "; the node's log says why.", retry
+	case models.KindCheckFailed:
+		return sw + " installed but did not pass its check in time.", retry
+	case models.KindInstallInterrupted:
+		return "A stop interrupted the install of " + sw + "; it did not finish.", retry
+	case models.KindResumeFailed:
+		cause := le.Cause()
+		switch cause.Kind {
+		case models.KindTimeout:
+			sentence = "A machine did not finish " + stepDoing(cause.Detail) + " in time while resuming"
+		case models.KindNodeLost:
+			sentence = "A machine vanished at the provider while resuming"
+		case models.KindProviderRejected:
+			sentence = "The provider refused to start the machines again"
+		default:
+			sentence = "The resume did not bring every machine back"
+		}
+		return sentence + "; every machine is stopped again.", stopped
+	case models.KindResumeCancelled:
+		why := ""
+		switch models.StopReason(detail) {
+		case models.StopByBalance:
+			why = " because the balance ran out"
+		case models.StopByBudget:
+			why = " because the environment's budget was reached"
+		}
+		return "The resume was cancelled" + why + "; every machine is stopped again.", stopped
 	}
-	if cl.TerminateRequestedAt != nil {
-		p.Advice = "Terminating: every machine is being released and billing has stopped."
+	// A code that names no declared kind (stored before kinds were typed).
+	if cl.Status == models.StatusFailed {
+		return "The cluster did not come up whole; " + releasedNothingBilled + ".", failedAdvice(0)
 	}
-	return p
+	return "The cluster is degraded.", "The machines stay up and billing continues at " + rate + ". Terminate the cluster to stop billing."
 }
 
 // phase is one provisioning step as the progress line says it.

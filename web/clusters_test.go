@@ -387,7 +387,7 @@ func TestFailedClusterOffersAlternatives(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		acc := app.signupAccount("f@example.com", "Failers")
 		cl := launchFor(t, app, acc, "failer")
-		if _, err := app.store.FailCluster(context.Background(), cl.ID, "provider_rejected:no_capacity", "", "reserved", "no room", nil); err != nil {
+		if _, err := app.store.FailCluster(context.Background(), cl.ID, models.ParseLastError("provider_rejected:no_capacity"), "", "reserved", "no room", nil); err != nil {
 			t.Fatal(err)
 		}
 		d := doc(t, app.login(acc).get("/clusters/"+cl.ID))

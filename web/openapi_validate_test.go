@@ -257,7 +257,7 @@ func TestOpenAPISoftwareExchanges(t *testing.T) {
 		if page := browser.get("/clusters/" + cl.ID); !strings.Contains(page.Body.String(), `data-testid="kubeconfig"`) {
 			t.Errorf("cluster page after node-0 reported: no download link")
 		}
-		if _, err := app.store.DegradeSoftware(ctx, cl.ID, run.Attempt, "install_failed:node-1", "node-1", "node-1 failed", nil); err != nil {
+		if _, err := app.store.DegradeSoftware(ctx, cl.ID, run.Attempt, models.ParseLastError("install_failed:node-1"), "node-1", "node-1 failed", nil); err != nil {
 			t.Fatal(err)
 		}
 		if res := want(202, "POST", "/v1/gpu/clusters/"+cl.ID+"/retry-install", tok, ""); res["status"] != "installing" {

@@ -463,7 +463,7 @@ func TestGPULaunchWait(t *testing.T) {
 		// A failure (L4) ends the wait with lastError and exit 1.
 		out, errOut, done = d.background(ctx, launchArgs("fails")...)
 		id = out.waitFor(t, launchedRE, done)[1]
-		if _, err := d.store.FailCluster(ctx, id, "timeout:agent", "node-1", "agent", "node-1's agent did not check in", nil); err != nil {
+		if _, err := d.store.FailCluster(ctx, id, models.StepTimeout(models.StepAgent), "node-1", "agent", "node-1's agent did not check in", nil); err != nil {
 			t.Fatal(err)
 		}
 		if code := waitExit(t, done, out, errOut); code != 1 {
@@ -629,7 +629,7 @@ func TestGPUTerminate(t *testing.T) {
 		}
 		// A failed cluster: accepted, nothing changes, --wait returns at once.
 		cl3 := d.launch(t, "failed")
-		d.store.FailCluster(ctx, cl3.ID, "provider_rejected:no_capacity", "", "reserved", "no room", nil)
+		d.store.FailCluster(ctx, cl3.ID, models.ProviderRejected(models.RejectedNoCapacity), "", "reserved", "no room", nil)
 		out2, _, code = d.gpu(t, "clusters", "terminate", cl3.ID, "--wait")
 		if code != 0 || !strings.Contains(out2, "had failed") || !strings.Contains(out2, "is failed.") {
 			t.Errorf("terminate failed cluster: %d %s", code, out2)

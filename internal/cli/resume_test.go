@@ -59,7 +59,7 @@ func TestCLIResume(t *testing.T) {
 		stop()
 		out, errOut, done = d.background(ctx, "clusters", "resume", cl.ID, "--wait", "--poll-interval", "2ms")
 		out.waitFor(t, regexp.MustCompile(`Resume accepted for `+cl.ID), done)
-		if _, err := d.store.FailResume(ctx, cl.ID, "timeout:running", "node-1", models.StepRunning, "node-1 was late."); err != nil {
+		if _, err := d.store.FailResume(ctx, cl.ID, models.StepTimeout(models.StepRunning), "node-1", models.StepRunning, "node-1 was late."); err != nil {
 			t.Fatal(err)
 		}
 		if code := waitExit(t, done, out, errOut); code != 1 || !strings.Contains(errOut.String(), "resume_failed:timeout:running") {
