@@ -79,6 +79,32 @@ type testNet struct {
 	dirs     []string
 }
 
+// removeStaleNet removes what a run of this test that was killed before
+// its cleanups left on subnet — its bridge, its namespaces and the sshd
+// and daemons still running in them — which would answer on the test's
+// addresses with other host keys.
+func removeStaleNet(subnet string) {
+	addrs, _ := exec.Command("ip", "-o", "-4", "addr", "show").Output()
+	for _, line := range strings.Split(string(addrs), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || !strings.HasPrefix(f[1], "cdbr") || f[3] != subnet+".1/24" {
+			continue
+		}
+		id := strings.TrimPrefix(f[1], "cdbr")
+		list, _ := exec.Command("ip", "netns", "list").Output()
+		for _, l := range strings.Split(string(list), "\n") {
+			if ns := strings.Fields(l); len(ns) > 0 && strings.HasPrefix(ns[0], "cdns"+id) {
+				pids, _ := exec.Command("ip", "netns", "pids", ns[0]).Output()
+				for _, pid := range strings.Fields(string(pids)) {
+					_ = exec.Command("kill", "-9", pid).Run()
+				}
+				_ = exec.Command("ip", "netns", "del", ns[0]).Run()
+			}
+		}
+		_ = exec.Command("ip", "link", "del", f[1]).Run()
+	}
+}
+
 func newTestNet(t *testing.T, subnet string, n int) *testNet {
 	t.Helper()
 	tag := make([]byte, 3)
@@ -98,6 +124,7 @@ func newTestNet(t *testing.T, subnet string, n int) *testNet {
 	}
 	sshPub, _ := gossh.NewPublicKey(pub)
 
+	removeStaleNet(subnet)
 	br := "cdbr" + id
 	must(t, "ip", "link", "add", br, "type", "bridge")
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", br).Run() })
