@@ -14,12 +14,15 @@ import (
 
 // commandHelp is each server-side command's `--help` text.
 var commandHelp = map[string]string{
-	"serve": `Usage: clusterdeck serve
+	"serve": `Usage: clusterdeck serve [--demo]
 
 Serve the dashboard, the REST API and the jobs on $ADDR (default 127.0.0.1:8080),
-applying pending database migrations first. It takes no arguments: configuration
-comes from environment variables (ADDR, DATABASE_URL, DATA_DIR, BASE_URL, ...; see
-README.md). SIGINT or SIGTERM shuts it down gracefully.
+applying pending database migrations first. Configuration comes from environment
+variables (ADDR, DATABASE_URL, DATA_DIR, BASE_URL, ...; see README.md). SIGINT or
+SIGTERM shuts it down gracefully.
+
+--demo (development only; make run uses it) makes the demo organisation ready first,
+as "clusterdeck demo" does, and prints its log-in once the server listens.
 `,
 	"migrate": `Usage: clusterdeck migrate
 
