@@ -493,7 +493,7 @@ func sshCluster(t *testing.T, w *sshWorld, software string) {
 		t.Fatalf("status %s, want ready\n%s\nmachine 0:\n%s", c.Status, w.events(c.ID), out0)
 	}
 	ev := w.events(c.ID)
-	for _, want := range []string{"node-0's agent checked in", "node-1's agent checked in", "node-0 reached all 1 peers", "node-1 reached all 1 peers"} {
+	for _, want := range []string{"node-0's agent checked in", "node-1's agent checked in", "node-0 reached its peer", "node-1 reached its peer"} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("events lack %q:\n%s", want, ev)
 		}

@@ -90,7 +90,7 @@ func (s *Store) ReportPeers(ctx context.Context, c Cluster, n ClusterNode, reach
 	if n.MeshAt != nil || !c.Starting() && n.Status != NodeJoining {
 		return true, nil
 	}
-	_, err = s.MarkNodeStep(ctx, c.ID, n.Rank, StepMesh, fmt.Sprintf("%s reached all %d peers.", n.Name, len(nodes)-1))
+	_, err = s.MarkNodeStep(ctx, c.ID, n.Rank, StepMesh, reachedPeers(n.Name, len(nodes)-1))
 	if err == nil {
 		err = s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", n.ID).Update("message", "").Error
 	}
@@ -310,4 +310,13 @@ func (s *Store) startOrder(ctx context.Context, c Cluster, n ClusterNode, report
 		o.Mounts = &m
 	}
 	return o, nil
+}
+
+// reachedPeers is the mesh step's message: "node-0 reached its peer." for a
+// two-machine cluster, "node-1 reached all 3 peers." otherwise.
+func reachedPeers(name string, peers int) string {
+	if peers == 1 {
+		return name + " reached its peer."
+	}
+	return fmt.Sprintf("%s reached all %d peers.", name, peers)
 }
