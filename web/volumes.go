@@ -331,7 +331,7 @@ func (h *handler) launchStorage(c echo.Context, q models.Quote) (views.LaunchSto
 		st.Current = "creates a " + strconv.Itoa(q.VolumeGB) + " GB volume with the cluster; it stays after terminate and bills until you delete it"
 		st.NewGB = strconv.Itoa(q.VolumeGB)
 	default:
-		st.Current = "no persistent volume: everything on the machines is deleted on terminate"
+		st.Current = "takes no persistent volume: everything on the machines is deleted on terminate"
 	}
 	if q.Community || st.Private {
 		return st, nil

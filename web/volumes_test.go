@@ -477,3 +477,16 @@ func TestMountsStateShown(t *testing.T) {
 		}
 	})
 }
+
+// The launch page's storage line is a sentence (issue 21 item 10: "This
+// launch no persistent volume").
+func TestLaunchStorageSentence(t *testing.T) {
+	app := newTestApp(t, openSQLite(t))
+	app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+	acc := app.signupAccount("ada@example.com", "Ada Labs")
+	app.store.Deposit(t.Context(), acc.org.ID, 1000*models.Micro, "dep", "test")
+	d := doc(t, app.login(acc).get("/clusters/new?offer=sim:h100x8&nodes=2"))
+	if got := d.Find(`[data-testid=storage-current]`).Text(); !strings.HasPrefix(got, "This launch takes no persistent volume:") {
+		t.Errorf("storage line %q", got)
+	}
+}
