@@ -70,23 +70,11 @@ func (c *Client) FollowEvents(ctx context.Context, q EventsQuery) (*EventStream,
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.httpClient().Do(req)
+	body, sc, err := c.openStream(ctx, req)
 	if err != nil {
-		return nil, c.transportError(ctx, err)
+		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, decodeError(resp, raw, req.URL.Redacted())
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		resp.Body.Close()
-		return nil, fmt.Errorf("%s did not answer with an event stream (%s): %w", req.URL.Redacted(), contentType(resp), ErrNotJSON)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	return &EventStream{body: resp.Body, sc: sc, Last: q.After}, nil
+	return &EventStream{body: body, sc: sc, Last: q.After}, nil
 }
 
 // Next is the next event (keep-alive comments are skipped); io.EOF when

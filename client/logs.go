@@ -39,23 +39,34 @@ func (c *Client) FollowLogs(ctx context.Context, id string, rank int) (*LogStrea
 	if err != nil {
 		return nil, err
 	}
+	body, sc, err := c.openStream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &LogStream{body: body, sc: sc}, nil
+}
+
+// openStream sends req asking for Server-Sent Events and returns the body
+// with a scanner over its lines; an error answer is decoded as the API's,
+// and an answer that is not an event stream is ErrNotJSON.
+func (c *Client) openStream(ctx context.Context, req *http.Request) (io.ReadCloser, *bufio.Scanner, error) {
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return nil, c.transportError(ctx, err)
+		return nil, nil, c.transportError(ctx, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, decodeError(resp, raw, req.URL.Redacted())
+		return nil, nil, decodeError(resp, raw, req.URL.Redacted())
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s did not answer with an event stream (%s): %w", req.URL.Redacted(), contentType(resp), ErrNotJSON)
+		return nil, nil, fmt.Errorf("%s did not answer with an event stream (%s): %w", req.URL.Redacted(), contentType(resp), ErrNotJSON)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	return &LogStream{body: resp.Body, sc: sc}, nil
+	return resp.Body, sc, nil
 }
 
 // Next is the next event; io.EOF when the stream closed without an end
