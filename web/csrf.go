@@ -23,15 +23,13 @@ var errCSRF = echo.NewHTTPError(http.StatusForbidden, "This form has expired or 
 // repeats it in a hidden _csrf field and in hx-headers (X-CSRF-Token), and
 // unsafe methods must send it back; cross-site fetches are refused outright.
 // The token is mirrored in an HttpOnly _csrf cookie for clients that read it,
-// but that cookie is never trusted (issue 11). The REST API (bearer keys, no
-// cookies) and MCP (/mcp, bearer keys), the agent protocol (node tokens), webhooks (signatures),
-// the public immutable downloads (/static/, /agent/: no cookie on a cached answer) and
-// development routes sit outside it.
+// but that cookie is never trusted (issue 11). It runs on the pages group of
+// routes.go only: the REST API checks the token itself when called with the
+// session (requireAPI), and MCP (bearer keys), the agent protocol (node
+// tokens), webhooks (signatures), the public immutable downloads (/static/,
+// /agent/: no cookie on a cached answer) and development routes sit outside it.
 func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if csrfExempt(c.Request().URL.Path) {
-			return next(c)
-		}
 		token, err := h.sessionCSRF(c)
 		if err != nil {
 			return err
@@ -96,15 +94,6 @@ func (h *handler) rotateCSRF(c echo.Context) {
 	h.session(c).Values[csrfSessionKey] = token
 	h.setCSRFCookie(c, token)
 	c.Set(csrfContextKey, token)
-}
-
-func csrfExempt(path string) bool {
-	for _, p := range []string{"/v1/", "/webhooks/", "/dev/", "/static/", "/agent/"} {
-		if strings.HasPrefix(path, p) {
-			return true
-		}
-	}
-	return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/mcp"
 }
 
 // secureCookies is true except on plain-HTTP localhost during development.

@@ -3,38 +3,54 @@ package web
 import (
 	"io/fs"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 )
 
 // routes registers every route: this is the one table. Reading this
-// function tells every URL the product answers.
+// function tells every URL the product answers, and the group a route is
+// registered on tells which middleware it runs (issue 22 item 4):
+//   - e (no group): machines and programs — probes, metrics, immutable
+//     downloads, Stripe's signed webhook, MCP and the agent protocol. No
+//     cookie is read or set and no CSRF token is asked for.
+//   - pages: what a browser opens. The CSRF guard (csrf) and the session
+//     (loadSession) run, and signed-in pages add requireUser.
+//   - public and api: the REST API under /v1. A bearer key or, from the
+//     dashboard's own scripts, the session (requireAPI then checks the CSRF
+//     token itself).
 func (h *handler) routes(e *echo.Echo) {
+	pages := newRouteGroup(e, "", h.csrf, h.loadSession)
+	public := newRouteGroup(e, "/v1", h.loadAPISession)
+
 	e.GET("/healthz", h.healthz)
 	e.GET("/readyz", h.readyz)
 	e.GET("/metrics", h.metrics)
-	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/offers") })
 	e.GET("/static/*", h.assets.serve)
 	e.HEAD("/static/*", h.assets.serve)
+	pages.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/offers") })
+	// An unknown address is answered as a page (with the signed-in
+	// navigation when there is a session).
+	e.RouteNotFound("/*", notFound, h.csrf, h.loadSession)
 
 	// Public pages and their htmx partials (offers are browsable signed out).
-	e.GET("/offers", h.listOffers)
+	pages.GET("/offers", h.listOffers)
 
 	// Accounts (A1): public forms; the invite link's token is its capability.
-	e.GET("/signup", h.showSignup)
-	e.POST("/signup", h.signup)
-	e.GET("/login", h.showLogin)
-	e.POST("/login", h.login)
-	e.POST("/logout", h.logout)
-	e.GET("/invites/:token", h.showInvite)
-	e.GET("/forgot-password", h.showForgotPassword)
-	e.POST("/forgot-password", h.forgotPassword)
-	e.GET("/reset-password/:token", h.showResetPassword) // the token is its capability
-	e.POST("/reset-password/:token", h.resetPassword)
+	pages.GET("/signup", h.showSignup)
+	pages.POST("/signup", h.signup)
+	pages.GET("/login", h.showLogin)
+	pages.POST("/login", h.login)
+	pages.POST("/logout", h.logout)
+	pages.GET("/invites/:token", h.showInvite)
+	pages.GET("/forgot-password", h.showForgotPassword)
+	pages.POST("/forgot-password", h.forgotPassword)
+	pages.GET("/reset-password/:token", h.showResetPassword) // the token is its capability
+	pages.POST("/reset-password/:token", h.resetPassword)
 
 	// Public REST API v1 (an API key is optional there).
-	e.GET("/v1/gpu/offers", h.apiListOffers, h.optionalAPI)
-	e.GET("/v1/openapi.json", h.openAPI) // API1: the document describing every /v1 route
+	public.GET("/gpu/offers", h.apiListOffers, h.optionalAPI)
+	public.GET("/openapi.json", h.openAPI) // API1: the document describing every /v1 route
 
 	// The agent binary for the machines' start-up scripts (OP1): public,
 	// versioned, with its checksum.
@@ -49,8 +65,8 @@ func (h *handler) routes(e *echo.Echo) {
 	// Signed-in pages (app) and the authenticated API (api). Every handler
 	// below loads what it touches through principal(c).Org: another org's id
 	// answers 404. TestRouteWalk proves it for every registered route.
-	app := e.Group("", h.requireUser)
-	api := e.Group("/v1", h.requireAPI)
+	app := pages.Group("", h.requireUser)
+	api := public.Group("", h.requireAPI)
 
 	app.POST("/invites/:token/accept", h.acceptInvite)
 	app.POST("/orgs/:id/switch", h.switchOrg)
@@ -196,7 +212,7 @@ func (h *handler) routes(e *echo.Echo) {
 	// A machine placed with the cluster's bootstrap token claims its rank
 	// first (cdb_…, OP1); the answer is its node token.
 	e.POST("/v1/agent/claim", h.agentClaim)
-	agent := e.Group("/v1/agent", h.agentAuth)
+	agent := newRouteGroup(e, "/v1/agent", h.agentAuth)
 	agent.POST("/checkin", h.agentCheckin)
 	agent.POST("/peers", h.agentPeers)
 	agent.POST("/heartbeat", h.agentHeartbeat)
@@ -205,7 +221,7 @@ func (h *handler) routes(e *echo.Echo) {
 
 	// Development-only routes: never registered in production.
 	if !h.Config.Production {
-		dev := e.Group("/dev", localOnly)
+		dev := newRouteGroup(e, "/dev", localOnly, h.loadSession)
 		dev.GET("/clock", h.devClock)
 		dev.POST("/clock", h.devAdvanceClock)
 		dev.POST("/jobs/:name/run", h.devRunJob)
@@ -225,3 +241,49 @@ func (h *handler) openAPI(c echo.Context) error {
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, doc)
 }
+
+// routeGroup registers routes under a path prefix with the middleware the
+// group carries, then each route's own. Unlike echo's Group with middleware,
+// it adds no catch-all routes, so an unknown address is a plain 404 rather
+// than a group's guard answering it.
+type routeGroup struct {
+	e      *echo.Echo
+	prefix string
+	mw     []echo.MiddlewareFunc
+}
+
+func newRouteGroup(e *echo.Echo, prefix string, mw ...echo.MiddlewareFunc) *routeGroup {
+	return &routeGroup{e: e, prefix: prefix, mw: mw}
+}
+
+// Group is a sub-group: this group's prefix and middleware, then its own.
+func (g *routeGroup) Group(prefix string, mw ...echo.MiddlewareFunc) *routeGroup {
+	return &routeGroup{e: g.e, prefix: g.prefix + prefix, mw: append(slices.Clip(g.mw), mw...)}
+}
+
+func (g *routeGroup) add(method, path string, h echo.HandlerFunc, mw []echo.MiddlewareFunc) {
+	g.e.Add(method, g.prefix+path, h, append(slices.Clip(g.mw), mw...)...)
+}
+
+func (g *routeGroup) GET(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	g.add(http.MethodGet, path, h, mw)
+}
+
+func (g *routeGroup) POST(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	g.add(http.MethodPost, path, h, mw)
+}
+
+func (g *routeGroup) PUT(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	g.add(http.MethodPut, path, h, mw)
+}
+
+func (g *routeGroup) PATCH(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	g.add(http.MethodPatch, path, h, mw)
+}
+
+func (g *routeGroup) DELETE(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	g.add(http.MethodDelete, path, h, mw)
+}
+
+// notFound answers an address no route has.
+func notFound(echo.Context) error { return echo.ErrNotFound }

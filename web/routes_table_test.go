@@ -66,10 +66,23 @@ func TestRoutesRegisteredOnce(t *testing.T) {
 			if !ok {
 				return true
 			}
+			name, ok := x.Lhs[0].(*ast.Ident)
+			if !ok {
+				return true
+			}
+			// newRouteGroup(e, "/prefix", …) or parent.Group("/prefix", …)
+			if fn, ok := call.Fun.(*ast.Ident); ok && fn.Name == "newRouteGroup" && len(call.Args) >= 2 {
+				if lit, ok := call.Args[1].(*ast.BasicLit); ok {
+					prefix[name.Name] = strings.Trim(lit.Value, `"`)
+				}
+				return true
+			}
 			sel, ok := call.Fun.(*ast.SelectorExpr)
-			parent, ok2 := sel.X.(*ast.Ident)
-			name, ok3 := x.Lhs[0].(*ast.Ident)
-			if !ok || !ok2 || !ok3 || sel.Sel.Name != "Group" || len(call.Args) == 0 {
+			if !ok || sel.Sel.Name != "Group" || len(call.Args) == 0 {
+				return true
+			}
+			parent, ok := sel.X.(*ast.Ident)
+			if !ok {
 				return true
 			}
 			if lit, ok := call.Args[0].(*ast.BasicLit); ok {

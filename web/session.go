@@ -187,9 +187,6 @@ func sessionString(s *sessions.Session, k string) string {
 func (h *handler) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if skipSession(r.URL.Path) || (strings.HasPrefix(r.URL.Path, "/v1/") && r.Header.Get("Authorization") != "") {
-			return next(c)
-		}
 		if _, err := r.Cookie(sessionCookie); err != nil {
 			return next(c)
 		}
@@ -228,6 +225,19 @@ func (h *handler) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// loadAPISession is loadSession for the REST API: a request carrying a
+// bearer key is a program's, and its cookies (if any) are not read; without
+// one, the dashboard's own scripts call the API with the session.
+func (h *handler) loadAPISession(next echo.HandlerFunc) echo.HandlerFunc {
+	withSession := h.loadSession(next)
+	return func(c echo.Context) error {
+		if c.Request().Header.Get("Authorization") != "" {
+			return next(c)
+		}
+		return withSession(c)
+	}
+}
+
 // checkNotEnded refuses a session that was logged out (a copy of its cookie
 // kept after log-out): ErrSessionRevoked.
 func (h *handler) checkNotEnded(c echo.Context, s *sessions.Session) error {
@@ -253,29 +263,10 @@ func (h *handler) endServerSession(c echo.Context) error {
 	return h.Store.EndSession(c.Request().Context(), p.User.ID, sessionString(s, "sid"), time.Unix(iat, 0).Add(sessionMaxAge))
 }
 
-func skipSession(path string) bool {
-	return strings.HasPrefix(path, "/static/") || strings.HasPrefix(path, "/agent/") || path == "/healthz" || path == "/readyz" ||
-		path == "/metrics" || strings.HasPrefix(path, "/v1/agent/") || strings.HasPrefix(path, "/webhooks/")
-}
-
-// isGroupCatchAll reports whether echo routed the request to a group's
-// catch-all "not found" route (groups with middleware register one): those
-// must stay plain 404s, not log-in prompts.
-func isGroupCatchAll(c echo.Context) bool {
-	p := c.Path()
-	if p == "/" { // the "" group's own catch-all lands on "/" for methods GET "/" lacks
-		return c.Request().Method != http.MethodGet
-	}
-	return p == "" || p == "/*" || p == "/v1" || p == "/v1/*"
-}
-
 // requireUser guards signed-in pages: a signed-out page GET is sent to
 // /login?next=…; htmx and other requests get 401.
 func (h *handler) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if isGroupCatchAll(c) {
-			return next(c)
-		}
 		if p := principal(c); p != nil && p.User != nil {
 			noStore(c) // signed-in pages carry private data and secrets (issue 11)
 			return next(c)
@@ -310,9 +301,6 @@ func (h *handler) requireManager(next echo.HandlerFunc) echo.HandlerFunc {
 // requireOperator guards the /admin area: site operators only.
 func (h *handler) requireOperator(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if isGroupCatchAll(c) {
-			return next(c)
-		}
 		p := principal(c)
 		if p == nil || p.User == nil {
 			return echo.NewHTTPError(http.StatusUnauthorized, "Log in to continue.")
@@ -356,9 +344,6 @@ func (h *handler) authenticateBearer(c echo.Context, header string) error {
 // in X-CSRF-Token, since /v1 sits outside the form CSRF guard.
 func (h *handler) requireAPI(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if isGroupCatchAll(c) {
-			return next(c)
-		}
 		noStore(c)
 		r := c.Request()
 		if authz := r.Header.Get("Authorization"); authz != "" {
