@@ -20,6 +20,11 @@ func TestContract(t *testing.T) {
 		e.fake.SetCapacity(h100, "us-west-1", 3)
 		return providerstest.Env{Provider: e.cloud, OfferID: "gpu_8x_h100_sxm5gdr.us-west-1", Location: "us-west-1", Free: 3,
 			Advance: e.clk.Advance,
+			Delay: func(d time.Duration) {
+				e.fake.Lock()
+				defer e.fake.Unlock()
+				e.fake.BootDelay, e.fake.RestartDelay, e.fake.TerminateDelay = d, d, d
+			},
 			Upset: func(t *testing.T, u providerstest.Upset) {
 				path := map[providerstest.Op]string{providerstest.OpCreate: "/api/v1/instance-operations/launch",
 					providerstest.OpList: "/api/v1/instances", providerstest.OpDelete: "/api/v1/instance-operations/terminate",

@@ -44,6 +44,11 @@ type Env struct {
 	// ReleaseNode of one of them is ErrUnsupported and leaves it running,
 	// and so is RestartNode (the upstream manages its members whole).
 	GroupBound bool
+	// Delay sets how long the upstream's machines stay in each state it
+	// lists on their way (booting, a cluster member's rank and address
+	// unassigned, a restart under way, deleting); nil for a provider
+	// whose states do not take time of their own.
+	Delay func(d time.Duration)
 	// Upset scripts the upstream's next answers to one operation to go
 	// wrong the way a cloud's do (see Upset); Waited is how long the
 	// provider has slept so far (on the test's clock). Both nil for a
@@ -413,6 +418,29 @@ var Cases = []Case{
 			e.Advance(e.Boot)
 			running(t, e, "cl_1", 2)
 		}},
+	{Name: "a cloud slower than a placement's patience",
+		Why: "every state on the way takes 10 minutes (booting, ranks and addresses unassigned, deleting): a placement may say transient while the cloud is not done, and the next tries adopt what it made; nothing is rolled back or placed twice, and the machines run once booted and are free again once deleted",
+		Run: func(t *testing.T, e Env) {
+			if e.Delay == nil {
+				return
+			}
+			const slow = 10 * time.Minute
+			e.Delay(slow)
+			g, err := placeTicks(e, "cl_1", 2)
+			if err != nil || len(g.Nodes) != 2 || g.Nodes[0].ID == g.Nodes[1].ID {
+				t.Fatalf("placement on a slow cloud: %+v %v", g, err)
+			}
+			e.Advance(slow + e.Boot)
+			running(t, e, "cl_1", 2)
+			if err := e.Provider.TerminateGroup(ctx, "cl_1"); err != nil {
+				t.Fatal(err)
+			}
+			gone(t, e, "cl_1")
+			e.Advance(slow + e.Boot)
+			if _, err := placeTicks(e, "cl_2", e.Free); err != nil {
+				t.Fatalf("the deleted machines are not free again: %v", err)
+			}
+		}},
 	{Name: "a lost create answer places nothing twice",
 		Why: "the create went through and its answer was lost (a 502 after the fact): the provider finds what it made instead of creating it again; it may say transient, and the retry adopts it",
 		Run: func(t *testing.T, e Env) {
@@ -600,4 +628,16 @@ func busy(t *testing.T, e Env, group string, i int) {
 	default:
 		t.Errorf("%s machine %d right after a restart: %s, want restarting", group, i, st)
 	}
+}
+
+// placeTicks places n machines as group the way the provision job does on
+// a slow cloud: a transient answer is tried again on the next tick (a
+// minute later), for at most half an hour.
+func placeTicks(e Env, group string, n int) (providers.Group, error) {
+	g, err := e.Provider.PlaceGroup(ctx, e.Request(group, n))
+	for tick := 0; errors.Is(err, providers.ErrTransient) && tick < 30; tick++ {
+		e.Advance(time.Minute)
+		g, err = e.Provider.PlaceGroup(ctx, e.Request(group, n))
+	}
+	return g, err
 }

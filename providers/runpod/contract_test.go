@@ -28,6 +28,11 @@ func TestContract(t *testing.T) {
 				}
 				return providerstest.Env{Provider: e.cloud, OfferID: "US-TX-3/8x/" + h100, Location: "US-TX-3", Free: 3,
 					Advance: e.clk.Advance,
+					Delay: func(d time.Duration) {
+						e.fake.Lock()
+						defer e.fake.Unlock()
+						e.fake.BootDelay, e.fake.StartDelay, e.fake.RankDelay = d, d, d
+					},
 					Upset: func(t *testing.T, u providerstest.Upset) {
 						calls := map[providerstest.Op][2]string{
 							providerstest.OpCreate: {"POST", "/v2/pods"}, providerstest.OpList: {"GET", "/v2/pods"},

@@ -18,6 +18,11 @@ func TestContract(t *testing.T) {
 		e.fake.Capacity[fake.Cap{Cloud: "lambdalabs", Type: h100, Region: "us-east-1"}] = 3
 		return providerstest.Env{Provider: e.cloud, OfferID: "lambdalabs/" + h100 + "/us-east-1", Location: "us-east-1", Free: 3,
 			Advance: e.clk.Advance,
+			Delay: func(d time.Duration) {
+				e.fake.Lock()
+				defer e.fake.Unlock()
+				e.fake.BootDelay, e.fake.DeleteDelay = d, d
+			},
 			Upset: func(t *testing.T, u providerstest.Upset) {
 				method, path := "POST", map[providerstest.Op]string{providerstest.OpCreate: "/instances/create",
 					providerstest.OpList: "/instances", providerstest.OpDelete: "/instances/*/delete",
