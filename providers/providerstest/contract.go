@@ -450,6 +450,15 @@ var Cases = []Case{
 			e.Upset(t, Upset{Op: OpCreate, Lost: true})
 			placeOnce(t, e, "cl_lost", 2)
 		}},
+	{Name: "a lost create answer mid-group",
+		Why: "the second machine's create went through and its answer was lost (a cloud placing a group in one call has no second create): the placement finds it, keeps the first, and places nothing twice",
+		Run: func(t *testing.T, e Env) {
+			if e.Upset == nil {
+				return
+			}
+			e.Upset(t, Upset{Op: OpCreate, After: 1, Lost: true})
+			placeOnce(t, e, "cl_lost", 2)
+		}},
 	{Name: "a rate-limited create is waited out",
 		Why: "a 429 on a create says it was not carried out: it is sent again after its Retry-After, and the group is placed once",
 		Run: func(t *testing.T, e Env) {
