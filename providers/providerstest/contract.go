@@ -116,7 +116,12 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 var ctx = context.Background()
 
 // Cases is the contract: what "a provider" must survive, the way the
-// clouds really answer. Read it as the list of what the jobs may rely on.
+// clouds really answer. Read it as the list of what the jobs may rely on:
+// each case's Name and Why say it; the first ones are the provider's own
+// answers (refusals, idempotence, what it can and cannot do), the later
+// ones the upstream's (states that take time, answers lost after the
+// fact, rate limits, slowness), which each fake plays through Env.Delay
+// and Env.Upset on the test's clock.
 var Cases = []Case{
 	{Name: "capacity refusal leaves nothing",
 		Why: "asked for more machines than are free, the provider refuses with ErrNoCapacity and holds none of them",
@@ -261,7 +266,7 @@ var Cases = []Case{
 				t.Fatalf("unknown machine: want ErrNotFound, got %v", err)
 			}
 		}},
-	{Name: "rate limit honoured",
+	{Name: "a rate-limited list is waited out",
 		Why: "a 429 on a list is waited out for its Retry-After, then retried",
 		Run: func(t *testing.T, e Env) {
 			if e.Upset == nil {
