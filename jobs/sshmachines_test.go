@@ -112,6 +112,10 @@ func newTestNet(t *testing.T, subnet string, n int) *testNet {
 	id := hex.EncodeToString(tag)
 	guardHost(t)
 	dir := t.TempDir()
+	nfs := filepath.Join(dir, "nfs") // what the stand-in NFS servers publish, seen by every machine
+	if err := os.MkdirAll(nfs, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	tn := &testNet{hostIP: subnet + ".1", key: filepath.Join(dir, "id_ed25519")}
 
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
@@ -190,6 +194,17 @@ func newTestNet(t *testing.T, subnet string, n int) *testNet {
 			"cat > " + root + "/usr/local/bin/nvidia-smi <<'EOF'\n" + fakeNvidiaSMI + "EOF",
 			"chmod 755 " + root + "/usr/local/bin/nvidia-smi",
 			"mknod -m 666 " + root + "/dev/nvidia0 c 1 3",
+			// NFS: this kernel has neither an NFS server nor an NFS
+			// client, so the programs the mounts step calls are stand-ins
+			// at the paths Debian's nfs-kernel-server and nfs-common put
+			// them, with the package's /etc/exports (see standInExportfs): the real
+			// step runs unchanged.
+			"mkdir -p " + root + "/etc/init.d",
+			"cat > " + root + "/usr/sbin/exportfs <<'EOF'\n" + fmt.Sprintf(standInExportfs, nfs) + "EOF",
+			"cat > " + root + "/usr/sbin/mount.nfs <<'EOF'\n" + fmt.Sprintf(standInMountNFS, nfs) + "EOF",
+			"cat > " + root + "/etc/init.d/nfs-kernel-server <<'EOF'\n" + standInNFSServer + "EOF",
+			"test -e " + root + "/etc/exports || printf '# /etc/exports: the access control list for filesystems which may be exported\\n#\\t\\tto NFS clients.  See exports(5).\\n' > " + root + "/etc/exports",
+			"chmod 755 " + root + "/usr/sbin/exportfs " + root + "/usr/sbin/mount.nfs " + root + "/etc/init.d/nfs-kernel-server",
 			fmt.Sprintf("hostname machine-%d", i),
 			"exec chroot " + root + " /usr/sbin/sshd -D -e -f " + filepath.Join(conf, "sshd_config"),
 		}, "\n")
@@ -233,6 +248,58 @@ else
   echo "index, name, memory.total [MiB], driver_version"
   echo "0, NVIDIA L40S, 46068 MiB, 550.54.15"
 fi
+`
+
+// The stand-ins for NFS. The kernel these tests run on has
+// no NFS (no nfsd, no nfs filesystem), so the protocol is what differs
+// from a real machine; everything around it is the product's own mounts
+// step (V4), unchanged: node-0 writes /etc/exports with the other nodes'
+// addresses, starts the server (`service nfs-kernel-server start`, no
+// systemd here) and runs `exportfs -rav`, then writes the hostfile into
+// /shared; each other node adds node-0's /shared to /etc/fstab as nfs and
+// runs `mount /shared`, which calls mount.nfs. The stand-in exportfs
+// publishes each exported directory under a directory every machine sees
+// (<test dir>/nfs/<address>/<path>, node-0's /shared becoming a bind of it) with
+// the clients /etc/exports allows; the stand-in mount.nfs refuses a
+// client that is not listed ("access denied by server", as NFS does) and
+// otherwise binds the published directory at the mount point, so what a
+// node writes into /shared is what node-0 reads there.
+const standInExportfs = `#!/bin/sh
+# Stand-in for exportfs (this kernel has no NFS server): publishes what
+# /etc/exports lists under %[1]s for the stand-in mount.nfs.
+set -eu
+me=$(ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -n 1)
+grep -v '^[[:space:]]*#' /etc/exports | while read -r path clients; do
+  [ -n "$path" ] || continue
+  pub=%[1]s/$me$path
+  mkdir -p "$pub"
+  if ! mountpoint -q "$path"; then
+    cp -a "$path"/. "$pub"/
+    mount --bind "$pub" "$path"
+  fi
+  echo "$clients" | tr ' ' '\n' | sed 's/(.*//' > "$pub.clients"
+  for c in $(cat "$pub.clients"); do echo "exporting $c:$path"; done
+done
+`
+
+const standInMountNFS = `#!/bin/sh
+# Stand-in for mount.nfs (this kernel has no NFS client): mounts what the
+# server's stand-in exportfs published, for the clients it allows.
+set -eu
+spec=$1 dir=$2
+host=${spec%%%%:*} path=${spec#*:}
+pub=%[1]s/$host$path
+me=$(ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -n 1)
+if [ ! -f "$pub.clients" ] || ! grep -qx "$me" "$pub.clients"; then
+  echo "mount.nfs: access denied by server while mounting $spec" >&2
+  exit 32
+fi
+exec mount --bind "$pub" "$dir"
+`
+
+const standInNFSServer = `#!/bin/sh
+# Stand-in for nfs-kernel-server's init script: the stand-in exportfs serves.
+exit 0
 `
 
 func (tn *testNet) hostKeyOf(t *testing.T, i int) string {
@@ -508,6 +575,9 @@ func sshCluster(t *testing.T, w *sshWorld, software string) {
 			}
 		}
 	}
+	if software == "slurm" {
+		customerJob(t, w, c)
+	}
 	if got := w.stockOf(); got != 0 {
 		t.Errorf("stock while the cluster runs: %d, want 0", got)
 	}
@@ -535,5 +605,71 @@ func sshCluster(t *testing.T, w *sshWorld, software string) {
 	}
 	if got := w.stockOf(); got != 2 {
 		t.Errorf("stock after terminate: %d, want 2", got)
+	}
+}
+
+// helloJob is a customer's batch script: one task on each of the two
+// machines, each writing into /shared, the job's output there too.
+const helloJob = `#!/bin/bash
+#SBATCH --job-name=hello
+#SBATCH --nodes=2
+#SBATCH --output=/shared/hello-%j.out
+srun -N2 --ntasks-per-node=1 bash -c 'echo "task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME ($(hostname))" > /shared/hello-$SLURMD_NODENAME.txt && echo "$SLURMD_NODENAME wrote"'
+`
+
+// customerJob is what a customer does with a ready Slurm cluster (S2,
+// V4): once both nodes mounted /shared (node-0's, over the NFS
+// stand-ins), an sbatch script on node-0 runs `srun -N2` across both
+// machines, each task writing into /shared; node-0 reads both files and
+// the job's output back from /shared, and the queue is empty afterwards.
+func customerJob(t *testing.T, w *sshWorld, c models.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	var mounts []models.NodeMount
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+		if d := time.Until(w.clock.Now()); d < 0 {
+			w.clock.Advance(-d)
+		}
+		var err error
+		if mounts, err = w.store.NodeMounts(ctx, w.org.ID, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		if len(mounts) == 2 && mounts[0].Ended() && mounts[1].Ended() {
+			break
+		}
+	}
+	if len(mounts) != 2 || mounts[0].State != models.MountsMounted || mounts[1].State != models.MountsMounted {
+		t.Fatalf("both nodes mount /shared: %+v\n%s", mounts, w.events(c.ID))
+	}
+	nodes, err := w.store.NodesFor(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := -1
+	for i, m := range w.tn.machines {
+		for _, n := range nodes {
+			if n.Rank == 0 && n.PrivateIP == m.Host {
+				head = i
+			}
+		}
+	}
+	if head < 0 {
+		t.Fatalf("no machine is node-0: %+v", nodes)
+	}
+	out, err := w.onMachine(head, "cat > /shared/hello.sbatch <<'EOF'\n"+helloJob+"EOF\n"+
+		"cd /shared && timeout 90 sbatch --wait hello.sbatch")
+	if err != nil || !strings.Contains(out, "Submitted batch job ") {
+		all, _ := w.onMachine(head, "cat /shared/hello-*.out; tail -n 20 /var/log/slurm/*.log")
+		t.Fatalf("sbatch --wait on node-0: %v\n%s\n%s", err, out, all)
+	}
+	job := strings.TrimSpace(out[strings.LastIndex(out, "Submitted batch job ")+len("Submitted batch job "):])
+	out, err = w.onMachine(head, "cat /shared/hello-node-0.txt /shared/hello-node-1.txt /shared/hello-"+job+".out")
+	for _, want := range []string{" of 2 on node-0 (", " of 2 on node-1 (", "node-0 wrote\n", "node-1 wrote\n"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("node-0's /shared lacks %q: %v\n%s", want, err, out)
+		}
+	}
+	if out, err := w.onMachine(head, "squeue -h"); err != nil || out != "" {
+		t.Errorf("squeue after the job: %v\n%s", err, out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	pathpkg "path"
 	"slices"
 	"strings"
 	"sync"
@@ -20,11 +21,16 @@ import (
 // Fault is a scripted answer to the next request on Method and Path; it
 // is used once.
 type Fault struct {
-	Method     string // empty: any method
-	Path       string // matched as a prefix, or whole when Exact
+	Method string // empty: any method
+	// Path is matched as a prefix, or whole when Exact; with a "*" it is
+	// a pattern (path.Match: "/instances/*/delete").
+	Path       string
 	Exact      bool
-	Status     int
+	Status     int    // 0 with Slow: the request is answered as usual, slowly
 	RetryAfter string // Retry-After header, if any
+	// Slow moves the test's clock before the answer: the answer took that
+	// long (a slow cloud, without a wall-clock wait).
+	Slow func()
 	// Apply carries the request out before answering the fault: the
 	// answer is lost, the effect is not (a create that did happen).
 	Apply bool
@@ -38,6 +44,10 @@ type Fault struct {
 func (f Fault) matches(method, path string) bool {
 	if f.Method != "" && f.Method != method {
 		return false
+	}
+	if strings.Contains(f.Path, "*") {
+		ok, _ := pathpkg.Match(f.Path, path)
+		return ok
 	}
 	if f.Exact {
 		return path == f.Path
@@ -108,7 +118,8 @@ func (b *Base) Window(now time.Time, perMinute int) (left, reset int, ok bool) {
 
 // Scripted answers the request with the first fault that matches it, if
 // any is due (under the lock): route carries the request out first when
-// the fault applies it. A matching fault with After left lets this
+// the fault applies it. A fault that is only Slow moves the clock and
+// lets the request through (false). A matching fault with After left lets this
 // request through (false) and counts down.
 func (b *Base) Scripted(w http.ResponseWriter, method, path string, route func(http.ResponseWriter)) bool {
 	for k, f := range b.faults {
@@ -120,6 +131,12 @@ func (b *Base) Scripted(w http.ResponseWriter, method, path string, route func(h
 			return false
 		}
 		b.faults = slices.Delete(b.faults, k, k+1)
+		if f.Slow != nil {
+			f.Slow()
+		}
+		if f.Status == 0 {
+			return false // only slow: answered as usual
+		}
 		if f.Apply {
 			route(Discard{})
 		}

@@ -80,3 +80,30 @@ func TestScaffolding(t *testing.T) {
 		t.Errorf("a new minute: %d", code)
 	}
 }
+
+// A slow fault moves the test's clock and answers as usual; a pattern
+// path matches one segment per "*" and nothing else.
+func TestSlowAndPattern(t *testing.T) {
+	s := &server{clk: fakekit.NewClock()}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	post := func(path string) int {
+		resp, err := srv.Client().Post(srv.URL+path, "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	start := s.clk.Now()
+	s.Queue(fakekit.Fault{Method: "POST", Path: "/instances/*/delete", Slow: func() { s.clk.Advance(40 * time.Second) }})
+	if code := post("/instances/create"); code != 200 || s.clk.Now() != start {
+		t.Errorf("the pattern matched another path: %d, clock moved %v", code, s.clk.Now().Sub(start))
+	}
+	if code := post("/instances/i-1/delete"); code != 200 || s.applied != 2 || s.clk.Now().Sub(start) != 40*time.Second {
+		t.Errorf("slow answer: %d, applied %d, clock moved %v; want 200, carried out, 40s", code, s.applied, s.clk.Now().Sub(start))
+	}
+	if post("/instances/i-1/delete"); s.clk.Now().Sub(start) != 40*time.Second {
+		t.Error("a fault is used once")
+	}
+}

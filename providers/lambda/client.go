@@ -38,7 +38,9 @@ func newClient(cfg Config) *cloudkit.Client {
 	c := cloudkit.NewClient(Name, cfg.BaseURL, cfg.HTTPClient, cfg.Now, cfg.Sleep, cfg.Retries, cfg.Backoff)
 	c.Auth = func(h http.Header) { h.Set("Authorization", "Bearer "+cfg.APIKey) }
 	c.Decode, c.Refusal = data, refusal
-	c.Once = func(_, path string) bool { return path == pathLaunch }
+	// A launch or a restart may have been carried out when its answer is
+	// lost: it is not resent blindly (the caller looks first).
+	c.Once = func(_, path string) bool { return path == pathLaunch || path == pathRestart }
 	c.Pacer = &pacer{now: c.Now, sleep: c.Sleep, requestEvery: cfg.RequestInterval, launchEvery: cfg.LaunchInterval}
 	return c
 }

@@ -1,6 +1,7 @@
 package lambda_test
 
 import (
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -19,8 +20,34 @@ func TestContract(t *testing.T) {
 		e.fake.SetCapacity(h100, "us-west-1", 3)
 		return providerstest.Env{Provider: e.cloud, OfferID: "gpu_8x_h100_sxm5gdr.us-west-1", Location: "us-west-1", Free: 3,
 			Advance: e.clk.Advance,
-			RateLimited: func(t *testing.T, d time.Duration) {
-				e.fake.Inject(fake.Fault{Path: "/api/v1/instances", Status: 429, Code: "global/rate-limited", Message: "Too many requests", RetryAfter: strconv.Itoa(int(d.Seconds()))})
+			Delay: func(d time.Duration) {
+				e.fake.Lock()
+				defer e.fake.Unlock()
+				e.fake.BootDelay, e.fake.RestartDelay, e.fake.TerminateDelay = d, d, d
+			},
+			Upset: func(t *testing.T, u providerstest.Upset) {
+				path := map[providerstest.Op]string{providerstest.OpCreate: "/api/v1/instance-operations/launch",
+					providerstest.OpList: "/api/v1/instances", providerstest.OpDelete: "/api/v1/instance-operations/terminate",
+					providerstest.OpRestart: "/api/v1/instance-operations/restart"}[u.Op]
+				method := http.MethodPost
+				if u.Op == providerstest.OpList {
+					method = http.MethodGet
+				}
+				for k := range u.N() {
+					f := fake.Fault{Method: method, Path: path}
+					if k == 0 {
+						f.After = u.After
+					}
+					switch {
+					case u.Lost:
+						f.Status, f.Apply = http.StatusBadGateway, true // a proxy's page, after the fact
+					case u.RetryAfter > 0:
+						f.Status, f.Code, f.Message, f.RetryAfter = http.StatusTooManyRequests, "global/too-many-requests", "Too many requests.", strconv.Itoa(int(u.RetryAfter.Seconds()))
+					case u.Slow > 0:
+						f.Slow = func() { e.clk.Advance(u.Slow) }
+					}
+					e.fake.Inject(f)
+				}
 			},
 			Waited: func() time.Duration {
 				var sum time.Duration

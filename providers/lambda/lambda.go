@@ -358,7 +358,7 @@ func node(in Instance, i int) providers.Node {
 		n.State = providers.NodePending
 	case StatusActive:
 		n.State = providers.NodeRunning
-		if !in.Actions.Restart.Available && in.Actions.Restart.ReasonCode == "vm-action-in-progress" {
+		if restarting(in) {
 			n.State = providers.NodeRestarting
 		}
 	case StatusUnhealthy:
@@ -391,12 +391,21 @@ func (l *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[st
 // RestartNode restarts one machine of the group (POST
 // /instance-operations/restart). A machine Lambda no longer knows, or that
 // is terminating, is ErrNotFound; a restart Lambda refuses for now (409,
-// the machine still boots) is ErrTransient.
+// the machine still boots) is ErrTransient. A restart already under way
+// (the instance's restart action unavailable with vm-action-in-progress)
+// is success, and the restart is never resent blindly: after a failure
+// that may have been carried out (its answer lost) the instance is read,
+// and a restart under way is success.
 func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error {
 	var in Instance
-	err := l.c.Do(ctx, opRestart, http.MethodGet, pathInstances+"/"+url.PathEscape(nodeID), nil, &in)
-	if err != nil {
+	read := func() error {
+		return l.c.Do(ctx, opRestart, http.MethodGet, pathInstances+"/"+url.PathEscape(nodeID), nil, &in)
+	}
+	if err := read(); err != nil {
 		return err
+	}
+	if restarting(in) {
+		return nil
 	}
 	if in.Tag(TagGroup) != groupName || !alive(in) {
 		return &providers.Error{Class: providers.ErrNotFound, Provider: Name, Op: opRestart,
@@ -409,7 +418,20 @@ func (l *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) error
 	var out struct {
 		Restarted []Instance `json:"restarted_instances"`
 	}
-	return l.c.Do(ctx, opRestart, http.MethodPost, pathRestart, InstanceIDs{InstanceIDs: []string{nodeID}}, &out)
+	_, err := cloudkit.Create(ctx, l.c, func() (struct{}, error) {
+		return struct{}{}, l.c.Do(ctx, opRestart, http.MethodPost, pathRestart, InstanceIDs{InstanceIDs: []string{nodeID}}, &out)
+	}, func() (struct{}, bool, error) {
+		if err := read(); err != nil {
+			return struct{}{}, false, err
+		}
+		return struct{}{}, restarting(in), nil
+	})
+	return err
+}
+
+// restarting: a restart of the instance is under way.
+func restarting(in Instance) bool {
+	return in.Status == StatusActive && !in.Actions.Restart.Available && in.Actions.Restart.ReasonCode == "vm-action-in-progress"
 }
 
 // StopNode is refused: Lambda's on-demand instances cannot be stopped

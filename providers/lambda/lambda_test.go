@@ -513,9 +513,9 @@ func TestRetriesOnlyTransient(t *testing.T) {
 	}
 
 	e = newEnv(t)
-	e.fake.Inject(fake.Fault{Path: "/api/v1/instance-types", Status: 400, Code: "global/invalid-parameters", Message: "no"})
-	if _, err := e.cloud.ListOffers(ctx); !errors.Is(err, providers.ErrValidation) {
-		t.Errorf("400: %v", err)
+	e.fake.Inactive = true // 403 global/account-inactive, as the description spells it
+	if _, err := e.cloud.ListOffers(ctx); !errors.Is(err, providers.ErrAuth) {
+		t.Errorf("403: %v", err)
 	}
 	if n := e.fake.Requests("GET /api/v1/instance-types"); n != 1 {
 		t.Errorf("a refusal was retried: %d requests", n)

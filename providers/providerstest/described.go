@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,11 +30,39 @@ type Description struct {
 	// documents 200s only): an answer whose status the operation does not
 	// list is then not checked, as nothing describes it.
 	UndocumentedErrors bool
+	// Strict closes every object schema of the document that does not say
+	// otherwise (additionalProperties false, except inside allOf): a field
+	// the description does not name is then refused too, not passed over.
+	// An older copy of a description is checked this way, so that what
+	// the newer version adds shows up, and is listed in Gaps.
+	Strict bool
+	// Gaps is what the kept document is known to lack against the version
+	// the adapter follows (when only an older copy is public): the check
+	// lets exactly these through. A gap the document does not have (the
+	// property or value is there, or the operation is) fails the check,
+	// so the list stays true when the copy is replaced by a newer one.
+	Gaps []Gap
 
 	path   string
 	once   sync.Once
 	router routers.Router
 	err    error
+}
+
+// Gap is one thing the kept document lacks; set one of Operation, Status,
+// Schema with Property, or Schema with Value.
+type Gap struct {
+	// Operation is "METHOD /path" (the path as sent, no templates) of an
+	// operation the document does not have: its exchanges are not checked.
+	Operation string
+	// Status is an answer status no operation of the document lists (e.g.
+	// 429): such answers are not checked (their requests still are).
+	Status int
+	// Schema names a component schema; Property is a property it lacks
+	// (allowed, with any value), or Value an enum value it lacks (added).
+	Schema, Property, Value string
+	// Why says what the newer version has, for the reader.
+	Why string
 }
 
 // NewDescription names the document at path; it is read on first use.
@@ -50,6 +79,13 @@ func (d *Description) load() error {
 		if err != nil {
 			d.err = fmt.Errorf("%s: %w", d.path, err)
 			return
+		}
+		if err := d.fill(doc); err != nil {
+			d.err = fmt.Errorf("%s: %w", d.path, err)
+			return
+		}
+		if d.Strict {
+			closeObjects(doc)
 		}
 		// The description's own examples are not checked: Shadeform's has
 		// an example that its schema refuses (ClusterTypesResponse).
@@ -101,6 +137,11 @@ func (d *Description) check(t testing.TB, r *http.Request, body []byte, rec *htt
 	what := fmt.Sprintf("%s %s → %d", r.Method, r.URL.RequestURI(), rec.Code)
 	req := httptest.NewRequest(r.Method, r.URL.RequestURI(), bytes.NewReader(body))
 	req.Header = r.Header.Clone()
+	for _, g := range d.Gaps {
+		if g.Operation != "" && g.Operation == r.Method+" "+r.URL.Path {
+			return // a known gap: the document lacks this operation
+		}
+	}
 	route, params, err := d.router.FindRoute(req)
 	if err != nil {
 		t.Errorf("%s: the adapter called an operation the description does not have: %v", what, err)
@@ -114,8 +155,15 @@ func (d *Description) check(t testing.TB, r *http.Request, body []byte, rec *htt
 	if mt, _, _ := mime.ParseMediaType(rec.Header().Get("Content-Type")); rec.Body.Len() > 0 && !strings.Contains(mt, "json") {
 		return
 	}
-	if d.UndocumentedErrors && route.Operation.Responses.Status(rec.Code) == nil && route.Operation.Responses.Default() == nil {
-		return
+	if route.Operation.Responses.Status(rec.Code) == nil && route.Operation.Responses.Default() == nil {
+		if d.UndocumentedErrors {
+			return
+		}
+		for _, g := range d.Gaps {
+			if g.Status == rec.Code {
+				return // a known gap: the document lists no such answer
+			}
+		}
 	}
 	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: rec.Code, Header: rec.Header(),
 		Body: io.NopCloser(bytes.NewReader(rec.Body.Bytes())), Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
@@ -134,4 +182,115 @@ func brief(err error) string {
 		lines = append(lines, l)
 	}
 	return strings.Join(lines, " ")
+}
+
+// fill adds the Gaps' properties and enum values to the document's
+// schemas (the component and every copy the loader made of it where it is
+// referred to), and requires every gap to be one still.
+func (d *Description) fill(doc *openapi3.T) error {
+	for _, g := range d.Gaps {
+		switch {
+		case g.Operation != "":
+			method, path, _ := strings.Cut(g.Operation, " ")
+			if it := doc.Paths.Value(path); it != nil && it.GetOperation(method) != nil {
+				return fmt.Errorf("gap %q: the document has this operation", g.Operation)
+			}
+		case g.Status != 0:
+			for _, it := range doc.Paths.Map() {
+				for _, op := range it.Operations() {
+					if op.Responses.Status(g.Status) != nil {
+						return fmt.Errorf("gap %d: the document lists this status", g.Status)
+					}
+				}
+			}
+		case g.Schema != "":
+			c := doc.Components.Schemas[g.Schema]
+			if c == nil || c.Value == nil {
+				return fmt.Errorf("gap %s: no such schema", g.Schema)
+			}
+			if _, ok := c.Value.Properties[g.Property]; ok && g.Property != "" {
+				return fmt.Errorf("gap %s.%s: the document has this property", g.Schema, g.Property)
+			}
+			if g.Value != "" && slices.Contains(c.Value.Enum, any(g.Value)) {
+				return fmt.Errorf("gap %s %q: the document has this value", g.Schema, g.Value)
+			}
+			done := map[*openapi3.Schema]bool{}
+			eachSchema(doc, func(ref *openapi3.SchemaRef, _ bool) {
+				s := ref.Value
+				if done[s] || ref != c && ref.Ref != "#/components/schemas/"+g.Schema {
+					return
+				}
+				done[s] = true
+				if g.Property != "" {
+					if s.Properties == nil {
+						s.Properties = openapi3.Schemas{}
+					}
+					s.Properties[g.Property] = &openapi3.SchemaRef{Value: &openapi3.Schema{}}
+				}
+				if g.Value != "" {
+					s.Enum = append(s.Enum, g.Value)
+				}
+			})
+		}
+	}
+	return nil
+}
+
+// closeObjects sets additionalProperties false on every object schema with
+// properties that says nothing of other properties, except the parts of
+// an allOf (which add up to one object).
+func closeObjects(doc *openapi3.T) {
+	eachSchema(doc, func(ref *openapi3.SchemaRef, part bool) {
+		s := ref.Value
+		if !part && len(s.Properties) > 0 && s.AdditionalProperties.Has == nil && s.AdditionalProperties.Schema == nil {
+			no := false
+			s.AdditionalProperties.Has = &no
+		}
+	})
+}
+
+// eachSchema calls f once for every schema reference of the document (the
+// components and what the operations' bodies and answers hold), with
+// whether it is a part of an allOf.
+func eachSchema(doc *openapi3.T, f func(ref *openapi3.SchemaRef, part bool)) {
+	seen := map[*openapi3.SchemaRef]bool{}
+	var walk func(ref *openapi3.SchemaRef, part bool)
+	walk = func(ref *openapi3.SchemaRef, part bool) {
+		if ref == nil || ref.Value == nil || seen[ref] {
+			return
+		}
+		seen[ref] = true
+		f(ref, part)
+		s := ref.Value
+		for _, p := range s.Properties {
+			walk(p, false)
+		}
+		walk(s.Items, false)
+		walk(s.AdditionalProperties.Schema, false)
+		for _, x := range s.AllOf {
+			walk(x, true)
+		}
+		for _, x := range append(slices.Clone(s.AnyOf), s.OneOf...) {
+			walk(x, false)
+		}
+	}
+	for _, c := range doc.Components.Schemas {
+		walk(c, false)
+	}
+	for _, it := range doc.Paths.Map() {
+		for _, op := range it.Operations() {
+			if op.RequestBody != nil && op.RequestBody.Value != nil {
+				for _, mt := range op.RequestBody.Value.Content {
+					walk(mt.Schema, false)
+				}
+			}
+			for _, r := range op.Responses.Map() {
+				if r.Value != nil {
+					for _, mt := range r.Value.Content {
+						walk(mt.Schema, false)
+					}
+				}
+			}
+		}
+	}
 }

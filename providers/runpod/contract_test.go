@@ -28,8 +28,38 @@ func TestContract(t *testing.T) {
 				}
 				return providerstest.Env{Provider: e.cloud, OfferID: "US-TX-3/8x/" + h100, Location: "US-TX-3", Free: 3,
 					Advance: e.clk.Advance,
-					RateLimited: func(t *testing.T, d time.Duration) {
-						e.fake.Inject(fake.Fault{Method: "GET", Path: "/v2/pods", Status: 429, Detail: "rate limit exceeded for the minute window", RetryAfter: strconv.Itoa(int(d.Seconds()))})
+					Delay: func(d time.Duration) {
+						e.fake.Lock()
+						defer e.fake.Unlock()
+						e.fake.BootDelay, e.fake.StartDelay, e.fake.RankDelay = d, d, d
+					},
+					Upset: func(t *testing.T, u providerstest.Upset) {
+						calls := map[providerstest.Op][2]string{
+							providerstest.OpCreate: {"POST", "/v2/pods"}, providerstest.OpList: {"GET", "/v2/pods"},
+							providerstest.OpDelete: {"DELETE", "/v2/pods/"}, providerstest.OpRestart: {"POST", "/v2/pods/*/action"}}
+						if clusters {
+							// One create and one delete per cluster; its members
+							// are read from the cluster and from the pods list.
+							calls[providerstest.OpCreate] = [2]string{"POST", "/v2/clusters"}
+							calls[providerstest.OpList] = [2]string{"GET", "/v2/"}
+							calls[providerstest.OpDelete] = [2]string{"DELETE", "/v2/clusters/"}
+						}
+						method, path := calls[u.Op][0], calls[u.Op][1]
+						for k := range u.N() {
+							f := fake.Fault{Method: method, Path: path}
+							if k == 0 {
+								f.After = u.After
+							}
+							switch {
+							case u.Lost:
+								f.Status, f.Apply = 502, true // a proxy's page, after the fact
+							case u.RetryAfter > 0:
+								f.Status, f.Detail, f.RetryAfter = 429, "rate limit exceeded for the minute window", strconv.Itoa(int(u.RetryAfter.Seconds()))
+							case u.Slow > 0:
+								f.Slow = func() { e.clk.Advance(u.Slow) }
+							}
+							e.fake.Inject(f)
+						}
 					},
 					Waited: func() time.Duration {
 						var sum time.Duration

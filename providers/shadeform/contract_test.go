@@ -18,8 +18,33 @@ func TestContract(t *testing.T) {
 		e.fake.Capacity[fake.Cap{Cloud: "lambdalabs", Type: h100, Region: "us-east-1"}] = 3
 		return providerstest.Env{Provider: e.cloud, OfferID: "lambdalabs/" + h100 + "/us-east-1", Location: "us-east-1", Free: 3,
 			Advance: e.clk.Advance,
-			RateLimited: func(t *testing.T, d time.Duration) {
-				e.fake.Inject(fake.Fault{Path: "/instances", Status: 429, ErrorCode: "RATE_LIMITED", Error: "too many requests", RetryAfter: strconv.Itoa(int(d.Seconds()))})
+			Delay: func(d time.Duration) {
+				e.fake.Lock()
+				defer e.fake.Unlock()
+				e.fake.BootDelay, e.fake.DeleteDelay = d, d
+			},
+			Upset: func(t *testing.T, u providerstest.Upset) {
+				method, path := "POST", map[providerstest.Op]string{providerstest.OpCreate: "/instances/create",
+					providerstest.OpList: "/instances", providerstest.OpDelete: "/instances/*/delete",
+					providerstest.OpRestart: "/instances/*/restart"}[u.Op]
+				if u.Op == providerstest.OpList {
+					method = "GET"
+				}
+				for k := range u.N() {
+					f := fake.Fault{Method: method, Path: path}
+					if k == 0 {
+						f.After = u.After
+					}
+					switch {
+					case u.Lost:
+						f.Status, f.Apply = 502, true // a proxy's page, after the fact
+					case u.RetryAfter > 0:
+						f.Status, f.ErrorCode, f.Error, f.RetryAfter = 429, "RATE_LIMITED", "too many requests", strconv.Itoa(int(u.RetryAfter.Seconds()))
+					case u.Slow > 0:
+						f.Slow = func() { e.clk.Advance(u.Slow) }
+					}
+					e.fake.Inject(f)
+				}
 			},
 			Waited: func() time.Duration {
 				var sum time.Duration

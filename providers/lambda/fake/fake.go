@@ -39,6 +39,9 @@ type Fault struct {
 	Apply bool
 	// After lets this many requests on Path through first.
 	After int
+	// Slow moves the test's clock before the answer (the answer took that
+	// long); with Status 0 the request is answered as usual.
+	Slow func()
 }
 
 // Launch is one accepted or refused launch request, for assertions.
@@ -129,7 +132,7 @@ func New(key string, now func() time.Time) *Server {
 // Inject queues scripted answers.
 func (s *Server) Inject(f ...Fault) {
 	for _, f := range f {
-		k := fakekit.Fault{Method: f.Method, Path: f.Path, Exact: true, Status: f.Status, RetryAfter: f.RetryAfter, Apply: f.Apply, After: f.After}
+		k := fakekit.Fault{Method: f.Method, Path: f.Path, Exact: true, Status: f.Status, RetryAfter: f.RetryAfter, Apply: f.Apply, After: f.After, Slow: f.Slow}
 		if f.Code != "" { // else a body that is not the JSON envelope
 			k.Body = func(w http.ResponseWriter, status int) { fail(w, status, f.Code, f.Message, "") }
 		}

@@ -47,6 +47,9 @@ type Fault struct {
 	RetryAfter   string
 	Apply        bool // carry the request out first: the answer is lost, the effect is not
 	After        int  // let this many matching requests through first
+	// Slow moves the test's clock before the answer (the answer took that
+	// long); with Status 0 the request is answered as usual.
+	Slow func()
 }
 
 // Server is the fake. Exported fields are set before serving (Requests
@@ -124,7 +127,7 @@ func New(key string, now func() time.Time) *Server {
 // Inject queues scripted answers.
 func (s *Server) Inject(f ...Fault) {
 	for _, f := range f {
-		k := fakekit.Fault{Method: f.Method, Path: f.Path, Status: f.Status, RetryAfter: f.RetryAfter, Apply: f.Apply, After: f.After}
+		k := fakekit.Fault{Method: f.Method, Path: f.Path, Status: f.Status, RetryAfter: f.RetryAfter, Apply: f.Apply, After: f.After, Slow: f.Slow}
 		if f.Detail != "" { // else a body that is not a problem object
 			k.Body = func(w http.ResponseWriter, status int) { problem(w, status, f.Detail) }
 		}

@@ -57,6 +57,9 @@ type Fault struct {
 	Apply      bool // carry the request out first: the answer is lost, the effect is not
 	After      int  // let this many matching requests through first
 	RetryAfter string
+	// Slow moves the test's clock before the answer (the answer took that
+	// long); with Status 0 the request is answered as usual.
+	Slow func()
 }
 
 // ClusterOffer is a cluster type the fake sells: NumInstances machines of
@@ -134,7 +137,7 @@ func New(key string, now func() time.Time) *Server {
 // Inject queues scripted answers.
 func (s *Server) Inject(f ...Fault) {
 	for _, f := range f {
-		k := fakekit.Fault{Method: f.Method, Path: f.Path, Status: f.Status, RetryAfter: f.RetryAfter, Apply: f.Apply, After: f.After}
+		k := fakekit.Fault{Method: f.Method, Path: f.Path, Status: f.Status, RetryAfter: f.RetryAfter, Apply: f.Apply, After: f.After, Slow: f.Slow}
 		if f.ErrorCode != "" { // else a body that is not JSON
 			k.Body = func(w http.ResponseWriter, status int) { fail(w, status, f.ErrorCode, f.Error) }
 		}
