@@ -32,6 +32,7 @@ func MountsScript(rank int, m agentapi.Mounts) string {
 	if m.Shared && head {
 		w("command -v exportfs >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nfs-kernel-server rsync)")
 		w("mkdir -p %s", sharedDir)
+		w("touch /etc/exports") // exportfs without the package's file: sed -i needs one
 		w("sed -i '\\#^%s #d' /etc/exports", sharedDir)
 		var clients []string
 		for _, c := range m.Clients {

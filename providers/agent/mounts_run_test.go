@@ -283,3 +283,36 @@ func TestShellRunCancelled(t *testing.T) {
 		t.Fatal("a cancelled step did not end")
 	}
 }
+
+// The head's mounts script works on a machine that has exportfs but no
+// /etc/exports yet (an image with nfs-kernel-server's binaries but not its
+// conffile): it runs on a scratch copy of the script with /etc/exports
+// pointed into a temporary directory that has no such file.
+func TestMountsScriptWithoutExportsFile(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"exportfs", "systemctl", "service", "chmod"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := MountsScript(0, agentapi.Mounts{Shared: true, Clients: []string{"10.0.0.2"}, Hostfile: "node-0\n"})
+	script = strings.ReplaceAll(script, "/etc/exports", filepath.Join(dir, "exports"))
+	script = strings.ReplaceAll(script, sharedDir, filepath.Join(dir, "shared"))
+	cmd := exec.Command(bash, "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("head's mounts script without /etc/exports: %v\n%s\n%s", err, out, script)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "exports"))
+	if err != nil || !strings.Contains(string(got), "10.0.0.2(rw") {
+		t.Errorf("exports after the script: %q, %v", got, err)
+	}
+}
