@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 )
 
-func ip(v int) *int       { return &v }
+func ip(v int) *int      { return &v }
 func i64(v int64) *int64 { return &v }
 
 // gpuSample is a sample of GPU i at at with utilization util.
