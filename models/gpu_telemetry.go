@@ -750,3 +750,42 @@ func (s GPUSeries) ClusterUtil() []GPUValue {
 	}
 	return out
 }
+
+// ---- the operator's view (issue 26 item 4) ----
+
+// ClusterGPUUsage is one cluster's GPUs now: their newest minute points
+// within GPUNowWithin.
+type ClusterGPUUsage struct {
+	ClusterID   string  `gorm:"column:cluster_id"`
+	GPUs        int     `gorm:"column:gpus"`     // GPUs that reported
+	UtilPct     float64 `gorm:"column:util_pct"` // their mean utilization (GPUs of unknown utilization left out)
+	MemUsedMiB  int64   `gorm:"column:mem_used"`
+	MemTotalMiB int64   `gorm:"column:mem_total"`
+}
+
+// GPUUsageByCluster is every cluster whose GPUs reported within
+// GPUNowWithin, by id: a cluster that ended or stopped drops out within
+// minutes, so the set stays the clusters running now.
+func (s *Store) GPUUsageByCluster(ctx context.Context) ([]ClusterGPUUsage, error) {
+	var out []ClusterGPUUsage
+	err := s.db.WithContext(ctx).Raw(`SELECT cluster_id, COUNT(*) AS gpus, COALESCE(AVG(util), 0) AS util_pct,
+		COALESCE(SUM(mem_used), 0) AS mem_used, COALESCE(SUM(mem_total), 0) AS mem_total
+		FROM gpu_points p WHERE at >= ? AND at = (SELECT MAX(at) FROM gpu_points q
+			WHERE q.cluster_id = p.cluster_id AND q.rank = p.rank AND q.gpu = p.gpu)
+		GROUP BY cluster_id ORDER BY cluster_id`, s.Now().Add(-GPUNowWithin).Unix()-60).Scan(&out).Error
+	return out, err
+}
+
+// FleetGPUUsage sums usages into the fleet's: GPUs reporting, clusters,
+// and their mean utilization (weighted by GPUs).
+func FleetGPUUsage(us []ClusterGPUUsage) (gpus, clusters int, utilPct float64) {
+	var sum float64
+	for _, u := range us {
+		gpus += u.GPUs
+		sum += u.UtilPct * float64(u.GPUs)
+	}
+	if gpus > 0 {
+		utilPct = sum / float64(gpus)
+	}
+	return gpus, len(us), utilPct
+}
