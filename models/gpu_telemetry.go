@@ -444,8 +444,8 @@ func gpuKey(index int, uuid string) string {
 
 // FatalXIDs are the XID codes that mean a broken GPU or fabric: a machine
 // whose kernel log reports one is unwell (R1) until it is restarted or
-// replaced. Source: NVIDIA's "XID Errors" catalogue (docs.nvidia.com/deploy/
-// xid-errors) and its GPU debug guidelines; the README lists them too.
+// replaced. Source: NVIDIA's XID catalogue ("Analyzing Xid Errors with the Xid Catalog",
+// docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html); the README lists them too.
 // Codes that usually mean an application bug (13, 31, 43: the user's
 // program) are left out.
 var FatalXIDs = map[int]string{
