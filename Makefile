@@ -56,7 +56,7 @@ test-go:
 test-pg: ## Every test with PostgreSQL at $(PGURL)
 	TEST_DATABASE_URL='$(PGURL)' $(MAKE) test
 
-bench: ## Benchmarks: the offers page at 2,000 offers (server time, bytes allocated, SQL statements per request); one billing pass and one health pass over 10,000 clusters × 8 machines on PostgreSQL at $(PGURL)
+bench: ## Benchmarks: the offers page at 2,000 offers (server time, bytes allocated, SQL statements per request); one billing pass and one health pass over 10,000 clusters × 8 machines, GPU telemetry's storage per machine-day and heartbeat cost at 1,000 machines, on PostgreSQL at $(PGURL)
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench . -benchmem -benchtime=500x -count=3 ./web/
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench . -benchmem ./models/
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkHealthPass -benchtime 3x ./jobs/

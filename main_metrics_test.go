@@ -57,6 +57,11 @@ func TestReadmeMetricQueriesMatchTheExposition(t *testing.T) {
 	if _, err := store.Deposit(ctx, "org_x", 25*models.Micro, "dep", "test"); err != nil {
 		t.Fatal(err)
 	}
+	util, used, total := 80, 40000, 81559 // a running cluster's GPU reported this minute (issue 26)
+	if err := store.DB().Create(&models.GPUPoint{ClusterID: "cl_x", At: store.Now().Unix() / 60 * 60, N: 1,
+		Util: &util, MemUsed: &used, MemTotal: &total}).Error; err != nil {
+		t.Fatal(err)
+	}
 	srv := web.New(web.Deps{Config: web.Config{MetricsToken: "tok"}, Store: store, Log: log, Static: static.FS, Metrics: reg})
 	srv.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)

@@ -14,6 +14,7 @@ type Gauges struct {
 	Catalog          []CatalogHealth
 	Jobs             []JobRun
 	Ledger           []LedgerTotal
+	GPUs             []ClusterGPUUsage // clusters whose GPUs reported in the last minutes (issue 26)
 }
 
 // LedgerTotal sums every organisation's ledger entries of one kind and
@@ -60,6 +61,10 @@ func (s *Store) MetricsGauges(ctx context.Context) (Gauges, error) {
 	err = s.db.WithContext(ctx).Model(&LedgerEntry{}).
 		Select("kind, status, count(*) AS entries, " + moneySumColumns("amount")).
 		Group("kind, status").Order("kind, status").Scan(&g.Ledger).Error
+	if err != nil {
+		return g, err
+	}
+	g.GPUs, err = s.GPUUsageByCluster(ctx)
 	return g, err
 }
 

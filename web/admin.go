@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -40,6 +41,13 @@ func (h *handler) showAdmin(c echo.Context) error {
 	if err := h.adminHealth(c, &p); err != nil {
 		return err
 	}
+	usage, err := h.Store.GPUUsageByCluster(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	var util float64
+	p.FleetGPUs, p.FleetGPUClusters, util = models.FleetGPUUsage(usage)
+	p.FleetGPUUtilPct = int(math.Round(util))
 	return page(c, http.StatusOK, views.AdminPageView(p), views.AdminPageView(p))
 }
 

@@ -43,3 +43,35 @@ func TestAdminShowsCatalogAndJobHealth(t *testing.T) {
 		}
 	})
 }
+
+// Issue 26 item 4: the operator page shows the fleet's mean GPU utilization
+// over the GPUs that reported in the last minutes, weighted by GPU.
+func TestAdminShowsFleetGPUUtilization(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		op := app.signupAccount("fleet@example.com", "Operators")
+		if _, err := app.store.SetOperator(ctx, op.user.Email, true); err != nil {
+			t.Fatal(err)
+		}
+		d := doc(t, app.login(op).get("/admin"))
+		if got := strings.Join(strings.Fields(d.Find(`[data-testid=admin-fleet-gpu]`).Text()), " "); got != "Fleet GPU utilization: no GPU reported in the last few minutes." {
+			t.Errorf("without reports: %q", got)
+		}
+		at := app.clock.Now().Unix() / 60 * 60
+		for i, p := range []struct {
+			cluster string
+			gpu     int
+			util    int
+		}{{"cl_a", 0, 90}, {"cl_a", 1, 90}, {"cl_a", 2, 90}, {"cl_b", 0, 10}} {
+			u := p.util
+			if err := app.db.Create(&models.GPUPoint{ClusterID: p.cluster, GPU: p.gpu, At: at - int64(i%2)*60, N: 2, Util: &u}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		d = doc(t, app.login(op).get("/admin"))
+		got := strings.Join(strings.Fields(d.Find(`[data-testid=admin-fleet-gpu]`).Text()), " ")
+		if got != "Fleet GPU utilization: 70 % across 4 GPUs of 2 running clusters, as they reported in the last few minutes." {
+			t.Errorf("fleet line: %q", got)
+		}
+	})
+}

@@ -109,13 +109,13 @@ func peersOf(nodes []models.ClusterNode) []agentapi.Peer {
 }
 
 // agentHeartbeat is POST /v1/agent/heartbeat: liveness, the start command's
-// and the mounts step's state, and the node's next task and start order
+// and the mounts step's state, the GPU samples and XID lines (issue 26), and the node's next task and start order
 // (models.Heartbeat, one transaction).
 func (h *handler) agentHeartbeat(c echo.Context) error {
 	cl, node := agentOf(c)
 	var req agentapi.HeartbeatRequest
 	if err := c.Bind(&req); err != nil {
-		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {start, mounts} (or an empty body)."}
+		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {start, mounts, gpu} (or an empty body)."}
 	}
 	orders, err := h.Store.Heartbeat(c.Request().Context(), cl, node, heartbeatReport(req))
 	var bad *models.ReportError

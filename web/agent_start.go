@@ -18,6 +18,16 @@ func heartbeatReport(req agentapi.HeartbeatRequest) models.HeartbeatReport {
 	if st := req.Mounts; st != nil {
 		r.Mounts = &models.MountsReport{State: st.State, StartedAt: st.StartedAt, EndedAt: st.EndedAt, Error: st.Error}
 	}
+	if g := req.GPU; g != nil {
+		r.GPU = &models.GPUReport{NoSMI: g.NoSMI, Samples: make([]models.GPUSample, len(g.Samples)), XIDs: make([]models.XIDLine, len(g.XIDs))}
+		for i, s := range g.Samples {
+			r.GPU.Samples[i] = models.GPUSample{At: s.At, Index: s.Index, UUID: s.UUID, UtilPct: s.UtilPct, MemUsedMiB: s.MemUsedMiB,
+				MemTotalMiB: s.MemTotalMiB, TempC: s.TempC, PowerW: s.PowerW, SMClockMHz: s.SMClockMHz, ECCUncorrected: s.ECCUncorrected, Throttle: s.Throttle}
+		}
+		for i, x := range g.XIDs {
+			r.GPU.XIDs[i] = models.XIDLine{At: x.At, Code: x.Code, Text: x.Text}
+		}
+	}
 	return r
 }
 

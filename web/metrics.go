@@ -129,6 +129,19 @@ var (
 		"Ledger entries of every organisation by kind and status.", []string{"kind", "status"}, nil)
 	descLedgerUSD = prometheus.NewDesc("clusterdeck_ledger_usd",
 		"Sum of ledger entries of every organisation in US dollars (signed: usage is negative), by kind and status.", []string{"kind", "status"}, nil)
+	// GPU usage per cluster (issue 26 item 4): one series per cluster
+	// whose GPUs reported in the last minutes, so the label set is the
+	// clusters running now, never customers' jobs or processes.
+	descClusterGPUUtil = prometheus.NewDesc("clusterdeck_cluster_gpu_utilization_ratio",
+		"Mean GPU utilization (0-1) of a running cluster's GPUs, from their newest minute point.", []string{"cluster"}, nil)
+	descClusterGPUMemUsed = prometheus.NewDesc("clusterdeck_cluster_gpu_memory_used_bytes",
+		"GPU memory in use on a running cluster's GPUs.", []string{"cluster"}, nil)
+	descClusterGPUMemTotal = prometheus.NewDesc("clusterdeck_cluster_gpu_memory_total_bytes",
+		"GPU memory of a running cluster's GPUs.", []string{"cluster"}, nil)
+	descClusterGPUs = prometheus.NewDesc("clusterdeck_cluster_gpus_reporting",
+		"GPUs of a running cluster that reported in the last minutes.", []string{"cluster"}, nil)
+	descFleetGPUUtil = prometheus.NewDesc("clusterdeck_fleet_gpu_utilization_ratio",
+		"Mean GPU utilization (0-1) of every GPU that reported in the last minutes.", nil, nil)
 )
 
 // clusterStatuses are reported even at zero, so alerts see the series.
@@ -137,7 +150,8 @@ var clusterStatuses = []models.ClusterStatus{models.StatusProvisioning, models.S
 
 func (storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClusters, descMail, descCatalogOffers, descCatalogAge,
-		descJobLastRun, descJobLastFailed, descLedgerEntries, descLedgerUSD} {
+		descJobLastRun, descJobLastFailed, descLedgerEntries, descLedgerUSD,
+		descClusterGPUUtil, descClusterGPUMemUsed, descClusterGPUMemTotal, descClusterGPUs, descFleetGPUUtil} {
 		ch <- d
 	}
 }
@@ -175,4 +189,13 @@ func (s storeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descLedgerEntries, float64(l.Entries), l.Kind, l.Status)
 		gauge(descLedgerUSD, l.USD(), l.Kind, l.Status)
 	}
+	const mib = 1 << 20
+	for _, u := range g.GPUs {
+		gauge(descClusterGPUUtil, u.UtilPct/100, u.ClusterID)
+		gauge(descClusterGPUMemUsed, float64(u.MemUsedMiB)*mib, u.ClusterID)
+		gauge(descClusterGPUMemTotal, float64(u.MemTotalMiB)*mib, u.ClusterID)
+		gauge(descClusterGPUs, float64(u.GPUs), u.ClusterID)
+	}
+	_, _, util := models.FleetGPUUsage(g.GPUs)
+	gauge(descFleetGPUUtil, util/100)
 }

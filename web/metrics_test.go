@@ -37,6 +37,13 @@ func TestMetrics(t *testing.T) {
 		app.get("/no/such/page")
 		app.get("/invites/not-a-token") // a 404 from a real route keeps its pattern
 		app.get("/offers")
+		util, used, total := 80, 40000, 81559 // issue 26 item 4: the cluster's two GPUs reported
+		for gpu, at := range []int64{testNow.Unix() / 60 * 60, testNow.Unix()/60*60 - 60} {
+			u := util - 20*gpu // GPU 0 at 80 %, GPU 1 at 60 %
+			app.db.Create(&models.GPUPoint{ClusterID: cl.ID, GPU: gpu, At: at, N: 1, Util: &u, MemUsed: &used, MemTotal: &total})
+		}
+		old := 5 // a point too old to be "now"
+		app.db.Create(&models.GPUPoint{ClusterID: cl.ID, GPU: 0, At: testNow.Unix()/60*60 - 3600, N: 1, Util: &old})
 
 		fams := scrape(t, app)
 		for _, tc := range []struct {
@@ -58,6 +65,11 @@ func TestMetrics(t *testing.T) {
 			{"clusterdeck_http_request_duration_seconds", `route=unmatched,method=GET,code=404`, 2},
 			{"clusterdeck_http_request_duration_seconds", `route=/invites/:token,method=GET,code=404`, 1},
 			{"clusterdeck_http_request_duration_seconds", `route=/offers,method=GET,code=200`, 1},
+			{"clusterdeck_cluster_gpu_utilization_ratio", `cluster=` + cl.ID, 0.7},
+			{"clusterdeck_cluster_gpu_memory_used_bytes", `cluster=` + cl.ID, 2 * 40000 << 20},
+			{"clusterdeck_cluster_gpu_memory_total_bytes", `cluster=` + cl.ID, 2 * 81559 << 20},
+			{"clusterdeck_cluster_gpus_reporting", `cluster=` + cl.ID, 2},
+			{"clusterdeck_fleet_gpu_utilization_ratio", ``, 0.7},
 		} {
 			got, ok := sample(fams, tc.name, tc.labels)
 			if !ok {

@@ -152,6 +152,43 @@ type Task struct {
 type HeartbeatRequest struct {
 	Start  *StartState  `json:"start,omitempty"`
 	Mounts *MountsState `json:"mounts,omitempty"`
+	// GPU is the machine's GPU samples and new XID lines since the last
+	// heartbeat the server took (issue 26); nil when there are none.
+	GPU *GPUReport `json:"gpu,omitempty"`
+}
+
+// GPUReport is what the agent saw of its GPUs: a sample of every GPU every
+// 30 s (nvidia-smi --query-gpu), the kernel log's new XID lines, and, once,
+// why it cannot sample (no nvidia-smi). The server refuses a report with
+// more than 512 samples or 64 XID lines, or with values no GPU reports,
+// and then keeps nothing of the heartbeat (400 bad_request).
+type GPUReport struct {
+	Samples []GPUSample `json:"samples,omitempty"`
+	XIDs    []XIDLine   `json:"xids,omitempty"`
+	NoSMI   string      `json:"noNvidiaSmi,omitempty"`
+}
+
+// GPUSample is one GPU's reading. A nil value is unknown: nvidia-smi
+// printed "[N/A]" or "[Not Supported]".
+type GPUSample struct {
+	At             time.Time `json:"at"`
+	Index          int       `json:"index"`
+	UUID           string    `json:"uuid"`
+	UtilPct        *int      `json:"utilizationPct"`
+	MemUsedMiB     *int      `json:"memoryUsedMiB"`
+	MemTotalMiB    *int      `json:"memoryTotalMiB"`
+	TempC          *int      `json:"temperatureC"`
+	PowerW         *int      `json:"powerW"`
+	SMClockMHz     *int      `json:"smClockMHz"`
+	ECCUncorrected *int64    `json:"eccUncorrectedVolatile"`
+	Throttle       *int64    `json:"throttleReasons"` // clocks_throttle_reasons.active bitmask
+}
+
+// XIDLine is one kernel log line of an NVIDIA XID.
+type XIDLine struct {
+	At   time.Time `json:"at"` // when the agent read it
+	Code int       `json:"code"`
+	Text string    `json:"text"`
 }
 
 // Mounts step states (V4).

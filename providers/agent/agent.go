@@ -1,7 +1,7 @@
 // Package agent is the cluster agent that runs on every node
 // (`clusterdeck agent --server URL --token T`): it checks in with what
 // nvidia-smi shows, reports which peers it reaches on the private network,
-// sends heartbeats, runs the software install and check tasks and the NCCL
+// sends heartbeats with its GPUs' samples and XID lines, runs the software install and check tasks and the NCCL
 // check the server hands it and returns their raw output, opens the
 // workload's ports and starts its start command once per boot when the
 // cluster is ready, and ships its log lines. The simulated cloud runs the
@@ -88,6 +88,7 @@ type Agent struct {
 	logsAfter time.Time // the server asked to wait until then (429 Retry-After)
 	start     starter   // the start command of this boot
 	mounts    mounter   // the mounts step of this boot (V4)
+	gpu       gpuState  // GPU samples and XID lines not yet taken (issue 26)
 	// life ends when the cluster ends (the server revoked the token), when
 	// Run returns, or on Close: it cancels the mounts step.
 	life     context.Context
@@ -167,10 +168,19 @@ func (a *Agent) step(ctx context.Context) error {
 		a.continueWorkload(ctx)
 	}
 	a.followStart()
+	a.sampleGPUs(ctx)
+	gpu := a.gpuReport()
 	var hb agentapi.HeartbeatResponse
-	if err := a.post(ctx, "/v1/agent/heartbeat", agentapi.HeartbeatRequest{Start: a.start.report(), Mounts: a.mounts.report()}, &hb); err != nil {
+	err := a.post(ctx, "/v1/agent/heartbeat", agentapi.HeartbeatRequest{Start: a.start.report(), Mounts: a.mounts.report(), GPU: gpu}, &hb)
+	var se *statusError
+	if err != nil && gpu != nil && errors.As(err, &se) && se.code == "bad_request" && strings.HasPrefix(se.msg, "gpu:") {
+		a.Log("the server refused the GPU report, dropped: %s", se.msg) // it would refuse it again
+		a.gpuSent(gpu)
+	}
+	if err != nil {
 		return err
 	}
+	a.gpuSent(gpu)
 	if hb.Start != nil {
 		a.startWorkload(ctx, *hb.Start)
 	}

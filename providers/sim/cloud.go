@@ -359,6 +359,7 @@ func (c *Cloud) RestartNode(ctx context.Context, groupName, nodeID string) (err 
 		return c.errorf(providers.ErrTransient, op, "restart-failed", g.offer.loc.ID, "restart of machine %s did not complete", nodeID)
 	}
 	n.downAt, n.silentAt, n.stopped = time.Time{}, time.Time{}, false
+	n.eccAt, n.xidAt, n.dropAt = time.Time{}, time.Time{}, time.Time{} // a reboot clears the GPU faults
 	n.restartUntil = now.Add(g.offer.boot / 4)
 	n.agentEpoch++
 	return nil

@@ -98,6 +98,10 @@ func (e *executor) Run(ctx context.Context, step, script string) (_ string, err 
 	switch step {
 	case GPUStep:
 		return e.gpus(ctx)
+	case GPUSampleStep:
+		return e.gpuSample(ctx)
+	case XIDStep:
+		return e.xid(ctx)
 	case NCCLStep:
 		return e.nccl(ctx)
 	case PortsStep:
@@ -109,7 +113,7 @@ func (e *executor) Run(ctx context.Context, step, script string) (_ string, err 
 	}
 	kind, software, _ := strings.Cut(step, ":")
 	if (kind != "install" && kind != "check") || !knownSoftware(software) {
-		return "", fmt.Errorf("sim: unknown step %q (want gpus, nccl:nccl-tests, ports, ssh-keys, mounts, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
+		return "", fmt.Errorf("sim: unknown step %q (want gpus, gpu-sample, xid, nccl:nccl-tests, ports, ssh-keys, mounts, install:<software> or check:<software>, software slurm, kubernetes or ray)", step)
 	}
 	c := e.c
 	if err := e.enter(ctx); err != nil {

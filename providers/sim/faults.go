@@ -64,6 +64,18 @@ const (
 	// FaultDescribeDelay: the next Count describe calls wait Delay (wall
 	// time, or until the caller's context ends) before answering.
 	FaultDescribeDelay FaultKind = "describe_delay"
+
+	// GPU hardware faults (issue 26), after admission like goes_down: from
+	// After on, GPU (default 0) of machine Node reports them until the
+	// machine restarts.
+
+	// FaultGPUECC: the GPU's volatile uncorrectable ECC count reads 2.
+	FaultGPUECC FaultKind = "gpu_ecc"
+	// FaultGPUXID: the kernel log reports XID (default 79, "GPU has
+	// fallen off the bus") for the GPU.
+	FaultGPUXID FaultKind = "gpu_xid"
+	// FaultGPUDrops: the GPU vanishes from nvidia-smi.
+	FaultGPUDrops FaultKind = "gpu_drops"
 )
 
 var faultKinds = []FaultKind{
@@ -71,12 +83,16 @@ var faultKinds = []FaultKind{
 	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails, FaultGPUMissing,
 	FaultNCCLSlow,
 	FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop, FaultRestartFails, FaultDescribeDelay,
+	FaultGPUECC, FaultGPUXID, FaultGPUDrops,
 }
 
 // afterAdmission reports the kinds that can hit a live placement.
 func afterAdmission(k FaultKind) bool {
-	return k == FaultGoesDown || k == FaultUnrecoverable || k == FaultHeartbeatsStop
+	return k == FaultGoesDown || k == FaultUnrecoverable || k == FaultHeartbeatsStop || gpuFault(k)
 }
+
+// gpuFault reports the GPU hardware fault kinds.
+func gpuFault(k FaultKind) bool { return k == FaultGPUECC || k == FaultGPUXID || k == FaultGPUDrops }
 
 // takenAtCall reports the kinds decided at each call rather than at placement.
 func takenAtCall(k FaultKind) bool {
@@ -117,6 +133,10 @@ type Fault struct {
 	Message string `json:"message,omitempty"`
 	// Delay is how long a describe_delay fault holds each describe call.
 	Delay Duration `json:"delay,omitempty"`
+	// GPU is the GPU a gpu_ecc, gpu_xid or gpu_drops fault hits (default 0).
+	GPU int `json:"gpu,omitempty"`
+	// XID is the code a gpu_xid fault reports (default 79).
+	XID int `json:"xid,omitempty"`
 }
 
 // Validate reports what is wrong with a fault.
@@ -140,7 +160,16 @@ func (f Fault) Validate() error {
 		add("after must not be negative, got %s", f.After)
 	}
 	if f.After != 0 && f.Kind != FaultDies && !afterAdmission(f.Kind) {
-		add("after only applies to %q, %q, %q and %q faults", FaultDies, FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop)
+		add("after only applies to %q, %q, %q, %q and the gpu_ faults", FaultDies, FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop)
+	}
+	if (f.GPU != 0 || f.XID != 0) && !gpuFault(f.Kind) {
+		add("gpu and xid only apply to %q, %q and %q faults", FaultGPUECC, FaultGPUXID, FaultGPUDrops)
+	}
+	if f.GPU < 0 || f.GPU > 63 {
+		add("gpu must be 0..63, got %d", f.GPU)
+	}
+	if f.XID != 0 && f.Kind != FaultGPUXID || f.XID < 0 || f.XID > 1000 {
+		add("xid only applies to %q faults and must be 1..1000, got %d", FaultGPUXID, f.XID)
 	}
 	if f.Delay < 0 || f.Delay != 0 && f.Kind != FaultDescribeDelay {
 		add("delay only applies to %q faults and must not be negative", FaultDescribeDelay)
@@ -253,6 +282,15 @@ func (n *node) hit(f Fault, from time.Time) {
 		n.downAt, n.unrecoverable = at, true
 	case FaultHeartbeatsStop:
 		n.silentAt = at
+	case FaultGPUECC:
+		n.eccAt, n.eccGPU = at, f.GPU
+	case FaultGPUXID:
+		n.xidAt, n.xidGPU, n.xidCode = at, f.GPU, f.XID
+		if n.xidCode == 0 {
+			n.xidCode = 79
+		}
+	case FaultGPUDrops:
+		n.dropAt, n.dropGPU = at, f.GPU
 	}
 }
 
@@ -386,7 +424,7 @@ func (n *node) script(f Fault) {
 		n.gpuMissing = true
 	case FaultNCCLSlow:
 		n.ncclSlow = true
-	case FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop:
+	case FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop, FaultGPUECC, FaultGPUXID, FaultGPUDrops:
 		n.hit(f, n.bootAt)
 	}
 }

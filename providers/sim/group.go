@@ -39,6 +39,12 @@ type node struct {
 	downAt          time.Time // stopped from then until restarted (zero = never)
 	unrecoverable   bool      // every restart is refused
 	silentAt        time.Time // the agent stops from then until restarted (zero = never)
+	// GPU hardware faults (issue 26): from then until restarted, GPU
+	// eccGPU reads uncorrectable ECC errors, the kernel logs XID xidCode
+	// for GPU xidGPU, GPU dropGPU is off the bus (zero = never).
+	eccAt, xidAt, dropAt    time.Time
+	eccGPU, xidGPU, dropGPU int
+	xidCode                 int
 
 	stopped  bool // stopped by StopNode until started again
 	released bool // released alone by ReleaseNode (its slot waits for a replacement)

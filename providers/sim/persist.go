@@ -101,6 +101,13 @@ type nodeDoc struct {
 	Released        bool                 `json:"released,omitempty"`
 	Unrecoverable   bool                 `json:"unrecoverable,omitempty"`
 	SilentAt        time.Time            `json:"silentAt,omitzero"`
+	ECCAt           time.Time            `json:"eccAt,omitzero"`
+	XIDAt           time.Time            `json:"xidAt,omitzero"`
+	DropAt          time.Time            `json:"dropAt,omitzero"`
+	ECCGPU          int                  `json:"eccGpu,omitempty"`
+	XIDGPU          int                  `json:"xidGpu,omitempty"`
+	DropGPU         int                  `json:"dropGpu,omitempty"`
+	XIDCode         int                  `json:"xidCode,omitempty"`
 	Installed       map[string]time.Time `json:"installed,omitempty"`
 	AgentEpoch      int                  `json:"agentEpoch,omitempty"`
 	Ran             []Ran                `json:"ran,omitempty"`
@@ -125,7 +132,8 @@ func (c *Cloud) encode() ([]byte, error) {
 				NeverBoots: n.neverBoots, Dies: n.dies, DieAfter: Duration(n.dieAfter), AgentSilent: n.agentSilent,
 				PeerUnreachable: n.peerUnreachable, CheckFails: n.checkFails, GPUMissing: n.gpuMissing,
 				NCCLSlow: n.ncclSlow, DownAt: n.downAt, Stopped: n.stopped, Released: n.released, Unrecoverable: n.unrecoverable,
-				SilentAt: n.silentAt, Installed: n.installed, AgentEpoch: n.agentEpoch, Ran: n.ran})
+				SilentAt: n.silentAt, Installed: n.installed, AgentEpoch: n.agentEpoch, Ran: n.ran,
+				ECCAt: n.eccAt, XIDAt: n.xidAt, DropAt: n.dropAt, ECCGPU: n.eccGPU, XIDGPU: n.xidGPU, DropGPU: n.dropGPU, XIDCode: n.xidCode})
 		}
 		doc.Groups = append(doc.Groups, gd)
 	}
@@ -165,7 +173,8 @@ func (c *Cloud) decode(data []byte) error {
 				neverBoots: nd.NeverBoots, dies: nd.Dies, dieAfter: nd.DieAfter.D(), agentSilent: nd.AgentSilent,
 				peerUnreachable: nd.PeerUnreachable, checkFails: nd.CheckFails, gpuMissing: nd.GPUMissing,
 				ncclSlow: nd.NCCLSlow, downAt: nd.DownAt, stopped: nd.Stopped, released: nd.Released, unrecoverable: nd.Unrecoverable,
-				silentAt: nd.SilentAt, installed: nd.Installed, agentEpoch: nd.AgentEpoch, ran: nd.Ran}
+				silentAt: nd.SilentAt, installed: nd.Installed, agentEpoch: nd.AgentEpoch, ran: nd.Ran,
+				eccAt: nd.ECCAt, xidAt: nd.XIDAt, dropAt: nd.DropAt, eccGPU: nd.ECCGPU, xidGPU: nd.XIDGPU, dropGPU: nd.DropGPU, xidCode: nd.XIDCode}
 			if n.installed == nil {
 				n.installed = map[string]time.Time{}
 			}
