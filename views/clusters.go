@@ -41,6 +41,9 @@ type ClusterPage struct {
 	CanTerminate bool
 	CanRetry     bool // retry install (degraded by software)
 	CanResume    bool // resume a stopped cluster (B6)
+	// ResumeBlocked says why Resume is off while the environment's budget
+	// is reached (B5, issue 21 item 4), with the way forward; nil: it is on.
+	ResumeBlocked *Flash
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
@@ -370,6 +373,7 @@ type LaunchStorage struct {
 	Nodes     int
 	VolumeID  string // mounted
 	NewGB     string // created with the cluster
+	Problem   string // the volume asked for cannot be priced: why (shown beside the size)
 	Rate      string
 	Volumes   []VolumeOption // detached volumes of the environment in this location
 }

@@ -47,10 +47,18 @@ const (
 	FlashError   FlashKind = "error"
 )
 
-// Flash is a one-line message at the top of the page.
+// Flash is a one-line message at the top of the page, with the way
+// forward as a link when there is one (issue 21 item 4: "Add $34.94").
 type Flash struct {
 	Kind    FlashKind
 	Message string
+	Href    string // where the way forward is; empty: no link
+	Action  string // the link's words
+}
+
+// BackLink is an error page's way back: where the person came from.
+type BackLink struct {
+	Href, Label string
 }
 
 // NavItem is one link in the top bar.
