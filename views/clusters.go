@@ -41,9 +41,6 @@ type ClusterPage struct {
 	CanTerminate bool
 	CanRetry     bool // retry install (degraded by software)
 	CanResume    bool // resume a stopped cluster (B6)
-	// ResumeBlocked says why Resume is off while the environment's budget
-	// is reached (B5, issue 21 item 4), with the way forward; nil: it is on.
-	ResumeBlocked *Flash
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
@@ -62,6 +59,9 @@ type ClusterPage struct {
 	// Join is one more machine for a ready cluster (L10) or in a down
 	// machine's place (X5); nil once ended.
 	Join *JoinView
+	// ResumeBlocked says why Resume is off while the environment's budget
+	// is reached (B5, issue 21 item 4), with the way forward; nil: it is on.
+	ResumeBlocked *Flash
 }
 
 // JoinView offers "Add worker" and "Replace" with the machine-hour price
