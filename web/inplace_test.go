@@ -384,3 +384,59 @@ func TestCustomerRefusalsStayInPlace(t *testing.T) {
 		}
 	})
 }
+
+// B5, B6, issue 21 item 5: clusters the budget or the balance stopped are
+// announced on every dashboard page of the organisation — one banner per
+// cause, each cluster linked, with the way forward for owners and admins
+// (members are told who can act) — until they are resumed.
+func TestStopBannerOnDashboardPages(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		owner := app.signupAccount("banner@example.com", "Acme")
+		balanceStopped := stoppedFor(t, app, owner, "broke") // launched before the budget is reached
+		budgetStopped := stoppedOverBudget(t, app, owner)
+		browser := app.login(owner)
+		for _, path := range []string{"/clusters", "/offers", "/volumes", "/billing", "/clusters/" + budgetStopped.ID} {
+			d := doc(t, browser.get(path))
+			budget, balance := d.Find(`[data-testid=stop-banner][data-reason=budget]`), d.Find(`[data-testid=stop-banner][data-reason=balance]`)
+			if budget.Length() != 1 || balance.Length() != 1 {
+				t.Fatalf("%s: %d budget and %d balance banners", path, budget.Length(), balance.Length())
+			}
+			if !strings.Contains(budget.Text(), "1 cluster was stopped because the budget of its environment is reached") ||
+				budget.Find(`a[href="/clusters/`+budgetStopped.ID+`"]`).Length() != 1 ||
+				budget.Find(`[data-testid=stop-banner-action]`).AttrOr("href", "") != "/billing#budgets" {
+				t.Errorf("%s: budget banner %q", path, budget.Text())
+			}
+			if !strings.Contains(balance.Text(), "stopped because the balance ran out") || balance.Find(`a[href="/clusters/`+balanceStopped.ID+`"]`).Length() != 1 ||
+				balance.Find(`[data-testid=stop-banner-action]`).AttrOr("href", "") != "/billing#add-funds" {
+				t.Errorf("%s: balance banner %q", path, balance.Text())
+			}
+		}
+
+		member := app.signupAccount("member@example.com", "Solo")
+		if err := app.db.Create(&models.Membership{OrgID: owner.org.ID, UserID: member.user.ID, Role: models.RoleMember, CreatedAt: app.clock.Now()}).Error; err != nil {
+			t.Fatal(err)
+		}
+		member.org = owner.org
+		d := doc(t, app.login(member).get("/clusters"))
+		if b := d.Find(`[data-testid=stop-banner]`); b.Length() != 2 || b.Find(`[data-testid=stop-banner-action]`).Length() != 0 ||
+			!strings.Contains(b.Text(), "An owner or admin") {
+			t.Errorf("member's banners: %d, %q", b.Length(), b.Text())
+		}
+
+		// Resumed: no longer announced.
+		if _, err := app.store.Deposit(ctx, owner.org.ID, 500*models.Micro, "refill", "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.store.As(models.Actor{OrgID: owner.org.ID, Role: models.RoleOwner, Name: owner.user.Email}).SetBudget(ctx, owner.env.ID, 5000*models.Micro); err != nil {
+			t.Fatal(err)
+		}
+		if rec := browser.post("/clusters/"+balanceStopped.ID+"/resume", nil, from("/clusters/"+balanceStopped.ID)...); rec.Code != http.StatusSeeOther {
+			t.Fatalf("resume: %d", rec.Code)
+		}
+		d = doc(t, browser.get("/clusters"))
+		if d.Find(`[data-testid=stop-banner][data-reason=balance]`).Length() != 0 || d.Find(`[data-testid=stop-banner][data-reason=budget]`).Length() != 1 {
+			t.Errorf("after the resume: %q", d.Find(`[data-testid=stop-banner]`).Text())
+		}
+	})
+}
