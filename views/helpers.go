@@ -58,3 +58,12 @@ func ariaInvalid(problems map[string]string, field string) string {
 	}
 	return "false"
 }
+
+// listSep follows item i of n in a sentence's list: ", " between items,
+// ". " after the last.
+func listSep(i, n int) string {
+	if i == n-1 {
+		return ". "
+	}
+	return ", "
+}
