@@ -260,7 +260,7 @@ func BudgetStoppedText(envName string, budget, spend Money, month string, stoppe
 		names = append(names, c.Name)
 	}
 	slices.Sort(names)
-	subject = fmt.Sprintf("Clusters stopped in environment %s: its budget is reached", envName)
+	subject = fmt.Sprintf("Clusters stopped in environment %s by its monthly budget", envName)
 	var body strings.Builder
 	fmt.Fprintf(&body, "Your environment %s has spent %s this month (%s), reaching its budget of %s.\n\n", envName, USD(spend), month, USD(budget))
 	fmt.Fprintf(&body, "These clusters were stopped at %s: %s. Their machines are stopped at the provider and compute billing ends; "+
