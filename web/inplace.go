@@ -34,8 +34,14 @@ func decodeFlash(kind views.FlashKind, s string) views.Flash {
 }
 
 // refusalFlash is ae as a page says it: the message and its way forward.
+// A message's closing "Add $34.94 at /billing." is the API's way forward;
+// a page says it once, as the link.
 func refusalFlash(ae *APIError) views.Flash {
-	return views.Flash{Kind: views.FlashError, Message: ae.Message, Href: ae.Href, Action: ae.Action}
+	msg := ae.Message
+	if i := strings.LastIndex(msg, " Add $"); ae.Href != "" && i > 0 && strings.HasSuffix(msg, " at "+topUpPath+".") {
+		msg = msg[:i]
+	}
+	return views.Flash{Kind: views.FlashError, Message: msg, Href: ae.Href, Action: ae.Action}
 }
 
 // addFundsLink is the way forward of a balance refusal: the Add funds form

@@ -147,7 +147,7 @@ func (h *handler) createVolume(c echo.Context) error {
 	var way *views.Flash
 	status := http.StatusUnprocessableEntity
 	if ae, ok := volumeAdmission(err); ok { // shown under the size, which is what costs
-		fe, status, way = models.FieldErrors{"sizeGb": ae.Message}, ae.Status, wayOf(ae)
+		fe, status, way = models.FieldErrors{"sizeGb": refusalFlash(ae).Message}, ae.Status, wayOf(ae)
 	}
 	if fe != nil || errors.As(err, &fe) {
 		pg, perr := h.volumesPage(c)
@@ -197,12 +197,12 @@ func (h *handler) growVolume(c echo.Context) error {
 	var way *views.Flash
 	status := http.StatusUnprocessableEntity
 	if ae, ok := volumeAdmission(err); ok {
-		fe, status, way = models.FieldErrors{"sizeGb": ae.Message}, ae.Status, wayOf(ae)
+		fe, status, way = models.FieldErrors{"sizeGb": refusalFlash(ae).Message}, ae.Status, wayOf(ae)
 	} else if fe == nil && !errors.As(err, &fe) && err != nil {
 		// issue 21 item 4: any other refusal (V3: a cluster mounted it
 		// meanwhile) is said beside the size as typed, not on an error page.
 		if ae := classify(err); ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusNotFound {
-			fe, status, way = models.FieldErrors{"sizeGb": ae.Message}, ae.Status, wayOf(ae)
+			fe, status, way = models.FieldErrors{"sizeGb": refusalFlash(ae).Message}, ae.Status, wayOf(ae)
 		}
 	}
 	if fe != nil || errors.As(err, &fe) {
