@@ -233,6 +233,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
 	store.WebhookAllowLoopback = !cfg.Production // X8: http to loopback receivers in development only
 	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
+	store.BalanceGrace = cfg.BalanceGrace // the pages' "runs until" is when the balance job stops (B6)
 	store.DefaultMaxVolumes, store.DefaultMaxVolumeGB = cfg.DefaultMaxVolumes, cfg.DefaultMaxVolumeGB
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())

@@ -281,6 +281,7 @@ func billing(st ClusterStatus) bool {
 // spend, or the next month, lifts it.
 type BudgetReachedError struct {
 	Env           string // the environment's name
+	EnvID         string // the environment, for the way forward (its budget's field)
 	Month         string // YYYY-MM
 	Budget, Spend Money
 }
@@ -308,7 +309,19 @@ func (s *Store) budgetReachedFor(ctx context.Context, c Cluster) error {
 		if err != nil {
 			return err
 		}
-		return &BudgetReachedError{Env: env.Name, Month: w.Month(), Budget: b.Amount, Spend: spend}
+		return &BudgetReachedError{Env: env.Name, EnvID: env.ID, Month: w.Month(), Budget: b.Amount, Spend: spend}
 	}
 	return nil
+}
+
+// BudgetReached is the *BudgetReachedError resuming c would meet now (nil
+// when its environment's budget is not reached): the cluster page disables
+// Resume with it (issue 21 item 4).
+func (s *Store) BudgetReached(ctx context.Context, c Cluster) (*BudgetReachedError, error) {
+	err := s.budgetReachedFor(ctx, c)
+	var br *BudgetReachedError
+	if errors.As(err, &br) {
+		return br, nil
+	}
+	return nil, err
 }

@@ -116,7 +116,7 @@ func (s *Store) checkBudget(ctx context.Context, b Budget, m envMoney, seen []Bu
 			return err
 		}
 	}
-	return s.enforceBudget(ctx, b, m, w, now, res)
+	return s.enforceBudget(ctx, b, m, w, now, baseURL, res)
 }
 
 // recordAlerts writes the fresh thresholds' rows and mails the highest:
@@ -180,7 +180,7 @@ func enforceAt(seen []BudgetAlert, now time.Time) time.Time {
 // in the environment afterwards is stopped too. A raise lifts it: the
 // alert belongs to the old amount. RequestStop leaves a cluster already
 // stopping or stopped as it is; the stop job stops the machines.
-func (s *Store) enforceBudget(ctx context.Context, b Budget, m envMoney, w UsageWindow, now time.Time, res *BudgetPass) error {
+func (s *Store) enforceBudget(ctx context.Context, b Budget, m envMoney, w UsageWindow, now time.Time, baseURL string, res *BudgetPass) error {
 	if m.spend < b.Amount {
 		return nil
 	}
@@ -207,13 +207,67 @@ func (s *Store) enforceBudget(ctx context.Context, b Budget, m envMoney, w Usage
 			}
 		}
 		detail := fmt.Sprintf("the environment's budget of %s for %s is reached (%s spent).", USD(b.Amount), w.Month(), USD(m.spend))
+		var stopped []Cluster
 		for _, c := range live {
-			if _, err := tx.RequestStop(ctx, c.OrgID, c.ID, StopByBudget, detail); err != nil {
+			sc, err := tx.RequestStop(ctx, c.OrgID, c.ID, StopByBudget, detail)
+			if err != nil {
 				return err
 			}
+			if sc.StopRequestedAt != nil && sc.StopReason == string(StopByBudget) {
+				stopped = append(stopped, sc)
+			}
 		}
-		return nil
+		return tx.mailBudgetStopped(ctx, b, m, w, stopped, now, baseURL)
 	})
+}
+
+// mailBudgetStopped announces a budget's enforcement when it happens (B5,
+// X6; issue 21 item 5): the owners and admins are told which clusters were
+// just stopped and how to go on, once per pass that stopped any.
+func (s *Store) mailBudgetStopped(ctx context.Context, b Budget, m envMoney, w UsageWindow, stopped []Cluster, now time.Time, baseURL string) error {
+	if len(stopped) == 0 {
+		return nil
+	}
+	env, err := s.EnvironmentForOrg(ctx, b.OrgID, b.EnvID)
+	if err != nil {
+		return err
+	}
+	members, err := s.Members(ctx, b.OrgID)
+	if err != nil {
+		return err
+	}
+	subject, text := BudgetStoppedText(env.Name, b.Amount, m.spend, w.Month(), stopped, now, baseURL)
+	for _, mem := range members {
+		if !mem.Role.CanManage() {
+			continue
+		}
+		mail := Mail{Key: fmt.Sprintf("budget-stopped:%s:%s:%d:%d:%s", b.EnvID, w.Month(), b.Amount, now.Unix(), shortHash(mem.Email)),
+			To: strings.TrimSpace(mem.Email), Subject: subject, Text: text}
+		if mail.check() != nil {
+			continue
+		}
+		if err := s.EnqueueMail(ctx, mail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BudgetStoppedText is the mail sent when a reached budget stops clusters.
+func BudgetStoppedText(envName string, budget, spend Money, month string, stopped []Cluster, at time.Time, baseURL string) (subject, text string) {
+	names := make([]string, 0, len(stopped))
+	for _, c := range stopped {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	subject = fmt.Sprintf("Clusters stopped in environment %s by its monthly budget", envName)
+	var body strings.Builder
+	fmt.Fprintf(&body, "Your environment %s has spent %s this month (%s), reaching its budget of %s.\n\n", envName, USD(spend), month, USD(budget))
+	fmt.Fprintf(&body, "These clusters were stopped at %s: %s. Their machines are stopped at the provider and compute billing ends; "+
+		"nothing is deleted, and volumes are kept and keep billing.\n\n", at.UTC().Format("2006-01-02 15:04 UTC"), strings.Join(names, ", "))
+	body.WriteString("Raise the budget, then resume each cluster from its page.\n")
+	fmt.Fprintf(&body, "\nBudgets: %s\n", strings.TrimRight(baseURL, "/")+"/billing#budgets")
+	return subject, body.String()
 }
 
 // mailBudgetAlert queues the alert's mail to the organisation's owners and

@@ -85,6 +85,10 @@ func (s *Store) BudgetOverviewFor(ctx context.Context, orgID string) (BudgetOver
 	if at, ok := Forecast(now, out.Balance.Balance(), 0, out.Burn); ok && out.Burn > 0 {
 		out.BalanceRunOut = &at
 	}
+	balanceStop, err := s.balanceStopAt(ctx, orgID, out, now)
+	if err != nil {
+		return out, err
+	}
 	for _, e := range envs {
 		m := money[e.ID]
 		l := BudgetLine{Env: e, Budget: budgetOf[e.ID], Spend: m.spend, Burn: m.burn}
@@ -103,13 +107,75 @@ func (s *Store) BudgetOverviewFor(ctx context.Context, orgID string) (BudgetOver
 			}
 		}
 		out.Lines = append(out.Lines, l)
+		budgetStop := budgetStopAt(l, alerts, m, now)
 		for _, c := range m.live {
-			r := ClusterRunOut{Cluster: c, EnvName: e.Name, At: out.BalanceRunOut, By: RunOutBalance}
-			if l.ForecastAt != nil && (r.At == nil || l.ForecastAt.Before(*r.At)) {
-				r.At, r.By = l.ForecastAt, RunOutBudget
+			r := ClusterRunOut{Cluster: c, EnvName: e.Name, At: balanceStop, By: RunOutBalance}
+			if budgetStop != nil && (r.At == nil || budgetStop.Before(*r.At)) {
+				r.At, r.By = budgetStop, RunOutBudget
 			}
 			out.Clusters = append(out.Clusters, r)
 		}
 	}
 	return out, nil
+}
+
+// balanceStopAt is when the balance stops the organisation's clusters at
+// the current burn (B6; issue 21 item 5): the moment it is exhausted (or
+// was, for an episode under way) plus the grace. nil: nothing burns.
+func (s *Store) balanceStopAt(ctx context.Context, orgID string, o BudgetOverview, now time.Time) (*time.Time, error) {
+	grace := s.BalanceGrace
+	if grace <= 0 {
+		grace = DefaultBalanceGrace
+	}
+	exhausted := o.BalanceRunOut
+	if o.Balance.Balance() <= 0 {
+		var eps []BalanceEpisode
+		if err := s.db.WithContext(ctx).Where("org_id = ?", orgID).Limit(1).Find(&eps).Error; err != nil {
+			return nil, fmt.Errorf("models: balance episode of %s: %w", orgID, err)
+		}
+		at := now
+		if len(eps) == 1 && eps[0].ExhaustedAt != nil {
+			at = *eps[0].ExhaustedAt
+		}
+		exhausted = &at
+	}
+	if exhausted == nil || o.Burn <= 0 {
+		return nil, nil
+	}
+	stop := maxTime(now, exhausted.Add(grace))
+	return &stop, nil
+}
+
+// budgetStopAt is when a budget stops its environment's clusters (B5, X6;
+// issue 21 item 5): the enforcement time of its 100 % alert once reached,
+// else the forecast of reaching it pushed back to a warning window after
+// the first warning (mailed, or to be mailed when 50 % is crossed), as
+// CheckBudgets will enforce it. nil: not reached this month at the
+// current burn.
+func budgetStopAt(l BudgetLine, alerts []BudgetAlert, m *envMoney, now time.Time) *time.Time {
+	if l.EnforceAt != nil {
+		return l.EnforceAt
+	}
+	if l.Budget == nil || l.ForecastAt == nil {
+		return nil
+	}
+	var first *time.Time
+	for _, a := range alerts {
+		if a.EnvID == l.Env.ID && a.Budget == l.Budget.Amount && a.Percent < 100 && a.Mailed && (first == nil || a.CreatedAt.Before(*first)) {
+			at := a.CreatedAt
+			first = &at
+		}
+	}
+	if first == nil {
+		half := l.Budget.Amount * 50 / 100
+		at := now
+		if m.spend < half {
+			if f, ok := Forecast(now, half, m.spend, m.burn); ok {
+				at = f
+			}
+		}
+		first = &at
+	}
+	stop := maxTime(*l.ForecastAt, first.Add(BudgetWarningWindow))
+	return &stop
 }

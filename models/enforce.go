@@ -146,7 +146,7 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 			ep = BalanceEpisode{OrgID: orgID, StartedAt: now}
 		}
 		if ep.LowMailedAt == nil {
-			if err := tx.mailBalance(ctx, orgID, ep, "low", balanceLowText(bal, burn, vols, p)); err != nil {
+			if err := tx.mailBalance(ctx, orgID, ep, "low", balanceLowText(bal, burn, vols, p, balanceStopTime(ep, bal, burn, now, p))); err != nil {
 				return err
 			}
 			if err := tx.queueOrgWebhooks(ctx, orgID, "", TypeBalanceLow, fmt.Sprintf("%s:%d", orgID, ep.StartedAt.Unix()), // X8
@@ -256,19 +256,36 @@ func (s *Store) mailBalance(ctx context.Context, orgID string, ep BalanceEpisode
 
 func billingLink(p EnforcePolicy) string { return strings.TrimRight(p.BaseURL, "/") + "/billing" }
 
-func balanceLowText(bal, burn, vols Money, p EnforcePolicy) [2]string {
+// balanceStopTime is when, at the current burn, the balance's grace ends
+// and the running clusters are stopped (B6): the moment the balance is
+// (or was) exhausted plus the grace, as the billing page's "runs until"
+// says (issue 21 item 5).
+func balanceStopTime(ep BalanceEpisode, bal, burn Money, now time.Time, p EnforcePolicy) time.Time {
+	switch {
+	case bal <= 0 && ep.ExhaustedAt != nil:
+		return maxTime(now, ep.ExhaustedAt.Add(p.grace()))
+	case bal > 0:
+		if at, ok := Forecast(now, bal, 0, burn); ok {
+			return at.Add(p.grace())
+		}
+	}
+	return now.Add(p.grace())
+}
+
+func balanceLowText(bal, burn, vols Money, p EnforcePolicy, stopAt time.Time) [2]string {
+	when := " If nothing changes, they are stopped at " + stopAt.UTC().Format("2006-01-02 15:04 UTC") + "."
 	if bal <= 0 {
 		return [2]string{"Your Clusterdeck balance has run out",
 			fmt.Sprintf("Your balance is %s while your clusters and volumes burn %s per hour.\n\n"+
 				"Add funds within %s or every running cluster is stopped (compute billing ends, nothing is deleted); "+
-				"unpaid %s after the stop, the clusters are terminated.%s\n\nAdd funds: %s\n",
-				USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), volumesKept(vols), billingLink(p))}
+				"unpaid %s after the stop, the clusters are terminated.%s%s\n\nAdd funds: %s\n",
+				USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), when, volumesKept(vols), billingLink(p))}
 	}
 	return [2]string{"Your Clusterdeck balance is running low",
 		fmt.Sprintf("Your balance of %s will not cover the next hour of your running clusters and volumes (%s per hour).\n\n"+
 			"When it runs out, every running cluster is stopped after %s unless you add funds; "+
-			"unpaid %s after the stop, the clusters are terminated.%s\n\nAdd funds: %s\n",
-			USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), volumesKept(vols), billingLink(p))}
+			"unpaid %s after the stop, the clusters are terminated.%s%s\n\nAdd funds: %s\n",
+			USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), when, volumesKept(vols), billingLink(p))}
 }
 
 func balanceStoppedText(names []string, bal, vols Money, p EnforcePolicy) [2]string {

@@ -353,3 +353,19 @@ func (s *Store) MeterCluster(ctx context.Context, id string) (int64, error) {
 func (s *Store) NodeMessage(ctx context.Context, clusterID string, rank int, msg string) error {
 	return s.nodeRows(ctx, clusterID, map[string]any{"message": truncate(msg, 1000)}, "rank = ?", rank)
 }
+
+// EnforcedStops lists the organisation's clusters that the budget or the
+// balance stopped (or is stopping) and that nobody has resumed or
+// terminated since, oldest stop first: the dashboard's banner announces
+// them (B5, B6; issue 21 item 5).
+func (s *Store) EnforcedStops(ctx context.Context, orgID string) ([]Cluster, error) {
+	var cs []Cluster
+	err := s.db.WithContext(ctx).Where("org_id = ? AND stop_reason IN ? AND terminate_requested_at IS NULL AND resume_requested_at IS NULL AND "+
+		"(status = ? OR (status IN ? AND stop_requested_at IS NOT NULL))",
+		orgID, []string{string(StopByBudget), string(StopByBalance)}, StatusStopped, liveStatuses).
+		Order("stop_requested_at, id").Limit(50).Find(&cs).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: enforced stops of %s: %w", orgID, err)
+	}
+	return cs, nil
+}

@@ -37,6 +37,10 @@ type Store struct {
 	// MachineKeySecret seals the private keys pasted for SSH machines
 	// (sshmachine.go): 32 bytes from the configuration, never stored.
 	MachineKeySecret []byte
+	// BalanceGrace is how long an exhausted balance runs before its
+	// clusters are stopped (BALANCE_GRACE; 0: DefaultBalanceGrace), for the
+	// pages' "runs until" (B6). The balance job gets it too.
+	BalanceGrace time.Duration
 	// Limits bound the amounts of top-ups, auto-recharges and operator
 	// adjustments (B9; limits.go). Set once at start-up.
 	Limits MoneyLimits
@@ -71,7 +75,7 @@ func (s *Store) Now() time.Time { return s.Clock.Now().UTC() }
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret,
-			Limits: s.Limits, DefaultMaxVolumes: s.DefaultMaxVolumes, DefaultMaxVolumeGB: s.DefaultMaxVolumeGB,
+			Limits: s.Limits, BalanceGrace: s.BalanceGrace, DefaultMaxVolumes: s.DefaultMaxVolumes, DefaultMaxVolumeGB: s.DefaultMaxVolumeGB,
 			WebhookAllowLoopback: s.WebhookAllowLoopback, WebhookClusterView: s.WebhookClusterView})
 	})
 }

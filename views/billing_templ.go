@@ -146,7 +146,7 @@ func BillingPageView(p BillingPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "</section><section class=\"rounded-lg bg-white p-4 ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\" aria-labelledby=\"add-funds-h\"><h2 id=\"add-funds-h\" class=\"mb-2 text-sm font-semibold\">Add funds</h2>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "</section><section id=\"add-funds\" class=\"rounded-lg bg-white p-4 ring-1 ring-slate-200 dark:bg-slate-900 dark:ring-slate-800\" aria-labelledby=\"add-funds-h\"><h2 id=\"add-funds-h\" class=\"mb-2 text-sm font-semibold\">Add funds</h2>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -59,6 +59,9 @@ type ClusterPage struct {
 	// Join is one more machine for a ready cluster (L10) or in a down
 	// machine's place (X5); nil once ended.
 	Join *JoinView
+	// ResumeBlocked says why Resume is off while the environment's budget
+	// is reached (B5, issue 21 item 4), with the way forward; nil: it is on.
+	ResumeBlocked *Flash
 }
 
 // JoinView offers "Add worker" and "Replace" with the machine-hour price
@@ -370,6 +373,7 @@ type LaunchStorage struct {
 	Nodes     int
 	VolumeID  string // mounted
 	NewGB     string // created with the cluster
+	Problem   string // the volume asked for cannot be priced: why (shown beside the size)
 	Rate      string
 	Volumes   []VolumeOption // detached volumes of the environment in this location
 }

@@ -3,7 +3,6 @@ package views
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 )
 
@@ -18,8 +17,6 @@ func flashRole(k FlashKind) string {
 	}
 	return "status"
 }
-
-func statusText(code int) string { return fmt.Sprintf("%d %s", code, http.StatusText(code)) }
 
 // AcceleratorLabel turns "H100_80GB" into "H100 80GB".
 func AcceleratorLabel(a string) string { return strings.ReplaceAll(a, "_", " ") }
@@ -60,4 +57,13 @@ func ariaInvalid(problems map[string]string, field string) string {
 		return "true"
 	}
 	return "false"
+}
+
+// listSep follows item i of n in a sentence's list: ", " between items,
+// ". " after the last.
+func listSep(i, n int) string {
+	if i == n-1 {
+		return ". "
+	}
+	return ", "
 }

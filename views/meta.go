@@ -15,6 +15,19 @@ type Meta struct {
 	Assets    map[string]string // static asset name → versioned URL (nil: unversioned)
 	// ChargeProblem is a failed auto-recharge, for owners and admins (B4).
 	ChargeProblem *ChargeBanner
+	// Stops announces clusters the budget or the balance stopped, for
+	// every member of the organisation (B5, B6; issue 21 item 5).
+	Stops []StopBanner
+}
+
+// StopBanner is one cause's stopped clusters and the way forward.
+type StopBanner struct {
+	Reason   string // "budget" or "balance"
+	Headline string
+	Text     string
+	Clusters []NavItem // each stopped cluster's page
+	Href     string    // the way forward ("" for members, who cannot pay)
+	Action   string
 }
 
 // Asset is the URL of a static asset ("css/app.css"): versioned by content
@@ -47,10 +60,18 @@ const (
 	FlashError   FlashKind = "error"
 )
 
-// Flash is a one-line message at the top of the page.
+// Flash is a one-line message at the top of the page, with the way
+// forward as a link when there is one (issue 21 item 4: "Add $34.94").
 type Flash struct {
 	Kind    FlashKind
 	Message string
+	Href    string // where the way forward is; empty: no link
+	Action  string // the link's words
+}
+
+// BackLink is an error page's way back: where the person came from.
+type BackLink struct {
+	Href, Label string
 }
 
 // NavItem is one link in the top bar.

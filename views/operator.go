@@ -67,6 +67,21 @@ type AdminBalancePage struct {
 	Reason   string
 	Token    string
 	Problems map[string]string
+	// TopUps are the organisation's credited top-ups, each with its
+	// Reverse form (issue 21 item 8).
+	TopUps []AdminTopUpRow
+}
+
+// AdminTopUpRow is one credited top-up and what reversing it would do.
+type AdminTopUpRow struct {
+	ID, When, Amount string
+	Reversed         string // "$500.00 on 2026-12-03 10:00 UTC"; "" = not reversed
+	// Confirm is the confirmation's detail: the ledger entry, and what a
+	// negative balance then does to the organisation's clusters.
+	Confirm  string
+	Typed    string            // the amount as typed (a refused form)
+	Reason   string            // the reason as typed
+	Problems map[string]string // a refused form's problems
 }
 
 // AdminLedgerRow is one ledger entry.

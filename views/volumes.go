@@ -13,6 +13,9 @@ type VolumesPage struct {
 	// Grow is the row whose grow form failed, with its problems.
 	GrowID       string
 	GrowProblems map[string]string
+	// Way is a refusal's way forward beside the size that was refused
+	// (Add funds with the shortfall, raise the budget; issue 21 item 4).
+	Way *Flash
 }
 
 // VolumeForm is what was typed into the create form.

@@ -17,10 +17,12 @@ const topUpPath = "/billing"
 // insufficientBalance is L2's 402-style refusal: what the balance must cover
 // and how much to add, with where to add it.
 func insufficientBalance(ib *models.InsufficientBalanceError) *APIError {
-	return &APIError{Status: http.StatusPaymentRequired, Code: "insufficient_balance",
+	ae := &APIError{Status: http.StatusPaymentRequired, Code: "insufficient_balance",
 		Message: balanceMessage(ib.Admission) + " Add " + models.USD(ib.Shortfall()) + " at " + topUpPath + ".",
 		Extra: map[string]any{"balance": models.DecimalUSD(ib.Balance), "committed": models.DecimalUSD(ib.Committed),
 			"required": models.DecimalUSD(ib.Required), "shortfall": models.DecimalUSD(ib.Shortfall()), "topUpUrl": topUpPath}}
+	ae.Href, ae.Action = addFundsLink(ib.Shortfall()) // issue 21 item 4: Add funds with the shortfall
+	return ae
 }
 
 // balanceMessage explains L2 with the organisation's figures; callers say

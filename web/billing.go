@@ -159,8 +159,44 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	if err != nil {
 		return views.BillingPage{}, err
 	}
+	// Issue 21 item 4: a refusal's way forward lands here with the amount
+	// typed in (?amount= for Add funds, with ?budget= for that budget), and
+	// a refused budget form comes back with what was typed.
+	if amount := strings.TrimSpace(c.QueryParam("amount")); amount != "" {
+		if _, perr := models.ParseUSD(amount); perr == nil {
+			if env := c.QueryParam("budget"); env != "" {
+				budgetDraftOf(&budgets, env, amount, nil)
+			} else {
+				bp.TopUp.Amount = amount
+			}
+		}
+	}
+	if d, ok := c.Get(budgetDraftKey).(budgetDraft); ok {
+		budgetDraftOf(&budgets, d.envID, d.typed, d.problems)
+	}
 	bp.Budgets = views.BudgetsSettings(budgets)
 	return bp, nil
+}
+
+// budgetDraftKey holds a refused budget form's budgetDraft for the page.
+const budgetDraftKey = "budget-draft"
+
+// budgetDraft is one environment's budget as typed, with its problems.
+type budgetDraft struct {
+	envID, typed string
+	problems     models.FieldErrors
+}
+
+// budgetDraftOf puts typed (and its problems) in envID's budget field.
+func budgetDraftOf(f *views.BudgetsForm, envID, typed string, problems models.FieldErrors) {
+	for i := range f.Rows {
+		if f.Rows[i].EnvID == envID {
+			f.Rows[i].Amount = typed
+			if problems != nil {
+				f.Rows[i].Problems = problems
+			}
+		}
+	}
 }
 
 // showUsageLine is GET /billing/usage/{id}?month=: a cluster's machines

@@ -72,11 +72,26 @@ func (h *handler) newCluster(c echo.Context) error {
 	p := principal(c)
 	ctx := c.Request().Context()
 	r, err := h.launchRequest(c)
+	var sp *storageProblem
+	if errors.As(err, &sp) {
+		err = nil // priced without the volume, the problem said beside it
+	}
 	if err != nil {
 		return err
 	}
 	nodes := r.Nodes
 	q, err := h.Store.ReuseQuote(ctx, p.Org.ID, p.Env.ID, r)
+	var fe models.FieldErrors
+	if errors.As(err, &fe) && sp == nil && (r.VolumeID != "" || r.VolumeGB > 0) {
+		for _, k := range []string{"volumeId", "storage.persistentGb", "location"} { // V2, V5
+			if msg, ok := fe[k]; ok {
+				sp = &storageProblem{msg: "This offer cannot take that volume: " + msg, typed: strings.TrimSpace(c.QueryParam("persistent_gb"))}
+				r.VolumeID, r.VolumeGB = "", 0
+				q, err = h.Store.ReuseQuote(ctx, p.Org.ID, p.Env.ID, r)
+				break
+			}
+		}
+	}
 	var nc *models.NoCapacityError
 	if errors.As(err, &nc) && nc.Reason == models.PrivateOfferExpired {
 		return echo.NewHTTPError(http.StatusConflict, "That private offer has expired. Request a new quote.")
@@ -87,13 +102,7 @@ func (h *handler) newCluster(c echo.Context) error {
 	if errors.As(err, &nc) {
 		return echo.NewHTTPError(http.StatusConflict, "That offer cannot start "+strconv.Itoa(nodes)+" machines now. Pick another on the offers page.")
 	}
-	var fe models.FieldErrors
 	if errors.As(err, &fe) {
-		for _, k := range []string{"volumeId", "storage.persistentGb", "location"} { // V2, V5
-			if msg, ok := fe[k]; ok {
-				return echo.NewHTTPError(http.StatusUnprocessableEntity, "This offer cannot take that volume: "+msg)
-			}
-		}
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, "A cluster has 2 to 64 machines.")
 	}
 	if err != nil {
@@ -105,8 +114,18 @@ func (h *handler) newCluster(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if sp != nil { // issue 21 item 4: the size as typed, the problem beside it
+		lp.Storage.Problem, lp.Storage.NewGB = sp.msg, sp.typed
+		return render(c, http.StatusUnprocessableEntity, views.LaunchPageView(lp))
+	}
 	return render(c, http.StatusOK, views.LaunchPageView(lp))
 }
+
+// storageProblem is a launch page's volume choice that cannot be priced:
+// the page prices the launch without it and says why beside the field.
+type storageProblem struct{ msg, typed string }
+
+func (e *storageProblem) Error() string { return e.msg }
 
 // launchRequest is what /clusters/new?offer=ID&nodes=N (or ?private=ID, an
 // organisation's private offer, X9) asks to price.
@@ -131,7 +150,8 @@ func (h *handler) launchRequest(c echo.Context) (models.QuoteRequest, error) {
 	r.VolumeID = strings.TrimSpace(c.QueryParam("volume"))
 	if gb := strings.TrimSpace(c.QueryParam("persistent_gb")); gb != "" && r.VolumeID == "" {
 		if r.VolumeGB, err = strconv.Atoi(gb); err != nil || r.VolumeGB < 0 {
-			return r, echo.NewHTTPError(http.StatusUnprocessableEntity, "Give the new volume's size as a whole number of GB.")
+			r.VolumeGB = 0
+			return r, &storageProblem{msg: "Give the new volume's size as a whole number of GB, like 500.", typed: gb}
 		}
 	}
 	return r, nil
@@ -424,6 +444,16 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		Tab:          clusterTab(c.QueryParam("tab")),
 		Problem:      problemView(cl, nodes),
 		CanResume:    cl.CanResume(),
+	}
+	if cp.CanResume { // B5: Resume is off, with its reason, while the budget is reached
+		br, err := h.Store.BudgetReached(ctx, cl)
+		if err != nil {
+			return cp, err
+		}
+		if br != nil {
+			f := refusalFlash(budgetReached(br, cl.USDPerHour))
+			cp.ResumeBlocked = &f
+		}
 	}
 	for _, n := range nodes {
 		cp.Nodes = append(cp.Nodes, nodeView(cl, n))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
 
@@ -17,7 +18,10 @@ func (h *handler) requestResume(c echo.Context) (models.Cluster, error) {
 	cl, err := h.act(c).Resume(c.Request().Context(), c.Param("id"))
 	var ib *models.InsufficientBalanceError
 	var qe *models.QuotaError
+	var br *models.BudgetReachedError
 	switch {
+	case errors.As(err, &br): // B5, with the budget that runs this cluster another hour
+		return cl, budgetReached(br, cl.USDPerHour)
 	case errors.As(err, &ib):
 		ae := insufficientBalance(ib)
 		ae.Message = "Resuming needs the balance a launch needs. " + ae.Message
@@ -37,11 +41,18 @@ func (h *handler) requestResume(c echo.Context) (models.Cluster, error) {
 	return cl, nil
 }
 
-// resumeCluster is POST /clusters/{id}/resume, the cluster page's button.
+// resumeCluster is POST /clusters/{id}/resume, the cluster page's button:
+// a refusal goes back to the cluster page with the way forward on top
+// (errorHandler's keepInPlace), never an error page left on …/resume.
 func (h *handler) resumeCluster(c echo.Context) error {
 	cl, err := h.requestResume(c)
 	if err != nil {
-		return err
+		ae := classify(err)
+		if cl.ID == "" || ae.Status >= 500 || isPartial(c) {
+			return err
+		}
+		_ = h.flash(c, views.FlashError, encodeFlash(refusalFlash(ae)))
+		return redirect(c, "/clusters/"+cl.ID)
 	}
 	return redirect(c, "/clusters/"+cl.ID)
 }

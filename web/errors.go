@@ -20,6 +20,9 @@ type APIError struct {
 	Message string
 	Fields  map[string]string // field-level problems (422)
 	Extra   map[string]any    // e.g. reason and shape for no_capacity
+	// Href and Action are the way forward a page links beside the
+	// message ("Add $34.94" to the top-up form); the API leaves them out.
+	Href, Action string
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
@@ -44,7 +47,7 @@ func classify(err error) *APIError {
 	case errors.As(err, &va):
 		return volumeAttached(va)
 	case errors.As(err, &br): // B5: resuming while the environment's budget is reached
-		return &APIError{Status: http.StatusConflict, Code: "budget_reached", Message: br.Error()}
+		return budgetReached(br, 0)
 	case errors.As(err, &fe):
 		return invalid(fe)
 	case errors.As(err, &fb):
@@ -103,7 +106,7 @@ func defaultMessage(status int) string {
 	if status >= 500 {
 		return "Something failed on our side. It has been logged."
 	}
-	return http.StatusText(status)
+	return "That could not be done."
 }
 
 // errorHandler is the only place errors become responses: JSON for the API,
@@ -126,32 +129,50 @@ func (h *handler) errorHandler(err error, c echo.Context) {
 	case c.Request().Header.Get("HX-Request") == "true":
 		c.Response().Header().Set("HX-Retarget", "#flash")
 		c.Response().Header().Set("HX-Reswap", "innerHTML")
-		werr = render(c, ae.Status, views.FlashList([]views.Flash{{Kind: views.FlashError, Message: ae.Message}}, rid))
+		werr = render(c, ae.Status, views.FlashList([]views.Flash{refusalFlash(ae)}, rid))
 	case c.Request().Method == http.MethodHead:
 		werr = c.NoContent(ae.Status)
+	case keepInPlace(c, ae):
+		// Issue 21 item 4: a form refused on a page goes back to that page
+		// with the refusal and its way forward on top, never to an error
+		// page left on the form's URL.
+		werr = h.flash(c, views.FlashError, encodeFlash(refusalFlash(ae)))
+		if werr == nil {
+			werr = c.Redirect(http.StatusSeeOther, cameFrom(c))
+		}
 	default:
-		werr = render(c, ae.Status, views.ErrorPage(h.meta(c, http.StatusText(ae.Status)), ae.Status, pageTitle(ae.Status), ae.Message))
+		title := pageTitle(ae.Status)
+		werr = render(c, ae.Status, views.ErrorPage(h.meta(c, title), title, ae.Message, backLink(c)))
 	}
 	if werr != nil {
 		h.Log.Error("error response failed", "request_id", rid, "error", werr)
 	}
 }
 
+// pageTitle is an error page's title in words: never the HTTP status's
+// own words ("409 Conflict"), which say nothing to a customer (issue 21
+// item 4).
 func pageTitle(status int) string {
 	switch status {
 	case http.StatusNotFound:
-		return "Not found"
+		return "We could not find that"
 	case http.StatusForbidden:
 		return "Not allowed"
 	case http.StatusUnauthorized:
 		return "Log in to continue"
-	case http.StatusUnprocessableEntity:
+	case http.StatusUnprocessableEntity, http.StatusBadRequest:
 		return "Check what you entered"
+	case http.StatusPaymentRequired:
+		return "Add funds first"
+	case http.StatusTooManyRequests:
+		return "Too many tries"
+	case http.StatusMethodNotAllowed:
+		return "Not available here"
 	}
 	if status >= 500 {
-		return "Something failed"
+		return "Something failed on our side"
 	}
-	return http.StatusText(status)
+	return "That could not be done"
 }
 
 func writeAPIError(c echo.Context, ae *APIError) error {

@@ -73,6 +73,9 @@ func (h *handler) meta(c echo.Context, title string) views.Meta {
 			m.ChargeProblem, _ = h.chargeBanner(c.Request().Context(), p.Org.ID) // a failed lookup only hides the banner
 		}
 		h.headerBalance(c, u)
+		if p := principal(c); p != nil && p.Org.ID != "" {
+			m.Stops, _ = h.stopBanners(c.Request().Context(), p.Org.ID, u.CanBilling) // a failed lookup only hides the banner
+		}
 	}
 	m.Flashes = h.takeFlashes(c)
 	return m

@@ -75,9 +75,12 @@ func TestResumeAPI(t *testing.T) {
 			e["shortfall"] != "34.94" || !strings.Contains(e["message"].(string), "Add $34.94 at /billing") {
 			t.Fatalf("resume without balance: %d %v", code, out)
 		}
-		rec := browser.post("/clusters/"+cl.ID+"/resume", nil)
-		if rec.Code != http.StatusPaymentRequired || !strings.Contains(rec.Body.String(), "Add $34.94") {
-			t.Fatalf("page resume without balance: %d %s", rec.Code, rec.Body.String())
+		rec := browser.post("/clusters/"+cl.ID+"/resume", nil) // issue 21 item 4: back to the cluster page, said on top
+		if rec.Code != http.StatusSeeOther || location(rec) != "/clusters/"+cl.ID {
+			t.Fatalf("page resume without balance: %d %q", rec.Code, location(rec))
+		}
+		if flash := doc(t, browser.get("/clusters/"+cl.ID)).Find(`[data-testid=flash]`).Text(); !strings.Contains(flash, "Add $34.94") {
+			t.Fatalf("page resume without balance: flash %q", flash)
 		}
 		if got, _ := app.store.ClusterByID(ctx, cl.ID); got.ResumeRequestedAt != nil || events() != before {
 			t.Fatalf("a refused resume changed something: %+v, %d events (was %d)", got.ResumeRequestedAt, events(), before)

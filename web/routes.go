@@ -152,6 +152,7 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.POST("/quote-requests/:id/private-offers", h.createPrivateOffer)
 	admin.GET("/orgs/:id/balance", h.adminBalance)
 	admin.POST("/orgs/:id/adjustments", h.adjustBalance)
+	admin.POST("/orgs/:id/top-ups/:topUp/reverse", h.reverseTopUp) // issue 21 item 8
 	admin.GET("/providers", h.adminProviders)
 	admin.POST("/providers/:name/markup", h.setProviderMarkup)
 	admin.GET("/payments", h.adminPayments)

@@ -262,6 +262,7 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/admin/quote-requests/:id/private-offers":              quoteRequestA,
 	"/admin/orgs/:id/balance":                               func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
 	"/admin/orgs/:id/adjustments":                           func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID} },
+	"/admin/orgs/:id/top-ups/:topUp/reverse":                func(f *walkFixture) map[string]string { return map[string]string{"id": f.A.org.ID, "topUp": "tu_none"} },
 	"/admin/providers/:name/markup":                         func(f *walkFixture) map[string]string { return map[string]string{"name": "sim"} },
 	"/admin/jobs/:name/run":                                 func(f *walkFixture) map[string]string { return map[string]string{"name": "catalog"} },
 	"/admin/machines/:name/delete":                          func(f *walkFixture) map[string]string { return map[string]string{"name": "desk-1"} },

@@ -170,7 +170,7 @@ func (h *handler) takeFlashes(c echo.Context) []views.Flash {
 		if !ok {
 			continue
 		}
-		out = append(out, views.Flash{Kind: views.FlashKind(kind), Message: msg})
+		out = append(out, decodeFlash(views.FlashKind(kind), msg))
 	}
 	_ = h.saveSession(c, s)
 	return out

@@ -46,6 +46,15 @@ func volumeAdmission(err error) (*APIError, bool) {
 	return nil, false
 }
 
+// wayOf is ae's way forward for a page, or nil when it has none.
+func wayOf(ae *APIError) *views.Flash {
+	if ae.Href == "" {
+		return nil
+	}
+	f := refusalFlash(ae)
+	return &f
+}
+
 // apiVolumeError is err as the API answers it.
 func apiVolumeError(err error) error {
 	if ae, ok := volumeAdmission(err); ok {
@@ -135,16 +144,17 @@ func (h *handler) createVolume(c echo.Context) error {
 	form := views.VolumeForm{Name: trimForm(c, "name"), Location: trimForm(c, "location"), SizeGB: trimForm(c, "size_gb")}
 	v, err := h.act(c).CreateVolume(c.Request().Context(), models.VolumeInput{Name: form.Name, Location: form.Location, SizeGB: formSize(form.SizeGB)})
 	var fe models.FieldErrors
+	var way *views.Flash
 	status := http.StatusUnprocessableEntity
 	if ae, ok := volumeAdmission(err); ok { // shown under the size, which is what costs
-		fe, status = models.FieldErrors{"sizeGb": ae.Message}, ae.Status
+		fe, status, way = models.FieldErrors{"sizeGb": refusalFlash(ae).Message}, ae.Status, wayOf(ae)
 	}
 	if fe != nil || errors.As(err, &fe) {
 		pg, perr := h.volumesPage(c)
 		if perr != nil {
 			return perr
 		}
-		pg.Form, pg.Problems = form, formProblems(fe, volumeFormNames)
+		pg.Form, pg.Problems, pg.Way = form, formProblems(fe, volumeFormNames), way
 		return page(c, status, views.VolumesView(pg), views.VolumeFormView(pg))
 	}
 	if err != nil {
@@ -184,16 +194,23 @@ func (h *handler) growVolume(c echo.Context) error {
 	typed := trimForm(c, "size_gb")
 	g, err := h.act(c).GrowVolume(c.Request().Context(), v.ID, formSize(typed))
 	var fe models.FieldErrors
+	var way *views.Flash
 	status := http.StatusUnprocessableEntity
 	if ae, ok := volumeAdmission(err); ok {
-		fe, status = models.FieldErrors{"sizeGb": ae.Message}, ae.Status
+		fe, status, way = models.FieldErrors{"sizeGb": refusalFlash(ae).Message}, ae.Status, wayOf(ae)
+	} else if fe == nil && !errors.As(err, &fe) && err != nil {
+		// issue 21 item 4: any other refusal (V3: a cluster mounted it
+		// meanwhile) is said beside the size as typed, not on an error page.
+		if ae := classify(err); ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusNotFound {
+			fe, status, way = models.FieldErrors{"sizeGb": refusalFlash(ae).Message}, ae.Status, wayOf(ae)
+		}
 	}
 	if fe != nil || errors.As(err, &fe) {
 		pg, perr := h.volumesPage(c)
 		if perr != nil {
 			return perr
 		}
-		pg.GrowID, pg.GrowProblems = v.ID, formProblems(fe, volumeFormNames)
+		pg.GrowID, pg.GrowProblems, pg.Way = v.ID, formProblems(fe, volumeFormNames), way
 		for i := range pg.Rows {
 			if pg.Rows[i].ID == v.ID {
 				pg.Rows[i].GrowTo = typed
