@@ -234,6 +234,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 	store.WebhookAllowLoopback = !cfg.Production // X8: http to loopback receivers in development only
 	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
 	store.DefaultMaxVolumes, store.DefaultMaxVolumeGB = cfg.DefaultMaxVolumes, cfg.DefaultMaxVolumeGB
+	store.MaxUnhealthyPercent = cfg.MaxUnhealthy // health damping (issue 24 item 5)
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {

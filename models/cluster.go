@@ -110,6 +110,7 @@ type Cluster struct {
 	RecoveryOutcome         string     `gorm:"type:text"` // JSON []MachineOutcome of the last attempt
 	RecoverRequestedAt      *time.Time // "recover now" waiting for the recovery job
 	Joins                   int        // machines that joined or tried to join after ready (join.go)
+	DampedAt                *time.Time // automatic repair paused: too many machines unhealthy at once (damping.go); added by 0965
 
 	// Stop and resume (B5, B6; see stop.go).
 	StopRequestedAt   *time.Time // a stop to carry out (or machines to stop again after a failed resume)
