@@ -234,6 +234,11 @@ type ClusterNode struct {
 	JoinRequestedAt *time.Time
 	JoinPlacedAt    *time.Time
 	TokenGen        int
+
+	// MachineHost is the physical machine where the provider names one
+	// (providers.Node.Host), so faults follow it across clusters (track.go);
+	// added by 0966.
+	MachineHost string `gorm:"size:191;not null;default:''"`
 }
 
 // ClusterEvent is one entry of a cluster's history: every transition and
@@ -432,6 +437,11 @@ func (s *Store) addTypedEvent(ctx context.Context, c Cluster, status ClusterStat
 	if typ == "" {
 		return nil
 	}
+	if typ == TypeNodeVerificationFailed {
+		if err := s.recordVerificationFailure(ctx, c, node, msg); err != nil {
+			return err // the track record and lemons count it (track.go)
+		}
+	}
 	return s.queueClusterWebhooks(ctx, c, e)
 }
 
@@ -502,6 +512,9 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		}
 		if err := tx.addTypedEvent(ctx, c, c.Status, transitionType(ch), kind, ch.node, ch.step, ch.msg); err != nil {
 			return err
+		}
+		if err := tx.trackTransition(ctx, c, ch.event); err != nil {
+			return err // the offer's track record (track.go)
 		}
 		if to == "" && !ch.always {
 			return nil // the status stays: nothing to mail
@@ -734,6 +747,7 @@ type PlacedNode struct {
 	ProviderNodeID              string
 	PrivateIP, PublicHost, User string
 	SSHPort                     int
+	Host                        string // providers.Node.Host: the physical machine, where the provider names one
 }
 
 // MarkPlaced records that every machine was reserved at once (L3).
@@ -747,7 +761,8 @@ func (s *Store) MarkPlaced(ctx context.Context, id string, nodes []PlacedNode) e
 		msg: fmt.Sprintf("All %d machines reserved in %s.", len(nodes), c.PlaceLabel()),
 		nodes: func(tx *Store) error {
 			for _, n := range nodes {
-				up := map[string]any{"provider_node_id": n.ProviderNodeID, "public_host": n.PublicHost, "ssh_port": n.SSHPort, "ssh_user": n.User}
+				up := map[string]any{"provider_node_id": n.ProviderNodeID, "public_host": n.PublicHost, "ssh_port": n.SSHPort, "ssh_user": n.User,
+					"machine_host": n.Host}
 				if n.PrivateIP != "" {
 					up["private_ip"] = n.PrivateIP
 				}

@@ -231,7 +231,7 @@ func (s *Store) MarkMachinesDown(ctx context.Context, c Cluster, downs []DownMac
 				return err
 			}
 		}
-		return nil
+		return tx.recordDowns(ctx, c, downs) // faults, lemons, time to repair (track.go)
 	}
 	return s.transition(ctx, c.ID, ch)
 }
