@@ -127,6 +127,8 @@ var (
 		"1 when the last run of the job, on any instance, failed.", []string{"job_name"}, nil)
 	descLedgerEntries = prometheus.NewDesc("clusterdeck_ledger_entries",
 		"Ledger entries of every organisation by kind and status.", []string{"kind", "status"}, nil)
+	descRepair = prometheus.NewDesc("clusterdeck_machine_repair_seconds",
+		"Time to repair: from a machine declared down to its replacement joined, every repair so far.", nil, nil)
 	descLedgerUSD = prometheus.NewDesc("clusterdeck_ledger_usd",
 		"Sum of ledger entries of every organisation in US dollars (signed: usage is negative), by kind and status.", []string{"kind", "status"}, nil)
 )
@@ -137,7 +139,7 @@ var clusterStatuses = []models.ClusterStatus{models.StatusProvisioning, models.S
 
 func (storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClusters, descMail, descCatalogOffers, descCatalogAge,
-		descJobLastRun, descJobLastFailed, descLedgerEntries, descLedgerUSD} {
+		descJobLastRun, descJobLastFailed, descLedgerEntries, descLedgerUSD, descRepair} {
 		ch <- d
 	}
 }
@@ -174,5 +176,12 @@ func (s storeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, l := range g.Ledger {
 		gauge(descLedgerEntries, float64(l.Entries), l.Kind, l.Status)
 		gauge(descLedgerUSD, l.USD(), l.Kind, l.Status)
+	}
+	// Issue 24 item 8: read from the database like the gauges, so every
+	// instance reports every repair.
+	if r, err := s.store.RepairTimes(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(descRepair, err)
+	} else {
+		ch <- prometheus.MustNewConstHistogram(descRepair, r.Count, r.Sum, r.Buckets)
 	}
 }

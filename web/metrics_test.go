@@ -37,8 +37,19 @@ func TestMetrics(t *testing.T) {
 		app.get("/no/such/page")
 		app.get("/invites/not-a-token") // a 404 from a real route keeps its pattern
 		app.get("/offers")
+		for _, secs := range []int{240, 1200} { // issue 24 item 8: two repairs
+			secs := secs
+			if err := app.db.Create(&models.MachineFault{Provider: "sim", Machine: "h1", Kind: models.FaultDied, At: testNow,
+				RepairSeconds: &secs}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
 
 		fams := scrape(t, app)
+		if f := fams["clusterdeck_machine_repair_seconds"]; f == nil || f.GetMetric()[0].GetHistogram().GetSampleSum() != 1440 ||
+			f.GetMetric()[0].GetHistogram().GetBucket()[1].GetUpperBound() != 300 || f.GetMetric()[0].GetHistogram().GetBucket()[1].GetCumulativeCount() != 1 {
+			t.Errorf("time to repair histogram: %v", f)
+		}
 		for _, tc := range []struct {
 			name   string
 			labels string
@@ -58,6 +69,7 @@ func TestMetrics(t *testing.T) {
 			{"clusterdeck_http_request_duration_seconds", `route=unmatched,method=GET,code=404`, 2},
 			{"clusterdeck_http_request_duration_seconds", `route=/invites/:token,method=GET,code=404`, 1},
 			{"clusterdeck_http_request_duration_seconds", `route=/offers,method=GET,code=200`, 1},
+			{"clusterdeck_machine_repair_seconds", ``, 2},
 		} {
 			got, ok := sample(fams, tc.name, tc.labels)
 			if !ok {
