@@ -85,6 +85,7 @@ type config struct {
 
 	HeartbeatLate  time.Duration // HEALTH_HEARTBEAT_LATE: an agent is late after this long without a heartbeat (default 3m)
 	UnhealthyAfter time.Duration // HEALTH_UNHEALTHY_AFTER: how long a machine's condition must hold (default 1m)
+	MaxUnhealthy   int           // HEALTH_MAX_UNHEALTHY_PERCENT: above this share of a cluster's machines unhealthy, automatic repair stops (default 40)
 	BalanceGrace   time.Duration // BALANCE_GRACE: an exhausted balance stops every running cluster after this long (default 1h)
 	TerminateGrace time.Duration // BALANCE_TERMINATE_GRACE: stopped by the balance and unpaid this long, they are terminated (default 72h)
 }
@@ -200,6 +201,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.UnhealthyAfter, err = positiveDuration(get("HEALTH_UNHEALTHY_AFTER", "1m")); err != nil {
 		return c, fmt.Errorf("HEALTH_UNHEALTHY_AFTER: %w", err)
+	}
+	if c.MaxUnhealthy, err = positiveInt(get("HEALTH_MAX_UNHEALTHY_PERCENT", "40")); err != nil || c.MaxUnhealthy > 100 {
+		return c, fmt.Errorf("HEALTH_MAX_UNHEALTHY_PERCENT: a whole percentage from 1 to 100")
 	}
 	if c.BalanceGrace, err = positiveDuration(get("BALANCE_GRACE", "1h")); err != nil {
 		return c, fmt.Errorf("BALANCE_GRACE: %w", err)

@@ -235,6 +235,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
 	store.BalanceGrace = cfg.BalanceGrace // the pages' "runs until" is when the balance job stops (B6)
 	store.DefaultMaxVolumes, store.DefaultMaxVolumeGB = cfg.DefaultMaxVolumes, cfg.DefaultMaxVolumeGB
+	store.MaxUnhealthyPercent = cfg.MaxUnhealthy // health damping (issue 24 item 5)
 
 	cloud, err := buildProviders(cfg, clock, db, instanceName())
 	if err != nil {

@@ -33,6 +33,25 @@ type Offer struct {
 	DiskGBPerNode     int       `json:"diskGbPerNode"`
 	RootDiskRate      string    `json:"rootDiskRate"` // dollars per GB-hour
 	RefreshedAt       time.Time `json:"refreshedAt"`
+	// TrackRecord is how this offer's launches at `nodes` machines went
+	// over the last 30 days, from the product's own history (X2).
+	TrackRecord TrackRecord `json:"trackRecord"`
+}
+
+// TrackRecord is an offer's record at one size over the last 30 days
+// (issue 24 item 6). Quotes are unaffected.
+type TrackRecord struct {
+	Summary              string   `json:"summary"`              // "31 of 33 recent launches started · ready in 7–11 min", or "no launches yet"
+	LaunchesTried        int      `json:"launchesTried"`        // all-machine placements answered (started or failed)
+	LaunchesStarted      int      `json:"launchesStarted"`      // of them, every machine came up
+	SuccessRate          *float64 `json:"successRate"`          // started / tried; null when none was tried
+	ReadySamples         int      `json:"readySamples"`         // launches that reached ready
+	ReadyMinutesMedian   *int     `json:"readyMinutesMedian"`   // launch → ready; null without a sample
+	ReadyMinutesP90      *int     `json:"readyMinutesP90"`      // 90th percentile
+	VerificationFailures int      `json:"verificationFailures"` // machines that failed verification before hand-over
+	MachineFailures      int      `json:"machineFailures"`      // machines declared down after ready
+	MachineHours         float64  `json:"machineHours"`         // machine-hours after ready
+	FailuresPer1000Hours *float64 `json:"failuresPer1000MachineHours"`
 }
 
 // OfferGroup is the offers of one location.

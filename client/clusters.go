@@ -19,7 +19,7 @@ type OffersQuery struct {
 	MachineKind      string // vm, bare_metal or container
 	MaxPrice         string // dollars per hour for the whole cluster
 	IncludeCommunity bool
-	Sort             string // cluster_price (the default) or gpu_price
+	Sort             string // cluster_price (the default), gpu_price or track_record
 }
 
 func (q OffersQuery) values() url.Values {

@@ -214,6 +214,7 @@ func TestHealthNoFlappingBelowThreshold(t *testing.T) {
 func TestRecoveryRestartsOneByOneAndResets(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		h := newHealthWorld(t, db)
+		h.store.MaxUnhealthyPercent = 70 // two of three down stays repairable here (damping has its own test)
 		h.setPolicy(3, 5)
 		h.inject(sim.FaultGoesDown, 2)
 		h.inject(sim.FaultGoesDown, 0)
@@ -305,6 +306,7 @@ func TestRecoveryCooldownBoundAndExhausted(t *testing.T) {
 func TestRecoverySkipsUnrecoverable(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		h := newHealthWorld(t, db)
+		h.store.MaxUnhealthyPercent = 70 // two of three down stays repairable here (damping has its own test)
 		h.setPolicy(3, 5)
 		h.inject(sim.FaultUnrecoverable, 0)
 		h.inject(sim.FaultGoesDown, 2)
@@ -540,4 +542,63 @@ func TestRecoverySkipsWhatTheProviderDoesNotRestart(t *testing.T) {
 			t.Fatalf("outcomes %+v", o)
 		}
 	})
+}
+
+// Issue 24 item 5: with more than the damping share of a cluster's
+// machines down at once (two of three, above 40 %), automatic recovery
+// makes no attempt and says so once (event, damped_at); a person's
+// "recover now" still runs; the pause ends with the episode.
+func TestRecoveryDampedWhenTooManyDown(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHealthWorld(t, db)
+		h.setPolicy(3, 5)
+		h.inject(sim.FaultGoesDown, 2)
+		h.inject(sim.FaultGoesDown, 0)
+		h.pass(30 * time.Second)
+		c := h.pass(time.Minute)
+		if c.Status != models.StatusDegraded {
+			t.Fatalf("status %s", c.Status)
+		}
+		for range 3 {
+			c = h.pass(time.Minute)
+		}
+		if c.RecoveryAttempts != 0 || c.DampedAt == nil {
+			t.Fatalf("damped: attempts %d damped_at %v\n%s", c.RecoveryAttempts, c.DampedAt, h.events(c.ID))
+		}
+		if n := h.count("Automatic repair paused: 2 of 3 machines are unhealthy at once, more than 40 % (1)"); n != 1 {
+			t.Errorf("%d pause events, want one:\n%s", n, h.events(c.ID))
+		}
+		if h.node(0).Status != models.NodeDown || h.node(2).Status != models.NodeDown {
+			t.Errorf("machines touched while damped: %s %s", h.node(0).Status, h.node(2).Status)
+		}
+		if _, err := h.store.As(h.actor).RecoverNow(context.Background(), c.ID); err != nil {
+			t.Fatal(err)
+		}
+		c = h.pass(10 * time.Second)
+		if c.RecoveryAttempts != 1 {
+			t.Fatalf("recover now while damped: attempts %d\n%s", c.RecoveryAttempts, h.events(c.ID))
+		}
+		for range 4 {
+			c = h.pass(30 * time.Second)
+		}
+		if c.Status != models.StatusReady || c.DampedAt != nil {
+			t.Fatalf("after recover now: %s damped_at %v\n%s", c.Status, c.DampedAt, h.events(c.ID))
+		}
+	})
+}
+
+// Issue 24 item 5: the damping rule in whole machines, one always repairable.
+func TestDampRepairShare(t *testing.T) {
+	for _, tt := range []struct {
+		machines, unhealthy, pct int
+		allowed                  bool
+	}{
+		{2, 1, 40, true}, {2, 2, 40, false}, {3, 1, 40, true}, {3, 2, 40, false},
+		{5, 2, 40, true}, {5, 3, 40, false}, {10, 4, 0, true}, {10, 5, 0, false}, {4, 2, 50, true}, {4, 3, 50, false},
+	} {
+		v := models.DampRepair(tt.machines, tt.unhealthy, tt.pct)
+		if v.Allowed != tt.allowed || (v.Reason == "") != tt.allowed {
+			t.Errorf("%d of %d at %d %%: %+v, want allowed %v", tt.unhealthy, tt.machines, tt.pct, v, tt.allowed)
+		}
+	}
 }

@@ -132,6 +132,9 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 	if vol != nil { // V4: the same workload as the group's (a new node-0 gets the volume attached)
 		req.Volume = &providers.Volume{ID: vol.ID, Name: vol.Name, SizeGB: vol.SizeGB}
 	}
+	if req.Avoid, err = j.Store.QuarantinedMachines(ctx, c.Provider); err != nil {
+		return err // lemons are never placed again (issue 24 item 7)
+	}
 	pn, err := p.PlaceNode(ctx, c.GroupName(), n.Rank, req)
 	switch {
 	case errors.Is(err, providers.ErrNoCapacity):
@@ -143,7 +146,7 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 		return err // transient: the next tick tries again, until the cap
 	}
 	return j.Store.MarkJoinPlaced(ctx, c, n, models.PlacedNode{Rank: n.Rank, ProviderNodeID: pn.ID, PrivateIP: pn.PrivateIP,
-		PublicHost: pn.PublicHost, User: pn.SSHUser, SSHPort: pn.SSHPort})
+		PublicHost: pn.PublicHost, User: pn.SSHUser, SSHPort: pn.SSHPort, Host: pn.Host})
 }
 
 // late fails the join when the machine missed its current step's deadline

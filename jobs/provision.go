@@ -220,6 +220,9 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	if vol != nil { // V2: the volume goes to the head with the machines
 		req.Volume = &providers.Volume{ID: vol.ID, Name: vol.Name, SizeGB: vol.SizeGB}
 	}
+	if req.Avoid, err = j.Store.QuarantinedMachines(ctx, c.Provider); err != nil {
+		return err // lemons are never placed again (issue 24 item 7)
+	}
 	g, err := p.PlaceGroup(ctx, req)
 	switch {
 	case errors.Is(err, providers.ErrNoCapacity):
@@ -234,7 +237,7 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	placed := make([]models.PlacedNode, 0, len(g.Nodes))
 	for _, n := range g.Nodes {
 		placed = append(placed, models.PlacedNode{Rank: n.Index, ProviderNodeID: n.ID, PrivateIP: n.PrivateIP,
-			PublicHost: n.PublicHost, User: n.SSHUser, SSHPort: n.SSHPort})
+			PublicHost: n.PublicHost, User: n.SSHUser, SSHPort: n.SSHPort, Host: n.Host})
 	}
 	return j.Store.MarkPlaced(ctx, c.ID, placed)
 }

@@ -17,6 +17,9 @@ import (
 // skipped and the attempt resolves on the rest. When the attempts are
 // spent and the cluster is still unhealthy after the last cooldown:
 // recovery_exhausted, one mail. The health job sees the machines return.
+// Health damping (models.MayRepairAutomatically) holds automatic attempts
+// while too many machines are unhealthy at once; a "recover now" is a
+// person's choice and still runs.
 type Recovery struct {
 	Store     *models.Store
 	Providers providers.Registry
@@ -40,8 +43,8 @@ func (j *Recovery) Run(ctx context.Context) error {
 		case c.StopRequestedAt != nil:
 			// being stopped (B6): its machines go down on purpose
 		case c.RecoveryDue(now):
-			err = j.attempt(ctx, c)
-		case c.RecoverySpent(now):
+			err = j.attemptUnlessDamped(ctx, c)
+		case c.RecoverySpent(now) && c.DampedAt == nil:
 			_, err = j.Store.MarkRecoveryExhausted(ctx, c, j.Mail)
 		}
 		if err != nil && !errors.Is(err, models.ErrConflict) {
@@ -49,6 +52,19 @@ func (j *Recovery) Run(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// attemptUnlessDamped makes an automatic attempt only when damping allows
+// it (it records a pause or its end itself); a "recover now" always runs.
+func (j *Recovery) attemptUnlessDamped(ctx context.Context, c models.Cluster) error {
+	v, err := j.Store.MayRepairAutomatically(ctx, c)
+	if err != nil {
+		return err
+	}
+	if !v.Allowed && c.RecoverRequestedAt == nil {
+		return nil
+	}
+	return j.attempt(ctx, c)
 }
 
 // attempt claims one attempt, then restarts the machines that are down one by one.

@@ -110,6 +110,7 @@ type Cluster struct {
 	RecoveryOutcome         string     `gorm:"type:text"` // JSON []MachineOutcome of the last attempt
 	RecoverRequestedAt      *time.Time // "recover now" waiting for the recovery job
 	Joins                   int        // machines that joined or tried to join after ready (join.go)
+	DampedAt                *time.Time // automatic repair paused: too many machines unhealthy at once (damping.go); added by 0965
 
 	// Stop and resume (B5, B6; see stop.go).
 	StopRequestedAt   *time.Time // a stop to carry out (or machines to stop again after a failed resume)
@@ -239,6 +240,11 @@ type ClusterNode struct {
 	JoinRequestedAt *time.Time
 	JoinPlacedAt    *time.Time
 	TokenGen        int
+
+	// MachineHost is the physical machine where the provider names one
+	// (providers.Node.Host), so faults follow it across clusters (track.go);
+	// added by 0966.
+	MachineHost string `gorm:"size:191;not null;default:''"`
 }
 
 // ClusterEvent is one entry of a cluster's history: every transition and
@@ -437,6 +443,11 @@ func (s *Store) addTypedEvent(ctx context.Context, c Cluster, status ClusterStat
 	if typ == "" {
 		return nil
 	}
+	if typ == TypeNodeVerificationFailed {
+		if err := s.recordVerificationFailure(ctx, c, node, msg); err != nil {
+			return err // the track record and lemons count it (track.go)
+		}
+	}
 	return s.queueClusterWebhooks(ctx, c, e)
 }
 
@@ -507,6 +518,9 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		}
 		if err := tx.addTypedEvent(ctx, c, c.Status, transitionType(ch), kind, ch.node, ch.step, ch.msg); err != nil {
 			return err
+		}
+		if err := tx.trackTransition(ctx, c, ch.event); err != nil {
+			return err // the offer's track record (track.go)
 		}
 		if to == "" && !ch.always {
 			return nil // the status stays: nothing to mail
@@ -739,6 +753,7 @@ type PlacedNode struct {
 	ProviderNodeID              string
 	PrivateIP, PublicHost, User string
 	SSHPort                     int
+	Host                        string // providers.Node.Host: the physical machine, where the provider names one
 }
 
 // MarkPlaced records that every machine was reserved at once (L3).
@@ -752,7 +767,8 @@ func (s *Store) MarkPlaced(ctx context.Context, id string, nodes []PlacedNode) e
 		msg: fmt.Sprintf("All %d machines reserved in %s.", len(nodes), c.PlaceLabel()),
 		nodes: func(tx *Store) error {
 			for _, n := range nodes {
-				up := map[string]any{"provider_node_id": n.ProviderNodeID, "public_host": n.PublicHost, "ssh_port": n.SSHPort, "ssh_user": n.User}
+				up := map[string]any{"provider_node_id": n.ProviderNodeID, "public_host": n.PublicHost, "ssh_port": n.SSHPort, "ssh_user": n.User,
+					"machine_host": n.Host}
 				if n.PrivateIP != "" {
 					up["private_ip"] = n.PrivateIP
 				}

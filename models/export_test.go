@@ -1,5 +1,7 @@
 package models
 
+import "context"
+
 // SetMeterBatches shrinks a metering pass's batches for tests and returns
 // the function that restores them.
 func SetMeterBatches(page, chunk int) (restore func()) {
@@ -10,3 +12,9 @@ func SetMeterBatches(page, chunk int) (restore func()) {
 
 // BilledMinutes is billedMinutes, for the billing tests.
 var BilledMinutes = billedMinutes
+
+// AddPublicEvent writes one public event of the cluster, as verification
+// writes node.verification_failed (issue 24), for the track record tests.
+func AddPublicEvent(s *Store, ctx context.Context, c Cluster, typ, node, msg string) error {
+	return s.Tx(ctx, func(tx *Store) error { return tx.addTypedEvent(ctx, c, c.Status, typ, "error", node, "verify", msg) })
+}

@@ -231,7 +231,7 @@ func (s *Store) MarkMachinesDown(ctx context.Context, c Cluster, downs []DownMac
 				return err
 			}
 		}
-		return nil
+		return tx.recordDowns(ctx, c, downs) // faults, lemons, time to repair (track.go)
 	}
 	return s.transition(ctx, c.ID, ch)
 }
@@ -242,7 +242,7 @@ func (s *Store) MarkMachinesDown(ctx context.Context, c Cluster, downs []DownMac
 // degraded (L6).
 func (s *Store) MarkHealthy(ctx context.Context, c Cluster, n *ClusterNotify) (Cluster, error) {
 	set := map[string]any{"episode_started_at": nil, "recovery_attempts": 0, "recovery_next_at": nil,
-		"recover_requested_at": nil, "degraded_from": ""}
+		"recover_requested_at": nil, "degraded_from": "", "damped_at": nil}
 	msg := "Every machine is healthy again."
 	switch c.DegradedFrom {
 	case string(StatusReady), string(StatusInstalling):

@@ -303,7 +303,7 @@ func (c Cluster) JoinDeadline(n ClusterNode, step string) time.Time {
 func (s *Store) MarkJoinPlaced(ctx context.Context, c Cluster, n ClusterNode, p PlacedNode) error {
 	return s.Tx(ctx, func(tx *Store) error {
 		now := tx.Now()
-		up := map[string]any{"provider_node_id": p.ProviderNodeID, "public_host": p.PublicHost, "ssh_port": p.SSHPort,
+		up := map[string]any{"provider_node_id": p.ProviderNodeID, "machine_host": p.Host, "public_host": p.PublicHost, "ssh_port": p.SSHPort,
 			"ssh_user": p.User, "join_placed_at": now, "status": NodeJoining, "step": StepRunning, "running_at": nil, "agent_at": nil,
 			"software_at": nil, "heartbeat_at": nil, "down_since": nil, "down_passes": 0, "seen": "", "message": "",
 			"claimed_by": "", "claimed_at": nil} // the placed machine claims the rank with the bootstrap token (OP1)
@@ -354,6 +354,11 @@ func (s *Store) MarkNodeJoined(ctx context.Context, c Cluster, n ClusterNode, ms
 				}
 				if err := tx.db.WithContext(ctx).Model(&BillingGap{}).Where("node_id = ? AND ended_at IS NULL", n.ID).Update("ended_at", now).Error; err != nil {
 					return err
+				}
+				if n.JoinKind == JoinReplace {
+					if err := tx.recordRepair(ctx, c.ID, n.Name); err != nil {
+						return err // time to repair (track.go)
+					}
 				}
 				cur, err := tx.ClusterByID(ctx, c.ID)
 				if err != nil {

@@ -26,7 +26,7 @@ var allModels = []any{
 	&models.NodeGPUCheck{}, &models.NCCLCheck{}, &models.ProviderLeak{},
 	&models.ProviderSetting{}, &models.PrivateOffer{}, &models.NodeStart{},
 	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},
-	&models.AutoRecharge{}, &models.Charge{}, &models.BillingGap{}, &models.BalanceEpisode{}, &models.Budget{}, &models.BudgetAlert{},
+	&models.AutoRecharge{}, &models.Charge{}, &models.BillingGap{}, &models.LaunchRecord{}, &models.MachineFault{}, &models.MachineQuarantine{}, &models.BalanceEpisode{}, &models.Budget{}, &models.BudgetAlert{},
 	&models.WebhookEndpoint{}, &models.WebhookDelivery{}, &models.WebhookAttempt{},
 	&models.Volume{}, &models.PasswordReset{}, &models.NodeMount{}, &models.SSHMachine{},
 	&models.PaymentMismatch{}, &models.GPUPoint{}, &models.GPUHour{}, &models.GPUMachine{},

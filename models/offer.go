@@ -59,6 +59,10 @@ type Offer struct {
 	PublicIPs      bool      `gorm:"column:public_ips"`
 	Gateway        string    `gorm:"size:255"`
 	RefreshedAt    time.Time `gorm:"index"`
+	// Track is the offer's track record at the picker's size (track.go),
+	// set on the picker's copies when it was read (Pick.WithTrack); nil
+	// otherwise. Never stored.
+	Track *TrackRecord `gorm:"-"`
 }
 
 // MachineHour is one machine's price per hour: its GPUs and its root disk.
@@ -203,10 +207,11 @@ type OfferSort string
 const (
 	SortClusterPrice OfferSort = "cluster_price" // whole cluster per hour (the default)
 	SortGPUPrice     OfferSort = "gpu_price"     // per GPU-hour (Q3's rate), then whole cluster
+	SortTrackRecord  OfferSort = "track_record"  // launches started of tried (issue 24 item 6), then whole cluster
 )
 
 // OfferSorts are the sorts a customer can ask for, the default first.
-var OfferSorts = []OfferSort{SortClusterPrice, SortGPUPrice}
+var OfferSorts = []OfferSort{SortClusterPrice, SortGPUPrice, SortTrackRecord}
 
 // Validate returns field problems keyed by the API's query names.
 func (f OfferFilter) Validate() FieldErrors {
@@ -230,7 +235,7 @@ func (f OfferFilter) Validate() FieldErrors {
 		fe["max_price"] = "a ceiling cannot be negative"
 	}
 	if f.Sort != "" && !slices.Contains(OfferSorts, f.Sort) {
-		fe["sort"] = "sort by cluster_price or gpu_price"
+		fe["sort"] = "sort by cluster_price, gpu_price or track_record"
 	}
 	return fe
 }
@@ -266,6 +271,7 @@ type offerKey struct {
 	held      int    // machines clusters hold against it (stock.go)
 	startable bool   // at the asked size, once the holds are taken
 	price     Money  // whole cluster per hour at the asked size
+	track     *TrackRecord
 }
 
 func newOfferKey(o *Offer, held, nodes int) offerKey {
@@ -275,7 +281,12 @@ func newOfferKey(o *Offer, held, nodes int) offerKey {
 // compareBy orders two offers by the filter's sort key: per GPU-hour first
 // when asked, then whole cluster, then id (a total order, so answers with
 // equal stamps are equal).
-func (f *OfferFilter) compareBy(a, b *Offer, aPrice, bPrice Money) int {
+func (f *OfferFilter) compareBy(a, b *Offer, aPrice, bPrice Money, aTrack, bTrack *TrackRecord) int {
+	if f.Sort == SortTrackRecord {
+		if c := compareTrack(aTrack, bTrack); c != 0 {
+			return c
+		}
+	}
 	if f.Sort == SortGPUPrice {
 		if c := cmp.Compare(a.PerGPUHour, b.PerGPUHour); c != 0 {
 			return c
@@ -326,11 +337,12 @@ func groupOffers(keys []offerKey, f OfferFilter) []OfferGroup {
 			}
 			return 1
 		}
-		return f.compareBy(a.offer, b.offer, a.price, b.price)
+		return f.compareBy(a.offer, b.offer, a.price, b.price, a.track, b.track)
 	})
 	offers := make([]Offer, len(keys))
 	for i, k := range keys {
 		offers[i] = k.offer.less(k.held)
+		offers[i].Track = k.track
 	}
 	var groups []OfferGroup
 	for i := 0; i < len(offers); {
@@ -354,7 +366,7 @@ func groupOffers(keys []offerKey, f OfferFilter) []OfferGroup {
 			return a.Cheapest > 0
 		}
 		if a.Cheapest > 0 {
-			if c := f.compareBy(&a.Offers[0], &b.Offers[0], a.Cheapest, b.Cheapest); c != 0 {
+			if c := f.compareBy(&a.Offers[0], &b.Offers[0], a.Cheapest, b.Cheapest, a.Offers[0].Track, b.Offers[0].Track); c != 0 {
 				return c < 0
 			}
 		}

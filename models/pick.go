@@ -24,6 +24,7 @@ type Pick struct {
 	held   map[string]int
 	cutoff time.Time
 	filter OfferFilter
+	track  *TrackBook // the offers' track records (WithTrack); nil = not read
 }
 
 // PreparePick reads what PickOffers needs for f; Groups computes the answer.
@@ -74,7 +75,9 @@ func (p *Pick) Groups() []OfferGroup {
 	keys := make([]offerKey, 0, n)
 	for i := range offers {
 		if o := &offers[i]; f.matches(o, p.cutoff) {
-			keys = append(keys, newOfferKey(o, p.held[o.ID], f.Nodes))
+			k := newOfferKey(o, p.held[o.ID], f.Nodes)
+			k.track = p.track.For(o.ID, f.Nodes)
+			keys = append(keys, k)
 		}
 	}
 	return groupOffers(keys, f)
@@ -93,6 +96,16 @@ func (p *Pick) LargestMachine() int {
 		}
 	}
 	return most
+}
+
+// WithTrack is the same question whose answer carries each offer's track
+// record at the asked size (Offer.Track) and may be sorted by it; the
+// book's stamp joins the answer's.
+func (p *Pick) WithTrack(b *TrackBook) *Pick {
+	q := *p
+	q.track = b
+	q.Stamp = q.stamp()
+	return &q
 }
 
 // WithGPUs is the same question at gpus per machine, on the same reads.
@@ -121,6 +134,9 @@ func (p *Pick) stamp() string {
 	b = strconv.AppendBool(append(b, " community "...), f.IncludeCommunity)
 	b = append(append(b, " location "...), strconv.Quote(f.Location)...)
 	b = append(append(b, " sort "...), strconv.Quote(string(f.Sort))...)
+	if p.track != nil {
+		b = append(append(b, " track "...), p.track.Stamp...)
+	}
 	ids := make([]string, 0, len(p.held))
 	for id := range p.held {
 		ids = append(ids, id)

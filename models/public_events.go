@@ -20,6 +20,7 @@ const (
 	TypeNodeDown                 = "node.down"                  // one more machine down in a degraded cluster
 	TypeNodeReplaced             = "node.replaced"              // a replacement machine joined in a down one's place (X5)
 	TypeNodeJoined               = "node.joined"                // an added worker joined (L10)
+	TypeNodeVerificationFailed   = "node.verification_failed"   // a machine failed verification before hand-over (issue 24); counted in track.go
 	TypeTopUpCredited            = "billing.topup_credited"     // a top-up was credited to the balance (B4)
 	TypeAutoRechargeFailed       = "billing.auto_recharge_failed"
 	TypeBalanceLow               = "billing.balance_low"      // the balance runs low or ran out (B6)
@@ -31,7 +32,7 @@ const (
 var PublicEventTypes = []string{
 	TypeClusterProvisioning, TypeClusterInstalling, TypeClusterReady, TypeClusterDegraded, TypeClusterHealthy,
 	TypeClusterRecoveryExhausted, TypeClusterStopped, TypeClusterResumed, TypeClusterTerminated, TypeClusterFailed,
-	TypeNodeDown, TypeNodeReplaced, TypeNodeJoined,
+	TypeNodeDown, TypeNodeReplaced, TypeNodeJoined, TypeNodeVerificationFailed,
 	TypeTopUpCredited, TypeAutoRechargeFailed, TypeBalanceLow, TypeBudgetThreshold,
 }
 

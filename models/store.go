@@ -55,6 +55,9 @@ type Store struct {
 	// data of its webhook events; web sets it (models cannot import the
 	// API's types). Nil: a short summary of the cluster row.
 	WebhookClusterView func(ctx context.Context, tx *Store, c Cluster) (any, error)
+	// MaxUnhealthyPercent is health damping's share (damping.go;
+	// HEALTH_MAX_UNHEALTHY_PERCENT); 0 = DefaultMaxUnhealthyPercent.
+	MaxUnhealthyPercent int
 }
 
 // NewStore wraps an opened, migrated database. A nil clock means real time.
@@ -76,7 +79,8 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret,
 			Limits: s.Limits, BalanceGrace: s.BalanceGrace, DefaultMaxVolumes: s.DefaultMaxVolumes, DefaultMaxVolumeGB: s.DefaultMaxVolumeGB,
-			WebhookAllowLoopback: s.WebhookAllowLoopback, WebhookClusterView: s.WebhookClusterView})
+			WebhookAllowLoopback: s.WebhookAllowLoopback, WebhookClusterView: s.WebhookClusterView,
+			MaxUnhealthyPercent: s.MaxUnhealthyPercent})
 	})
 }
 

@@ -179,6 +179,11 @@ type PlaceRequest struct {
 	// Volume is the cluster's persistent volume (V1–V4), attached to the
 	// head (machine 0); nil for none.
 	Volume *Volume
+	// Avoid names machines (Node.Host, else Node.ID) the product has
+	// quarantined as lemons (issue 24 item 7): an adapter that chooses the
+	// machine itself (SSH machines, the simulated cloud) never places on
+	// one; a cloud that chooses for us ignores it.
+	Avoid []string
 }
 
 // Volume is a persistent volume to attach to a group's head machine: the
@@ -211,6 +216,10 @@ type Node struct {
 	SSHUser    string
 	PrivateIP  string // interconnect address; empty when the provider does not say (the agent reports it)
 	Message    string
+	// Host is the physical machine where the provider names one and may
+	// place on it again (SSH machines: the machine's name; the simulated
+	// cloud: its host); "" otherwise. Faults follow it across clusters.
+	Host string
 }
 
 // Group is every machine placed for one PlaceRequest.

@@ -150,6 +150,9 @@ func sortLine(f OfferForm) string {
 	if f.sortedBy("gpu_price") {
 		return "lowest price per GPU-hour first"
 	}
+	if f.sortedBy("track_record") {
+		return "recent launches started most often first"
+	}
 	return "cheapest whole cluster first"
 }
 

@@ -91,6 +91,7 @@ func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 	b = append(b, ` · `...)
 	b = appendEscaped(b, KindLabel(o.MachineKind))
 	b = append(b, `</span>`...)
+	b = appendTrack(b, o.Track, "span")
 	if o.Community {
 		b = append(b, `<span class="mt-1 inline-block rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100" title="Community host: keep secrets off it" data-testid="community-warning">community · keep secrets off</span>`...)
 	}
@@ -107,6 +108,27 @@ func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 	b = append(b, `</td><td class="cell text-right">`...)
 	b = appendAction(b, o, n, sell, "", volume)
 	return append(b, `</td></tr>`...)
+}
+
+// appendTrack is the offer's track record at the row's size (issue 24
+// item 6, X2): "31 of 33 recent launches started · ready in 7–11 min", or
+// "no launches yet"; the failures are in its title. One short element, so
+// rows at catalog scale stay small.
+func appendTrack(b []byte, r *models.TrackRecord, tag string) []byte {
+	b = append(append(append(b, '<'), tag...), ` class="track"`...)
+	if r != nil && r.Tried > 0 {
+		b = append(b, ` title="Last 30 days: `...)
+		b = strconv.AppendInt(b, int64(r.VerifyFailures), 10)
+		b = append(b, ` failed verification`...)
+		if per, ok := r.FailuresPer1000h(); ok {
+			b = append(b, ` · `...)
+			b = strconv.AppendFloat(b, per, 'f', 1, 64)
+			b = append(b, ` machine failures per 1,000 machine-hours after ready`...)
+		}
+		b = append(b, '"')
+	}
+	b = r.AppendSummary(append(b, '>'))
+	return append(append(append(b, `</`...), tag...), '>')
 }
 
 // appendChips is the standard sizes, each as the location sells it (O4).
@@ -275,6 +297,7 @@ func appendOfferCard(b []byte, o *models.Offer, n int, volume string) []byte {
 	b = append(b, ` · `...)
 	b = appendEscaped(b, KindLabel(o.MachineKind))
 	b = append(b, `</p>`...)
+	b = appendTrack(b, o.Track, "p")
 	if o.Community {
 		b = append(b, `<p class="mt-1"><span class="rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100">community · keep secrets off</span></p>`...)
 	}

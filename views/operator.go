@@ -141,6 +141,8 @@ func adminTabLabel(tab string) string {
 		return "Jobs"
 	case "leaks":
 		return "Leaks"
+	case "lemons":
+		return "Lemons"
 	}
 	return "Audit log"
 }

@@ -16,6 +16,7 @@ type RecoveryView struct {
 	Outcomes      []OutcomeView
 	Requested     bool
 	Exhausted     bool
+	Paused        string // health damping paused automatic repair at this time; "" = not paused (issue 24 item 5)
 }
 
 // OutcomeView is one machine's outcome of the last attempt.

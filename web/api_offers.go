@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 
 	"github.com/clusterdeck/clusterdeck/api"
@@ -23,7 +24,32 @@ func toOfferJSON(o models.Offer, n int) api.Offer {
 		DiskGBPerNode:     o.RootDiskGB,
 		RootDiskRate:      decimalUSD(o.DiskGBHour),
 		RefreshedAt:       o.RefreshedAt,
+		TrackRecord:       toTrackJSON(o.Track),
 	}
+}
+
+// toTrackJSON is an offer's track record at the asked size (issue 24 item 6).
+func toTrackJSON(r *models.TrackRecord) api.TrackRecord {
+	j := api.TrackRecord{Summary: r.Summary()}
+	if r == nil {
+		return j
+	}
+	j.LaunchesTried, j.LaunchesStarted, j.ReadySamples = r.Tried, r.Started, r.ReadySamples
+	j.VerificationFailures, j.MachineFailures = r.VerifyFailures, r.MachineFailures
+	j.MachineHours = math.Round(r.MachineHours*10) / 10
+	if rate, ok := r.SuccessRate(); ok {
+		rate = math.Round(rate*1000) / 1000
+		j.SuccessRate = &rate
+	}
+	if r.ReadySamples > 0 {
+		p50, p90 := r.ReadyP50, r.ReadyP90
+		j.ReadyMinutesMedian, j.ReadyMinutesP90 = &p50, &p90
+	}
+	if per, ok := r.FailuresPer1000h(); ok {
+		per = math.Round(per*10) / 10
+		j.FailuresPer1000Hours = &per
+	}
+	return j
 }
 
 // decimalUSD is models.DecimalUSD in one allocation (a list prints
@@ -43,6 +69,11 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	book, err := h.Store.OfferTrack(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	pick = pick.WithTrack(book) // issue 24 item 6: one statement, whatever the catalog's size
 	// The public answer is the same bytes for the same stamp (issue 13):
 	// encode it once. An API key's organisation may have answers of its own
 	// (private offers), which no stamp covers: encoded each time.

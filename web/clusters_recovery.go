@@ -42,6 +42,9 @@ func recoveryView(cl models.Cluster, now time.Time, problems map[string]string) 
 	if r.EpisodeStartedAt != nil {
 		v.Episode = r.EpisodeStartedAt.Format("15:04:05 MST, 2 Jan")
 	}
+	if cl.DampedAt != nil && r.EpisodeStartedAt != nil {
+		v.Paused = cl.DampedAt.Format("15:04:05")
+	}
 	if r.LastAttemptAt != nil {
 		v.LastAttempt = r.LastAttemptAt.Format("15:04:05")
 	}

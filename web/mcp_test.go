@@ -58,6 +58,15 @@ func TestMCPToolsSpeakTheDocumentedAPI(t *testing.T) {
 			t.Errorf("list_offers sorted by gpu_price lists nothing")
 		}
 		call("list_offers", map[string]any{"nodes": 2, "sort": "cheapest"}, true) // O3: the sort is checked
+		// Issue 24 item 6: each offer's track record, sortable, named in the answer.
+		app.launchRecord("h100x8", 2, 8)
+		res := call("list_offers", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "sort": "track_record"}, false)
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "Best track record at this size (last 30 days): sim:h100x8 in Loc us-east, 1 of 1 recent launch started · ready in 8 min.") {
+			t.Errorf("list_offers text %q", text)
+		}
+		if raw, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(raw), `"launchesStarted":1`) {
+			t.Errorf("list_offers structured answer has no track record: %s", raw)
+		}
 		qid := field(call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "persistent_gb": 100}, false), "id")
 		call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "max_hourly_price": "1"}, true)
 		launch := map[string]any{"quote_id": qid, "software": "slurm", "env": map[string]string{"HF_TOKEN": "x"}, "ports": []int{8888}}

@@ -127,6 +127,8 @@ var (
 		"1 when the last run of the job, on any instance, failed.", []string{"job_name"}, nil)
 	descLedgerEntries = prometheus.NewDesc("clusterdeck_ledger_entries",
 		"Ledger entries of every organisation by kind and status.", []string{"kind", "status"}, nil)
+	descRepair = prometheus.NewDesc("clusterdeck_machine_repair_seconds",
+		"Time to repair: from a machine declared down to its replacement joined, every repair so far.", nil, nil)
 	descLedgerUSD = prometheus.NewDesc("clusterdeck_ledger_usd",
 		"Sum of ledger entries of every organisation in US dollars (signed: usage is negative), by kind and status.", []string{"kind", "status"}, nil)
 	// GPU usage per cluster (issue 26 item 4): one series per cluster
@@ -150,7 +152,7 @@ var clusterStatuses = []models.ClusterStatus{models.StatusProvisioning, models.S
 
 func (storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClusters, descMail, descCatalogOffers, descCatalogAge,
-		descJobLastRun, descJobLastFailed, descLedgerEntries, descLedgerUSD,
+		descJobLastRun, descJobLastFailed, descLedgerEntries, descLedgerUSD, descRepair,
 		descClusterGPUUtil, descClusterGPUMemUsed, descClusterGPUMemTotal, descClusterGPUs, descFleetGPUUtil} {
 		ch <- d
 	}
@@ -198,4 +200,11 @@ func (s storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	_, _, util := models.FleetGPUUsage(g.GPUs)
 	gauge(descFleetGPUUtil, util/100)
+	// Issue 24 item 8: read from the database like the gauges, so every
+	// instance reports every repair.
+	if r, err := s.store.RepairTimes(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(descRepair, err)
+	} else {
+		ch <- prometheus.MustNewConstHistogram(descRepair, r.Count, r.Sum, r.Buckets)
+	}
 }

@@ -44,8 +44,19 @@ func TestMetrics(t *testing.T) {
 		}
 		old := 5 // a point too old to be "now"
 		app.db.Create(&models.GPUPoint{ClusterID: cl.ID, GPU: 0, At: testNow.Unix()/60*60 - 3600, N: 1, Util: &old})
+		for _, secs := range []int{240, 1200} { // issue 24 item 8: two repairs
+			secs := secs
+			if err := app.db.Create(&models.MachineFault{Provider: "sim", Machine: "h1", Kind: models.FaultDied, At: testNow,
+				RepairSeconds: &secs}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
 
 		fams := scrape(t, app)
+		if f := fams["clusterdeck_machine_repair_seconds"]; f == nil || f.GetMetric()[0].GetHistogram().GetSampleSum() != 1440 ||
+			f.GetMetric()[0].GetHistogram().GetBucket()[1].GetUpperBound() != 300 || f.GetMetric()[0].GetHistogram().GetBucket()[1].GetCumulativeCount() != 1 {
+			t.Errorf("time to repair histogram: %v", f)
+		}
 		for _, tc := range []struct {
 			name   string
 			labels string
@@ -70,6 +81,7 @@ func TestMetrics(t *testing.T) {
 			{"clusterdeck_cluster_gpu_memory_total_bytes", `cluster=` + cl.ID, 2 * 81559 << 20},
 			{"clusterdeck_cluster_gpus_reporting", `cluster=` + cl.ID, 2},
 			{"clusterdeck_fleet_gpu_utilization_ratio", ``, 0.7},
+			{"clusterdeck_machine_repair_seconds", ``, 2},
 		} {
 			got, ok := sample(fams, tc.name, tc.labels)
 			if !ok {

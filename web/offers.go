@@ -98,6 +98,11 @@ func (h *handler) listOffers(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		book, err := h.Store.OfferTrack(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		pick = pick.WithTrack(book) // each row's track record (issue 24 item 6), in one statement
 		// Private rows are the organisation's own: shown whatever the
 		// default machine size, and before offerResults, so signed-in
 		// answers are never kept (offerResults).

@@ -123,6 +123,16 @@ func TestRecoveryPanelOnPage(t *testing.T) {
 		if got := d.Find(`[data-testid=recovery-episode]`).Text(); !strings.Contains(got, "attempts 1 of 4") {
 			t.Errorf("episode line %q", got)
 		}
+		if d.Find(`[data-testid=recovery-paused]`).Length() != 0 {
+			t.Error("a paused line on a cluster that is not damped")
+		}
+		// Issue 24 item 5: health damping's pause is said on the page.
+		app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Update("damped_at", app.clock.Now())
+		d = doc(t, c.get("/clusters/"+cl.ID))
+		if got := d.Find(`[data-testid=recovery-paused]`).Text(); !strings.Contains(got, "Automatic repair paused since") ||
+			!strings.Contains(got, "too many machines are unhealthy at once") {
+			t.Errorf("paused line %q", got)
+		}
 		if rec := c.post("/clusters/"+cl.ID+"/recover", nil); rec.Code != http.StatusSeeOther {
 			t.Errorf("recover now: %d", rec.Code)
 		}

@@ -148,6 +148,8 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.GET("/quote-requests", h.adminQuoteRequests)
 	admin.POST("/quote-requests/:id/status", h.setQuoteRequestStatus)
 	admin.GET("/leaks", h.adminLeaks)
+	admin.GET("/lemons", h.adminLemons)
+	admin.POST("/lemons/:id/release", h.releaseLemon)
 	admin.GET("/quote-requests/:id/private-offer", h.showPrivateOfferForm)
 	admin.POST("/quote-requests/:id/private-offers", h.createPrivateOffer)
 	admin.GET("/orgs/:id/balance", h.adminBalance)

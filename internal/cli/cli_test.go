@@ -283,7 +283,7 @@ func TestGPUOffers(t *testing.T) {
 			t.Errorf("--sort gpu_price: %d %s\n%s", code, errOut, out)
 		}
 		_, errOut, code = d.gpu(t, "offers", "--nodes", "2", "--sort", "cheapest")
-		if code != 1 || !strings.Contains(errOut, "sort: sort by cluster_price or gpu_price") {
+		if code != 1 || !strings.Contains(errOut, "sort: sort by cluster_price, gpu_price or track_record") {
 			t.Errorf("--sort cheapest: %d %s", code, errOut)
 		}
 	})

@@ -21,17 +21,17 @@ type OffersArgs struct {
 	MachineKind      string `json:"machine_kind,omitempty" jsonschema:"vm, bare_metal or container"`
 	MaxPrice         string `json:"max_price,omitempty" jsonschema:"a ceiling in dollars per hour for the whole cluster, e.g. \"60\""`
 	IncludeCommunity bool   `json:"include_community,omitempty" jsonschema:"also offer community hosts, run by independent operators (keep secrets off them)"`
-	Sort             string `json:"sort,omitempty" jsonschema:"cluster_price (the default: cheapest whole cluster first) or gpu_price (lowest price per GPU-hour first)"`
+	Sort             string `json:"sort,omitempty" jsonschema:"cluster_price (the default: cheapest whole cluster first), gpu_price (lowest price per GPU-hour first) or track_record (the offers whose recent launches at this size started most often first)"`
 }
 
 func (t *tools) listOffers(s *mcp.Server) {
 	schema := inputSchema[OffersArgs](map[string][]any{
 		"gpus_per_node": {1, 2, 4, 8},
 		"interconnect":  {"ethernet", "infiniband", "roce"}, "machine_kind": {"vm", "bare_metal", "container"},
-		"sort": {"cluster_price", "gpu_price"},
+		"sort": {"cluster_price", "gpu_price", "track_record"},
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "list_offers", InputSchema: schema, Annotations: readOnly("List offers"),
-		Description: "List the offers that can start a cluster of this size now, by location, with the whole-cluster price per hour, and the organisation's own private offers."},
+		Description: "List the offers that can start a cluster of this size now, by location, with the whole-cluster price per hour, each offer's track record at this size over the last 30 days (trackRecord: launches started of tried, minutes to ready, verification and machine failures), and the organisation's own private offers."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in OffersArgs) (*mcp.CallToolResult, any, error) {
 			q := client.OffersQuery{Accelerator: in.Accelerator, Nodes: in.Nodes, GPUsPerNode: in.GPUsPerNode, Interconnect: in.Interconnect,
 				MachineKind: in.MachineKind, MaxPrice: in.MaxPrice, IncludeCommunity: in.IncludeCommunity, Sort: in.Sort}
@@ -45,6 +45,9 @@ func (t *tools) listOffers(s *mcp.Server) {
 // the quote_cluster arguments that launch it at its locked price.
 func offersSummary(out api.OffersResponse) string {
 	s := fmt.Sprintf("%d offers for %d machines. Quote one with quote_cluster (offer_id, or accelerator, nodes and gpus_per_node).", out.Count, out.Nodes)
+	if best := bestTracked(out); best != nil {
+		s += fmt.Sprintf("\nBest track record at this size (last 30 days): %s in %s, %s.", best.ID, best.LocationName, best.TrackRecord.Summary)
+	}
 	if len(out.PrivateOffers) == 0 {
 		return s
 	}
@@ -56,6 +59,30 @@ func offersSummary(out api.OffersResponse) string {
 			p.ValidUntil.UTC().Format("2006-01-02 15:04 MST"), p.ID, p.Accelerator, p.Nodes, p.GPUsPerNode)
 	}
 	return s
+}
+
+// bestTracked is the offer whose recent launches at this size started most
+// often (then most launches), or nil when none was launched.
+func bestTracked(out api.OffersResponse) *api.Offer {
+	var best *api.Offer
+	for gi := range out.Groups {
+		for oi := range out.Groups[gi].Offers {
+			o := &out.Groups[gi].Offers[oi]
+			r := o.TrackRecord
+			if r.LaunchesTried == 0 || o.Availability != "available" {
+				continue
+			}
+			if best == nil {
+				best = o
+				continue
+			}
+			b := best.TrackRecord
+			if l, rr := r.LaunchesStarted*b.LaunchesTried, b.LaunchesStarted*r.LaunchesTried; l > rr || l == rr && r.LaunchesTried > b.LaunchesTried {
+				best = o
+			}
+		}
+	}
+	return best
 }
 
 // QuoteArgs are quote_cluster's arguments: the priced fields (Q1).

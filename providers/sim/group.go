@@ -46,6 +46,8 @@ type node struct {
 	eccGPU, xidGPU, dropGPU int
 	xidCode                 int
 
+	host string // the physical host it runs on (providers.Node.Host): freed when it is released or its group ends
+
 	stopped  bool // stopped by StopNode until started again
 	released bool // released alone by ReleaseNode (its slot waits for a replacement)
 
@@ -78,6 +80,7 @@ func (c *Cloud) newGroup(s *offerState, req providers.PlaceRequest, now time.Tim
 			g:         g,
 			index:     i,
 			id:        "sim-" + c.hexID(16, "node", g.name, gen, i),
+			host:      c.freeHost(s, req.Avoid, g.nodes),
 			bootAt:    now.Add(s.boot + jitter),
 			installed: map[string]time.Time{},
 		}
@@ -141,7 +144,39 @@ func (c *Cloud) view(g *group, now time.Time) providers.Group {
 			SSHUser:    "ubuntu",
 			PrivateIP:  n.privateIP(),
 			Message:    msg,
+			Host:       n.host,
 		})
 	}
 	return out
+}
+
+// freeHost is the lowest-numbered host of the offer's location that no
+// live machine occupies (nor one of also, placed in the same call) and
+// that the request does not avoid (quarantined lemons, issue 24 item 7).
+// Stock is counted apart: hosts only name machines, so the same host comes
+// back to the next placement after its machine is released. Callers hold
+// c.mu.
+func (c *Cloud) freeHost(s *offerState, avoid []string, also []*node) string {
+	taken := map[string]bool{}
+	for _, a := range avoid {
+		taken[a] = true
+	}
+	for _, n := range also {
+		taken[n.host] = true
+	}
+	for _, g := range c.groups {
+		if g.terminated || g.offer != s {
+			continue
+		}
+		for _, n := range g.nodes {
+			if !n.released {
+				taken[n.host] = true
+			}
+		}
+	}
+	for k := 0; ; k++ {
+		if h := fmt.Sprintf("%s-%s-h%02d", s.loc.ID, s.cfg.ID, k); !taken[h] {
+			return h
+		}
+	}
 }

@@ -74,9 +74,14 @@ func (c *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req 
 	k := c.gens[slot]
 	c.gens[slot] = k + 1
 	jitter := time.Duration(c.fraction("jitter", g.name, g.gen, index, "place", k) * 0.2 * float64(s.boot)).Truncate(time.Second)
+	var also []*node
+	if old != nil {
+		also = []*node{old} // never the host of the machine it replaces
+	}
 	n := &node{
 		g:         g,
 		index:     index,
+		host:      c.freeHost(s, req.Avoid, also),
 		id:        "sim-" + c.hexID(16, "node", g.name, g.gen, index, "place", k),
 		bootAt:    now.Add(s.boot + jitter),
 		installed: map[string]time.Time{},

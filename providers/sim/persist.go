@@ -86,6 +86,7 @@ type groupDoc struct {
 
 type nodeDoc struct {
 	ID              string               `json:"id"`
+	Host            string               `json:"host,omitempty"`
 	BootAt          time.Time            `json:"bootAt"`
 	RestartUntil    time.Time            `json:"restartUntil,omitzero"`
 	NeverBoots      bool                 `json:"neverBoots,omitempty"`
@@ -128,7 +129,7 @@ func (c *Cloud) encode() ([]byte, error) {
 		gd := groupDoc{Name: g.name, Gen: g.gen, Offer: g.offer.cfg.ID, Agent: g.agent, Workload: g.workload,
 			PlacedAt: g.placedAt, Terminated: g.terminated, TerminatedAt: g.terminatedAt}
 		for _, n := range g.nodes {
-			gd.Nodes = append(gd.Nodes, nodeDoc{ID: n.id, BootAt: n.bootAt, RestartUntil: n.restartUntil,
+			gd.Nodes = append(gd.Nodes, nodeDoc{ID: n.id, Host: n.host, BootAt: n.bootAt, RestartUntil: n.restartUntil,
 				NeverBoots: n.neverBoots, Dies: n.dies, DieAfter: Duration(n.dieAfter), AgentSilent: n.agentSilent,
 				PeerUnreachable: n.peerUnreachable, CheckFails: n.checkFails, GPUMissing: n.gpuMissing,
 				NCCLSlow: n.ncclSlow, DownAt: n.downAt, Stopped: n.stopped, Released: n.released, Unrecoverable: n.unrecoverable,
@@ -169,7 +170,7 @@ func (c *Cloud) decode(data []byte) error {
 		g := &group{name: gd.Name, gen: gd.Gen, offer: s, agent: gd.Agent, workload: gd.Workload, placedAt: gd.PlacedAt,
 			terminated: gd.Terminated, terminatedAt: gd.TerminatedAt}
 		for i, nd := range gd.Nodes {
-			n := &node{g: g, index: i, id: nd.ID, bootAt: nd.BootAt, restartUntil: nd.RestartUntil,
+			n := &node{g: g, index: i, id: nd.ID, host: nd.Host, bootAt: nd.BootAt, restartUntil: nd.RestartUntil,
 				neverBoots: nd.NeverBoots, dies: nd.Dies, dieAfter: nd.DieAfter.D(), agentSilent: nd.AgentSilent,
 				peerUnreachable: nd.PeerUnreachable, checkFails: nd.CheckFails, gpuMissing: nd.GPUMissing,
 				ncclSlow: nd.NCCLSlow, downAt: nd.DownAt, stopped: nd.Stopped, released: nd.Released, unrecoverable: nd.Unrecoverable,

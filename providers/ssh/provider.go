@@ -262,6 +262,9 @@ func (p *Provider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (
 		return p.describe(ctx, req.GroupName, g), nil
 	}
 	busy := p.busy()
+	for _, a := range req.Avoid {
+		busy[a] = true // quarantined by the product as a lemon (issue 24 item 7)
+	}
 	var picked []Machine
 	for _, m := range machines {
 		if len(picked) < req.Count && !busy[m.Name] && offerID(m) == req.OfferID && m.Location == req.Location {
@@ -336,7 +339,7 @@ func (p *Provider) group(name string, g stateGroup, state func(Machine) (provide
 		if ok {
 			st, msg := state(m)
 			n = providers.Node{ID: mn, Index: i, State: st, Message: msg, PublicHost: m.Host, SSHPort: m.Port,
-				SSHUser: m.User, PrivateIP: m.PrivateIP}
+				SSHUser: m.User, PrivateIP: m.PrivateIP, Host: mn}
 		}
 		out.Nodes = append(out.Nodes, n)
 	}

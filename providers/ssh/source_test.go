@@ -110,3 +110,30 @@ func TestDialWithPastedKey(t *testing.T) {
 	}
 	c.Close()
 }
+
+// Issue 24 item 7: a machine the product quarantined (PlaceRequest.Avoid)
+// is never placed: with both alike machines of the offer free and one
+// avoided, a two-machine placement has not enough machines, and nothing is
+// dialled.
+func TestPlaceGroupAvoidsQuarantined(t *testing.T) {
+	file := []Machine{
+		{Name: "gpu-a", Host: "192.0.2.10", KeyPath: "/k", GPUs: 8, Accelerator: "H100_80GB", Location: "rack-1", PricePerHour: "20"},
+		{Name: "gpu-b", Host: "192.0.2.11", KeyPath: "/k", GPUs: 8, Accelerator: "H100_80GB", Location: "rack-1", PricePerHour: "20"},
+	}
+	p, err := New(Config{Machines: file, AgentBinary: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	offers, err := p.ListOffers(ctx)
+	if err != nil || len(offers) != 1 {
+		t.Fatalf("offers %+v %v", offers, err)
+	}
+	req := providers.PlaceRequest{GroupName: "cl_lemon", OfferID: offers[0].OfferID, Location: "rack-1", Count: 2,
+		Agent: providers.AgentBootstrap{ServerURL: "https://deck.example", Tokens: []string{"t0", "t1"}}, Avoid: []string{"gpu-b"}}
+	_, err = p.PlaceGroup(ctx, req)
+	var pe *providers.Error
+	if !errors.Is(err, providers.ErrNoCapacity) || !errors.As(err, &pe) || pe.Message != "1 free machines of offer "+offers[0].OfferID+", 2 asked" {
+		t.Fatalf("placement with gpu-b quarantined: %v", err)
+	}
+}
