@@ -145,6 +145,18 @@ type NCCLView struct {
 }
 
 // ClusterView is the cluster's header.
+// Badge is the word the status badge shows: "terminating" once a terminate
+// is under way (L7), whatever state the machines are still in.
+func (v ClusterView) Badge() string {
+	if v.Terminating {
+		return TerminatingBadge
+	}
+	return v.Status
+}
+
+// TerminatingBadge is the badge of a cluster being terminated.
+const TerminatingBadge = "terminating"
+
 type ClusterView struct {
 	ID           string
 	Name         string
@@ -275,6 +287,8 @@ func statusClass(s string) string {
 		return "inline-flex items-center gap-1.5 rounded-full bg-violet-50 px-2 py-0.5 text-xs font-medium text-violet-800 ring-1 ring-violet-200 dark:bg-violet-950 dark:text-violet-200 dark:ring-violet-800"
 	case string(models.CapacityWon):
 		return "inline-flex items-center gap-1.5 rounded-full bg-green-50 px-2 py-0.5 text-xs font-medium text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
+	case TerminatingBadge:
+		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-700 ring-1 ring-slate-300 dark:bg-slate-800 dark:text-slate-300 dark:ring-slate-600"
 	case string(models.StatusTerminated):
 		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-500 line-through ring-1 ring-slate-200 dark:bg-slate-800 dark:text-slate-400 dark:ring-slate-700"
 	default: // models.StatusStopped
@@ -302,6 +316,8 @@ func dotClass(s string) string {
 		return "h-1.5 w-1.5 rounded-full bg-violet-500"
 	case string(models.CapacityWon):
 		return "h-1.5 w-1.5 rounded-full bg-green-500"
+	case TerminatingBadge:
+		return "h-1.5 w-1.5 rounded-full bg-slate-500 animate-pulse"
 	}
 	return "h-1.5 w-1.5 rounded-full bg-slate-400"
 }
