@@ -70,6 +70,17 @@ type JoinView struct {
 	Joining     string // the node joining now, "" = none
 }
 
+// TerminateDetail is the terminate dialog's detail: what goes (the
+// machines and their disks) and what stays (an attached volume, billed until
+// it is deleted): issue 21 item 10, V1.
+func (p ClusterPage) TerminateDetail() string {
+	s := "Every machine is released together and its disks are deleted; billing for the machines stops."
+	if p.Storage != nil && p.Storage.VolumeName != "" {
+		s += " The volume " + p.Storage.VolumeName + " is kept and stays billed for its storage until you delete it on the Volumes page."
+	}
+	return s + " A terminated cluster cannot be started again."
+}
+
 // StorageView is the cluster's shared folder and volume (V1, V4).
 type StorageView struct {
 	VolumeID, VolumeName, VolumeNote string
@@ -210,7 +221,8 @@ type StepView struct {
 
 // EventView is one entry of the cluster's history.
 type EventView struct {
-	At      string
+	At      string // "3 Dec 14:05:09": events span days (issue 21 item 10)
+	When    string // RFC 3339, for the time element
 	Kind    string
 	Status  string
 	Node    string

@@ -24,3 +24,15 @@ func TestProse(t *testing.T) {
 		}
 	}
 }
+
+// Issue 21 item 10: the terminate dialog says the machines' disks are
+// deleted, and that an attached volume is kept and stays billed.
+func TestTerminateDetailNamesTheVolume(t *testing.T) {
+	p := ClusterPage{Storage: &StorageView{VolumeName: "datasets"}}
+	got := p.TerminateDetail()
+	for _, want := range []string{"its disks are deleted", "The volume datasets is kept and stays billed", "cannot be started again"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("terminate detail %q lacks %q", got, want)
+		}
+	}
+}

@@ -433,7 +433,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		cp.Nodes = append(cp.Nodes, nodeView(cl, n))
 	}
 	for _, e := range events {
-		cp.Events = append(cp.Events, views.EventView{At: e.At.Format("15:04:05"), Kind: e.Kind, Status: e.Status,
+		cp.Events = append(cp.Events, views.EventView{At: e.At.Format("2 Jan 15:04:05"), When: e.At.Format(time.RFC3339), Kind: e.Kind, Status: e.Status,
 			Node: e.Node, Step: e.Step, Message: e.Message})
 	}
 	cp.RecentEvents = cp.Events[max(len(cp.Events)-recentEvents, 0):]

@@ -154,6 +154,10 @@ func TestClusterNodeStatusVocabulary(t *testing.T) {
 		if d.Find(`[data-testid=retry-install]`).Length() != 1 || d.Find(`[data-testid=terminate]`).Length() != 1 {
 			t.Error("a degraded cluster offers retry install and terminate")
 		}
+		// Issue 21 item 10: the terminate dialog says the disks go.
+		if got := d.Find(`[data-testid=terminate]`).Closest("form").AttrOr("data-confirm-detail", ""); !strings.Contains(got, "its disks are deleted") || strings.Contains(got, "volume") {
+			t.Errorf("terminate dialog of a cluster without a volume: %q", got)
+		}
 
 		// Retry, ready, then a machine goes down: that node down, the other ready.
 		cur, err = app.store.RetryInstall(ctx, acc.org.ID, cl.ID, acc.user.Email)
@@ -229,6 +233,11 @@ func TestFailedClusterNodeStatuses(t *testing.T) {
 		}
 		if got := d.Find(`[data-node=node-0] [data-step=agent]`).AttrOr("data-state", ""); got != "done" {
 			t.Errorf("node-0's agent step: %q", got)
+		}
+		// Issue 21 item 10: event times carry the date.
+		at := d.Find(`[data-testid=event-at]`).First()
+		if want := testNow.Format("2 Jan "); !strings.HasPrefix(at.Text(), want) || at.AttrOr("datetime", "") == "" {
+			t.Errorf("event time %q (datetime %q), want it to start with the date %q", at.Text(), at.AttrOr("datetime", ""), want)
 		}
 		// Issue 21 item 10: never billed reads "never", not "not yet".
 		if got := strings.TrimSpace(d.Find(`[data-testid=ready-at]`).Text()); got != "never" {
