@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -60,4 +61,14 @@ func ariaInvalid(problems map[string]string, field string) string {
 		return "true"
 	}
 	return "false"
+}
+
+// problemFields are the fields with a problem, in a stable order.
+func problemFields(problems map[string]string) []string {
+	out := make([]string, 0, len(problems))
+	for f := range problems {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
 }

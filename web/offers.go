@@ -44,19 +44,19 @@ func offerQuery(q url.Values, defaults bool) (views.OfferForm, models.OfferFilte
 	fe := models.FieldErrors{}
 	n, err := strconv.Atoi(form.Nodes)
 	if err != nil {
-		fe["nodes"] = fmt.Sprintf("a whole number of machines, %d to %d", models.MinNodes, models.MaxNodes)
+		fe["nodes"] = fmt.Sprintf("Enter a whole number of machines, %d to %d.", models.MinNodes, models.MaxNodes)
 	}
 	f.Nodes = n
 	// "any" is the picker's explicit choice of every size; absent, the page
 	// picks a default (listOffers) and the API shows every size.
 	if form.GPUs != "" && form.GPUs != views.AnyGPUs {
 		if f.GPUsPerNode, err = strconv.Atoi(form.GPUs); err != nil {
-			fe["gpus_per_node"] = "machines come with 1, 2, 4 or 8 GPUs"
+			fe["gpus_per_node"] = "Machines come with 1, 2, 4 or 8 GPUs."
 		}
 	}
 	if form.MaxPrice != "" {
 		if f.MaxClusterHour, err = models.ParseUSD(form.MaxPrice); err != nil {
-			fe["max_price"] = "a dollar amount per hour, like 80 or 79.50"
+			fe["max_price"] = "Enter a price ceiling in dollars per hour, like 80 or 79.50."
 		}
 	}
 	for k, v := range f.Validate() {
