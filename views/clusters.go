@@ -586,3 +586,14 @@ const (
 	EnvPerNode   = "per node"
 	EnvYours     = "yours"
 )
+
+// isWaiting is a node message that says the node waits for a peer to come
+// up (models.WaitingForPeers): shown as a wait, not as a warning.
+func isWaiting(msg string) bool { return strings.HasPrefix(msg, models.WaitingForPeers) }
+
+func nodeMessageClass(msg string) string {
+	if isWaiting(msg) {
+		return "text-slate-600 dark:text-slate-400"
+	}
+	return "text-amber-700 dark:text-amber-400"
+}
