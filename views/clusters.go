@@ -74,7 +74,7 @@ type JoinView struct {
 // machines and their disks) and what stays (an attached volume, billed until
 // it is deleted): issue 21 item 10, V1.
 func (p ClusterPage) TerminateDetail() string {
-	s := "Every machine is released together and its disks are deleted; billing for the machines stops."
+	s := "Every machine is released together and its disks are deleted; billing stops for the machines."
 	if p.Storage != nil && p.Storage.VolumeName != "" {
 		s += " The volume " + p.Storage.VolumeName + " is kept and stays billed for its storage until you delete it on the Volumes page."
 	}
