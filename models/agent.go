@@ -50,6 +50,10 @@ func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode, priv
 	return s.NodesFor(ctx, c.ID)
 }
 
+// WaitingForPeers starts a node's message while the peers it needs have
+// not joined the private network yet: the page shows it as a wait.
+const WaitingForPeers = "Waiting for "
+
 // ReportPeers is step (c): the node reports which peers it reached on the
 // private network. When it reached every other node the step is done;
 // otherwise the unreachable peers are kept on the node for the events.
@@ -65,13 +69,19 @@ func (s *Store) ReportPeers(ctx context.Context, c Cluster, n ClusterNode, reach
 	for _, a := range reached {
 		got[a], gotHost[hostOnly(a)] = true, true
 	}
-	var missing []string
+	var missing, waiting []string
 	for _, peer := range nodes {
 		if peer.Rank == n.Rank || n.Status == NodeJoining && (peer.Status == NodeDown || peer.Status == NodeRestarting) {
 			continue // a joining machine needs to reach the machines that are up
 		}
 		ep := peer.MeshEndpoint()
-		if ep == "" || !got[ep] && (peer.MeshPort != 0 || !gotHost[ep]) {
+		if ep == "" {
+			// Not on the private network yet (still booting): a wait, not
+			// an unreachable peer (issue 21 item 10).
+			waiting = append(waiting, peer.Name)
+			continue
+		}
+		if !got[ep] && (peer.MeshPort != 0 || !gotHost[ep]) {
 			why := unreachable[ep]
 			if why == "" && ep != "" {
 				why = unreachable[peer.PrivateIP]
@@ -82,9 +92,16 @@ func (s *Store) ReportPeers(ctx context.Context, c Cluster, n ClusterNode, reach
 			missing = append(missing, fmt.Sprintf("%s (%s): %s", peer.Name, ep, truncate(why, 120)))
 		}
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 || len(waiting) > 0 {
 		sort.Strings(missing)
-		msg := "cannot reach " + strings.Join(missing, "; ")
+		sort.Strings(waiting)
+		msg := WaitingForPeers + strings.Join(waiting, ", ") + " to join the private network."
+		if len(missing) > 0 {
+			msg = "cannot reach " + strings.Join(missing, "; ")
+			if len(waiting) > 0 {
+				msg += "; waiting for " + strings.Join(waiting, ", ") + " to join the private network"
+			}
+		}
 		return false, s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", n.ID).Update("message", truncate(msg, 1000)).Error
 	}
 	if n.MeshAt != nil || !c.Starting() && n.Status != NodeJoining {

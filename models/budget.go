@@ -87,11 +87,11 @@ func init() {
 func BudgetProblems(amount Money) FieldErrors {
 	switch {
 	case amount <= 0:
-		return FieldErrors{"amount": "a budget is more than $0.00"}
+		return FieldErrors{"amount": "Enter a budget of more than $0.00."}
 	case amount%10_000 != 0:
-		return FieldErrors{"amount": "a budget is in whole cents"}
+		return FieldErrors{"amount": "Enter a budget in whole cents, like 250 or 250.50."}
 	case amount > MaxBudget:
-		return FieldErrors{"amount": "a budget is at most " + USD(MaxBudget) + " a month"}
+		return FieldErrors{"amount": "Enter a budget of at most " + USD(MaxBudget) + " a month."}
 	}
 	return nil
 }

@@ -71,12 +71,71 @@ const pickStateQuery = "SELECT '' AS offer_id, version AS n FROM catalog_version
 	"WHERE offers.nodes_available IS NOT NULL AND " + heldClause + " GROUP BY clusters.offer_id"
 
 // pickState is the picker's one statement per request: the catalog version
-// and the holds. The root store runs it as a prepared statement.
+// and the holds. The root store runs it as a prepared statement, and shares
+// one run among the requests that wait for it (pickStates); the map is
+// shared too, and never modified.
 func (s *Store) pickState(ctx context.Context) (int64, map[string]int, error) {
-	db := s.db
-	if s.catalogCache != nil {
-		db = s.catalogCache.prepared
+	if s.catalogCache == nil {
+		return s.readPickState(ctx, s.db)
 	}
+	return s.catalogCache.states.read(ctx, func(ctx context.Context) (int64, map[string]int, error) {
+		return s.readPickState(ctx, s.catalogCache.prepared)
+	})
+}
+
+// pickStates runs the picker's statement once for every request that asked
+// for it while the previous run was under way, and never for a request with
+// an answer read before it arrived: a batch closes when its run starts, so
+// each answer is at least as new as every request it serves. Under load the
+// picker's requests no longer queue one statement each for the database
+// (SQLite has one connection): issue 21 item 12.
+type pickStates struct {
+	mu      sync.Mutex
+	waiting *pickStateRun // the batch that has not started yet
+	running chan struct{} // holds one token while a run is under way
+	asks    int           // requests seen
+}
+
+type pickStateRun struct {
+	done    chan struct{}
+	version int64
+	held    map[string]int
+	err     error
+}
+
+func (g *pickStates) read(ctx context.Context, query func(context.Context) (int64, map[string]int, error)) (int64, map[string]int, error) {
+	g.mu.Lock()
+	if g.running == nil {
+		g.running = make(chan struct{}, 1)
+	}
+	g.asks++
+	run, first := g.waiting, g.waiting == nil
+	if first {
+		run = &pickStateRun{done: make(chan struct{})}
+		g.waiting = run
+	}
+	g.mu.Unlock()
+	if first {
+		go func() { // apart from ctx: the batch's other requests wait for it
+			g.running <- struct{}{}
+			g.mu.Lock()
+			g.waiting = nil // who comes now waits for the next run
+			g.mu.Unlock()
+			run.version, run.held, run.err = query(context.WithoutCancel(ctx))
+			<-g.running
+			close(run.done)
+		}()
+	}
+	select {
+	case <-run.done:
+		return run.version, run.held, run.err
+	case <-ctx.Done():
+		return 0, nil, fmt.Errorf("models: catalog version and holds: %w", ctx.Err())
+	}
+}
+
+// readPickState runs pickStateQuery on db.
+func (s *Store) readPickState(ctx context.Context, db *gorm.DB) (int64, map[string]int, error) {
 	rows, err := db.WithContext(ctx).Raw(pickStateQuery).Rows()
 	if err != nil {
 		return 0, nil, fmt.Errorf("models: catalog version and holds: %w", err)
@@ -132,6 +191,7 @@ type catalogCache struct {
 	snap     atomic.Pointer[catalogSnapshot]
 	mu       sync.Mutex // serialises loads, so a version change loads once
 	prepared *gorm.DB   // the store's handle with prepared statements, for pickState
+	states   pickStates // pickState's shared runs
 }
 
 func newCatalogCache(db *gorm.DB) *catalogCache {

@@ -91,7 +91,7 @@ func (s *Store) AddLedgerEntry(ctx context.Context, e LedgerEntry) (bool, error)
 // Deposit credits an organisation (test-mode top-ups, the demo, refunds).
 func (s *Store) Deposit(ctx context.Context, orgID string, amount Money, key, description string) (bool, error) {
 	if amount <= 0 {
-		return false, FieldErrors{"amount": "a deposit must be positive"}
+		return false, FieldErrors{"amount": "Enter a deposit of more than $0.00."}
 	}
 	return s.AddLedgerEntry(ctx, LedgerEntry{OrgID: orgID, Kind: LedgerDeposit, Amount: amount, IdemKey: key, Description: description})
 }

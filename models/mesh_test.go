@@ -109,3 +109,30 @@ func TestTwoNodesReportingOneAddress(t *testing.T) {
 		}
 	})
 }
+
+// Issue 21 item 10: a node whose peer has not joined the private network
+// yet (no address reported: still booting) is waiting for it, which its
+// message says; an unreachable address is still "cannot reach".
+func TestReportPeersWaitsForAPeerNotUpYet(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 1000*models.Micro)
+		c := e.placedCluster(t, []models.PlacedNode{{Rank: 0, ProviderNodeID: "i-0"}, {Rank: 1, ProviderNodeID: "i-1"}})
+		nodes, _ := e.s.NodesFor(ctx, c.ID)
+		peers, err := e.s.AgentCheckIn(ctx, c, nodes[1], "127.0.0.1", 40002, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ = e.s.ClusterByID(ctx, c.ID)
+		if done, err := e.s.ReportPeers(ctx, c, peers[1], nil, nil); err != nil || done {
+			t.Fatalf("done %v, err %v", done, err)
+		}
+		n, err := e.s.NodesFor(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "Waiting for node-0 to join the private network."; n[1].Message != want {
+			t.Errorf("message %q, want %q", n[1].Message, want)
+		}
+	})
+}

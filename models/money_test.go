@@ -44,3 +44,16 @@ func TestParseUSDRefusesNonsense(t *testing.T) {
 		}
 	}
 }
+
+// Issue 21 item 10: a quote for machines of one GPU reads "1 GPU", not
+// "1 GPUs".
+func TestLineItemsSayOneGPU(t *testing.T) {
+	q := Quote{Nodes: 2, GPUsPerNode: 1, PerGPUHour: 2_000_000, RootDiskGB: 100, DiskGBHour: 100}
+	if got := q.LineItems()[0].Quantity; got != "2 × 1 GPU at $2.00/GPU-h" {
+		t.Errorf("line item %q", got)
+	}
+	q.GPUsPerNode = 8
+	if got := q.LineItems()[0].Quantity; got != "2 × 8 GPUs at $2.00/GPU-h" {
+		t.Errorf("line item %q", got)
+	}
+}

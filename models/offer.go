@@ -217,25 +217,25 @@ var OfferSorts = []OfferSort{SortClusterPrice, SortGPUPrice, SortTrackRecord}
 func (f OfferFilter) Validate() FieldErrors {
 	fe := FieldErrors{}
 	if f.Accelerator != "" && !slices.Contains(Accelerators, f.Accelerator) {
-		fe["accelerator"] = "choose one of " + strings.Join(Accelerators, ", ")
+		fe["accelerator"] = "Choose one of " + strings.Join(Accelerators, ", ") + "."
 	}
 	if f.Nodes < MinNodes || f.Nodes > MaxNodes {
-		fe["nodes"] = fmt.Sprintf("a cluster has %d to %d machines", MinNodes, MaxNodes)
+		fe["nodes"] = fmt.Sprintf("A cluster has %d to %d machines.", MinNodes, MaxNodes)
 	}
 	if f.Interconnect != "" && !slices.Contains(Interconnects, f.Interconnect) {
-		fe["interconnect"] = "choose one of " + strings.Join(Interconnects, ", ")
+		fe["interconnect"] = "Choose one of " + strings.Join(Interconnects, ", ") + "."
 	}
 	if f.MachineKind != "" && !slices.Contains(MachineKinds, f.MachineKind) {
-		fe["machine_kind"] = "choose one of " + strings.Join(MachineKinds, ", ")
+		fe["machine_kind"] = "Choose one of " + strings.Join(MachineKinds, ", ") + "."
 	}
 	if f.GPUsPerNode != 0 && !slices.Contains(GPUCounts, f.GPUsPerNode) {
-		fe["gpus_per_node"] = "machines come with 1, 2, 4 or 8 GPUs"
+		fe["gpus_per_node"] = "Machines come with 1, 2, 4 or 8 GPUs."
 	}
 	if f.MaxClusterHour < 0 {
-		fe["max_price"] = "a ceiling cannot be negative"
+		fe["max_price"] = "The price ceiling cannot be negative."
 	}
 	if f.Sort != "" && !slices.Contains(OfferSorts, f.Sort) {
-		fe["sort"] = "sort by cluster_price, gpu_price or track_record"
+		fe["sort"] = "Sort by the cluster's price, the price per GPU-hour or the track record."
 	}
 	return fe
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -173,6 +174,14 @@ type LineItem struct {
 	USDPerHour Money  `json:"-"`
 }
 
+// Count is n and the noun, plural unless n is 1: "1 GPU", "8 GPUs".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
 // LineItems breaks the quote down; they add up to USDPerHour (Q3).
 func (q Quote) LineItems() []LineItem {
 	if q.PrivateOfferID != "" { // X9: one price per machine, root disk included
@@ -185,7 +194,7 @@ func (q Quote) LineItems() []LineItem {
 		return items
 	}
 	items := []LineItem{
-		{Name: "gpus", Quantity: fmt.Sprintf("%d × %d GPUs at $%s/GPU-h", q.Nodes, q.GPUsPerNode, DecimalUSD(q.PerGPUHour)),
+		{Name: "gpus", Quantity: fmt.Sprintf("%d × %s at $%s/GPU-h", q.Nodes, Count(q.GPUsPerNode, "GPU"), DecimalUSD(q.PerGPUHour)),
 			USDPerHour: int64(q.GPUsPerNode) * int64(q.Nodes) * q.PerGPUHour},
 		{Name: "root_disks", Quantity: fmt.Sprintf("%d × %d GB at $%s/GB-h", q.Nodes, q.RootDiskGB, DecimalUSD(q.DiskGBHour)),
 			USDPerHour: int64(q.RootDiskGB) * int64(q.Nodes) * q.DiskGBHour},

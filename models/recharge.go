@@ -120,12 +120,12 @@ func (s *Store) SaveCard(ctx context.Context, orgID, customerID, paymentMethodID
 func AutoRechargeProblems(threshold, amount Money) FieldErrors {
 	fe := FieldErrors{}
 	if amount < MinTopUp {
-		fe["amount"] = "the smallest recharge is $5.00"
+		fe["amount"] = "The smallest recharge is $5.00."
 	} else if amount%10_000 != 0 {
-		fe["amount"] = "a recharge is in whole cents"
+		fe["amount"] = "Enter a recharge in whole cents, like 50 or 50.25."
 	}
 	if threshold < 0 || threshold%10_000 != 0 {
-		fe["threshold"] = "the threshold is zero or more, in whole cents"
+		fe["threshold"] = "Enter a threshold of zero or more, in whole cents."
 	}
 	if len(fe) == 0 {
 		return nil
@@ -146,10 +146,10 @@ func (x Actions) SetAutoRecharge(ctx context.Context, enabled bool, threshold, a
 			fe = FieldErrors{}
 		}
 		if amount > limit {
-			fe["amount"] = "the largest recharge is " + USD(limit) // B9
+			fe["amount"] = "The largest recharge is " + USD(limit) + "." // B9
 		}
 		if threshold > limit {
-			fe["threshold"] = "the threshold is at most " + USD(limit)
+			fe["threshold"] = "The threshold is at most " + USD(limit) + "."
 		}
 	}
 	if fe != nil {
@@ -162,7 +162,7 @@ func (x Actions) SetAutoRecharge(ctx context.Context, enabled bool, threshold, a
 			return nil, err
 		}
 		if enabled && !a.HasCard() {
-			return nil, FieldErrors{"enabled": "add funds by card once first: auto-recharge charges the card saved then"}
+			return nil, FieldErrors{"enabled": "Add funds by card once first: auto-recharge charges the card saved then."}
 		}
 		a.Enabled, a.Threshold, a.Amount, a.PausedBy, a.UpdatedAt = enabled, threshold, amount, "", tx.Now()
 		if err := tx.db.WithContext(ctx).Save(&a).Error; err != nil {

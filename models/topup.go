@@ -101,13 +101,13 @@ func init() {
 // operator's maximum (B9), in whole cents.
 func (s *Store) CreateTopUp(ctx context.Context, orgID string, amount Money, testMode bool, actor string) (TopUp, error) {
 	if amount < MinTopUp {
-		return TopUp{}, FieldErrors{"amount": "the smallest top-up is $5.00"}
+		return TopUp{}, FieldErrors{"amount": "The smallest top-up is $5.00."}
 	}
 	if limit := s.TopUpLimit(); amount > limit {
-		return TopUp{}, FieldErrors{"amount": "the largest top-up is " + USD(limit)}
+		return TopUp{}, FieldErrors{"amount": "The largest top-up is " + USD(limit) + "."}
 	}
 	if amount%10_000 != 0 {
-		return TopUp{}, FieldErrors{"amount": "a top-up is in whole cents"}
+		return TopUp{}, FieldErrors{"amount": "Enter a top-up in whole cents, like 50 or 50.25."}
 	}
 	t := TopUp{ID: NewID("tu"), OrgID: orgID, Amount: amount, Status: TopUpPending, TestMode: testMode,
 		CreatedBy: actor, CreatedAt: s.Now()}

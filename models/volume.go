@@ -143,13 +143,13 @@ func (s *Store) volumeLocation(ctx context.Context, loc string) (VolumeLocation,
 func (in VolumeInput) Validate() FieldErrors {
 	fe := FieldErrors{}
 	if !nameRe.MatchString(in.Name) {
-		fe["name"] = "1 to 63 lower-case letters, digits and dashes, starting and ending with a letter or digit"
+		fe["name"] = "Use 1 to 63 lower-case letters, digits and dashes, starting and ending with a letter or digit."
 	}
 	if in.Location == "" {
-		fe["location"] = "choose the location the volume lives in"
+		fe["location"] = "Choose the location the volume lives in."
 	}
 	if in.SizeGB < MinVolumeGB || in.SizeGB > MaxVolumeGB {
-		fe["sizeGb"] = fmt.Sprintf("%d to %d GB", MinVolumeGB, MaxVolumeGB)
+		fe["sizeGb"] = fmt.Sprintf("Enter a size of %d to %d GB.", MinVolumeGB, MaxVolumeGB)
 	}
 	return fe
 }
@@ -270,7 +270,7 @@ func (x Actions) CreateVolume(ctx context.Context, in VolumeInput) (Volume, erro
 		return Volume{}, err
 	}
 	if _, bad := fe["location"]; !bad && !ok {
-		fe["location"] = "no datacenter sells machines in " + in.Location + "; choose one of the listed locations"
+		fe["location"] = "No datacenter sells machines in " + in.Location + ": choose one of the listed locations."
 	}
 	if len(fe) > 0 {
 		return Volume{}, fe
@@ -326,9 +326,9 @@ func (x Actions) GrowVolume(ctx context.Context, id string, sizeGB int) (Volume,
 		}
 		switch {
 		case sizeGB <= v.SizeGB:
-			return nil, FieldErrors{"sizeGb": fmt.Sprintf("a volume only grows: more than its %d GB", v.SizeGB)}
+			return nil, FieldErrors{"sizeGb": fmt.Sprintf("A volume only grows: enter more than its %d GB.", v.SizeGB)}
 		case sizeGB > MaxVolumeGB:
-			return nil, FieldErrors{"sizeGb": fmt.Sprintf("at most %d GB", MaxVolumeGB)}
+			return nil, FieldErrors{"sizeGb": fmt.Sprintf("Enter at most %d GB.", MaxVolumeGB)}
 		}
 		if c, err := tx.Attachment(ctx, v); err != nil {
 			return nil, err
@@ -408,7 +408,7 @@ func (s *Store) attachVolume(ctx context.Context, c Cluster, q Quote, actor stri
 	}
 	v, err := s.VolumeForOrg(ctx, c.OrgID, q.VolumeID)
 	if errors.Is(err, ErrNotFound) {
-		return "", FieldErrors{"volumeId": "this volume was deleted; choose another or create one with the cluster"}
+		return "", FieldErrors{"volumeId": "This volume was deleted: choose another or create one with the cluster."}
 	}
 	if err != nil {
 		return "", err

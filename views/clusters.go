@@ -73,6 +73,17 @@ type JoinView struct {
 	Joining     string // the node joining now, "" = none
 }
 
+// TerminateDetail is the terminate dialog's detail: what goes (the
+// machines and their disks) and what stays (an attached volume, billed until
+// it is deleted): issue 21 item 10, V1.
+func (p ClusterPage) TerminateDetail() string {
+	s := "Every machine is released together and its disks are deleted; billing stops for the machines."
+	if p.Storage != nil && p.Storage.VolumeName != "" {
+		s += " The volume " + p.Storage.VolumeName + " is kept and stays billed for its storage until you delete it on the Volumes page."
+	}
+	return s + " A terminated cluster cannot be started again."
+}
+
 // StorageView is the cluster's shared folder and volume (V1, V4).
 type StorageView struct {
 	VolumeID, VolumeName, VolumeNote string
@@ -148,6 +159,18 @@ type NCCLView struct {
 }
 
 // ClusterView is the cluster's header.
+// Badge is the word the status badge shows: "terminating" once a terminate
+// is under way (L7), whatever state the machines are still in.
+func (v ClusterView) Badge() string {
+	if v.Terminating {
+		return TerminatingBadge
+	}
+	return v.Status
+}
+
+// TerminatingBadge is the badge of a cluster being terminated.
+const TerminatingBadge = "terminating"
+
 type ClusterView struct {
 	ID           string
 	Name         string
@@ -201,7 +224,8 @@ type StepView struct {
 
 // EventView is one entry of the cluster's history.
 type EventView struct {
-	At      string
+	At      string // "3 Dec 14:05:09": events span days (issue 21 item 10)
+	When    string // RFC 3339, for the time element
 	Kind    string
 	Status  string
 	Node    string
@@ -278,6 +302,8 @@ func statusClass(s string) string {
 		return "inline-flex items-center gap-1.5 rounded-full bg-violet-50 px-2 py-0.5 text-xs font-medium text-violet-800 ring-1 ring-violet-200 dark:bg-violet-950 dark:text-violet-200 dark:ring-violet-800"
 	case string(models.CapacityWon):
 		return "inline-flex items-center gap-1.5 rounded-full bg-green-50 px-2 py-0.5 text-xs font-medium text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
+	case TerminatingBadge:
+		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-700 ring-1 ring-slate-300 dark:bg-slate-800 dark:text-slate-300 dark:ring-slate-600"
 	case string(models.StatusTerminated):
 		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-500 line-through ring-1 ring-slate-200 dark:bg-slate-800 dark:text-slate-400 dark:ring-slate-700"
 	default: // models.StatusStopped
@@ -305,6 +331,8 @@ func dotClass(s string) string {
 		return "h-1.5 w-1.5 rounded-full bg-violet-500"
 	case string(models.CapacityWon):
 		return "h-1.5 w-1.5 rounded-full bg-green-500"
+	case TerminatingBadge:
+		return "h-1.5 w-1.5 rounded-full bg-slate-500 animate-pulse"
 	}
 	return "h-1.5 w-1.5 rounded-full bg-slate-400"
 }
@@ -562,3 +590,14 @@ const (
 	EnvPerNode   = "per node"
 	EnvYours     = "yours"
 )
+
+// isWaiting is a node message that says the node waits for a peer to come
+// up (models.WaitingForPeers): shown as a wait, not as a warning.
+func isWaiting(msg string) bool { return strings.HasPrefix(msg, models.WaitingForPeers) }
+
+func nodeMessageClass(msg string) string {
+	if isWaiting(msg) {
+		return "text-slate-600 dark:text-slate-400"
+	}
+	return "text-amber-700 dark:text-amber-400"
+}

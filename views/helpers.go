@@ -3,6 +3,7 @@ package views
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -66,4 +67,14 @@ func listSep(i, n int) string {
 		return ". "
 	}
 	return ", "
+}
+
+// problemFields are the fields with a problem, in a stable order.
+func problemFields(problems map[string]string) []string {
+	out := make([]string, 0, len(problems))
+	for f := range problems {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
 }

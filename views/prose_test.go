@@ -24,3 +24,26 @@ func TestProse(t *testing.T) {
 		}
 	}
 }
+
+// Issue 21 item 10: the terminate dialog says the machines' disks are
+// deleted, and that an attached volume is kept and stays billed.
+func TestTerminateDetailNamesTheVolume(t *testing.T) {
+	p := ClusterPage{Storage: &StorageView{VolumeName: "datasets"}}
+	got := p.TerminateDetail()
+	for _, want := range []string{"its disks are deleted", "The volume datasets is kept and stays billed", "cannot be started again"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("terminate detail %q lacks %q", got, want)
+		}
+	}
+}
+
+// Issue 21 item 10: a node waiting for a peer to come up reads as a wait
+// (slate), not as the amber of a connection error.
+func TestNodeMessageWaitIsNotAWarning(t *testing.T) {
+	if c := nodeMessageClass("Waiting for node-0 to join the private network."); strings.Contains(c, "amber") {
+		t.Errorf("a wait shows as %q", c)
+	}
+	if c := nodeMessageClass("cannot reach node-0 (10.0.0.1:7000): timeout"); !strings.Contains(c, "amber") {
+		t.Errorf("an unreachable peer shows as %q", c)
+	}
+}

@@ -100,7 +100,7 @@ func (h *handler) apiListOffers(c echo.Context) error {
 		}
 		body = h.renders.put(key, buf.Bytes())
 	}
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+	return h.writeSpliced(c, http.StatusOK, echo.MIMEApplicationJSON, nil, key, body, nil)
 }
 
 func offersResponse(pick *models.Pick, f models.OfferFilter) api.OffersResponse {

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/csv"
 	"net/http"
+	"strings"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
@@ -19,15 +20,15 @@ func (h *handler) usageCSV(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows := [][]string{{"cluster", "node", "machine_price", "hours", "amount", "status", "state_intervals"}}
+	rows := [][]string{{"cluster", "node", "price_per_hour", "hours", "amount", "currency", "status", "state_intervals"}}
 	for _, l := range st.lines {
 		for _, r := range machineRows(l) {
-			rows = append(rows, append([]string{l.Cluster.Name}, r.Cells()...))
+			rows = append(rows, []string{l.Cluster.Name, r.Node, csvNumber(r.MachineHour), r.Hours, csvNumber(r.Amount), csvCurrency, r.Status, r.Intervals})
 		}
 	}
-	for _, v := range st.volumes { // V3, X11: a volume's own row, its price per hour in machine_price
-		rows = append(rows, []string{"Volume — " + v.Volume.Name, "", models.USD(v.Volume.HourRate()) + "/h", hours(v.Minutes),
-			models.USD(v.Total()), titleCase(usageStatus(v.Accumulating)), ""})
+	for _, v := range st.volumes { // V3, X11: a volume's own row, its price per hour in price_per_hour
+		rows = append(rows, []string{"Volume — " + v.Volume.Name, "", csvNumber(models.USD(v.Volume.HourRate())), hours(v.Minutes),
+			csvNumber(models.USD(v.Total())), csvCurrency, titleCase(usageStatus(v.Accumulating)), ""})
 	}
 	return writeCSV(c, "usage-"+w.Month()+".csv", rows)
 }
@@ -47,13 +48,25 @@ func (h *handler) transactionsCSV(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows := [][]string{{"date", "description", "status", "amount"}}
+	rows := [][]string{{"date", "description", "status", "amount", "currency"}}
 	for _, r := range ledgerRows(tx.rows) {
-		rows = append(rows, []string{r.At, r.Description, r.Status, r.Amount})
+		rows = append(rows, []string{r.At, r.Description, r.Status, csvNumber(r.Amount), csvCurrency})
 	}
-	rows = append(rows, []string{w.From.Format("2006-01-02 15:04"), "Balance carried in", "", models.USD(tx.carried)})
+	rows = append(rows, []string{w.From.Format("2006-01-02 15:04"), "Balance carried in", "", csvNumber(models.USD(tx.carried)), csvCurrency})
 	return writeCSV(c, "transactions-"+w.Month()+".csv", rows)
 }
+
+// CSV money is a plain decimal number (the page's figure, rounded the
+// same way: rows add up as they do on the page) with the currency in its
+// own column, so a spreadsheet sums it (issue 21 item 10).
+const csvCurrency = "USD"
+
+// csvNumber is a shown amount ("-$1,234.56", "$19.97/h") as a number.
+func csvNumber(shown string) string {
+	return csvNumberForm.Replace(shown)
+}
+
+var csvNumberForm = strings.NewReplacer("$", "", ",", "", "/h", "", "−", "-")
 
 func writeCSV(c echo.Context, name string, rows [][]string) error {
 	res := c.Response()

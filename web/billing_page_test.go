@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,13 +85,29 @@ func TestBillingPageUsageAndCSV(t *testing.T) {
 			}
 			usage = append(usage, r[1:])
 		}
-		if !reflect.DeepEqual(usage, opened) {
-			t.Errorf("usage CSV %q, want the page's rows %q", usage, opened)
+		// Issue 21 item 10: CSV money is a plain number, the currency in
+		// its own column; otherwise the page's cells.
+		var wantUsage [][]string
+		for _, r := range opened {
+			wantUsage = append(wantUsage, []string{r[0], strings.TrimSuffix(strings.TrimPrefix(r[1], "$"), "/h"), r[2],
+				strings.ReplaceAll(strings.TrimPrefix(r[3], "$"), ",", ""), "USD", r[4], r[5]})
+		}
+		if !reflect.DeepEqual(usage, wantUsage) || usage[0][3] != "29.96" || usage[0][1] != "19.97" {
+			t.Errorf("usage CSV %q, want the page's rows as numbers %q", usage, wantUsage)
 		}
 		page := cells(d, `[data-testid=ledger-row]`)
-		if got := readCSV(t, c.get("/billing/transactions.csv").Body.String()); !reflect.DeepEqual(got[:len(got)-1], page) ||
-			got[len(got)-1][1] != "Balance carried in" || got[len(got)-1][3] != d.Find(`[data-testid=ledger-carried] [data-testid=ledger-amount]`).Text() {
-			t.Errorf("transactions CSV %q, want the page's rows %q and the balance carried in", got, page)
+		var wantTx [][]string
+		for _, r := range page {
+			amount := strings.ReplaceAll(strings.Replace(r[3], "$", "", 1), ",", "")
+			if _, err := strconv.ParseFloat(amount, 64); err != nil {
+				t.Errorf("transaction amount %q is not a number in the CSV: %q", r[3], amount)
+			}
+			wantTx = append(wantTx, []string{r[0], r[1], r[2], amount, "USD"})
+		}
+		carried := strings.ReplaceAll(strings.Replace(d.Find(`[data-testid=ledger-carried] [data-testid=ledger-amount]`).Text(), "$", "", 1), ",", "")
+		if got := readCSV(t, c.get("/billing/transactions.csv").Body.String()); !reflect.DeepEqual(got[:len(got)-1], wantTx) ||
+			got[len(got)-1][1] != "Balance carried in" || got[len(got)-1][3] != carried || got[len(got)-1][4] != "USD" {
+			t.Errorf("transactions CSV %q, want the page's rows %q and the balance carried in", got, wantTx)
 		}
 		statuses := map[string]string{}
 		for _, r := range page {

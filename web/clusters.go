@@ -45,8 +45,12 @@ func (h *handler) listClusters(c echo.Context) error {
 }
 
 func clusterRow(cl models.Cluster, now time.Time) views.ClusterRow {
+	status := string(cl.Status)
+	if cl.Terminating() {
+		status = views.TerminatingBadge // L7: the badge says what is under way
+	}
 	return views.ClusterRow{
-		ID: cl.ID, Name: cl.Name, Status: string(cl.Status),
+		ID: cl.ID, Name: cl.Name, Status: status,
 		Shape:    views.Shape(cl.Nodes, cl.GPUsPerNode, cl.Accelerator),
 		Location: cl.LocationName, Age: age(now.Sub(cl.CreatedAt)),
 		Price:    models.PriceUSD(cl.USDPerHour) + "/h",
@@ -459,7 +463,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		cp.Nodes = append(cp.Nodes, nodeView(cl, n))
 	}
 	for _, e := range events {
-		cp.Events = append(cp.Events, views.EventView{At: e.At.Format("15:04:05"), Kind: e.Kind, Status: e.Status,
+		cp.Events = append(cp.Events, views.EventView{At: e.At.Format("2 Jan 15:04:05"), When: e.At.Format(time.RFC3339), Kind: e.Kind, Status: e.Status,
 			Node: e.Node, Step: e.Step, Message: e.Message})
 	}
 	cp.RecentEvents = cp.Events[max(len(cp.Events)-recentEvents, 0):]
@@ -566,6 +570,8 @@ func clusterView(cl models.Cluster) views.ClusterView {
 	}
 	if cl.ReadyAt != nil {
 		v.ReadyAt = cl.ReadyAt.Format("15:04:05 MST, 2 Jan")
+	} else if cl.Ending() {
+		v.ReadyAt = "never" // it ends without having been billed (B2)
 	}
 	if cl.BillFrom != nil {
 		v.ReadyAt = cl.BillFrom.Format("15:04:05 MST, 2 Jan") + " (resumed)"

@@ -374,9 +374,9 @@ func TestClusterPage(t *testing.T) {
 		if rec.Code != 200 || doc(t, rec).Find(`[data-testid=terminating]`).Length() != 1 {
 			t.Errorf("terminate: %d %s", rec.Code, rec.Body)
 		}
-		// The list shows the cluster with a live dot while it changes.
+		// The list shows the cluster as terminating while it ends (issue 21 item 10).
 		rec = c.get("/clusters")
-		if doc(t, rec).Find(`#cluster-`+cl.ID+` [data-testid=status-badge]`).AttrOr("data-status", "") != "provisioning" {
+		if doc(t, rec).Find(`#cluster-`+cl.ID+` [data-testid=status-badge]`).AttrOr("data-status", "") != "terminating" {
 			t.Errorf("list row: %s", rec.Body)
 		}
 	})

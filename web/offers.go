@@ -44,19 +44,19 @@ func offerQuery(q url.Values, defaults bool) (views.OfferForm, models.OfferFilte
 	fe := models.FieldErrors{}
 	n, err := strconv.Atoi(form.Nodes)
 	if err != nil {
-		fe["nodes"] = fmt.Sprintf("a whole number of machines, %d to %d", models.MinNodes, models.MaxNodes)
+		fe["nodes"] = fmt.Sprintf("Enter a whole number of machines, %d to %d.", models.MinNodes, models.MaxNodes)
 	}
 	f.Nodes = n
 	// "any" is the picker's explicit choice of every size; absent, the page
 	// picks a default (listOffers) and the API shows every size.
 	if form.GPUs != "" && form.GPUs != views.AnyGPUs {
 		if f.GPUsPerNode, err = strconv.Atoi(form.GPUs); err != nil {
-			fe["gpus_per_node"] = "machines come with 1, 2, 4 or 8 GPUs"
+			fe["gpus_per_node"] = "Machines come with 1, 2, 4 or 8 GPUs."
 		}
 	}
 	if form.MaxPrice != "" {
 		if f.MaxClusterHour, err = models.ParseUSD(form.MaxPrice); err != nil {
-			fe["max_price"] = "a dollar amount per hour, like 80 or 79.50"
+			fe["max_price"] = "Enter a price ceiling in dollars per hour, like 80 or 79.50."
 		}
 	}
 	for k, v := range f.Validate() {
@@ -90,7 +90,7 @@ func (h *handler) listOffers(c echo.Context) error {
 		f.Location, f.IncludeCommunity, p.Form.Community = v.Location, false, false
 		p.Volume = &views.PinnedVolume{ID: v.ID, Name: v.Name, Location: v.Location}
 	}
-	status := 200
+	status, keptKey := 200, "" // keptKey: the results are kept under it (shared)
 	if len(problems) > 0 {
 		status = 422
 	} else {
@@ -118,17 +118,45 @@ func (h *handler) listOffers(c echo.Context) error {
 				p.Form.GPUs, p.GPUsDefaulted = strconv.Itoa(g), true
 			}
 		}
-		results, err := h.offerResults(c, p, pick, f)
+		results, key, err := h.offerResults(c, p, pick, f)
 		if err != nil {
 			return err
 		}
-		p.ResultsHTML = results
+		p.ResultsHTML, keptKey = results, key
 	}
 	if p.ResultsHTML != nil && isPartial(c) {
 		c.Response().Header().Add("Vary", "HX-Request")
+		if keptKey != "" {
+			return h.writeSpliced(c, status, echo.MIMETextHTMLCharsetUTF8, nil, keptKey, p.ResultsHTML, nil)
+		}
 		return c.HTMLBlob(status, p.ResultsHTML)
 	}
+	if keptKey != "" {
+		return h.writeOffersPage(c, status, p, keptKey)
+	}
 	return page(c, status, views.OffersPageView(p), views.OfferResults(p))
+}
+
+// resultsMark stands for the kept results while the page around them is
+// rendered: a comment, which no escaped text can contain.
+var resultsMark = []byte("<!--clusterdeck:offer-results-->")
+
+// writeOffersPage renders the full page around kept results and sends the
+// two apart, so the kept part's compression is reused (gzipsplice.go).
+func (h *handler) writeOffersPage(c echo.Context, status int, p views.OffersPage, key string) error {
+	c.Response().Header().Add("Vary", "HX-Request")
+	kept := p.ResultsHTML
+	p.ResultsHTML = resultsMark
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer putPageBuffer(buf)
+	if err := views.OffersPageView(p).Render(c.Request().Context(), buf); err != nil {
+		return err
+	}
+	before, after, ok := bytes.Cut(buf.Bytes(), resultsMark)
+	if !ok {
+		return fmt.Errorf("offers page: the results were not placed")
+	}
+	return h.writeSpliced(c, status, echo.MIMETextHTMLCharsetUTF8, before, key, kept, after)
 }
 
 // privateRows are the signed-in organisation's private offers for the
@@ -155,15 +183,16 @@ func (h *handler) privateRows(c echo.Context, f models.OfferFilter) ([]views.Pri
 // catalog scale it is most of the page, and the catalog changes once a
 // minute (issue 13). OfferResults must show only the answer and the form:
 // whatever else it comes to show (per user, per organisation) joins the key.
-func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.Pick, f models.OfferFilter) ([]byte, error) {
+// key is where they are kept, "" when they are not (signed in).
+func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.Pick, f models.OfferFilter) (_ []byte, key string, _ error) {
 	// Only the public answer is kept: a signed-in organisation's results
 	// may show what is its own (private offers), which no stamp covers.
 	shared := principal(c) == nil
 	fm := p.Form
-	key := fmt.Sprintf("html %s|%q %q %q %q %q %q %t %q %t", pick.Stamp, fm.Accelerator, fm.Nodes, fm.Interconnect, fm.Kind, fm.GPUs,
+	key = fmt.Sprintf("html %s|%q %q %q %q %q %q %t %q %t", pick.Stamp, fm.Accelerator, fm.Nodes, fm.Interconnect, fm.Kind, fm.GPUs,
 		fm.MaxPrice, fm.Community, fm.Sort, p.GPUsDefaulted)
 	if b, ok := h.renders.get(key); ok && shared {
-		return b, nil
+		return b, key, nil
 	}
 	p.Groups, p.Startable, p.Shown = offerGroupViews(pick.Groups(), f)
 	if at, stale := pick.Freshness(); !at.IsZero() {
@@ -179,12 +208,12 @@ func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.
 	buf := pageBuffers.Get().(*bytes.Buffer)
 	defer putPageBuffer(buf)
 	if err := views.OfferResults(p).Render(c.Request().Context(), buf); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if !shared {
-		return bytes.Clone(buf.Bytes()), nil
+		return bytes.Clone(buf.Bytes()), "", nil
 	}
-	return h.renders.put(key, buf.Bytes()), nil
+	return h.renders.put(key, buf.Bytes()), key, nil
 }
 
 // offerGroupViews points each row at its offer; the rows of every group

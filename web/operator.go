@@ -397,7 +397,7 @@ func (h *handler) privateOfferPage(c echo.Context, form views.PrivateOfferForm, 
 		Quoted: r.Status == models.CapacityQuoted, Form: form, Problems: problems}
 	for _, o := range offers {
 		p.Offers = append(p.Offers, views.CatalogChoice{ID: o.ID, Label: o.ID + " — " + o.LocationName + ", " + o.Interconnect + ", " +
-			strconv.Itoa(o.GPUsPerNode) + " GPUs, provider price " + models.USD(o.MachineHour()) + "/machine-h"})
+			models.Count(o.GPUsPerNode, "GPU") + ", provider price " + models.USD(o.MachineHour()) + "/machine-h"})
 	}
 	for _, po := range made {
 		p.Made = append(p.Made, privateOfferRow(po, po.MachineHour))

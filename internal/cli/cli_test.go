@@ -273,7 +273,7 @@ func TestGPUOffers(t *testing.T) {
 			t.Errorf("offers JSON: %v", m)
 		}
 		_, errOut, code = d.gpu(t, "offers", "--nodes", "1")
-		if code != 1 || !strings.Contains(errOut, "nodes: a cluster has 2 to 64 machines") {
+		if code != 1 || !strings.Contains(errOut, "nodes: A cluster has 2 to 64 machines.") {
 			t.Errorf("bad nodes: %d %s", code, errOut)
 		}
 		// --sort reaches the API (O3): gpu_price lists (the community host's
@@ -283,7 +283,7 @@ func TestGPUOffers(t *testing.T) {
 			t.Errorf("--sort gpu_price: %d %s\n%s", code, errOut, out)
 		}
 		_, errOut, code = d.gpu(t, "offers", "--nodes", "2", "--sort", "cheapest")
-		if code != 1 || !strings.Contains(errOut, "sort: sort by cluster_price, gpu_price or track_record") {
+		if code != 1 || !strings.Contains(errOut, "sort: Sort by the cluster's price, the price per GPU-hour or the track record.") {
 			t.Errorf("--sort cheapest: %d %s", code, errOut)
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/web"
 	"github.com/labstack/echo/v4"
 )
 
@@ -24,6 +25,7 @@ type load struct {
 	clients  int
 	duration time.Duration
 	max      int
+	only     string // pages whose name contains it, at the default catalog ("": all)
 }
 
 // result is one measurement: every request's latency.
@@ -95,6 +97,8 @@ func get(ctx context.Context, client *http.Client, url string, htmx bool) error 
 	if htmx {
 		req.Header.Set("HX-Request", "true")
 	}
+	// As a browser asks; the body is read as sent (gzip), not inflated.
+	req.Header.Set("Accept-Encoding", "gzip")
 	res, err := client.Do(req)
 	if err != nil {
 		return err
@@ -127,11 +131,13 @@ func listen(h http.Handler) (*server, error) {
 
 func (s *server) close() { s.srv.Close() }
 
-// bareEcho answers GET /page with body and nothing else: no middleware, no
+// bareEcho answers GET /page with body and nothing else but the gzip the
+// application compresses its pages with (web.Gzip): no other middleware, no
 // database, no rendering. It is the ceiling the page is compared with.
 func bareEcho(body []byte, ctype string) http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	e.Use(web.Gzip())
 	e.GET("/page", func(c echo.Context) error { return c.Blob(http.StatusOK, ctype, body) })
 	return e
 }

@@ -1,0 +1,74 @@
+package web
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+// fieldSentence is a problem written for a person: a capital first, a full
+// stop (or a question mark) last, and no internal value such as
+// cluster_price or max_price.
+var (
+	fieldSentence = regexp.MustCompile(`^[A-Z][^\n]*[.?]$`)
+	internalValue = regexp.MustCompile(`\b[a-z]+_[a-z_]+\b`)
+)
+
+// checkVoice asserts the summary at the top of a form refused with bad
+// input, and that every problem on it (the summary's list and each field's
+// line) is a full sentence.
+func checkVoice(t *testing.T, name string, rec *httptest.ResponseRecorder) *goquery.Document {
+	t.Helper()
+	if rec.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("%s: bad input answered %d, want 422", name, rec.Code)
+	}
+	d := doc(t, rec)
+	summary := d.Find(`[data-testid=form-problems]`)
+	if summary.Length() != 1 || summary.Find(`[data-testid=form-problem]`).Length() == 0 {
+		t.Errorf("%s: no summary of the problems at the top of the form", name)
+	}
+	d.Find(`[data-testid=form-problem], .problem`).Each(func(_ int, s *goquery.Selection) {
+		msg := strings.TrimSpace(s.Text())
+		if !fieldSentence.MatchString(msg) || internalValue.MatchString(msg) {
+			t.Errorf("%s: %q is not a full sentence for a person", name, msg)
+		}
+	})
+	return d
+}
+
+// Issue 21 item 6: one validation voice. Each form, sent with bad input,
+// answers with the summary at its top and full sentences.
+func TestEveryFormSpeaksInSentences(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.seedOffers(testOffer("o1", "us-east", 8, 2_000_000, intp(10)))
+		// The offers page: the filters.
+		d := checkVoice(t, "offers", app.get("/offers?nodes=banana&max_price=lots&sort=cluster_pricey"))
+		if _, open := d.Find(`[data-testid=filter-sheet]`).Attr("open"); !open {
+			t.Error("offers: the Filters panel stays closed (on a phone) while a filter is wrong")
+		}
+		if d := doc(t, app.get("/offers")); d.Find(`[data-testid=filter-sheet][open]`).Length() != 0 {
+			t.Error("offers: the Filters panel is open without a problem")
+		}
+
+		// Sign-up.
+		v := app.client()
+		v.get("/signup")
+		checkVoice(t, "signup", v.post("/signup", url.Values{"name": {""}, "email": {"nobody"}, "password": {"x"}}))
+
+		acc := app.signupAccount("v@example.com", "Voice Labs")
+		c := app.login(acc)
+		bad := validQuoteForm()
+		bad.Set("nodes", "1000")
+		bad.Set("budget", "a lot")
+		checkVoice(t, "quote request", c.post("/quote-requests", bad))
+		checkVoice(t, "volume", c.post("/volumes", url.Values{"name": {"Not OK"}, "location": {"us-east"}, "size_gb": {"lots"}}))
+		checkVoice(t, "ssh key", c.post("/settings/ssh-keys", url.Values{"name": {"k"}, "public_key": {"not a key"}}))
+		checkVoice(t, "api key", c.post("/settings/api-keys", url.Values{"name": {""}}))
+		checkVoice(t, "webhook", c.post("/settings/webhooks", url.Values{"url": {"not a url"}}))
+	})
+}
