@@ -248,6 +248,8 @@ func minutes(d time.Duration) string {
 		return "1 minute"
 	case m < 120:
 		return fmt.Sprintf("%d minutes", m)
+	case m%60 == 0:
+		return fmt.Sprintf("%d h", m/60)
 	}
 	return fmt.Sprintf("%d h %d min", m/60, m%60)
 }

@@ -555,6 +555,8 @@ func stopLine(cl models.Cluster) string {
 		why = " because the balance ran out"
 	case models.StopByBudget:
 		why = " because the environment's budget was reached"
+	case models.StopByIdle:
+		why = " because every GPU sat idle past the cluster's idle rule"
 	}
 	switch {
 	case cl.Ending():
