@@ -113,6 +113,9 @@ type LaunchBody struct {
 	Image          string            `json:"image,omitempty"`
 	StartCommand   string            `json:"startCommand,omitempty"`
 	DockerStartCmd string            `json:"dockerStartCmd,omitempty"`
+	// GPUWatch sets the stall alert and the opt-in idle rule at launch
+	// (X15); absent: stall alerts after 10 minutes, no idle rule.
+	GPUWatch *GPUWatchBody `json:"gpuWatch,omitempty"`
 }
 
 // LineItem is one line of a quote's price.

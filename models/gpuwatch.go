@@ -263,6 +263,17 @@ func (x Actions) SetGPUWatch(ctx context.Context, clusterID string, p WatchPolic
 	return w, err
 }
 
+// launchWatch stores the watch a launch chose, with its event, in the
+// launch's transaction.
+func (s *Store) launchWatch(ctx context.Context, c Cluster, p WatchPolicy) error {
+	w := GPUWatch{ClusterID: c.ID, OrgID: c.OrgID, StallOff: p.StallOff, StallMinutes: p.StallMinutes, IdleOn: p.IdleOn,
+		IdleBelowPct: p.IdleBelowPct, IdleHours: p.IdleHours, IdleAction: p.IdleAction, IdleGraceMinutes: p.IdleGraceMinutes}
+	if err := s.saveWatch(ctx, w); err != nil {
+		return err
+	}
+	return s.addEvent(ctx, c, c.Status, "request", "", "gpu", "GPU watch chosen at launch: "+p.Sentence()+".")
+}
+
 // WatchedCluster is a live cluster the watch job reads, with its watch.
 type WatchedCluster struct {
 	Cluster Cluster

@@ -59,6 +59,11 @@ type ClusterPage struct {
 	// Join is one more machine for a ready cluster (L10) or in a down
 	// machine's place (X5); nil once ended.
 	Join *JoinView
+	// GPU is what the GPUs are doing, per machine and for the cluster
+	// (X15, gpu.go); nil before the cluster is up.
+	GPU *GPUView
+	// Watch is the stall alert and the idle rule (X15); nil once ended.
+	Watch *WatchView
 }
 
 // JoinView offers "Add worker" and "Replace" with the machine-hour price

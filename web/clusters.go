@@ -484,6 +484,9 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		return cp, err
 	}
 	cp.NCCL = ncclView(cl, nccl)
+	if err := h.decorateGPU(c, cl, &cp); err != nil {
+		return cp, err
+	}
 	return cp, nil
 }
 
