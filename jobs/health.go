@@ -192,6 +192,8 @@ func (j *Health) observe(n models.ClusterNode, g providers.Group, found bool, no
 			msg += " (" + pn.Message + ")"
 		}
 		return msg
+	case n.HWFault != "":
+		return "GPU hardware error: " + n.HWFault // issue 26 item 5: as unwell as a silent agent
 	}
 	last := n.HeartbeatAt
 	if last == nil {

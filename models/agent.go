@@ -202,6 +202,7 @@ func (s *Store) TailNodeLogs(ctx context.Context, orgID, clusterID string, rank,
 type HeartbeatReport struct {
 	Start  *StartReport
 	Mounts *MountsReport
+	GPU    *GPUReport // its GPU samples and XID lines (issue 26); nil = none
 }
 
 // ReportError refuses a heartbeat whose Field ("start", "mounts") cannot
@@ -251,10 +252,20 @@ func (s *Store) Heartbeat(ctx context.Context, c Cluster, n ClusterNode, r Heart
 			return HeartbeatOrders{}, &ReportError{"mounts", err}
 		}
 	}
+	if r.GPU != nil {
+		if err := r.GPU.Validate(s.Now()); err != nil {
+			return HeartbeatOrders{}, &ReportError{"gpu", err}
+		}
+	}
 	var o HeartbeatOrders
 	err := s.Tx(ctx, func(tx *Store) error {
 		if err := tx.TouchHeartbeat(ctx, n.ID); err != nil {
 			return err
+		}
+		if r.GPU != nil {
+			if err := tx.RecordGPUReport(ctx, c, n, *r.GPU); err != nil {
+				return err
+			}
 		}
 		if r.Start != nil {
 			if err := tx.RecordStart(ctx, c, n, *r.Start); err != nil {

@@ -212,6 +212,12 @@ type ClusterNode struct {
 	DownSince      *time.Time // a health pass first saw it unwell (R1); nil = well
 	DownPasses     int        // consecutive passes that saw it unwell
 	Seen           string     `gorm:"size:255"` // what the last pass saw when unwell
+	// HWFault is the hardware error its GPU reports revealed (a new
+	// uncorrectable ECC error, a fatal XID, a vanished GPU; gpu_telemetry.go):
+	// the health pass counts the machine unwell while it is set (R1). A
+	// restart or replacement clears it. Added by 0980_gpu_telemetry.
+	HWFault   string     `gorm:"column:hw_fault;size:1000;not null;default:''"`
+	HWFaultAt *time.Time `gorm:"column:hw_fault_at"`
 
 	// The machine that claimed this rank with the cluster's bootstrap token
 	// (bootstrap.go): its provider machine id, or its host name when it

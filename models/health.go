@@ -152,7 +152,7 @@ func (s *Store) LiveClustersAfter(ctx context.Context, afterID string, limit int
 func (s *Store) HealthNodes(ctx context.Context, clusterIDs []string) (map[string][]ClusterNode, error) {
 	out := make(map[string][]ClusterNode, len(clusterIDs))
 	rows, err := s.db.WithContext(ctx).Model(&ClusterNode{}).
-		Select("id, cluster_id, rank, name, status, mesh_at, heartbeat_at, down_since, down_passes").
+		Select("id, cluster_id, rank, name, status, mesh_at, heartbeat_at, down_since, down_passes, hw_fault").
 		Where("cluster_id IN ?", clusterIDs).Rows()
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (s *Store) HealthNodes(ctx context.Context, clusterIDs []string) (map[strin
 	defer rows.Close()
 	for rows.Next() {
 		var n ClusterNode
-		if err := rows.Scan(&n.ID, &n.ClusterID, &n.Rank, &n.Name, &n.Status, &n.MeshAt, &n.HeartbeatAt, &n.DownSince, &n.DownPasses); err != nil {
+		if err := rows.Scan(&n.ID, &n.ClusterID, &n.Rank, &n.Name, &n.Status, &n.MeshAt, &n.HeartbeatAt, &n.DownSince, &n.DownPasses, &n.HWFault); err != nil {
 			return nil, err
 		}
 		out[n.ClusterID] = append(out[n.ClusterID], n)
@@ -299,7 +299,8 @@ func (s *Store) FinishRecoveryAttempt(ctx context.Context, clusterID string, out
 		}
 		for _, o := range outcomes {
 			if o.Outcome == OutcomeRestarted {
-				if err := tx.nodeRows(ctx, clusterID, map[string]any{"status": NodeRestarting, "message": "Restarted by recovery."},
+				if err := tx.nodeRows(ctx, clusterID, map[string]any{"status": NodeRestarting, "message": "Restarted by recovery.",
+					"hw_fault": "", "hw_fault_at": nil}, // the restart is the cure: a GPU still broken reports again
 					"name = ? AND status = ?", o.Node, NodeDown); err != nil {
 					return err
 				}

@@ -235,10 +235,14 @@ func (x Actions) ReplaceNode(ctx context.Context, clusterID string, rank int) (C
 		c, err = tx.transition(ctx, c.ID, change{event: EventReplaceRequested, kind: "request", node: n.Name, step: "join", msg: msg,
 			guard: "joins = ?", args: []any{c.Joins}, set: map[string]any{"joins": c.Joins + 1},
 			nodes: func(tx *Store) error {
-				return tx.nodeRows(ctx, c.ID, map[string]any{"status": NodeJoining, "join_kind": JoinReplace,
+				if err := tx.nodeRows(ctx, c.ID, map[string]any{"status": NodeJoining, "join_kind": JoinReplace,
 					"join_seq": c.Joins + 1, "join_requested_at": now, "join_placed_at": nil, "token_gen": n.TokenGen + 1,
 					"claimed_by": "", "claimed_at": nil, // the replacement claims the rank afresh (OP1)
-					"message": "Waiting for a replacement machine."}, "id = ? AND status = ?", n.ID, NodeDown)
+					"hw_fault": "", "hw_fault_at": nil, // a new machine: the old one's GPU fault goes with it
+					"message": "Waiting for a replacement machine."}, "id = ? AND status = ?", n.ID, NodeDown); err != nil {
+					return err
+				}
+				return tx.forgetGPUMachine(ctx, c.ID, n.Rank)
 			}})
 		if err != nil {
 			return nil, err

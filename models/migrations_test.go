@@ -30,7 +30,7 @@ var allModels = []any{
 	&models.AutoRecharge{}, &models.Charge{}, &models.BillingGap{}, &models.BalanceEpisode{}, &models.Budget{}, &models.BudgetAlert{},
 	&models.WebhookEndpoint{}, &models.WebhookDelivery{}, &models.WebhookAttempt{},
 	&models.Volume{}, &models.PasswordReset{}, &models.NodeMount{}, &models.SSHMachine{},
-	&models.PaymentMismatch{},
+	&models.PaymentMismatch{}, &models.GPUPoint{}, &models.GPUHour{}, &models.GPUMachine{},
 	&sim.CloudRow{}, // the simulated cloud's table, created by the product's migrations
 }
 
