@@ -76,14 +76,19 @@ func (f StallFinding) Key() string { return f.Kind + ":" + strings.Join(f.Apart,
 // ending at the last point, which must be recent (within maxGap of now).
 // A gap longer than maxGap ends the run.
 func streak(pts []NodeMinute, now time.Time, ok func(NodeMinute) bool) (since time.Time, held bool) {
-	if len(pts) == 0 || now.Sub(pts[len(pts)-1].At) > maxGap {
+	return streakGap(pts, now, maxGap, ok)
+}
+
+// streakGap is streak with another longest gap (coarser points).
+func streakGap(pts []NodeMinute, now time.Time, gap time.Duration, ok func(NodeMinute) bool) (since time.Time, held bool) {
+	if len(pts) == 0 || now.Sub(pts[len(pts)-1].At) > gap {
 		return time.Time{}, false
 	}
 	i := len(pts) - 1
 	if !ok(pts[i]) {
 		return time.Time{}, false
 	}
-	for i > 0 && ok(pts[i-1]) && pts[i].At.Sub(pts[i-1].At) <= maxGap {
+	for i > 0 && ok(pts[i-1]) && pts[i].At.Sub(pts[i-1].At) <= gap {
 		i--
 	}
 	return pts[i].At, true
@@ -175,6 +180,7 @@ func (p NodeMinute) UtilMin() float64 { return p.UtilAvg }
 type IdleRule struct {
 	Below float64
 	For   time.Duration
+	Gap   time.Duration // the longest hole a streak survives; 0 = 3 minutes (minute points)
 }
 
 // IdleSince is when every GPU of every machine last became idle (highest
@@ -187,7 +193,11 @@ func IdleSince(series []NodeSeries, now time.Time, r IdleRule) (time.Time, bool)
 	}
 	var since time.Time
 	for _, s := range series {
-		t, ok := streak(s.Points, now, func(p NodeMinute) bool { return p.UtilMax < r.Below })
+		gap := r.Gap
+		if gap <= 0 {
+			gap = maxGap
+		}
+		t, ok := streakGap(s.Points, now, gap, func(p NodeMinute) bool { return p.UtilMax < r.Below })
 		if !ok {
 			return time.Time{}, false
 		}
