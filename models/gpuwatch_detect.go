@@ -142,24 +142,21 @@ func DetectStall(series []NodeSeries, now time.Time, r StallRule) (StallFinding,
 }
 
 // detectFrozen is the collective waiting on a dead peer: every machine
-// pinned at frozenUtil with memory and power flat for r.For.
+// pinned at frozenUtil with memory and power flat (within a small
+// tolerance of their latest values) for r.For.
 func detectFrozen(series []NodeSeries, now time.Time, r StallRule) (StallFinding, bool) {
 	var since time.Time
 	var names []string
 	for _, s := range series {
-		t, ok := streak(s.Points, now, func(p NodeMinute) bool { return p.UtilMin() >= frozenUtil })
-		if !ok || now.Sub(t) < r.For {
+		if len(s.Points) == 0 {
 			return StallFinding{}, false
 		}
-		var lo, hi, plo, phi = math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-		for _, p := range s.Points {
-			if p.At.Before(t) {
-				continue
-			}
-			lo, hi = math.Min(lo, p.MemUsedMiB), math.Max(hi, p.MemUsedMiB)
-			plo, phi = math.Min(plo, p.PowerW), math.Max(phi, p.PowerW)
-		}
-		if hi-lo > math.Max(64, hi*0.01) || phi-plo > math.Max(5, phi*0.03) {
+		last := s.Points[len(s.Points)-1]
+		memTol, powTol := math.Max(64, last.MemUsedMiB*0.01), math.Max(5, last.PowerW*0.03)
+		t, ok := streak(s.Points, now, func(p NodeMinute) bool {
+			return p.UtilAvg >= frozenUtil && math.Abs(p.MemUsedMiB-last.MemUsedMiB) <= memTol && math.Abs(p.PowerW-last.PowerW) <= powTol
+		})
+		if !ok || now.Sub(t) < r.For {
 			return StallFinding{}, false // real work moves memory or power
 		}
 		since = later(since, t)
@@ -170,10 +167,6 @@ func detectFrozen(series []NodeSeries, now time.Time, r StallRule) (StallFinding
 		"a collective is likely waiting on a peer that is gone.", len(names), minutes(now.Sub(since)))
 	return f, true
 }
-
-// UtilMin is the point's utilization as the frozen rule reads it: a
-// machine is pinned only when its mean is (the mean is at most the max).
-func (p NodeMinute) UtilMin() float64 { return p.UtilAvg }
 
 // IdleRule is a cluster's idle setting (item 7): every GPU below Below
 // percent for For.
