@@ -189,6 +189,7 @@ func (h *handler) routes(e *echo.Echo) {
 	api.PUT("/gpu/clusters/:id/recovery", h.apiSetRecovery)
 	api.GET("/gpu/clusters/:id/gpu-watch", h.apiGetGPUWatch) // X15
 	api.PUT("/gpu/clusters/:id/gpu-watch", h.apiSetGPUWatch)
+	api.GET("/gpu/clusters/:id/metrics", h.apiGPUMetrics) // X15: what the GPUs are doing
 	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
 	api.POST("/gpu/clusters/:id/workers", h.apiAddWorker)
 	api.POST("/gpu/clusters/:id/nodes/:rank/replace", h.apiReplaceNode)
