@@ -53,3 +53,57 @@ type IdleWatchBody struct {
 	Action       *string `json:"action,omitempty"`
 	GraceMinutes *int    `json:"graceMinutes,omitempty"`
 }
+
+// GPUMetrics is GET /v1/gpu/clusters/{id}/metrics?window=1h|24h|30d: what
+// the GPUs are doing (X15), per machine and GPU, and the whole cluster's
+// utilization per step.
+type GPUMetrics struct {
+	Cluster     string           `json:"cluster"`
+	Window      string           `json:"window"`
+	From        time.Time        `json:"from"`
+	To          time.Time        `json:"to"`
+	StepSeconds int              `json:"stepSeconds"`
+	Summary     string           `json:"summary"`
+	ClusterUtil []GPUValue       `json:"clusterUtilization"`
+	Nodes       []GPUMetricsNode `json:"nodes"`
+}
+
+// GPUMetricsNode is one machine's GPUs.
+type GPUMetricsNode struct {
+	Rank    int             `json:"rank"`
+	Name    string          `json:"name"`
+	NoSMI   string          `json:"noNvidiaSmi,omitempty"`
+	Fault   string          `json:"fault,omitempty"`
+	FaultAt *time.Time      `json:"faultAt,omitempty"`
+	XIDs    []XIDLine       `json:"xids"`
+	LastAt  *time.Time      `json:"lastReportAt"`
+	GPUs    []GPUMetricsGPU `json:"gpus"`
+}
+
+// XIDLine is one kernel log line with an NVIDIA XID.
+type XIDLine struct {
+	At   time.Time `json:"at"`
+	Code int       `json:"code"`
+	Text string    `json:"text"`
+}
+
+// GPUMetricsGPU is one GPU's series.
+type GPUMetricsGPU struct {
+	Index  int        `json:"index"`
+	UUID   string     `json:"uuid"`
+	Now    *GPUValue  `json:"now"`
+	Points []GPUValue `json:"points"`
+}
+
+// GPUValue is one GPU's values at the start of a step; nil = unknown.
+type GPUValue struct {
+	At             time.Time `json:"at"`
+	UtilPct        *int      `json:"utilizationPct"`
+	MemUsedMiB     *int      `json:"memoryUsedMiB"`
+	MemTotalMiB    *int      `json:"memoryTotalMiB"`
+	TempC          *int      `json:"temperatureC"`
+	PowerW         *int      `json:"powerW"`
+	SMClockMHz     *int      `json:"smClockMHz"`
+	ECCUncorrected *int64    `json:"eccUncorrected"`
+	Throttle       *int64    `json:"throttleReasons"`
+}
