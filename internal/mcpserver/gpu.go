@@ -104,7 +104,10 @@ func (t *tools) setGPUWatch(s *mcp.Server) {
 		Description: "Set a cluster's stall alert (on by default) and opt-in idle rule (mail, then optionally stop or terminate after a grace); arguments left out keep their value."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in GPUWatchArgs) (*mcp.CallToolResult, any, error) {
 			var w api.GPUWatch
-			return call(ctx, func(o client.Option) (err error) { w, err = t.api.SetGPUWatch(ctx, in.ClusterID, in.body(), o); return err },
+			return call(ctx, func(o client.Option) (err error) {
+				w, err = t.api.SetGPUWatch(ctx, in.ClusterID, in.body(), o)
+				return err
+			},
 				func() string { return fmt.Sprintf("Cluster %s: %s", in.ClusterID, w.Summary) })
 		})
 }
