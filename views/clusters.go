@@ -418,6 +418,8 @@ type LaunchForm struct {
 	Env          string // KEY=VALUE lines
 	Ports        string // comma-separated
 	SSHKeyIDs    []string
+	IdleAction   string // X15: "" = no idle rule
+	IdleHours    string
 }
 
 // SSHKeyOption is one of the user's keys to install on every node.

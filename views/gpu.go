@@ -41,3 +41,11 @@ type WatchView struct {
 	IdleState                       string // "Every GPU idle since …; stopped at … unless …"
 	Problems                        map[string]string
 }
+
+// idleHoursValue is the launch form's idle hours, 2 until one is typed.
+func idleHoursValue(v string) string {
+	if v == "" {
+		return "2"
+	}
+	return v
+}

@@ -143,3 +143,38 @@ func (a *testApp) count(t *testing.T, model any) int64 {
 	}
 	return n
 }
+
+// X15 (issue 26 item 7): the launch page offers the idle rule, off unless
+// chosen; hours out of bounds show beside the field and launch nothing; a
+// chosen rule is stored with the cluster.
+func TestLaunchPageIdleRule(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("d@example.com", "Dashboarders")
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		app.store.Deposit(context.Background(), acc.org.ID, 100*models.Micro, "dep", "test")
+		c := app.login(acc)
+		d := doc(t, c.get("/clusters/new?offer=sim:h100x8&nodes=2"))
+		if got := d.Find(`#idle_action option[selected]`).AttrOr("value", "x"); got != "" {
+			t.Fatalf("the idle rule is preselected: %q", got)
+		}
+		form := url.Values{
+			"quote_id":   {d.Find(`input[name=quote_id]`).AttrOr("value", "")},
+			"form_token": {d.Find(`input[name=form_token]`).AttrOr("value", "")},
+			"name":       {"idle-opt-in"}, "software": {"none"}, "idle_action": {"stop"}, "idle_hours": {"0"},
+		}
+		rec := c.post("/clusters", form)
+		if rec.Code != http.StatusUnprocessableEntity || doc(t, rec).Find(`[data-testid="problem-idle.hours"]`).Length() != 1 || app.count(t, &models.Cluster{}) != 0 {
+			t.Fatalf("bad hours: %d", rec.Code)
+		}
+		form.Set("idle_hours", "3")
+		rec = c.post("/clusters", form)
+		if rec.Code != http.StatusSeeOther {
+			t.Fatalf("launch: %d %s", rec.Code, rec.Body)
+		}
+		id := strings.TrimPrefix(location(rec), "/clusters/")
+		w, err := app.store.GPUWatchFor(context.Background(), acc.org.ID, id)
+		if p := w.Policy(); err != nil || !p.IdleOn || p.IdleHours != 3 || p.IdleAction != models.IdleStop {
+			t.Fatalf("stored %+v (%v)", p, err)
+		}
+	})
+}
