@@ -132,6 +132,9 @@ type LaunchBody struct {
 	Image          string            `json:"image,omitempty"`
 	StartCommand   string            `json:"startCommand,omitempty"`
 	DockerStartCmd string            `json:"dockerStartCmd,omitempty"`
+	// GPUWatch sets the stall alert and the opt-in idle rule at launch
+	// (X15); absent: stall alerts after 10 minutes, no idle rule.
+	GPUWatch *GPUWatchBody `json:"gpuWatch,omitempty"`
 }
 
 // LineItem is one line of a quote's price.
@@ -251,7 +254,7 @@ type Cluster struct {
 	TerminateRequestedAt *time.Time     `json:"terminateRequestedAt,omitempty"`
 	EndedAt              *time.Time     `json:"endedAt,omitempty"`
 	StopRequestedAt      *time.Time     `json:"stopRequestedAt,omitempty"`   // B6: a stop being carried out
-	StopReason           string         `json:"stopReason,omitempty"`        // balance or budget
+	StopReason           string         `json:"stopReason,omitempty"`        // balance, budget or idle
 	StoppedAt            *time.Time     `json:"stoppedAt,omitempty"`         // compute billing ended here
 	ResumeRequestedAt    *time.Time     `json:"resumeRequestedAt,omitempty"` // a resume under way
 	Nodes                []ClusterNode  `json:"nodes"`

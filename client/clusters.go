@@ -176,3 +176,30 @@ func (c *Client) cluster(ctx context.Context, method, path string, body any, hea
 	}
 	return cl, nil
 }
+
+// GPUMetrics is GET /v1/gpu/clusters/{id}/metrics (X15): window "1h",
+// "24h" or "30d" ("" = 1h).
+func (c *Client) GPUMetrics(ctx context.Context, id, window string, opts ...Option) (api.GPUMetrics, error) {
+	var out api.GPUMetrics
+	var q url.Values
+	if window != "" {
+		q = url.Values{"window": {window}}
+	}
+	err := c.do(ctx, http.MethodGet, clusterPath(id)+"/metrics", q, nil, &out, nil, opts)
+	return out, err
+}
+
+// GPUWatch is GET /v1/gpu/clusters/{id}/gpu-watch (X15).
+func (c *Client) GPUWatch(ctx context.Context, id string, opts ...Option) (api.GPUWatch, error) {
+	var out api.GPUWatch
+	err := c.do(ctx, http.MethodGet, clusterPath(id)+"/gpu-watch", nil, nil, &out, nil, opts)
+	return out, err
+}
+
+// SetGPUWatch is PUT /v1/gpu/clusters/{id}/gpu-watch (X15): fields left
+// nil keep their value.
+func (c *Client) SetGPUWatch(ctx context.Context, id string, body api.GPUWatchBody, opts ...Option) (api.GPUWatch, error) {
+	var out api.GPUWatch
+	err := c.do(ctx, http.MethodPut, clusterPath(id)+"/gpu-watch", nil, body, &out, nil, opts)
+	return out, err
+}

@@ -275,6 +275,8 @@ func stopReason(c models.Cluster) string {
 		return "the balance ran out"
 	case models.StopByBudget:
 		return "the environment's budget was reached"
+	case models.StopByIdle:
+		return "every GPU sat idle past the cluster's idle rule"
 	}
 	return "stop requested"
 }

@@ -48,6 +48,7 @@ func Register(s *Scheduler, d Deps) error {
 		{"@every 1m", &BalanceEnforcement{Store: d.Store, Grace: d.BalanceGrace, TerminateGrace: d.TerminateGrace,
 			BaseURL: d.BaseURL}, 50 * time.Second},
 		{"@every 1m", &Budgets{Store: d.Store, BaseURL: d.BaseURL}, 50 * time.Second},
+		{"@every 1m", &GPUWatch{Store: d.Store, Mail: mail}, 50 * time.Second}, // X15: stalls and idle GPUs
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)

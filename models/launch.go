@@ -158,6 +158,9 @@ type LaunchInput struct {
 	RequestHash string // the request as sent, for L1's same-key-different-body check
 	SSHKeyIDs   []string
 	Workload
+	// Watch is the GPU watch chosen at launch (X15; gpuwatch.go); nil =
+	// the defaults (stall alerts on, no idle rule).
+	Watch *WatchPolicy
 }
 
 // DefaultClusterName is the name a cluster of nodes × accel gets unless told
@@ -173,6 +176,11 @@ func DefaultClusterName(accel string, nodes int) string {
 // idempotency key is returned. A fresh quote offered with a price_changed
 // refusal is the only thing a refused launch leaves behind.
 func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created bool, err error) {
+	if in.Watch != nil {
+		if fe := in.Watch.Validate(); len(fe) > 0 {
+			return Cluster{}, false, fe
+		}
+	}
 	q, err := x.launchQuote(ctx, in)
 	if err != nil {
 		return Cluster{}, false, err
@@ -194,6 +202,11 @@ func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created
 			SharedQuote: in.SharedQuote})
 		if err != nil || !created {
 			return nil, err
+		}
+		if in.Watch != nil && *in.Watch != DefaultWatchPolicy() {
+			if err := tx.launchWatch(ctx, c, *in.Watch); err != nil {
+				return nil, err
+			}
 		}
 		return x.audit("cluster.launch", c.ID, c.Name), nil
 	})

@@ -90,8 +90,8 @@ func (c billedCluster) billEnd() *time.Time {
 // (its machines are stopped again). A cluster that ended or is being
 // terminated is left as is.
 func (s *Store) RequestStop(ctx context.Context, orgID, clusterID string, reason StopReason, detail string) (Cluster, error) {
-	if reason != StopByBalance && reason != StopByBudget {
-		return Cluster{}, FieldErrors{"reason": fmt.Sprintf("Stop reason %q is neither balance nor budget.", reason)}
+	if reason != StopByBalance && reason != StopByBudget && reason != StopByIdle {
+		return Cluster{}, FieldErrors{"reason": fmt.Sprintf("Stop reason %q is neither balance, budget nor idle.", reason)}
 	}
 	var c Cluster
 	err := s.Tx(ctx, func(tx *Store) error {

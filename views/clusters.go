@@ -62,6 +62,11 @@ type ClusterPage struct {
 	// ResumeBlocked says why Resume is off while the environment's budget
 	// is reached (B5, issue 21 item 4), with the way forward; nil: it is on.
 	ResumeBlocked *Flash
+	// GPU is what the GPUs are doing, per machine and for the cluster
+	// (X15, gpu.go); nil before the cluster is up.
+	GPU *GPUView
+	// Watch is the stall alert and the idle rule (X15); nil once ended.
+	Watch *WatchView
 }
 
 // JoinView offers "Add worker" and "Replace" with the machine-hour price
@@ -445,6 +450,8 @@ type LaunchForm struct {
 	Env          string // KEY=VALUE lines
 	Ports        string // comma-separated
 	SSHKeyIDs    []string
+	IdleAction   string // X15: "" = no idle rule
+	IdleHours    string
 }
 
 // SSHKeyOption is one of the user's keys to install on every node.

@@ -158,6 +158,12 @@ func (h *handler) apiLaunch(c echo.Context) error {
 		return invalid(models.FieldErrors{"Idempotency-Key": "at most 191 characters"})
 	}
 	software, startCommand, fe := body.dialect()
+	watch := launchWatch(body.GPUWatch)
+	if watch != nil {
+		for k, v := range prefixed(watch.Validate(), "gpuWatch.") {
+			fe[k] = v
+		}
+	}
 	if len(fe) > 0 {
 		return invalid(fe)
 	}
@@ -168,6 +174,7 @@ func (h *handler) apiLaunch(c echo.Context) error {
 		IdemKey:     key, RequestHash: hex.EncodeToString(sum[:]), SSHKeyIDs: body.SSHKeyIDs,
 		Workload: models.Workload{Name: body.Name, Software: software, Image: body.Image,
 			StartCommand: startCommand, Env: body.Env, Ports: body.Ports},
+		Watch: watch,
 	})
 	if err != nil {
 		return launchError(err)

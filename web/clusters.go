@@ -264,6 +264,8 @@ type launchForm struct {
 	Env          string   `form:"env"`
 	Ports        string   `form:"ports"`
 	SSHKeyIDs    []string `form:"ssh_key_ids"`
+	IdleAction   string   `form:"idle_action"` // X15: "" = no idle rule (the default), mail, stop or terminate
+	IdleHours    string   `form:"idle_hours"`
 }
 
 // parseEnvLines reads KEY=value lines.
@@ -310,8 +312,23 @@ func (h *handler) createCluster(c echo.Context) error {
 		return err
 	}
 	view := views.LaunchForm{QuoteID: f.QuoteID, FormToken: f.FormToken, Name: f.Name, Software: f.Software,
-		Image: f.Image, StartCommand: f.StartCommand, Env: f.Env, Ports: f.Ports, SSHKeyIDs: f.SSHKeyIDs}
+		Image: f.Image, StartCommand: f.StartCommand, Env: f.Env, Ports: f.Ports, SSHKeyIDs: f.SSHKeyIDs,
+		IdleAction: f.IdleAction, IdleHours: f.IdleHours}
 	problems := map[string]string{}
+	var watch *models.WatchPolicy
+	if f.IdleAction != "" { // X15: the opt-in idle rule at launch
+		w := models.DefaultWatchPolicy()
+		w.IdleOn, w.IdleAction = true, f.IdleAction
+		if n, err := strconv.Atoi(strings.TrimSpace(f.IdleHours)); err == nil {
+			w.IdleHours = n
+		} else {
+			w.IdleHours = 0
+		}
+		for k, v := range w.Validate() {
+			problems[k] = v
+		}
+		watch = &w
+	}
 	env, msg := parseEnvLines(f.Env)
 	if msg != "" {
 		problems["env"] = msg
@@ -329,6 +346,7 @@ func (h *handler) createCluster(c echo.Context) error {
 			QuoteID: q.ID, SharedQuote: true, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
 			Workload: models.Workload{Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
 				StartCommand: f.StartCommand, Env: env, Ports: ports},
+			Watch: watch,
 		})
 		switch {
 		case err == nil && created:
@@ -409,7 +427,7 @@ func formHash(f launchForm) string {
 	keys := append([]string(nil), f.SSHKeyIDs...)
 	sort.Strings(keys)
 	v := url.Values{"q": {f.QuoteID}, "n": {f.Name}, "s": {f.Software}, "i": {f.Image}, "c": {f.StartCommand},
-		"e": {f.Env}, "p": {f.Ports}, "k": keys}
+		"e": {f.Env}, "p": {f.Ports}, "k": keys, "ia": {f.IdleAction}, "ih": {f.IdleHours}}
 	sum := sha256.Sum256([]byte(v.Encode()))
 	return hex.EncodeToString(sum[:])
 }
@@ -518,6 +536,9 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		return cp, err
 	}
 	cp.NCCL = ncclView(cl, nccl)
+	if err := h.decorateGPU(c, cl, &cp); err != nil {
+		return cp, err
+	}
 	return cp, nil
 }
 
@@ -591,6 +612,8 @@ func stopLine(cl models.Cluster) string {
 		why = " because the balance ran out"
 	case models.StopByBudget:
 		why = " because the environment's budget was reached"
+	case models.StopByIdle:
+		why = " because every GPU sat idle past the cluster's idle rule"
 	}
 	switch {
 	case cl.Ending():

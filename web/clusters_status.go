@@ -147,6 +147,8 @@ func problemWords(cl models.Cluster, le models.LastError, nodes []models.Cluster
 			why = " because the balance ran out"
 		case models.StopByBudget:
 			why = " because the environment's budget was reached"
+		case models.StopByIdle:
+			why = " because every GPU sat idle past the cluster's idle rule"
 		}
 		return "The resume was cancelled" + why + "; every machine is stopped again.", stopped
 	}

@@ -42,6 +42,7 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"AgentHeartbeatRequest": agentapi.HeartbeatRequest{}, "AgentStartState": agentapi.StartState{}, "AgentStartOrder": agentapi.StartOrder{},
 		"AgentMounts": agentapi.Mounts{}, "AgentMountsState": agentapi.MountsState{}, "AgentVolumeMount": agentapi.VolumeMount{},
 		"NodeStartCommand": api.NodeStartCommand{}, "Port": api.Port{},
+		"GPUWatch": api.GPUWatch{}, "GPUWatchBody": api.GPUWatchBody{}, "GPUMetrics": api.GPUMetrics{}, "GPUValue": api.GPUValue{},
 		"AgentTaskResultRequest": agentapi.TaskResult{}, "AgentTaskResult": agentapi.TaskStatus{},
 	} {
 		schema, ok := o.pointer("#/components/schemas/" + name)

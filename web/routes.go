@@ -179,6 +179,7 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
 	app.GET("/clusters/:id/logs/panel", h.logPanel)
 	app.POST("/clusters/:id/recovery", h.setRecovery)            // R3
+	app.POST("/clusters/:id/gpu-watch", h.setGPUWatch)           // X15: stall alert and idle rule
 	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
 	app.POST("/clusters/:id/workers", h.addWorker)               // L10
 	app.POST("/clusters/:id/nodes/:rank/replace", h.replaceNode) // X5
@@ -205,6 +206,9 @@ func (h *handler) routes(e *echo.Echo) {
 	api.GET("/gpu/clusters/:id/kubeconfig", h.downloadKubeconfig)
 	api.POST("/gpu/clusters/:id/retry-install", h.apiRetryInstall)
 	api.PUT("/gpu/clusters/:id/recovery", h.apiSetRecovery)
+	api.GET("/gpu/clusters/:id/gpu-watch", h.apiGetGPUWatch) // X15
+	api.PUT("/gpu/clusters/:id/gpu-watch", h.apiSetGPUWatch)
+	api.GET("/gpu/clusters/:id/metrics", h.apiGPUMetrics) // X15: what the GPUs are doing
 	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
 	api.POST("/gpu/clusters/:id/workers", h.apiAddWorker)
 	api.POST("/gpu/clusters/:id/nodes/:rank/replace", h.apiReplaceNode)

@@ -294,6 +294,9 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/v1/gpu/clusters/:id/workers":                          clusterA,
 	"/clusters/:id/nodes/:rank/replace":                     clusterNodeA,
 	"/v1/gpu/clusters/:id/nodes/:rank/replace":              clusterNodeA,
+	"/clusters/:id/gpu-watch":                               clusterA, // X15
+	"/v1/gpu/clusters/:id/gpu-watch":                        clusterA,
+	"/v1/gpu/clusters/:id/metrics":                          clusterA,
 }
 
 func clusterNodeA(f *walkFixture) map[string]string {

@@ -38,6 +38,9 @@ Usage:
   clusterdeck gpu clusters logs ID [--node N] [--follow=false]
   clusterdeck gpu clusters terminate ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters recovery ID --mode restart|off [--max-attempts 3] [--cooldown-minutes 5]
+  clusterdeck gpu clusters top ID [--interval 5s] [--window 1h|24h|30d] [--once]
+  clusterdeck gpu clusters gpu-watch ID [--stall on|off] [--stall-minutes N] [--idle on|off] [--idle-hours N]
+        [--idle-threshold PCT] [--idle-action mail|stop|terminate] [--idle-grace-minutes N]
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters add-worker ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters replace ID --node N [--yes] [--wait [--timeout 30m]]
@@ -177,13 +180,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // clusters dispatches `gpu clusters SUB …`.
 func (c *gpuCLI) clusters(args []string) error {
 	if len(args) == 0 {
-		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, resume, add-worker or replace")
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, resume, add-worker, replace, top or gpu-watch")
 	}
 	commands := map[string]func([]string) error{
 		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
 		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
 		"add-worker": c.addWorker, "replace": c.replaceNode,
 		"recovery": c.recoveryPolicy, "recover": c.recoverNow, "resume": c.resume,
+		"top": c.top, "gpu-watch": c.gpuWatch,
 	}
 	sub, rest := args[0], args[1:]
 	if run, ok := commands[sub]; ok {

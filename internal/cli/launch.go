@@ -40,10 +40,17 @@ func (c *gpuCLI) parseLaunch(args []string) (launchArgs, error) {
 	fs.StringVar(&b.StartCommand, "start-command", "", "the command every node starts")
 	fs.StringVar(&a.key, "idempotency-key", "", "the launch's Idempotency-Key (default: a fresh one, printed so a retry can reuse it)")
 	a.wait.register(fs, "ready (exit 0), or failed, degraded, stopped or terminated (exit 1)")
+	var watch watchFlags
+	watch.register(fs, true)
 	if err := noArgs(fs, args, "use --quote-id or --offer-id"); err != nil {
 		return a, err
 	}
 	set := setFlags(fs)
+	gw, err := watch.body(set, true)
+	if err != nil {
+		return a, err
+	}
+	b.GPUWatch = gw
 	b.QuoteID, b.QuoteBody, b.SSHKeyIDs = strings.TrimSpace(b.QuoteID), a.shape.body(set), keys
 	a.key = strings.TrimSpace(a.key)
 	switch {

@@ -148,12 +148,23 @@ type LaunchArgs struct {
 	Image          string            `json:"image,omitempty" jsonschema:"the image every node runs"`
 	StartCommand   string            `json:"start_command,omitempty" jsonschema:"the command every node starts"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty" jsonschema:"makes retries safe: the same key and arguments give the same cluster; derived from the arguments when empty"`
+	IdleHours      int               `json:"idle_hours,omitempty" jsonschema:"opt in to the idle rule: when every GPU has been below 5 % for this many hours (1 to 24), mail the owners; off when 0"`
+	IdleAction     string            `json:"idle_action,omitempty" jsonschema:"with idle_hours: mail (default), or stop or terminate the cluster 60 minutes after the warning mail"`
 }
 
 // body is the launch's API body.
 func (a LaunchArgs) body() api.LaunchBody {
-	return api.LaunchBody{QuoteID: a.QuoteID, Name: a.Name, Software: a.Software, Env: a.Env, Ports: a.Ports,
+	b := api.LaunchBody{QuoteID: a.QuoteID, Name: a.Name, Software: a.Software, Env: a.Env, Ports: a.Ports,
 		SSHKeyIDs: a.SSHKeyIDs, Image: a.Image, StartCommand: a.StartCommand}
+	if a.IdleHours != 0 || a.IdleAction != "" {
+		on, hours := true, a.IdleHours
+		idle := &api.IdleWatchBody{Enabled: &on, Hours: &hours}
+		if a.IdleAction != "" {
+			idle.Action = &a.IdleAction
+		}
+		b.GPUWatch = &api.GPUWatchBody{Idle: idle}
+	}
+	return b
 }
 
 // idempotencyKey is the agent's key, or one derived from the launch's body:

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/models"
+)
+
+// reportGPUs stores one minute of samples for each node of cl at util.
+func (d *deck) reportGPUs(t *testing.T, cl models.Cluster, util int) {
+	t.Helper()
+	ctx := context.Background()
+	nodes, err := d.store.NodesFor(ctx, cl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, total, temp, power := 40960, 81920, 66, 350
+	for _, n := range nodes {
+		var samples []models.GPUSample
+		for g := range 8 {
+			samples = append(samples, models.GPUSample{At: d.store.Now(), Index: g, UtilPct: &util, MemUsedMiB: &used, MemTotalMiB: &total, TempC: &temp, PowerW: &power})
+		}
+		if err := d.store.RecordGPUReport(ctx, cl, n, models.GPUReport{Samples: samples}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// X15, issue 26 item 3, API3: "clusters top ID --once" prints a row per
+// machine; without --once it refreshes on every tick (an injected ticker:
+// no sleeping) until the command is cancelled; a bad window exits 1.
+func TestCLITop(t *testing.T) {
+	eachDeck(t, func(t *testing.T, d *deck) {
+		cl := d.launch(t, "train")
+		d.join(t, cl.ID, 2)
+		d.reportGPUs(t, cl, 81)
+
+		out, errOut, code := d.gpu(t, "clusters", "top", cl.ID, "--once")
+		if code != 0 || !strings.Contains(out, "16 GPUs on 2 of 2 machines reporting: 81 % now") {
+			t.Fatalf("top --once: %d %s %s", code, out, errOut)
+		}
+		for _, node := range []string{"node-0", "node-1"} {
+			line := ""
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, node) {
+					line = l
+				}
+			}
+			if f := strings.Fields(line); len(f) < 10 || f[1] != "8" || f[2] != "81" || f[6] != "320/640" || f[8] != "66" || !strings.HasSuffix(line, "none") {
+				t.Errorf("%s row %q", node, line)
+			}
+		}
+		if _, errOut, code := d.gpu(t, "clusters", "top", cl.ID, "--once", "--window", "2h"); code != 1 || !strings.Contains(errOut, "window") {
+			t.Errorf("bad window: %d %s", code, errOut)
+		}
+
+		ticks := make(chan time.Time)
+		old := topTicker
+		topTicker = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
+		defer func() { topTicker = old }()
+		ctx, cancel := context.WithCancel(context.Background())
+		var buf bytes.Buffer
+		done := make(chan error)
+		go func() { done <- Run(ctx, []string{"clusters", "top", cl.ID}, d.getenv, &buf, &bytes.Buffer{}) }()
+		ticks <- time.Now() // the first frame is drawn before the ticker is read
+		d.clock.Advance(time.Minute)
+		d.reportGPUs(t, cl, 12)
+		ticks <- time.Now()
+		ticks <- time.Now() // the previous frame is written once this send is taken
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		frames := strings.Split(buf.String(), "\x1b[H\x1b[2J")
+		if len(frames) < 3 || !strings.Contains(frames[1], "81 % now") || !strings.Contains(frames[len(frames)-1], "12 % now") {
+			t.Fatalf("frames: %q", frames)
+		}
+	})
+}
+
+// X15, issue 26 items 6, 7: "clusters gpu-watch" shows and sets the stall
+// alert and the idle rule; out-of-bounds values exit 1 and change nothing;
+// "clusters launch --idle-hours" opts in at launch.
+func TestCLIGPUWatch(t *testing.T) {
+	eachDeck(t, func(t *testing.T, d *deck) {
+		cl := d.launch(t, "train")
+		d.join(t, cl.ID, 2)
+		out, _, code := d.gpu(t, "clusters", "gpu-watch", cl.ID)
+		if code != 0 || !strings.Contains(out, "Stall alerts after 10 minutes; idle rule off.") {
+			t.Fatalf("show: %d %s", code, out)
+		}
+		if _, errOut, code := d.gpu(t, "clusters", "gpu-watch", cl.ID, "--idle-hours", "30"); code != 1 || !strings.Contains(errOut, "idle.hours") {
+			t.Fatalf("bad hours: %d %s", code, errOut)
+		}
+		out, errOut, code := d.gpu(t, "clusters", "gpu-watch", cl.ID, "--idle-hours", "3", "--idle-action", "stop", "--stall", "off")
+		if code != 0 || !strings.Contains(out, "Stall alerts off; when every GPU has been below 5 % for 3 h: mail a warning, then stop the cluster 60 minutes later.") {
+			t.Fatalf("set: %d %s %s", code, out, errOut)
+		}
+		w, _ := d.store.GPUWatchFor(context.Background(), d.org.ID, cl.ID)
+		if p := w.Policy(); !p.IdleOn || p.IdleHours != 3 || !p.StallOff {
+			t.Fatalf("stored %+v", p)
+		}
+	})
+}
