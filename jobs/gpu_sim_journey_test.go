@@ -63,3 +63,72 @@ func TestSimulatedStalledRankIsNamedEndToEnd(t *testing.T) {
 		}
 	})
 }
+
+// Issue 26 item 7 on the simulated cloud: a start command that leaves the
+// GPUs alone (a forgotten notebook), launched with the idle opt-in (one
+// hour, then stop after the grace): the owners are mailed once, and the
+// cluster is stopped through the stop job after the grace, never before.
+func TestSimulatedIdleClusterIsMailedThenStopped(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHealthWorldWith(t, db, 2, "none")
+		ctx := context.Background()
+		h.c = h.launchWithCommand("# sim: gpus=idle\njupyter lab")
+		p := models.DefaultWatchPolicy()
+		p.IdleOn, p.IdleHours, p.IdleAction = true, 1, models.IdleStop
+		if _, err := h.store.As(h.actor).SetGPUWatch(ctx, h.c.ID, p); err != nil {
+			t.Fatal(err)
+		}
+		watch := &jobs.GPUWatch{Store: h.store, Mail: &models.ClusterNotify{BaseURL: "https://deck.example"}}
+		mailedAt, stoppedAt := -1, -1
+		for i := range 150 {
+			for range 2 {
+				h.clock.Advance(30 * time.Second)
+				h.tick()
+			}
+			if err := watch.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if mailedAt < 0 && len(h.mails("is idle and will be stopped at")) > 0 {
+				mailedAt = i
+			}
+			if c := h.cluster(h.c.ID); stoppedAt < 0 && c.StopRequestedAt != nil {
+				stoppedAt = i
+			}
+		}
+		if mailedAt < 55 || mailedAt > 75 {
+			t.Fatalf("mailed after %d minutes, want about an hour after the GPUs went idle\n%s", mailedAt, h.events(h.c.ID))
+		}
+		if stoppedAt < mailedAt+p.IdleGraceMinutes-1 {
+			t.Fatalf("stopped at minute %d, mailed at %d: the grace of %d minutes was not kept", stoppedAt, mailedAt, p.IdleGraceMinutes)
+		}
+		h.tick()
+		if c := h.cluster(h.c.ID); c.Status != models.StatusStopped || c.StopReason != string(models.StopByIdle) {
+			t.Fatalf("status %s (%s)\n%s", c.Status, c.StopReason, h.events(h.c.ID))
+		}
+		if n := len(h.mails("is idle and will be stopped at")); n != 1 {
+			t.Errorf("%d warning mails, want one", n)
+		}
+	})
+}
+
+// launchWithCommand launches a second, two-machine cluster running command
+// and walks it to ready.
+func (h *healthWorld) launchWithCommand(command string) models.Cluster {
+	h.t.Helper()
+	ctx := context.Background()
+	q, err := h.store.CreateQuote(ctx, h.org.ID, h.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	c, _, err := h.store.LaunchCluster(ctx, models.LaunchParams{OrgID: h.org.ID, EnvID: h.env.ID, QuoteID: q.ID, Actor: "test@example.com",
+		Workload: models.Workload{Name: "notebook", Software: "none", StartCommand: command}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.tick()
+	h.run(6*time.Minute, time.Minute)
+	if got := h.cluster(c.ID); got.Status != models.StatusReady {
+		h.t.Fatalf("setup: %s\n%s", got.Status, h.events(c.ID))
+	}
+	return c
+}
