@@ -177,6 +177,7 @@ func noLeaks(t *testing.T, s *server) {
 // the cluster recovers; a session made on one is valid on the other; a
 // terminate on one is finished by the other and leaves no machine behind.
 func TestTwoInstancesBehaveAsOne(t *testing.T) {
+	t.Parallel() // two servers of its own on a schema of its own
 	databaseURL := modelstest.PostgresSchemaURL(t)
 	// No session keys configured: the development keys come from the
 	// database, so both instances share them.

@@ -54,6 +54,7 @@ func untilNode(t *testing.T, id string, rank int, want string, jobs []string, se
 // either, and a machine that cannot come back, replaced through the other,
 // comes back with its name and address and the cluster is ready again.
 func TestServeAddWorkerAndReplaceNode(t *testing.T) {
+	t.Parallel() // two servers of its own on a schema of its own
 	databaseURL := modelstest.PostgresSchemaURL(t)
 	a := startServer(t, databaseURL, "CLUSTERDECK_FAKE_CLOCK=1")
 	b := startServer(t, databaseURL, "CLUSTERDECK_FAKE_CLOCK=1")

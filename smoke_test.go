@@ -212,10 +212,13 @@ type server struct {
 }
 
 // eachDatabase runs fn on SQLite and, when TEST_DATABASE_URL is set (always
-// under CI=true), on a fresh PostgreSQL schema.
+// under CI=true), on a fresh PostgreSQL schema. The two runs start their own
+// servers on their own ports, data directories and databases, so they run in
+// parallel (once the calling test function returns: eachDatabase is the
+// last thing its caller does).
 func eachDatabase(t *testing.T, fn func(t *testing.T, databaseURL string)) {
-	t.Run("sqlite", func(t *testing.T) { fn(t, "") })
-	t.Run("postgres", func(t *testing.T) { fn(t, modelstest.PostgresSchemaURL(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, "") })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, modelstest.PostgresSchemaURL(t)) })
 }
 
 // extraEnv adds settings (CLUSTERDECK_FAKE_CLOCK=1, session keys, …).

@@ -477,7 +477,7 @@ func TestSSHMachinesCluster(t *testing.T) {
 	agentBin := buildAgent(t)
 	for _, software := range []string{"none", "slurm"} {
 		t.Run(software, func(t *testing.T) {
-			modelstest.Each(t, func(t *testing.T, db *gorm.DB) { sshCluster(t, newSSHWorld(t, db, tn, agentBin), software) })
+			modelstest.EachInTurn(t, func(t *testing.T, db *gorm.DB) { sshCluster(t, newSSHWorld(t, db, tn, agentBin), software) })
 		})
 	}
 	t.Run("rollback", func(t *testing.T) { sshRollback(t, tn, agentBin) })

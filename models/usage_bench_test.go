@@ -59,7 +59,7 @@ func seedRunning(t testing.TB, db *gorm.DB, orgID, prefix string, clusters, mach
 // of rows), never with the machines it bills: 30 clusters in pages of 10
 // take as many statements with 8 machines each as with 2.
 func TestMeterStatementsGrowWithBatches(t *testing.T) {
-	defer models.SetMeterBatches(10, 1000)()
+	t.Cleanup(models.SetMeterBatches(10, 1000)) // after the parallel runs of Each, not when this function returns
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		counts := map[int]int64{}
 		for _, machines := range []int{2, 8} {

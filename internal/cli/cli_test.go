@@ -94,6 +94,12 @@ func eachDeck(t *testing.T, fn func(t *testing.T, d *deck)) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newDeck(t, db)) })
 }
 
+// eachDeckInTurn is eachDeck with the two runs one after the other, for a
+// test that changes what the whole process shares (t.Chdir).
+func eachDeckInTurn(t *testing.T, fn func(t *testing.T, d *deck)) {
+	modelstest.EachInTurn(t, func(t *testing.T, db *gorm.DB) { fn(t, newDeck(t, db)) })
+}
+
 func (d *deck) getenv(k string) string {
 	switch k {
 	case "CLUSTERDECK_API":

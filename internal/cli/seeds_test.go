@@ -60,7 +60,7 @@ func (s seedCommand) args(t *testing.T, ids map[string]string) []string {
 // what is not built yet may answer "not available yet" if it has a pending
 // reason, and is counted pending; the day it runs, it is checked for real.
 func TestSeedDocumentCommands(t *testing.T) {
-	eachDeck(t, func(t *testing.T, d *deck) {
+	eachDeckInTurn(t, func(t *testing.T, d *deck) { // t.Chdir: one working directory per process
 		ctx := context.Background()
 		h200 := cliOffer("h200x8", "us-east", 8, 3_500_000, ip(12))
 		h200.Accelerator = "H200_141GB"

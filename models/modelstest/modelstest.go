@@ -30,11 +30,34 @@ import (
 // Dialects are the databases a test runs on.
 var Dialects = []string{"sqlite", "postgres"}
 
+// Every test that opens a database hashes passwords at bcrypt's lowest cost:
+// the default cost is there to slow down an attacker, and under the race
+// detector it made each sign-up of a test take a good part of a second.
+// (4 is bcrypt.MinCost; this package imports no third party but gorm.)
+func init() { models.PasswordCost = 4 }
+
 var seq atomic.Int64
 
 // Each runs fn once per database: "sqlite" always, "postgres" when
-// TEST_DATABASE_URL is set (required under CI=true).
+// TEST_DATABASE_URL is set (required under CI=true). The two runs share no
+// state (each has its own database), so they run in parallel with each other
+// (t.Parallel): Go runs them once the calling test function returns, and the
+// calling test ends when both have. Each must therefore be the last thing its
+// caller does. A test whose fn shares something outside the database between
+// the two runs (a network, a port, a process) uses EachInTurn.
 func Each(t *testing.T, fn func(t *testing.T, db *gorm.DB)) {
+	t.Helper()
+	for _, d := range Dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			fn(t, Open(t, d))
+		})
+	}
+}
+
+// EachInTurn is Each with the runs one after the other, for a test whose two
+// runs share something outside the database.
+func EachInTurn(t *testing.T, fn func(t *testing.T, db *gorm.DB)) {
 	t.Helper()
 	for _, d := range Dialects {
 		t.Run(d, func(t *testing.T) {
