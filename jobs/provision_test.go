@@ -53,6 +53,7 @@ type world struct {
 	job     *jobs.Provision
 	install *jobs.Install
 	join    *jobs.Join
+	verify  *jobs.Verify
 	billing *jobs.Billing
 	stop    *jobs.Stop
 	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
@@ -85,7 +86,7 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
 		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store},
-		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL},
+		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL}, verify: &jobs.Verify{Store: store},
 		stop: &jobs.Stop{Store: store, Providers: reg}, execs: execs, tokens: tokens}
 	if err := w.cat.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -150,6 +151,9 @@ func (w *world) runJobs() {
 	}
 	if err := w.join.Run(ctx); err != nil {
 		w.t.Fatalf("join: %v", err)
+	}
+	if err := w.verify.Run(ctx); err != nil {
+		w.t.Fatalf("verify: %v", err)
 	}
 	if err := w.stop.Run(ctx); err != nil {
 		w.t.Fatalf("stop: %v", err)
