@@ -158,6 +158,8 @@ type LaunchInput struct {
 	RequestHash string // the request as sent, for L1's same-key-different-body check
 	SSHKeyIDs   []string
 	Workload
+	// Verify: verified before hand-over (issue 24).
+	Verify bool
 }
 
 // DefaultClusterName is the name a cluster of nodes × accel gets unless told
@@ -191,7 +193,7 @@ func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created
 		}
 		c, created, err = tx.LaunchCluster(ctx, LaunchParams{OrgID: x.a.OrgID, EnvID: x.a.EnvID, QuoteID: q.ID,
 			IdemKey: in.IdemKey, RequestHash: in.RequestHash, SSHKeys: keys, Actor: x.a.Name, Workload: w,
-			SharedQuote: in.SharedQuote})
+			SharedQuote: in.SharedQuote, Verify: in.Verify})
 		if err != nil || !created {
 			return nil, err
 		}

@@ -99,7 +99,7 @@ func (h *handler) newCluster(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	form := views.LaunchForm{QuoteID: q.ID, FormToken: newToken(18), Software: "none",
+	form := views.LaunchForm{QuoteID: q.ID, FormToken: newToken(18), Software: "none", Verify: true,
 		Name: models.DefaultClusterName(r.Accelerator, nodes)}
 	lp, err := h.launchPage(c, q, form, nil)
 	if err != nil {
@@ -240,7 +240,14 @@ type launchForm struct {
 	Env          string   `form:"env"`
 	Ports        string   `form:"ports"`
 	SSHKeyIDs    []string `form:"ssh_key_ids"`
+	// Verification before hand-over (issue 24): the form sends
+	// verify_shown=1 with its checkbox; a post without it keeps the default (on).
+	VerifyShown string `form:"verify_shown"`
+	Verify      string `form:"verify"`
 }
+
+// verify is the form's choice: on unless the checkbox was shown and cleared.
+func (f launchForm) verify() bool { return f.VerifyShown == "" || f.Verify == "on" }
 
 // parseEnvLines reads KEY=value lines.
 func parseEnvLines(s string) (map[string]string, string) {
@@ -286,7 +293,7 @@ func (h *handler) createCluster(c echo.Context) error {
 		return err
 	}
 	view := views.LaunchForm{QuoteID: f.QuoteID, FormToken: f.FormToken, Name: f.Name, Software: f.Software,
-		Image: f.Image, StartCommand: f.StartCommand, Env: f.Env, Ports: f.Ports, SSHKeyIDs: f.SSHKeyIDs}
+		Image: f.Image, StartCommand: f.StartCommand, Env: f.Env, Ports: f.Ports, SSHKeyIDs: f.SSHKeyIDs, Verify: f.verify()}
 	problems := map[string]string{}
 	env, msg := parseEnvLines(f.Env)
 	if msg != "" {
@@ -305,6 +312,7 @@ func (h *handler) createCluster(c echo.Context) error {
 			QuoteID: q.ID, SharedQuote: true, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
 			Workload: models.Workload{Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
 				StartCommand: f.StartCommand, Env: env, Ports: ports},
+			Verify: f.verify(),
 		})
 		switch {
 		case err == nil && created:
@@ -484,6 +492,11 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		return cp, err
 	}
 	cp.NCCL = ncclView(cl, nccl)
+	run, err := h.Store.VerificationFor(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	cp.Verification = verificationView(cl, run)
 	return cp, nil
 }
 

@@ -207,6 +207,13 @@ func progressView(cl models.Cluster, nodes []models.ClusterNode, run *models.Sof
 		}
 		v.Elapsed = elapsed(now.Sub(start))
 		return v
+	case models.StatusVerifying: // issue 24: the report below says how far it is
+		start := now
+		if cl.ReadyAt != nil {
+			start = *cl.ReadyAt
+		}
+		return &views.ProgressView{Phase: "Verifying every machine and the fabric", Count: "on " + machines,
+			Usual: "usually 3–6 minutes", Elapsed: elapsed(now.Sub(start))}
 	}
 	return nil
 }

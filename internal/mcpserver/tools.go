@@ -206,7 +206,7 @@ func clusterSummary(cl api.Cluster) string {
 		s += " Last error: " + *cl.LastError + "."
 	}
 	switch cl.Status {
-	case "provisioning", "installing":
+	case "provisioning", "installing", "verifying":
 		s += " Not ready yet: wait_for_cluster blocks until it is (or call get_cluster again in a minute)."
 	case "ready":
 		s += " Billing since readyAt; cluster_connections shows how to reach it. Ready is infrastructure readiness: check your own application."
