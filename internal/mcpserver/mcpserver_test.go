@@ -30,6 +30,9 @@ func TestToolsListed(t *testing.T) {
 			"set_recovery":      {idempotent: true},                 // R3: the same policy twice is one policy
 			"recover_cluster":   {},                                 // R5: each call asks for one more attempt
 			"add_worker":        {},                                 // L10: each call asks for one more machine
+			"get_verification":  {readOnly: true},                   // issue 24: the hand-over report
+			"verify_cluster":    {},                                 // issue 24: each call runs the checks again
+			"keep_cluster":      {idempotent: true},                 // issue 24: keeping it twice keeps it
 			"resume_cluster":    {idempotent: true},                 // B6: asking again while it resumes changes nothing
 			"get_balance":       {readOnly: true, idempotent: true}, // B1
 			"billing_usage":     {readOnly: true},                   // B3

@@ -121,12 +121,13 @@ type LaunchArgs struct {
 	Image          string            `json:"image,omitempty" jsonschema:"the image every node runs"`
 	StartCommand   string            `json:"start_command,omitempty" jsonschema:"the command every node starts"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty" jsonschema:"makes retries safe: the same key and arguments give the same cluster; derived from the arguments when empty"`
+	Verify         *bool             `json:"verify,omitempty" jsonschema:"verify every machine and the fabric before hand-over (default true); false hands it over unverified"`
 }
 
 // body is the launch's API body.
 func (a LaunchArgs) body() api.LaunchBody {
 	return api.LaunchBody{QuoteID: a.QuoteID, Name: a.Name, Software: a.Software, Env: a.Env, Ports: a.Ports,
-		SSHKeyIDs: a.SSHKeyIDs, Image: a.Image, StartCommand: a.StartCommand}
+		SSHKeyIDs: a.SSHKeyIDs, Image: a.Image, StartCommand: a.StartCommand, Verify: a.Verify}
 }
 
 // idempotencyKey is the agent's key, or one derived from the launch's body:
