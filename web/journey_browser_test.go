@@ -54,6 +54,7 @@ type journey struct {
 	prov    *jobs.Provision
 	install *jobs.Install
 	join    *jobs.Join
+	verify  *jobs.Verify
 }
 
 func newJourney(t *testing.T) *journey {
@@ -75,7 +76,8 @@ func newJourney(t *testing.T) *journey {
 		cat:     &jobs.Catalog{Store: app.store, Providers: reg},
 		prov:    &jobs.Provision{Store: app.store, Providers: reg, ServerURL: srv.URL},
 		install: &jobs.Install{Store: app.store},
-		join:    &jobs.Join{Store: app.store, Providers: reg, ServerURL: srv.URL}}
+		join:    &jobs.Join{Store: app.store, Providers: reg, ServerURL: srv.URL},
+		verify:  &jobs.Verify{Store: app.store}}
 	if err := j.cat.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +110,9 @@ func (j *journey) runJobs() {
 	}
 	if err := j.join.Run(ctx); err != nil {
 		j.t.Fatalf("join: %v", err)
+	}
+	if err := j.verify.Run(ctx); err != nil {
+		j.t.Fatalf("verify: %v", err)
 	}
 }
 
