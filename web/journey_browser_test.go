@@ -307,7 +307,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 		if st == seen[len(seen)-1] {
 			continue
 		}
-		if st != string(models.StatusInstalling) && st != string(models.StatusReady) {
+		if st != string(models.StatusInstalling) && st != string(models.StatusVerifying) && st != string(models.StatusReady) {
 			c := j.cluster(acc.org.ID, id)
 			t.Fatalf("cluster went %s (lastError %q) after %v", st, c.LastError, seen)
 		}
@@ -320,7 +320,8 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 				r.querySelector('[data-step=slurm]').dataset.state !== 'waiting')`, 10*time.Second)
 		}
 	}
-	if strings.Join(seen, " → ") != "provisioning → installing → ready" {
+	// Launched from the page, the cluster is verified before hand-over (issue 24).
+	if strings.Join(seen, " → ") != "provisioning → installing → verifying → ready" {
 		t.Fatalf("the page showed %s", strings.Join(seen, " → "))
 	}
 	// Ready: every step of every node done, the ready time shown.
