@@ -56,14 +56,14 @@ type world struct {
 	verify  *jobs.Verify
 	// verifyTime is the wall time spent in the verify job (the benchmark).
 	verifyTime time.Duration
-	billing *jobs.Billing
-	stop    *jobs.Stop
-	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
-	cat     *jobs.Catalog
-	org     models.Org
-	env     models.Environment
-	execs   map[string]providers.Executor // each machine's executor, by "group/node-i"
-	tokens  map[string]string             // the token each machine's agent started with, by "group/node-i"
+	billing    *jobs.Billing
+	stop       *jobs.Stop
+	nccl       *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
+	cat        *jobs.Catalog
+	org        models.Org
+	env        models.Environment
+	execs      map[string]providers.Executor // each machine's executor, by "group/node-i"
+	tokens     map[string]string             // the token each machine's agent started with, by "group/node-i"
 }
 
 func newWorld(t testing.TB, db *gorm.DB) *world {

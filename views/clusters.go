@@ -44,12 +44,12 @@ type ClusterPage struct {
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
-	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
-	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
+	Recovery     *RecoveryView     // health and recovery (R3–R5); nil once ended
+	NCCL         *NCCLView         // the automatic NCCL check, once planned (X4)
 	Verification *VerificationView // the hand-over report, once verification started (issue 24)
-	Ended        *EndedView    // once terminated or failed (B1)
-	Storage      *StorageView  // V4: what is mounted where; nil when nothing is
-	Tab          string        // the section shown: overview, connect, logs or events
+	Ended        *EndedView        // once terminated or failed (B1)
+	Storage      *StorageView      // V4: what is mounted where; nil when nothing is
+	Tab          string            // the section shown: overview, connect, logs or events
 	Tabs         []TabView
 	Problem      *ProblemView  // lastError as a sentence (L4, L6, R2, R5)
 	Progress     *ProgressView // while the cluster starts (L11)
