@@ -26,7 +26,7 @@ func TestMCPSmoke(t *testing.T) {
 			t.Fatalf("%s: connect: %v", name, err)
 		}
 		tools, err := cs.ListTools(ctx, nil)
-		if err != nil || len(tools.Tools) != 20 { // 15 with add_worker and resume_cluster, the volumes' three (V1–V3), wait_for_cluster and list_events
+		if err != nil || len(tools.Tools) != 23 { // 15 with add_worker and resume_cluster, the volumes' three (V1–V3), wait_for_cluster and list_events, verification's three (issue 24)
 			t.Errorf("%s: tools %v %v", name, tools, err)
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_offers", Arguments: map[string]any{"nodes": 2}})
