@@ -76,7 +76,10 @@ type config struct {
 	DefaultMaxGPUs     int // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
 	DefaultMaxVolumes  int // DEFAULT_MAX_VOLUMES: live volumes of an organisation without its own quota (default 20)
 	DefaultMaxVolumeGB int // DEFAULT_MAX_VOLUME_GB: GB of live volumes together, likewise (default 100000)
-	DefaultMarkup      int // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)
+	// Verification before hand-over (issue 24): VERIFY_RING_PERCENT (85),
+	// VERIFY_PAIR_BELOW_MEDIAN_PERCENT (10), VERIFY_IDLE_TEMP_MAX_C (70).
+	Verify        models.VerifyThresholds
+	DefaultMarkup int // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)
 	// Markups is each provider's markup set by <P>_MARKUP_PERCENT (basis
 	// points, by provider name): it wins over the providers page.
 	Markups        map[string]int
@@ -210,6 +213,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.TerminateGrace, err = positiveDuration(get("BALANCE_TERMINATE_GRACE", "72h")); err != nil {
 		return c, fmt.Errorf("BALANCE_TERMINATE_GRACE: %w", err)
+	}
+	for _, v := range []struct {
+		name, def string
+		to        *int
+	}{{"VERIFY_RING_PERCENT", "85", &c.Verify.RingPercent}, {"VERIFY_PAIR_BELOW_MEDIAN_PERCENT", "10", &c.Verify.PairBelowMedianPercent},
+		{"VERIFY_IDLE_TEMP_MAX_C", "70", &c.Verify.IdleTempMaxC}} {
+		if *v.to, err = positiveInt(get(v.name, v.def)); err != nil || *v.to > 100 {
+			return c, fmt.Errorf("%s must be a whole number from 1 to 100, not %q", v.name, getenv(v.name))
+		}
 	}
 	if c.DefaultMarkup, err = models.ParsePercent(get("DEFAULT_MARKUP_PERCENT", "0")); err != nil || c.DefaultMarkup > models.MaxMarkupBP {
 		return c, fmt.Errorf("DEFAULT_MARKUP_PERCENT must be a percentage from 0 to 500 like 12.5, not %q", getenv("DEFAULT_MARKUP_PERCENT"))

@@ -229,6 +229,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 	}
 	store := models.NewStore(db, clock)
 	store.DefaultMarkup = cfg.DefaultMarkup
+	models.SetVerifyThresholds(cfg.Verify) // issue 24
 	store.EnvMarkups = cfg.Markups
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
 	store.WebhookAllowLoopback = !cfg.Production // X8: http to loopback receivers in development only

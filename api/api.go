@@ -135,6 +135,8 @@ type LaunchBody struct {
 	// GPUWatch sets the stall alert and the opt-in idle rule at launch
 	// (X15); absent: stall alerts after 10 minutes, no idle rule.
 	GPUWatch *GPUWatchBody `json:"gpuWatch,omitempty"`
+	// Verify: verification before hand-over (issue 24); omitted = true.
+	Verify *bool `json:"verify,omitempty"`
 }
 
 // LineItem is one line of a quote's price.
@@ -261,6 +263,7 @@ type Cluster struct {
 	Recovery             Recovery       `json:"recovery"`
 	Events               []ClusterEvent `json:"events,omitempty"`
 	NCCL                 *NCCLCheck     `json:"nccl,omitempty"`
+	Verification         *Verification  `json:"verification,omitempty"`
 	Volume               *ClusterVolume `json:"volume,omitempty"` // V1, V4
 }
 
@@ -663,4 +666,72 @@ type EventList struct {
 	Events  []Event `json:"events"`
 	Next    int64   `json:"next"`
 	HasMore bool    `json:"hasMore"`
+}
+
+// Verification is the hand-over report (issue 24): every machine's check,
+// the ring all-reduce against its threshold, every pair, the swaps made.
+type Verification struct {
+	Run                 int                `json:"run"`
+	Rerun               bool               `json:"rerun"`
+	Status              string             `json:"status"` // running, passed or failed
+	Summary             string             `json:"summary"`
+	StartedAt           time.Time          `json:"startedAt"`
+	FinishedAt          *time.Time         `json:"finishedAt,omitempty"`
+	Thresholds          VerifyThresholds   `json:"thresholds"`
+	Machines            []VerifiedMachine  `json:"machines"`
+	Ring                *VerifiedRing      `json:"ring,omitempty"`
+	Pairs               []VerifiedPair     `json:"pairs"`
+	MedianPairBusBwGBps float64            `json:"medianPairBusBwGBps,omitempty"`
+	Swaps               []VerificationSwap `json:"swaps"`
+	MaxSwaps            int                `json:"maxSwaps"`
+}
+
+// VerifyThresholds are what the report was judged by.
+type VerifyThresholds struct {
+	RingPercent            int `json:"ringPercent"`
+	PairBelowMedianPercent int `json:"pairBelowMedianPercent"`
+	IdleTempMaxC           int `json:"idleTempMaxC"`
+}
+
+// VerifiedMachine is one machine's check.
+type VerifiedMachine struct {
+	Node         string   `json:"node"`
+	Rank         int      `json:"rank"`
+	MachineID    string   `json:"machineId,omitempty"`
+	Status       string   `json:"status"` // pending, swapping, passed or failed
+	GPUs         string   `json:"gpus"`
+	Errors       []string `json:"errors"`
+	Stress       string   `json:"stress"`
+	StressPassed bool     `json:"stressPassed"`
+	StressDetail string   `json:"stressDetail,omitempty"`
+	MaxTempC     int      `json:"maxTempC,omitempty"`
+}
+
+// VerifiedRing is the all-reduce across every machine (NCCL_ALGO=Ring).
+type VerifiedRing struct {
+	Status            string  `json:"status"` // pending, passed or failed
+	BusBwGBps         float64 `json:"busBwGBps"`
+	ExpectedBusBwGBps float64 `json:"expectedBusBwGBps"`
+	Percent           int     `json:"percent"`
+	ThresholdPercent  int     `json:"thresholdPercent"`
+	Detail            string  `json:"detail,omitempty"`
+}
+
+// VerifiedPair is one pair's all-reduce.
+type VerifiedPair struct {
+	A         string  `json:"a"`
+	B         string  `json:"b"`
+	Status    string  `json:"status"` // pending, passed, slow or failed
+	BusBwGBps float64 `json:"busBwGBps"`
+	Detail    string  `json:"detail,omitempty"`
+}
+
+// VerificationSwap is one machine swapped before hand-over.
+type VerificationSwap struct {
+	Node         string    `json:"node"`
+	MachineID    string    `json:"machineId,omitempty"`
+	Reason       string    `json:"reason"`
+	At           time.Time `json:"at"`
+	Outcome      string    `json:"outcome"` // joining, joined or failed
+	NewMachineID string    `json:"newMachineId,omitempty"`
 }

@@ -116,6 +116,18 @@ func (c *Client) Recover(ctx context.Context, id string, opts ...Option) (api.Cl
 	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/recover", nil, nil, opts)
 }
 
+// VerifyAgain is POST /v1/gpu/clusters/{id}/verify (issue 24): the
+// hand-over's verification runs again on a ready cluster; nothing is swapped.
+func (c *Client) VerifyAgain(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/verify", nil, nil, opts)
+}
+
+// KeepUnverified is POST /v1/gpu/clusters/{id}/keep (issue 24): a cluster
+// that failed verification is kept as it is (degraded → ready).
+func (c *Client) KeepUnverified(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/keep", nil, nil, opts)
+}
+
 // AddWorker is POST /v1/gpu/clusters/{id}/workers (L10): one more machine
 // of the cluster's offer joins it; admitted like a launch (an *Error with
 // Code quota_exceeded, insufficient_balance or no_capacity when not).

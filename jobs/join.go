@@ -135,6 +135,13 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 	if req.Avoid, err = j.Store.QuarantinedMachines(ctx, c.Provider); err != nil {
 		return err // lemons are never placed again (issue 24 item 7)
 	}
+	if c.Status == models.StatusVerifying && n.JoinKind == models.JoinReplace && n.ProviderNodeID != "" {
+		// A swap before hand-over (issue 24): the machine that failed
+		// verification still runs; it is released first, never billed.
+		if err := p.ReleaseNode(ctx, c.GroupName(), n.ProviderNodeID); err != nil && !errors.Is(err, providers.ErrNotFound) {
+			return fmt.Errorf("release %s before its swap: %w", n.Name, err)
+		}
+	}
 	pn, err := p.PlaceNode(ctx, c.GroupName(), n.Rank, req)
 	switch {
 	case errors.Is(err, providers.ErrNoCapacity):
@@ -262,6 +269,9 @@ func (j *Join) joined(ctx context.Context, c models.Cluster, n models.ClusterNod
 	what := "joined the cluster"
 	if n.JoinKind == models.JoinReplace {
 		what = "replaced the machine that was down (same name and address)"
+		if c.Status == models.StatusVerifying {
+			what = "replaced the machine that failed verification (same name and address)"
+		}
 	}
 	msg := fmt.Sprintf("%s %s: %s Billing for it starts now at $%s/h.", n.Name, what, why, models.DecimalUSD(c.MachineHour))
 	_, err := j.Store.MarkNodeJoined(ctx, c, n, msg)

@@ -45,7 +45,7 @@ var start = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 // machines run the real agent against the real agent endpoints over HTTP,
 // and the provision and install jobs, all on one fake clock.
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	store   *models.Store
 	clock   *models.FakeClock
 	cloud   *sim.Cloud
@@ -53,17 +53,26 @@ type world struct {
 	job     *jobs.Provision
 	install *jobs.Install
 	join    *jobs.Join
-	billing *jobs.Billing
-	stop    *jobs.Stop
-	nccl    *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
-	cat     *jobs.Catalog
-	org     models.Org
-	env     models.Environment
-	execs   map[string]providers.Executor // each machine's executor, by "group/node-i"
-	tokens  map[string]string             // the token each machine's agent started with, by "group/node-i"
+	verify  *jobs.Verify
+	// verifyTime is the wall time spent in the verify job (the benchmark).
+	verifyTime time.Duration
+	billing    *jobs.Billing
+	stop       *jobs.Stop
+	nccl       *jobs.NCCLCheck // nil: the NCCL check is not planned (tests that want it set it)
+	cat        *jobs.Catalog
+	org        models.Org
+	env        models.Environment
+	execs      map[string]providers.Executor // each machine's executor, by "group/node-i"
+	tokens     map[string]string             // the token each machine's agent started with, by "group/node-i"
 }
 
-func newWorld(t *testing.T, db *gorm.DB) *world {
+func newWorld(t testing.TB, db *gorm.DB) *world {
+	t.Helper()
+	return newWorldOn(t, db, testCloud)
+}
+
+// newWorldOn is newWorld on another simulated cloud.
+func newWorldOn(t testing.TB, db *gorm.DB, cloudConfig string) *world {
 	t.Helper()
 	ctx := context.Background()
 	clock := models.NewFakeClock(start)
@@ -71,7 +80,7 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	srv := httptest.NewServer(web.New(web.Deps{Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Config: web.Config{SessionAuthKey: make([]byte, 64), SessionEncKey: make([]byte, 32)}}))
 	t.Cleanup(srv.Close)
-	cfg, err := sim.ParseConfig([]byte(testCloud), "json")
+	cfg, err := sim.ParseConfig([]byte(cloudConfig), "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +94,7 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
 		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store},
-		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL},
+		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL}, verify: &jobs.Verify{Store: store},
 		stop: &jobs.Stop{Store: store, Providers: reg}, execs: execs, tokens: tokens}
 	if err := w.cat.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -151,6 +160,11 @@ func (w *world) runJobs() {
 	if err := w.join.Run(ctx); err != nil {
 		w.t.Fatalf("join: %v", err)
 	}
+	began := time.Now()
+	if err := w.verify.Run(ctx); err != nil {
+		w.t.Fatalf("verify: %v", err)
+	}
+	w.verifyTime += time.Since(began)
 	if err := w.stop.Run(ctx); err != nil {
 		w.t.Fatalf("stop: %v", err)
 	}

@@ -244,9 +244,10 @@ type StartOrder struct {
 // HeartbeatOrders is what the node is to do next: at most one task (its
 // software's, a join's, or node-0's NCCL check) and the start order.
 type HeartbeatOrders struct {
-	Task  *SoftwareTask
-	NCCL  *NCCLCheck
-	Start *StartOrder
+	Task   *SoftwareTask
+	NCCL   *NCCLCheck
+	Verify *VerifyTask // a verification check (issue 24)
+	Start  *StartOrder
 }
 
 // Heartbeat is one heartbeat of node n's agent, in one transaction: it
@@ -302,6 +303,9 @@ func (s *Store) Heartbeat(ctx context.Context, c Cluster, n ClusterNode, r Heart
 			o.Task, err = tx.NextJoinTask(ctx, c, n) // a machine joining after ready (L10, X5)
 		}
 		if err != nil || o.Task != nil {
+			return err
+		}
+		if o.Verify, err = tx.NextVerifyTask(ctx, c, n); err != nil || o.Verify != nil {
 			return err
 		}
 		o.NCCL, err = tx.NextNCCLTask(ctx, c, n)

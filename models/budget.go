@@ -273,7 +273,7 @@ func (s *Store) envMoneyOf(ctx context.Context, envIDs []string, w UsageWindow, 
 
 // billing is true for the statuses BurnRate counts (a cluster past readyAt).
 func billing(st ClusterStatus) bool {
-	return st == StatusInstalling || st == StatusReady || st == StatusDegraded
+	return st == StatusInstalling || st == StatusVerifying || st == StatusReady || st == StatusDegraded
 }
 
 // BudgetReachedError refuses to launch or resume a cluster while its

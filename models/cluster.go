@@ -23,6 +23,7 @@ type ClusterStatus string
 const (
 	StatusProvisioning ClusterStatus = "provisioning"
 	StatusInstalling   ClusterStatus = "installing"
+	StatusVerifying    ClusterStatus = "verifying" // burn-in before hand-over (issue 24)
 	StatusReady        ClusterStatus = "ready"
 	StatusDegraded     ClusterStatus = "degraded"
 	StatusStopped      ClusterStatus = "stopped"
@@ -34,7 +35,7 @@ const (
 func (s ClusterStatus) Terminal() bool { return s == StatusFailed || s == StatusTerminated }
 
 // liveStatuses hold machines (quotas count them, L2).
-var liveStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded}
+var liveStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusVerifying, StatusReady, StatusDegraded}
 
 // Provisioning steps every node goes through (L4, L11), in order.
 const (
@@ -74,6 +75,7 @@ type Cluster struct {
 	MachineHour  Money  // one machine's share of the locked rate
 	BootSeconds  int
 	PublicIPs    bool   `gorm:"column:public_ips"`
+	Verify       bool   // verification before hand-over (issue 24); added by 0960_verification
 	Gateway      string `gorm:"size:255"`
 
 	Software     string `gorm:"size:16"`
@@ -559,6 +561,9 @@ type LaunchParams struct {
 	// SharedQuote: a quote already used by another cluster launches as a
 	// copy at its locked price (see LaunchInput.SharedQuote).
 	SharedQuote bool
+	// Verify: the cluster is verified before hand-over (issue 24). Every
+	// launch surface turns it on unless asked `verify: false`.
+	Verify bool
 }
 
 // Launch refusals the API maps onto its error codes (API2).
@@ -698,7 +703,7 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 		MachineHour: q.MachineHour(), BootSeconds: o.BootSeconds, PublicIPs: o.PublicIPs, Gateway: o.Gateway,
 		Software: p.Software, Image: p.Image, StartCommand: p.StartCommand,
 		EnvJSON: string(envJSON), PortsJSON: string(portsJSON), SSHKeysJSON: string(keysJSON),
-		RequestHash: p.RequestHash, AgentSecret: hex.EncodeToString(secret), CreatedBy: p.Actor,
+		Verify: p.Verify, RequestHash: p.RequestHash, AgentSecret: hex.EncodeToString(secret), CreatedBy: p.Actor,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if p.IdemKey != "" {
@@ -887,6 +892,13 @@ func (s *Store) MarkJoined(ctx context.Context, id string, n *ClusterNotify) (Cl
 		nodes: func(tx *Store) error {
 			return tx.nodeRows(ctx, id, map[string]any{"status": NodeReady, "step": "done"})
 		}}
+	if c.Verify && (c.Software == "" || c.Software == "none") {
+		ch.event, ch.notify = EventJoinedVerify, nil // the ready mail waits for the hand-over
+		ch.msg = "Every machine is up and reached every other; billing starts now. Verifying every machine and the fabric before hand-over."
+		ch.nodes = func(tx *Store) error {
+			return tx.nodeRows(ctx, id, map[string]any{"status": NodeReady, "step": StepVerify})
+		}
+	}
 	if c.Software != "" && c.Software != "none" {
 		ch.event = EventJoinedInstall
 		ch.msg = "Every machine is up and reached every other; billing starts now. Installing " + c.Software + "."

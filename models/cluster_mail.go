@@ -39,9 +39,20 @@ func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluste
 	if !ok {
 		return nil
 	}
+	verified, err := s.verificationLine(ctx, c, topic)
+	if err != nil {
+		return err
+	}
+	if verified != "" {
+		body = strings.Replace(body, "\n\n", "\n\n"+verified+"\n\n", 1)
+	}
 	var htmlBody string
 	if c.Status == StatusReady && topic == "" {
 		htmlBody = readyMailHTML(c, n.BaseURL, ssh)
+		if verified != "" {
+			htmlBody = strings.Replace(htmlBody, `<p style="margin:16px 0 0;`, `<p style="margin:16px 0 0;font-size:13px;color:#0f172a">`+
+				html.EscapeString(verified)+`</p><p style="margin:16px 0 0;`, 1)
+		}
 	}
 	to, err := s.clusterMailRecipients(ctx, c)
 	if err != nil {
@@ -128,6 +139,12 @@ func clusterMailText(c Cluster, baseURL, topic, ssh string) (subject, body strin
 		if text, ok := healthMailText(c, shape, link); ok {
 			return fmt.Sprintf(text[0], c.Name), text[1], true
 		}
+		if ParseLastError(c.LastError).Kind == KindVerifyFailed {
+			return fmt.Sprintf("Cluster %s failed verification", c.Name),
+				fmt.Sprintf("Your cluster %s (%s) did not pass verification before hand-over: %s.\n\n"+
+					"The machines stay up and billing continues at %s per hour. Read the report, then keep the cluster as it is or terminate it: %s\n",
+					c.Name, shape, c.LastError, USD(c.USDPerHour), link), true
+		}
 		return fmt.Sprintf("Cluster %s is degraded", c.Name),
 			fmt.Sprintf("Your cluster %s (%s) is degraded: %s.\n\n"+
 				"The machines stay up and billing continues. Retry the install or terminate: %s\n", c.Name, shape, c.LastError, link), true
@@ -192,4 +209,24 @@ func resumedMailText(c Cluster, shape, link string) (subject, body string, ok bo
 				c.Name, shape, c.LastError, USD(c.USDPerHour), link), true
 	}
 	return "", "", false
+}
+
+// verificationLine summarises the hand-over report for the ready mail, or
+// for the degraded mail of a failed verification (issue 24 item 4); "" for
+// a cluster launched without verification and for other mails.
+func (s *Store) verificationLine(ctx context.Context, c Cluster, topic string) (string, error) {
+	if !c.Verify || topic != "" {
+		return "", nil
+	}
+	if c.Status != StatusReady && ParseLastError(c.LastError).Kind != KindVerifyFailed {
+		return "", nil
+	}
+	run, err := s.VerificationFor(ctx, c.OrgID, c.ID)
+	if err != nil || run == nil {
+		return "", err
+	}
+	if sum := run.ReportOf().Summary; sum != "" {
+		return "Verification: " + sum, nil
+	}
+	return "", nil
 }

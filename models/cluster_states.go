@@ -66,6 +66,12 @@ const (
 	EventResumed         Event = "resumed"          // every machine joined again; billing restarts (B6)
 	EventResumedDegraded Event = "resumed_degraded" // joined again, its software had not passed its check (B6, L6)
 	EventResumeFailed    Event = "resume_failed"    // a machine did not come back in time; stopped again (B6, L4)
+
+	EventJoinedVerify   Event = "joined_verify"   // every node reached every other, no software: verification runs (issue 24)
+	EventSoftwareVerify Event = "software_verify" // the software passed its check: verification runs (issue 24)
+	EventVerified       Event = "verified"        // every machine and the fabric passed verification: handed over (issue 24)
+	EventVerifyFailed   Event = "verify_failed"   // swaps spent, the fabric failed as a whole, or out of time (issue 24)
+	EventKeepUnverified Event = "keep_unverified" // the customer keeps a cluster that failed verification as it is (issue 24)
 )
 
 // ClusterTransition is one legal move: an event in status From leads to To.
@@ -89,6 +95,19 @@ var ClusterTransitions = []ClusterTransition{
 	{StatusInstalling, EventDegrade, StatusDegraded},
 	{StatusDegraded, EventRetryInstall, StatusInstalling},
 	{StatusFailed, EventReleased, StatusFailed},
+
+	{StatusProvisioning, EventJoinedVerify, StatusVerifying},
+	{StatusInstalling, EventSoftwareVerify, StatusVerifying},
+	{StatusVerifying, EventVerified, StatusReady},
+	{StatusVerifying, EventVerifyFailed, StatusDegraded},
+	{StatusDegraded, EventKeepUnverified, StatusReady},
+	{StatusVerifying, EventReplaceRequested, StatusVerifying},
+	{StatusVerifying, EventNodeJoined, StatusVerifying},
+	{StatusVerifying, EventNodeJoinFailed, StatusVerifying},
+	{StatusVerifying, EventTerminateRequested, StatusVerifying},
+	{StatusVerifying, EventStopRequested, StatusVerifying},
+	{StatusVerifying, EventStopped, StatusStopped},
+	{StatusVerifying, EventTerminated, StatusTerminated},
 
 	{StatusReady, EventMachineDown, StatusDegraded},
 	{StatusInstalling, EventMachineDown, StatusDegraded},
@@ -133,7 +152,7 @@ var ClusterTransitions = []ClusterTransition{
 }
 
 // ClusterStatuses lists every status (L8).
-var ClusterStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusReady, StatusDegraded,
+var ClusterStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusVerifying, StatusReady, StatusDegraded,
 	StatusStopped, StatusFailed, StatusTerminated}
 
 // Events lists every event.
@@ -141,7 +160,8 @@ var Events = []Event{EventPlaced, EventJoined, EventJoinedInstall, EventSoftware
 	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated,
 	EventMachineDown, EventHealthNoted, EventHealthy, EventHealthyInstall, EventRecoveryAttempt, EventRecoveryExhausted,
 	EventWorkerRequested, EventReplaceRequested, EventNodeJoined, EventNodeJoinFailed,
-	EventStopRequested, EventStopped, EventMachinesStopped, EventResumeRequested, EventResumed, EventResumedDegraded, EventResumeFailed}
+	EventStopRequested, EventStopped, EventMachinesStopped, EventResumeRequested, EventResumed, EventResumedDegraded, EventResumeFailed,
+	EventJoinedVerify, EventSoftwareVerify, EventVerified, EventVerifyFailed, EventKeepUnverified}
 
 // NextStatus is where ev leads from status from, and whether it is legal there.
 func NextStatus(from ClusterStatus, ev Event) (ClusterStatus, bool) {
@@ -219,7 +239,7 @@ func (c Cluster) CanTerminate() bool { return !c.Ending() }
 // (L9): ready, installing or degraded, and not being terminated.
 func (c Cluster) Connectable() bool {
 	switch c.Status {
-	case StatusReady, StatusInstalling, StatusDegraded:
+	case StatusReady, StatusInstalling, StatusVerifying, StatusDegraded:
 		return c.TerminateRequestedAt == nil
 	}
 	return false
@@ -252,6 +272,6 @@ func (c Cluster) UnderWay() bool {
 	if c.Status.Terminal() {
 		return false
 	}
-	return c.Status == StatusProvisioning || c.Status == StatusInstalling ||
+	return c.Status == StatusProvisioning || c.Status == StatusInstalling || c.Status == StatusVerifying ||
 		c.TerminateRequestedAt != nil || c.StopRequestedAt != nil || c.Resuming()
 }

@@ -75,7 +75,7 @@ func (s *Store) OrgsToEnforce(ctx context.Context) ([]string, error) {
 	err := s.db.WithContext(ctx).Raw("SELECT org_id FROM clusters WHERE ready_at IS NOT NULL AND status IN ? "+
 		"UNION SELECT org_id FROM volumes WHERE deleted_at IS NULL "+
 		"UNION SELECT org_id FROM balance_episodes ORDER BY org_id",
-		[]ClusterStatus{StatusInstalling, StatusReady, StatusDegraded}).Scan(&out).Error
+		[]ClusterStatus{StatusInstalling, StatusVerifying, StatusReady, StatusDegraded}).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: orgs to enforce: %w", err)
 	}

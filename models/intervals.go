@@ -29,7 +29,7 @@ type MachineInterval struct {
 // the machines are in no billed state (starting, failed, terminated).
 func machineState(to ClusterStatus) string {
 	switch to {
-	case StatusInstalling, StatusReady:
+	case StatusInstalling, StatusVerifying, StatusReady:
 		return MachineRunning
 	case StatusDegraded:
 		return MachineDegraded

@@ -268,7 +268,7 @@ type JoinWork struct {
 func (s *Store) JoiningNodes(ctx context.Context) ([]JoinWork, error) {
 	var nodes []ClusterNode
 	err := s.db.WithContext(ctx).Where("join_kind <> '' AND cluster_id IN (?)",
-		s.db.Model(&Cluster{}).Select("id").Where("status IN ? AND terminate_requested_at IS NULL", []ClusterStatus{StatusReady, StatusDegraded})).
+		s.db.Model(&Cluster{}).Select("id").Where("status IN ? AND terminate_requested_at IS NULL", []ClusterStatus{StatusReady, StatusDegraded, StatusVerifying})).
 		Order("join_requested_at, id").Find(&nodes).Error
 	if err != nil {
 		return nil, err
@@ -316,8 +316,14 @@ func (s *Store) MarkJoinPlaced(ctx context.Context, c Cluster, n ClusterNode, p 
 			return res.Error
 		}
 		if n.JoinKind == JoinReplace {
-			if err := tx.db.WithContext(ctx).Create(&BillingGap{ClusterID: c.ID, NodeID: n.ID, StartedAt: now}).Error; err != nil {
+			var open int64 // a swap before hand-over opened its gap already (issue 24)
+			if err := tx.db.WithContext(ctx).Model(&BillingGap{}).Where("node_id = ? AND ended_at IS NULL", n.ID).Count(&open).Error; err != nil {
 				return err
+			}
+			if open == 0 {
+				if err := tx.db.WithContext(ctx).Create(&BillingGap{ClusterID: c.ID, NodeID: n.ID, StartedAt: now}).Error; err != nil {
+					return err
+				}
 			}
 			if err := tx.nodeInterval(ctx, c, n.ID, ""); err != nil { // the old machine is released
 				return err

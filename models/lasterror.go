@@ -22,11 +22,12 @@ const (
 	KindRecoveryExhausted  ErrorKind = "recovery_exhausted"  // every recovery attempt spent (R5)
 	KindResumeFailed       ErrorKind = "resume_failed"       // resume_failed:<the launch code>: a resume did not come back (B6, L4)
 	KindResumeCancelled    ErrorKind = "resume_cancelled"    // resume_cancelled:<stop reason>: a stop cancelled a resume (B6)
+	KindVerifyFailed       ErrorKind = "verification_failed" // verification_failed:<node-N|fabric|timeout>: not handed over verified (issue 24)
 )
 
 // ErrorKinds lists every kind.
 var ErrorKinds = []ErrorKind{KindTimeout, KindNodeLost, KindGPUMismatch, KindProviderRejected, KindInstallFailed,
-	KindCheckFailed, KindInstallInterrupted, KindNodeDown, KindRecoveryExhausted, KindResumeFailed, KindResumeCancelled}
+	KindCheckFailed, KindInstallInterrupted, KindNodeDown, KindRecoveryExhausted, KindResumeFailed, KindResumeCancelled, KindVerifyFailed}
 
 // bare kinds are stored without a detail.
 func (k ErrorKind) bare() bool { return k == KindInstallInterrupted || k == KindRecoveryExhausted }
@@ -75,6 +76,10 @@ func GPUMismatch(node string) LastError { return LastError{KindGPUMismatch, node
 // ProviderRejected is the provider refusing the placement (L4): reason
 // RejectedNoCapacity or RejectedValidation.
 func ProviderRejected(reason string) LastError { return LastError{KindProviderRejected, reason} }
+
+// VerificationFailed is a cluster not handed over verified (issue 24):
+// what is the node that failed, "fabric" or "timeout".
+func VerificationFailed(what string) LastError { return LastError{KindVerifyFailed, what} }
 
 // InstallFailed is the software failing on node, or InstallConfig (L6).
 func InstallFailed(node string) LastError { return LastError{KindInstallFailed, node} }

@@ -33,6 +33,7 @@ func TestLastErrorCodes(t *testing.T) {
 		"recovery_exhausted":            models.RecoveryExhausted(),
 		"resume_failed:timeout:agent":   models.ResumeFailed(models.StepTimeout(models.StepAgent)),
 		"resume_cancelled:budget":       models.ResumeCancelled(models.StopByBudget),
+		"verification_failed:node-2":    models.VerificationFailed("node-2"),
 	}
 	kinds := map[models.ErrorKind]bool{}
 	for code, le := range cases {

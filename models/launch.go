@@ -161,6 +161,8 @@ type LaunchInput struct {
 	// Watch is the GPU watch chosen at launch (X15; gpuwatch.go); nil =
 	// the defaults (stall alerts on, no idle rule).
 	Watch *WatchPolicy
+	// Verify: verified before hand-over (issue 24).
+	Verify bool
 }
 
 // DefaultClusterName is the name a cluster of nodes × accel gets unless told
@@ -199,7 +201,7 @@ func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created
 		}
 		c, created, err = tx.LaunchCluster(ctx, LaunchParams{OrgID: x.a.OrgID, EnvID: x.a.EnvID, QuoteID: q.ID,
 			IdemKey: in.IdemKey, RequestHash: in.RequestHash, SSHKeys: keys, Actor: x.a.Name, Workload: w,
-			SharedQuote: in.SharedQuote})
+			SharedQuote: in.SharedQuote, Verify: in.Verify})
 		if err != nil || !created {
 			return nil, err
 		}

@@ -130,7 +130,7 @@ func (s *Store) BurnRate(ctx context.Context, orgID string) (Money, error) {
 	var machines, volumes Money
 	err := s.db.WithContext(ctx).Model(&Cluster{}).
 		Where("org_id = ? AND ready_at IS NOT NULL AND status IN ?", orgID,
-			[]ClusterStatus{StatusInstalling, StatusReady, StatusDegraded}).
+			[]ClusterStatus{StatusInstalling, StatusVerifying, StatusReady, StatusDegraded}).
 		Select("COALESCE(SUM(machine_hour * nodes), 0)").Scan(&machines).Error
 	if err != nil {
 		return 0, err

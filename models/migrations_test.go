@@ -31,6 +31,7 @@ var allModels = []any{
 	&models.WebhookEndpoint{}, &models.WebhookDelivery{}, &models.WebhookAttempt{},
 	&models.Volume{}, &models.PasswordReset{}, &models.NodeMount{}, &models.SSHMachine{},
 	&models.PaymentMismatch{}, &models.GPUPoint{}, &models.GPUHour{}, &models.GPUMachine{},
+	&models.VerifyRun{}, &models.VerifyTask{},
 	&sim.CloudRow{}, // the simulated cloud's table, created by the product's migrations
 }
 

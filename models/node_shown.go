@@ -13,6 +13,7 @@ const (
 	NodeReleased    NodeStatus = "released"    // released with its failed cluster, which it did not fail (L4)
 	NodeTerminating NodeStatus = "terminating" // its cluster is being terminated (L7)
 	NodeDegraded    NodeStatus = "degraded"    // up, but its cluster's software failed to get in place (L6)
+	NodeVerifying   NodeStatus = "verifying"   // up, its GPUs and links being checked before hand-over (issue 24)
 )
 
 // NodeStatusesShown lists, for each cluster status, the statuses its nodes
@@ -21,6 +22,7 @@ const (
 var NodeStatusesShown = map[ClusterStatus][]NodeStatus{
 	StatusProvisioning: {NodeProvisioning, NodeLost, NodeTerminating},
 	StatusInstalling:   {NodeInstalling, NodeTerminating},
+	StatusVerifying:    {NodeVerifying, NodeJoining, NodeTerminating},
 	StatusReady:        {NodeReady, NodeJoining, NodeTerminating},
 	StatusDegraded:     {NodeReady, NodeInstalling, NodeDegraded, NodeDown, NodeRestarting, NodeJoining, NodeTerminating},
 	StatusStopped:      {NodeStopped, NodeProvisioning, NodeTerminating},
@@ -51,7 +53,7 @@ func ShownNodeStatus(c Cluster, n ClusterNode) NodeStatus {
 	if c.TerminateRequestedAt != nil {
 		return NodeTerminating
 	}
-	if n.Status == NodeJoining && (c.Status == StatusReady || c.Status == StatusDegraded) {
+	if n.Status == NodeJoining && (c.Status == StatusReady || c.Status == StatusDegraded || c.Status == StatusVerifying) {
 		return NodeJoining // an added worker or a replacement taking its own steps (L10, X5)
 	}
 	switch c.Status {
@@ -62,6 +64,8 @@ func ShownNodeStatus(c Cluster, n ClusterNode) NodeStatus {
 		return NodeProvisioning
 	case StatusInstalling:
 		return NodeInstalling
+	case StatusVerifying:
+		return NodeVerifying
 	case StatusDegraded:
 		switch {
 		case n.Status == NodeDown || n.Status == NodeRestarting:

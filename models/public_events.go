@@ -20,7 +20,8 @@ const (
 	TypeNodeDown                 = "node.down"                  // one more machine down in a degraded cluster
 	TypeNodeReplaced             = "node.replaced"              // a replacement machine joined in a down one's place (X5)
 	TypeNodeJoined               = "node.joined"                // an added worker joined (L10)
-	TypeNodeVerificationFailed   = "node.verification_failed"   // a machine failed verification before hand-over (issue 24); counted in track.go
+	TypeNodeVerificationFailed   = "node.verification_failed"   // a machine failed verification before hand-over; the message names its machine id (issue 24)
+	TypeClusterVerifying         = "cluster.verifying"          // every node up (and its software ready): verification before hand-over runs (issue 24)
 	TypeTopUpCredited            = "billing.topup_credited"     // a top-up was credited to the balance (B4)
 	TypeAutoRechargeFailed       = "billing.auto_recharge_failed"
 	TypeBalanceLow               = "billing.balance_low"      // the balance runs low or ran out (B6)
@@ -32,7 +33,7 @@ const (
 var PublicEventTypes = []string{
 	TypeClusterProvisioning, TypeClusterInstalling, TypeClusterReady, TypeClusterDegraded, TypeClusterHealthy,
 	TypeClusterRecoveryExhausted, TypeClusterStopped, TypeClusterResumed, TypeClusterTerminated, TypeClusterFailed,
-	TypeNodeDown, TypeNodeReplaced, TypeNodeJoined, TypeNodeVerificationFailed,
+	TypeNodeDown, TypeNodeReplaced, TypeNodeJoined, TypeClusterVerifying, TypeNodeVerificationFailed,
 	TypeTopUpCredited, TypeAutoRechargeFailed, TypeBalanceLow, TypeBudgetThreshold,
 }
 
@@ -63,6 +64,8 @@ func PublicEventType(e ClusterEvent) string {
 	switch ClusterStatus(e.Status) {
 	case StatusInstalling:
 		return TypeClusterInstalling
+	case StatusVerifying:
+		return TypeClusterVerifying
 	case StatusReady:
 		return TypeClusterReady
 	case StatusDegraded:
@@ -82,6 +85,10 @@ var transitionTypes = map[Event]string{
 	EventJoined:            TypeClusterReady,
 	EventSoftwareReady:     TypeClusterReady,
 	EventJoinedInstall:     TypeClusterInstalling,
+	EventJoinedVerify:      TypeClusterVerifying,
+	EventSoftwareVerify:    TypeClusterVerifying,
+	EventVerified:          TypeClusterReady,
+	EventVerifyFailed:      TypeClusterDegraded,
 	EventRetryInstall:      TypeClusterInstalling,
 	EventDegrade:           TypeClusterDegraded,
 	EventMachineDown:       TypeClusterDegraded,

@@ -422,11 +422,22 @@ func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt
 		if err := tx.holdAttempt(ctx, clusterID, attempt); err != nil {
 			return err
 		}
-		var err error
-		c, err = tx.transition(ctx, clusterID, change{event: EventSoftwareReady, step: StepSoftware, msg: msg,
+		cur, err := tx.ClusterByID(ctx, clusterID)
+		if err != nil {
+			return err
+		}
+		ch := change{event: EventSoftwareReady, step: StepSoftware, msg: msg,
 			notify: n, try: attempt, nodes: func(tx *Store) error {
 				return tx.nodeRows(ctx, clusterID, map[string]any{"status": NodeReady, "step": "done", "software_at": tx.Now(), "message": ""})
-			}})
+			}}
+		if cur.Verify { // issue 24: verified before hand-over; the ready mail waits for it
+			ch.event, ch.notify = EventSoftwareVerify, nil
+			ch.msg = strings.Replace(msg, "The cluster is ready.", "Verifying every machine and the fabric before hand-over.", 1)
+			ch.nodes = func(tx *Store) error {
+				return tx.nodeRows(ctx, clusterID, map[string]any{"status": NodeReady, "step": StepVerify, "software_at": tx.Now(), "message": ""})
+			}
+		}
+		c, err = tx.transition(ctx, clusterID, ch)
 		return err
 	})
 	return c, err

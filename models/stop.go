@@ -132,7 +132,7 @@ func (s *Store) RequestStop(ctx context.Context, orgID, clusterID string, reason
 func (s *Store) ClustersToStop(ctx context.Context) ([]Cluster, error) {
 	var out []Cluster
 	err := s.db.WithContext(ctx).Where("stop_requested_at IS NOT NULL AND terminate_requested_at IS NULL AND status IN ?",
-		[]ClusterStatus{StatusInstalling, StatusReady, StatusDegraded, StatusStopped}).
+		[]ClusterStatus{StatusInstalling, StatusVerifying, StatusReady, StatusDegraded, StatusStopped}).
 		Where("NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.cluster_id = clusters.id AND n.join_kind <> '')").
 		Order("stop_requested_at, id").Find(&out).Error
 	return out, err

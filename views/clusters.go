@@ -44,11 +44,12 @@ type ClusterPage struct {
 	Alternatives []OfferAlternative
 	Connect      *ConnectView // once the cluster is ready
 	LogRanks     []int
-	Recovery     *RecoveryView // health and recovery (R3–R5); nil once ended
-	NCCL         *NCCLView     // the automatic NCCL check, once planned (X4)
-	Ended        *EndedView    // once terminated or failed (B1)
-	Storage      *StorageView  // V4: what is mounted where; nil when nothing is
-	Tab          string        // the section shown: overview, connect, logs or events
+	Recovery     *RecoveryView     // health and recovery (R3–R5); nil once ended
+	NCCL         *NCCLView         // the automatic NCCL check, once planned (X4)
+	Verification *VerificationView // the hand-over report, once verification started (issue 24)
+	Ended        *EndedView        // once terminated or failed (B1)
+	Storage      *StorageView      // V4: what is mounted where; nil when nothing is
+	Tab          string            // the section shown: overview, connect, logs or events
 	Tabs         []TabView
 	Problem      *ProblemView  // lastError as a sentence (L4, L6, R2, R5)
 	Progress     *ProgressView // while the cluster starts (L11)
@@ -291,7 +292,7 @@ func statusClass(s string) string {
 	switch s {
 	case string(models.StatusProvisioning):
 		return "inline-flex items-center gap-1.5 rounded-full bg-sky-50 px-2 py-0.5 text-xs font-medium text-sky-800 ring-1 ring-sky-200 dark:bg-sky-950 dark:text-sky-200 dark:ring-sky-800"
-	case string(models.StatusInstalling):
+	case string(models.StatusInstalling), string(models.StatusVerifying):
 		return "inline-flex items-center gap-1.5 rounded-full bg-indigo-50 px-2 py-0.5 text-xs font-medium text-indigo-800 ring-1 ring-indigo-200 dark:bg-indigo-950 dark:text-indigo-200 dark:ring-indigo-800"
 	case string(models.StatusReady), "running":
 		return "inline-flex items-center gap-1.5 rounded-full bg-green-50 px-2 py-0.5 text-xs font-medium text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
@@ -320,7 +321,7 @@ func dotClass(s string) string {
 	switch s {
 	case string(models.StatusProvisioning):
 		return "h-1.5 w-1.5 rounded-full bg-sky-500 animate-pulse"
-	case string(models.StatusInstalling):
+	case string(models.StatusInstalling), string(models.StatusVerifying):
 		return "h-1.5 w-1.5 rounded-full bg-indigo-500 animate-pulse"
 	case string(models.StatusReady), "running":
 		return "h-1.5 w-1.5 rounded-full bg-green-500"
@@ -452,6 +453,7 @@ type LaunchForm struct {
 	SSHKeyIDs    []string
 	IdleAction   string // X15: "" = no idle rule
 	IdleHours    string
+	Verify       bool // verification before hand-over (issue 24)
 }
 
 // SSHKeyOption is one of the user's keys to install on every node.
@@ -607,4 +609,46 @@ func nodeMessageClass(msg string) string {
 		return "text-slate-600 dark:text-slate-400"
 	}
 	return "text-amber-700 dark:text-amber-400"
+}
+
+// VerificationView is the hand-over report (issue 24 item 4).
+type VerificationView struct {
+	Status    string // running, passed, failed
+	Title     string // "Verified before hand-over", "Verification run 2 (no swaps)"
+	Summary   string
+	Ring      string // "454.4 GB/s · 87 % of 516.7 GB/s (at least 85 %)"; "" before it ran
+	RingState string
+	Machines  []VerifiedMachineView
+	Pairs     []VerifiedPairView
+	Median    string
+	Swaps     []SwapView
+	SwapsUsed string // "1 of 1 swaps used"
+	CanRerun  bool
+	CanKeep   bool
+}
+
+// VerifiedMachineView is one machine's line of the report.
+type VerifiedMachineView struct {
+	Node, Machine, State, GPUs, Stress string
+	Errors                             []string
+}
+
+// VerifiedPairView is one pair's line of the report.
+type VerifiedPairView struct {
+	Pair, BusBW, State, Detail string
+}
+
+// SwapView is one swap of the report.
+type SwapView struct {
+	Node, Reason, Outcome, At string
+}
+
+func verifyStateClass(s string) string {
+	switch s {
+	case "passed", "joined":
+		return "text-emerald-700 dark:text-emerald-400"
+	case "failed", "slow":
+		return "text-rose-700 dark:text-rose-400"
+	}
+	return "text-slate-500"
 }

@@ -39,6 +39,9 @@ func heartbeatResponse(node models.ClusterNode, o models.HeartbeatOrders) agenta
 		p := o.Task.Decode()
 		resp.Task = &agentapi.Task{ID: o.Task.ID, Kind: o.Task.Kind, Software: o.Task.Software, Role: o.Task.Role,
 			Files: p.Files, Env: p.Env, Script: p.Script}
+	case o.Verify != nil:
+		resp.Task = &agentapi.Task{ID: o.Verify.ID, Kind: agentapi.TaskVerify, Software: o.Verify.Check, Role: node.Name,
+			Env: o.Verify.EnvMap(), Script: o.Verify.Script}
 	case o.NCCL != nil:
 		resp.Task = &agentapi.Task{ID: o.NCCL.TaskID, Kind: agentapi.TaskNCCL, Software: agentapi.NCCLSoftware, Role: node.Name, Script: o.NCCL.Script}
 	}

@@ -18,6 +18,15 @@ func (h *handler) agentTaskResult(c echo.Context) error {
 	if err := c.Bind(&req); err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: "bad_request", Message: "Send JSON: {ok, output}."}
 	}
+	if id := c.Param("task"); models.IsVerifyTask(id) {
+		t, err := h.Store.RecordVerifyResult(c.Request().Context(), cl, node, id, req.OK, req.Output)
+		if errors.Is(err, models.ErrNotFound) {
+			return &APIError{Status: http.StatusNotFound, Code: "not_found", Message: "No such task for this node."}
+		} else if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, agentapi.TaskStatus{ID: t.ID, Status: t.Status})
+	}
 	if id := c.Param("task"); models.IsNCCLTask(id) {
 		check, err := h.Store.RecordNCCLResult(c.Request().Context(), cl, node, id, req.OK, req.Output)
 		if errors.Is(err, models.ErrNotFound) {

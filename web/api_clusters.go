@@ -174,7 +174,8 @@ func (h *handler) apiLaunch(c echo.Context) error {
 		IdemKey:     key, RequestHash: hex.EncodeToString(sum[:]), SSHKeyIDs: body.SSHKeyIDs,
 		Workload: models.Workload{Name: body.Name, Software: software, Image: body.Image,
 			StartCommand: startCommand, Env: body.Env, Ports: body.Ports},
-		Watch: watch,
+		Watch:  watch,
+		Verify: body.Verify == nil || *body.Verify, // issue 24: on unless `verify: false`
 	})
 	if err != nil {
 		return launchError(err)
@@ -283,6 +284,9 @@ func clusterAPIView(ctx context.Context, st *models.Store, cl models.Cluster, wi
 		}
 	}
 	j.NCCL = toNCCLJSON(nccl)
+	if j.Verification, err = verificationJSON(ctx, st, cl); err != nil {
+		return j, err
+	}
 	vol, err := st.VolumeOfCluster(ctx, cl)
 	if err != nil {
 		return j, err

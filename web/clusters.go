@@ -112,7 +112,7 @@ func (h *handler) newCluster(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	form := views.LaunchForm{QuoteID: q.ID, FormToken: newToken(18), Software: "none",
+	form := views.LaunchForm{QuoteID: q.ID, FormToken: newToken(18), Software: "none", Verify: true,
 		Name: models.DefaultClusterName(r.Accelerator, nodes)}
 	lp, err := h.launchPage(c, q, form, nil)
 	if err != nil {
@@ -266,7 +266,14 @@ type launchForm struct {
 	SSHKeyIDs    []string `form:"ssh_key_ids"`
 	IdleAction   string   `form:"idle_action"` // X15: "" = no idle rule (the default), mail, stop or terminate
 	IdleHours    string   `form:"idle_hours"`
+	// Verification before hand-over (issue 24): the form sends
+	// verify_shown=1 with its checkbox; a post without it keeps the default (on).
+	VerifyShown string `form:"verify_shown"`
+	Verify      string `form:"verify"`
 }
+
+// verify is the form's choice: on unless the checkbox was shown and cleared.
+func (f launchForm) verify() bool { return f.VerifyShown == "" || f.Verify == "on" }
 
 // parseEnvLines reads KEY=value lines.
 func parseEnvLines(s string) (map[string]string, string) {
@@ -313,7 +320,7 @@ func (h *handler) createCluster(c echo.Context) error {
 	}
 	view := views.LaunchForm{QuoteID: f.QuoteID, FormToken: f.FormToken, Name: f.Name, Software: f.Software,
 		Image: f.Image, StartCommand: f.StartCommand, Env: f.Env, Ports: f.Ports, SSHKeyIDs: f.SSHKeyIDs,
-		IdleAction: f.IdleAction, IdleHours: f.IdleHours}
+		IdleAction: f.IdleAction, IdleHours: f.IdleHours, Verify: f.verify()}
 	problems := map[string]string{}
 	var watch *models.WatchPolicy
 	if f.IdleAction != "" { // X15: the opt-in idle rule at launch
@@ -346,7 +353,8 @@ func (h *handler) createCluster(c echo.Context) error {
 			QuoteID: q.ID, SharedQuote: true, IdemKey: "form:" + f.FormToken, RequestHash: formHash(f), SSHKeyIDs: f.SSHKeyIDs,
 			Workload: models.Workload{Name: strings.TrimSpace(f.Name), Software: f.Software, Image: strings.TrimSpace(f.Image),
 				StartCommand: f.StartCommand, Env: env, Ports: ports},
-			Watch: watch,
+			Watch:  watch,
+			Verify: f.verify(),
 		})
 		switch {
 		case err == nil && created:
@@ -539,6 +547,11 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	if err := h.decorateGPU(c, cl, &cp); err != nil {
 		return cp, err
 	}
+	run, err := h.Store.VerificationFor(ctx, cl.OrgID, cl.ID)
+	if err != nil {
+		return cp, err
+	}
+	cp.Verification = verificationView(cl, run)
 	return cp, nil
 }
 

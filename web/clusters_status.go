@@ -140,6 +140,15 @@ func problemWords(cl models.Cluster, le models.LastError, nodes []models.Cluster
 			sentence = "The resume did not bring every machine back"
 		}
 		return sentence + "; every machine is stopped again.", stopped
+	case models.KindVerifyFailed:
+		keep := "The machines stay up and billing continues at " + rate + ". Read the verification report below, then keep the cluster as it is or terminate it."
+		switch detail {
+		case "fabric":
+			return "The network between the machines is slower than the offer's interconnect allows, on every link alike; no machine was swapped.", keep
+		case "timeout":
+			return "Verification did not finish within its window.", keep
+		}
+		return detail + " failed verification and could not be swapped.", keep
 	case models.KindResumeCancelled:
 		why := ""
 		switch models.StopReason(detail) {
@@ -209,6 +218,13 @@ func progressView(cl models.Cluster, nodes []models.ClusterNode, run *models.Sof
 		}
 		v.Elapsed = elapsed(now.Sub(start))
 		return v
+	case models.StatusVerifying: // issue 24: the report below says how far it is
+		start := now
+		if cl.ReadyAt != nil {
+			start = *cl.ReadyAt
+		}
+		return &views.ProgressView{Phase: "Verifying every machine and the fabric", Count: "on " + machines,
+			Usual: "usually 3–6 minutes", Elapsed: elapsed(now.Sub(start))}
 	}
 	return nil
 }

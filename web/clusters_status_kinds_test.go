@@ -27,6 +27,7 @@ func TestEveryErrorKindHasItsOwnWords(t *testing.T) {
 		models.KindRecoveryExhausted:  {models.RecoveryExhausted(), models.StatusDegraded},
 		models.KindResumeFailed:       {models.ResumeFailed(models.StepTimeout(models.StepAgent)), models.StatusStopped},
 		models.KindResumeCancelled:    {models.ResumeCancelled(models.StopByBalance), models.StatusStopped},
+		models.KindVerifyFailed:       {models.VerificationFailed("node-2"), models.StatusDegraded},
 	}
 	unknown := map[string]bool{}
 	for _, st := range []models.ClusterStatus{models.StatusFailed, models.StatusDegraded} {

@@ -54,6 +54,7 @@ type journey struct {
 	prov    *jobs.Provision
 	install *jobs.Install
 	join    *jobs.Join
+	verify  *jobs.Verify
 }
 
 func newJourney(t *testing.T) *journey {
@@ -75,7 +76,8 @@ func newJourney(t *testing.T) *journey {
 		cat:     &jobs.Catalog{Store: app.store, Providers: reg},
 		prov:    &jobs.Provision{Store: app.store, Providers: reg, ServerURL: srv.URL},
 		install: &jobs.Install{Store: app.store},
-		join:    &jobs.Join{Store: app.store, Providers: reg, ServerURL: srv.URL}}
+		join:    &jobs.Join{Store: app.store, Providers: reg, ServerURL: srv.URL},
+		verify:  &jobs.Verify{Store: app.store}}
 	if err := j.cat.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +110,9 @@ func (j *journey) runJobs() {
 	}
 	if err := j.join.Run(ctx); err != nil {
 		j.t.Fatalf("join: %v", err)
+	}
+	if err := j.verify.Run(ctx); err != nil {
+		j.t.Fatalf("verify: %v", err)
 	}
 }
 
@@ -302,7 +307,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 		if st == seen[len(seen)-1] {
 			continue
 		}
-		if st != string(models.StatusInstalling) && st != string(models.StatusReady) {
+		if st != string(models.StatusInstalling) && st != string(models.StatusVerifying) && st != string(models.StatusReady) {
 			c := j.cluster(acc.org.ID, id)
 			t.Fatalf("cluster went %s (lastError %q) after %v", st, c.LastError, seen)
 		}
@@ -315,7 +320,8 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 				r.querySelector('[data-step=slurm]').dataset.state !== 'waiting')`, 10*time.Second)
 		}
 	}
-	if strings.Join(seen, " → ") != "provisioning → installing → ready" {
+	// Launched from the page, the cluster is verified before hand-over (issue 24).
+	if strings.Join(seen, " → ") != "provisioning → installing → verifying → ready" {
 		t.Fatalf("the page showed %s", strings.Join(seen, " → "))
 	}
 	// Ready: every step of every node done, the ready time shown.

@@ -147,7 +147,7 @@ var (
 )
 
 // clusterStatuses are reported even at zero, so alerts see the series.
-var clusterStatuses = []models.ClusterStatus{models.StatusProvisioning, models.StatusInstalling, models.StatusReady,
+var clusterStatuses = []models.ClusterStatus{models.StatusProvisioning, models.StatusInstalling, models.StatusVerifying, models.StatusReady,
 	models.StatusDegraded, models.StatusStopped, models.StatusFailed, models.StatusTerminated}
 
 func (storeCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -215,7 +215,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Error("launch does not declare the Idempotency-Key header")
 	}
 	status, _ := o.pointer("#/components/schemas/ClusterStatus/enum")
-	if fmt.Sprint(status) != "[provisioning installing ready degraded stopped failed terminated]" {
+	if fmt.Sprint(status) != "[provisioning installing verifying ready degraded stopped failed terminated]" {
 		t.Errorf("cluster statuses: %v", status)
 	}
 	reasons, _ := o.pointer("#/components/schemas/NoCapacityError/properties/error/properties/reason/enum")

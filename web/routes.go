@@ -181,6 +181,8 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/clusters/:id/recovery", h.setRecovery)            // R3
 	app.POST("/clusters/:id/gpu-watch", h.setGPUWatch)           // X15: stall alert and idle rule
 	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
+	app.POST("/clusters/:id/verify", h.verifyAgain)              // issue 24: run verification again
+	app.POST("/clusters/:id/keep", h.keepUnverified)             // issue 24: keep it as it is
 	app.POST("/clusters/:id/workers", h.addWorker)               // L10
 	app.POST("/clusters/:id/nodes/:rank/replace", h.replaceNode) // X5
 	app.POST("/clusters/:id/resume", h.resumeCluster)            // B6
@@ -210,6 +212,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.PUT("/gpu/clusters/:id/gpu-watch", h.apiSetGPUWatch)
 	api.GET("/gpu/clusters/:id/metrics", h.apiGPUMetrics) // X15: what the GPUs are doing
 	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
+	api.POST("/gpu/clusters/:id/verify", h.apiVerifyAgain)  // issue 24
+	api.POST("/gpu/clusters/:id/keep", h.apiKeepUnverified) // issue 24
 	api.POST("/gpu/clusters/:id/workers", h.apiAddWorker)
 	api.POST("/gpu/clusters/:id/nodes/:rank/replace", h.apiReplaceNode)
 	api.POST("/gpu/clusters/:id/resume", h.apiResume)

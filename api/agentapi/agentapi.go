@@ -125,6 +125,7 @@ const (
 	TaskInstall = "install" // install the node's role of the cluster's software (S1)
 	TaskCheck   = "check"   // run the software's own check (S2)
 	TaskNCCL    = "nccl"    // node-0 of a ready cluster: the NCCL all-reduce check (X4)
+	TaskVerify  = "verify"  // a verification check before hand-over; Software names it: machine, ring or pair (issue 24)
 )
 
 // NCCLSoftware is the Software of a TaskNCCL task: the agent runs it as the
@@ -138,7 +139,7 @@ const NCCLSoftware = "nccl-tests"
 // TaskResult to /v1/agent/tasks/{id}.
 type Task struct {
 	ID       string            `json:"id"`
-	Kind     string            `json:"kind"` // TaskInstall, TaskCheck or TaskNCCL
+	Kind     string            `json:"kind"` // TaskInstall, TaskCheck, TaskNCCL or TaskVerify
 	Software string            `json:"software"`
 	Role     string            `json:"role"`
 	Files    map[string]string `json:"files,omitempty"` // path → content to write first

@@ -31,7 +31,7 @@ Usage:
         | --private-offer-id ID)
         [--name NAME] [--software none|slurm|kubernetes|ray] [--env K=V]... [--env-file FILE]
         [--port N]... [--ssh-key-id ID]... [--image IMAGE] [--start-command CMD]
-        [--idempotency-key K] [--wait [--timeout 30m]]
+        [--no-verify] [--idempotency-key K] [--wait [--timeout 30m]]
   clusterdeck gpu clusters list
   clusterdeck gpu clusters get ID
   clusterdeck gpu clusters connections ID
@@ -42,6 +42,9 @@ Usage:
   clusterdeck gpu clusters gpu-watch ID [--stall on|off] [--stall-minutes N] [--idle on|off] [--idle-hours N]
         [--idle-threshold PCT] [--idle-action mail|stop|terminate] [--idle-grace-minutes N]
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters verification ID
+  clusterdeck gpu clusters verify ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters keep ID
   clusterdeck gpu clusters add-worker ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters replace ID --node N [--yes] [--wait [--timeout 30m]]
   clusterdeck gpu volumes list
@@ -180,14 +183,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // clusters dispatches `gpu clusters SUB …`.
 func (c *gpuCLI) clusters(args []string) error {
 	if len(args) == 0 {
-		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, resume, add-worker, replace, top or gpu-watch")
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, resume, add-worker, replace, top, gpu-watch, verification, verify or keep")
 	}
 	commands := map[string]func([]string) error{
 		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
 		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
 		"add-worker": c.addWorker, "replace": c.replaceNode,
 		"recovery": c.recoveryPolicy, "recover": c.recoverNow, "resume": c.resume,
-		"top": c.top, "gpu-watch": c.gpuWatch,
+		"top": c.top, "gpu-watch": c.gpuWatch, "verification": c.verification, "verify": c.verifyAgain, "keep": c.keepUnverified,
 	}
 	sub, rest := args[0], args[1:]
 	if run, ok := commands[sub]; ok {

@@ -357,6 +357,9 @@ func printCluster(w io.Writer, cl api.Cluster) {
 	if cl.ReadyAt != nil && cl.EndedAt == nil {
 		printRecovery(w, cl.Recovery)
 	}
+	if cl.Verification != nil {
+		printVerification(w, *cl.Verification)
+	}
 	if len(cl.Nodes) > 0 {
 		fmt.Fprintln(w)
 		tw = table(w)

@@ -38,6 +38,7 @@ func (c *gpuCLI) parseLaunch(args []string) (launchArgs, error) {
 	fs.Var(&keys, "ssh-key-id", "an SSH key `id` to install on every node (repeatable; see Settings → SSH keys)")
 	fs.StringVar(&b.Image, "image", "", "the image every node runs")
 	fs.StringVar(&b.StartCommand, "start-command", "", "the command every node starts")
+	noVerify := fs.Bool("no-verify", false, "hand the cluster over without verifying its machines and fabric first (verify: false)")
 	fs.StringVar(&a.key, "idempotency-key", "", "the launch's Idempotency-Key (default: a fresh one, printed so a retry can reuse it)")
 	a.wait.register(fs, "ready (exit 0), or failed, degraded, stopped or terminated (exit 1)")
 	var watch watchFlags
@@ -52,6 +53,10 @@ func (c *gpuCLI) parseLaunch(args []string) (launchArgs, error) {
 	}
 	b.GPUWatch = gw
 	b.QuoteID, b.QuoteBody, b.SSHKeyIDs = strings.TrimSpace(b.QuoteID), a.shape.body(set), keys
+	if *noVerify {
+		off := false
+		b.Verify = &off // issue 24: on unless asked
+	}
 	a.key = strings.TrimSpace(a.key)
 	switch {
 	case b.QuoteID == "" && a.shape.offerID == "" && a.shape.privateOfferID == "":

@@ -51,6 +51,8 @@ type deck struct {
 	cat   *jobs.Catalog
 	job   *jobs.Provision
 	join  *jobs.Join
+	// verify hands clusters over verified (issue 24), as every launch asks.
+	verify *jobs.Verify
 	// health and recovery are run by healthPass only (R1–R5).
 	health   *jobs.Health
 	recovery *jobs.Recovery
@@ -85,7 +87,7 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 	reg := providers.Registry{"sim": cloud}
 	d := &deck{t: t, store: store, clock: clock, srv: srv, cloud: cloud,
 		cat: &jobs.Catalog{Store: store, Providers: reg}, job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL},
-		join:   &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL},
+		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL}, verify: &jobs.Verify{Store: store},
 		health: &jobs.Health{Store: store, Providers: reg}, recovery: &jobs.Recovery{Store: store, Providers: reg}}
 	if err := d.cat.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -143,6 +145,9 @@ func (d *deck) tick() {
 	}
 	if err := d.join.Run(ctx); err != nil {
 		d.t.Fatalf("join: %v", err)
+	}
+	if err := d.verify.Run(ctx); err != nil {
+		d.t.Fatalf("verify: %v", err)
 	}
 }
 

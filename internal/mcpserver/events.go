@@ -69,7 +69,7 @@ type WaitArgs struct {
 }
 
 // clusterStatuses are the statuses wait_for_cluster knows (L8).
-var clusterStatuses = []any{"provisioning", "installing", "ready", "degraded", "stopped", "failed", "terminated"}
+var clusterStatuses = []any{"provisioning", "installing", "verifying", "ready", "degraded", "stopped", "failed", "terminated"}
 
 // launchEnds are where a launch stops by itself.
 var launchEnds = []string{"ready", "degraded", "stopped", "failed", "terminated"}

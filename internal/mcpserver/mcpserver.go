@@ -61,7 +61,7 @@ type tools struct{ api *client.Client }
 func (t *tools) all() []func(*mcp.Server) {
 	return []func(*mcp.Server){
 		t.listOffers, t.quoteCluster, t.launchCluster, t.listClusters, t.getCluster,
-		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote, t.setRecovery, t.recoverCluster, t.addWorker,
+		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote, t.setRecovery, t.recoverCluster, t.verificationTools, t.addWorker,
 		t.resumeCluster, t.getBalance, t.billingUsage, t.listVolumes, t.createVolume, t.deleteVolume,
 		t.waitForCluster, t.listEvents, t.clusterGPUMetrics, t.setGPUWatch,
 	}

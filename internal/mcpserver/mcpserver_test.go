@@ -40,6 +40,9 @@ func TestToolsListed(t *testing.T) {
 			"list_events":         {readOnly: true},                   // issue 25 item 6: the feed after a cursor
 			"cluster_gpu_metrics": {readOnly: true},                   // X15: what the GPUs are doing
 			"set_gpu_watch":       {idempotent: true},                 // X15: the same settings twice are one setting
+			"get_verification":    {readOnly: true},                   // issue 24: the hand-over report
+			"verify_cluster":      {},                                 // issue 24: each call runs the checks again
+			"keep_cluster":        {idempotent: true},                 // issue 24: keeping it twice keeps it
 		}
 		for _, w := range ways {
 			cs := mustConnect(t, w, d, d.key)
@@ -130,13 +133,13 @@ func TestAgentRun(t *testing.T) {
 				}
 
 				status := ""
-				for n := 0; n < 15 && status != "ready"; n++ {
+				for n := 0; n < 25 && status != "ready"; n++ {
 					g := ok(t, cs, "get_cluster", map[string]any{"cluster_id": id})
 					status = str(g.data["status"])
-					if status != "provisioning" && status != "ready" {
+					if status != "provisioning" && status != "verifying" && status != "ready" { // verified before hand-over (issue 24)
 						t.Fatalf("get_cluster: %s", g.text)
 					}
-					if status == "provisioning" && !strings.Contains(g.text, "call get_cluster again") {
+					if status != "ready" && !strings.Contains(g.text, "call get_cluster again") {
 						t.Errorf("a provisioning cluster's summary says nothing to do: %s", g.text)
 					}
 					d.tick()

@@ -150,12 +150,13 @@ type LaunchArgs struct {
 	IdempotencyKey string            `json:"idempotency_key,omitempty" jsonschema:"makes retries safe: the same key and arguments give the same cluster; derived from the arguments when empty"`
 	IdleHours      int               `json:"idle_hours,omitempty" jsonschema:"opt in to the idle rule: when every GPU has been below 5 % for this many hours (1 to 24), mail the owners; off when 0"`
 	IdleAction     string            `json:"idle_action,omitempty" jsonschema:"with idle_hours: mail (default), or stop or terminate the cluster 60 minutes after the warning mail"`
+	Verify         *bool             `json:"verify,omitempty" jsonschema:"verify every machine and the fabric before hand-over (default true); false hands it over unverified"`
 }
 
 // body is the launch's API body.
 func (a LaunchArgs) body() api.LaunchBody {
 	b := api.LaunchBody{QuoteID: a.QuoteID, Name: a.Name, Software: a.Software, Env: a.Env, Ports: a.Ports,
-		SSHKeyIDs: a.SSHKeyIDs, Image: a.Image, StartCommand: a.StartCommand}
+		SSHKeyIDs: a.SSHKeyIDs, Image: a.Image, StartCommand: a.StartCommand, Verify: a.Verify}
 	if a.IdleHours != 0 || a.IdleAction != "" {
 		on, hours := true, a.IdleHours
 		idle := &api.IdleWatchBody{Enabled: &on, Hours: &hours}
@@ -244,7 +245,7 @@ func clusterSummary(cl api.Cluster) string {
 		s += " Last error: " + *cl.LastError + "."
 	}
 	switch cl.Status {
-	case "provisioning", "installing":
+	case "provisioning", "installing", "verifying":
 		s += " Not ready yet: wait_for_cluster blocks until it is (or call get_cluster again in a minute)."
 	case "ready":
 		s += " Billing since readyAt; cluster_connections shows how to reach it. Ready is infrastructure readiness: check your own application."

@@ -104,6 +104,8 @@ func (e *executor) Run(ctx context.Context, step, script string) (_ string, err 
 		return e.xid(ctx)
 	case NCCLStep:
 		return e.nccl(ctx)
+	case VerifyMachineStep, VerifyRingStep, VerifyPairStep:
+		return e.verify(ctx, step, script)
 	case PortsStep:
 		return e.ports(ctx, script)
 	case KeysStep:

@@ -43,6 +43,18 @@ const (
 	// FaultNCCLSlow: the NCCL check on a group with machine Node measures
 	// 30 % of what the interconnect advertises.
 	FaultNCCLSlow FaultKind = "nccl_slow"
+	// FaultECCErrors: machine Node's GPU 1 reports uncorrectable volatile
+	// ECC errors and a pending row remap in nvidia-smi -q, and its kernel
+	// log an Xid 48 (issue 24).
+	FaultECCErrors FaultKind = "ecc_errors"
+	// FaultStressFails: machine Node's GPU stress (dcgmi diag -r 1) fails.
+	FaultStressFails FaultKind = "stress_fails"
+	// FaultSlowLink: machine Node's link to the fabric runs at 40 %: every
+	// all-reduce it takes part in (the ring, its pairs) is slow.
+	FaultSlowLink FaultKind = "slow_link"
+	// FaultFabricSlow: the whole fabric of a group with machine Node runs at
+	// 30 %: the ring and every pair are equally slow (a network incident).
+	FaultFabricSlow FaultKind = "fabric_slow"
 
 	// The faults below happen after admission (R1–R5). Injected with the
 	// Group of a live placement they hit it at once (After counts from
@@ -81,7 +93,7 @@ const (
 var faultKinds = []FaultKind{
 	FaultRefuseCapacity, FaultRefuseValidation, FaultNeverBoots, FaultDies,
 	FaultAgentSilent, FaultPeerUnreachable, FaultInstallFails, FaultCheckFails, FaultGPUMissing,
-	FaultNCCLSlow,
+	FaultNCCLSlow, FaultECCErrors, FaultStressFails, FaultSlowLink, FaultFabricSlow,
 	FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop, FaultRestartFails, FaultDescribeDelay,
 	FaultGPUECC, FaultGPUXID, FaultGPUDrops,
 }
@@ -422,8 +434,14 @@ func (n *node) script(f Fault) {
 		n.checkFails = append(n.checkFails, f.Software)
 	case FaultGPUMissing:
 		n.gpuMissing = true
-	case FaultNCCLSlow:
+	case FaultNCCLSlow, FaultFabricSlow:
 		n.ncclSlow = true
+	case FaultECCErrors:
+		n.eccErrors = true
+	case FaultStressFails:
+		n.stressFails = true
+	case FaultSlowLink:
+		n.slowLink = true
 	case FaultGoesDown, FaultUnrecoverable, FaultHeartbeatsStop, FaultGPUECC, FaultGPUXID, FaultGPUDrops:
 		n.hit(f, n.bootAt)
 	}

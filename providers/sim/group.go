@@ -36,6 +36,9 @@ type node struct {
 	checkFails      []string  // software whose check reports this node unhealthy ("" = all)
 	gpuMissing      bool      // nvidia-smi lists one GPU fewer than the offer has
 	ncclSlow        bool      // the NCCL check measures a fraction of the fabric
+	eccErrors       bool      // uncorrectable ECC errors and an Xid 48 on GPU 1 (issue 24)
+	stressFails     bool      // dcgmi diag -r 1 fails
+	slowLink        bool      // its link to the fabric runs at slowLinkShare
 	downAt          time.Time // stopped from then until restarted (zero = never)
 	unrecoverable   bool      // every restart is refused
 	silentAt        time.Time // the agent stops from then until restarted (zero = never)

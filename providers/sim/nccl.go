@@ -33,20 +33,30 @@ const ncclSlowShare = 0.3
 // Callers hold c.mu.
 func (e *executor) allReducePerf() string {
 	g := e.n.g
-	cfg := g.offer.cfg
-	f, ok := fabrics[cfg.Interconnect]
+	f, ok := fabrics[g.offer.cfg.Interconnect]
 	if !ok {
 		f = fabrics["ethernet"]
 	}
-	nodes, gpus := len(g.nodes), cfg.GPUsPerNode
-	ranks := nodes * gpus
-	perNode := f.perNode + f.perGPU*float64(gpus)
 	share := f.share
 	for _, n := range g.nodes {
 		if n.ncclSlow {
 			share = ncclSlowShare
 		}
 	}
+	return allReduceOn(g, g.nodes, share)
+}
+
+// allReduceOn prints all_reduce_perf across the given machines of g at
+// share of what the fabric advertises. Callers hold c.mu.
+func allReduceOn(g *group, members []*node, share float64) string {
+	cfg := g.offer.cfg
+	f, ok := fabrics[cfg.Interconnect]
+	if !ok {
+		f = fabrics["ethernet"]
+	}
+	nodes, gpus := len(members), cfg.GPUsPerNode
+	ranks := nodes * gpus
+	perNode := f.perNode + f.perGPU*float64(gpus)
 	// A network-bound ring all-reduce: busbw = B·N(R−1)/(R(N−1)).
 	peakBus := share * perNode * float64(nodes) * float64(ranks-1) / (float64(ranks) * float64(max(nodes-1, 1)))
 	peakAlg := peakBus * float64(ranks) / (2 * float64(ranks-1))
@@ -62,7 +72,7 @@ func (e *executor) allReducePerf() string {
 	w("#")
 	w("# Using devices")
 	for r := range ranks {
-		n := g.nodes[r/gpus]
+		n := members[r/gpus]
 		w("#  Rank %2d Group  0 Pid %6d on %s device %2d [0000:%02x:00] %s", r, 4100+r, n.name(), r%gpus, 0x18+0x10*(r%gpus), model)
 	}
 	w("#")

@@ -97,6 +97,9 @@ type nodeDoc struct {
 	CheckFails      []string             `json:"checkFails,omitempty"`
 	GPUMissing      bool                 `json:"gpuMissing,omitempty"`
 	NCCLSlow        bool                 `json:"ncclSlow,omitempty"`
+	ECCErrors       bool                 `json:"eccErrors,omitempty"`
+	StressFails     bool                 `json:"stressFails,omitempty"`
+	SlowLink        bool                 `json:"slowLink,omitempty"`
 	DownAt          time.Time            `json:"downAt,omitzero"`
 	Stopped         bool                 `json:"stopped,omitempty"`
 	Released        bool                 `json:"released,omitempty"`
@@ -132,7 +135,7 @@ func (c *Cloud) encode() ([]byte, error) {
 			gd.Nodes = append(gd.Nodes, nodeDoc{ID: n.id, Host: n.host, BootAt: n.bootAt, RestartUntil: n.restartUntil,
 				NeverBoots: n.neverBoots, Dies: n.dies, DieAfter: Duration(n.dieAfter), AgentSilent: n.agentSilent,
 				PeerUnreachable: n.peerUnreachable, CheckFails: n.checkFails, GPUMissing: n.gpuMissing,
-				NCCLSlow: n.ncclSlow, DownAt: n.downAt, Stopped: n.stopped, Released: n.released, Unrecoverable: n.unrecoverable,
+				NCCLSlow: n.ncclSlow, ECCErrors: n.eccErrors, StressFails: n.stressFails, SlowLink: n.slowLink, DownAt: n.downAt, Stopped: n.stopped, Released: n.released, Unrecoverable: n.unrecoverable,
 				SilentAt: n.silentAt, Installed: n.installed, AgentEpoch: n.agentEpoch, Ran: n.ran,
 				ECCAt: n.eccAt, XIDAt: n.xidAt, DropAt: n.dropAt, ECCGPU: n.eccGPU, XIDGPU: n.xidGPU, DropGPU: n.dropGPU, XIDCode: n.xidCode})
 		}
@@ -173,7 +176,7 @@ func (c *Cloud) decode(data []byte) error {
 			n := &node{g: g, index: i, id: nd.ID, host: nd.Host, bootAt: nd.BootAt, restartUntil: nd.RestartUntil,
 				neverBoots: nd.NeverBoots, dies: nd.Dies, dieAfter: nd.DieAfter.D(), agentSilent: nd.AgentSilent,
 				peerUnreachable: nd.PeerUnreachable, checkFails: nd.CheckFails, gpuMissing: nd.GPUMissing,
-				ncclSlow: nd.NCCLSlow, downAt: nd.DownAt, stopped: nd.Stopped, released: nd.Released, unrecoverable: nd.Unrecoverable,
+				ncclSlow: nd.NCCLSlow, eccErrors: nd.ECCErrors, stressFails: nd.StressFails, slowLink: nd.SlowLink, downAt: nd.DownAt, stopped: nd.Stopped, released: nd.Released, unrecoverable: nd.Unrecoverable,
 				silentAt: nd.SilentAt, installed: nd.Installed, agentEpoch: nd.AgentEpoch, ran: nd.Ran,
 				eccAt: nd.ECCAt, xidAt: nd.XIDAt, dropAt: nd.DropAt, eccGPU: nd.ECCGPU, xidGPU: nd.XIDGPU, dropGPU: nd.DropGPU, xidCode: nd.XIDCode}
 			if n.installed == nil {

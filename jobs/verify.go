@@ -1,0 +1,592 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/nodespec"
+)
+
+// Verify drives every verifying cluster to ready or degraded, and every
+// "run verification again" on a ready one to its report (issue 24; see
+// models/verify.go). Each tick it reads every check the agents answered,
+// rebuilds the report, writes an event for each verdict that changed
+// (with its node), plans the checks that are due — every machine's check,
+// then node-0's ring all-reduce, then the pairs in waves — and decides:
+// a machine that fails is swapped while MaySwapNow allows; swaps spent,
+// the fabric slow as a whole, or the window over → degraded with the
+// report. Agents take the checks through their heartbeat.
+type Verify struct {
+	Store *models.Store
+	Mail  *models.ClusterNotify // the ready or degraded mail, with the report's summary; nil = none
+}
+
+// Name implements Job.
+func (j *Verify) Name() string { return "verify" }
+
+// Run implements Job. One cluster's trouble does not stop the others.
+func (j *Verify) Run(ctx context.Context) error {
+	clusters, err := j.Store.ClustersVerifying(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range clusters {
+		if err := j.advance(ctx, c); err != nil && !errors.Is(err, models.ErrConflict) {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", c.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// verification is one tick's reading of a cluster's run.
+type verification struct {
+	c      models.Cluster
+	run    models.VerifyRun
+	nodes  []models.ClusterNode // not joining: the machines checked this round
+	all    []models.ClusterNode
+	spec   nodespec.Cluster
+	tasks  []models.VerifyTask
+	th     models.VerifyThresholds
+	prev   models.VerifyReport
+	rep    models.VerifyReport
+	events []models.VerifyEvent
+	todo   []models.NewVerifyTask
+}
+
+func (j *Verify) advance(ctx context.Context, c models.Cluster) error {
+	run, err := j.Store.VerifyRunFor(ctx, c)
+	if err != nil || run.Status != models.VerifyRunning {
+		return err
+	}
+	all, err := j.Store.NodesFor(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	offer, err := j.Store.OfferByID(ctx, c.OfferID)
+	if err != nil && !errors.Is(err, models.ErrNotFound) {
+		return err
+	}
+	tasks, err := j.Store.VerifyTasks(ctx, c.ID, run.Run)
+	if err != nil {
+		return err
+	}
+	v := &verification{c: c, run: run, all: all, tasks: tasks, th: models.CurrentVerifyThresholds(), prev: run.ReportOf()}
+	for _, n := range all {
+		if n.JoinKind == "" {
+			v.nodes = append(v.nodes, n)
+		}
+	}
+	v.spec = models.ClusterSpec(c, v.nodes, offer)
+	v.rep = models.VerifyReport{Run: run.Run, Rerun: run.Rerun, Status: models.VerifyRunning, StartedAt: run.StartedAt,
+		MaxSwaps: run.MaxSwaps, Swaps: v.prev.Swaps, Pairs: []models.PairVerdict{},
+		Thresholds: models.ReportThresholds{RingPercent: v.th.RingPercent, PairBelowMedianPercent: v.th.PairBelowMedianPercent, IdleTempMaxC: v.th.IdleTempMaxC}}
+	if v.rep.Swaps == nil {
+		v.rep.Swaps = []models.SwapRecord{}
+	}
+	v.swapOutcomes()
+	return j.decide(ctx, v)
+}
+
+// decide reads the checks in order and acts on the first thing due.
+func (j *Verify) decide(ctx context.Context, v *verification) error {
+	now := j.Store.Now()
+	machinesDone, failed := v.machines()
+	joining := len(v.nodes) < len(v.all)
+	late := !now.Before(v.run.Deadline)
+	switch {
+	case joining && late:
+		return j.finish(ctx, v, "timeout", "", v.summary("The verification window ended while a swapped machine was still joining."))
+	case joining:
+		return j.save(ctx, v) // the join job brings the replacement in
+	case len(failed) > 0 && !v.run.Rerun:
+		why := v.machineFailure(failed[0])
+		return j.swapOrFail(ctx, v, failed[0].Rank, why)
+	case !machinesDone:
+		if late {
+			return j.finish(ctx, v, "timeout", "", v.summary("The verification window ended before every machine answered its check."))
+		}
+		return j.plan(ctx, v)
+	}
+	ringDone := v.ring()
+	pairsDone := ringDone && v.pairs()
+	if !pairsDone {
+		if late {
+			return j.finish(ctx, v, "timeout", "", v.summary("The verification window ended before the fabric checks answered."))
+		}
+		return j.plan(ctx, v)
+	}
+	culprit := v.slowPairCulprit()
+	ringOK := v.rep.Ring != nil && v.rep.Ring.Status == "passed"
+	switch {
+	case culprit >= 0 && !v.run.Rerun:
+		return j.swapOrFail(ctx, v, culprit, fmt.Sprintf("the link of node-%d is slow: every pair it is in is more than %d %% below the median pair", culprit, v.th.PairBelowMedianPercent))
+	case len(failed) > 0: // a run again reports, never swaps
+		return j.finish(ctx, v, "node-"+strconv.Itoa(failed[0].Rank), failed[0].Node, v.summary(v.machineFailure(failed[0])))
+	case culprit >= 0:
+		return j.finish(ctx, v, "node-"+strconv.Itoa(culprit), fmt.Sprintf("node-%d", culprit),
+			v.summary(fmt.Sprintf("The link of node-%d is slow.", culprit)))
+	case !ringOK:
+		return j.finish(ctx, v, "fabric", "", v.summary("The fabric as a whole is slow (the network, not one machine): no machine was swapped."))
+	}
+	return j.finish(ctx, v, "", "", v.summary(""))
+}
+
+// swapOrFail swaps machine rank when MaySwapNow allows it, else ends the
+// verification failed, naming the node.
+func (j *Verify) swapOrFail(ctx context.Context, v *verification, rank int, why string) error {
+	node := fmt.Sprintf("node-%d", rank)
+	machine := ""
+	for _, n := range v.nodes {
+		if n.Rank == rank {
+			machine = n.ProviderNodeID
+		}
+	}
+	ok, whyNot := v.c.MaySwapNow(v.run, v.all, j.Store.Now())
+	if !ok {
+		return j.finish(ctx, v, node, node, v.summary(fmt.Sprintf("%s failed verification (%s) and is not swapped: %s.", node, why, whyNot)))
+	}
+	v.rep.Swaps = append(v.rep.Swaps, models.SwapRecord{Node: node, MachineID: machine, Reason: why, At: j.Store.Now(), Outcome: "joining"})
+	v.rep.Summary = fmt.Sprintf("Swapping %s: %s.", node, why)
+	err := j.Store.SwapForVerification(ctx, v.c, v.run, rank, v.rep, v.events)
+	return err
+}
+
+// finish ends the run; what is "" when everything passed.
+func (j *Verify) finish(ctx context.Context, v *verification, what, node, msg string) error {
+	v.rep.Summary = msg
+	_, err := j.Store.FinishVerification(ctx, v.c, v.run, v.rep, what, node, msg, v.events, j.Mail)
+	return err
+}
+
+// plan adds the checks due and keeps the report.
+func (j *Verify) plan(ctx context.Context, v *verification) error {
+	if len(v.todo) > 0 {
+		if err := j.Store.AddVerifyTasks(ctx, v.c, v.run, v.todo); err != nil {
+			return err
+		}
+	}
+	return j.save(ctx, v)
+}
+
+func (j *Verify) save(ctx context.Context, v *verification) error {
+	v.rep.Summary = v.progress()
+	return j.Store.SaveVerifyReport(ctx, v.c, v.run, v.rep, v.events)
+}
+
+// swapOutcomes marks swaps whose machine has joined (or failed to).
+func (v *verification) swapOutcomes() {
+	for i := range v.rep.Swaps {
+		s := &v.rep.Swaps[i]
+		if s.Outcome != "joining" {
+			continue
+		}
+		for _, n := range v.all {
+			if n.Name != s.Node {
+				continue
+			}
+			switch {
+			case n.JoinKind != "":
+			case n.Status == models.NodeDown:
+				s.Outcome = "failed"
+				v.events = append(v.events, models.VerifyEvent{Kind: "error", Node: n.Name,
+					Message: fmt.Sprintf("The replacement for %s could not join: %s", n.Name, n.Message)})
+			default:
+				s.Outcome, s.NewMachine = "joined", n.ProviderNodeID
+			}
+		}
+	}
+}
+
+// machines judges every machine's check, planning those not asked yet;
+// it reports whether all answered and which failed (by rank).
+func (v *verification) machines() (bool, []models.MachineVerdict) {
+	done := true
+	var failed []models.MachineVerdict
+	for _, n := range v.all {
+		mv := models.MachineVerdict{Node: n.Name, Rank: n.Rank, MachineID: n.ProviderNodeID, Status: "pending", Errors: []string{}}
+		if n.JoinKind != "" {
+			mv.Status, mv.GPUs = "swapping", "a replacement machine is joining"
+			v.rep.Machines = append(v.rep.Machines, mv)
+			continue
+		}
+		t := v.machineTask(n)
+		switch {
+		case t == nil:
+			v.todo = append(v.todo, models.NewVerifyTask{Check: models.CheckMachine, Rank: n.Rank, Peer: -1,
+				MachineID: n.ProviderNodeID, Script: nodespec.VerifyMachineScript})
+			done = false
+		case !t.Finished():
+			done = false
+		default:
+			mv = v.judgeMachine(n, *t)
+			if mv.Status == "failed" {
+				failed = append(failed, mv)
+			}
+		}
+		v.rep.Machines = append(v.rep.Machines, mv)
+		v.noteMachine(mv)
+	}
+	return done, failed
+}
+
+// machineTask is node n's latest machine check for the machine it is now.
+func (v *verification) machineTask(n models.ClusterNode) *models.VerifyTask {
+	var out *models.VerifyTask
+	for i, t := range v.tasks {
+		if t.Check == models.CheckMachine && t.Rank == n.Rank && t.MachineID == n.ProviderNodeID {
+			out = &v.tasks[i]
+		}
+	}
+	return out
+}
+
+// noteMachine writes an event when a machine's verdict is new.
+func (v *verification) noteMachine(mv models.MachineVerdict) {
+	if mv.Status != "passed" && mv.Status != "failed" {
+		return
+	}
+	for _, p := range v.prev.Machines {
+		if p.Node == mv.Node && p.Status == mv.Status && p.MachineID == mv.MachineID {
+			return
+		}
+	}
+	if mv.Status == "passed" {
+		v.events = append(v.events, models.VerifyEvent{Kind: "step", Node: mv.Node,
+			Message: fmt.Sprintf("%s passed the machine check: %s; %s.", mv.Node, mv.GPUs, stressLine(mv))})
+		return
+	}
+	v.events = append(v.events, models.VerifyEvent{Kind: "error", Type: models.TypeNodeVerificationFailed, Node: mv.Node,
+		Message: fmt.Sprintf("%s (machine %s) failed the machine check: %s.", mv.Node, orUnknown(mv.MachineID), strings.Join(mv.Errors, "; "))})
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "id not given by the provider"
+	}
+	return s
+}
+
+func stressLine(mv models.MachineVerdict) string {
+	switch {
+	case mv.Stress == nodespec.StressSkipped:
+		return "stress skipped: " + mv.StressDetail
+	case mv.StressPassed:
+		return mv.Stress + " passed"
+	}
+	return mv.Stress + " failed: " + mv.StressDetail
+}
+
+// judgeMachine reads one machine check against the offer and thresholds
+// (issue 24 item 2).
+func (v *verification) judgeMachine(n models.ClusterNode, t models.VerifyTask) models.MachineVerdict {
+	mv := models.MachineVerdict{Node: n.Name, Rank: n.Rank, MachineID: n.ProviderNodeID, Status: "passed", Errors: []string{}}
+	mc := nodespec.ParseMachineCheck(t.Output)
+	bad := func(format string, args ...any) { mv.Errors = append(mv.Errors, fmt.Sprintf(format, args...)) }
+	if t.Status == models.TaskFailed && mc.Stress.Tool == "" {
+		bad("the check did not run: %s", brief(t.Output))
+	}
+	if mc.SMIErr != nil {
+		bad("nvidia-smi -q could not be read: %v", mc.SMIErr)
+	}
+	gpus := make([]nodespec.GPU, len(mc.SMI.GPUs))
+	for i, g := range mc.SMI.GPUs {
+		gpus[i] = nodespec.GPU{Index: i, Name: g.Name, MemoryTotalMiB: g.MemoryTotalMiB, DriverVersion: mc.SMI.Driver}
+	}
+	mv.GPUs = nodespec.SummarizeGPUs(gpus)
+	if len(gpus) != v.c.GPUsPerNode {
+		bad("%d GPUs, the offer promises %d × %s", len(gpus), v.c.GPUsPerNode, strings.ReplaceAll(v.c.Accelerator, "_", " "))
+	}
+	for i, g := range mc.SMI.GPUs {
+		if !nodespec.IsAccelerator(gpus[i], v.c.Accelerator) {
+			bad("GPU %d is %s, the offer promises %s", i, g.Name, strings.ReplaceAll(v.c.Accelerator, "_", " "))
+		}
+		if g.VolatileUncorrectable > 0 {
+			bad("GPU %d: %d uncorrectable ECC errors since boot", i, g.VolatileUncorrectable)
+		}
+		if g.RemapFailure {
+			bad("GPU %d: a row remapping failed", i)
+		}
+		if g.RemapPending {
+			bad("GPU %d: a row remap is pending (the GPU needs a reset)", i)
+		}
+		if g.RetiredPagesPending {
+			bad("GPU %d: a page retirement is pending", i)
+		}
+		if g.WidthMax > 0 && g.WidthCurrent > 0 && g.WidthCurrent < g.WidthMax {
+			bad("GPU %d: PCIe link runs x%d of x%d", i, g.WidthCurrent, g.WidthMax)
+		}
+		if g.TemperatureC > v.th.IdleTempMaxC {
+			bad("GPU %d: %d °C at idle (more than %d °C)", i, g.TemperatureC, v.th.IdleTempMaxC)
+		}
+		mv.MaxTempC = max(mv.MaxTempC, g.TemperatureC)
+	}
+	for _, x := range mc.Xids {
+		if !appXid(x.Code) {
+			bad("kernel log: %s", strings.TrimSuffix(x.Line, "."))
+		}
+	}
+	mv.Stress, mv.StressPassed, mv.StressDetail = mc.Stress.Tool, mc.Stress.Passed, mc.Stress.Detail
+	switch {
+	case mc.Stress.Tool == "":
+		mv.Stress = "not run"
+	case !mc.Stress.Passed:
+		bad("%s failed: %s", mc.Stress.Tool, mc.Stress.Detail)
+	}
+	if len(mv.Errors) > 0 {
+		mv.Status = "failed"
+	}
+	return mv
+}
+
+// appXid: Xids an application causes (13 graphics engine exception, 31 MMU
+// fault, 43 GPU stopped processing, 45 preemptive cleanup) say nothing
+// about the machine; every other Xid fails it.
+func appXid(code int) bool { return code == 13 || code == 31 || code == 43 || code == 45 }
+
+func (v *verification) machineFailure(mv models.MachineVerdict) string {
+	return fmt.Sprintf("%s failed the machine check: %s", mv.Node, strings.Join(mv.Errors, "; "))
+}
+
+// ring judges node-0's ring all-reduce of this round, planning it when due.
+func (v *verification) ring() bool {
+	r := &models.RingVerdict{Status: "pending", ThresholdPercent: v.th.RingPercent, ExpectedBusBW: v.spec.ExpectedBusBW()}
+	v.rep.Ring = r
+	t := v.roundTask(models.CheckRing, 0, -1)
+	if t == nil {
+		v.todo = append(v.todo, models.NewVerifyTask{Check: models.CheckRing, Rank: 0, Peer: -1, MachineID: v.nodes[0].ProviderNodeID,
+			Env: map[string]string{"NCCL_ALGO": "Ring"}, Script: v.spec.VerifyRingCommand()})
+		return false
+	}
+	if !t.Finished() {
+		return false
+	}
+	reading, err := v.spec.ReadAllReduce(t.Output)
+	switch {
+	case t.Status == models.TaskFailed || err != nil:
+		r.Status, r.Detail = "failed", "the all-reduce did not complete"
+		if err != nil {
+			r.Detail += ": " + err.Error()
+		}
+	default:
+		r.BusBW, r.ExpectedBusBW, r.Percent = reading.BusBW, reading.ExpectedBusBW, reading.Percent
+		r.Status = "passed"
+		if r.Percent < v.th.RingPercent {
+			r.Status = "failed"
+		}
+	}
+	if v.prev.Ring == nil || v.prev.Ring.Status != r.Status || v.prev.Ring.BusBW != r.BusBW {
+		kind := "step"
+		if r.Status == "failed" {
+			kind = "error"
+		}
+		v.events = append(v.events, models.VerifyEvent{Kind: kind, Node: "node-0", Message: fmt.Sprintf(
+			"Ring all-reduce (NCCL_ALGO=Ring) across %d machines: %.1f GB/s bus bandwidth, %d %% of the %.1f GB/s the interconnect allows (at least %d %% required): %s.%s",
+			len(v.nodes), r.BusBW, r.Percent, r.ExpectedBusBW, r.ThresholdPercent, r.Status, detail(r.Detail))})
+	}
+	return true
+}
+
+func detail(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + s + "."
+}
+
+// roundTask is this round's check of kind on rank (with peer).
+func (v *verification) roundTask(check string, rank, peer int) *models.VerifyTask {
+	for i, t := range v.tasks {
+		if t.Round == v.run.Round && t.Check == check && t.Rank == rank && t.Peer == peer {
+			return &v.tasks[i]
+		}
+	}
+	return nil
+}
+
+// pairPlan is the pairwise check with three machines or more: the pairs
+// (i, i+1 mod N) in waves that share no machine — even i, odd i, and the
+// wrap-around pair of an odd N alone.
+func pairPlan(n int) [][][2]int {
+	if n < 3 {
+		return nil
+	}
+	waves := make([][][2]int, 2, 3)
+	for i := range n {
+		p := [2]int{i, (i + 1) % n}
+		switch {
+		case n%2 == 1 && i == n-1:
+			waves = append(waves, [][2]int{p})
+		default:
+			waves[i%2] = append(waves[i%2], p)
+		}
+	}
+	return waves
+}
+
+// pairs judges the pairwise check wave by wave, planning the next wave
+// when the one before answered.
+func (v *verification) pairs() bool {
+	waves := pairPlan(len(v.nodes))
+	var bws []float64
+	for _, wave := range waves {
+		var due []models.NewVerifyTask
+		waveDone := true
+		for _, p := range wave {
+			a, b := v.nodes[p[0]], v.nodes[p[1]]
+			pv := models.PairVerdict{A: a.Name, B: b.Name, Status: "pending"}
+			t := v.roundTask(models.CheckPair, a.Rank, b.Rank)
+			switch {
+			case t == nil:
+				due = append(due, models.NewVerifyTask{Check: models.CheckPair, Rank: a.Rank, Peer: b.Rank, MachineID: a.ProviderNodeID,
+					Env:    map[string]string{"NCCL_ALGO": "Ring", "PEER_RANK": strconv.Itoa(b.Rank), "PEER_HOST": b.PrivateIP},
+					Script: v.spec.VerifyPairCommand(a.PrivateIP, b.PrivateIP)})
+				waveDone = false
+			case !t.Finished():
+				waveDone = false
+			default:
+				res, err := nodespec.ParseAllReduce(t.Output)
+				if t.Status == models.TaskFailed || err != nil {
+					pv.Status, pv.Detail = "failed", "the pair's all-reduce did not complete"
+				} else {
+					row := res.Largest()
+					pv.BusBW, pv.Status = max(row.OutOfPlace.BusBW, row.InPlace.BusBW), "measured"
+					bws = append(bws, pv.BusBW)
+				}
+			}
+			v.rep.Pairs = append(v.rep.Pairs, pv)
+		}
+		if len(due) > 0 {
+			v.todo = append(v.todo, due...)
+			return false
+		}
+		if !waveDone {
+			return false
+		}
+	}
+	if len(bws) > 0 {
+		sort.Float64s(bws)
+		v.rep.MedianPair = median(bws)
+	}
+	floor := v.rep.MedianPair * float64(100-v.th.PairBelowMedianPercent) / 100
+	for i := range v.rep.Pairs {
+		p := &v.rep.Pairs[i]
+		if p.Status != "measured" {
+			continue
+		}
+		p.Status = "passed"
+		if p.BusBW < floor {
+			p.Status = "slow"
+			p.Detail = fmt.Sprintf("%.0f %% below the median pair", 100*(1-p.BusBW/v.rep.MedianPair))
+		}
+	}
+	if len(waves) > 0 && !slices.EqualFunc(v.prev.Pairs, v.rep.Pairs, func(a, b models.PairVerdict) bool { return a == b }) {
+		var slow []string
+		for _, p := range v.rep.Pairs {
+			if p.Status == "slow" || p.Status == "failed" {
+				slow = append(slow, fmt.Sprintf("%s–%s %.1f GB/s", p.A, p.B, p.BusBW))
+			}
+		}
+		msg := fmt.Sprintf("Pairwise all-reduce of %d pairs: median %.1f GB/s; no pair more than %d %% below it.", len(v.rep.Pairs), v.rep.MedianPair, v.th.PairBelowMedianPercent)
+		kind := "step"
+		if len(slow) > 0 {
+			kind = "error"
+			msg = fmt.Sprintf("Pairwise all-reduce of %d pairs: median %.1f GB/s; slow: %s.", len(v.rep.Pairs), v.rep.MedianPair, strings.Join(slow, ", "))
+		}
+		v.events = append(v.events, models.VerifyEvent{Kind: kind, Node: "node-0", Message: msg})
+	}
+	return true
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// slowPairCulprit is the machine on the slow link: the one in the most
+// slow (or failed) pairs, the higher rank on a tie (node-0 holds the head
+// and the volume); -1 when no pair is slow.
+func (v *verification) slowPairCulprit() int {
+	count := map[string]int{}
+	for _, p := range v.rep.Pairs {
+		if p.Status == "slow" || p.Status == "failed" {
+			count[p.A]++
+			count[p.B]++
+		}
+	}
+	best, rank := 0, -1
+	for _, n := range v.nodes {
+		if c := count[n.Name]; c > 0 && c >= best {
+			best, rank = c, n.Rank
+		}
+	}
+	if rank >= 0 {
+		v.events = append(v.events, models.VerifyEvent{Kind: "error", Type: models.TypeNodeVerificationFailed, Node: fmt.Sprintf("node-%d", rank),
+			Message: fmt.Sprintf("node-%d (machine %s) failed the pairwise check: its link is slow in %d pair(s).", rank, orUnknown(v.machineID(rank)), best)})
+	}
+	return rank
+}
+
+func (v *verification) machineID(rank int) string {
+	for _, n := range v.all {
+		if n.Rank == rank {
+			return n.ProviderNodeID
+		}
+	}
+	return ""
+}
+
+// progress is the report's summary while it runs.
+func (v *verification) progress() string {
+	passed := 0
+	for _, m := range v.rep.Machines {
+		if m.Status == "passed" {
+			passed++
+		}
+	}
+	s := fmt.Sprintf("Verifying: %d of %d machines passed their check", passed, len(v.all))
+	if r := v.rep.Ring; r != nil && r.Status != "pending" {
+		s += fmt.Sprintf("; ring %.1f GB/s (%d %%)", r.BusBW, r.Percent)
+	}
+	if n := len(v.rep.Swaps); n > 0 {
+		s += fmt.Sprintf("; %d of %d swaps used", n, v.rep.MaxSwaps)
+	}
+	return s + "."
+}
+
+// summary is the report's one-paragraph verdict: lead, then the figures.
+func (v *verification) summary(lead string) string {
+	var b strings.Builder
+	if lead == "" {
+		b.WriteString(fmt.Sprintf("Every machine (%d) passed its GPU, error and stress check", len(v.nodes)))
+		if r := v.rep.Ring; r != nil {
+			b.WriteString(fmt.Sprintf("; the ring all-reduce reached %.1f GB/s, %d %% of what the interconnect allows (at least %d %% required)", r.BusBW, r.Percent, r.ThresholdPercent))
+		}
+		if len(v.rep.Pairs) > 0 {
+			b.WriteString(fmt.Sprintf("; %d pairs within %d %% of the median %.1f GB/s", len(v.rep.Pairs), v.th.PairBelowMedianPercent, v.rep.MedianPair))
+		}
+		b.WriteString(".")
+	} else {
+		b.WriteString(strings.TrimSpace(lead))
+		if r := v.rep.Ring; r != nil && r.Status != "pending" {
+			b.WriteString(fmt.Sprintf(" Ring all-reduce: %.1f GB/s, %d %% of what the interconnect allows (at least %d %% required).", r.BusBW, r.Percent, r.ThresholdPercent))
+		}
+	}
+	if n := len(v.rep.Swaps); n > 0 {
+		var names []string
+		for _, s := range v.rep.Swaps {
+			names = append(names, s.Node)
+		}
+		b.WriteString(fmt.Sprintf(" Swapped before hand-over: %s (%d of %d allowed).", strings.Join(names, ", "), n, v.rep.MaxSwaps))
+	}
+	return b.String()
+}

@@ -1,0 +1,149 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
+	"github.com/labstack/echo/v4"
+)
+
+// Verification before hand-over (issue 24): the report in the API, "run
+// verification again" and "keep it as it is", for the API and the page.
+
+// verificationJSON is the cluster's hand-over report, nil when none ran.
+func verificationJSON(ctx context.Context, st *models.Store, cl models.Cluster) (*api.Verification, error) {
+	run, err := st.VerificationFor(ctx, cl.OrgID, cl.ID)
+	if err != nil || run == nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(run.ReportOf()) // the report's JSON is the API's (the same names)
+	if err != nil {
+		return nil, err
+	}
+	var out api.Verification
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	if out.Machines == nil {
+		out.Machines = []api.VerifiedMachine{}
+	}
+	if out.Pairs == nil {
+		out.Pairs = []api.VerifiedPair{}
+	}
+	if out.Swaps == nil {
+		out.Swaps = []api.VerificationSwap{}
+	}
+	for i := range out.Machines {
+		if out.Machines[i].Errors == nil {
+			out.Machines[i].Errors = []string{}
+		}
+	}
+	out.Status = run.Status
+	return &out, nil
+}
+
+// apiVerifyAgain is POST /v1/gpu/clusters/{id}/verify: run the same
+// verification on a ready cluster; nothing is swapped.
+func (h *handler) apiVerifyAgain(c echo.Context) error {
+	cl, err := h.act(c).VerifyAgain(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return verifyConflict(err, "Verification runs again on a ready cluster, one run at a time.")
+	}
+	h.kick(c, "verify")
+	return h.clusterJSONResponse(c, http.StatusAccepted, cl)
+}
+
+// apiKeepUnverified is POST /v1/gpu/clusters/{id}/keep: keep a cluster
+// that failed verification as it is (degraded → ready).
+func (h *handler) apiKeepUnverified(c echo.Context) error {
+	cl, err := h.act(c).KeepUnverified(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return verifyConflict(err, "Only a cluster degraded by a failed verification can be kept as it is.")
+	}
+	return h.clusterJSONResponse(c, http.StatusOK, cl)
+}
+
+// verifyAgain is POST /clusters/{id}/verify.
+func (h *handler) verifyAgain(c echo.Context) error {
+	cl, err := h.act(c).VerifyAgain(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return verifyConflict(err, "Verification runs again on a ready cluster, one run at a time.")
+	}
+	h.kick(c, "verify")
+	return redirect(c, "/clusters/"+cl.ID)
+}
+
+// keepUnverified is POST /clusters/{id}/keep.
+func (h *handler) keepUnverified(c echo.Context) error {
+	cl, err := h.act(c).KeepUnverified(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return verifyConflict(err, "Only a cluster degraded by a failed verification can be kept as it is.")
+	}
+	return redirect(c, "/clusters/"+cl.ID)
+}
+
+func verifyConflict(err error, msg string) error {
+	if errors.Is(err, models.ErrConflict) && !errors.Is(err, models.ErrNotFound) {
+		return &APIError{Status: http.StatusConflict, Code: "conflict", Message: msg}
+	}
+	return err
+}
+
+// verificationView is the hand-over report on the cluster page; nil when
+// no verification ran.
+func verificationView(cl models.Cluster, run *models.VerifyRun) *views.VerificationView {
+	if run == nil {
+		return nil
+	}
+	rep := run.ReportOf()
+	v := &views.VerificationView{Status: run.Status, Title: "Verification before hand-over", Summary: rep.Summary,
+		SwapsUsed: fmt.Sprintf("%d of %d used", len(rep.Swaps), run.MaxSwaps),
+		CanRerun:  cl.CanVerifyAgain() && run.Status != models.VerifyRunning, CanKeep: cl.CanKeepUnverified()}
+	if run.Rerun {
+		v.Title = fmt.Sprintf("Verification run %d (nothing swapped)", run.Run)
+		v.SwapsUsed = "none on a run again"
+	}
+	if v.Summary == "" {
+		v.Summary = "Every machine runs its GPU, memory-error and stress check; the fabric checks follow."
+	}
+	if r := rep.Ring; r != nil && r.Status != "pending" {
+		v.Ring = fmt.Sprintf("%.1f GB/s · %d %% of %.1f GB/s (at least %d %%)", r.BusBW, r.Percent, r.ExpectedBusBW, r.ThresholdPercent)
+		if r.Detail != "" {
+			v.Ring += " — " + r.Detail
+		}
+		v.RingState = r.Status
+	}
+	for _, m := range rep.Machines {
+		mv := views.VerifiedMachineView{Node: m.Node, Machine: m.MachineID, State: m.Status, GPUs: m.GPUs, Errors: m.Errors}
+		switch {
+		case m.Stress == "" || m.Status == "pending" || m.Status == "swapping":
+		case m.Stress == "skipped":
+			mv.Stress = "skipped — " + m.StressDetail
+		case m.StressPassed:
+			mv.Stress = m.Stress + " passed"
+		default:
+			mv.Stress = m.Stress + " failed"
+		}
+		v.Machines = append(v.Machines, mv)
+	}
+	for _, p := range rep.Pairs {
+		pv := views.VerifiedPairView{Pair: p.A + " ↔ " + p.B, State: p.Status, Detail: p.Detail}
+		if p.Status != "pending" {
+			pv.BusBW = fmt.Sprintf("%.1f GB/s", p.BusBW)
+		}
+		v.Pairs = append(v.Pairs, pv)
+	}
+	if rep.MedianPair > 0 {
+		v.Median = fmt.Sprintf("· median %.1f GB/s, none more than %d %% below", rep.MedianPair, rep.Thresholds.PairBelowMedianPercent)
+	}
+	for _, s := range rep.Swaps {
+		v.Swaps = append(v.Swaps, views.SwapView{Node: s.Node, Reason: s.Reason, Outcome: s.Outcome, At: s.At.UTC().Format("15:04")})
+	}
+	return v
+}

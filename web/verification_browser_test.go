@@ -1,0 +1,104 @@
+package web
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/providers/sim"
+)
+
+// Issue 24 item 4: the hand-over report on the cluster page in a real
+// browser, at 1440 and 390 px — a four-machine launch whose node-2 had
+// ECC errors, verified with node-2 swapped: every machine's line, the ring
+// against its threshold, the pairs, the swap and why, and "Run
+// verification again"; the phone never scrolls sideways.
+func TestBrowserVerificationReport(t *testing.T) {
+	ctx := newBrowserFor(t, 3*time.Minute)
+	j := newJourney(t)
+	app, srv := j.app, j.srv
+	bg := context.Background()
+	acc := app.signupAccount("ada@example.com", "Ada Labs")
+	if _, err := app.store.Deposit(bg, acc.org.ID, 1000*models.Micro, "verify-deposit", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.cloud.Inject(sim.Fault{Kind: sim.FaultECCErrors, Node: 2, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 4, GPUsPerNode: 8, OfferID: "sim:h100.8x.ib"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _, err := app.store.LaunchCluster(bg, models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID, Actor: acc.user.Email,
+		Workload: models.Workload{Name: "llama-3-70b-finetune", Software: "none"}, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60 && j.cluster(acc.org.ID, cl.ID).Status != models.StatusReady; i++ {
+		app.clock.Advance(30 * time.Second)
+		j.tick()
+		if st := j.cluster(acc.org.ID, cl.ID).Status; st == models.StatusDegraded || st == models.StatusFailed {
+			t.Fatalf("the cluster went %s (%s)", st, j.cluster(acc.org.ID, cl.ID).LastError)
+		}
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1440, 900),
+		chromedp.Navigate(srv.URL+"/login"),
+		chromedp.WaitVisible(`#login-form`),
+		chromedp.SetValue(`#email`, acc.user.Email),
+		chromedp.SetValue(`#password`, testPassword),
+		chromedp.Click(`#login-form button[type=submit]`),
+		chromedp.WaitVisible(`[data-testid=offers-table], main`),
+		chromedp.Navigate(srv.URL+"/clusters/"+cl.ID),
+		chromedp.WaitVisible(`[data-testid=verification]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	text := func(js string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return strings.Join(strings.Fields(s), " ")
+	}
+	if got := text(`document.querySelector('[data-testid=verification]').dataset.state`); got != "passed" {
+		t.Errorf("report state %q", got)
+	}
+	machines := text(`[...document.querySelectorAll('[data-testid=verification-machine]')].map(m => m.dataset.node + ':' + m.dataset.state).join(' ')`)
+	if machines != "node-0:passed node-1:passed node-2:passed node-3:passed" {
+		t.Errorf("machines %q", machines)
+	}
+	if got := text(`document.querySelector('[data-testid=verification-ring]').innerText`); !strings.Contains(got, "(at least 85 %)") || !strings.Contains(got, "GB/s") {
+		t.Errorf("ring %q", got)
+	}
+	if got := text(`document.querySelectorAll('[data-testid=verification-pair]').length + ''`); got != "4" {
+		t.Errorf("%s pairs shown, want 4", got)
+	}
+	swap := text(`document.querySelector('[data-testid=verification-swap]')?.innerText || ''`)
+	if !strings.HasPrefix(swap, "node-2 joined") || !strings.Contains(swap, "uncorrectable ECC errors") {
+		t.Errorf("swap line %q", swap)
+	}
+	if got := text(`document.querySelector('[data-testid=verify-again]')?.innerText || ''`); got != "Run verification again" {
+		t.Errorf("run again button %q", got)
+	}
+	for _, w := range []int64{1440, 390} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, 900)); err != nil {
+			t.Fatal(err)
+		}
+		sizes, err := chromedp.Run(ctx, chromedp.Evaluate[[]int64](`[window.innerWidth, document.documentElement.scrollWidth]`))
+		if err != nil || len(sizes) != 2 {
+			t.Fatalf("measuring: %v", err)
+		}
+		if sizes[1] > sizes[0] {
+			t.Errorf("at %d px the page is %d px wide", w, sizes[1])
+		}
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`[data-testid=verification]`)); err != nil {
+			t.Fatal(err)
+		}
+		saveScreenshot(t, ctx, "verification-report", w)
+	}
+}

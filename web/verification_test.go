@@ -1,0 +1,44 @@
+package web
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/clusterdeck/clusterdeck/models"
+)
+
+// Issue 24 items 3–4 through the API: "run verification again" on a ready
+// cluster (202, the report running as a run again), refused while it runs
+// and on a cluster that is not ready; "keep it as it is" only on a cluster
+// degraded by a failed verification.
+func TestAPIVerifyAgainAndKeep(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		owner := app.signupAccount("owner@example.com", "Acme")
+		tok := apiKeyFor(t, app, owner)
+		cl := launchFor(t, app, owner, "train")
+		verify := "/v1/gpu/clusters/" + cl.ID + "/verify"
+		keep := "/v1/gpu/clusters/" + cl.ID + "/keep"
+
+		if code, _ := apiJSON(t, app, http.MethodPost, verify, tok, ""); code != http.StatusConflict {
+			t.Errorf("verify a provisioning cluster: %d, want 409", code)
+		}
+		app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Updates(map[string]any{"status": models.StatusReady, "ready_at": app.clock.Now()})
+		if code, _ := apiJSON(t, app, http.MethodPost, keep, tok, ""); code != http.StatusConflict {
+			t.Errorf("keep a ready cluster: %d, want 409", code)
+		}
+		code, out := apiJSON(t, app, http.MethodPost, verify, tok, "")
+		v, _ := out["verification"].(map[string]any)
+		if code != http.StatusAccepted || v["status"] != "running" || v["rerun"] != true || v["run"] != float64(1) {
+			t.Fatalf("verify again: %d %v", code, out)
+		}
+		if code, _ := apiJSON(t, app, http.MethodPost, verify, tok, ""); code != http.StatusConflict {
+			t.Errorf("verify again while it runs: %d, want 409", code)
+		}
+
+		app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Updates(map[string]any{"status": models.StatusDegraded, "last_error": "verification_failed:fabric"})
+		code, out = apiJSON(t, app, http.MethodPost, keep, tok, "")
+		if code != http.StatusOK || out["status"] != "ready" || out["lastError"] != nil {
+			t.Fatalf("keep: %d %v", code, out)
+		}
+	})
+}
