@@ -149,6 +149,22 @@ func (j *Verify) swapOrFail(ctx context.Context, v *verification, rank int, why 
 		}
 	}
 	ok, whyNot := v.c.MaySwapNow(v.run, v.all, j.Store.Now())
+	if ok {
+		// Health damping (issue 24 item 5): with too many machines failing
+		// at once, the network or the provider is at fault, not the
+		// machines, and no swap is made.
+		var failing []string
+		for _, m := range v.rep.Machines {
+			if m.Status == "failed" {
+				failing = append(failing, m.Node)
+			}
+		}
+		verdict, err := j.Store.MayRepairAutomatically(ctx, v.c, append(failing, node)...)
+		if err != nil {
+			return err
+		}
+		ok, whyNot = verdict.Allowed, verdict.Reason
+	}
 	if !ok {
 		return j.finish(ctx, v, node, node, v.summary(fmt.Sprintf("%s failed verification (%s) and is not swapped: %s.", node, why, whyNot)))
 	}

@@ -254,3 +254,34 @@ func TestVerifyAgainOnReadyCluster(t *testing.T) {
 		}
 	})
 }
+
+// Issue 24 item 5 with item 3: when more machines fail verification at
+// once than health damping allows (here 3 of 4, over the 40 % limit), it is
+// the provider or the network, not the machines: nothing is swapped, the
+// cluster ends degraded with the reason in the report, and the pause is an
+// event.
+func TestVerifyDampedWhenTooManyMachinesFail(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newWorld(t, db)
+		for _, node := range []int{1, 2, 3} {
+			if err := w.cloud.Inject(sim.Fault{Kind: sim.FaultECCErrors, Node: node, Count: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := w.launchVerified("H100_80GB", 4, 8, "none")
+		c = w.untilSettled(c.ID, 25*time.Minute)
+		if c.Status != models.StatusDegraded || !strings.HasPrefix(c.LastError, "verification_failed:") {
+			t.Fatalf("status %s (%s)\n%s", c.Status, c.LastError, w.events(c.ID))
+		}
+		run, rep := w.report(c.ID)
+		if run.Swaps != 0 || len(rep.Swaps) != 0 {
+			t.Fatalf("swapped %d machines while 3 of 4 failed: %+v", run.Swaps, rep.Swaps)
+		}
+		if !strings.Contains(rep.Summary, "3 of 4 machines are unhealthy at once") {
+			t.Errorf("summary %q does not say why nothing was swapped", rep.Summary)
+		}
+		if !strings.Contains(w.events(c.ID), "Automatic repair paused") {
+			t.Errorf("no damping event\n%s", w.events(c.ID))
+		}
+	})
+}

@@ -301,8 +301,8 @@ func (r VerifyRun) ReportOf() VerifyReport {
 // MaySwapNow is the one decision whether verification may swap a machine
 // of c now (issue 24 item 3): never on a "run again", never while another
 // machine joins, never past the swaps allowed or the window. It returns
-// why not, for the report and the event. Other guards (health damping)
-// belong here, so every swap asks the same question.
+// why not, for the report and the event. The verify job then asks health
+// damping (Store.MayRepairAutomatically) too, as recovery does.
 func (c Cluster) MaySwapNow(run VerifyRun, nodes []ClusterNode, now time.Time) (bool, string) {
 	switch {
 	case run.Rerun:
