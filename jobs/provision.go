@@ -13,9 +13,9 @@ import (
 // Provision drives every starting cluster from the database (L3–L5, L7):
 // it reserves every machine at once, follows each node through its steps
 // against their deadlines, fails the whole cluster at the first late step or
-// lost machine (releasing everything, billing nothing), marks it joined when
-// every node reached every other, and carries out terminate requests. It is
-// the only code that places or releases machines.
+// lost machine (releasing everything, billing nothing) and marks it joined
+// when every node reached every other. It and the terminate job are the only
+// code that places or releases machines.
 type Provision struct {
 	Store     *models.Store
 	Providers providers.Registry
@@ -33,13 +33,6 @@ func (j *Provision) Run(ctx context.Context) error {
 		if err != nil && !errors.Is(err, models.ErrConflict) {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.ID, err))
 		}
-	}
-	terminating, err := j.Store.ClustersToTerminate(ctx)
-	if err != nil {
-		return err
-	}
-	for _, c := range terminating {
-		collect(c, j.terminate(ctx, c))
 	}
 	starting, err := j.Store.ClustersInStatus(ctx, models.StatusProvisioning)
 	if err != nil {
@@ -268,16 +261,4 @@ func (j *Provision) release(ctx context.Context, c models.Cluster) error {
 		}
 	}
 	return j.Store.MarkReleased(ctx, c.ID)
-}
-
-// terminate carries out a terminate request in any state (L7): every machine
-// is released together, then the cluster is terminated and billing ends.
-func (j *Provision) terminate(ctx context.Context, c models.Cluster) error {
-	if p, err := j.Providers.Get(c.Provider); err == nil {
-		if err := p.TerminateGroup(ctx, c.GroupName()); err != nil {
-			return fmt.Errorf("terminate: %w", err)
-		}
-	}
-	_, err := j.Store.MarkTerminated(ctx, c.ID)
-	return err
 }

@@ -110,7 +110,7 @@ func TestLaunchesHoldCountedStock(t *testing.T) {
 		if _, err := w.store.RequestTerminate(ctx, w.org.ID, c.ID, "test"); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.job.Run(ctx); err != nil {
+		if err := w.term.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := w.free(); got != 2 {

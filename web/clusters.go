@@ -732,14 +732,14 @@ func (h *handler) alternatives(c echo.Context, cl models.Cluster) ([]views.Offer
 }
 
 // requestTerminate records the intent to terminate the caller's cluster
-// (L7) and wakes the provision job, which releases every machine together.
+// (L7) and wakes the terminate job, which releases every machine together.
 // The page and the API answer it each their own way.
 func (h *handler) requestTerminate(c echo.Context) (models.Cluster, error) {
 	cl, err := h.act(c).Terminate(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return cl, err
 	}
-	h.kick(c, "provision")
+	h.kick(c, "terminate")
 	return cl, nil
 }
 
