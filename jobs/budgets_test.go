@@ -391,7 +391,7 @@ func TestBudgetEnforcedAfterWarningWindow(t *testing.T) {
 		}
 		w.checkBudgetStopped(c.ID, "$50.00")
 		// While it stays reached, the environment takes no new cluster.
-		q, err := w.store.CreateQuote(context.Background(), w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q, err := w.store.CreateQuote(context.Background(), w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		if err != nil {
 			t.Fatal(err)
 		}

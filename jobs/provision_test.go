@@ -123,7 +123,7 @@ func (w *world) launch(accel string, nodes, gpus int) models.Cluster {
 func (w *world) launchWith(accel string, nodes, gpus int, software string) models.Cluster {
 	w.t.Helper()
 	ctx := context.Background()
-	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus})
+	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus})
 	if err != nil {
 		w.t.Fatal(err)
 	}

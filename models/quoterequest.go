@@ -16,7 +16,7 @@ import (
 
 // A capacity request is RQ1's "request a quote": reserved capacity, a
 // cluster larger than self-serve, or a fast fabric, answered by people
-// (sales) rather than by the picker. The Go name avoids QuoteRequest, which
+// (sales) rather than by the picker. The Go name avoids ShapeQuery, which
 // is the shape a locked price is computed for (Q1).
 
 // CapacityStatus is where sales is with a request (RQ2).

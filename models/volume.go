@@ -443,7 +443,7 @@ func volumeFits(v Volume, location string) error {
 // size is priced and its location pins the offer. An unknown volume, one
 // in another location than asked, or one attached to a live cluster is
 // refused here, before any price.
-func (s *Store) pinVolume(ctx context.Context, orgID, envID string, r *QuoteRequest) error {
+func (s *Store) pinVolume(ctx context.Context, orgID, envID string, r *ShapeQuery) error {
 	if r.VolumeID == "" {
 		return nil
 	}
@@ -723,7 +723,7 @@ const CommunityVolumeReason = "Community hosts take no persistent volume (V5): t
 // refuseCommunityVolume is V5 before any price: a volume (persistentGb or
 // volumeId) on a community offer named by the request is refused with the
 // reason. (Without an offer named, FitOffer leaves community hosts out.)
-func (s *Store) refuseCommunityVolume(ctx context.Context, r QuoteRequest) error {
+func (s *Store) refuseCommunityVolume(ctx context.Context, r ShapeQuery) error {
 	if r.OfferID == "" || (r.VolumeGB <= 0 && r.VolumeID == "") {
 		return nil
 	}

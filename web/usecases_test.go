@@ -197,7 +197,7 @@ func launchCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
 		t.Fatal(err)
 	}
 	q, err := f.app.store.CreateQuote(context.Background(), f.owner.org.ID, f.owner.env.ID,
-		models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
