@@ -143,7 +143,7 @@ func TestPrivateOffer(t *testing.T) {
 		if _, err := e.actions().CreatePrivateOffer(ctx, in, notify); !hasField(err, "status") {
 			t.Fatalf("a request not yet quoted: %v", err)
 		}
-		if _, _, err := e.actions().SetCapacityRequestStatus(ctx, req.ID, "quoted", "", notify); err != nil {
+		if _, _, err := e.actions().SetQuoteRequestStatus(ctx, req.ID, "quoted", "", notify); err != nil {
 			t.Fatal(err)
 		}
 		for field, bad := range map[string]models.PrivateOfferInput{

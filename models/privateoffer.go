@@ -106,7 +106,7 @@ type PrivateOfferInput struct {
 func (x Actions) CreatePrivateOffer(ctx context.Context, in PrivateOfferInput, n CapacityNotify) (PrivateOffer, error) {
 	var po PrivateOffer
 	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
-		r, err := tx.CapacityRequestByID(ctx, in.RequestID)
+		r, err := tx.QuoteRequestByID(ctx, in.RequestID)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +141,7 @@ func (x Actions) CreatePrivateOffer(ctx context.Context, in PrivateOfferInput, n
 }
 
 // validPrivateOffer checks in against the catalog and today and returns the row.
-func (s *Store) validPrivateOffer(ctx context.Context, r CapacityRequest, in PrivateOfferInput) (PrivateOffer, error) {
+func (s *Store) validPrivateOffer(ctx context.Context, r QuoteRequest, in PrivateOfferInput) (PrivateOffer, error) {
 	fe := FieldErrors{}
 	o, err := s.OfferByID(ctx, strings.TrimSpace(in.OfferID))
 	if errors.Is(err, ErrNotFound) {

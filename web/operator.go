@@ -377,7 +377,7 @@ func (h *handler) adjustBalance(c echo.Context) error {
 // privateOfferPage builds /admin/quote-requests/{id}/private-offer's view.
 func (h *handler) privateOfferPage(c echo.Context, form views.PrivateOfferForm, problems map[string]string) (views.AdminPrivateOfferPage, error) {
 	ctx := c.Request().Context()
-	r, err := h.Store.CapacityRequestByID(ctx, c.Param("id"))
+	r, err := h.Store.QuoteRequestByID(ctx, c.Param("id"))
 	if err != nil {
 		return views.AdminPrivateOfferPage{}, err
 	}
@@ -415,7 +415,7 @@ func privateOfferRow(po models.PrivateOffer, machineHour models.Money) views.Pri
 
 // showPrivateOfferForm is GET /admin/quote-requests/{id}/private-offer (X9).
 func (h *handler) showPrivateOfferForm(c echo.Context) error {
-	r, err := h.Store.CapacityRequestByID(c.Request().Context(), c.Param("id"))
+	r, err := h.Store.QuoteRequestByID(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}

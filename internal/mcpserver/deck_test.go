@@ -351,14 +351,14 @@ func (d *deck) privateOffer(a acct, nodes int, price string) models.PrivateOffer
 	ctx := context.Background()
 	n := models.CapacityNotify{BaseURL: "http://127.0.0.1"}
 	customer := d.store.As(models.Actor{OrgID: a.org.ID, EnvID: a.env.ID, UserID: a.user.ID, Role: models.RoleOwner, Name: a.user.Email})
-	req, err := customer.RequestCapacity(ctx, models.CapacityRequestInput{Accelerator: "H100_80GB", Nodes: nodes, GPUsPerNode: 8,
+	req, err := customer.RequestCapacity(ctx, models.QuoteRequestInput{Accelerator: "H100_80GB", Nodes: nodes, GPUsPerNode: 8,
 		Fabric: "infiniband", StartDate: "2026-12-02", Duration: 2, DurationUnit: "weeks", Budget: "900",
 		ContactName: "Agent Owner", ContactEmail: a.user.Email}, n)
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	op := d.store.As(models.Actor{UserID: "usr_operator", Name: "ops@clusterdeck.test", IP: "192.0.2.9"})
-	if _, _, err := op.SetCapacityRequestStatus(ctx, req.ID, "quoted", "", n); err != nil {
+	if _, _, err := op.SetQuoteRequestStatus(ctx, req.ID, "quoted", "", n); err != nil {
 		d.t.Fatal(err)
 	}
 	po, err := op.CreatePrivateOffer(ctx, models.PrivateOfferInput{RequestID: req.ID, OfferID: "sim:h100.8x.vm", Nodes: nodes,
