@@ -207,7 +207,7 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	req := providers.PlaceRequest{
 		GroupName: c.GroupName(), OfferID: strings.TrimPrefix(c.OfferID, c.Provider+":"), Location: c.Location,
 		Count: c.Nodes, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(), Ports: c.Ports(), StartCommand: c.StartCommand,
-		MaxMachineHourUSD: c.MachineHour, // the price the quote locked (Q2)
+		MaxMachineHourUSD: int64(c.MachineHour), // the price the quote locked (Q2)
 		Agent:             providers.AgentBootstrap{ServerURL: j.ServerURL, Token: models.BootstrapToken(c), Tokens: tokens},
 	}
 	if vol != nil { // V2: the volume goes to the head with the machines

@@ -68,7 +68,7 @@ func TestQuotePricingAndNoCapacity(t *testing.T) {
 		if q.OfferID != "sim:h100x8-eu" {
 			t.Errorf("picked %s, want the cheapest that fits (eu-west, 3 free)", q.OfferID)
 		}
-		want := int64(8*2)*2_300_000 + int64(500*2)*100 + 1000*models.VolumeGBHour
+		want := models.Money(8*2)*2_300_000 + models.Money(500*2)*100 + 1000*models.VolumeGBHour
 		var sum models.Money
 		for _, li := range q.LineItems() {
 			sum += li.USDPerHour

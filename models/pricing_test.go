@@ -92,7 +92,7 @@ func TestMarkupIdenticalInPickerQuoteAndLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c.USDPerHour != picked.ClusterHour(n) || c.MachineHour != picked.MachineHour() ||
-			c.MachineHour*int64(c.Nodes) != c.USDPerHour {
+			c.MachineHour*models.Money(c.Nodes) != c.USDPerHour {
 			t.Errorf("cluster locks %d/h, %d per machine; picker said %d and %d", c.USDPerHour, c.MachineHour, picked.ClusterHour(n), picked.MachineHour())
 		}
 

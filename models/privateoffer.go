@@ -65,7 +65,7 @@ func init() {
 }
 
 // ClusterHour is the whole cluster's price per hour.
-func (p PrivateOffer) ClusterHour() Money { return p.MachineHour * int64(p.Nodes) }
+func (p PrivateOffer) ClusterHour() Money { return p.MachineHour * Money(p.Nodes) }
 
 // LaunchPath is the dashboard's launch page for the private offer, at its
 // locked price (X9).
@@ -83,7 +83,7 @@ func (p PrivateOffer) ValidThrough() string {
 // (root disk included), which is exact because prices are whole cents and
 // machines have 1, 2, 4 or 8 GPUs.
 func (p PrivateOffer) asOffer(o Offer) Offer {
-	o.PerGPUHour = p.MachineHour / int64(max(1, o.GPUsPerNode))
+	o.PerGPUHour = p.MachineHour / Money(max(1, o.GPUsPerNode))
 	o.DiskGBHour = 0
 	return o
 }

@@ -186,29 +186,29 @@ func Count(n int, noun string) string {
 func (q Quote) LineItems() []LineItem {
 	if q.PrivateOfferID != "" { // X9: one price per machine, root disk included
 		items := []LineItem{{Name: "machines", Quantity: fmt.Sprintf("%d machines at $%s/machine-h, private offer %s (GPUs and root disk)",
-			q.Nodes, DecimalUSD(q.MachineHour()), q.PrivateOfferID), USDPerHour: int64(q.Nodes) * q.MachineHour()}}
+			q.Nodes, DecimalUSD(q.MachineHour()), q.PrivateOfferID), USDPerHour: Money(q.Nodes) * q.MachineHour()}}
 		if q.VolumeGB > 0 {
 			items = append(items, LineItem{Name: "volume", Quantity: fmt.Sprintf("%d GB at $%s/GB-h", q.VolumeGB, DecimalUSD(q.VolumeGBHour)),
-				USDPerHour: int64(q.VolumeGB) * q.VolumeGBHour})
+				USDPerHour: Money(q.VolumeGB) * q.VolumeGBHour})
 		}
 		return items
 	}
 	items := []LineItem{
 		{Name: "gpus", Quantity: fmt.Sprintf("%d × %s at $%s/GPU-h", q.Nodes, Count(q.GPUsPerNode, "GPU"), DecimalUSD(q.PerGPUHour)),
-			USDPerHour: int64(q.GPUsPerNode) * int64(q.Nodes) * q.PerGPUHour},
+			USDPerHour: Money(q.GPUsPerNode) * Money(q.Nodes) * q.PerGPUHour},
 		{Name: "root_disks", Quantity: fmt.Sprintf("%d × %d GB at $%s/GB-h", q.Nodes, q.RootDiskGB, DecimalUSD(q.DiskGBHour)),
-			USDPerHour: int64(q.RootDiskGB) * int64(q.Nodes) * q.DiskGBHour},
+			USDPerHour: Money(q.RootDiskGB) * Money(q.Nodes) * q.DiskGBHour},
 	}
 	if q.VolumeGB > 0 {
 		items = append(items, LineItem{Name: "volume", Quantity: fmt.Sprintf("%d GB at $%s/GB-h", q.VolumeGB, DecimalUSD(q.VolumeGBHour)),
-			USDPerHour: int64(q.VolumeGB) * q.VolumeGBHour})
+			USDPerHour: Money(q.VolumeGB) * q.VolumeGBHour})
 	}
 	return items
 }
 
 // MachineHour is one machine's share of the price (GPUs and root disk).
 func (q Quote) MachineHour() Money {
-	return int64(q.GPUsPerNode)*q.PerGPUHour + int64(q.RootDiskGB)*q.DiskGBHour
+	return Money(q.GPUsPerNode)*q.PerGPUHour + Money(q.RootDiskGB)*q.DiskGBHour
 }
 
 // Expired reports whether the quote no longer locks its price.
@@ -223,8 +223,8 @@ func (q Quote) Request() ShapeQuery {
 
 // priceQuote computes Q3 for offer o at the request's shape.
 func priceQuote(o Offer, r ShapeQuery) Money {
-	return int64(r.GPUsPerNode)*int64(r.Nodes)*o.PerGPUHour + int64(o.RootDiskGB)*int64(r.Nodes)*o.DiskGBHour +
-		int64(r.VolumeGB)*VolumeRate(o.Location)
+	return Money(r.GPUsPerNode)*Money(r.Nodes)*o.PerGPUHour + Money(o.RootDiskGB)*Money(r.Nodes)*o.DiskGBHour +
+		Money(r.VolumeGB)*VolumeRate(o.Location)
 }
 
 func availability(o Offer) string {

@@ -47,7 +47,7 @@ type Volume struct {
 func VolumeRate(location string) Money { return VolumeGBHour }
 
 // HourRate is the volume's price per hour at its size.
-func (v Volume) HourRate() Money { return int64(v.SizeGB) * v.GBHour }
+func (v Volume) HourRate() Money { return Money(v.SizeGB) * v.GBHour }
 
 // UsageRef is the volume's name in the ledger's node_id column ("vol:<id>"),
 // so its usage keys read "usage:vol:<id>:<period start>" (B1).
@@ -477,7 +477,7 @@ func (s *Store) pinVolume(ctx context.Context, orgID, envID string, r *ShapeQuer
 // volumeCharge is the cumulative charge of v's current size after m whole
 // minutes, rounded down; each period is the difference of two of these, so
 // a size's periods sum exactly to its total (as for machines).
-func volumeCharge(v Volume, m int64) Money { return v.HourRate() * m / 60 }
+func volumeCharge(v Volume, m int64) Money { return v.HourRate() * Money(m) / 60 }
 
 // volumeRows computes v's closed, unwritten periods at its current size:
 // each clock hour up to now, and the last partial one up to stop (its

@@ -409,7 +409,7 @@ func (h *handler) privateOfferPage(c echo.Context, form views.PrivateOfferForm, 
 func privateOfferRow(po models.PrivateOffer, machineHour models.Money) views.PrivateOfferRow {
 	return views.PrivateOfferRow{ID: po.ID, Shape: views.Shape(po.Nodes, po.GPUsPerNode, po.Accelerator),
 		Location: po.LocationName, Interconnect: po.Interconnect, Kind: po.MachineKind,
-		ClusterPrice: models.PriceUSD(machineHour*int64(po.Nodes)) + "/h", MachinePrice: models.PriceUSD(machineHour) + "/h",
+		ClusterPrice: models.PriceUSD(machineHour*models.Money(po.Nodes)) + "/h", MachinePrice: models.PriceUSD(machineHour) + "/h",
 		ValidThrough: po.ValidThrough(), LaunchURL: "/clusters/new?" + url.Values{"private": {po.ID}}.Encode()}
 }
 
