@@ -10,7 +10,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers"
 )
 
-// Provision drives every starting cluster from the database (L3–L5, L7):
+// Provision drives every starting cluster from the database (L3–L5):
 // it reserves every machine at once, follows each node through its steps
 // against their deadlines, fails the whole cluster at the first late step or
 // lost machine (releasing everything, billing nothing) and marks it joined
