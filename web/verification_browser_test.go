@@ -51,7 +51,7 @@ func TestBrowserVerificationReport(t *testing.T) {
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
 		chromedp.Click(`#login-form button[type=submit]`),
-		chromedp.WaitVisible(`[data-testid=offers-table], main`),
+		chromedp.WaitNotPresent(`#login-form`), // the log-in answered: the session cookie is set before the next page
 		chromedp.Navigate(srv.URL+"/clusters/"+cl.ID),
 		chromedp.WaitVisible(`[data-testid=verification]`),
 	); err != nil {
