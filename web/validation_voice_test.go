@@ -70,6 +70,8 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 		checkVoice(t, "ssh key", c.post("/settings/ssh-keys", url.Values{"name": {"k"}, "public_key": {"not a key"}}))
 		checkVoice(t, "api key", c.post("/settings/api-keys", url.Values{"name": {""}}))
 		checkVoice(t, "webhook", c.post("/settings/webhooks", url.Values{"url": {"not a url"}}))
+		checkVoice(t, "environment", c.post("/settings/environments", url.Values{"name": {""}}))
+		checkVoice(t, "invite", c.post("/settings/team/invites", url.Values{"email": {"nobody"}, "role": {"boss"}}))
 		checkVoice(t, "profile", c.post("/settings/profile", url.Values{"name": {""}, "email": {"nobody"}}))
 		checkVoice(t, "password", c.post("/settings/password", url.Values{"current_password": {"wrong"}, "new_password": {"x"}}))
 		l := app.client()
