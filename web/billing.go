@@ -130,7 +130,7 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	if err != nil {
 		return views.BillingPage{}, err
 	}
-	bp := views.BillingPage{Meta: h.meta(c, "Billing"), Balance: models.USD(st.balance.Balance()), BurnRate: models.USD(st.burn) + "/h",
+	bp := views.BillingPage{Meta: h.meta(c, "Billing"), Balance: models.USD(st.balance.Balance()), BurnRate: models.PriceUSD(st.burn) + "/h",
 		HoursRemaining: hoursRemaining(st.balance.Balance(), st.burn), SpendThisMonth: models.USD(st.spend),
 		TestMode: h.Payments == nil && !h.topUpsOff(), TopUpsOff: h.topUpsOff(), MaxTopUp: models.USD(h.Store.TopUpLimit()),
 		Month: w.Month(), PrevMonth: w.From.AddDate(0, -1, 0).Format("2006-01"),
@@ -301,7 +301,7 @@ func usageLine(l models.ClusterUsage, w models.UsageWindow, open bool) views.Usa
 func machineRows(l models.ClusterUsage) []views.MachineRow {
 	out := make([]views.MachineRow, 0, len(l.Machines))
 	for _, m := range l.Machines {
-		out = append(out, views.MachineRow{Node: m.Name, MachineHour: models.USD(m.MachineHour) + "/h",
+		out = append(out, views.MachineRow{Node: m.Name, MachineHour: models.PriceUSD(m.MachineHour) + "/h",
 			Hours: hours(m.Minutes + m.AccumulatingMinutes), Amount: models.USD(m.Completed + m.Accumulating),
 			Status: titleCase(usageStatus(m.Accumulating)), Intervals: intervalsText(m.Intervals)})
 	}
@@ -430,7 +430,7 @@ func minutesBetween(a, b time.Time) int64 { return max(int64(b.Sub(a)/time.Minut
 func volumeLine(u models.VolumeUsage) views.VolumeLine {
 	v := u.Volume
 	l := views.VolumeLine{ID: v.ID, Name: v.Name, Amount: models.USD(u.Total()), Status: titleCase(usageStatus(u.Accumulating)),
-		Detail: fmt.Sprintf("%d GB in %s at %s/h · %s h", v.SizeGB, v.Location, models.USD(v.HourRate()), hours(u.Minutes))}
+		Detail: fmt.Sprintf("%d GB in %s at %s/h · %s h", v.SizeGB, v.Location, models.PriceUSD(v.HourRate()), hours(u.Minutes))}
 	switch {
 	case v.DeletedAt != nil:
 		l.State = "deleted " + views.FormatTime(*v.DeletedAt)

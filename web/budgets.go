@@ -40,7 +40,7 @@ func (h *handler) budgetsForm(ctx context.Context, orgID, csrf string) (views.Bu
 		f.BalanceRunOut = o.BalanceRunOut.UTC().Format(budgetTimeLayout)
 	}
 	for _, l := range o.Lines {
-		r := views.BudgetRow{EnvID: l.Env.ID, Env: l.Env.Name, Spend: models.USD(l.Spend), Burn: models.USD(l.Burn) + "/h",
+		r := views.BudgetRow{EnvID: l.Env.ID, Env: l.Env.Name, Spend: models.USD(l.Spend), Burn: models.PriceUSD(l.Burn) + "/h",
 			Forecast: "—", Reached: l.Reached}
 		if b := l.Budget; b != nil {
 			r.Set, r.Amount = true, models.DecimalUSD(b.Amount)

@@ -177,7 +177,7 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 		Balance: models.USD(a.Balance), BalanceAfterHour: models.USD(a.Balance - a.Committed - q.USDPerHour),
 	}
 	if a.Committed > 0 {
-		lp.Committed = models.USD(a.Committed) + "/h"
+		lp.Committed = models.PriceUSD(a.Committed) + "/h"
 	}
 	if a.Shortfall() > 0 {
 		lp.Shortfall, lp.TopUpURL = balanceProblem(a), topUpPath

@@ -19,7 +19,7 @@ func joinView(cl models.Cluster, nodes []models.ClusterNode, rows []views.NodeVi
 	if cl.Status.Terminal() || cl.TerminateRequestedAt != nil || cl.ReadyAt == nil || cl.StopRequestedAt != nil || cl.Status == models.StatusStopped {
 		return nil
 	}
-	v := &views.JoinView{MachineHour: "$" + models.DecimalUSD(cl.JoinPrice()) + "/h", NextNode: fmt.Sprintf("node-%d", cl.Nodes)}
+	v := &views.JoinView{MachineHour: models.PriceUSD(cl.JoinPrice()) + "/h", NextNode: fmt.Sprintf("node-%d", cl.Nodes)}
 	for _, n := range nodes {
 		if n.JoinKind != "" {
 			v.Joining = n.Name

@@ -83,7 +83,7 @@ func problemWords(cl models.Cluster, le models.LastError, nodes []models.Cluster
 		return fallback
 	}
 	sw := softwareLabel(cl.Software)
-	rate := models.USD(cl.USDPerHour) + "/h"
+	rate := models.PriceUSD(cl.USDPerHour) + "/h"
 	retry := "The machines stay up and billing continues at " + rate + ". Retry the install, or terminate the cluster to stop billing."
 	stopped := "Compute billing stays ended and nothing is deleted. Resume the cluster again, or terminate it."
 	detail := le.Detail

@@ -144,7 +144,7 @@ func quoteRequestView(r models.QuoteRequest) views.QuoteRequestView {
 		v.Location = "Anywhere"
 	}
 	if r.BudgetPerHour > 0 {
-		v.Budget = models.USD(r.BudgetPerHour) + "/h"
+		v.Budget = models.PriceUSD(r.BudgetPerHour) + "/h"
 	}
 	return v
 }
@@ -179,7 +179,7 @@ func (h *handler) showQuoteRequest(c echo.Context) error {
 			continue
 		}
 		pg.Offers = append(pg.Offers, views.QuoteRequestOffer{ID: po.ID, Shape: views.Shape(po.Nodes, po.GPUsPerNode, po.Accelerator),
-			Where: po.LocationName, Price: models.USD(po.ClusterHour()) + "/h", ValidThrough: po.ValidThrough(),
+			Where: po.LocationName, Price: models.PriceUSD(po.ClusterHour()) + "/h", ValidThrough: po.ValidThrough(),
 			LaunchURL: po.LaunchPath(), Live: po.Live(now)})
 	}
 	return render(c, http.StatusOK, views.QuoteRequestDetailView(pg))

@@ -95,7 +95,7 @@ func (h *handler) volumesPage(c echo.Context) (views.VolumesPage, error) {
 	}
 	for _, v := range vs {
 		r := views.VolumeRow{ID: v.ID, Name: v.Name, Location: v.Location, SizeGB: v.SizeGB,
-			PerHour: "$" + models.DecimalUSD(v.HourRate()) + "/h", Accrued: models.USD(accrued[v.ID]),
+			PerHour: models.PriceUSD(v.HourRate()) + "/h", Accrued: models.USD(accrued[v.ID]),
 			Created: views.FormatTime(v.CreatedAt)}
 		if cl, ok := att[v.ID]; ok {
 			r.ClusterID, r.ClusterName = cl.ID, cl.Name

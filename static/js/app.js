@@ -30,6 +30,12 @@ function setLogStatus(state, text) {
   el.querySelector("[data-log-status-text]").textContent = text;
 }
 document.addEventListener("htmx:sseBeforeMessage", function (ev) {
+  // htmx processes the preserved stream again after a poll, so one message
+  // can reach two listeners: swap each message in once.
+  if (ev.detail && typeof ev.detail === "object") {
+    if (ev.detail.__swapped) { ev.preventDefault(); return; }
+    ev.detail.__swapped = true;
+  }
   var box = document.getElementById("log-lines");
   if (box) box.dataset.atBottom = String(box.scrollHeight - box.scrollTop - box.clientHeight < 24);
 });
@@ -38,6 +44,20 @@ document.addEventListener("htmx:sseMessage", function () {
   if (!box) return;
   while (box.childElementCount > MAX_LOG_LINES) box.removeChild(box.firstElementChild);
   if (logFollowing() && box.dataset.atBottom !== "false") box.scrollTop = box.scrollHeight;
+});
+// The page's poll keeps the log section (hx-preserve) by moving it into the
+// new part, and a moved box forgets its scroll position: note where the
+// reader was before any swap and put them back after it — at the newest
+// line when they were following it (issue 21 item 10).
+document.addEventListener("htmx:beforeSwap", function () {
+  var box = document.getElementById("log-lines");
+  if (box) box.__kept = { top: box.scrollTop, atBottom: box.scrollHeight - box.scrollTop - box.clientHeight < 24 };
+});
+document.addEventListener("htmx:afterSwap", function () {
+  var box = document.getElementById("log-lines");
+  if (!box || !box.__kept) return;
+  box.scrollTop = logFollowing() && box.__kept.atBottom ? box.scrollHeight : box.__kept.top;
+  delete box.__kept;
 });
 document.addEventListener("htmx:sseOpen", function () { setLogStatus("live", "Live"); });
 document.addEventListener("htmx:sseError", function () { setLogStatus("reconnecting", "Reconnecting…"); });
