@@ -263,7 +263,7 @@ func cloudSmoke(t *testing.T, s *server, offer string, scripts func() []smokeMac
 	if code := s.api(t, http.MethodPost, "/v1/gpu/clusters/"+cl.ID+"/terminate", nil, nil); code >= 300 {
 		t.Fatalf("terminate: %d", code)
 	}
-	until(t, cl.ID, "terminated", 0, []string{"provision"}, s)
+	until(t, cl.ID, "terminated", 0, []string{"terminate"}, s)
 	if n := live(); n != 0 {
 		t.Errorf("%d machines left running", n)
 	}

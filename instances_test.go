@@ -228,7 +228,7 @@ func TestTwoInstancesBehaveAsOne(t *testing.T) {
 	if code := a.api(t, http.MethodPost, "/v1/gpu/clusters/"+id+"/terminate", nil, nil); code >= 300 {
 		t.Fatalf("terminate: %d", code)
 	}
-	until(t, id, "terminated", 0, []string{"provision"}, b)
+	until(t, id, "terminated", 0, []string{"terminate"}, b)
 	noLeaks(t, a)
 	a.stop(t)
 	b.stop(t)
@@ -264,7 +264,7 @@ func TestRestartMidProvisionAndMidRecovery(t *testing.T) {
 		if code := s.api(t, http.MethodPost, "/v1/gpu/clusters/"+id+"/terminate", nil, nil); code >= 300 {
 			t.Fatalf("terminate: %d", code)
 		}
-		until(t, id, "terminated", 0, []string{"provision"}, s)
+		until(t, id, "terminated", 0, []string{"terminate"}, s)
 		noLeaks(t, s)
 		s.stop(t)
 	})
@@ -292,7 +292,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		if code := s.api(t, http.MethodPost, "/v1/gpu/clusters/"+id+"/terminate", nil, nil); code >= 300 {
 			t.Fatalf("terminate: %d", code)
 		}
-		until(t, id, "terminated", 0, []string{"provision"}, s)
+		until(t, id, "terminated", 0, []string{"terminate"}, s)
 		if code := s.api(t, http.MethodPost, "/dev/sim/faults", []map[string]any{{"kind": "describe_delay", "delay": "3s"}}, nil); code != http.StatusOK {
 			t.Fatalf("inject describe_delay: %d", code)
 		}

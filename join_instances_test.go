@@ -97,7 +97,7 @@ func TestServeAddWorkerAndReplaceNode(t *testing.T) {
 	if code := a.api(t, http.MethodPost, "/v1/gpu/clusters/"+id+"/terminate", nil, nil); code >= 300 {
 		t.Fatalf("terminate: %d", code)
 	}
-	until(t, id, "terminated", 0, []string{"provision"}, b)
+	until(t, id, "terminated", 0, []string{"terminate"}, b)
 	noLeaks(t, a)
 	a.stop(t)
 	b.stop(t)

@@ -87,7 +87,7 @@ func TestLambdaSmoke(t *testing.T) {
 		if code := s.api(t, http.MethodPost, "/v1/gpu/clusters/"+cl.ID+"/terminate", nil, nil); code >= 300 {
 			t.Fatalf("terminate: %d", code)
 		}
-		until(t, cl.ID, "terminated", 0, []string{"provision"}, s)
+		until(t, cl.ID, "terminated", 0, []string{"terminate"}, s)
 		if live := f.Live(); len(live) != 0 {
 			t.Errorf("machines left running at Lambda: %+v", live)
 		}

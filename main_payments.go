@@ -27,7 +27,7 @@ func webPayments(cfg config) web.Payments {
 type stripeForWeb struct{ p payments.Provider }
 
 func (s stripeForWeb) StartCheckout(ctx context.Context, t models.TopUp, email, successURL, cancelURL string) (string, string, error) {
-	co, err := s.p.CreateCheckout(ctx, payments.CheckoutParams{OrgID: t.OrgID, TopUpID: t.ID, Amount: t.Amount,
+	co, err := s.p.CreateCheckout(ctx, payments.CheckoutParams{OrgID: t.OrgID, TopUpID: t.ID, Amount: int64(t.Amount),
 		CustomerEmail: email, SuccessURL: successURL, CancelURL: cancelURL})
 	return co.ID, co.URL, err
 }
@@ -42,7 +42,7 @@ func (s stripeForWeb) VerifyWebhook(payload []byte, signature string) (models.Pa
 	}
 	pi := strings.HasPrefix(ev.Type, "payment_intent.") && slices.Contains(payments.WebhookEvents, ev.Type)
 	return models.PaymentEvent{ID: ev.ID, Type: ev.Type, OrgID: ev.OrgID, TopUpID: ev.TopUpID, SessionID: ev.ObjectID,
-		Amount: ev.Amount, Currency: ev.Currency, Paid: ev.Paid, APIVersion: ev.APIVersion,
+		Amount: models.Money(ev.Amount), Currency: ev.Currency, Paid: ev.Paid, APIVersion: ev.APIVersion,
 		CheckoutComplete: ev.Type == payments.EventCheckoutCompleted || ev.Type == payments.EventCheckoutAsyncSucceeded,
 		CheckoutFailed:   ev.Type == payments.EventCheckoutAsyncFailed,
 		PaymentIntent:    pi, Failed: ev.Type == payments.EventPaymentFailed, ActionRequired: ev.Type == payments.EventPaymentRequiresAction,
@@ -74,7 +74,7 @@ func jobsChargerWith(cfg config, apiURL string) jobs.Charger {
 type chargerForJobs struct{ p payments.Provider }
 
 func (s chargerForJobs) ChargeOffSession(ctx context.Context, c models.Charge) (jobs.ChargeResult, error) {
-	r, err := s.p.ChargeOffSession(ctx, payments.ChargeParams{OrgID: c.OrgID, ChargeID: c.ID, Amount: c.Amount,
+	r, err := s.p.ChargeOffSession(ctx, payments.ChargeParams{OrgID: c.OrgID, ChargeID: c.ID, Amount: int64(c.Amount),
 		CustomerID: c.CustomerID, PaymentMethodID: c.PaymentMethodID, IdempotencyKey: c.IdempotencyKey()})
 	if err != nil {
 		return jobs.ChargeResult{}, err

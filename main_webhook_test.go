@@ -353,7 +353,7 @@ func TestWebhookOtherAPIVersion(t *testing.T) {
 		a, b := w.topUp(20*models.Micro), w.topUp(25*models.Micro)
 		const version = "2025-03-31.basil"
 		for i, tu := range []models.TopUp{a, b} {
-			s := session(w.org.ID, tu, "paid", tu.Amount/10_000, "usd")
+			s := session(w.org.ID, tu, "paid", int64(tu.Amount/10_000), "usd")
 			s["customer"] = map[string]any{"id": "cus_1", "object": "customer"} // expanded, as newer versions may send it
 			s["discounts"] = []any{}
 			if code := w.post("evt_v"+string(rune('1'+i)), "checkout.session.completed", version, s); code != http.StatusOK {

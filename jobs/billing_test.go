@@ -39,7 +39,7 @@ func (w *world) checkUsage(id string) {
 		perMin[r.NodeID] += r.Minutes
 	}
 	for _, n := range nodes {
-		if want := c.MachineHour * minutes / 60; per[n.ID] != want || perMin[n.ID] != minutes {
+		if want := c.MachineHour * models.Money(minutes) / 60; per[n.ID] != want || perMin[n.ID] != minutes {
 			w.t.Errorf("%s charged %d for %d minutes, want %d for %d minutes at %d/h", n.Name, per[n.ID], perMin[n.ID], want, minutes, c.MachineHour)
 		}
 	}

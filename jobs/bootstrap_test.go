@@ -48,7 +48,7 @@ func TestPlacementCarriesEverything(t *testing.T) {
 		if req.Agent.Token != models.BootstrapToken(c) || req.Agent.ServerURL != w.srv.URL {
 			t.Errorf("agent bootstrap %+v", req.Agent)
 		}
-		if req.MaxMachineHourUSD != c.MachineHour || req.MaxMachineHourUSD <= 0 {
+		if req.MaxMachineHourUSD != int64(c.MachineHour) || req.MaxMachineHourUSD <= 0 {
 			t.Errorf("price ceiling %d, want the locked machine-hour %d", req.MaxMachineHourUSD, c.MachineHour)
 		}
 		if req.Image != "ubuntu-22.04-cuda" || req.StartCommand != "python serve.py" || req.Env["MODEL"] != "llama" ||

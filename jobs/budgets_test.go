@@ -138,14 +138,14 @@ func (w *budgetWorld) alerts(envID string) []models.BudgetAlert {
 // spendAt is what a cluster has cost after m whole minutes from readyAt:
 // each machine's cumulative charge, rounded down (B2).
 func spendAt(c models.Cluster, machines int, m int64) models.Money {
-	return int64(machines) * (c.MachineHour * m / 60)
+	return models.Money(machines) * (c.MachineHour * models.Money(m) / 60)
 }
 
 // firstMinute is the first whole minute at which the cluster's spend
 // reaches pct of budget.
 func firstMinute(c models.Cluster, machines int, budget models.Money, pct int64) int64 {
 	for m := int64(1); ; m++ {
-		if spendAt(c, machines, m)*100 >= budget*pct {
+		if spendAt(c, machines, m)*100 >= budget*models.Money(pct) {
 			return m
 		}
 	}
@@ -391,7 +391,7 @@ func TestBudgetEnforcedAfterWarningWindow(t *testing.T) {
 		}
 		w.checkBudgetStopped(c.ID, "$50.00")
 		// While it stays reached, the environment takes no new cluster.
-		q, err := w.store.CreateQuote(context.Background(), w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q, err := w.store.CreateQuote(context.Background(), w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		if err != nil {
 			t.Fatal(err)
 		}

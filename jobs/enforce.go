@@ -14,7 +14,7 @@ import (
 // when the balance will not cover the next hour, stops every running
 // cluster once the balance has been exhausted for the grace, and
 // terminates the clusters it stopped once they stayed unpaid for the
-// second grace. The stop job carries out the stops, the provision job the
+// second grace. The stop job carries out the stops, the terminate job the
 // terminates.
 type BalanceEnforcement struct {
 	Store          *models.Store

@@ -22,7 +22,7 @@ func TestSimulatedStalledRankIsNamedEndToEnd(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		w := newWorld(t, db)
 		ctx := context.Background()
-		q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 3, GPUsPerNode: 8})
+		q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 3, GPUsPerNode: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestSimulatedIdleClusterIsMailedThenStopped(t *testing.T) {
 func (h *healthWorld) launchWithCommand(command string) models.Cluster {
 	h.t.Helper()
 	ctx := context.Background()
-	q, err := h.store.CreateQuote(ctx, h.org.ID, h.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+	q, err := h.store.CreateQuote(ctx, h.org.ID, h.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func (j *Health) Name() string { return "health" }
 
 // Run implements Job: one pass over every live cluster.
 func (j *Health) Run(ctx context.Context) error {
-	return eachBatch(ctx, cmp(j.Batch, healthBatch), j.Store.LiveClustersAfter, j.pass)
+	return eachBatch(ctx, orDefault(j.Batch, healthBatch), j.Store.LiveClustersAfter, j.pass)
 }
 
 // eachBatch pages through clusters by id, batch at a time (keyset paging),
@@ -63,7 +63,8 @@ func eachBatch(ctx context.Context, batch int,
 	}
 }
 
-func cmp[T int | time.Duration](v, def T) T {
+// orDefault returns v, or def when v is zero or negative (an unset option).
+func orDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}
@@ -119,7 +120,7 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 			// The hold time is positive and its clock starts at the first
 			// sighting, so nothing (a "not found" answer included) is
 			// declared before a later pass confirms it.
-			if now.Sub(since) >= cmp(j.UnhealthyAfter, DefaultUnhealthyAfter) &&
+			if now.Sub(since) >= orDefault(j.UnhealthyAfter, DefaultUnhealthyAfter) &&
 				n.Status != models.NodeDown && n.Status != models.NodeRestarting {
 				v.downs = append(v.downs, models.DownMachine{Rank: n.Rank, Name: n.Name, Seen: seen})
 			}
@@ -199,7 +200,7 @@ func (j *Health) observe(n models.ClusterNode, g providers.Group, found bool, no
 	if last == nil {
 		last = n.MeshAt
 	}
-	if late := cmp(j.HeartbeatLate, DefaultHeartbeatLate); now.Sub(*last) > late {
+	if late := orDefault(j.HeartbeatLate, DefaultHeartbeatLate); now.Sub(*last) > late {
 		return fmt.Sprintf("agent silent: last heartbeat %s ago", now.Sub(*last).Round(time.Second))
 	}
 	return ""

@@ -471,7 +471,7 @@ func TestSoftwareRefusedAtLaunch(t *testing.T) {
 			{"H100_80GB", "lsf", "choose one of none, slurm, kubernetes, ray"},
 		} {
 			gpus := map[string]int{"L40S": 2, "H100_80GB": 8}[tc.accel]
-			q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: tc.accel, Nodes: 2, GPUsPerNode: gpus})
+			q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: tc.accel, Nodes: 2, GPUsPerNode: gpus})
 			if err != nil {
 				t.Fatal(err)
 			}

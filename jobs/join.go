@@ -126,7 +126,7 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 	req := providers.PlaceRequest{
 		GroupName: c.GroupName(), OfferID: strings.TrimPrefix(c.OfferID, c.Provider+":"), Location: c.Location,
 		Count: 1, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(), Ports: c.Ports(), StartCommand: c.StartCommand,
-		MaxMachineHourUSD: c.MachineHour, // the same machine price as the cluster's (Q2, L10, X5)
+		MaxMachineHourUSD: int64(c.MachineHour), // the same machine price as the cluster's (Q2, L10, X5)
 		Agent:             providers.AgentBootstrap{ServerURL: j.ServerURL, Token: models.BootstrapToken(c), Tokens: []string{models.AgentToken(c, n)}},
 	}
 	if vol != nil { // V4: the same workload as the group's (a new node-0 gets the volume attached)

@@ -175,9 +175,9 @@ func TestAddWorkerJoinsAndBillsFromItsUpTime(t *testing.T) {
 				from = joinedAt
 			}
 			want := int64(end.Sub(from) / time.Minute)
-			if minutes[n.ID] != want || amount[n.ID] != c.MachineHour*want/60 {
+			if minutes[n.ID] != want || amount[n.ID] != c.MachineHour*models.Money(want)/60 {
 				t.Errorf("%s billed %d minutes for %d, want %d minutes (from %s) for %d", n.Name, minutes[n.ID], amount[n.ID],
-					want, from.Format("15:04"), c.MachineHour*want/60)
+					want, from.Format("15:04"), c.MachineHour*models.Money(want)/60)
 			}
 		}
 		if got := h.stock("h100.8x.vm"); got != 10 {
@@ -394,7 +394,7 @@ func TestReplaceNodeKeepsRankNameAddressAndBillingLine(t *testing.T) {
 		}
 		total := c.ReleasedAt.Sub(ready)
 		want1 := int64((total - joinedAt.Sub(placedAt)) / time.Minute)
-		if minutes[old.ID] != want1 || amount[old.ID] != c.MachineHour*want1/60 {
+		if minutes[old.ID] != want1 || amount[old.ID] != c.MachineHour*models.Money(want1)/60 {
 			t.Errorf("node-1 billed %d minutes for %d, want %d (all but %s unbilled while replaced)",
 				minutes[old.ID], amount[old.ID], want1, joinedAt.Sub(placedAt))
 		}

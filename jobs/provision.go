@@ -10,12 +10,12 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers"
 )
 
-// Provision drives every starting cluster from the database (L3–L5, L7):
+// Provision drives every starting cluster from the database (L3–L5):
 // it reserves every machine at once, follows each node through its steps
 // against their deadlines, fails the whole cluster at the first late step or
-// lost machine (releasing everything, billing nothing), marks it joined when
-// every node reached every other, and carries out terminate requests. It is
-// the only code that places or releases machines.
+// lost machine (releasing everything, billing nothing) and marks it joined
+// when every node reached every other. It and the terminate job are the only
+// code that places or releases machines.
 type Provision struct {
 	Store     *models.Store
 	Providers providers.Registry
@@ -33,13 +33,6 @@ func (j *Provision) Run(ctx context.Context) error {
 		if err != nil && !errors.Is(err, models.ErrConflict) {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.ID, err))
 		}
-	}
-	terminating, err := j.Store.ClustersToTerminate(ctx)
-	if err != nil {
-		return err
-	}
-	for _, c := range terminating {
-		collect(c, j.terminate(ctx, c))
 	}
 	starting, err := j.Store.ClustersInStatus(ctx, models.StatusProvisioning)
 	if err != nil {
@@ -214,7 +207,7 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	req := providers.PlaceRequest{
 		GroupName: c.GroupName(), OfferID: strings.TrimPrefix(c.OfferID, c.Provider+":"), Location: c.Location,
 		Count: c.Nodes, Image: c.Image, Env: c.Env(), SSHKeys: c.SSHKeys(), Ports: c.Ports(), StartCommand: c.StartCommand,
-		MaxMachineHourUSD: c.MachineHour, // the price the quote locked (Q2)
+		MaxMachineHourUSD: int64(c.MachineHour), // the price the quote locked (Q2)
 		Agent:             providers.AgentBootstrap{ServerURL: j.ServerURL, Token: models.BootstrapToken(c), Tokens: tokens},
 	}
 	if vol != nil { // V2: the volume goes to the head with the machines
@@ -268,16 +261,4 @@ func (j *Provision) release(ctx context.Context, c models.Cluster) error {
 		}
 	}
 	return j.Store.MarkReleased(ctx, c.ID)
-}
-
-// terminate carries out a terminate request in any state (L7): every machine
-// is released together, then the cluster is terminated and billing ends.
-func (j *Provision) terminate(ctx context.Context, c models.Cluster) error {
-	if p, err := j.Providers.Get(c.Provider); err == nil {
-		if err := p.TerminateGroup(ctx, c.GroupName()); err != nil {
-			return fmt.Errorf("terminate: %w", err)
-		}
-	}
-	_, err := j.Store.MarkTerminated(ctx, c.ID)
-	return err
 }

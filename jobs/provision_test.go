@@ -51,6 +51,7 @@ type world struct {
 	cloud   *sim.Cloud
 	srv     *httptest.Server
 	job     *jobs.Provision
+	term    *jobs.Terminate
 	install *jobs.Install
 	join    *jobs.Join
 	verify  *jobs.Verify
@@ -93,7 +94,7 @@ func newWorldOn(t testing.TB, db *gorm.DB, cloudConfig string) *world {
 	}))
 	reg := providers.Registry{"sim": cloud}
 	w := &world{t: t, store: store, clock: clock, cloud: cloud, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
-		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store},
+		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, term: &jobs.Terminate{Store: store, Providers: reg}, install: &jobs.Install{Store: store}, billing: &jobs.Billing{Store: store},
 		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL}, verify: &jobs.Verify{Store: store},
 		stop: &jobs.Stop{Store: store, Providers: reg}, execs: execs, tokens: tokens}
 	if err := w.cat.Run(ctx); err != nil {
@@ -122,7 +123,7 @@ func (w *world) launch(accel string, nodes, gpus int) models.Cluster {
 func (w *world) launchWith(accel string, nodes, gpus int, software string) models.Cluster {
 	w.t.Helper()
 	ctx := context.Background()
-	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus})
+	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -153,6 +154,9 @@ func (w *world) runJobs() {
 	ctx := context.Background()
 	if err := w.job.Run(ctx); err != nil {
 		w.t.Fatalf("provision: %v", err)
+	}
+	if err := w.term.Run(ctx); err != nil {
+		w.t.Fatalf("terminate: %v", err)
 	}
 	if err := w.install.Run(ctx); err != nil {
 		w.t.Fatalf("install: %v", err)
@@ -396,8 +400,9 @@ func TestTerminateRacingProvisionLeavesNothing(t *testing.T) {
 			}
 			if ticksBefore < 0 {
 				var wg sync.WaitGroup
-				wg.Add(2)
+				wg.Add(3)
 				go func() { defer wg.Done(); _ = w.job.Run(ctx) }()
+				go func() { defer wg.Done(); _ = w.term.Run(ctx) }()
 				go func() { defer wg.Done(); _, _ = w.store.RequestTerminate(ctx, w.org.ID, c.ID, "racer") }()
 				wg.Wait()
 			} else if _, err := w.store.RequestTerminate(ctx, w.org.ID, c.ID, "test"); err != nil {

@@ -113,13 +113,21 @@ func TestTerminateVsProvisionTickIsNeverTorn(t *testing.T) {
 				w.clock.Advance(time.Hour) // every step late: the next tick fails them
 			}
 			var wg sync.WaitGroup
-			for range 2 { // two provision ticks at once, racing the terminates
-				wg.Add(1)
+			for range 2 { // two provision and two terminate ticks at once, racing the terminate requests
+				wg.Add(2)
 				go func() {
 					defer wg.Done()
 					for range 4 {
 						if err := w.job.Run(ctx); err != nil {
 							t.Errorf("provision: %v", err)
+						}
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					for range 4 {
+						if err := w.term.Run(ctx); err != nil {
+							t.Errorf("terminate: %v", err)
 						}
 					}
 				}()
@@ -130,6 +138,9 @@ func TestTerminateVsProvisionTickIsNeverTorn(t *testing.T) {
 				}
 			}
 			wg.Wait()
+			if err := w.term.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
 			if err := w.job.Run(ctx); err != nil {
 				t.Fatal(err)
 			}

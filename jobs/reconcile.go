@@ -25,7 +25,7 @@ func (j *Reconcile) Name() string { return "reconcile" }
 
 // Run implements Job.
 func (j *Reconcile) Run(ctx context.Context) error {
-	return eachBatch(ctx, cmp(j.Batch, healthBatch), j.Store.ClustersToReconcile, j.pass)
+	return eachBatch(ctx, orDefault(j.Batch, healthBatch), j.Store.ClustersToReconcile, j.pass)
 }
 
 func (j *Reconcile) pass(ctx context.Context, cs []models.Cluster) error {

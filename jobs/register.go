@@ -36,6 +36,7 @@ func Register(s *Scheduler, d Deps) error {
 		{"17 * * * *", &PruneLoginThrottles{Store: d.Store}, time.Minute},
 		{"5 * * * *", &GPURollup{Store: d.Store}, 5 * time.Minute},
 		{"@every 5s", &Provision{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL, Mail: mail}, 2 * time.Minute},
+		{"@every 5s", &Terminate{Store: d.Store, Providers: d.Providers}, 2 * time.Minute},
 		{"@every 5s", &Install{Store: d.Store, Mail: mail}, 30 * time.Second},
 		{"@every 5s", &Verify{Store: d.Store, Mail: mail}, 30 * time.Second},
 		{"@every 5s", &Join{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL}, 2 * time.Minute},

@@ -390,7 +390,7 @@ func newSSHWorld(t *testing.T, db *gorm.DB, tn *testNet, agentBin string) *sshWo
 	}
 	reg := providers.Registry{sshprov.Name: prov}
 	w := &world{t: t, store: store, clock: clock, srv: srv, cat: &jobs.Catalog{Store: store, Providers: reg},
-		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, install: &jobs.Install{Store: store},
+		job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, term: &jobs.Terminate{Store: store, Providers: reg}, install: &jobs.Install{Store: store},
 		billing: &jobs.Billing{Store: store}, stop: &jobs.Stop{Store: store, Providers: reg},
 		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL}, verify: &jobs.Verify{Store: store}}
 	if err := w.cat.Run(ctx); err != nil {

@@ -35,7 +35,7 @@ func (w *world) free() int {
 // quote locks a 2-machine H100 price now, to launch later.
 func (w *world) quote() models.Quote {
 	w.t.Helper()
-	q, err := w.store.CreateQuote(context.Background(), w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+	q, err := w.store.CreateQuote(context.Background(), w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestLaunchesHoldCountedStock(t *testing.T) {
 		if _, err := w.store.RequestTerminate(ctx, w.org.ID, c.ID, "test"); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.job.Run(ctx); err != nil {
+		if err := w.term.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := w.free(); got != 2 {

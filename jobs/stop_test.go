@@ -228,7 +228,7 @@ func TestResumeAllOrNothing(t *testing.T) {
 		run2 := int64(c.ReleasedAt.Sub(*c.BillFrom) / time.Minute)
 		amount, minutes := w.machineUsage(c.ID)
 		for id := range minutes {
-			want := c.MachineHour*run1/60 + c.MachineHour*run2/60
+			want := c.MachineHour*models.Money(run1)/60 + c.MachineHour*models.Money(run2)/60
 			if minutes[id] != run1+run2 || amount[id] != want {
 				t.Errorf("machine %s: %d for %d minutes, want %d for %d+%d", id, amount[id], minutes[id], want, run1, run2)
 			}

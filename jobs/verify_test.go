@@ -17,7 +17,7 @@ import (
 func (w *world) launchVerified(accel string, nodes, gpus int, software string) models.Cluster {
 	w.t.Helper()
 	ctx := context.Background()
-	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus})
+	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func (w *world) nodeLog(c models.Cluster, rank int) string {
 func (w *world) launchVolume(accel string, nodes, gpus, gb int) models.Cluster {
 	w.t.Helper()
 	ctx := context.Background()
-	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus, VolumeGB: gb})
+	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus, VolumeGB: gb})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq0cC9sYXB0b3Aga2V5IGZvciB
 func (w *world) launchWorkload(accel string, nodes, gpus int, wl models.Workload) models.Cluster {
 	w.t.Helper()
 	ctx := context.Background()
-	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.QuoteRequest{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus})
+	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: accel, Nodes: nodes, GPUsPerNode: gpus})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func TestAdmissionCountsLiveClustersOnly(t *testing.T) {
 		if _, err := e.s.SetOrgQuota(ctx, e.org.ID, 64, 512); err != nil {
 			t.Fatal(err)
 		}
-		shape := models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, OfferID: "sim:h100x8"}
+		shape := models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, OfferID: "sim:h100x8"}
 		var live []models.Cluster
 		for range 2 {
 			c, _, err := e.launch(e.quote(t, shape), "", "")

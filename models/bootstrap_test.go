@@ -16,7 +16,7 @@ import (
 // their placement.
 func (e *launchEnv) placedCluster(t *testing.T, placed []models.PlacedNode) models.Cluster {
 	t.Helper()
-	c, _, err := e.launch(e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: len(placed), GPUsPerNode: 8}), "", "")
+	c, _, err := e.launch(e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: len(placed), GPUsPerNode: 8}), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestClaimRank(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		early, _, err := e.launch(e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8}), "", "")
+		early, _, err := e.launch(e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8}), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

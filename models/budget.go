@@ -183,7 +183,7 @@ func Forecast(now time.Time, limit, spend, burn Money) (time.Time, bool) {
 func reached(spend, amount Money) []int {
 	var out []int
 	for _, p := range BudgetThresholds {
-		if amount > 0 && spend*100 >= amount*int64(p) {
+		if amount > 0 && spend*100 >= amount*Money(p) {
 			out = append(out, p)
 		}
 	}
@@ -264,7 +264,7 @@ func (s *Store) envMoneyOf(ctx context.Context, envIDs []string, w UsageWindow, 
 		if c.ReleasedAt == nil && billing(c.Status) {
 			// Its machines: a volume it mounts burns as a volume, above,
 			// so it is counted once (as BurnRate).
-			m.burn += c.MachineHour * int64(c.Nodes)
+			m.burn += c.MachineHour * Money(c.Nodes)
 			m.live = append(m.live, c)
 		}
 	}

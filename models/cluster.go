@@ -909,7 +909,7 @@ func (s *Store) MarkJoined(ctx context.Context, id string, n *ClusterNotify) (Cl
 	return s.transition(ctx, id, ch)
 }
 
-// RequestTerminate records the user's intent (L7); the provision job carries
+// RequestTerminate records the user's intent (L7); the terminate job carries
 // it out. Accepted in every state but failed and terminated; repeating it,
 // or asking once the cluster ended, is harmless and changes nothing.
 func (s *Store) RequestTerminate(ctx context.Context, orgID, id, actor string) (Cluster, error) {

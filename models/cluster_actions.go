@@ -4,7 +4,7 @@ import "context"
 
 // Terminate records the actor's intent to terminate a cluster of their
 // organisation (L7), with its event and audit entry in one transaction.
-// Repeating it is harmless and audited again. The provision job releases
+// Repeating it is harmless and audited again. The terminate job releases
 // the machines.
 func (x Actions) Terminate(ctx context.Context, clusterID string) (Cluster, error) {
 	var c Cluster

@@ -25,7 +25,7 @@ func TestClusterMailsCommitWithTheirTransition(t *testing.T) {
 		addMember(t, e, "member@acme.example", models.RoleMember) // mailed as the launcher
 		addMember(t, e, "bystander@acme.example", models.RoleMember)
 
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		c, _, err := e.s.LaunchCluster(ctx, models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID,
 			Actor: "member@acme.example", Workload: models.Workload{Name: "train", Software: "slurm"}})
 		if err != nil {
@@ -88,13 +88,13 @@ func TestReadyMailAndEventsUseDisplayNames(t *testing.T) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 1_000*models.Micro)
 		addMember(t, e, "owner@acme.example", models.RoleOwner)
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		c, _, err := e.s.LaunchCluster(ctx, models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID,
 			Actor: "owner@acme.example", Workload: models.Workload{Name: "train", Software: "none"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		q2 := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q2 := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		slurm, _, err := e.s.LaunchCluster(ctx, models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q2.ID,
 			Actor: "owner@acme.example", Workload: models.Workload{Name: "slurm-one", Software: "slurm"}})
 		if err != nil {

@@ -201,7 +201,7 @@ func take(t *testing.T, e *launchEnv, id string) snapshot {
 func clusterIn(t *testing.T, e *launchEnv, status models.ClusterStatus, ev models.Event) string {
 	t.Helper()
 	ctx := context.Background()
-	q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+	q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 	software := "slurm"
 	if ev == models.EventJoined || ev == models.EventJoinedVerify {
 		software = "none"

@@ -46,7 +46,7 @@ func newLaunchEnv(t *testing.T, db *gorm.DB, deposit models.Money) *launchEnv {
 	return e
 }
 
-func (e *launchEnv) quote(t *testing.T, r models.QuoteRequest) models.Quote {
+func (e *launchEnv) quote(t *testing.T, r models.ShapeQuery) models.Quote {
 	t.Helper()
 	q, err := e.s.CreateQuote(context.Background(), e.org.ID, e.env.ID, r)
 	if err != nil {
@@ -64,11 +64,11 @@ func (e *launchEnv) launch(q models.Quote, key, hash string) (models.Cluster, bo
 func TestQuotePricingAndNoCapacity(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := newLaunchEnv(t, db, 0)
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeGB: 1000})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeGB: 1000})
 		if q.OfferID != "sim:h100x8-eu" {
 			t.Errorf("picked %s, want the cheapest that fits (eu-west, 3 free)", q.OfferID)
 		}
-		want := int64(8*2)*2_300_000 + int64(500*2)*100 + 1000*models.VolumeGBHour
+		want := models.Money(8*2)*2_300_000 + models.Money(500*2)*100 + 1000*models.VolumeGBHour
 		var sum models.Money
 		for _, li := range q.LineItems() {
 			sum += li.USDPerHour
@@ -80,18 +80,18 @@ func TestQuotePricingAndNoCapacity(t *testing.T) {
 			t.Errorf("expires %v availability %q", q.ExpiresAt, q.Availability)
 		}
 		// 4 nodes do not fit in eu-west (3 free): us-east is chosen.
-		if q4 := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 4, GPUsPerNode: 8}); q4.OfferID != "sim:h100x8" {
+		if q4 := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 4, GPUsPerNode: 8}); q4.OfferID != "sim:h100x8" {
 			t.Errorf("4 nodes picked %s", q4.OfferID)
 		}
 		tests := []struct {
-			r      models.QuoteRequest
+			r      models.ShapeQuery
 			reason string
 		}{
-			{models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 2}, "gpus_per_node_unavailable"},
-			{models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 40, GPUsPerNode: 8}, "no_location_with_n_nodes"},
-			{models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 9, GPUsPerNode: 4}, "no_location_with_n_nodes"}, // uncounted: max 8 (O2)
-			{models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, MaxHourlyPrice: 10 * models.Micro}, "above_max_hourly_price"},
-			{models.QuoteRequest{Accelerator: "L40S", Nodes: 2, GPUsPerNode: 8}, "gpus_per_node_unavailable"},
+			{models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 2}, "gpus_per_node_unavailable"},
+			{models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 40, GPUsPerNode: 8}, "no_location_with_n_nodes"},
+			{models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 9, GPUsPerNode: 4}, "no_location_with_n_nodes"}, // uncounted: max 8 (O2)
+			{models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, MaxHourlyPrice: 10 * models.Micro}, "above_max_hourly_price"},
+			{models.ShapeQuery{Accelerator: "L40S", Nodes: 2, GPUsPerNode: 8}, "gpus_per_node_unavailable"},
 		}
 		for _, tt := range tests {
 			_, err := e.s.CreateQuote(context.Background(), e.org.ID, e.env.ID, tt.r)
@@ -105,7 +105,7 @@ func TestQuotePricingAndNoCapacity(t *testing.T) {
 		if n != 2 {
 			t.Errorf("%d quotes stored; refused quotes must store nothing", n)
 		}
-		if _, err := e.s.CreateQuote(context.Background(), e.org.ID, e.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 1, GPUsPerNode: 9}); err == nil {
+		if _, err := e.s.CreateQuote(context.Background(), e.org.ID, e.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 1, GPUsPerNode: 9}); err == nil {
 			t.Error("invalid shape accepted")
 		}
 	})
@@ -115,7 +115,7 @@ func TestQuotePricingAndNoCapacity(t *testing.T) {
 func TestLaunchIdempotency(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := newLaunchEnv(t, db, 500*models.Micro)
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		c1, created, err := e.launch(q, "k1", "hash-a")
 		if err != nil || !created || c1.Status != models.StatusProvisioning {
 			t.Fatalf("first launch: %v %v %s", err, created, c1.Status)
@@ -148,7 +148,7 @@ func TestLaunchRefusals(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 0)
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 
 		// Balance zero refuses; the error says how much to add.
 		_, _, err := e.launch(q, "", "")
@@ -170,18 +170,18 @@ func TestLaunchRefusals(t *testing.T) {
 		if _, _, err := e.launch(q, "", ""); err != nil {
 			t.Fatalf("launch within quota: %v", err)
 		}
-		big := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 4, GPUsPerNode: 8})
+		big := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 4, GPUsPerNode: 8})
 		var qe *models.QuotaError
 		if _, _, err := e.launch(big, "", ""); !errors.As(err, &qe) || qe.Resource != "gpus" || qe.InUse != 16 {
 			t.Errorf("GPU quota: %v", err)
 		}
-		many := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 7, GPUsPerNode: 4})
+		many := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 7, GPUsPerNode: 4})
 		if _, _, err := e.launch(many, "", ""); !errors.As(err, &qe) || qe.Resource != "machines" {
 			t.Errorf("machine quota: %v", err)
 		}
 
 		// Q5: an expired quote.
-		stale := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
+		stale := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
 		e.clock.Advance(models.QuoteTTL)
 		var pc *models.PriceChangedError
 		if _, _, err := e.launch(stale, "", ""); !errors.As(err, &pc) || pc.Reason != "expired" || pc.Old.ID != stale.ID {
@@ -230,7 +230,7 @@ func TestLaunchValidatesWorkload(t *testing.T) {
 		container.MachineKind = "container"
 		container.Accelerator = "L40S"
 		seedCatalog(t, e.s, container)
-		q := e.quote(t, models.QuoteRequest{Accelerator: "L40S", Nodes: 2, GPUsPerNode: 8})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "L40S", Nodes: 2, GPUsPerNode: 8})
 		tests := []struct {
 			p     models.LaunchParams
 			field string
@@ -272,7 +272,7 @@ func TestStaleCatalogAdvice(t *testing.T) {
 		e := newLaunchEnv(t, db, 0)
 		ctx := context.Background()
 		e.clock.Advance(models.OfferFreshness + time.Minute) // no refresh since: every offer is stale
-		for _, r := range []models.QuoteRequest{
+		for _, r := range []models.ShapeQuery{
 			{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8},
 			{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, OfferID: "sim:h100x8"},
 		} {
@@ -286,7 +286,7 @@ func TestStaleCatalogAdvice(t *testing.T) {
 				t.Errorf("stale catalog advice: %q", advice)
 			}
 		}
-		_, err := e.s.CreateQuote(ctx, e.org.ID, e.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 2})
+		_, err := e.s.CreateQuote(ctx, e.org.ID, e.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 2})
 		var nc *models.NoCapacityError
 		if !errors.As(err, &nc) || nc.Reason != "gpus_per_node_unavailable" {
 			t.Errorf("a shape no offer has, stale or not: %v, want gpus_per_node_unavailable", err)

@@ -21,7 +21,7 @@ func TestConcurrentWorkersAdmitExactlyTheQuota(t *testing.T) {
 		e := newLaunchEnv(t, db, 10_000*models.Micro) // quota: 8 machines
 		var ids []string
 		for range 3 {
-			q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
+			q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
 			c, _, err := e.s.LaunchCluster(ctx, models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID,
 				Actor: "t", Workload: models.Workload{Name: "train", Software: "none"}})
 			if err != nil {

@@ -25,9 +25,9 @@ type QuoteFields struct {
 }
 
 // Request is the shape the fields ask for, with field problems.
-func (f QuoteFields) Request() (QuoteRequest, FieldErrors) {
+func (f QuoteFields) Request() (ShapeQuery, FieldErrors) {
 	fe := FieldErrors{}
-	r := QuoteRequest{}
+	r := ShapeQuery{}
 	set(&r.Accelerator, f.Accelerator)
 	set(&r.Nodes, f.Nodes)
 	set(&r.GPUsPerNode, f.GPUsPerNode)
@@ -94,7 +94,7 @@ func (f QuoteFields) changed(q Quote) string {
 
 // merged is q's shape with the fields sent applied (a new location drops
 // the quote's offer).
-func (f QuoteFields) merged(q Quote) (QuoteRequest, FieldErrors) {
+func (f QuoteFields) merged(q Quote) (ShapeQuery, FieldErrors) {
 	r := q.Request()
 	override, _ := f.Request()
 	if f.Accelerator != nil {
@@ -258,7 +258,7 @@ func (x Actions) launchQuote(ctx context.Context, in LaunchInput) (Quote, error)
 }
 
 // freshQuote prices r for the actor, or nil when nothing fits it now.
-func (x Actions) freshQuote(ctx context.Context, r QuoteRequest) *Quote {
+func (x Actions) freshQuote(ctx context.Context, r ShapeQuery) *Quote {
 	nq, err := x.s.CreateQuote(ctx, x.a.OrgID, x.a.EnvID, r)
 	if err != nil {
 		return nil

@@ -21,7 +21,7 @@ func TestConcurrentLaunchesAdmitExactlyTheQuota(t *testing.T) {
 		e := newLaunchEnv(t, db, 10_000*models.Micro) // quota: 8 machines
 		quotes := make([]models.Quote, 12)
 		for i := range quotes {
-			quotes[i] = e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
+			quotes[i] = e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
 		}
 		var (
 			wg             sync.WaitGroup

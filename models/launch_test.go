@@ -34,7 +34,7 @@ func TestLaunchPriceChanged(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 1000*models.Micro)
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		in := models.LaunchInput{QuoteID: q.ID, Priced: models.QuoteFields{Nodes: ptr(3)}, FreshQuote: true,
 			Workload: models.Workload{Name: "train", Software: "none"}}
 		_, _, err := e.actions().Launch(ctx, in)
@@ -79,7 +79,7 @@ func TestLaunchPriceChanged(t *testing.T) {
 		}
 		// The same key again returns the cluster and audits nothing more
 		// (on us-east: the cluster above holds 2 of eu-west's 3 machines).
-		first, _, err := e.actions().Launch(ctx, models.LaunchInput{QuoteID: e.quote(t, models.QuoteRequest{
+		first, _, err := e.actions().Launch(ctx, models.LaunchInput{QuoteID: e.quote(t, models.ShapeQuery{
 			Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8}).ID, IdemKey: "k2",
 			Workload: models.Workload{Name: "again", Software: "none"}})
 		if err != nil {

@@ -75,12 +75,12 @@ type moneySum struct {
 
 // Money is the exact total, or ErrSumOutOfRange.
 func (m moneySum) Money() (Money, error) {
-	t := new(big.Int).Mul(big.NewInt(m.Whole), big.NewInt(Micro))
+	t := new(big.Int).Mul(big.NewInt(m.Whole), big.NewInt(int64(Micro)))
 	t.Add(t, big.NewInt(m.Frac))
 	if !t.IsInt64() {
 		return 0, ErrSumOutOfRange
 	}
-	return t.Int64(), nil
+	return Money(t.Int64()), nil
 }
 
 // USD is the total in dollars, for gauges: it never fails.

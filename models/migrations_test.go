@@ -23,7 +23,7 @@ var allModels = []any{
 	&models.LedgerEntry{}, &models.Quote{},
 	&models.Cluster{}, &models.ClusterNode{}, &models.ClusterEvent{}, &models.NodeLogLine{},
 	&models.SoftwareRun{}, &models.SoftwareTask{},
-	&models.CapacityRequest{}, &models.EndedSession{},
+	&models.QuoteRequest{}, &models.EndedSession{},
 	&models.NodeGPUCheck{}, &models.NCCLCheck{}, &models.ProviderLeak{},
 	&models.ProviderSetting{}, &models.PrivateOffer{}, &models.NodeStart{},
 	&models.UsageMark{}, &models.MachineInterval{}, &models.TopUp{}, &models.ReceivedPaymentEvent{},

@@ -8,7 +8,7 @@ import (
 
 // Money is an amount in integer micro-dollars (1 USD = 1,000,000), so
 // per-minute proration of prices like $2.49/h stays exact (Q6).
-type Money = int64
+type Money int64
 
 // Micro is one dollar in micro-dollars.
 const Micro Money = 1_000_000
@@ -21,7 +21,7 @@ func USD(m Money) string {
 		m = -m
 	}
 	cents := (m + 5_000) / 10_000
-	whole := strconv.FormatInt(cents/100, 10)
+	whole := strconv.FormatInt(int64(cents/100), 10)
 	for i := len(whole) - 3; i > 0; i -= 3 {
 		whole = whole[:i] + "," + whole[i:]
 	}
@@ -43,7 +43,7 @@ func DecimalUSD(m Money) string {
 	for len(frac) < 2 {
 		frac += "0"
 	}
-	s := strconv.FormatInt(m/Micro, 10) + "." + frac
+	s := strconv.FormatInt(int64(m/Micro), 10) + "." + frac
 	if neg {
 		s = "-" + s
 	}
@@ -72,7 +72,7 @@ func ParseUSD(s string) (Money, error) {
 	if frac != "" {
 		f, _ = strconv.ParseInt(frac+strings.Repeat("0", 6-len(frac)), 10, 64)
 	}
-	return w*Micro + f, nil
+	return Money(w)*Micro + Money(f), nil
 }
 
 func allDigits(s string) bool {

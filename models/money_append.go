@@ -12,7 +12,7 @@ func AppendUSD(dst []byte, m Money) []byte {
 	cents := (m + 5_000) / 10_000
 	dst = append(dst, '$')
 	var digits [24]byte
-	whole := strconv.AppendInt(digits[:0], cents/100, 10)
+	whole := strconv.AppendInt(digits[:0], int64(cents/100), 10)
 	for i, d := range whole {
 		if i > 0 && (len(whole)-i)%3 == 0 {
 			dst = append(dst, ',')
@@ -29,7 +29,7 @@ func AppendDecimalUSD(dst []byte, m Money) []byte {
 		dst = append(dst, '-')
 		m = -m
 	}
-	dst = strconv.AppendInt(dst, m/Micro, 10)
+	dst = strconv.AppendInt(dst, int64(m/Micro), 10)
 	dst = append(dst, '.')
 	frac := m % Micro
 	var six [6]byte
@@ -52,7 +52,7 @@ func AppendPrice(dst []byte, m Money) []byte {
 	}
 	dst = append(dst, '$')
 	var digits [24]byte
-	whole := strconv.AppendInt(digits[:0], m/Micro, 10)
+	whole := strconv.AppendInt(digits[:0], int64(m/Micro), 10)
 	for i, d := range whole {
 		if i > 0 && (len(whole)-i)%3 == 0 {
 			dst = append(dst, ',')

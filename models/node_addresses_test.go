@@ -17,7 +17,7 @@ func TestSetNodeAddresses(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 1000*models.Micro)
-		c, _, err := e.launch(e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8}), "", "")
+		c, _, err := e.launch(e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8}), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,13 +67,13 @@ type Offer struct {
 
 // MachineHour is one machine's price per hour: its GPUs and its root disk.
 func (o Offer) MachineHour() Money {
-	return int64(o.GPUsPerNode)*o.PerGPUHour + int64(o.RootDiskGB)*o.DiskGBHour
+	return Money(o.GPUsPerNode)*o.PerGPUHour + Money(o.RootDiskGB)*o.DiskGBHour
 }
 
 // ClusterHour is the whole cluster's price per hour at n machines (Q3 with no
 // volume): the per-GPU formula, which equals machine price × machines (O7).
 func (o Offer) ClusterHour(n int) Money {
-	return int64(o.GPUsPerNode)*int64(n)*o.PerGPUHour + int64(o.RootDiskGB)*int64(n)*o.DiskGBHour
+	return Money(o.GPUsPerNode)*Money(n)*o.PerGPUHour + Money(o.RootDiskGB)*Money(n)*o.DiskGBHour
 }
 
 // MaxNodes is O2: min(64, count) when the location counts its free machines,

@@ -76,10 +76,10 @@ func TestPerGPUFormulaEqualsMachinePriceQ3(t *testing.T) {
 		o := offer("x", "l", gpus, 2_490_000, nil)
 		o.DiskGBHour = 139
 		for n := models.MinNodes; n <= models.MaxNodes; n++ {
-			perGPU := int64(gpus)*int64(n)*o.PerGPUHour + int64(o.RootDiskGB)*int64(n)*o.DiskGBHour
-			if o.ClusterHour(n) != perGPU || o.MachineHour()*int64(n) != perGPU {
+			perGPU := models.Money(gpus)*models.Money(n)*o.PerGPUHour + models.Money(o.RootDiskGB)*models.Money(n)*o.DiskGBHour
+			if o.ClusterHour(n) != perGPU || o.MachineHour()*models.Money(n) != perGPU {
 				t.Fatalf("gpus=%d n=%d: cluster %d, machine×n %d, per-GPU formula %d",
-					gpus, n, o.ClusterHour(n), o.MachineHour()*int64(n), perGPU)
+					gpus, n, o.ClusterHour(n), o.MachineHour()*models.Money(n), perGPU)
 			}
 		}
 	}
@@ -205,7 +205,7 @@ func TestPickOffersSortByGPUPrice(t *testing.T) {
 	})
 }
 
-func b8Price(n int) models.Money { return int64(8*n)*2_200_000 + int64(500*n)*100 }
+func b8Price(n int) models.Money { return models.Money(8*n)*2_200_000 + models.Money(500*n)*100 }
 
 func groupSummary(groups []models.OfferGroup, n int) []string {
 	var out []string

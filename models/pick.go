@@ -130,7 +130,7 @@ func (p *Pick) stamp() string {
 	b = append(append(b, " interconnect "...), strconv.Quote(f.Interconnect)...)
 	b = append(append(b, " kind "...), strconv.Quote(f.MachineKind)...)
 	b = strconv.AppendInt(append(b, " gpus "...), int64(f.GPUsPerNode), 10)
-	b = strconv.AppendInt(append(b, " max "...), f.MaxClusterHour, 10)
+	b = strconv.AppendInt(append(b, " max "...), int64(f.MaxClusterHour), 10)
 	b = strconv.AppendBool(append(b, " community "...), f.IncludeCommunity)
 	b = append(append(b, " location "...), strconv.Quote(f.Location)...)
 	b = append(append(b, " sort "...), strconv.Quote(string(f.Sort))...)

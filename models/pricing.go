@@ -37,7 +37,7 @@ func CustomerPrice(rate Money, bp MarkupBP) Money {
 	if bp == 0 || rate <= 0 {
 		return rate
 	}
-	return (rate*int64(10_000+bp) + 5_000) / 10_000
+	return (rate*Money(10_000+bp) + 5_000) / 10_000
 }
 
 // withMarkup is o at the rates its customers pay.

@@ -76,7 +76,7 @@ func TestMarkupIdenticalInPickerQuoteAndLedger(t *testing.T) {
 		if picked.MachineHour() != wantMachine || picked.ClusterHour(n) != n*wantMachine {
 			t.Fatalf("picker machine %d cluster %d, want %d and %d", picked.MachineHour(), picked.ClusterHour(n), wantMachine, n*wantMachine)
 		}
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: n, GPUsPerNode: 8, Location: "eu-west"})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: n, GPUsPerNode: 8, Location: "eu-west"})
 		if q.USDPerHour != picked.ClusterHour(n) || q.MachineHour() != picked.MachineHour() {
 			t.Errorf("quote %d (machine %d), picker %d (machine %d)", q.USDPerHour, q.MachineHour(), picked.ClusterHour(n), picked.MachineHour())
 		}
@@ -92,7 +92,7 @@ func TestMarkupIdenticalInPickerQuoteAndLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c.USDPerHour != picked.ClusterHour(n) || c.MachineHour != picked.MachineHour() ||
-			c.MachineHour*int64(c.Nodes) != c.USDPerHour {
+			c.MachineHour*models.Money(c.Nodes) != c.USDPerHour {
 			t.Errorf("cluster locks %d/h, %d per machine; picker said %d and %d", c.USDPerHour, c.MachineHour, picked.ClusterHour(n), picked.MachineHour())
 		}
 
@@ -100,7 +100,7 @@ func TestMarkupIdenticalInPickerQuoteAndLedger(t *testing.T) {
 		if _, err := op.SetProviderMarkup(ctx, "sim", "0"); err != nil {
 			t.Fatal(err)
 		}
-		q2 := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: n, GPUsPerNode: 8, Location: "us-east"})
+		q2 := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: n, GPUsPerNode: 8, Location: "us-east"})
 		if q2.USDPerHour != n*(8*2_490_000+500*100) {
 			t.Errorf("quote at 0 %% markup: %d", q2.USDPerHour)
 		}
@@ -112,7 +112,7 @@ func TestMarkupIdenticalInPickerQuoteAndLedger(t *testing.T) {
 		if err := e.s.ReplaceOffers(ctx, "other", []models.Offer{offer("x8", "us-west", 8, 2_000_000, intp(9))}, e.s.Now()); err != nil {
 			t.Fatal(err)
 		}
-		q3 := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: n, GPUsPerNode: 8, Location: "us-west"})
+		q3 := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: n, GPUsPerNode: 8, Location: "us-west"})
 		if q3.PerGPUHour != 2_100_000 || q3.DiskGBHour != 105 {
 			t.Errorf("default markup: per GPU %d, disk %d", q3.PerGPUHour, q3.DiskGBHour)
 		}
@@ -143,7 +143,7 @@ func TestPrivateOffer(t *testing.T) {
 		if _, err := e.actions().CreatePrivateOffer(ctx, in, notify); !hasField(err, "status") {
 			t.Fatalf("a request not yet quoted: %v", err)
 		}
-		if _, _, err := e.actions().SetCapacityRequestStatus(ctx, req.ID, "quoted", "", notify); err != nil {
+		if _, _, err := e.actions().SetQuoteRequestStatus(ctx, req.ID, "quoted", "", notify); err != nil {
 			t.Fatal(err)
 		}
 		for field, bad := range map[string]models.PrivateOfferInput{
@@ -175,7 +175,7 @@ func TestPrivateOffer(t *testing.T) {
 		if picks, _ := e.s.PrivatePicks(ctx, other.org.ID, f); len(picks) != 0 {
 			t.Errorf("another organisation sees %d private offers", len(picks))
 		}
-		r := models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 4, GPUsPerNode: 8, PrivateOfferID: po.ID}
+		r := models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 4, GPUsPerNode: 8, PrivateOfferID: po.ID}
 		var nc *models.NoCapacityError
 		if _, err := other.s.CreateQuote(ctx, other.org.ID, other.env.ID, r); !errors.As(err, &nc) || nc.Reason != "offer_not_found" {
 			t.Errorf("another organisation quoted it: %v", err)

@@ -65,7 +65,7 @@ func init() {
 }
 
 // ClusterHour is the whole cluster's price per hour.
-func (p PrivateOffer) ClusterHour() Money { return p.MachineHour * int64(p.Nodes) }
+func (p PrivateOffer) ClusterHour() Money { return p.MachineHour * Money(p.Nodes) }
 
 // LaunchPath is the dashboard's launch page for the private offer, at its
 // locked price (X9).
@@ -83,7 +83,7 @@ func (p PrivateOffer) ValidThrough() string {
 // (root disk included), which is exact because prices are whole cents and
 // machines have 1, 2, 4 or 8 GPUs.
 func (p PrivateOffer) asOffer(o Offer) Offer {
-	o.PerGPUHour = p.MachineHour / int64(max(1, o.GPUsPerNode))
+	o.PerGPUHour = p.MachineHour / Money(max(1, o.GPUsPerNode))
 	o.DiskGBHour = 0
 	return o
 }
@@ -106,7 +106,7 @@ type PrivateOfferInput struct {
 func (x Actions) CreatePrivateOffer(ctx context.Context, in PrivateOfferInput, n CapacityNotify) (PrivateOffer, error) {
 	var po PrivateOffer
 	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
-		r, err := tx.CapacityRequestByID(ctx, in.RequestID)
+		r, err := tx.QuoteRequestByID(ctx, in.RequestID)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +141,7 @@ func (x Actions) CreatePrivateOffer(ctx context.Context, in PrivateOfferInput, n
 }
 
 // validPrivateOffer checks in against the catalog and today and returns the row.
-func (s *Store) validPrivateOffer(ctx context.Context, r CapacityRequest, in PrivateOfferInput) (PrivateOffer, error) {
+func (s *Store) validPrivateOffer(ctx context.Context, r QuoteRequest, in PrivateOfferInput) (PrivateOffer, error) {
 	fe := FieldErrors{}
 	o, err := s.OfferByID(ctx, strings.TrimSpace(in.OfferID))
 	if errors.Is(err, ErrNotFound) {
@@ -215,7 +215,7 @@ func (s *Store) PrivateOffersForRequest(ctx context.Context, requestID string) (
 // prices on: the catalog offer (less what clusters hold) at the private
 // price. Another organisation's, an unknown or an expired one, or a shape
 // other than the offer's, is no capacity.
-func (s *Store) privateOffer(ctx context.Context, orgID string, r QuoteRequest) (Offer, error) {
+func (s *Store) privateOffer(ctx context.Context, orgID string, r ShapeQuery) (Offer, error) {
 	var p PrivateOffer
 	err := s.db.WithContext(ctx).Where("id = ? AND org_id = ?", r.PrivateOfferID, orgID).Take(&p).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -250,7 +250,7 @@ func (s *Store) privateOffer(ctx context.Context, orgID string, r QuoteRequest) 
 const PrivateOfferExpired = "private_offer_expired"
 
 // privateValidUntil is when r's private offer ends (zero when r has none).
-func (s *Store) privateValidUntil(ctx context.Context, orgID string, r QuoteRequest) (time.Time, error) {
+func (s *Store) privateValidUntil(ctx context.Context, orgID string, r ShapeQuery) (time.Time, error) {
 	if r.PrivateOfferID == "" {
 		return time.Time{}, nil
 	}
@@ -286,7 +286,7 @@ func (s *Store) PrivatePicks(ctx context.Context, orgID string, f OfferFilter) (
 			(f.MachineKind != "" && p.MachineKind != f.MachineKind) || (f.GPUsPerNode != 0 && p.GPUsPerNode != f.GPUsPerNode) {
 			continue
 		}
-		o, err := s.privateOffer(ctx, orgID, QuoteRequest{Accelerator: p.Accelerator, Nodes: p.Nodes,
+		o, err := s.privateOffer(ctx, orgID, ShapeQuery{Accelerator: p.Accelerator, Nodes: p.Nodes,
 			GPUsPerNode: p.GPUsPerNode, PrivateOfferID: p.ID})
 		var nc *NoCapacityError
 		if errors.As(err, &nc) {
@@ -320,6 +320,6 @@ func (s *Store) PrivateOfferForOrg(ctx context.Context, orgID, id string) (Priva
 }
 
 // Request is the quote request that prices p for its organisation.
-func (p PrivateOffer) Request() QuoteRequest {
-	return QuoteRequest{Accelerator: p.Accelerator, Nodes: p.Nodes, GPUsPerNode: p.GPUsPerNode, PrivateOfferID: p.ID}
+func (p PrivateOffer) Request() ShapeQuery {
+	return ShapeQuery{Accelerator: p.Accelerator, Nodes: p.Nodes, GPUsPerNode: p.GPUsPerNode, PrivateOfferID: p.ID}
 }

@@ -21,8 +21,8 @@ const VolumeGBHour Money = 137
 // MaxVolumeGB bounds a persistent volume.
 const MaxVolumeGB = 100_000
 
-// QuoteRequest is a shape to price (Q1). Field problems use the API's names.
-type QuoteRequest struct {
+// ShapeQuery is a shape to price (Q1). Field problems use the API's names.
+type ShapeQuery struct {
 	Accelerator      string `json:"accelerator"`
 	Nodes            int    `json:"nodes"`
 	GPUsPerNode      int    `json:"gpusPerNode"`
@@ -36,7 +36,7 @@ type QuoteRequest struct {
 }
 
 // Validate returns field problems keyed by the API's JSON names.
-func (r QuoteRequest) Validate() FieldErrors {
+func (r ShapeQuery) Validate() FieldErrors {
 	fe := FieldErrors{}
 	if !slices.Contains(Accelerators, r.Accelerator) {
 		fe["accelerator"] = "choose one of " + strings.Join(Accelerators, ", ")
@@ -59,7 +59,7 @@ func (r QuoteRequest) Validate() FieldErrors {
 // NoCapacityError is Q4: nothing fits the shape now.
 type NoCapacityError struct {
 	Reason string // no_location_with_n_nodes, above_max_hourly_price, gpus_per_node_unavailable, offer_not_found, not_in_stock, catalog_stale
-	Shape  QuoteRequest
+	Shape  ShapeQuery
 	Free   *int // not_in_stock: the machines the offer has free now
 }
 
@@ -186,45 +186,45 @@ func Count(n int, noun string) string {
 func (q Quote) LineItems() []LineItem {
 	if q.PrivateOfferID != "" { // X9: one price per machine, root disk included
 		items := []LineItem{{Name: "machines", Quantity: fmt.Sprintf("%d machines at $%s/machine-h, private offer %s (GPUs and root disk)",
-			q.Nodes, DecimalUSD(q.MachineHour()), q.PrivateOfferID), USDPerHour: int64(q.Nodes) * q.MachineHour()}}
+			q.Nodes, DecimalUSD(q.MachineHour()), q.PrivateOfferID), USDPerHour: Money(q.Nodes) * q.MachineHour()}}
 		if q.VolumeGB > 0 {
 			items = append(items, LineItem{Name: "volume", Quantity: fmt.Sprintf("%d GB at $%s/GB-h", q.VolumeGB, DecimalUSD(q.VolumeGBHour)),
-				USDPerHour: int64(q.VolumeGB) * q.VolumeGBHour})
+				USDPerHour: Money(q.VolumeGB) * q.VolumeGBHour})
 		}
 		return items
 	}
 	items := []LineItem{
 		{Name: "gpus", Quantity: fmt.Sprintf("%d × %s at $%s/GPU-h", q.Nodes, Count(q.GPUsPerNode, "GPU"), DecimalUSD(q.PerGPUHour)),
-			USDPerHour: int64(q.GPUsPerNode) * int64(q.Nodes) * q.PerGPUHour},
+			USDPerHour: Money(q.GPUsPerNode) * Money(q.Nodes) * q.PerGPUHour},
 		{Name: "root_disks", Quantity: fmt.Sprintf("%d × %d GB at $%s/GB-h", q.Nodes, q.RootDiskGB, DecimalUSD(q.DiskGBHour)),
-			USDPerHour: int64(q.RootDiskGB) * int64(q.Nodes) * q.DiskGBHour},
+			USDPerHour: Money(q.RootDiskGB) * Money(q.Nodes) * q.DiskGBHour},
 	}
 	if q.VolumeGB > 0 {
 		items = append(items, LineItem{Name: "volume", Quantity: fmt.Sprintf("%d GB at $%s/GB-h", q.VolumeGB, DecimalUSD(q.VolumeGBHour)),
-			USDPerHour: int64(q.VolumeGB) * q.VolumeGBHour})
+			USDPerHour: Money(q.VolumeGB) * q.VolumeGBHour})
 	}
 	return items
 }
 
 // MachineHour is one machine's share of the price (GPUs and root disk).
 func (q Quote) MachineHour() Money {
-	return int64(q.GPUsPerNode)*q.PerGPUHour + int64(q.RootDiskGB)*q.DiskGBHour
+	return Money(q.GPUsPerNode)*q.PerGPUHour + Money(q.RootDiskGB)*q.DiskGBHour
 }
 
 // Expired reports whether the quote no longer locks its price.
 func (q Quote) Expired(now time.Time) bool { return !now.Before(q.ExpiresAt) }
 
 // Request is the shape the quote was made for, as priced fields (Q5).
-func (q Quote) Request() QuoteRequest {
-	return QuoteRequest{Accelerator: q.Accelerator, Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB,
+func (q Quote) Request() ShapeQuery {
+	return ShapeQuery{Accelerator: q.Accelerator, Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB,
 		MaxHourlyPrice: q.MaxHourlyPrice, Location: q.Location, OfferID: q.OfferID, IncludeCommunity: q.IncludeCommunity,
 		PrivateOfferID: q.PrivateOfferID, VolumeID: q.VolumeID}
 }
 
 // priceQuote computes Q3 for offer o at the request's shape.
-func priceQuote(o Offer, r QuoteRequest) Money {
-	return int64(r.GPUsPerNode)*int64(r.Nodes)*o.PerGPUHour + int64(o.RootDiskGB)*int64(r.Nodes)*o.DiskGBHour +
-		int64(r.VolumeGB)*VolumeRate(o.Location)
+func priceQuote(o Offer, r ShapeQuery) Money {
+	return Money(r.GPUsPerNode)*Money(r.Nodes)*o.PerGPUHour + Money(o.RootDiskGB)*Money(r.Nodes)*o.DiskGBHour +
+		Money(r.VolumeGB)*VolumeRate(o.Location)
 }
 
 func availability(o Offer) string {
@@ -241,7 +241,7 @@ func availability(o Offer) string {
 
 // FitOffer picks the cheapest fresh offer for the request, or explains why
 // none fits (Q1, Q4). It reads the stored catalog only (O6).
-func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
+func (s *Store) FitOffer(ctx context.Context, r ShapeQuery) (Offer, error) {
 	q := s.db.WithContext(ctx).Where("accelerator = ? AND refreshed_at >= ?", r.Accelerator, s.Now().Add(-OfferFreshness))
 	if r.OfferID != "" {
 		q = q.Where("id = ?", r.OfferID)
@@ -311,7 +311,7 @@ func (s *Store) FitOffer(ctx context.Context, r QuoteRequest) (Offer, error) {
 // or its accelerator at its GPUs per machine, location and community
 // choice) that is too old to sell: the reason no fresh one fits is a
 // refresh that has not happened, not the shape.
-func (s *Store) onlyStale(ctx context.Context, r QuoteRequest) (bool, error) {
+func (s *Store) onlyStale(ctx context.Context, r ShapeQuery) (bool, error) {
 	q := s.db.WithContext(ctx).Model(&Offer{}).Where("accelerator = ? AND refreshed_at < ?", r.Accelerator, s.Now().Add(-OfferFreshness))
 	if r.OfferID != "" {
 		q = q.Where("id = ?", r.OfferID)
@@ -332,7 +332,7 @@ func (s *Store) onlyStale(ctx context.Context, r QuoteRequest) (bool, error) {
 }
 
 // staleOr is err, or catalog_stale for r when err is nil.
-func staleOr(err error, r QuoteRequest) error {
+func staleOr(err error, r ShapeQuery) error {
 	if err != nil {
 		return err
 	}
@@ -342,7 +342,7 @@ func staleOr(err error, r QuoteRequest) error {
 // quoteOffer is the offer a quote of the organisation prices r on, at the
 // rates the customer pays: its private offer's (X9), or the cheapest fitting
 // catalog offer with its provider's markup (OP2).
-func (s *Store) quoteOffer(ctx context.Context, orgID string, r QuoteRequest) (Offer, error) {
+func (s *Store) quoteOffer(ctx context.Context, orgID string, r ShapeQuery) (Offer, error) {
 	if r.PrivateOfferID != "" {
 		return s.privateOffer(ctx, orgID, r)
 	}
@@ -351,7 +351,7 @@ func (s *Store) quoteOffer(ctx context.Context, orgID string, r QuoteRequest) (O
 
 // CreateQuote prices the request on the cheapest fitting offer and locks it
 // for QuoteTTL (Q2).
-func (s *Store) CreateQuote(ctx context.Context, orgID, envID string, r QuoteRequest) (Quote, error) {
+func (s *Store) CreateQuote(ctx context.Context, orgID, envID string, r ShapeQuery) (Quote, error) {
 	if fe := r.Validate(); len(fe) > 0 {
 		return Quote{}, fe
 	}

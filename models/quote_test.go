@@ -20,7 +20,7 @@ func TestQuoteRefusesAStaleCatalog(t *testing.T) {
 		clock := models.NewFakeClock(t0)
 		s := models.NewStore(db, clock)
 		env := models.Environment{ID: models.NewID("env"), OrgID: models.NewID("org"), Name: "default", IsDefault: true}
-		r := models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8}
+		r := models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8}
 		seedCatalog(t, s, offer("cheap", "us-east", 8, 1_000_000, intp(10)))
 
 		clock.Advance(models.OfferFreshness)

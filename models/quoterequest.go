@@ -14,10 +14,10 @@ import (
 	"gorm.io/gorm"
 )
 
-// A capacity request is RQ1's "request a quote": reserved capacity, a
+// A quote request is RQ1's "request a quote": reserved capacity, a
 // cluster larger than self-serve, or a fast fabric, answered by people
-// (sales) rather than by the picker. The Go name avoids QuoteRequest, which
-// is the shape a locked price is computed for (Q1).
+// (sales) rather than by the picker; ShapeQuery, by contrast, is the shape
+// a locked price is computed for (Q1).
 
 // CapacityStatus is where sales is with a request (RQ2).
 type CapacityStatus string
@@ -59,10 +59,10 @@ const (
 // DefaultSalesEmail receives new requests when SALES_EMAIL is not set.
 const DefaultSalesEmail = "sales@clusterdeck.local"
 
-// CapacityRequest is a stored request for a quote. Budget is the most the
+// QuoteRequest is a stored request for a quote. Budget is the most the
 // customer means to pay for the whole cluster per hour, in micro-dollars
 // (0: not given), the same unit and meaning as a quote's maxHourlyPrice.
-type CapacityRequest struct {
+type QuoteRequest struct {
 	ID            string `gorm:"primaryKey;size:32"`
 	OrgID         string `gorm:"size:32"`
 	EnvID         string `gorm:"size:32"`
@@ -89,8 +89,9 @@ type CapacityRequest struct {
 	UpdatedAt     time.Time
 }
 
-// TableName is capacity_requests.
-func (CapacityRequest) TableName() string { return "capacity_requests" }
+// TableName keeps the table's original name, capacity_requests, which
+// predates the type's name.
+func (QuoteRequest) TableName() string { return "capacity_requests" }
 
 func init() {
 	register(Migration{ID: "0300_capacity_requests", Up: func(tx *gorm.DB) error {
@@ -144,15 +145,15 @@ func init() {
 }
 
 // Shape is "128 × 8 × H100 80GB".
-func (r CapacityRequest) Shape() string {
+func (r QuoteRequest) Shape() string {
 	return fmt.Sprintf("%d × %d × %s", r.Nodes, r.GPUsPerNode, strings.ReplaceAll(r.Accelerator, "_", " "))
 }
 
 // StartDay is the first day asked for, "2027-01-15".
-func (r CapacityRequest) StartDay() string { return r.StartDate.UTC().Format(time.DateOnly) }
+func (r QuoteRequest) StartDay() string { return r.StartDate.UTC().Format(time.DateOnly) }
 
 // DurationText is "14 days" or "6 weeks" (whole weeks read as weeks).
-func (r CapacityRequest) DurationText() string {
+func (r QuoteRequest) DurationText() string {
 	switch {
 	case r.DurationDays == 1:
 		return "1 day"
@@ -177,12 +178,12 @@ func FabricText(f string) string {
 	return "Any fabric"
 }
 
-// CapacityRequestInput is a request as typed (form or API). Numbers that did
+// QuoteRequestInput is a request as typed (form or API). Numbers that did
 // not parse arrive as 0 and are reported like any other out-of-range value;
 // StartDate is YYYY-MM-DD, Duration counts DurationUnit ("days", the default,
 // or "weeks"), and Budget is a decimal dollar string per hour for the whole
 // cluster ("" = not given). Problems are keyed by the form's field names.
-type CapacityRequestInput struct {
+type QuoteRequestInput struct {
 	OrgID, EnvID, UserID, Requester string
 
 	Accelerator  string
@@ -204,7 +205,7 @@ type CapacityRequestInput struct {
 }
 
 // Normalize trims what was typed; an empty fabric means any.
-func (in *CapacityRequestInput) Normalize() {
+func (in *QuoteRequestInput) Normalize() {
 	for _, p := range []*string{&in.Accelerator, &in.Fabric, &in.Location, &in.StartDate, &in.DurationUnit,
 		&in.Budget, &in.ContactName, &in.ContactPhone} {
 		*p = strings.TrimSpace(*p)
@@ -220,9 +221,9 @@ func (in *CapacityRequestInput) Normalize() {
 }
 
 // validate checks the input against today (UTC) and returns the row to store.
-func (in CapacityRequestInput) validate(today time.Time) (CapacityRequest, FieldErrors) {
+func (in QuoteRequestInput) validate(today time.Time) (QuoteRequest, FieldErrors) {
 	fe := FieldErrors{}
-	r := CapacityRequest{OrgID: in.OrgID, EnvID: in.EnvID, UserID: in.UserID, Requester: in.Requester,
+	r := QuoteRequest{OrgID: in.OrgID, EnvID: in.EnvID, UserID: in.UserID, Requester: in.Requester,
 		Accelerator: in.Accelerator, Nodes: in.Nodes, GPUsPerNode: in.GPUsPerNode, Fabric: in.Fabric,
 		Location: in.Location, ContactName: in.ContactName, ContactEmail: in.ContactEmail,
 		ContactPhone: in.ContactPhone, Notes: in.Notes, Status: CapacityNew}
@@ -337,33 +338,33 @@ func (n CapacityNotify) sales() string {
 	return n.SalesEmail
 }
 
-// CreateCapacityRequest validates and stores a request and, in the same
+// CreateQuoteRequest validates and stores a request and, in the same
 // transaction, queues E1's "quote request received" mails (one to the
 // customer, one to sales) and writes the audit entry; who gives the actor
 // and address (its action, target and detail are filled here). Bad input
 // stores nothing and returns FieldErrors keyed by the form's field names.
-func (s *Store) CreateCapacityRequest(ctx context.Context, in CapacityRequestInput, n CapacityNotify, who AuditEntry) (CapacityRequest, error) {
-	r, _, err := s.createCapacityRequest(ctx, in, n, who)
+func (s *Store) CreateQuoteRequest(ctx context.Context, in QuoteRequestInput, n CapacityNotify, who AuditEntry) (QuoteRequest, error) {
+	r, _, err := s.createQuoteRequest(ctx, in, n, who)
 	return r, err
 }
 
-// createCapacityRequest is CreateCapacityRequest; created is false when an
+// createQuoteRequest is CreateQuoteRequest; created is false when an
 // earlier request with the same Idempotency-Key and body is returned.
-func (s *Store) createCapacityRequest(ctx context.Context, in CapacityRequestInput, n CapacityNotify, who AuditEntry) (CapacityRequest, bool, error) {
+func (s *Store) createQuoteRequest(ctx context.Context, in QuoteRequestInput, n CapacityNotify, who AuditEntry) (QuoteRequest, bool, error) {
 	in.Normalize()
 	now := s.Now()
 	r, fe := in.validate(now.Truncate(24 * time.Hour))
 	if len(fe) > 0 {
-		return CapacityRequest{}, false, fe
+		return QuoteRequest{}, false, fe
 	}
 	if in.OrgID == "" {
-		return CapacityRequest{}, false, fmt.Errorf("models: capacity request needs an org")
+		return QuoteRequest{}, false, fmt.Errorf("models: capacity request needs an org")
 	}
 	r.ID, r.CreatedAt, r.UpdatedAt = NewID("qr"), now, now
 	if in.IdemKey != "" {
 		r.IdemKey, r.RequestHash = &in.IdemKey, in.RequestHash
 	}
-	var prev *CapacityRequest
+	var prev *QuoteRequest
 	err := s.Tx(ctx, func(tx *Store) error {
 		org, err := tx.OrgByID(ctx, r.OrgID)
 		if err != nil {
@@ -405,7 +406,7 @@ func (s *Store) createCapacityRequest(ctx context.Context, in CapacityRequestInp
 	}
 	switch {
 	case err != nil:
-		return CapacityRequest{}, false, err
+		return QuoteRequest{}, false, err
 	case prev != nil:
 		return *prev, false, nil
 	}
@@ -415,11 +416,11 @@ func (s *Store) createCapacityRequest(ctx context.Context, in CapacityRequestInp
 // capacityByKey is the organisation's earlier request with in's
 // Idempotency-Key (nil when none): the same body returns it, another body is
 // ErrIdempotencyMismatch (as launches, L1).
-func (s *Store) capacityByKey(ctx context.Context, in CapacityRequestInput) (*CapacityRequest, error) {
+func (s *Store) capacityByKey(ctx context.Context, in QuoteRequestInput) (*QuoteRequest, error) {
 	if in.IdemKey == "" {
 		return nil, nil
 	}
-	var prev CapacityRequest
+	var prev QuoteRequest
 	err := s.db.WithContext(ctx).Where("org_id = ? AND env_id = ? AND idem_key = ?", in.OrgID, in.EnvID, in.IdemKey).Take(&prev).Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
@@ -435,7 +436,7 @@ func (s *Store) capacityByKey(ctx context.Context, in CapacityRequestInput) (*Ca
 // capacityCustomer is where a request's status mails go: the account that
 // asked while it is still a member of the org; otherwise the contact given.
 // Mail never goes to an address nobody in the org typed.
-func (s *Store) capacityCustomer(ctx context.Context, r CapacityRequest) (string, error) {
+func (s *Store) capacityCustomer(ctx context.Context, r QuoteRequest) (string, error) {
 	if r.UserID != "" {
 		m, err := s.Member(ctx, r.OrgID, r.UserID)
 		if err == nil {
@@ -448,7 +449,7 @@ func (s *Store) capacityCustomer(ctx context.Context, r CapacityRequest) (string
 	return r.ContactEmail, nil
 }
 
-func capacitySummary(r CapacityRequest) string {
+func capacitySummary(r QuoteRequest) string {
 	budget := "not given"
 	if r.BudgetPerHour > 0 {
 		budget = USD(r.BudgetPerHour) + "/h for the whole cluster"
@@ -482,9 +483,9 @@ func orNone(s string) string {
 // oneLine keeps a value fit for a mail subject.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// CapacityRequests lists the org's requests, newest first.
-func (s *Store) CapacityRequests(ctx context.Context, orgID string) ([]CapacityRequest, error) {
-	var out []CapacityRequest
+// QuoteRequests lists the org's requests, newest first.
+func (s *Store) QuoteRequests(ctx context.Context, orgID string) ([]QuoteRequest, error) {
+	var out []QuoteRequest
 	err := s.db.WithContext(ctx).Where("org_id = ?", orgID).Order("created_at DESC, id DESC").Limit(500).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: capacity requests: %w", err)
@@ -492,23 +493,23 @@ func (s *Store) CapacityRequests(ctx context.Context, orgID string) ([]CapacityR
 	return out, nil
 }
 
-// CapacityRequestForOrg loads one of the org's requests; another org's id is
+// QuoteRequestForOrg loads one of the org's requests; another org's id is
 // ErrNotFound, as if it did not exist.
-func (s *Store) CapacityRequestForOrg(ctx context.Context, orgID, id string) (CapacityRequest, error) {
-	var r CapacityRequest
+func (s *Store) QuoteRequestForOrg(ctx context.Context, orgID, id string) (QuoteRequest, error) {
+	var r QuoteRequest
 	err := s.db.WithContext(ctx).Where("id = ? AND org_id = ?", id, orgID).Take(&r).Error
 	return r, notFound(err, "capacity request "+id)
 }
 
-// CapacityRequestRow is a request with its organisation's name (operators).
-type CapacityRequestRow struct {
-	CapacityRequest
+// QuoteRequestRow is a request with its organisation's name (operators).
+type QuoteRequestRow struct {
+	QuoteRequest
 	OrgName string
 }
 
-// AdminCapacityRequests lists every org's requests for the operators' inbox,
+// AdminQuoteRequests lists every org's requests for the operators' inbox,
 // newest first; status "" means all of them.
-func (s *Store) AdminCapacityRequests(ctx context.Context, status string) ([]CapacityRequestRow, error) {
+func (s *Store) AdminQuoteRequests(ctx context.Context, status string) ([]QuoteRequestRow, error) {
 	if status != "" && !ValidCapacityStatus(status) {
 		return nil, FieldErrors{"status": "Filter by new, contacted, quoted, won or lost."}
 	}
@@ -518,15 +519,15 @@ func (s *Store) AdminCapacityRequests(ctx context.Context, status string) ([]Cap
 	if status != "" {
 		q = q.Where("capacity_requests.status = ?", status)
 	}
-	var out []CapacityRequestRow
+	var out []QuoteRequestRow
 	if err := q.Order("capacity_requests.created_at DESC, capacity_requests.id DESC").Limit(500).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: admin capacity requests: %w", err)
 	}
 	return out, nil
 }
 
-// CapacityRequestCounts counts every org's requests by status (the inbox's filter).
-func (s *Store) CapacityRequestCounts(ctx context.Context) (map[CapacityStatus]int, error) {
+// QuoteRequestCounts counts every org's requests by status (the inbox's filter).
+func (s *Store) QuoteRequestCounts(ctx context.Context) (map[CapacityStatus]int, error) {
 	var rows []struct {
 		Status CapacityStatus
 		N      int
@@ -542,20 +543,20 @@ func (s *Store) CapacityRequestCounts(ctx context.Context) (map[CapacityStatus]i
 	return out, nil
 }
 
-// CapacityRequestByID loads any org's request (operators only).
-func (s *Store) CapacityRequestByID(ctx context.Context, id string) (CapacityRequest, error) {
-	var r CapacityRequest
+// QuoteRequestByID loads any org's request (operators only).
+func (s *Store) QuoteRequestByID(ctx context.Context, id string) (QuoteRequest, error) {
+	var r QuoteRequest
 	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&r).Error
 	return r, notFound(err, "capacity request "+id)
 }
 
-// SetCapacityRequestStatus is the operator's update: a new status and the
+// SetQuoteRequestStatus is the operator's update: a new status and the
 // internal note, written as they are (the last save wins; there is no
 // transition to lose). A status that changes bumps StatusVersion, queues one
 // mail to the customer keyed by it, and writes a quote_request.status entry
 // in the customer's audit log with who as the actor; a note-only save writes
 // quote_request.note and mails nobody. changed reports a status change.
-func (s *Store) SetCapacityRequestStatus(ctx context.Context, id, status, note string, n CapacityNotify, who AuditEntry) (r CapacityRequest, changed bool, err error) {
+func (s *Store) SetQuoteRequestStatus(ctx context.Context, id, status, note string, n CapacityNotify, who AuditEntry) (r QuoteRequest, changed bool, err error) {
 	note = strings.TrimSpace(strings.ReplaceAll(note, "\r\n", "\n"))
 	fe := FieldErrors{}
 	if !ValidCapacityStatus(status) {
@@ -565,10 +566,10 @@ func (s *Store) SetCapacityRequestStatus(ctx context.Context, id, status, note s
 		fe["operator_note"] = fmt.Sprintf("Use at most %d characters of plain text.", CapacityMaxOpNote)
 	}
 	if len(fe) > 0 {
-		return CapacityRequest{}, false, fe
+		return QuoteRequest{}, false, fe
 	}
 	err = s.Tx(ctx, func(tx *Store) error {
-		before, err := tx.CapacityRequestByID(ctx, id)
+		before, err := tx.QuoteRequestByID(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -578,10 +579,10 @@ func (s *Store) SetCapacityRequestStatus(ctx context.Context, id, status, note s
 			up["status"] = status
 			up["status_version"] = gorm.Expr("status_version + 1")
 		}
-		if err := tx.db.Model(&CapacityRequest{}).Where("id = ?", id).Updates(up).Error; err != nil {
+		if err := tx.db.Model(&QuoteRequest{}).Where("id = ?", id).Updates(up).Error; err != nil {
 			return fmt.Errorf("models: set capacity request status %s: %w", id, err)
 		}
-		if r, err = tx.CapacityRequestByID(ctx, id); err != nil {
+		if r, err = tx.QuoteRequestByID(ctx, id); err != nil {
 			return err
 		}
 		who.OrgID, who.Target = r.OrgID, r.ID
@@ -606,7 +607,7 @@ func (s *Store) SetCapacityRequestStatus(ctx context.Context, id, status, note s
 				"\nFollow it here:\n" + n.BaseURL + "/quote-requests/" + r.ID + "\n"})
 	})
 	if err != nil {
-		return CapacityRequest{}, false, err
+		return QuoteRequest{}, false, err
 	}
 	return r, changed, nil
 }

@@ -180,7 +180,7 @@ func parseSSHMachine(in SSHMachineInput, taken []string) (SSHMachine, FieldError
 		fe["price"] = "Enter the price of one machine-hour in dollars, like 20 or 2.50."
 	case price > MaxMachinePrice:
 		fe["price"] = "At most $1,000 per machine-hour."
-	case m.GPUs > 0 && price%int64(m.GPUs) != 0:
+	case m.GPUs > 0 && price%Money(m.GPUs) != 0:
 		fe["price"] = "The price must split into whole millionths of a dollar over " + strconv.Itoa(m.GPUs) + " GPUs (it is sold per GPU-hour)."
 	}
 	m.PricePerHour = price

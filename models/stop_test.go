@@ -22,7 +22,7 @@ func TestConcurrentResumesCannotOverdraw(t *testing.T) {
 		var ids []string
 		var rate models.Money
 		for range 4 {
-			q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
+			q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
 			if _, err := e.s.Deposit(ctx, e.org.ID, q.USDPerHour, "launch-"+q.ID, "test"); err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestStopCancelsAResume(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 1000*models.Micro)
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 4})
 		c, _, err := e.s.LaunchCluster(ctx, models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID,
 			Actor: "t", Workload: models.Workload{Name: "train", Software: "none"}})
 		if err != nil {

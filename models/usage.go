@@ -64,7 +64,7 @@ type UsageMark struct {
 // machineCharge is the cumulative charge of one machine after m whole
 // minutes at rate per hour, rounded down. Every period is the difference of
 // two of these, so the periods of a machine sum exactly to its total (B2).
-func machineCharge(rate Money, m int64) Money { return rate * m / 60 }
+func machineCharge(rate Money, m int64) Money { return rate * Money(m) / 60 }
 
 // minutesSince counts the whole minutes from start to t (never negative).
 func minutesSince(start, t time.Time) int64 { return max(int64(t.Sub(start)/time.Minute), 0) }
@@ -355,7 +355,7 @@ func (s *Store) insertUsageArrays(ctx context.Context, rows []usageRow) (int64, 
 	for i, r := range rows {
 		ids[i], orgs[i], kinds[i], statuses[i] = prefix+"_"+fmt.Sprintf("%05d", i), r.orgID, LedgerUsage, EntryCompleted
 		keys[i], descs[i], clusters[i], nodes[i] = UsageKey(r.nodeID, r.start), truncate(r.desc, 255), r.clusterID, r.nodeID
-		amounts[i], minutes[i], starts[i], ends[i] = -r.amount, r.minutes, r.start, r.end
+		amounts[i], minutes[i], starts[i], ends[i] = int64(-r.amount), r.minutes, r.start, r.end
 	}
 	res := s.db.WithContext(ctx).Exec("INSERT INTO ledger_entries ("+usageColumns+") SELECT * FROM unnest("+
 		"?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], "+

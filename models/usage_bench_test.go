@@ -41,7 +41,7 @@ func seedRunning(t testing.TB, db *gorm.DB, orgID, prefix string, clusters, mach
 	var ns []models.ClusterNode
 	for i := range cs {
 		cs[i] = models.Cluster{ID: fmt.Sprintf("%s_%06d", prefix, i), OrgID: orgID, Name: fmt.Sprintf("c%d", i), Status: models.StatusReady,
-			Nodes: machines, MachineHour: rate249, USDPerHour: rate249 * int64(machines), ReadyAt: &readyAt, CreatedAt: readyAt, UpdatedAt: readyAt}
+			Nodes: machines, MachineHour: rate249, USDPerHour: rate249 * models.Money(machines), ReadyAt: &readyAt, CreatedAt: readyAt, UpdatedAt: readyAt}
 		for r := range machines {
 			ns = append(ns, models.ClusterNode{ID: fmt.Sprintf("%s_nd_%06d_%d", prefix, i, r), ClusterID: cs[i].ID, OrgID: orgID, Rank: r,
 				Name: fmt.Sprintf("node-%d", r), Status: "ready"})

@@ -127,7 +127,7 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster, w Usage
 	}
 	written := map[string][2]int64{}
 	for _, r := range sums {
-		written[r.NodeID] = [2]int64{-r.Amount, r.Minutes}
+		written[r.NodeID] = [2]int64{int64(-r.Amount), r.Minutes}
 	}
 	var marks []UsageMark
 	if err := s.db.WithContext(ctx).Where("cluster_id IN ?", ids).Find(&marks).Error; err != nil {
@@ -155,7 +155,7 @@ func (s *Store) usageOf(ctx context.Context, orgID string, cs []Cluster, w Usage
 				accMin, acc = 0, 0
 			}
 			w := written[n.ID]
-			m := MachineUsage{NodeID: n.ID, Name: n.Name, MachineHour: c.MachineHour, Completed: w[0], Minutes: w[1],
+			m := MachineUsage{NodeID: n.ID, Name: n.Name, MachineHour: c.MachineHour, Completed: Money(w[0]), Minutes: w[1],
 				AccumulatingMinutes: accMin, Accumulating: acc, Intervals: intervals[n.ID]}
 			out[i].Completed += m.Completed
 			out[i].Accumulating += m.Accumulating

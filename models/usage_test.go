@@ -29,7 +29,7 @@ func (e *meterEnv) cluster(t *testing.T, n int, rate models.Money) models.Cluste
 	t.Helper()
 	now := e.clock.Now()
 	c := models.Cluster{ID: models.NewID("cl"), OrgID: e.org.ID, EnvID: e.env.ID, Name: "train", Status: models.StatusProvisioning,
-		Nodes: n, GPUsPerNode: 8, MachineHour: rate, USDPerHour: rate * int64(n), Software: "none", CreatedAt: now, UpdatedAt: now}
+		Nodes: n, GPUsPerNode: 8, MachineHour: rate, USDPerHour: rate * models.Money(n), Software: "none", CreatedAt: now, UpdatedAt: now}
 	if err := e.db.Create(&c).Error; err != nil {
 		t.Fatal(err)
 	}

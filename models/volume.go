@@ -47,7 +47,7 @@ type Volume struct {
 func VolumeRate(location string) Money { return VolumeGBHour }
 
 // HourRate is the volume's price per hour at its size.
-func (v Volume) HourRate() Money { return int64(v.SizeGB) * v.GBHour }
+func (v Volume) HourRate() Money { return Money(v.SizeGB) * v.GBHour }
 
 // UsageRef is the volume's name in the ledger's node_id column ("vol:<id>"),
 // so its usage keys read "usage:vol:<id>:<period start>" (B1).
@@ -443,7 +443,7 @@ func volumeFits(v Volume, location string) error {
 // size is priced and its location pins the offer. An unknown volume, one
 // in another location than asked, or one attached to a live cluster is
 // refused here, before any price.
-func (s *Store) pinVolume(ctx context.Context, orgID, envID string, r *QuoteRequest) error {
+func (s *Store) pinVolume(ctx context.Context, orgID, envID string, r *ShapeQuery) error {
 	if r.VolumeID == "" {
 		return nil
 	}
@@ -477,7 +477,7 @@ func (s *Store) pinVolume(ctx context.Context, orgID, envID string, r *QuoteRequ
 // volumeCharge is the cumulative charge of v's current size after m whole
 // minutes, rounded down; each period is the difference of two of these, so
 // a size's periods sum exactly to its total (as for machines).
-func volumeCharge(v Volume, m int64) Money { return v.HourRate() * m / 60 }
+func volumeCharge(v Volume, m int64) Money { return v.HourRate() * Money(m) / 60 }
 
 // volumeRows computes v's closed, unwritten periods at its current size:
 // each clock hour up to now, and the last partial one up to stop (its
@@ -723,7 +723,7 @@ const CommunityVolumeReason = "Community hosts take no persistent volume (V5): t
 // refuseCommunityVolume is V5 before any price: a volume (persistentGb or
 // volumeId) on a community offer named by the request is refused with the
 // reason. (Without an offer named, FitOffer leaves community hosts out.)
-func (s *Store) refuseCommunityVolume(ctx context.Context, r QuoteRequest) error {
+func (s *Store) refuseCommunityVolume(ctx context.Context, r ShapeQuery) error {
 	if r.OfferID == "" || (r.VolumeGB <= 0 && r.VolumeID == "") {
 		return nil
 	}

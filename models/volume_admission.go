@@ -127,7 +127,7 @@ func (s *Store) admitVolume(ctx context.Context, orgID, envID string, volumes, a
 	if err := s.checkVolumeQuota(ctx, orgID, volumes, addGB); err != nil {
 		return err
 	}
-	a, err := s.AdmissionFor(ctx, orgID, int64(addGB)*rate)
+	a, err := s.AdmissionFor(ctx, orgID, Money(addGB)*rate)
 	if err != nil {
 		return err
 	}

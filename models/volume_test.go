@@ -126,11 +126,11 @@ func TestVolumePinsAndAttachRefusals(t *testing.T) {
 		e := newLaunchEnv(t, db, 10_000*models.Micro)
 		v := e.volume(t, "ckpt", "us-east", 500)
 
-		free := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		free := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		if free.Location != "eu-west" {
 			t.Fatalf("without a volume the cheapest is eu-west, got %s", free.Location)
 		}
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
 		if q.Location != "us-east" || q.OfferID != "sim:h100x8" || q.VolumeID != v.ID || q.VolumeGB != 500 ||
 			q.VolumeGBHour != v.GBHour {
 			t.Errorf("pinned quote %+v", q)
@@ -138,17 +138,17 @@ func TestVolumePinsAndAttachRefusals(t *testing.T) {
 		if want := 16*2_490_000 + 2*500*100 + 500*v.GBHour; q.USDPerHour != want {
 			t.Errorf("usdPerHour %d, want %d (the volume's GB at its rate)", q.USDPerHour, want)
 		}
-		_, err := e.s.CreateQuote(ctx, e.org.ID, e.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8,
+		_, err := e.s.CreateQuote(ctx, e.org.ID, e.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8,
 			VolumeID: v.ID, Location: "eu-west"})
 		if !fieldErr(err, "location") {
 			t.Errorf("volume in us-east, cluster asked in eu-west: %v", err)
 		}
-		_, err = e.s.CreateQuote(ctx, e.org.ID, e.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8,
+		_, err = e.s.CreateQuote(ctx, e.org.ID, e.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8,
 			VolumeID: v.ID, VolumeGB: 20})
 		if !fieldErr(err, "storage.persistentGb") {
 			t.Errorf("volumeId and another persistentGb: %v", err)
 		}
-		_, err = e.s.CreateQuote(ctx, e.org.ID, "env_other", models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
+		_, err = e.s.CreateQuote(ctx, e.org.ID, "env_other", models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
 		if !fieldErr(err, "volumeId") {
 			t.Errorf("another environment's volume: %v", err)
 		}
@@ -171,12 +171,12 @@ func TestVolumePinsAndAttachRefusals(t *testing.T) {
 		if _, err := e.actions().GrowVolume(ctx, v.ID, 900); !attachedErr(err, "grow", c.ID) {
 			t.Errorf("grow while attached: %v", err)
 		}
-		_, err = e.s.CreateQuote(ctx, e.org.ID, e.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
+		_, err = e.s.CreateQuote(ctx, e.org.ID, e.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
 		if !attachedErr(err, "attach", c.ID) {
 			t.Errorf("a second cluster quoting the attached volume: %v", err)
 		}
 		// A quote made before the first launch cannot attach it either.
-		q2 := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q2 := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		if err := db.Model(&models.Quote{}).Where("id = ?", q2.ID).Updates(map[string]any{"volume_id": v.ID, "location": "us-east"}).Error; err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestVolumePinsAndAttachRefusals(t *testing.T) {
 		if _, err := e.actions().GrowVolume(ctx, v.ID, 900); err != nil {
 			t.Errorf("grow after terminate: %v", err)
 		}
-		q3 := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
+		q3 := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
 		if q3.VolumeGB != 900 {
 			t.Errorf("requote prices %d GB, want 900", q3.VolumeGB)
 		}
@@ -213,7 +213,7 @@ func TestLaunchCreatesVolume(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 10_000*models.Micro)
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeGB: 300})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeGB: 300})
 		c, _, err := e.launch(q, "", "h")
 		if err != nil {
 			t.Fatal(err)
@@ -249,14 +249,14 @@ func TestCommunityVolumeRefused(t *testing.T) {
 		community.Community = true
 		seedCatalog(t, e.s, offer("h100x8", "us-east", 8, 2_490_000, intp(20)), community)
 		v := e.volume(t, "data", "us-east", 50)
-		base := models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, OfferID: "sim:home", IncludeCommunity: true}
+		base := models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, OfferID: "sim:home", IncludeCommunity: true}
 		if q := e.quote(t, base); !q.Community {
 			t.Fatalf("the community offer quotes without a volume: %+v", q)
 		}
 		quotes := e.count(t, &models.Quote{})
 		withGB, withID := base, base
 		withGB.VolumeGB, withID.VolumeID = 100, v.ID
-		for name, r := range map[string]models.QuoteRequest{"storage.persistentGb": withGB, "volumeId": withID} {
+		for name, r := range map[string]models.ShapeQuery{"storage.persistentGb": withGB, "volumeId": withID} {
 			_, err := e.s.CreateQuote(ctx, e.org.ID, e.env.ID, r)
 			var fe models.FieldErrors
 			if !errors.As(err, &fe) || fe[name] != models.CommunityVolumeReason {
@@ -288,7 +288,7 @@ func TestVolumeBilling(t *testing.T) {
 		e.clock.Advance(7 * time.Minute) // created off the hour: 12:07
 		v := e.volume(t, "ckpt", "us-east", 100)
 		rate := v.GBHour * 100 // per hour
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
 		c, _, err := e.launch(q, "", "h")
 		if err != nil {
 			t.Fatal(err)
@@ -377,12 +377,12 @@ func TestFailedLaunchDropsItsNewVolume(t *testing.T) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 10_000*models.Micro)
 		kept := e.volume(t, "kept", "us-east", 20)
-		qNew := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeGB: 100})
+		qNew := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeGB: 100})
 		withNew, _, err := e.launch(qNew, "", "a")
 		if err != nil {
 			t.Fatal(err)
 		}
-		qKept := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: kept.ID})
+		qKept := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: kept.ID})
 		withKept, _, err := e.launch(qKept, "", "b")
 		if err != nil {
 			t.Fatal(err)
@@ -427,7 +427,7 @@ func TestVolumeCountsInBudget(t *testing.T) {
 		ctx := e.ctx
 		e.clock.Advance(7 * time.Minute) // 12:07
 		v := e.volume(t, "ckpt", "us-east", 100)
-		q := e.quote(t, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
+		q := e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, VolumeID: v.ID})
 		c, _, err := e.launch(q, "", "h")
 		if err != nil {
 			t.Fatal(err)

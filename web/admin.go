@@ -30,7 +30,7 @@ func (h *handler) showAdmin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := h.Store.CapacityRequestCounts(c.Request().Context())
+	counts, err := h.Store.QuoteRequestCounts(c.Request().Context())
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func (e *storageProblem) Error() string { return e.msg }
 
 // launchRequest is what /clusters/new?offer=ID&nodes=N (or ?private=ID, an
 // organisation's private offer, X9) asks to price.
-func (h *handler) launchRequest(c echo.Context) (models.QuoteRequest, error) {
+func (h *handler) launchRequest(c echo.Context) (models.ShapeQuery, error) {
 	ctx := c.Request().Context()
 	if id := c.QueryParam("private"); id != "" {
 		po, err := h.Store.PrivateOfferForOrg(ctx, principal(c).Org.ID, id)
@@ -142,13 +142,13 @@ func (h *handler) launchRequest(c echo.Context) (models.QuoteRequest, error) {
 	offerID := c.QueryParam("offer")
 	nodes, err := strconv.Atoi(c.QueryParam("nodes"))
 	if err != nil || offerID == "" {
-		return models.QuoteRequest{}, echo.NewHTTPError(http.StatusBadRequest, "Pick an offer and a machine count on the offers page.")
+		return models.ShapeQuery{}, echo.NewHTTPError(http.StatusBadRequest, "Pick an offer and a machine count on the offers page.")
 	}
 	o, err := h.Store.OfferByID(ctx, offerID)
 	if err != nil {
-		return models.QuoteRequest{}, err
+		return models.ShapeQuery{}, err
 	}
-	r := models.QuoteRequest{Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
+	r := models.ShapeQuery{Accelerator: o.Accelerator, Nodes: nodes, GPUsPerNode: o.GPUsPerNode, OfferID: o.ID,
 		Location: o.Location, IncludeCommunity: o.Community}
 	// V2: mount an existing volume, or create one with the cluster.
 	r.VolumeID = strings.TrimSpace(c.QueryParam("volume"))
@@ -732,14 +732,14 @@ func (h *handler) alternatives(c echo.Context, cl models.Cluster) ([]views.Offer
 }
 
 // requestTerminate records the intent to terminate the caller's cluster
-// (L7) and wakes the provision job, which releases every machine together.
+// (L7) and wakes the terminate job, which releases every machine together.
 // The page and the API answer it each their own way.
 func (h *handler) requestTerminate(c echo.Context) (models.Cluster, error) {
 	cl, err := h.act(c).Terminate(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return cl, err
 	}
-	h.kick(c, "provision")
+	h.kick(c, "terminate")
 	return cl, nil
 }
 

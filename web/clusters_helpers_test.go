@@ -16,7 +16,7 @@ func launchFor(t testing.TB, app *testApp, acc account, name string) models.Clus
 	if _, err := app.store.Deposit(ctx, acc.org.ID, 500*models.Micro, "test-deposit:"+acc.org.ID+name, "test"); err != nil {
 		t.Fatal(err)
 	}
-	q, err := app.store.CreateQuote(ctx, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+	q, err := app.store.CreateQuote(ctx, acc.org.ID, acc.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

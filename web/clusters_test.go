@@ -425,7 +425,7 @@ func TestConnections(t *testing.T) {
 				}
 				app.seedOffers(o)
 				app.store.Deposit(context.Background(), acc.org.ID, 500*models.Micro, "dep", "t")
-				q, _ := app.store.CreateQuote(context.Background(), acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 3, GPUsPerNode: 8})
+				q, _ := app.store.CreateQuote(context.Background(), acc.org.ID, acc.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 3, GPUsPerNode: 8})
 				cl, _, err := app.store.LaunchCluster(context.Background(), models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID, Workload: models.Workload{Name: "conn", Software: "none", Env: map[string]string{"HF_TOKEN": "x y"}}})
 				if err != nil {
 					t.Fatal(err)

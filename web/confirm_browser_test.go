@@ -37,7 +37,7 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 	}
 	launch := func(name string) models.Cluster {
 		t.Helper()
-		q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, Location: "us-east-1"})
+		q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, Location: "us-east-1"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ func (h *handler) keyEnvScope(c echo.Context) error {
 		}
 		env = cl.EnvID
 	case strings.HasPrefix(path, "/v1/quote-requests/:id"):
-		r, err := h.Store.CapacityRequestForOrg(ctx, p.Org.ID, id)
+		r, err := h.Store.QuoteRequestForOrg(ctx, p.Org.ID, id)
 		if err != nil {
 			return err
 		}

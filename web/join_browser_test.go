@@ -24,7 +24,7 @@ func TestBrowserAddWorker(t *testing.T) {
 	if _, err := app.store.Deposit(bg, acc.org.ID, 1000*models.Micro, "join-deposit", "test"); err != nil {
 		t.Fatal(err)
 	}
-	q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, Location: "us-east-1"})
+	q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, Location: "us-east-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

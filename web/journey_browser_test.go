@@ -52,6 +52,7 @@ type journey struct {
 	cloud   *sim.Cloud
 	cat     *jobs.Catalog
 	prov    *jobs.Provision
+	term    *jobs.Terminate
 	install *jobs.Install
 	join    *jobs.Join
 	verify  *jobs.Verify
@@ -75,6 +76,7 @@ func newJourney(t *testing.T) *journey {
 	j := &journey{t: t, app: app, srv: srv, cloud: cloud,
 		cat:     &jobs.Catalog{Store: app.store, Providers: reg},
 		prov:    &jobs.Provision{Store: app.store, Providers: reg, ServerURL: srv.URL},
+		term:    &jobs.Terminate{Store: app.store, Providers: reg},
 		install: &jobs.Install{Store: app.store},
 		join:    &jobs.Join{Store: app.store, Providers: reg, ServerURL: srv.URL},
 		verify:  &jobs.Verify{Store: app.store}}
@@ -104,6 +106,9 @@ func (j *journey) runJobs() {
 	ctx := context.Background()
 	if err := j.prov.Run(ctx); err != nil {
 		j.t.Fatalf("provision: %v", err)
+	}
+	if err := j.term.Run(ctx); err != nil {
+		j.t.Fatalf("terminate: %v", err)
 	}
 	if err := j.install.Run(ctx); err != nil {
 		j.t.Fatalf("install: %v", err)

@@ -25,7 +25,7 @@ func TestBrowserLiveLogOpensAtNewestLine(t *testing.T) {
 	if _, err := app.store.Deposit(bg, acc.org.ID, 1000*models.Micro, "tail-deposit", "test"); err != nil {
 		t.Fatal(err)
 	}
-	q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, OfferID: "sim:h100.8x.ib"})
+	q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, OfferID: "sim:h100.8x.ib"})
 	if err != nil {
 		t.Fatal(err)
 	}

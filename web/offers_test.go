@@ -541,7 +541,7 @@ func TestOffersPricesAgreeEverywhere(t *testing.T) {
 		if got := lp.Find(`[data-testid=quote-price]`).Text(); got != "$"+cluster+"/h" {
 			t.Errorf("the launch page locks %q, want $%s/h", got, cluster)
 		}
-		q, err := app.store.CreateQuote(context.Background(), acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 9, GPUsPerNode: 8})
+		q, err := app.store.CreateQuote(context.Background(), acc.org.ID, acc.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 9, GPUsPerNode: 8})
 		if err != nil {
 			t.Fatal(err)
 		}

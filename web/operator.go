@@ -377,7 +377,7 @@ func (h *handler) adjustBalance(c echo.Context) error {
 // privateOfferPage builds /admin/quote-requests/{id}/private-offer's view.
 func (h *handler) privateOfferPage(c echo.Context, form views.PrivateOfferForm, problems map[string]string) (views.AdminPrivateOfferPage, error) {
 	ctx := c.Request().Context()
-	r, err := h.Store.CapacityRequestByID(ctx, c.Param("id"))
+	r, err := h.Store.QuoteRequestByID(ctx, c.Param("id"))
 	if err != nil {
 		return views.AdminPrivateOfferPage{}, err
 	}
@@ -409,13 +409,13 @@ func (h *handler) privateOfferPage(c echo.Context, form views.PrivateOfferForm, 
 func privateOfferRow(po models.PrivateOffer, machineHour models.Money) views.PrivateOfferRow {
 	return views.PrivateOfferRow{ID: po.ID, Shape: views.Shape(po.Nodes, po.GPUsPerNode, po.Accelerator),
 		Location: po.LocationName, Interconnect: po.Interconnect, Kind: po.MachineKind,
-		ClusterPrice: models.PriceUSD(machineHour*int64(po.Nodes)) + "/h", MachinePrice: models.PriceUSD(machineHour) + "/h",
+		ClusterPrice: models.PriceUSD(machineHour*models.Money(po.Nodes)) + "/h", MachinePrice: models.PriceUSD(machineHour) + "/h",
 		ValidThrough: po.ValidThrough(), LaunchURL: "/clusters/new?" + url.Values{"private": {po.ID}}.Encode()}
 }
 
 // showPrivateOfferForm is GET /admin/quote-requests/{id}/private-offer (X9).
 func (h *handler) showPrivateOfferForm(c echo.Context) error {
-	r, err := h.Store.CapacityRequestByID(c.Request().Context(), c.Param("id"))
+	r, err := h.Store.QuoteRequestByID(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}

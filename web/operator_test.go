@@ -112,7 +112,7 @@ func TestPrivateOfferFromInboxToLaunch(t *testing.T) {
 			t.Errorf("same key, another body: %d %v", code, e)
 		}
 		var n int64
-		app.db.Model(&models.CapacityRequest{}).Count(&n)
+		app.db.Model(&models.QuoteRequest{}).Count(&n)
 		if n != 1 {
 			t.Errorf("%d requests stored, want 1", n)
 		}

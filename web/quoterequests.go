@@ -115,7 +115,7 @@ func (h *handler) createQuoteRequest(c echo.Context) error {
 	if err := c.Bind(&f); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
-	var in models.CapacityRequestInput
+	var in models.QuoteRequestInput
 	in.Accelerator, in.Nodes, in.GPUsPerNode, in.Fabric, in.Location = f.Accelerator, atoi(f.Nodes), atoi(f.GPUsPerNode), f.Fabric, f.Location
 	in.StartDate, in.Duration, in.DurationUnit, in.Budget = f.StartDate, atoi(f.Duration), f.DurationUnit, f.Budget
 	in.ContactName, in.ContactEmail, in.ContactPhone, in.Notes = f.ContactName, f.ContactEmail, f.ContactPhone, f.Notes
@@ -132,7 +132,7 @@ func (h *handler) createQuoteRequest(c echo.Context) error {
 	return redirect(c, "/quote-requests/"+r.ID)
 }
 
-func quoteRequestView(r models.CapacityRequest) views.QuoteRequestView {
+func quoteRequestView(r models.QuoteRequest) views.QuoteRequestView {
 	v := views.QuoteRequestView{
 		ID: r.ID, Created: views.FormatTime(r.CreatedAt), Updated: views.FormatTime(r.UpdatedAt),
 		Shape: r.Shape(), Fabric: models.FabricText(r.Fabric), Location: r.Location,
@@ -151,7 +151,7 @@ func quoteRequestView(r models.CapacityRequest) views.QuoteRequestView {
 
 // listQuoteRequests is GET /quote-requests: the org's requests and their status.
 func (h *handler) listQuoteRequests(c echo.Context) error {
-	rs, err := h.Store.CapacityRequests(c.Request().Context(), principal(c).Org.ID)
+	rs, err := h.Store.QuoteRequests(c.Request().Context(), principal(c).Org.ID)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (h *handler) listQuoteRequests(c echo.Context) error {
 
 // showQuoteRequest is GET /quote-requests/{id}.
 func (h *handler) showQuoteRequest(c echo.Context) error {
-	r, err := h.Store.CapacityRequestForOrg(c.Request().Context(), principal(c).Org.ID, c.Param("id"))
+	r, err := h.Store.QuoteRequestForOrg(c.Request().Context(), principal(c).Org.ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ var apiFieldNames = map[string]string{
 	"contact_phone": "contact.phone",
 }
 
-func toQuoteRequestJSON(r models.CapacityRequest) api.QuoteRequest {
+func toQuoteRequestJSON(r models.QuoteRequest) api.QuoteRequest {
 	j := api.QuoteRequest{ID: r.ID, Status: string(r.Status), Accelerator: r.Accelerator, Nodes: r.Nodes,
 		GPUsPerNode: r.GPUsPerNode, Fabric: r.Fabric, Location: r.Location, StartDate: r.StartDay(),
 		DurationDays: r.DurationDays, Notes: r.Notes, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
@@ -219,7 +219,7 @@ func (h *handler) apiCreateQuoteRequest(c echo.Context) error {
 		return invalid(models.FieldErrors{"Idempotency-Key": "at most 191 characters"})
 	}
 	sum := sha256.Sum256(raw)
-	var in models.CapacityRequestInput
+	var in models.QuoteRequestInput
 	in.Accelerator, in.Nodes, in.GPUsPerNode, in.Fabric, in.Location = b.Accelerator, b.Nodes, b.GPUsPerNode, b.Fabric, b.Location
 	in.StartDate, in.Duration, in.DurationUnit, in.Budget, in.Notes = b.StartDate, b.DurationDays, "days", b.BudgetPerHour, b.Notes
 	if b.Contact != nil {
@@ -256,11 +256,11 @@ func (h *handler) apiCreateQuoteRequest(c echo.Context) error {
 
 // apiListQuoteRequests is GET /v1/quote-requests: the org's, newest first.
 func (h *handler) apiListQuoteRequests(c echo.Context) error {
-	rs, err := h.Store.CapacityRequests(c.Request().Context(), principal(c).Org.ID)
+	rs, err := h.Store.QuoteRequests(c.Request().Context(), principal(c).Org.ID)
 	if err != nil {
 		return err
 	}
-	rs = inKeyEnv(principal(c), rs, func(r models.CapacityRequest) string { return r.EnvID })
+	rs = inKeyEnv(principal(c), rs, func(r models.QuoteRequest) string { return r.EnvID })
 	out := make([]api.QuoteRequest, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, toQuoteRequestJSON(r))
@@ -270,7 +270,7 @@ func (h *handler) apiListQuoteRequests(c echo.Context) error {
 
 // apiGetQuoteRequest is GET /v1/quote-requests/{id}.
 func (h *handler) apiGetQuoteRequest(c echo.Context) error {
-	r, err := h.Store.CapacityRequestForOrg(c.Request().Context(), principal(c).Org.ID, c.Param("id"))
+	r, err := h.Store.QuoteRequestForOrg(c.Request().Context(), principal(c).Org.ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -285,8 +285,8 @@ func statusStrings() []string {
 	return out
 }
 
-func adminQuoteRequestRow(r models.CapacityRequestRow) views.AdminQuoteRequestRow {
-	return views.AdminQuoteRequestRow{R: quoteRequestView(r.CapacityRequest), OrgName: r.OrgName, OrgID: r.OrgID,
+func adminQuoteRequestRow(r models.QuoteRequestRow) views.AdminQuoteRequestRow {
+	return views.AdminQuoteRequestRow{R: quoteRequestView(r.QuoteRequest), OrgName: r.OrgName, OrgID: r.OrgID,
 		Requester: r.Requester, OperatorNote: r.OperatorNote, Statuses: statusStrings()}
 }
 
@@ -298,11 +298,11 @@ func (h *handler) adminQuoteRequests(c echo.Context) error {
 	if status != "" && !models.ValidCapacityStatus(status) {
 		return echo.NewHTTPError(http.StatusBadRequest, "Filter by new, contacted, quoted, won or lost.")
 	}
-	rows, err := h.Store.AdminCapacityRequests(ctx, status)
+	rows, err := h.Store.AdminQuoteRequests(ctx, status)
 	if err != nil {
 		return err
 	}
-	counts, err := h.Store.CapacityRequestCounts(ctx)
+	counts, err := h.Store.QuoteRequestCounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -328,10 +328,10 @@ func (h *handler) adminQuoteRequests(c echo.Context) error {
 func (h *handler) setQuoteRequestStatus(c echo.Context) error {
 	ctx := c.Request().Context()
 	status, note := trimForm(c, "status"), c.FormValue("operator_note")
-	r, changed, err := h.act(c).SetCapacityRequestStatus(ctx, c.Param("id"), status, note, h.capacityNotify())
+	r, changed, err := h.act(c).SetQuoteRequestStatus(ctx, c.Param("id"), status, note, h.capacityNotify())
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
-		before, lerr := h.Store.CapacityRequestByID(ctx, c.Param("id"))
+		before, lerr := h.Store.QuoteRequestByID(ctx, c.Param("id"))
 		if lerr != nil {
 			return lerr
 		}
@@ -339,7 +339,7 @@ func (h *handler) setQuoteRequestStatus(c echo.Context) error {
 		if lerr != nil {
 			return lerr
 		}
-		row := adminQuoteRequestRow(models.CapacityRequestRow{CapacityRequest: before, OrgName: org.Name})
+		row := adminQuoteRequestRow(models.QuoteRequestRow{QuoteRequest: before, OrgName: org.Name})
 		row.OperatorNote, row.Problems = note, fe
 		pg := views.AdminQuoteRequestsPage{Meta: h.meta(c, "Quote requests"), Rows: []views.AdminQuoteRequestRow{row}}
 		return page(c, http.StatusUnprocessableEntity, views.AdminQuoteRequestsView(pg), views.AdminQuoteRequestRowView(pg.Meta.CSRF, row))
@@ -352,7 +352,7 @@ func (h *handler) setQuoteRequestStatus(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		row := adminQuoteRequestRow(models.CapacityRequestRow{CapacityRequest: r, OrgName: org.Name})
+		row := adminQuoteRequestRow(models.QuoteRequestRow{QuoteRequest: r, OrgName: org.Name})
 		row.Saved = true
 		return render(c, http.StatusOK, views.AdminQuoteRequestRowView(csrfToken(c), row))
 	}

@@ -36,7 +36,7 @@ func quoteRequestMails(t *testing.T, app *testApp) map[string]models.OutboxMail 
 func quoteRequestCount(t *testing.T, app *testApp) int64 {
 	t.Helper()
 	var n int64
-	if err := app.db.Model(&models.CapacityRequest{}).Count(&n).Error; err != nil {
+	if err := app.db.Model(&models.QuoteRequest{}).Count(&n).Error; err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -215,7 +215,7 @@ func TestCreateQuoteRequestFromForm(t *testing.T) {
 			d.Find(`[data-testid=qr-budget]`).Text() != "$900.00/h" || !strings.Contains(d.Text(), "6 weeks") {
 			t.Errorf("request page: %s", d.Find(`[data-testid=quote-request]`).Text())
 		}
-		r, err := app.store.CapacityRequestForOrg(context.Background(), acc.org.ID, id)
+		r, err := app.store.QuoteRequestForOrg(context.Background(), acc.org.ID, id)
 		if err != nil || r.UserID != acc.user.ID || r.DurationDays != 42 || r.EnvID != acc.env.ID || r.Requester != acc.user.Email {
 			t.Errorf("stored %+v %v", r, err)
 		}
@@ -445,7 +445,7 @@ func TestAdminQuoteRequestInbox(t *testing.T) {
 		if rec := oc.post("/admin/quote-requests/qr_nope/status", url.Values{"status": {"won"}}); rec.Code != 404 {
 			t.Errorf("unknown id: %d", rec.Code)
 		}
-		if r, _ := app.store.CapacityRequestByID(ctx, id); r.Status != models.CapacityQuoted {
+		if r, _ := app.store.QuoteRequestByID(ctx, id); r.Status != models.CapacityQuoted {
 			t.Errorf("status = %s after refused saves", r.Status)
 		}
 		if m := quoteRequestMails(t, app); len(m) != 6 {

@@ -42,7 +42,7 @@ func TestBrowserStopAndResume(t *testing.T) {
 	if _, err := app.store.Deposit(bg, owner.org.ID, 500*models.Micro, "dep", "test"); err != nil {
 		t.Fatal(err)
 	}
-	q, err := app.store.CreateQuote(bg, owner.org.ID, owner.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, Location: "us-east-1"})
+	q, err := app.store.CreateQuote(bg, owner.org.ID, owner.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, Location: "us-east-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

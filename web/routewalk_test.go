@@ -352,7 +352,7 @@ type walkFixture struct {
 	tokenB         string
 	cookiesA       *client
 
-	quoteRequestA models.CapacityRequest
+	quoteRequestA models.QuoteRequest
 	volumeA       models.Volume
 
 	webhookA         models.WebhookEndpoint
@@ -390,7 +390,7 @@ func newWalkFixture(t *testing.T, app *testApp) *walkFixture {
 		t.Fatal(err)
 	}
 	f.clusterA = launchFor(t, app, f.A, "alphacorpzq-train")
-	if f.quoteRequestA, err = app.store.CreateCapacityRequest(ctx, models.CapacityRequestInput{
+	if f.quoteRequestA, err = app.store.CreateQuoteRequest(ctx, models.QuoteRequestInput{
 		OrgID: f.A.org.ID, EnvID: f.A.env.ID, UserID: f.A.user.ID, Requester: f.A.user.Email,
 		Accelerator: "H100_80GB", Nodes: 128, GPUsPerNode: 8, Fabric: "infiniband", Location: "alphacorpzq-dc",
 		StartDate: "2027-01-04", Duration: 4, DurationUnit: "weeks", ContactName: "Alice AlphaCorpZQ",
@@ -535,7 +535,7 @@ func (f *walkFixture) checkAIntact(t *testing.T) {
 	if cl, err := s.ClusterForOrg(ctx, f.A.org.ID, f.clusterA.ID); err != nil || cl.TerminateRequestedAt != nil || cl.Status != models.StatusProvisioning {
 		t.Errorf("A's cluster changed during the walk: %+v %v", cl, err)
 	}
-	if qr, err := s.CapacityRequestForOrg(ctx, f.A.org.ID, f.quoteRequestA.ID); err != nil || qr.Status != models.CapacityNew || qr.OperatorNote != "" {
+	if qr, err := s.QuoteRequestForOrg(ctx, f.A.org.ID, f.quoteRequestA.ID); err != nil || qr.Status != models.CapacityNew || qr.OperatorNote != "" {
 		t.Errorf("A's quote request changed during the walk: %+v %v", qr, err)
 	}
 	if v, err := s.VolumeForOrg(ctx, f.A.org.ID, f.volumeA.ID); err != nil || v.SizeGB != 50 || v.DeletedAt != nil {

@@ -197,7 +197,7 @@ func launchCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
 		t.Fatal(err)
 	}
 	q, err := f.app.store.CreateQuote(context.Background(), f.owner.org.ID, f.owner.env.ID,
-		models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func quoteRequestCase(t *testing.T, f *useCaseFixture) (func() int, func() bool)
 	return func() int { return f.post("/quote-requests", form) },
 		func() bool {
 			var n int64
-			f.app.db.Model(&models.CapacityRequest{}).Where("notes = ?", form.Get("notes")).Count(&n)
+			f.app.db.Model(&models.QuoteRequest{}).Where("notes = ?", form.Get("notes")).Count(&n)
 			return n > 0
 		}
 }
@@ -389,7 +389,7 @@ func quoteRequestCase(t *testing.T, f *useCaseFixture) (func() int, func() bool)
 func quoteRequestStatusCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
 	form := validQuoteForm()
 	r, err := f.app.store.As(models.Actor{OrgID: f.owner.org.ID, EnvID: f.owner.env.ID, UserID: f.owner.user.ID, Name: f.owner.user.Email}).
-		RequestCapacity(context.Background(), models.CapacityRequestInput{Accelerator: form.Get("accelerator"), Nodes: 128, GPUsPerNode: 8,
+		RequestCapacity(context.Background(), models.QuoteRequestInput{Accelerator: form.Get("accelerator"), Nodes: 128, GPUsPerNode: 8,
 			Fabric: "infiniband", Location: "us-east", StartDate: form.Get("start_date"), Duration: 6, DurationUnit: "weeks",
 			Budget: "900", ContactName: "Ada", ContactEmail: "ada@example.com"}, models.CapacityNotify{BaseURL: "http://127.0.0.1"})
 	if err != nil {
@@ -399,7 +399,7 @@ func quoteRequestStatusCase(t *testing.T, f *useCaseFixture) (func() int, func()
 			return f.post("/admin/quote-requests/"+r.ID+"/status", url.Values{"status": {"contacted"}})
 		},
 		func() bool {
-			now, err := f.app.store.CapacityRequestByID(context.Background(), r.ID)
+			now, err := f.app.store.QuoteRequestByID(context.Background(), r.ID)
 			return err == nil && now.Status == models.CapacityContacted
 		}
 }

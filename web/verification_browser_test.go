@@ -28,7 +28,7 @@ func TestBrowserVerificationReport(t *testing.T) {
 	if err := j.cloud.Inject(sim.Fault{Kind: sim.FaultECCErrors, Node: 2, Count: 1}); err != nil {
 		t.Fatal(err)
 	}
-	q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 4, GPUsPerNode: 8, OfferID: "sim:h100.8x.ib"})
+	q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 4, GPUsPerNode: 8, OfferID: "sim:h100.8x.ib"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -399,7 +399,7 @@ func TestMountsStateShown(t *testing.T) {
 		acc := app.signupAccount("m@example.com", "Mounts")
 		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
 		app.store.Deposit(ctx, acc.org.ID, 500*models.Micro, "dep", "t")
-		q, _ := app.store.CreateQuote(ctx, acc.org.ID, acc.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
+		q, _ := app.store.CreateQuote(ctx, acc.org.ID, acc.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8})
 		cl, _, err := app.store.LaunchCluster(ctx, models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID,
 			Workload: models.Workload{Name: "mnt", Software: "none"}})
 		if err != nil {

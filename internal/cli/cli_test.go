@@ -197,7 +197,7 @@ func waitExit(t *testing.T, done <-chan int, out, errOut *watchBuffer) int {
 func (d *deck) launch(t *testing.T, name string) models.Cluster {
 	t.Helper()
 	ctx := context.Background()
-	q, err := d.store.CreateQuote(ctx, d.org.ID, d.env.ID, models.QuoteRequest{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, Location: "us-east"})
+	q, err := d.store.CreateQuote(ctx, d.org.ID, d.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, Location: "us-east"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,13 @@ func (d *deck) privateOffer(t *testing.T, orgID, userID string, nodes int, price
 	n := models.CapacityNotify{BaseURL: "http://127.0.0.1"}
 	day := func(days int) string { return d.clock.Now().AddDate(0, 0, days).Format(time.DateOnly) }
 	req, err := d.store.As(models.Actor{OrgID: orgID, UserID: userID, Role: models.RoleOwner, Name: "owner"}).RequestCapacity(ctx,
-		models.CapacityRequestInput{Accelerator: "H100_80GB", Nodes: nodes, GPUsPerNode: 8, Fabric: "infiniband", StartDate: day(1),
+		models.QuoteRequestInput{Accelerator: "H100_80GB", Nodes: nodes, GPUsPerNode: 8, Fabric: "infiniband", StartDate: day(1),
 			Duration: 2, DurationUnit: "weeks", Budget: "900", ContactName: "Owner", ContactEmail: "owner@example.com"}, n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	op := d.store.As(models.Actor{UserID: "usr_operator", Name: "ops@clusterdeck.test"})
-	if _, _, err := op.SetCapacityRequestStatus(ctx, req.ID, "quoted", "", n); err != nil {
+	if _, _, err := op.SetQuoteRequestStatus(ctx, req.ID, "quoted", "", n); err != nil {
 		t.Fatal(err)
 	}
 	po, err := op.CreatePrivateOffer(ctx, models.PrivateOfferInput{RequestID: req.ID, OfferID: "sim:h100x8", Nodes: nodes,

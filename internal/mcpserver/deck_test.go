@@ -50,6 +50,7 @@ type deck struct {
 	cloud *sim.Cloud
 	cat   *jobs.Catalog
 	job   *jobs.Provision
+	term  *jobs.Terminate
 	join  *jobs.Join
 	// verify hands clusters over verified (issue 24), as every launch asks.
 	verify *jobs.Verify
@@ -86,7 +87,7 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 	}))
 	reg := providers.Registry{"sim": cloud}
 	d := &deck{t: t, store: store, clock: clock, srv: srv, cloud: cloud,
-		cat: &jobs.Catalog{Store: store, Providers: reg}, job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL},
+		cat: &jobs.Catalog{Store: store, Providers: reg}, job: &jobs.Provision{Store: store, Providers: reg, ServerURL: srv.URL}, term: &jobs.Terminate{Store: store, Providers: reg},
 		join: &jobs.Join{Store: store, Providers: reg, ServerURL: srv.URL}, verify: &jobs.Verify{Store: store},
 		health: &jobs.Health{Store: store, Providers: reg}, recovery: &jobs.Recovery{Store: store, Providers: reg}}
 	if err := d.cat.Run(context.Background()); err != nil {
@@ -133,6 +134,9 @@ func (d *deck) tick() {
 	d.clock.Advance(time.Minute)
 	if err := d.job.Run(ctx); err != nil {
 		d.t.Fatalf("provision: %v", err)
+	}
+	if err := d.term.Run(ctx); err != nil {
+		d.t.Fatalf("terminate: %v", err)
 	}
 	if err := d.cloud.StepAgents(ctx); err != nil && !errors.Is(err, agent.ErrRevoked) {
 		d.t.Logf("agents: %v", err)
@@ -347,14 +351,14 @@ func (d *deck) privateOffer(a acct, nodes int, price string) models.PrivateOffer
 	ctx := context.Background()
 	n := models.CapacityNotify{BaseURL: "http://127.0.0.1"}
 	customer := d.store.As(models.Actor{OrgID: a.org.ID, EnvID: a.env.ID, UserID: a.user.ID, Role: models.RoleOwner, Name: a.user.Email})
-	req, err := customer.RequestCapacity(ctx, models.CapacityRequestInput{Accelerator: "H100_80GB", Nodes: nodes, GPUsPerNode: 8,
+	req, err := customer.RequestCapacity(ctx, models.QuoteRequestInput{Accelerator: "H100_80GB", Nodes: nodes, GPUsPerNode: 8,
 		Fabric: "infiniband", StartDate: "2026-12-02", Duration: 2, DurationUnit: "weeks", Budget: "900",
 		ContactName: "Agent Owner", ContactEmail: a.user.Email}, n)
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	op := d.store.As(models.Actor{UserID: "usr_operator", Name: "ops@clusterdeck.test", IP: "192.0.2.9"})
-	if _, _, err := op.SetCapacityRequestStatus(ctx, req.ID, "quoted", "", n); err != nil {
+	if _, _, err := op.SetQuoteRequestStatus(ctx, req.ID, "quoted", "", n); err != nil {
 		d.t.Fatal(err)
 	}
 	po, err := op.CreatePrivateOffer(ctx, models.PrivateOfferInput{RequestID: req.ID, OfferID: "sim:h100.8x.vm", Nodes: nodes,
