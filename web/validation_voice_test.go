@@ -74,6 +74,10 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 		checkVoice(t, "invite", c.post("/settings/team/invites", url.Values{"email": {"nobody"}, "role": {"boss"}}))
 		checkVoice(t, "profile", c.post("/settings/profile", url.Values{"name": {""}, "email": {"nobody"}}))
 		checkVoice(t, "password", c.post("/settings/password", url.Values{"current_password": {"wrong"}, "new_password": {"x"}}))
+		d = checkVoice(t, "top-up", c.post("/billing/top-ups", url.Values{"amount": {"lots"}}))
+		if v, _ := d.Find(`[data-testid=top-up-form] input[name=amount]`).Attr("value"); v != "lots" {
+			t.Errorf("top-up: the typed amount is lost on refusal (%q)", v)
+		}
 		l := app.client()
 		l.get("/login")
 		checkVoice(t, "log-in", l.post("/login", url.Values{"email": {"nobody"}, "password": {""}}))
