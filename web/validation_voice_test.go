@@ -78,6 +78,15 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 		if v, _ := d.Find(`[data-testid=top-up-form] input[name=amount]`).Attr("value"); v != "lots" {
 			t.Errorf("top-up: the typed amount is lost on refusal (%q)", v)
 		}
+		for _, hx := range [][]string{nil, {"HX-Request", "true"}} {
+			d = checkVoice(t, "budget", c.post("/billing/budgets/"+acc.env.ID, url.Values{"amount": {"12.345"}}, hx...))
+			if v, _ := d.Find(`#budget-amount-` + acc.env.ID).Attr("value"); v != "12.345" {
+				t.Errorf("budget: the typed amount is lost on refusal (%q)", v)
+			}
+			if href, _ := d.Find(`[data-testid=form-problem]`).Attr("href"); href != "#budget-amount-"+acc.env.ID {
+				t.Errorf("budget: the summary links to %q, not to the field", href)
+			}
+		}
 		l := app.client()
 		l.get("/login")
 		checkVoice(t, "log-in", l.post("/login", url.Values{"email": {"nobody"}, "password": {""}}))
