@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -86,6 +87,18 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 			if href, _ := d.Find(`[data-testid=form-problem]`).Attr("href"); href != "#budget-amount-"+acc.env.ID {
 				t.Errorf("budget: the summary links to %q, not to the field", href)
 			}
+		}
+		c.post("/billing/top-ups", url.Values{"amount": {"100"}}) // test mode: credited at once
+		if rec := c.post("/volumes", url.Values{"name": {"ckpt"}, "location": {"us-east"}, "size_gb": {"100"}}); rec.Code != http.StatusSeeOther {
+			t.Fatalf("volume: %d %s", rec.Code, rec.Body)
+		}
+		vs, _ := app.store.VolumesForOrg(context.Background(), acc.org.ID, acc.env.ID)
+		d = checkVoice(t, "volume grow", c.post("/volumes/"+vs[0].ID+"/grow", url.Values{"size_gb": {"50"}}))
+		if v, _ := d.Find(`#grow-` + vs[0].ID).Attr("value"); v != "50" {
+			t.Errorf("volume grow: the typed size is lost on refusal (%q)", v)
+		}
+		if href, _ := d.Find(`[data-testid=form-problem]`).Attr("href"); href != "#grow-"+vs[0].ID {
+			t.Errorf("volume grow: the summary links to %q, not to the field", href)
 		}
 		l := app.client()
 		l.get("/login")
