@@ -69,12 +69,21 @@ func listSep(i, n int) string {
 	return ", "
 }
 
-// problemFields are the fields with a problem, in a stable order.
-func problemFields(problems map[string]string) []string {
+// problemFields are the fields with a problem, in a stable order: those in
+// order first, as the form shows them, then the rest alphabetically.
+func problemFields(problems map[string]string, order ...string) []string {
 	out := make([]string, 0, len(problems))
-	for f := range problems {
-		out = append(out, f)
+	for _, f := range order {
+		if _, ok := problems[f]; ok && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
 	}
-	slices.Sort(out)
-	return out
+	rest := make([]string, 0, len(problems))
+	for f := range problems {
+		if !slices.Contains(out, f) {
+			rest = append(rest, f)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
 }

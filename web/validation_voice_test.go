@@ -6,10 +6,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/clusterdeck/clusterdeck/models"
 )
 
 // fieldSentence is a problem written for a person: a capital first, a full
@@ -99,6 +102,18 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 		}
 		if href, _ := d.Find(`[data-testid=form-problem]`).Attr("href"); href != "#grow-"+vs[0].ID {
 			t.Errorf("volume grow: the summary links to %q, not to the field", href)
+		}
+		cl := launchFor(t, app, acc, "voice")
+		app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Updates(map[string]any{"status": models.StatusReady, "ready_at": app.clock.Now()})
+		d = checkVoice(t, "recovery", c.post("/clusters/"+cl.ID+"/recovery", url.Values{"mode": {"sometimes"}, "maxAttempts": {"0"}, "cooldownMinutes": {"five"}}))
+		if v, _ := d.Find(`#cooldownMinutes`).Attr("value"); v != "five" {
+			t.Errorf("recovery: the typed minutes are lost on refusal (%q)", v)
+		}
+		// The summary follows the form's order, not the alphabet.
+		var order []string
+		d.Find(`[data-testid=form-problem]`).Each(func(_ int, s *goquery.Selection) { order = append(order, s.AttrOr("href", "")) })
+		if want := []string{"#mode", "#maxAttempts", "#cooldownMinutes"}; !slices.Equal(order, want) {
+			t.Errorf("recovery: the summary lists %v, want the form's order %v", order, want)
 		}
 		l := app.client()
 		l.get("/login")
