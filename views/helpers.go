@@ -87,3 +87,18 @@ func problemFields(problems map[string]string, order ...string) []string {
 	slices.Sort(rest)
 	return append(out, rest...)
 }
+
+// problemsAt are problems keyed by the id of their field in a form repeated
+// per row, field+suffix (max_gpus-org_1), for the summary's links; order
+// names the row's fields as shown, suffixed the same way (issue 21 item 6).
+func problemsAt(problems map[string]string, suffix string, order ...string) (map[string]string, []string) {
+	out := make(map[string]string, len(problems))
+	for f, msg := range problems {
+		out[f+suffix] = msg
+	}
+	ids := make([]string, len(order))
+	for i, f := range order {
+		ids[i] = f + suffix
+	}
+	return out, ids
+}

@@ -115,6 +115,18 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 		if want := []string{"#mode", "#maxAttempts", "#cooldownMinutes"}; !slices.Equal(order, want) {
 			t.Errorf("recovery: the summary lists %v, want the form's order %v", order, want)
 		}
+
+		// The operator's forms.
+		oc := operatorFor(t, app, app.signupAccount("op@deck.example", "Deck Ops"))
+		for _, hx := range [][]string{nil, {"HX-Request", "true"}} {
+			d = checkVoice(t, "org quota", oc.post("/admin/orgs/"+acc.org.ID+"/quota", url.Values{"max_machines": {"lots"}, "max_gpus": {"-1"}}, hx...))
+			if v, _ := d.Find(`#max_machines-` + acc.org.ID).Attr("value"); v != "lots" {
+				t.Errorf("org quota: the typed machines are lost on refusal (%q)", v)
+			}
+			if href, _ := d.Find(`[data-testid=form-problem]`).First().Attr("href"); href != "#max_machines-"+acc.org.ID {
+				t.Errorf("org quota: the summary opens with %q, not the first field", href)
+			}
+		}
 		l := app.client()
 		l.get("/login")
 		checkVoice(t, "log-in", l.post("/login", url.Values{"email": {"nobody"}, "password": {""}}))
