@@ -127,6 +127,12 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 				t.Errorf("org quota: the summary opens with %q, not the first field", href)
 			}
 		}
+		for _, hx := range [][]string{nil, {"HX-Request", "true"}} {
+			d = checkVoice(t, "provider markup", oc.post("/admin/providers/sim/markup", url.Values{"markup": {"-4"}}, hx...))
+			if v, _ := d.Find(`#markup-sim`).Attr("value"); v != "-4" {
+				t.Errorf("provider markup: the typed markup is lost on refusal (%q)", v)
+			}
+		}
 		l := app.client()
 		l.get("/login")
 		checkVoice(t, "log-in", l.post("/login", url.Values{"email": {"nobody"}, "password": {""}}))
