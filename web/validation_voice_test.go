@@ -133,6 +133,11 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 				t.Errorf("provider markup: the typed markup is lost on refusal (%q)", v)
 			}
 		}
+		token := doc(t, oc.get("/admin/orgs/"+acc.org.ID+"/balance")).Find(`[data-testid=adjust-form] input[name=token]`).AttrOr("value", "")
+		d = checkVoice(t, "balance adjustment", oc.post("/admin/orgs/"+acc.org.ID+"/adjustments", url.Values{"amount": {"twelve"}, "reason": {""}, "token": {token}}))
+		if v, _ := d.Find(`#amount`).Attr("value"); v != "twelve" {
+			t.Errorf("balance adjustment: the typed amount is lost on refusal (%q)", v)
+		}
 		l := app.client()
 		l.get("/login")
 		checkVoice(t, "log-in", l.post("/login", url.Values{"email": {"nobody"}, "password": {""}}))
