@@ -138,6 +138,21 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 		if v, _ := d.Find(`#amount`).Attr("value"); v != "twelve" {
 			t.Errorf("balance adjustment: the typed amount is lost on refusal (%q)", v)
 		}
+		if rec := c.post("/quote-requests", validQuoteForm()); rec.Code != http.StatusSeeOther {
+			t.Fatalf("quote request: %d", rec.Code)
+		}
+		var qr models.CapacityRequest
+		app.db.First(&qr)
+		oc.post("/admin/quote-requests/"+qr.ID+"/status", url.Values{"status": {"quoted"}})
+		d = checkVoice(t, "private offer", oc.post("/admin/quote-requests/"+qr.ID+"/private-offers", url.Values{"offer_id": {"nope"}, "nodes": {"1"}, "price": {"free"}, "valid_until": {"soon"}}))
+		if v, _ := d.Find(`#price`).Attr("value"); v != "free" {
+			t.Errorf("private offer: the typed price is lost on refusal (%q)", v)
+		}
+		order = nil
+		d.Find(`[data-testid=form-problem]`).Each(func(_ int, s *goquery.Selection) { order = append(order, s.AttrOr("href", "")) })
+		if want := []string{"#offer_id", "#nodes", "#price", "#valid_until"}; !slices.Equal(order, want) {
+			t.Errorf("private offer: the summary lists %v, want the form's order %v", order, want)
+		}
 		l := app.client()
 		l.get("/login")
 		checkVoice(t, "log-in", l.post("/login", url.Values{"email": {"nobody"}, "password": {""}}))
