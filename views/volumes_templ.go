@@ -582,7 +582,7 @@ func VolumeFormView(p VolumesPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = FormProblems(p.Problems, "No volume was created.").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = FormProblemsInOrder(p.Problems, []string{"name", "location", "size_gb"}, "No volume was created.").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

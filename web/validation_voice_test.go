@@ -45,6 +45,13 @@ func checkVoice(t *testing.T, name string, rec *httptest.ResponseRecorder) *goqu
 	return d
 }
 
+// summaryOrder is the fields the summary links to, top to bottom.
+func summaryOrder(d *goquery.Document) []string {
+	var out []string
+	d.Find(`[data-testid=form-problem]`).Each(func(_ int, s *goquery.Selection) { out = append(out, s.AttrOr("href", "")) })
+	return out
+}
+
 // Issue 21 item 6: one validation voice. Each form, sent with bad input,
 // answers with the summary at its top and full sentences.
 func TestEveryFormSpeaksInSentences(t *testing.T) {
@@ -62,7 +69,10 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 		// Sign-up.
 		v := app.client()
 		v.get("/signup")
-		checkVoice(t, "signup", v.post("/signup", url.Values{"name": {""}, "email": {"nobody"}, "password": {"x"}}))
+		d = checkVoice(t, "signup", v.post("/signup", url.Values{"name": {""}, "email": {"nobody"}, "password": {"x"}}))
+		if got, want := summaryOrder(d), []string{"#name", "#email", "#password"}; !slices.Equal(got, want) {
+			t.Errorf("signup: the summary lists %v, want the form's order %v", got, want)
+		}
 
 		acc := app.signupAccount("v@example.com", "Voice Labs")
 		c := app.login(acc)
@@ -70,7 +80,10 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 		bad.Set("nodes", "1000")
 		bad.Set("budget", "a lot")
 		checkVoice(t, "quote request", c.post("/quote-requests", bad))
-		checkVoice(t, "volume", c.post("/volumes", url.Values{"name": {"Not OK"}, "location": {"us-east"}, "size_gb": {"lots"}}))
+		d = checkVoice(t, "volume", c.post("/volumes", url.Values{"name": {"Not OK"}, "location": {"nowhere"}, "size_gb": {"lots"}}))
+		if got, want := summaryOrder(d), []string{"#name", "#location", "#size_gb"}; !slices.Equal(got, want) {
+			t.Errorf("volume: the summary lists %v, want the form's order %v", got, want)
+		}
 		checkVoice(t, "ssh key", c.post("/settings/ssh-keys", url.Values{"name": {"k"}, "public_key": {"not a key"}}))
 		checkVoice(t, "api key", c.post("/settings/api-keys", url.Values{"name": {""}}))
 		checkVoice(t, "webhook", c.post("/settings/webhooks", url.Values{"url": {"not a url"}}))
