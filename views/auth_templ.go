@@ -1179,7 +1179,7 @@ func SignupForm(p SignupPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = FormProblems(p.Problems, "No account was created.").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = FormProblemsInOrder(p.Problems, []string{"name", "email", "password"}, "No account was created.").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -25,6 +25,16 @@ type BudgetRow struct {
 	Problems   map[string]string // field problems of this row's form
 }
 
+// fieldProblems are the row's problems keyed by the id of their field, for
+// the summary's links (issue 21 item 6).
+func (r BudgetRow) fieldProblems() map[string]string {
+	out := make(map[string]string, len(r.Problems))
+	for f, msg := range r.Problems {
+		out["budget-"+f+"-"+r.EnvID] = msg
+	}
+	return out
+}
+
 // RunOutRow is a billed cluster's projected run-out (X6).
 type RunOutRow struct {
 	ClusterID, Cluster, Env string

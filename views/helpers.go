@@ -69,12 +69,36 @@ func listSep(i, n int) string {
 	return ", "
 }
 
-// problemFields are the fields with a problem, in a stable order.
-func problemFields(problems map[string]string) []string {
+// problemFields are the fields with a problem, in a stable order: those in
+// order first, as the form shows them, then the rest alphabetically.
+func problemFields(problems map[string]string, order ...string) []string {
 	out := make([]string, 0, len(problems))
-	for f := range problems {
-		out = append(out, f)
+	for _, f := range order {
+		if _, ok := problems[f]; ok && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
 	}
-	slices.Sort(out)
-	return out
+	rest := make([]string, 0, len(problems))
+	for f := range problems {
+		if !slices.Contains(out, f) {
+			rest = append(rest, f)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// problemsAt are problems keyed by the id of their field in a form repeated
+// per row, field+suffix (max_gpus-org_1), for the summary's links; order
+// names the row's fields as shown, suffixed the same way (issue 21 item 6).
+func problemsAt(problems map[string]string, suffix string, order ...string) (map[string]string, []string) {
+	out := make(map[string]string, len(problems))
+	for f, msg := range problems {
+		out[f+suffix] = msg
+	}
+	ids := make([]string, len(order))
+	for i, f := range order {
+		ids[i] = f + suffix
+	}
+	return out, ids
 }

@@ -38,3 +38,18 @@ type VolumeRow struct {
 
 // Attached reports whether a cluster holds the volume now.
 func (r VolumeRow) Attached() bool { return r.ClusterID != "" }
+
+// growProblems are row r's grow problems keyed by the id the summary links
+// to: the size field, or the row while a cluster holds the volume and there
+// is no field (issue 21 item 6).
+func growProblems(p VolumesPage, r VolumeRow) map[string]string {
+	target := "grow-" + r.ID
+	if r.Attached() {
+		target = "volume-" + r.ID
+	}
+	out := make(map[string]string, len(p.GrowProblems))
+	for _, msg := range p.GrowProblems {
+		out[target] = msg
+	}
+	return out
+}
