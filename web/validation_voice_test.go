@@ -154,7 +154,7 @@ func TestEveryFormSpeaksInSentences(t *testing.T) {
 		if rec := c.post("/quote-requests", validQuoteForm()); rec.Code != http.StatusSeeOther {
 			t.Fatalf("quote request: %d", rec.Code)
 		}
-		var qr models.CapacityRequest
+		var qr models.QuoteRequest
 		app.db.First(&qr)
 		oc.post("/admin/quote-requests/"+qr.ID+"/status", url.Values{"status": {"quoted"}})
 		d = checkVoice(t, "private offer", oc.post("/admin/quote-requests/"+qr.ID+"/private-offers", url.Values{"offer_id": {"nope"}, "nodes": {"1"}, "price": {"free"}, "valid_until": {"soon"}}))
