@@ -157,6 +157,10 @@ document.addEventListener("submit", function (ev) {
   ok.textContent = form.getAttribute("data-confirm-label") || (submitter && submitter.textContent.trim()) || "Confirm";
   dlg.returnValue = "";
   dlg.onclose = function () {
+    // A "close" event is queued, not sent at once: the close of an earlier
+    // question (cancelled) can arrive after this one opened. It is not
+    // this question's answer.
+    if (dlg.open) return;
     dlg.onclose = null;
     if (dlg.returnValue !== "confirm") return;
     var now = currentForm(form);
