@@ -384,7 +384,8 @@ func newSSHWorld(t *testing.T, db *gorm.DB, tn *testNet, agentBin string) *sshWo
 	srv.Start()
 	t.Cleanup(srv.Close)
 	prov, err := sshprov.New(sshprov.Config{Machines: append([]sshprov.Machine(nil), tn.machines...),
-		StatePath: filepath.Join(t.TempDir(), "state.json"), AgentBinary: agentBin, DialTimeout: 5 * time.Second})
+		StatePath: filepath.Join(t.TempDir(), "state.json"), AgentBinary: agentBin, DialTimeout: 5 * time.Second,
+		AgentEvery: time.Second}) // the agents check in each second, not every 10 s: the test waits on them
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,9 +582,10 @@ func sshCluster(t *testing.T, w *sshWorld, software string) {
 	if got := w.stockOf(); got != 0 {
 		t.Errorf("stock while the cluster runs: %d, want 0", got)
 	}
-	// Each machine runs one agent, from the cluster's directory.
+	// Each machine runs one agent, from the cluster's directory, checking
+	// in as often as the provider was told.
 	for i := range 2 {
-		out, err := w.onMachine(i, "ps -eo args | grep -c '^"+sshprov.RemoteDir+"/"+c.ID+"/clusterdeck agent --server'")
+		out, err := w.onMachine(i, "ps -eo args | grep -c '^"+sshprov.RemoteDir+"/"+c.ID+"/clusterdeck agent --server .* --every 1s$'")
 		if err != nil || out != "1\n" {
 			t.Errorf("machine %d: %v\n%s", i, err, out)
 		}

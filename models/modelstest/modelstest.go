@@ -1,10 +1,11 @@
 // Package modelstest opens migrated test databases: a fresh SQLite file per
-// test, and, when TEST_DATABASE_URL is set, a fresh PostgreSQL database per
-// test. Each is a copy of a template migrated once per test binary (a
-// SQLite file copied; PostgreSQL's CREATE DATABASE … TEMPLATE), so a test
-// pays for a copy, not for every migration. Under CI=true a missing
-// TEST_DATABASE_URL or an unreachable PostgreSQL fails the test instead of
-// skipping it.
+// test, and, when TEST_DATABASE_URL is set, a PostgreSQL database per test.
+// Each is a copy of a template migrated once per test binary (a SQLite file
+// copied; PostgreSQL's CREATE DATABASE … TEMPLATE), so a test pays for a
+// copy, not for every migration; a PostgreSQL database a test has finished
+// with is emptied back to the template in the background and handed to a
+// later test (pgpool.go). Under CI=true a missing TEST_DATABASE_URL or an
+// unreachable PostgreSQL fails the test instead of skipping it.
 package modelstest
 
 import (
@@ -174,9 +175,11 @@ func PostgresURL(t testing.TB) string {
 // pgTemplate is a PostgreSQL database migrated once per test binary, the
 // template of every test's database.
 var pgTemplate struct {
-	once sync.Once
-	name string
-	err  error
+	once  sync.Once
+	name  string
+	shape pgShape // what a recycled database must hold again (pgpool.go)
+	admin *gorm.DB
+	err   error
 }
 
 // templatePrefix names the template databases; the process id follows, so
@@ -190,8 +193,8 @@ func templatePostgres(base string) (string, error) {
 			pgTemplate.err = err
 			return
 		}
-		defer closeDB(admin)
-		dropStaleTemplates(admin)
+		pgTemplate.admin = admin // kept for the binary's life: every test's copy and drop
+		go dropStale(admin)
 		name := fmt.Sprintf("%s%d_%d", templatePrefix, os.Getpid(), time.Now().UnixNano())
 		if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
 			pgTemplate.err = fmt.Errorf("create the template database (is PostgreSQL running?): %w", err)
@@ -203,6 +206,9 @@ func templatePostgres(base string) (string, error) {
 			return
 		}
 		_, err = models.Migrate(context.Background(), db)
+		if err == nil {
+			pgTemplate.shape, err = readShape(db)
+		}
 		closeDB(db) // no session may stay on a template while it is copied
 		if err != nil {
 			pgTemplate.err = fmt.Errorf("migrate the template: %w", err)
@@ -213,13 +219,15 @@ func templatePostgres(base string) (string, error) {
 	return pgTemplate.name, pgTemplate.err
 }
 
-// dropStaleTemplates drops the template databases of test binaries that
-// are no longer running.
-func dropStaleTemplates(admin *gorm.DB) {
+// dropStale drops the template and test databases of test binaries that
+// are no longer running (the pool's emptied databases outlive their binary).
+func dropStale(admin *gorm.DB) {
 	var names []string
-	admin.Raw("SELECT datname FROM pg_database WHERE datname LIKE ?", templatePrefix+"%").Scan(&names)
+	admin.Raw("SELECT datname FROM pg_database WHERE datname LIKE ? OR datname LIKE ?", templatePrefix+"%", testPrefix+"%").Scan(&names)
 	for _, n := range names {
-		pid, _, _ := strings.Cut(strings.TrimPrefix(n, templatePrefix), "_")
+		rest, _ := strings.CutPrefix(n, templatePrefix)
+		rest, _ = strings.CutPrefix(rest, testPrefix)
+		pid, _, _ := strings.Cut(rest, "_")
 		if p, err := strconv.Atoi(pid); err == nil && !alive(p) {
 			admin.Exec("DROP DATABASE IF EXISTS " + n + " WITH (FORCE)")
 		}
@@ -233,6 +241,9 @@ func alive(pid int) bool {
 
 var dbSeq atomic.Int64
 
+// testPrefix names the tests' databases; the process id follows.
+const testPrefix = "cdt_"
+
 func openPostgres(t testing.TB) *gorm.DB {
 	t.Helper()
 	base := PostgresURL(t)
@@ -240,25 +251,27 @@ func openPostgres(t testing.TB) *gorm.DB {
 	if err != nil {
 		t.Fatalf("modelstest: postgres template: %v", err)
 	}
-	admin, err := models.Open(base, "")
-	if err != nil {
-		t.Fatalf("modelstest: postgres at TEST_DATABASE_URL: %v", err)
+	admin := pgTemplate.admin
+	name, ok := takeFree()
+	if !ok {
+		if name, err = copyTemplate(admin, tmpl); err != nil {
+			t.Fatalf("modelstest: copy the template database: %v", err)
+		}
 	}
-	name := fmt.Sprintf("cdt_%d_%d_%d", os.Getpid(), time.Now().UnixNano(), dbSeq.Add(1))
-	if err := admin.Exec("CREATE DATABASE " + name + " TEMPLATE " + tmpl + " STRATEGY WAL_LOG").Error; err != nil {
-		closeDB(admin)
-		t.Fatalf("modelstest: copy the template database: %v", err)
-	}
-	t.Cleanup(func() {
-		admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-		closeDB(admin)
-	})
+	// Emptied in the background for the next test, or dropped (pgpool.go).
+	t.Cleanup(func() { go recycle(base, name, pgTemplate.shape, admin) })
 	db, err := models.Open(withDatabase(base, name, ""), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeDB(db) }) // before the database is dropped (cleanups run last first)
+	t.Cleanup(func() { closeDB(db) }) // before the database is recycled (cleanups run last first)
 	return db
+}
+
+// copyTemplate creates a new database from the template.
+func copyTemplate(admin *gorm.DB, tmpl string) (string, error) {
+	name := fmt.Sprintf("%s%d_%d_%d", testPrefix, os.Getpid(), time.Now().UnixNano(), dbSeq.Add(1))
+	return name, admin.Exec("CREATE DATABASE " + name + " TEMPLATE " + tmpl + " STRATEGY WAL_LOG").Error
 }
 
 func closeDB(db *gorm.DB) {

@@ -50,6 +50,9 @@ type Config struct {
 	// Machines. A machine of Source named like one of Machines, or invalid,
 	// is skipped (the file wins).
 	Source func(ctx context.Context) ([]Machine, error)
+	// AgentEvery is how often the machines' agents check in for work
+	// (their --every); 0 keeps the agent's default of 10 s.
+	AgentEvery time.Duration
 }
 
 // Provider is the bring-your-own-machines provider. Safe for concurrent use.
@@ -492,7 +495,7 @@ if [ -s "$d/agent.pid" ]; then kill -TERM -- "-$(cat "$d/agent.pid")" 2>/dev/nul
 . "$d/agent.env"
 cd "$d"
 env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${HOME:-/root}" LANG=C.UTF-8 \
-  setsid "$d/clusterdeck" agent --server "$SERVER" --token "$TOKEN" --private-ip "$PRIVATE_IP" >>"$d/agent.log" 2>&1 </dev/null &
+  setsid "$d/clusterdeck" agent --server "$SERVER" --token "$TOKEN" --private-ip "$PRIVATE_IP" ${EVERY:+--every "$EVERY"} >>"$d/agent.log" 2>&1 </dev/null &
 echo $! > "$d/agent.pid"
 `
 
@@ -549,6 +552,9 @@ func (p *Provider) startAgent(ctx context.Context, m Machine, group, server, tok
 		return fmt.Errorf("the copied agent does not have SHA-256 %.12s…: %q", sum, clip(out))
 	}
 	env := fmt.Sprintf("SERVER=%s\nTOKEN=%s\nPRIVATE_IP=%s\n", shellQuote(server), shellQuote(token), shellQuote(m.PrivateIP))
+	if p.cfg.AgentEvery > 0 {
+		env += "EVERY=" + shellQuote(p.cfg.AgentEvery.String()) + "\n"
+	}
 	script := "set -eu\nd=" + d + "\nchmod 755 \"$d/clusterdeck.new\"\nmv \"$d/clusterdeck.new\" \"$d/clusterdeck\"\n" +
 		"umask 077\ncat > \"$d/agent.env\"\n"
 	if _, err := p.run(ctx, m, script, strings.NewReader(env)); err != nil {
