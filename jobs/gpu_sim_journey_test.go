@@ -79,11 +79,16 @@ func TestSimulatedIdleClusterIsMailedThenStopped(t *testing.T) {
 			t.Fatal(err)
 		}
 		watch := &jobs.GPUWatch{Store: h.store, Mail: &models.ClusterNotify{BaseURL: "https://deck.example"}}
+		// Each minute the agents beat twice (they sample every 30 s) and the
+		// gpu-watch job runs; the stop it requests is carried out by the stop
+		// job of the tick after the loop.
 		mailedAt, stoppedAt := -1, -1
-		for i := range 150 {
+		for i := 0; i < 150 && stoppedAt < 0; i++ {
 			for range 2 {
 				h.clock.Advance(30 * time.Second)
-				h.tick()
+				if err := h.cloud.StepAgents(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := watch.Run(ctx); err != nil {
 				t.Fatal(err)

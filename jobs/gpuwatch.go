@@ -43,14 +43,14 @@ func (j *GPUWatch) watch(ctx context.Context, wc models.WatchedCluster) error {
 	if p.StallOff && !p.IdleOn {
 		return nil
 	}
-	hour, err := j.Store.GPUSeriesByID(ctx, wc.Cluster.ID, models.GPUWindowHour)
+	hour, err := j.Store.GPUMinutesByID(ctx, wc.Cluster.ID, models.GPUWindowHour)
 	if err != nil {
 		return err
 	}
 	now := j.Store.Now()
 	if !p.StallOff {
 		var found *models.StallFinding
-		if f, ok := models.DetectStall(hour.NodeMinutes(), now, p.StallRule()); ok {
+		if f, ok := models.DetectStall(hour.Nodes, now, p.StallRule()); ok {
 			found = &f
 		}
 		if err := j.Store.NoteStall(ctx, j.Mail, wc, found); err != nil {
@@ -60,7 +60,7 @@ func (j *GPUWatch) watch(ctx context.Context, wc models.WatchedCluster) error {
 	if !p.IdleOn {
 		return nil
 	}
-	day, err := j.Store.GPUSeriesByID(ctx, wc.Cluster.ID, models.GPUWindowDay)
+	day, err := j.Store.GPUMinutesByID(ctx, wc.Cluster.ID, models.GPUWindowDay)
 	if err != nil {
 		return err
 	}

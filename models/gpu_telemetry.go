@@ -588,12 +588,7 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 			points[i] = GPUPoint(h)
 		}
 	case GPUWindowDay:
-		avg := func(col string) string { return "CAST(ROUND(AVG(" + col + ")) AS integer) AS " + col }
-		bucket := fmt.Sprintf("(at - at %% %d)", step) // a literal: PostgreSQL matches GROUP BY to the SELECT by text
-		err = db.Raw("SELECT rank, gpu, "+bucket+" AS at, SUM(n) AS n, "+avg("util")+", "+avg("mem_used")+", "+avg("mem_total")+
-			", MAX(temp) AS temp, "+avg("power")+", "+avg("sm_clock")+", MAX(ecc) AS ecc, "+bitOr("throttle")+" AS throttle"+
-			" FROM gpu_points WHERE cluster_id = ? AND at >= ? GROUP BY rank, gpu, "+bucket+" ORDER BY rank, gpu, at",
-			clusterID, from).Scan(&points).Error
+		err = db.Raw(gpuBucketsSQL(step)+" ORDER BY rank, gpu, at", clusterID, from).Scan(&points).Error
 	default:
 		err = db.Where("cluster_id = ? AND at >= ?", clusterID, from).Order("rank, gpu, at").Find(&points).Error
 	}
@@ -660,6 +655,16 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 		slices.SortFunc(out.Nodes[i].GPUs, func(a, b GPUSeriesGPU) int { return a.Index - b.Index })
 	}
 	return out, nil
+}
+
+// gpuBucketsSQL averages a cluster's minute points into step-second
+// buckets per GPU (arguments: the cluster, the first second).
+func gpuBucketsSQL(step int64) string {
+	avg := func(col string) string { return "CAST(ROUND(AVG(" + col + ")) AS integer) AS " + col }
+	bucket := fmt.Sprintf("(at - at %% %d)", step) // a literal: PostgreSQL matches GROUP BY to the SELECT by text
+	return "SELECT rank, gpu, " + bucket + " AS at, SUM(n) AS n, " + avg("util") + ", " + avg("mem_used") + ", " + avg("mem_total") +
+		", MAX(temp) AS temp, " + avg("power") + ", " + avg("sm_clock") + ", MAX(ecc) AS ecc, " + bitOr("throttle") + " AS throttle" +
+		" FROM gpu_points WHERE cluster_id = ? AND at >= ? GROUP BY rank, gpu, " + bucket
 }
 
 func (p GPUPoint) value() GPUValue {

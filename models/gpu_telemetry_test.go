@@ -3,6 +3,7 @@ package models_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -240,6 +241,57 @@ func TestGPURollupAndPrune(t *testing.T) {
 		db.Model(&models.GPUHour{}).Count(&hours)
 		if hours != 0 {
 			t.Fatalf("after 31 days: %d hourly points", hours)
+		}
+	})
+}
+
+// The gpu-watch job reads GPUMinutesByID, folded by the database; it must
+// say exactly what folding the displayed series says (GPUSeries.Minutes),
+// for every window: GPUs that report no utilization or no memory, a
+// machine without points, hours rolled up, buckets of the 24-hour window.
+func TestGPUMinutesFoldLikeTheSeries(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 100_000*models.Micro)
+		c, nodes := readyCluster(t, e)
+		start := e.s.Now().Truncate(time.Hour)
+		for m := range 150 {
+			at := start.Add(time.Duration(m) * time.Minute)
+			e.clock.Set(at.Add(time.Second))
+			var samples []models.GPUSample
+			for g := range 3 {
+				s := gpuSample(at, g, (m*7+g*31)%101, 0)
+				switch {
+				case g == 1 && m%5 == 0:
+					s.UtilPct = nil // "[N/A]" now and then
+				case g == 2 && m%3 == 0:
+					s.MemUsedMiB, s.PowerW = nil, nil
+				}
+				samples = append(samples, s)
+			}
+			if _, err := e.s.Heartbeat(ctx, c, nodes[0], models.HeartbeatReport{GPU: &models.GPUReport{Samples: samples}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.s.RollupGPUHours(ctx, e.s.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []models.GPUWindow{models.GPUWindowHour, models.GPUWindowDay, models.GPUWindowMonth} {
+			series, err := e.s.GPUSeriesByID(ctx, c.ID, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.s.GPUMinutesByID(ctx, c.ID, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := series.Minutes()
+			if len(want.Nodes) != 2 || len(want.Nodes[0].Points) < 2 || want.Nodes[1].Points != nil {
+				t.Fatalf("%s: setup: %d machines, %d points", w, len(want.Nodes), len(want.Nodes[0].Points))
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: folded by the database\n%+v\nwant\n%+v", w, got, want)
+			}
 		}
 	})
 }

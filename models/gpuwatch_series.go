@@ -1,7 +1,9 @@
 package models
 
 import (
+	"context"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -50,20 +52,86 @@ func (s GPUSeries) NodeMinutes() []NodeSeries {
 	return out
 }
 
+// GPUMinutes is a cluster's NodeMinutes over a window, with the window's
+// start and step: what the watch rules read.
+type GPUMinutes struct {
+	From  time.Time
+	Step  time.Duration
+	Nodes []NodeSeries
+}
+
+// Minutes folds the series as NodeMinutes does, keeping its window.
+func (s GPUSeries) Minutes() GPUMinutes {
+	return GPUMinutes{From: s.From, Step: s.Step, Nodes: s.NodeMinutes()}
+}
+
+// GPUMinutesByID is GPUSeriesByID(…).Minutes() folded by the database: one
+// row per machine and step instead of one per GPU, and none of the
+// series' display parts. The gpu-watch job reads it for every live
+// cluster every minute.
+func (s *Store) GPUMinutesByID(ctx context.Context, clusterID string, w GPUWindow) (GPUMinutes, error) {
+	if _, err := ParseGPUWindow(string(w)); err != nil {
+		return GPUMinutes{}, err
+	}
+	now := s.Now()
+	step := int64(w.Step() / time.Second)
+	from := now.Unix() - int64(w.Span()/time.Second)
+	from -= from % step
+	out := GPUMinutes{From: time.Unix(from, 0).UTC(), Step: w.Step()}
+	source := "SELECT rank, at, util, mem_used, power FROM gpu_points WHERE cluster_id = ? AND at >= ?"
+	switch w {
+	case GPUWindowMonth:
+		source = "SELECT rank, at, util, mem_used, power FROM gpu_hours WHERE cluster_id = ? AND at >= ?"
+	case GPUWindowDay:
+		source = gpuBucketsSQL(step)
+	}
+	var rows []struct {
+		Rank       int
+		At         int64
+		UtilSum    int64
+		UtilMax    int64
+		N          int64
+		Mem, Power int64
+	}
+	db := s.db.WithContext(ctx)
+	if err := db.Raw("SELECT rank, at, SUM(util) AS util_sum, MAX(util) AS util_max, COUNT(util) AS n, "+
+		"COALESCE(SUM(mem_used), 0) AS mem, COALESCE(SUM(power), 0) AS power FROM ("+source+") g "+
+		"WHERE util IS NOT NULL GROUP BY rank, at ORDER BY rank, at", clusterID, from).Scan(&rows).Error; err != nil {
+		return out, err
+	}
+	nodes, err := s.NodesFor(ctx, clusterID)
+	if err != nil {
+		return out, err
+	}
+	slices.SortFunc(nodes, func(a, b ClusterNode) int { return a.Rank - b.Rank })
+	byRank := map[int]int{}
+	for i, n := range nodes {
+		out.Nodes = append(out.Nodes, NodeSeries{Node: n.Name})
+		byRank[n.Rank] = i
+	}
+	for _, r := range rows {
+		if i, ok := byRank[r.Rank]; ok {
+			out.Nodes[i].Points = append(out.Nodes[i].Points, NodeMinute{At: time.Unix(r.At, 0).UTC(),
+				UtilAvg: float64(r.UtilSum) / float64(r.N), UtilMax: float64(r.UtilMax), MemUsedMiB: float64(r.Mem), PowerW: float64(r.Power)})
+		}
+	}
+	return out, nil
+}
+
 // ClusterIdleSince is when every GPU of the cluster went idle (below
 // percent), read from the last hour's minute points and, beyond them, the
 // last day's 10-minute points: within the hour every minute counts; before
 // it the day's steps do. ok is false when a GPU works now or the
 // telemetry does not say.
-func ClusterIdleSince(hour, day GPUSeries, now time.Time, below float64) (time.Time, bool) {
-	recent, ok := IdleSince(hour.NodeMinutes(), now, IdleRule{Below: below})
+func ClusterIdleSince(hour, day GPUMinutes, now time.Time, below float64) (time.Time, bool) {
+	recent, ok := IdleSince(hour.Nodes, now, IdleRule{Below: below})
 	if !ok {
 		return time.Time{}, false
 	}
 	if recent.After(hour.From.Add(hour.Step)) {
 		return recent, true // work within the hour: the streak began there
 	}
-	long, ok := IdleSince(day.NodeMinutes(), now, IdleRule{Below: below, Gap: 2*day.Step + 5*time.Minute})
+	long, ok := IdleSince(day.Nodes, now, IdleRule{Below: below, Gap: 2*day.Step + 5*time.Minute})
 	if !ok || long.After(recent) {
 		return recent, true
 	}
