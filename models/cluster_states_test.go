@@ -256,18 +256,26 @@ func clusterIn(t *testing.T, e *launchEnv, status models.ClusterStatus, ev model
 func TestClusterTransitionTable(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newLaunchEnv(t, db, 100_000*models.Micro)
-		if err := db.Model(&models.Org{}).Where("id = ?", e.org.ID).
-			Updates(map[string]any{"max_machines": 1000, "max_gpus": 8000}).Error; err != nil {
-			t.Fatal(err)
-		}
+		first := newLaunchEnv(t, db, 100_000*models.Micro)
 		// Every launched cluster holds its machines (issue 11): count enough.
 		if err := db.Model(&models.Offer{}).Where("nodes_available IS NOT NULL").
 			Update("nodes_available", 1000).Error; err != nil {
 			t.Fatal(err)
 		}
-		addMember(t, e, "owner@acme.example", models.RoleOwner)
 		for _, from := range models.ClusterStatuses {
+			// An organisation for each starting status: a launch's admission
+			// reads the organisation's live clusters, so one organisation
+			// holding all ~250 made each launch slower than the one before.
+			e := first
+			if from != models.ClusterStatuses[0] {
+				e = newLaunchEnvIn(t, db, first.s, 100_000*models.Micro)
+				e.clock = first.clock
+			}
+			if err := db.Model(&models.Org{}).Where("id = ?", e.org.ID).
+				Updates(map[string]any{"max_machines": 1000, "max_gpus": 8000}).Error; err != nil {
+				t.Fatal(err)
+			}
+			addMember(t, e, "owner-"+string(from)+"@acme.example", models.RoleOwner)
 			for _, ev := range models.Events {
 				to, legal := models.NextStatus(from, ev)
 				t.Run(string(from)+"/"+string(ev), func(t *testing.T) {
@@ -452,17 +460,29 @@ func TestClusterCanNow(t *testing.T) {
 	}
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newLaunchEnv(t, db, 100_000*models.Micro)
-		if err := db.Model(&models.Org{}).Where("id = ?", e.org.ID).
-			Updates(map[string]any{"max_machines": 1000, "max_gpus": 8000}).Error; err != nil {
-			t.Fatal(err)
-		}
+		first := newLaunchEnv(t, db, 100_000*models.Micro)
 		if err := db.Model(&models.Offer{}).Where("nodes_available IS NOT NULL").
 			Update("nodes_available", 1000).Error; err != nil {
 			t.Fatal(err)
 		}
-		addMember(t, e, "owner@acme.example", models.RoleOwner)
-		actor := models.Actor{OrgID: e.org.ID, Name: "owner@acme.example", Role: models.RoleOwner}
+		// An organisation for each variant (the closures below read e and
+		// actor): a launch's admission reads the organisation's live
+		// clusters, so one organisation holding them all slowed each launch.
+		var e *launchEnv
+		var actor models.Actor
+		useOrg := func(variant string) {
+			e = first
+			if variant != variants[0].name {
+				e = newLaunchEnvIn(t, db, first.s, 100_000*models.Micro)
+				e.clock = first.clock
+			}
+			if err := db.Model(&models.Org{}).Where("id = ?", e.org.ID).
+				Updates(map[string]any{"max_machines": 1000, "max_gpus": 8000}).Error; err != nil {
+				t.Fatal(err)
+			}
+			addMember(t, e, "owner-"+strings.ReplaceAll(variant, " ", "-")+"@acme.example", models.RoleOwner)
+			actor = models.Actor{OrgID: e.org.ID, Name: "owner@acme.example", Role: models.RoleOwner}
+		}
 		in := func(t *testing.T, s models.ClusterStatus, set map[string]any) models.Cluster {
 			t.Helper()
 			id := clusterIn(t, e, s, "")
@@ -503,6 +523,7 @@ func TestClusterCanNow(t *testing.T) {
 			return err == nil
 		}
 		for _, v := range variants {
+			useOrg(v.name)
 			for _, s := range models.ClusterStatuses {
 				t.Run(v.name+"/"+string(s), func(t *testing.T) {
 					want := v.want(s)
