@@ -209,6 +209,7 @@ type server struct {
 	url, dataDir, databaseURL string
 	email, password, apiKey   string
 	env                       []string
+	st                        *models.Store // its database, once opened (store)
 }
 
 // eachDatabase runs fn on SQLite and, when TEST_DATABASE_URL is set (always
@@ -232,7 +233,8 @@ func startServer(t *testing.T, databaseURL string, extraEnv ...string) *server {
 	ln.Close()
 	s := &server{url: "http://" + addr, dataDir: t.TempDir(), databaseURL: databaseURL}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dataDir, "DATA_DIR=" + s.dataDir,
-		"ADDR=" + addr, "BASE_URL=" + s.url, "PROVIDERS=sim", "DATABASE_URL=" + databaseURL}
+		"ADDR=" + addr, "BASE_URL=" + s.url, "PROVIDERS=sim", "DATABASE_URL=" + databaseURL,
+		"SIM_AGENT_EVERY=100ms"} // the simulated machines' agents round every 100 ms, not 2 s: the tests wait on rounds (agentRound)
 	env = append(env, extraEnv...)
 	s.env = env
 
