@@ -216,8 +216,10 @@ type server struct {
 // under CI=true), on a fresh PostgreSQL schema. The two runs start their own
 // servers on their own ports, data directories and databases, so they run in
 // parallel (once the calling test function returns: eachDatabase is the
-// last thing its caller does).
+// last thing its caller does), and so does the calling test with the
+// package's other parallel tests: no two share a port, a file or a process.
 func eachDatabase(t *testing.T, fn func(t *testing.T, databaseURL string)) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, "") })
 	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, modelstest.PostgresSchemaURL(t)) })
 }
