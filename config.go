@@ -42,6 +42,10 @@ type config struct {
 	Providers []string // PROVIDERS: comma list of enabled GPU providers (default "sim")
 	SimConfig string   // SIM_CONFIG: JSON or YAML file for the simulated cloud (default: built in)
 	SimSeed   int64    // SIM_SEED: seed for the simulated cloud (default 1)
+	// SimAgentEvery is SIM_AGENT_EVERY: how often, in wall time, the
+	// simulated machines' agents run a round (default 2s; an instance
+	// holds them for 7½ rounds, so a dead one's are taken over after 15 s).
+	SimAgentEvery time.Duration
 	// SSHMachinesFile is SSH_MACHINES_FILE: the operator's own machines
 	// (YAML or JSON) sold by the "ssh" provider; SSH_STATE_FILE overrides
 	// where it records placements and trusted host keys (default: beside it).
@@ -187,6 +191,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("SIM_SEED must be an integer: %w", err)
 	}
 	c.SimSeed = seed
+	if c.SimAgentEvery, err = positiveDuration(get("SIM_AGENT_EVERY", "2s")); err != nil {
+		return c, fmt.Errorf("SIM_AGENT_EVERY: %w", err)
+	}
 	if c.DefaultMaxMachines, err = positiveInt(get("DEFAULT_MAX_MACHINES", "64")); err != nil {
 		return c, fmt.Errorf("DEFAULT_MAX_MACHINES: %w", err)
 	}

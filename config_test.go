@@ -105,6 +105,23 @@ func TestBalanceGraceConfig(t *testing.T) {
 	}
 }
 
+// SIM_AGENT_EVERY, the simulated machines' agent round, defaults to 2 s;
+// anything but a positive duration fails start-up naming the variable.
+func TestSimAgentEveryConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	if c, err := loadConfig(env(nil)); err != nil || c.SimAgentEvery != 2*time.Second {
+		t.Errorf("default: %v %v", c.SimAgentEvery, err)
+	}
+	if c, err := loadConfig(env(map[string]string{"SIM_AGENT_EVERY": "100ms"})); err != nil || c.SimAgentEvery != 100*time.Millisecond {
+		t.Errorf("set: %v %v", c.SimAgentEvery, err)
+	}
+	for _, bad := range []string{"0s", "-1s", "often"} {
+		if _, err := loadConfig(env(map[string]string{"SIM_AGENT_EVERY": bad})); err == nil || !strings.Contains(err.Error(), "SIM_AGENT_EVERY") {
+			t.Errorf("SIM_AGENT_EVERY=%q: err = %v", bad, err)
+		}
+	}
+}
+
 // RUNPOD_API_KEY and SHADEFORM_API_KEY enable their providers (OP1) beside
 // PROVIDERS, each with its agent URL; naming one without its key, or a bad
 // URL or checksum, fails start-up naming the variable, never showing the key.

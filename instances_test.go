@@ -8,6 +8,8 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
@@ -118,14 +120,56 @@ func until(t *testing.T, id, want string, step int, jobs []string, servers ...*s
 		for _, j := range jobs {
 			s.devRun(t, j)
 		}
-		// The agents run on wall time, every 2 s: a round that moves the
-		// clock waits for one agent round, so heartbeats keep up.
-		pause := 200 * time.Millisecond
 		if step > 0 {
-			pause = 2200 * time.Millisecond
+			// The agents run on wall time: a round that moved the clock
+			// waits for one whole agent round, so heartbeats keep up with
+			// the clock and no machine reads late.
+			agentRound(t, s)
+		} else {
+			// Nothing moved the clock: poll the status again soon (the
+			// cloud smoke tests' agents are OS processes of their own,
+			// stepping every 200 ms, with no round to wait on).
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(pause)
 	}
+}
+
+// agentRound waits until the simulated cloud's agents (SIM_AGENT_EVERY on
+// the servers of one database) ran one whole round begun after the call.
+// Each round starts by renewing the agent lease, which moves
+// sim_clouds.agent_until on: the first renewal seen after the call begins
+// a round whose heartbeats come after it, and the next one is seen only
+// once that round ended.
+func agentRound(t *testing.T, s *server) {
+	t.Helper()
+	st := s.store(t)
+	lease := func() string {
+		var until sql.NullString
+		err := st.DB().Raw("SELECT agent_until FROM sim_clouds WHERE name = 'sim'").Row().Scan(&until)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			t.Fatalf("read the agent lease: %v", err)
+		}
+		return until.String
+	}
+	last, renewals := lease(), 0
+	for deadline := time.Now().Add(30 * time.Second); renewals < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the simulated cloud's agents ran no round in 30 s (lease until %q):\n%s", last, s.out)
+		}
+		time.Sleep(10 * time.Millisecond) // polls the database: the round is another process's
+		if now := lease(); now != last {
+			last, renewals = now, renewals+1
+		}
+	}
+}
+
+// store is the server's database, opened once for the test.
+func (s *server) store(t *testing.T) *models.Store {
+	t.Helper()
+	if s.st == nil {
+		s.st = openStore(t, s)
+	}
+	return s.st
 }
 
 func eventsOf(t *testing.T, s *server, id string) string {

@@ -29,6 +29,7 @@ type cloud struct {
 	// BeforeRound runs before each round of the simulated machines' agents.
 	BeforeRound func(context.Context) error
 	sim         *sim.Cloud
+	simEvery    time.Duration // how often the simulated machines' agents run a round (SIM_AGENT_EVERY)
 	done        chan struct{} // closed when the agents stopped
 	// SSHFile is the ssh provider's machines file, as loaded (nil when the
 	// provider is off or has no file): the admin's machines page lists it.
@@ -63,6 +64,7 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 						Hostname: m.Name, PrivateIP: m.PrivateIP, Now: clock.Now, Workload: m.Workload})
 				}))
 			c.Registry[c.sim.Name()] = c.sim
+			c.simEvery = cfg.SimAgentEvery
 			c.SimControl = &simControl{c.sim}
 		case lambda.Name:
 			l := cfg.Lambda
@@ -200,7 +202,7 @@ func (c *cloud) Start(ctx context.Context) {
 	}
 	go func() {
 		defer close(c.done)
-		_ = c.sim.Run(ctx, 2*time.Second, c.BeforeRound)
+		_ = c.sim.Run(ctx, c.simEvery, c.BeforeRound)
 	}()
 }
 

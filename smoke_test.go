@@ -209,14 +209,17 @@ type server struct {
 	url, dataDir, databaseURL string
 	email, password, apiKey   string
 	env                       []string
+	st                        *models.Store // its database, once opened (store)
 }
 
 // eachDatabase runs fn on SQLite and, when TEST_DATABASE_URL is set (always
 // under CI=true), on a fresh PostgreSQL schema. The two runs start their own
 // servers on their own ports, data directories and databases, so they run in
 // parallel (once the calling test function returns: eachDatabase is the
-// last thing its caller does).
+// last thing its caller does), and so does the calling test with the
+// package's other parallel tests: no two share a port, a file or a process.
 func eachDatabase(t *testing.T, fn func(t *testing.T, databaseURL string)) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, "") })
 	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, modelstest.PostgresSchemaURL(t)) })
 }
@@ -232,7 +235,8 @@ func startServer(t *testing.T, databaseURL string, extraEnv ...string) *server {
 	ln.Close()
 	s := &server{url: "http://" + addr, dataDir: t.TempDir(), databaseURL: databaseURL}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dataDir, "DATA_DIR=" + s.dataDir,
-		"ADDR=" + addr, "BASE_URL=" + s.url, "PROVIDERS=sim", "DATABASE_URL=" + databaseURL}
+		"ADDR=" + addr, "BASE_URL=" + s.url, "PROVIDERS=sim", "DATABASE_URL=" + databaseURL,
+		"SIM_AGENT_EVERY=100ms"} // the simulated machines' agents round every 100 ms, not 2 s: the tests wait on rounds (agentRound)
 	env = append(env, extraEnv...)
 	s.env = env
 

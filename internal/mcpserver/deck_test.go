@@ -74,8 +74,11 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 	t.Helper()
 	clock := models.NewFakeClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	store := models.NewStore(db, clock)
+	// The event feed looks for new rows every 5 ms, not every second: a
+	// wait_for_cluster call sees each event as the test writes it.
 	srv := httptest.NewServer(web.New(web.Deps{Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Static: static.FS,
-		Config: web.Config{BaseURL: "http://127.0.0.1", SessionAuthKey: make([]byte, 64), SessionEncKey: make([]byte, 32)}}))
+		LogPoll: 5 * time.Millisecond,
+		Config:  web.Config{BaseURL: "http://127.0.0.1", SessionAuthKey: make([]byte, 64), SessionEncKey: make([]byte, 32)}}))
 	t.Cleanup(srv.Close)
 	cfg, err := sim.ParseConfig([]byte(testCloud), "json")
 	if err != nil {

@@ -162,10 +162,15 @@ func (c *Cloud) keepAgent(r agentRun) {
 // time until ctx is done, logging step errors. It is for development
 // servers; tests call StepAgents with their own clock.
 // before, when set, runs ahead of each round (a shared clock loads its time).
+// With a database (WithDB) the agent lease lasts 7½ intervals: an instance
+// that dies is taken over that long after its last round.
 func (c *Cloud) Run(ctx context.Context, every time.Duration, before ...func(context.Context) error) error {
 	if every <= 0 {
 		return fmt.Errorf("sim: run: interval must be positive, got %s", every)
 	}
+	c.stepMu.Lock()
+	c.every = every
+	c.stepMu.Unlock()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -33,6 +33,7 @@ type Cloud struct {
 	faults []*activeFault         // injection order
 
 	stepMu sync.Mutex           // serialises StepAgents
+	every  time.Duration        // Run's interval (0: not running); the agent lease lasts 7½ of them (leaseFor)
 	agents map[string]agentSlot // this process's running agents, by machine id
 
 	db      *gorm.DB         // nil: the state lives in this process only

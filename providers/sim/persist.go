@@ -34,8 +34,25 @@ import (
 // forgetTerminated is how long a terminated group is still described.
 const forgetTerminated = 24 * time.Hour
 
-// agentLease is how long an instance may run the agents without renewing.
+// agentLease is how long an instance may run the agents without renewing
+// when its caller steps them (StepAgents). Run holds them for
+// agentLeaseRounds of its interval instead: 15 s at the server's default
+// 2 s, and an instance that rounds faster is taken over as fast when it dies.
 const agentLease = 15 * time.Second
+
+// agentLeaseRounds is how many of Run's intervals the agent lease lasts
+// (in halves: 15 = 7½ rounds, so a round late by several intervals on a
+// busy machine does not hand the agents to another instance).
+const agentLeaseRounds = 15
+
+// leaseFor is how long the agent lease lasts: agentLease, or 7½ rounds of
+// the interval Run was given. Callers hold c.stepMu.
+func (c *Cloud) leaseFor() time.Duration {
+	if c.every > 0 {
+		return c.every * agentLeaseRounds / 2
+	}
+	return agentLease
+}
 
 // CloudRow is the sim_clouds row. The product's migrations create the
 // table (models' 0970_sim_clouds); its model test checks this struct's
@@ -327,7 +344,7 @@ func (c *Cloud) takeAgentLease(ctx context.Context) (bool, error) {
 	now := c.wall().UTC()
 	res := c.db.WithContext(ctx).Exec(
 		"UPDATE sim_clouds SET agent_holder = ?, agent_until = ? WHERE name = ? AND (agent_holder = ? OR agent_holder = '' OR agent_until IS NULL OR agent_until < ?)",
-		c.holder, now.Add(agentLease), c.name, c.holder, now)
+		c.holder, now.Add(c.leaseFor()), c.name, c.holder, now)
 	if res.Error != nil {
 		return false, res.Error
 	}

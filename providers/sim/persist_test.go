@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -190,6 +191,45 @@ func TestPersistedCloudAgentLeaseLapses(t *testing.T) {
 		step(b)
 		if len(fb.started) != 1 || len(fb.steps) != 1 {
 			t.Fatalf("after the lease lapsed the second instance started %d agents, stepped %d; want 1 and 1", len(fb.started), len(fb.steps))
+		}
+	})
+}
+
+// A server running the agents every interval (Run, SIM_AGENT_EVERY) holds
+// them for 7½ intervals: 15 s at the default 2 s, and as many rounds at a
+// shorter interval, so a dead instance's agents are taken over that soon.
+func TestRunHoldsAgentLeaseForItsRounds(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := newFakeClock()
+		wall := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		fa := &fakeAgents{}
+		a := sharedCloud(db, clk, "a", WithAgents(fa.factory))
+		a.wall = func() time.Time { return wall }
+		place(t, a, "cl_1", offCt, 1)
+		clk.Advance(2 * time.Minute)
+		for _, every := range []time.Duration{100 * time.Millisecond, 10 * time.Millisecond} {
+			ctx, cancel := context.WithCancel(context.Background())
+			var row CloudRow
+			rounds := 0
+			err := a.Run(ctx, every, func(ctx context.Context) error {
+				if rounds++; rounds == 2 { // the first round took the lease; the second one stops the run
+					if err := db.Where("name = ?", a.name).First(&row).Error; err != nil {
+						t.Error(err)
+					}
+					cancel()
+				}
+				return nil
+			})
+			cancel()
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run: %v", err)
+			}
+			if want := wall.Add(every * 15 / 2); row.AgentHolder != "a" || !row.AgentUntil.Equal(want) {
+				t.Errorf("every %s: lease held by %q until %s, want a until %s", every, row.AgentHolder, row.AgentUntil, want)
+			}
+		}
+		if len(fa.steps) != 2 {
+			t.Errorf("%d agent steps, want one per run", len(fa.steps))
 		}
 	})
 }
