@@ -52,14 +52,11 @@ test: check-generated lint test-go ## Every test (PostgreSQL too when TEST_DATAB
 # (no TEST_DATABASE_URL, no Chromium) and why.
 #
 # Every package of ours and every Go library runs under the race detector,
-# except the SQLite engine and its driver: modernc.org/... is SQLite's C
-# translated to Go, and instrumenting it made each SQL statement cost about
-# 2.5 times the CPU (a C SQLite under cgo is never instrumented either); the
-# driver, github.com/glebarez/..., hands each bound value to that C memory
-# through unsafe pointers, and checking each of those made inserting 500
-# rows take 39 s instead of 3.6 s. Races in our use of the database
-# (connections, transactions, sessions, gorm, database/sql) are still caught.
-RACE := -race -gcflags=modernc.org/...=-race=false -gcflags=github.com/glebarez/...=-race=false
+# except the SQLite engine: modernc.org/... is SQLite's C translated to Go, and
+# instrumenting it made each SQL statement cost about 2.5 times the CPU
+# (a C SQLite under cgo is never instrumented either). Races in our use of the
+# database (connections, sessions, gorm, the driver) are still caught.
+RACE := -race -gcflags=modernc.org/...=-race=false
 
 # The test binaries are linked without DWARF (-w: a third less link time for
 # each of the package test binaries); panics and race reports still name
