@@ -47,10 +47,10 @@ func seedRunning(t testing.TB, db *gorm.DB, orgID, prefix string, clusters, mach
 				Name: fmt.Sprintf("node-%d", r), Status: "ready"})
 		}
 	}
-	if err := db.CreateInBatches(cs, 500).Error; err != nil {
+	if err := db.CreateInBatches(cs, 50).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := db.CreateInBatches(ns, 1000).Error; err != nil {
+	if err := db.CreateInBatches(ns, 100).Error; err != nil {
 		t.Fatal(err)
 	}
 }
