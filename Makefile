@@ -66,8 +66,12 @@ RACE := -race -gcflags=modernc.org/...=-race=false
 # ones fill in beside them instead of the longest starting last.
 SLOWEST := ./web/ ./jobs/ . ./models/ ./internal/mcpserver/
 
+# -parallel 4: up to four parallel tests of a package at once (the default is
+# one per core). The tests marked parallel mostly wait on servers, browsers
+# and databases of their own; the smoke tests of the root package take half
+# the time with four.
 test-go:
-	$(GO) run ./internal/testreport $(RACE) -ldflags=-w -count=1 -timeout 20m $(SLOWEST) ./...
+	$(GO) run ./internal/testreport $(RACE) -ldflags=-w -count=1 -parallel 4 -timeout 20m $(SLOWEST) ./...
 
 test-pg: ## Every test with PostgreSQL at $(PGURL)
 	TEST_DATABASE_URL='$(PGURL)' $(MAKE) test
