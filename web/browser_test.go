@@ -138,3 +138,27 @@ func TestBrowserOfferFilterUpdatesInPlace(t *testing.T) {
 		t.Errorf("back button did not restore the unfiltered results: %v", err)
 	}
 }
+
+// clickLive is chromedp.Click for a page that polls (the cluster pages): a
+// poll that swaps the element out between finding it and clicking it (the
+// node is gone, no click was sent) is not the page refusing the click, so
+// it finds the element again, up to five times.
+func clickLive(sel string, opts ...chromedp.QueryOption) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		var err error
+		for range 5 {
+			if _, err = chromedp.Click(sel, opts...)(ctx, tg); err == nil || !swappedOut(err) {
+				break
+			}
+		}
+		return chromedp.Void{}, err
+	}
+}
+
+// swappedOut says err is Chromium's answer about a node that left the
+// document between a query and its use.
+func swappedOut(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Could not find node with given id") || strings.Contains(s, "No node with given id") ||
+		strings.Contains(s, "Node is detached from document")
+}

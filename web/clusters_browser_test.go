@@ -68,7 +68,7 @@ func TestBrowserClusterPageStates(t *testing.T) {
 	}
 	click := func(sel string) {
 		t.Helper()
-		if err := chromedp.Do(ctx, chromedp.Click(sel)); err != nil {
+		if err := chromedp.Do(ctx, clickLive(sel)); err != nil {
 			t.Fatalf("click %s: %v", sel, err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestBrowserClusterPageStates(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestBrowserStopAndResume(t *testing.T) {
 		chromedp.WaitVisible(`#email`),
 		chromedp.SetValue(`#email`, owner.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestBrowserStopAndResume(t *testing.T) {
 	wait("the stop line", `(document.querySelector('[data-testid=stop-state]') || {innerText: ''}).innerText.includes('because the balance ran out')`)
 	t.Logf("stopped page after %s", time.Since(began))
 	journeyShot(t, ctx, "cluster-stopped")
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=resume]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=resume]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("resuming", `(document.querySelector('[data-testid=stop-state]') || {innerText: ''}).innerText.startsWith('Resuming')`)

@@ -50,7 +50,7 @@ func TestBrowserVerificationReport(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 		chromedp.WaitNotPresent(`#login-form`), // the log-in answered: the session cookie is set before the next page
 		chromedp.Navigate(srv.URL+"/clusters/"+cl.ID),
 		chromedp.WaitVisible(`[data-testid=verification]`),
