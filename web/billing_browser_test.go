@@ -15,6 +15,7 @@ import (
 // clock moves and the billing job runs sees the balance fall and opens its
 // cluster's usage line into a row per machine (B1, B3, B7).
 func TestBrowserBillingNewAccount(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	j := newJourney(t)
 	app, srv := j.app, j.srv

@@ -16,6 +16,12 @@ import (
 // newBrowser starts headless Chromium (Debian's package) for one test, which
 // has a minute. Under CI=true a missing browser fails the test; elsewhere it
 // skips loudly.
+//
+// Every browser test runs in parallel with the others (t.Parallel, two at a
+// time on two cores): each has its own Chromium with its own profile, its
+// own server on its own port, its own database and simulated cloud, and
+// changes no package state and no environment, so one test's waits on its
+// browser overlap the other's work. Its time limit starts when it runs.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	return newBrowserFor(t, time.Minute)
@@ -81,6 +87,7 @@ func shot(t *testing.T, ctx context.Context) {
 // A filter change on /offers updates the results in place (no full reload)
 // and puts the filter in the URL (O3).
 func TestBrowserOfferFilterUpdatesInPlace(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	eth := testOffer("eth", "us-east", 8, 2_000_000, intp(10))

@@ -24,6 +24,7 @@ import (
 // SCREENSHOTS_DIR, else the test's artifact directory), and the page never
 // scrolls sideways on the phone.
 func TestBrowserClusterPageStates(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 3*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv

@@ -24,6 +24,7 @@ import (
 // cluster was terminated meanwhile), nothing is sent and the dialog says
 // so instead of closing silently.
 func TestBrowserConfirmSurvivesPolls(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 4*time.Minute)
 	j := newJourney(t)
 	t.Cleanup(func() { _ = chromedp.Cancel(ctx) }) // the page's polling would hold the server open
@@ -226,6 +227,7 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 // machines) live on pages that do not poll, but a re-render of the form
 // under the dialog sends the re-rendered form the same way (issue 21 item 1).
 func TestBrowserConfirmAfterRerender(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)
@@ -287,6 +289,7 @@ func TestBrowserConfirmAfterRerender(t *testing.T) {
 // typed; a larger one asks first, naming the amount, and nothing is
 // credited unless confirmed.
 func TestBrowserLargeTopUpAsks(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)

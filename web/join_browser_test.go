@@ -16,6 +16,7 @@ import (
 // watches node-2 appear joining and turn ready in place while the test
 // runs the jobs and the simulated machines' agents.
 func TestBrowserAddWorker(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	j := newJourney(t)
 	app, srv := j.app, j.srv

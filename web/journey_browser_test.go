@@ -161,6 +161,7 @@ func journeyShot(t *testing.T, ctx context.Context, name string) {
 // ready it connects (SSH command with a copy button) and terminates
 // (the confirmation dialog), and the page shows the cluster terminated.
 func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	j := newJourney(t)
 	app, srv := j.app, j.srv

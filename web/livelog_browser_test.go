@@ -15,6 +15,7 @@ import (
 // which keep the log section (hx-preserve) by moving it, and a moved box
 // loses its scroll position.
 func TestBrowserLiveLogOpensAtNewestLine(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv

@@ -29,6 +29,7 @@ var screenWidths = []int64{390, 1440}
 // SCREENSHOTS_DIR when it is set, else in the test's artifact directory
 // (kept by `go test -artifacts`).
 func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 4*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv

@@ -17,6 +17,7 @@ import (
 // once the stop job brought every machine back (the simulated machines'
 // agents joining over HTTP) the page shows it ready again, in place.
 func TestBrowserStopAndResume(t *testing.T) {
+	t.Parallel() // see newBrowser
 	began := time.Now()
 	ctx := newBrowserFor(t, 2*time.Minute)
 	j := newJourney(t)

@@ -17,6 +17,7 @@ import (
 // against its threshold, the pairs, the swap and why, and "Run
 // verification again"; the phone never scrolls sideways.
 func TestBrowserVerificationReport(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 3*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv

@@ -19,6 +19,7 @@ import (
 // machines (each node's mounts step reported mounted), then add a worker and
 // see it join and mount /shared.
 func TestBrowserVolumeJourney(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 3*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv
