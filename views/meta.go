@@ -3,6 +3,11 @@
 // nothing (permissions arrive as booleans).
 package views
 
+import (
+	"fmt"
+	"time"
+)
+
 // Meta is what every page's layout needs.
 type Meta struct {
 	Title     string
@@ -18,6 +23,27 @@ type Meta struct {
 	// Stops announces clusters the budget or the balance stopped, for
 	// every member of the organisation (B5, B6; issue 21 item 5).
 	Stops []StopBanner
+	// PollEvery is how often a page with something under way (the
+	// clusters list, a live cluster page) refreshes itself (0: DefaultPoll).
+	PollEvery time.Duration
+}
+
+// DefaultPoll is how often a page with something under way refreshes itself
+// unless the server is configured otherwise (web.Config.PagePoll).
+const DefaultPoll = 3 * time.Second
+
+// PollTrigger is the hx-trigger of a page that refreshes itself every
+// PollEvery: "every 3s", or in milliseconds when not whole seconds
+// ("every 400ms").
+func (m Meta) PollTrigger() string {
+	d := m.PollEvery
+	if d <= 0 {
+		d = DefaultPoll
+	}
+	if d%time.Second == 0 {
+		return fmt.Sprintf("every %ds", d/time.Second)
+	}
+	return fmt.Sprintf("every %dms", max(d.Milliseconds(), 1))
 }
 
 // StopBanner is one cause's stopped clusters and the way forward.

@@ -13,6 +13,7 @@ import (
 // logs out, in a real browser: the CSRF token travels in hx-headers and the
 // hidden fields, and a bad form is swapped in place with its messages.
 func TestBrowserSignupAPIKeyLogout(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)

@@ -15,6 +15,7 @@ import (
 // Issue 26 item 4 in a browser: the operator page's fleet GPU line reads
 // whole at 390 and 1440 px (screenshots).
 func TestBrowserAdminFleetGPU(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, time.Minute)
 	app := newTestAppWith(t, openSQLite(t), nil)
 	srv := httptest.NewServer(app.e)

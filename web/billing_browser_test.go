@@ -15,6 +15,7 @@ import (
 // clock moves and the billing job runs sees the balance fall and opens its
 // cluster's usage line into a row per machine (B1, B3, B7).
 func TestBrowserBillingNewAccount(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	j := newJourney(t)
 	app, srv := j.app, j.srv
@@ -50,7 +51,7 @@ func TestBrowserBillingNewAccount(t *testing.T) {
 		chromedp.SetValue(`#email`, "grace@example.com"),
 		chromedp.SetValue(`#password`, testPassword),
 		chromedp.SetValue(`#org_name`, "Grace Compute"),
-		chromedp.Click(`#signup-form button[type=submit]`),
+		clickLive(`#signup-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestBrowserBillingNewAccount(t *testing.T) {
 	if !strings.Contains(text(`[data-testid=test-mode]`), "Test mode") {
 		t.Error("test mode is not labelled")
 	}
-	if err := chromedp.Do(ctx, chromedp.SetValue(`#amount`, "1000"), chromedp.Click(`[data-testid=add-funds]`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.SetValue(`#amount`, "1000"), clickLive(`[data-testid=add-funds]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the credited balance", `document.querySelector('[data-testid=balance]').innerText === '$1,000.00'`)
@@ -90,15 +91,15 @@ func TestBrowserBillingNewAccount(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/offers?accelerator=H100_80GB&nodes=2"),
 		chromedp.WaitVisible(`[data-offer-id="sim:h100.8x.ib"] [data-testid=launch-link]`),
-		chromedp.Click(`[data-offer-id="sim:h100.8x.ib"] [data-testid=launch-link]`),
+		clickLive(`[data-offer-id="sim:h100.8x.ib"] [data-testid=launch-link]`),
 	); err != nil {
 		t.Fatal(err)
 	}
 	wait("the launch page", `!!document.querySelector('#launch-form')`)
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(`#name`, "paid-run"),
-		chromedp.Click(`#launch-form input[name=software][value=slurm]`),
-		chromedp.Click(`[data-testid=launch-submit]`),
+		clickLive(`#launch-form input[name=software][value=slurm]`),
+		clickLive(`[data-testid=launch-submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestBrowserBillingNewAccount(t *testing.T) {
 		if got := text(`[data-testid=usage-line]`); !strings.Contains(got, "Cluster usage — paid-run") {
 			t.Errorf("usage line %q", got)
 		}
-		if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=usage-line-toggle]`)); err != nil {
+		if err := chromedp.Do(ctx, clickLive(`[data-testid=usage-line-toggle]`)); err != nil {
 			t.Fatal(err)
 		}
 		wait("the per-machine rows", `document.querySelectorAll('[data-testid=machine-row]').length === 2 && location.search === ''`)

@@ -16,6 +16,12 @@ import (
 // newBrowser starts headless Chromium (Debian's package) for one test, which
 // has a minute. Under CI=true a missing browser fails the test; elsewhere it
 // skips loudly.
+//
+// Every browser test runs in parallel with the others (t.Parallel, two at a
+// time on two cores): each has its own Chromium with its own profile, its
+// own server on its own port, its own database and simulated cloud, and
+// changes no package state and no environment, so one test's waits on its
+// browser overlap the other's work. Its time limit starts when it runs.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	return newBrowserFor(t, time.Minute)
@@ -81,6 +87,7 @@ func shot(t *testing.T, ctx context.Context) {
 // A filter change on /offers updates the results in place (no full reload)
 // and puts the filter in the URL (O3).
 func TestBrowserOfferFilterUpdatesInPlace(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	eth := testOffer("eth", "us-east", 8, 2_000_000, intp(10))
@@ -137,4 +144,28 @@ func TestBrowserOfferFilterUpdatesInPlace(t *testing.T) {
 	if err != nil || !ok {
 		t.Errorf("back button did not restore the unfiltered results: %v", err)
 	}
+}
+
+// clickLive is chromedp.Click for a page that polls (the cluster pages): a
+// poll that swaps the element out between finding it and clicking it (the
+// node is gone, no click was sent) is not the page refusing the click, so
+// it finds the element again, up to five times.
+func clickLive(sel string, opts ...chromedp.QueryOption) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		var err error
+		for range 5 {
+			if _, err = chromedp.Click(sel, opts...)(ctx, tg); err == nil || !swappedOut(err) {
+				break
+			}
+		}
+		return chromedp.Void{}, err
+	}
+}
+
+// swappedOut says err is Chromium's answer about a node that left the
+// document between a query and its use.
+func swappedOut(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Could not find node with given id") || strings.Contains(s, "No node with given id") ||
+		strings.Contains(s, "Node is detached from document")
 }

@@ -16,6 +16,7 @@ import (
 // place), sees the share used and the minute it is reached, and a bad
 // amount in another environment's row shows its problem beside that field.
 func TestBrowserBudgets(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)

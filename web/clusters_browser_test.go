@@ -24,6 +24,7 @@ import (
 // SCREENSHOTS_DIR, else the test's artifact directory), and the page never
 // scrolls sideways on the phone.
 func TestBrowserClusterPageStates(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 3*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv
@@ -68,7 +69,7 @@ func TestBrowserClusterPageStates(t *testing.T) {
 	}
 	click := func(sel string) {
 		t.Helper()
-		if err := chromedp.Do(ctx, chromedp.Click(sel)); err != nil {
+		if err := chromedp.Do(ctx, clickLive(sel)); err != nil {
 			t.Fatalf("click %s: %v", sel, err)
 		}
 	}
@@ -110,7 +111,7 @@ func TestBrowserClusterPageStates(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,14 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
 )
 
 // L4, L7, B6 (issue 22 item 1): the cluster list polls while anything is
@@ -50,5 +54,27 @@ func TestClusterListPollsThroughStopAndResume(t *testing.T) {
 		set("stopped again", map[string]any{"stop_requested_at": nil}, false)
 		set("terminating", map[string]any{"terminate_requested_at": now}, true)
 		set("terminated", map[string]any{"status": models.StatusTerminated}, false)
+	})
+}
+
+// The clusters list and a live cluster page refresh every 3 s unless the
+// server's Config.PagePoll says otherwise (the browser tests poll faster).
+func TestPagePollInterval(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		for _, tc := range []struct {
+			every time.Duration
+			want  string
+		}{{0, "every 3s"}, {400 * time.Millisecond, "every 400ms"}, {2 * time.Second, "every 2s"}} {
+			app := newTestAppWith(t, db, func(d *Deps) { d.Config.PagePoll = tc.every })
+			acc := app.signupAccount(fmt.Sprintf("poll%d@example.com", tc.every.Milliseconds()), "Poll")
+			c := app.login(acc)
+			cl := launchWorkload(t, app, acc, "poller", "none", nil)
+			if got := doc(t, c.get("/clusters")).Find(`#cluster-rows`).AttrOr("hx-trigger", ""); got != tc.want {
+				t.Errorf("PagePoll %v: the clusters list's hx-trigger = %q, want %q", tc.every, got, tc.want)
+			}
+			if got := doc(t, c.get("/clusters/"+cl.ID)).Find(`#cluster-live`).AttrOr("hx-trigger", ""); got != tc.want {
+				t.Errorf("PagePoll %v: the cluster page's hx-trigger = %q, want %q", tc.every, got, tc.want)
+			}
+		}
 	})
 }

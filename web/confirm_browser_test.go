@@ -24,6 +24,7 @@ import (
 // cluster was terminated meanwhile), nothing is sent and the dialog says
 // so instead of closing silently.
 func TestBrowserConfirmSurvivesPolls(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 4*time.Minute)
 	j := newJourney(t)
 	t.Cleanup(func() { _ = chromedp.Cancel(ctx) }) // the page's polling would hold the server open
@@ -104,7 +105,7 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.__asked = document.querySelector(`+jsString(sel)+`).form, true)`)); err != nil {
 			t.Fatal(err)
 		}
-		if err := chromedp.Do(ctx, chromedp.Click(sel)); err != nil {
+		if err := chromedp.Do(ctx, clickLive(sel)); err != nil {
 			t.Fatal(err)
 		}
 		wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`)
@@ -112,7 +113,7 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 		if gone, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!window.__asked.isConnected && document.getElementById('confirm-dialog').open`)); !gone {
 			t.Fatalf("%s: the polls did not replace the form under the open dialog", sel)
 		}
-		if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+		if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-ok]`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +131,7 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 	until("stopped", cl.ID, func(c models.Cluster) bool { return c.Status == models.StatusStopped })
 	wait("the resume button", `!!document.querySelector('[data-testid=resume]')`)
 	twoPolls()
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=resume]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=resume]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("resuming", `(document.querySelector('[data-testid=stop-state]') || {innerText: ''}).innerText.startsWith('Resuming')`)
@@ -197,7 +198,7 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 	// the page no longer offers Terminate, and the dialog says nothing was sent.
 	open(other.ID)
 	wait("terminate", `!!document.querySelector('[data-testid=terminate]')`)
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=terminate]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=terminate]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`)
@@ -206,14 +207,14 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 	}
 	twoPolls()
 	wait("terminate gone", `!document.querySelector('[data-testid=terminate]')`)
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-ok]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the dialog telling", `document.getElementById('confirm-dialog').open && document.getElementById('confirm-title').textContent === 'Nothing was sent'`)
 	if vis, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('[data-testid=confirm-ok]').checkVisibility()`)); vis {
 		t.Error("the dialog that says nothing was sent still offers to confirm")
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-cancel]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-cancel]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the dialog closed", `!document.getElementById('confirm-dialog').open`)
@@ -226,6 +227,7 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 // machines) live on pages that do not poll, but a re-render of the form
 // under the dialog sends the re-rendered form the same way (issue 21 item 1).
 func TestBrowserConfirmAfterRerender(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)
@@ -241,14 +243,14 @@ func TestBrowserConfirmAfterRerender(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 		chromedp.WaitVisible(`[data-testid=header-balance]`),
 		chromedp.Navigate(srv.URL+"/settings/ssh-keys"),
 	); err != nil {
 		t.Fatal(err)
 	}
 	sel := `form[action="/settings/ssh-keys/` + key.ID + `/delete"] button[type=submit]`
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(sel), chromedp.Click(sel)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(sel), clickLive(sel)); err != nil {
 		t.Fatal(err)
 	}
 	ok, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById('confirm-dialog').open`, chromedp.WithPollingTimeout(browserPatience)))
@@ -259,7 +261,7 @@ func TestBrowserConfirmAfterRerender(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const f = document.querySelector(`+jsString(sel)+`).form; f.outerHTML = f.outerHTML; return true; })()`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-ok]`)); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(browserPatience)
@@ -287,6 +289,7 @@ func TestBrowserConfirmAfterRerender(t *testing.T) {
 // typed; a larger one asks first, naming the amount, and nothing is
 // credited unless confirmed.
 func TestBrowserLargeTopUpAsks(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)
@@ -306,7 +309,7 @@ func TestBrowserLargeTopUpAsks(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 		chromedp.WaitVisible(`[data-testid=header-balance]`),
 	); err != nil {
 		t.Fatal(err)
@@ -317,7 +320,7 @@ func TestBrowserLargeTopUpAsks(t *testing.T) {
 			chromedp.Navigate(srv.URL+"/billing"),
 			chromedp.WaitVisible(`[data-testid=top-up-form] input[name=amount]`),
 			chromedp.SetValue(`[data-testid=top-up-form] input[name=amount]`, amount),
-			chromedp.Click(`[data-testid=add-funds]`),
+			clickLive(`[data-testid=add-funds]`),
 		); err != nil {
 			t.Fatal(err)
 		}
@@ -356,19 +359,19 @@ func TestBrowserLargeTopUpAsks(t *testing.T) {
 	if err != nil || title != "Add $2,500.00 to the balance?" {
 		t.Errorf("dialog title %q (%v)", title, err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-cancel]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-cancel]`)); err != nil {
 		t.Fatal(err)
 	}
 	if got := balance(); got != start+20*models.Micro {
 		t.Fatalf("cancelled, yet the balance moved to %d", got)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=add-funds]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=add-funds]`)); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById('confirm-dialog').open`, chromedp.WithPollingTimeout(browserPatience))); err != nil || !ok {
 		t.Fatalf("no dialog the second time: %v", err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-ok]`)); err != nil {
 		t.Fatal(err)
 	}
 	waitBalance(start + 2520*models.Micro)

@@ -69,6 +69,7 @@ func (b browserSession) login(acc account) {
 // does the work, for a plain form (delete an SSH key, remove a member) and
 // an htmx one (terminate, in the journey test).
 func TestBrowserConfirmDialogs(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)
@@ -220,6 +221,7 @@ func newGatedServer(t *testing.T, app *testApp) (*httptest.Server, *gate) {
 // (aria-busy) and shows "Updating…"; a submitting button — on an htmx form
 // or a plain one — is disabled and aria-busy until the answer lands.
 func TestBrowserBusyFeedback(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	eth := testOffer("eth", "us-east", 8, 2_000_000, intp(10))
@@ -298,6 +300,7 @@ func TestBrowserBusyFeedback(t *testing.T) {
 // form's quote id change, what was typed stays, and the launch goes through
 // on the new quote (issue 13, L2).
 func TestBrowserQuoteCountdownRequotes(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	owner := app.signupAccount("ada@example.com", "Analytical Engines")
@@ -345,6 +348,7 @@ func TestBrowserQuoteCountdownRequotes(t *testing.T) {
 // "Forgot your password?" under the log-in form, the mail in /dev/mailbox,
 // its link, a new password, then log-in with it.
 func TestBrowserPasswordResetThroughTheMailbox(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)

@@ -19,6 +19,7 @@ import (
 // scroll), and keep each chart at least 60 px wide. Screenshots of both
 // widths are saved under SCREENSHOTS_DIR when it is set.
 func TestBrowserGPUCharts(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)

@@ -17,6 +17,7 @@ import (
 // in; while the budget is reached, Resume is disabled with its reason and
 // the link to raise the budget.
 func TestBrowserResumeRefusalsInPlace(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)
@@ -117,6 +118,7 @@ func TestBrowserResumeRefusalsInPlace(t *testing.T) {
 // operator's balance page asks first, saying the balance it leaves and
 // what a negative balance does; confirmed, the top-up reads as reversed.
 func TestBrowserReverseTopUpConfirms(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
 	app := newTestApp(t, openSQLite(t))
 	srv := httptest.NewServer(app.e)

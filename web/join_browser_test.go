@@ -16,6 +16,7 @@ import (
 // watches node-2 appear joining and turn ready in place while the test
 // runs the jobs and the simulated machines' agents.
 func TestBrowserAddWorker(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	j := newJourney(t)
 	app, srv := j.app, j.srv
@@ -63,7 +64,7 @@ func TestBrowserAddWorker(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestBrowserAddWorker(t *testing.T) {
 	if got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid=add-worker]').innerText`)); !strings.Contains(got, price) {
 		t.Errorf("Add worker button = %q, want the price %s", got, price)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=add-worker]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=add-worker]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`)
@@ -84,7 +85,7 @@ func TestBrowserAddWorker(t *testing.T) {
 	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-node="node-2"]').length`)); n != 0 {
 		t.Fatal("the worker was asked for before the confirmation")
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-ok]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("node-2 joining", `!!document.querySelector('[data-node="node-2"][data-status="joining"]') && !document.querySelector('[data-testid=add-worker]')`)

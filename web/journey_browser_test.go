@@ -58,9 +58,14 @@ type journey struct {
 	verify  *jobs.Verify
 }
 
+// browserPagePoll is how often the journey's cluster pages poll: the
+// production default (views.DefaultPoll, 3 s) would make each test that
+// waits for real polls wait seconds for every one.
+const browserPagePoll = 400 * time.Millisecond
+
 func newJourney(t *testing.T) *journey {
 	t.Helper()
-	app := newTestApp(t, openSQLite(t))
+	app := newTestAppWith(t, openSQLite(t), func(d *Deps) { d.Config.PagePoll = browserPagePoll })
 	srv := httptest.NewServer(app.e)
 	t.Cleanup(srv.Close)
 	cfg, err := sim.ParseConfig([]byte(journeyCloud), "json")
@@ -156,6 +161,7 @@ func journeyShot(t *testing.T, ctx context.Context, name string) {
 // ready it connects (SSH command with a copy button) and terminates
 // (the confirmation dialog), and the page shows the cluster terminated.
 func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
 	j := newJourney(t)
 	app, srv := j.app, j.srv
@@ -199,7 +205,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +230,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	journeyShot(t, ctx, "journey-1-offers")
 
 	// Launch: the price locked for QuoteTTL, and the workload form.
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-offer-id="sim:h100.8x.ib"] [data-testid=launch-link]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-offer-id="sim:h100.8x.ib"] [data-testid=launch-link]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the launch page", `location.pathname === '/clusters/new' && !!document.querySelector('#launch-form')`, 15*time.Second)
@@ -241,11 +247,11 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	journeyShot(t, ctx, "journey-2-launch")
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(`#name`, "llama-ft"),
-		chromedp.Click(`#launch-form input[name=software][value=slurm]`),
+		clickLive(`#launch-form input[name=software][value=slurm]`),
 		chromedp.SetValue(`#env`, "NCCL_DEBUG=INFO"),
 		chromedp.SetValue(`#start_command`, "echo serving on 8888; sleep 60; exit 0"),
 		chromedp.SetValue(`#ports`, "8888"),
-		chromedp.Click(`[data-testid=launch-submit]`),
+		clickLive(`[data-testid=launch-submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +360,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	if got := text(`[data-testid=ssh-primary]`); got != wantSSH || !strings.HasPrefix(got, "ssh ") || !strings.Contains(got, nodes[0].PublicHost) {
 		t.Errorf("primary SSH = %q, want %q (node-0 at %q)", got, wantSSH, nodes[0].PublicHost)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=tab][data-tab=connect]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=tab][data-tab=connect]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the connect section", `!!document.querySelector('[data-testid=connect]') && location.search === '?tab=connect'`, 10*time.Second)
@@ -370,7 +376,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	if got := text(`[data-testid=env-masked]`); !strings.Contains(got, "NCCL_DEBUG=••") || strings.Contains(got, "INFO") {
 		t.Errorf("masked env block:\n%s", got)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=env-reveal] summary`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=env-reveal] summary`)); err != nil {
 		t.Fatal(err)
 	}
 	if got := text(`[data-testid=env-block]`); !strings.Contains(got, "NCCL_DEBUG=INFO") {
@@ -381,7 +387,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	}
 	// The workload (N3): every node's agent starts the start command once
 	// the cluster is ready; its state shows per node, live, then its exit.
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=tab][data-tab=overview]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=tab][data-tab=overview]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the overview section", `!!document.querySelector('#cluster-live [data-testid=node-row]')`, 10*time.Second)
@@ -400,20 +406,20 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 		j.tick()
 	}
 	wait("every node's start command exited", nodeStarts("exited", "exited with code 0"), 10*time.Second)
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=tab][data-tab=connect]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=tab][data-tab=connect]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("port 8888 published in the connect section", `(() => { const p = document.querySelector('[data-testid=connect-port][data-port="8888"]');
 		return !!p && p.dataset.published === 'true' && p.innerText.includes(':8888'); })()`, 10*time.Second)
 	// The logs section follows node-0's log over a stream.
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=tab][data-tab=logs]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=tab][data-tab=logs]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("node-0's log streamed", `[...document.querySelectorAll('#logs [data-testid=log-line]')].some(l => l.innerText.includes('checked in as node-0'))`, 10*time.Second)
 	// The panel says the stream is live; pausing keeps the reader's place
 	// while lines arrive, resuming jumps to the tail and follows again.
 	wait("the log marked live", `(s => s.dataset.state === 'live' && s.innerText.trim() === 'Live')(document.querySelector('[data-testid=log-status]'))`, 10*time.Second)
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=log-follow]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=log-follow]`)); err != nil {
 		t.Fatal(err)
 	}
 	// More lines than the box shows, delivered as the SSE extension does.
@@ -430,7 +436,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	if got := text(`[data-testid=log-follow]`); got != "Resume following" {
 		t.Errorf("the follow button reads %q while paused", got)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=log-follow]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=log-follow]`)); err != nil {
 		t.Fatal(err)
 	}
 	atBottom := `(b => b.scrollHeight - b.scrollTop - b.clientHeight < 2)(document.getElementById('log-lines'))`
@@ -466,7 +472,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 
 	// Terminate: the styled dialog names the cluster and says billing stops;
 	// the htmx form waits for it.
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=terminate]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=terminate]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`, 10*time.Second)
@@ -477,7 +483,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 		!strings.Contains(msg, "llama-ft") || !strings.Contains(msg, "billing stops") {
 		t.Errorf("confirmation = %q (%v), want it to name the cluster and say billing stops", msg, err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-ok]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the terminating notice", `!!document.querySelector('[data-testid=terminating]') && !document.querySelector('[data-testid=terminate]')`, 10*time.Second)

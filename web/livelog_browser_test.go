@@ -15,6 +15,7 @@ import (
 // which keep the log section (hx-preserve) by moving it, and a moved box
 // loses its scroll position.
 func TestBrowserLiveLogOpensAtNewestLine(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv
@@ -62,7 +63,7 @@ func TestBrowserLiveLogOpensAtNewestLine(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestBrowserLiveLogOpensAtNewestLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("the cluster page", `!!document.querySelector('[data-testid=tab][data-tab=logs]')`)
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=tab][data-tab=logs]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=tab][data-tab=logs]`)); err != nil {
 		t.Fatal(err)
 	}
 	atBottom := `(b => !!b && b.scrollHeight > b.clientHeight && b.scrollHeight - b.scrollTop - b.clientHeight < 2)(document.getElementById('log-lines'))`

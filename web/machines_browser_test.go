@@ -23,6 +23,7 @@ import (
 // confirmation dialog and the next catalog run stops selling it. Both pages
 // fit a phone and a desktop (screenshots at 390 and 1440 px).
 func TestBrowserAdminMachines(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
 	app := newTestAppWith(t, openSQLite(t), func(d *Deps) {
 		d.Store.MachineKeySecret = bytes.Repeat([]byte{9}, 32)

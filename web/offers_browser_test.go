@@ -49,6 +49,7 @@ func comparisonCatalog() []models.Offer {
 // with the price and Launch on screen and the rows needing a quote folded.
 // Screenshots of both widths are saved as artefacts.
 func TestBrowserOffersSortedAndLabelled(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
 	app := newTestApp(t, openSQLite(t))
 	app.seedOffers(comparisonCatalog()...)
@@ -212,6 +213,7 @@ func evalJS[T any](t *testing.T, ctx context.Context, what, js string) T {
 // belongs to the filters' form, a Sort button shows (noscript), and
 // submitting it loads the page sorted with every filter kept in the URL.
 func TestBrowserOffersSortWithoutJavaScript(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, time.Minute, chromedp.Flag("blink-settings", "scriptEnabled=false"))
 	app := newTestApp(t, openSQLite(t))
 	app.seedOffers(comparisonCatalog()...)

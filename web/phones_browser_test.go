@@ -29,6 +29,7 @@ var screenWidths = []int64{390, 1440}
 // SCREENSHOTS_DIR when it is set, else in the test's artifact directory
 // (kept by `go test -artifacts`).
 func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 4*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv
@@ -79,7 +80,7 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 		chromedp.SetValue(`#env`, "NCCL_DEBUG=INFO\nWANDB_PROJECT=llama-3-70b-instruct-finetune-long-context"),
 		chromedp.SetValue(`#start_command`, "torchrun --nnodes 2 --nproc-per-node 8 train.py --config configs/llama3-70b.yaml"),
 		chromedp.SetValue(`#ports`, "8888, 6006"),
-		chromedp.Click(`[data-testid=launch-submit]`),
+		clickLive(`[data-testid=launch-submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +149,8 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844),
 		chromedp.Navigate(srv.URL+"/clusters"),
-		chromedp.Click(`[data-testid=nav-menu] summary`),
-		chromedp.Click(`[data-testid=menu-logout]`),
+		clickLive(`[data-testid=nav-menu] summary`),
+		clickLive(`[data-testid=menu-logout]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func offersOnPhone(t *testing.T, ctx context.Context, url string) {
 	if got, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](visible(`[data-testid=nav-menu] a[href="/billing"]`))); got {
 		t.Error("the phone menu shows its sections before it is opened")
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=nav-menu] summary`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=nav-menu] summary`)); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := chromedp.Run(ctx, chromedp.Evaluate[bool](visible(`[data-testid=nav-menu] a[href="/billing"]`))); err != nil || !got {
@@ -327,7 +328,7 @@ func offersOnPhone(t *testing.T, ctx context.Context, url string) {
 	if got, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](visible(`[data-testid=nav-menu] a[href="/billing"]`))); got {
 		t.Error("the phone menu stayed open after a click outside it")
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=filter-toggle]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=filter-toggle]`)); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := chromedp.Run(ctx, chromedp.Evaluate[bool](visible(`#offer-filters`))); err != nil || !got {

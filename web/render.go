@@ -63,6 +63,7 @@ func (h *handler) meta(c echo.Context, title string) views.Meta {
 		Dev:       !h.Config.Production,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
 		Assets:    h.assetURLs,
+		PollEvery: h.Config.PagePoll,
 	}
 	if tok, ok := c.Get(csrfContextKey).(string); ok {
 		m.CSRF = tok

@@ -17,6 +17,7 @@ import (
 // once the stop job brought every machine back (the simulated machines'
 // agents joining over HTTP) the page shows it ready again, in place.
 func TestBrowserStopAndResume(t *testing.T) {
+	t.Parallel() // see newBrowser
 	began := time.Now()
 	ctx := newBrowserFor(t, 2*time.Minute)
 	j := newJourney(t)
@@ -81,7 +82,7 @@ func TestBrowserStopAndResume(t *testing.T) {
 		chromedp.WaitVisible(`#email`),
 		chromedp.SetValue(`#email`, owner.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestBrowserStopAndResume(t *testing.T) {
 	wait("the stop line", `(document.querySelector('[data-testid=stop-state]') || {innerText: ''}).innerText.includes('because the balance ran out')`)
 	t.Logf("stopped page after %s", time.Since(began))
 	journeyShot(t, ctx, "cluster-stopped")
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=resume]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=resume]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("resuming", `(document.querySelector('[data-testid=stop-state]') || {innerText: ''}).innerText.startsWith('Resuming')`)

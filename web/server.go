@@ -47,6 +47,10 @@ type Config struct {
 	// them read-only beside those added there).
 	SSHMachinesFile string
 	SSHFileMachines []models.SSHMachine
+	// PagePoll is how often the clusters list and a live cluster page
+	// refresh themselves in the browser while something is under way
+	// (0: views.DefaultPoll, 3 s).
+	PagePoll time.Duration
 }
 
 // ProviderSetting is one provider's configuration as the providers page

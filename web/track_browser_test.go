@@ -37,6 +37,7 @@ func trackShot(t *testing.T, ctx context.Context, name string) {
 // record puts the most reliable offer first; an operator sees a lemon with
 // its history and the time to repair, and releases it.
 func TestBrowserTrackRecordAndLemons(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
 	app := newTestApp(t, openSQLite(t))
 	app.seedOffers(comparisonCatalog()...)

@@ -17,6 +17,7 @@ import (
 // against its threshold, the pairs, the swap and why, and "Run
 // verification again"; the phone never scrolls sideways.
 func TestBrowserVerificationReport(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 3*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv
@@ -50,7 +51,7 @@ func TestBrowserVerificationReport(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 		chromedp.WaitNotPresent(`#login-form`), // the log-in answered: the session cookie is set before the next page
 		chromedp.Navigate(srv.URL+"/clusters/"+cl.ID),
 		chromedp.WaitVisible(`[data-testid=verification]`),

@@ -19,6 +19,7 @@ import (
 // machines (each node's mounts step reported mounted), then add a worker and
 // see it join and mount /shared.
 func TestBrowserVolumeJourney(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 3*time.Minute)
 	j := newJourney(t)
 	app, srv := j.app, j.srv
@@ -44,7 +45,7 @@ func TestBrowserVolumeJourney(t *testing.T) {
 		chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email),
 		chromedp.SetValue(`#password`, testPassword),
-		chromedp.Click(`#login-form button[type=submit]`),
+		clickLive(`#login-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -61,14 +62,14 @@ func TestBrowserVolumeJourney(t *testing.T) {
 		chromedp.SetValue(`#name`, "checkpoints"),
 		chromedp.SetValue(`#location`, locs[0].Location),
 		chromedp.SetValue(`#size_gb`, "lots"),
-		chromedp.Click(`#volume-form button[type=submit]`),
+		clickLive(`#volume-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
 	wait("the size problem", `!!document.querySelector('#problem-size_gb')`)
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(`#size_gb`, "500"),
-		chromedp.Click(`#volume-form button[type=submit]`),
+		clickLive(`#volume-form button[type=submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestBrowserVolumeJourney(t *testing.T) {
 	}
 
 	journeyShot(t, ctx, "volumes")
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=volume-launch]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=volume-launch]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the pinned picker", `!!document.querySelector('[data-testid=volume-pin]')`)
@@ -87,7 +88,7 @@ func TestBrowserVolumeJourney(t *testing.T) {
 	if !strings.Contains(pin, vs[0].Location) || !strings.Contains(pin, "checkpoints") {
 		t.Errorf("the picker's pin says %q", pin)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=launch-link]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=launch-link]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the launch page", `!!document.querySelector('#launch-form')`)
@@ -98,7 +99,7 @@ func TestBrowserVolumeJourney(t *testing.T) {
 	}
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(`#name`, "on-the-volume"),
-		chromedp.Click(`[data-testid=launch-submit]`),
+		clickLive(`[data-testid=launch-submit]`),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +136,11 @@ func TestBrowserVolumeJourney(t *testing.T) {
 	// node-0 like the others; the Storage panel counts it.
 	before := j.cluster(acc.org.ID, id).Nodes
 	worker := fmt.Sprintf("node-%d", before)
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(`[data-testid=add-worker]`), chromedp.Click(`[data-testid=add-worker]`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`[data-testid=add-worker]`), clickLive(`[data-testid=add-worker]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the confirmation dialog", `document.getElementById('confirm-dialog').open`)
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-ok]`)); err != nil {
 		t.Fatal(err)
 	}
 	wait(worker+" joining", `!!document.querySelector('[data-node="`+worker+`"][data-status="joining"]')`)

@@ -16,6 +16,7 @@ import (
 // test event that a real receiver verifies, sees it in the delivery log and
 // redelivers it; the page never scrolls sideways.
 func TestBrowserWebhookJourney(t *testing.T) {
+	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
 	app := newTestApp(t, openSQLite(t))
 	app.store.WebhookAllowLoopback = true
