@@ -232,7 +232,24 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 		placed = append(placed, models.PlacedNode{Rank: n.Index, ProviderNodeID: n.ID, PrivateIP: n.PrivateIP,
 			PublicHost: n.PublicHost, User: n.SSHUser, SSHPort: n.SSHPort, Host: n.Host})
 	}
-	return j.Store.MarkPlaced(ctx, c.ID, placed)
+	if err := j.Store.MarkPlaced(ctx, c.ID, placed); err != nil && !errors.Is(err, models.ErrConflict) {
+		return err
+	}
+	// A terminate asked for while the provider was placing may have been
+	// carried out before these machines existed (the terminate job released
+	// nothing and marked the cluster terminated): they are released here,
+	// or they would run on, unbilled and unseen (L7). Asked for after this
+	// read, the terminate job finds them placed.
+	now, err := j.Store.ClusterByID(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if now.TerminateRequestedAt != nil || now.Status.Terminal() {
+		if err := p.TerminateGroup(ctx, c.GroupName()); err != nil {
+			return fmt.Errorf("release the machines a terminate overtook: %w", err)
+		}
+	}
+	return nil
 }
 
 func providerMessage(err error) string {

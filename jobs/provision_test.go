@@ -426,3 +426,49 @@ func TestTerminateRacingProvisionLeavesNothing(t *testing.T) {
 		}
 	})
 }
+
+// gatedPlace holds PlaceGroup until released, so a test can carry out a
+// terminate while the provider is placing.
+type gatedPlace struct {
+	providers.Provider
+	entered, release chan struct{}
+}
+
+func (g gatedPlace) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (providers.Group, error) {
+	close(g.entered)
+	<-g.release
+	return g.Provider.PlaceGroup(ctx, req)
+}
+
+// L7: a terminate carried out while the provider is still placing the
+// machines (the terminate job finds nothing to release and marks the
+// cluster terminated) does not leave the machines running once the
+// placement returns: the provision job releases them.
+func TestTerminateDuringPlacementReleasesTheMachines(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newWorld(t, db)
+		ctx := context.Background()
+		c := w.launch("H100_80GB", 2, 8)
+		gate := gatedPlace{Provider: w.cloud, entered: make(chan struct{}), release: make(chan struct{})}
+		placing := &jobs.Provision{Store: w.store, Providers: providers.Registry{"sim": gate}, ServerURL: w.srv.URL}
+		done := make(chan error, 1)
+		go func() { done <- placing.Run(ctx) }()
+		<-gate.entered
+		if _, err := w.store.RequestTerminate(ctx, w.org.ID, c.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.term.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.cluster(c.ID); got.Status != models.StatusTerminated {
+			t.Fatalf("setup: status %s, want terminated before the placement returns", got.Status)
+		}
+		close(gate.release)
+		if err := <-done; err != nil {
+			t.Fatalf("provision: %v", err)
+		}
+		if got := w.stock("h100.8x.vm"); got != 10 {
+			t.Fatalf("stock %d, want 10: the machines placed after the terminate run on", got)
+		}
+	})
+}
