@@ -583,9 +583,13 @@ func sshCluster(t *testing.T, w *sshWorld, software string) {
 		t.Errorf("stock while the cluster runs: %d, want 0", got)
 	}
 	// Each machine runs one agent, from the cluster's directory, checking
-	// in as often as the provider was told.
+	// in as often as the provider was told. A process the agent is starting
+	// shows the agent's command line until it execs, so processes whose
+	// parent matches too are not counted.
 	for i := range 2 {
-		out, err := w.onMachine(i, "ps -eo args | grep -c '^"+sshprov.RemoteDir+"/"+c.ID+"/clusterdeck agent --server .* --every 1s$'")
+		out, err := w.onMachine(i, "ps -eo pid=,ppid=,args= | awk -v re='^"+sshprov.RemoteDir+"/"+c.ID+"/clusterdeck agent --server .* --every 1s$' "+
+			"'{ pid = $1; ppid = $2; $1 = \"\"; $2 = \"\"; sub(/^ +/, \"\"); if ($0 ~ re) { m[pid] = ppid } } "+
+			"END { n = 0; for (k in m) if (!(m[k] in m)) n++; print n }'")
 		if err != nil || out != "1\n" {
 			t.Errorf("machine %d: %v\n%s", i, err, out)
 		}
