@@ -17,11 +17,17 @@ import (
 // has a minute. Under CI=true a missing browser fails the test; elsewhere it
 // skips loudly.
 //
-// Every browser test runs in parallel with the others (t.Parallel, two at a
-// time on two cores): each has its own Chromium with its own profile, its
-// own server on its own port, its own database and simulated cloud, and
-// changes no package state and no environment, so one test's waits on its
-// browser overlap the other's work. Its time limit starts when it runs.
+// Every browser test runs in parallel with the others (t.Parallel), two at a
+// time whatever -parallel says (browserSlots: make test allows four parallel
+// tests, and four Chromiums beside the other package's tests starved the
+// pages' polls on two cores): each has its own Chromium with its own
+// profile, its own server on its own port, its own database and simulated
+// cloud, and changes no package state and no environment, so one test's
+// waits on its browser overlap the other's work. Its time limit starts when
+// it has a slot.
+// browserSlots bounds the browsers open at once.
+var browserSlots = make(chan struct{}, 2)
+
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	return newBrowserFor(t, time.Minute)
@@ -46,6 +52,8 @@ func newBrowserFor(t *testing.T, within time.Duration, extra ...chromedp.ExecAll
 		}
 		t.Skip("SKIPPING browser test: install Chromium (apt-get install chromium) or set CHROMIUM_PATH")
 	}
+	browserSlots <- struct{}{}
+	t.Cleanup(func() { <-browserSlots }) // registered first: runs after the browser is closed
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true),
