@@ -170,6 +170,20 @@ func clickLive(sel string, opts ...chromedp.QueryOption) chromedp.Action[chromed
 	}
 }
 
+// scrollLive is chromedp.ScrollIntoView for an element a poll may swap out
+// between the query and the scroll, found again as clickLive does.
+func scrollLive(sel string, opts ...chromedp.QueryOption) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		var err error
+		for range 5 {
+			if _, err = chromedp.ScrollIntoView(sel, opts...)(ctx, tg); err == nil || !swappedOut(err) {
+				break
+			}
+		}
+		return chromedp.Void{}, err
+	}
+}
+
 // swappedOut says err is Chromium's answer about a node that left the
 // document between a query and its use.
 func swappedOut(err error) bool {

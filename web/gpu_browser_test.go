@@ -81,7 +81,7 @@ func TestBrowserGPUCharts(t *testing.T) {
 			t.Fatalf("width %d: charts missing, too narrow, or the page scrolls sideways (%v)", width, err)
 		}
 		if dir := os.Getenv("SCREENSHOTS_DIR"); dir != "" {
-			if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`[data-testid=gpu-panel]`)); err != nil {
+			if err := chromedp.Do(ctx, scrollLive(`[data-testid=gpu-panel]`)); err != nil {
 				t.Fatal(err)
 			}
 			buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))

@@ -97,7 +97,7 @@ func TestBrowserVerificationReport(t *testing.T) {
 		if sizes[1] > sizes[0] {
 			t.Errorf("at %d px the page is %d px wide", w, sizes[1])
 		}
-		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`[data-testid=verification]`)); err != nil {
+		if err := chromedp.Do(ctx, scrollLive(`[data-testid=verification]`)); err != nil {
 			t.Fatal(err)
 		}
 		saveScreenshot(t, ctx, "verification-report", w)
