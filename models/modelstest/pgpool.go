@@ -185,7 +185,7 @@ func empty(base, name string, shape pgShape) error {
 	// left running, which must not meet the next test's rows.
 	for waited := time.Duration(0); ; waited += 50 * time.Millisecond {
 		var others int64
-		if err := db.Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others).Error; err != nil {
+		if err := db.Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&others).Error; err != nil {
 			return err
 		}
 		if others == 0 {
