@@ -496,6 +496,14 @@ func (w GPUWindow) Span() time.Duration {
 	return time.Hour
 }
 
+// start is the window's first second before now, on a step boundary, and
+// its step in seconds.
+func (w GPUWindow) start(now time.Time) (from, step int64) {
+	step = int64(w.Step() / time.Second)
+	from = now.Unix() - int64(w.Span()/time.Second)
+	return from - from%step, step
+}
+
 // Step is the distance between the window's points.
 func (w GPUWindow) Step() time.Duration {
 	switch w {
@@ -570,10 +578,7 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 		return GPUSeries{}, err
 	}
 	now := s.Now()
-	step := int64(w.Step() / time.Second)
-	to := now.Unix()
-	from := to - int64(w.Span()/time.Second)
-	from -= from % step
+	from, step := w.start(now)
 	out := GPUSeries{ClusterID: clusterID, Window: w, Step: w.Step(), From: time.Unix(from, 0).UTC(), To: now}
 	db := s.db.WithContext(ctx)
 

@@ -3,7 +3,9 @@ package models_test
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -285,7 +287,7 @@ func TestGPUMinutesFoldLikeTheSeries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := series.Minutes()
+			want := foldSeries(series)
 			if len(want.Nodes) != 2 || len(want.Nodes[0].Points) < 2 || want.Nodes[1].Points != nil {
 				t.Fatalf("%s: setup: %d machines, %d points", w, len(want.Nodes), len(want.Nodes[0].Points))
 			}
@@ -294,4 +296,47 @@ func TestGPUMinutesFoldLikeTheSeries(t *testing.T) {
 			}
 		}
 	})
+}
+
+// foldSeries is the watch rules' fold written plainly over the displayed
+// series, the reference GPUMinutesByID must agree with: per machine and
+// step, the mean and highest utilization of the GPUs that reported one,
+// their memory and power summed.
+func foldSeries(s models.GPUSeries) models.GPUMinutes {
+	out := models.GPUMinutes{From: s.From, Step: s.Step}
+	for _, n := range s.Nodes {
+		type acc struct {
+			sum, max, mem, power float64
+			count                int
+		}
+		by := map[int64]*acc{}
+		for _, g := range n.GPUs {
+			for _, p := range g.Points {
+				if p.UtilPct == nil {
+					continue
+				}
+				a := by[p.At.Unix()]
+				if a == nil {
+					a = &acc{max: math.Inf(-1)}
+					by[p.At.Unix()] = a
+				}
+				u := float64(*p.UtilPct)
+				a.sum, a.max, a.count = a.sum+u, math.Max(a.max, u), a.count+1
+				if p.MemUsedMiB != nil {
+					a.mem += float64(*p.MemUsedMiB)
+				}
+				if p.PowerW != nil {
+					a.power += float64(*p.PowerW)
+				}
+			}
+		}
+		ns := models.NodeSeries{Node: n.Name}
+		for at, a := range by {
+			ns.Points = append(ns.Points, models.NodeMinute{At: time.Unix(at, 0).UTC(), UtilAvg: a.sum / float64(a.count), UtilMax: a.max,
+				MemUsedMiB: a.mem, PowerW: a.power})
+		}
+		sort.Slice(ns.Points, func(i, j int) bool { return ns.Points[i].At.Before(ns.Points[j].At) })
+		out.Nodes = append(out.Nodes, ns)
+	}
+	return out
 }

@@ -2,81 +2,30 @@ package models
 
 import (
 	"context"
-	"math"
 	"slices"
-	"sort"
 	"time"
 )
 
-// NodeMinutes folds a cluster's series (gpu_telemetry.go) into one series
-// per machine for the watch rules: at each step, the mean and the highest
-// utilization over the machine's GPUs that reported one, and its memory
-// used and power summed. Every machine of the series is there, a machine
-// without points too (the rules then conclude nothing from it).
-func (s GPUSeries) NodeMinutes() []NodeSeries {
-	out := make([]NodeSeries, 0, len(s.Nodes))
-	for _, n := range s.Nodes {
-		type acc struct {
-			sum, max, mem, power float64
-			count                int
-		}
-		by := map[int64]*acc{}
-		for _, g := range n.GPUs {
-			for _, p := range g.Points {
-				if p.UtilPct == nil {
-					continue
-				}
-				a := by[p.At.Unix()]
-				if a == nil {
-					a = &acc{max: math.Inf(-1)}
-					by[p.At.Unix()] = a
-				}
-				u := float64(*p.UtilPct)
-				a.sum, a.max, a.count = a.sum+u, math.Max(a.max, u), a.count+1
-				if p.MemUsedMiB != nil {
-					a.mem += float64(*p.MemUsedMiB)
-				}
-				if p.PowerW != nil {
-					a.power += float64(*p.PowerW)
-				}
-			}
-		}
-		ns := NodeSeries{Node: n.Name}
-		for at, a := range by {
-			ns.Points = append(ns.Points, NodeMinute{At: time.Unix(at, 0).UTC(), UtilAvg: a.sum / float64(a.count), UtilMax: a.max,
-				MemUsedMiB: a.mem, PowerW: a.power})
-		}
-		sort.Slice(ns.Points, func(i, j int) bool { return ns.Points[i].At.Before(ns.Points[j].At) })
-		out = append(out, ns)
-	}
-	return out
-}
-
-// GPUMinutes is a cluster's NodeMinutes over a window, with the window's
-// start and step: what the watch rules read.
+// GPUMinutes is a cluster's GPU telemetry folded into one series per
+// machine for the watch rules, over a window: at each step, the mean and the
+// highest utilization over the machine's GPUs that reported one, and its
+// memory used and power summed. Every machine of the cluster is there, a
+// machine without points too (the rules then conclude nothing from it).
 type GPUMinutes struct {
 	From  time.Time
 	Step  time.Duration
 	Nodes []NodeSeries
 }
 
-// Minutes folds the series as NodeMinutes does, keeping its window.
-func (s GPUSeries) Minutes() GPUMinutes {
-	return GPUMinutes{From: s.From, Step: s.Step, Nodes: s.NodeMinutes()}
-}
-
-// GPUMinutesByID is GPUSeriesByID(…).Minutes() folded by the database: one
-// row per machine and step instead of one per GPU, and none of the
-// series' display parts. The gpu-watch job reads it for every live
+// GPUMinutesByID folds the window's points of GPUSeriesByID in the
+// database: one row per machine and step instead of one per GPU, and none
+// of the series' display parts. The gpu-watch job reads it for every live
 // cluster every minute.
 func (s *Store) GPUMinutesByID(ctx context.Context, clusterID string, w GPUWindow) (GPUMinutes, error) {
 	if _, err := ParseGPUWindow(string(w)); err != nil {
 		return GPUMinutes{}, err
 	}
-	now := s.Now()
-	step := int64(w.Step() / time.Second)
-	from := now.Unix() - int64(w.Span()/time.Second)
-	from -= from % step
+	from, step := w.start(s.Now())
 	out := GPUMinutes{From: time.Unix(from, 0).UTC(), Step: w.Step()}
 	source := "SELECT rank, at, util, mem_used, power FROM gpu_points WHERE cluster_id = ? AND at >= ?"
 	switch w {
