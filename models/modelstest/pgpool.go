@@ -2,6 +2,7 @@ package modelstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,12 +32,7 @@ type pgShape struct {
 	fingerprint string
 	tables      []string          // every table, schema-qualified and quoted
 	seeds       map[string]string // table → its rows as JSON, for tables that have rows
-	sequences   map[string]seqAt  // sequence → where it stood
-}
-
-type seqAt struct {
-	last   *int64
-	called bool
+	sequences   map[string]*int64 // sequence → its last value (nil: never used)
 }
 
 // fingerprintSQL names every object a test could add, drop or change.
@@ -70,7 +66,7 @@ SELECT md5(coalesce(string_agg(x, E'\n' ORDER BY x), '')) FROM (
 
 // readShape reads what db holds now, in the terms the pool compares.
 func readShape(db *gorm.DB) (pgShape, error) {
-	s := pgShape{seeds: map[string]string{}, sequences: map[string]seqAt{}}
+	s := pgShape{seeds: map[string]string{}, sequences: map[string]*int64{}}
 	if err := db.Raw(fingerprintSQL).Scan(&s.fingerprint).Error; err != nil {
 		return s, fmt.Errorf("fingerprint: %w", err)
 	}
@@ -110,21 +106,18 @@ func nonEmpty(db *gorm.DB, tables []string) ([]string, error) {
 	return full, nil
 }
 
-func readSequences(db *gorm.DB) (map[string]seqAt, error) {
+func readSequences(db *gorm.DB) (map[string]*int64, error) {
 	var rows []struct {
-		Name   string
-		Last   *int64
-		Called bool
+		Name string
+		Last *int64
 	}
-	// pg_sequences shows last_value NULL for a sequence never used; is_called
-	// comes from the sequence itself.
-	if err := db.Raw(`SELECT format('%I.%I', schemaname, sequencename) AS name, last_value AS last, last_value IS NOT NULL AS called
-		FROM pg_sequences`).Scan(&rows).Error; err != nil {
+	// pg_sequences shows last_value NULL for a sequence never used.
+	if err := db.Raw(`SELECT format('%I.%I', schemaname, sequencename) AS name, last_value AS last FROM pg_sequences`).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("sequences: %w", err)
 	}
-	out := make(map[string]seqAt, len(rows))
+	out := make(map[string]*int64, len(rows))
 	for _, r := range rows {
-		out[r.Name] = seqAt{last: r.Last, called: r.Called}
+		out[r.Name] = r.Last
 	}
 	return out, nil
 }
@@ -164,11 +157,6 @@ func recycle(base, name string, shape pgShape, admin *gorm.DB) {
 	putFree(name)
 }
 
-// errKeep is returned by empty for a database that must be dropped.
-type errKeep string
-
-func (e errKeep) Error() string { return string(e) }
-
 // sessionWait bounds the wait for the test's own sessions to end.
 var sessionWait = 2 * time.Second
 
@@ -192,7 +180,7 @@ func empty(base, name string, shape pgShape) error {
 			break
 		}
 		if waited >= sessionWait {
-			return errKeep("a session is still open")
+			return errors.New("a session is still open")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -201,7 +189,7 @@ func empty(base, name string, shape pgShape) error {
 		return err
 	}
 	if fp != shape.fingerprint {
-		return errKeep("the schema changed")
+		return errors.New("the schema changed")
 	}
 	full, err := nonEmpty(db, shape.tables)
 	if err != nil {
@@ -230,22 +218,20 @@ func empty(base, name string, shape pgShape) error {
 				return err
 			}
 		}
-		for seq, now := range seqs {
-			was, ok := shape.sequences[seq]
-			if !ok {
-				return errKeep("a sequence was added")
-			}
-			if sameInt(now.last, was.last) {
+		for seq, now := range seqs { // a sequence added changed the fingerprint above
+			was := shape.sequences[seq]
+			if sameInt(now, was) {
 				continue
 			}
-			q := "SELECT setval(" + quoteLiteral(seq) + "::regclass, (SELECT start_value FROM pg_sequences WHERE format('%I.%I', schemaname, sequencename) = " + quoteLiteral(seq) + "), false)"
-			if was.last != nil {
-				q = fmt.Sprintf("SELECT setval(%s::regclass, %d, true)", quoteLiteral(seq), *was.last)
+			q := "ALTER SEQUENCE " + seq + " RESTART" // never used in the template
+			if was != nil {
+				q = fmt.Sprintf("SELECT setval(%s::regclass, %d, true)", quoteLiteral(seq), *was)
 			}
 			if err := tx.Exec(q).Error; err != nil {
 				return err
 			}
 		}
+
 		return nil
 	})
 }

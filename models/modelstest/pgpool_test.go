@@ -62,7 +62,7 @@ func TestRecycledDatabaseIsTheTemplateAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reflect.DeepEqual(before.seeds, pgTemplate.shape.seeds) || before.sequences["public.audit_log_seq_seq"] == pgTemplate.shape.sequences["public.audit_log_seq_seq"] {
+	if reflect.DeepEqual(before.seeds, pgTemplate.shape.seeds) || sameInt(before.sequences["public.audit_log_seq_seq"], pgTemplate.shape.sequences["public.audit_log_seq_seq"]) {
 		t.Fatal("setup: the writes changed neither rows nor sequences")
 	}
 	closeDB(db)
