@@ -13,9 +13,14 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// browserSlots bounds the browsers open at once.
+var browserSlots = make(chan struct{}, 2)
+
 // newBrowser starts headless Chromium (Debian's package) for one test, which
-// has a minute. Under CI=true a missing browser fails the test; elsewhere it
-// skips loudly.
+// has three minutes: a bound for a test that hangs, never a wait (beside the
+// jobs package's tests on two cores, TestBrowserAddWorker once ran out of a
+// one-minute bound). Under CI=true a missing browser fails the test;
+// elsewhere it skips loudly.
 //
 // Every browser test runs in parallel with the others (t.Parallel), two at a
 // time whatever -parallel says (browserSlots: make test allows four parallel
@@ -25,12 +30,9 @@ import (
 // cloud, and changes no package state and no environment, so one test's
 // waits on its browser overlap the other's work. Its time limit starts when
 // it has a slot.
-// browserSlots bounds the browsers open at once.
-var browserSlots = make(chan struct{}, 2)
-
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	return newBrowserFor(t, time.Minute)
+	return newBrowserFor(t, 3*time.Minute)
 }
 
 // newBrowserFor is newBrowser for a test that needs longer than a minute;
