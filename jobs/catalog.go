@@ -51,6 +51,8 @@ func offerRow(o providers.Offer) models.Offer {
 		Location:       o.Location,
 		LocationName:   o.LocationName,
 		Interconnect:   o.Interconnect,
+		NICs:           o.NICs,
+		NICGbps:        o.NICGbps,
 		MachineKind:    o.MachineKind,
 		Accelerator:    o.Accelerator,
 		GPUsPerNode:    o.GPUsPerNode,

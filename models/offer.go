@@ -39,11 +39,15 @@ type Offer struct {
 	Provider string `gorm:"size:64;index"`
 	// Upstream is the cloud behind an aggregator provider (Shadeform's
 	// "lambdalabs", ...), kept from the adapter's offer; empty otherwise.
-	Upstream       string `gorm:"size:64;not null;default:''"`
-	ProviderOffer  string `gorm:"size:128"`
-	Location       string `gorm:"size:128;index"`
-	LocationName   string `gorm:"size:191"`
-	Interconnect   string `gorm:"size:32"`
+	Upstream      string `gorm:"size:64;not null;default:''"`
+	ProviderOffer string `gorm:"size:128"`
+	Location      string `gorm:"size:128;index"`
+	LocationName  string `gorm:"size:191"`
+	Interconnect  string `gorm:"size:32"`
+	// NICs × NICGbps is what a machine's fabric cards carry (providers.Offer);
+	// zero NICs is an encrypted Ethernet overlay.
+	NICs           int    `gorm:"column:nics;not null;default:0"`
+	NICGbps        int    `gorm:"column:nic_gbps;not null;default:0"`
 	MachineKind    string `gorm:"size:32"`
 	Accelerator    string `gorm:"size:64;index"`
 	GPUsPerNode    int    `gorm:"column:gpus_per_node"`
@@ -64,6 +68,10 @@ type Offer struct {
 	// otherwise. Never stored.
 	Track *TrackRecord `gorm:"-"`
 }
+
+// LineRateGBps is what one machine's fabric cards carry together, in GB/s
+// (0 for an Ethernet overlay).
+func (o Offer) LineRateGBps() float64 { return float64(o.NICs) * float64(o.NICGbps) / 8 }
 
 // MachineHour is one machine's price per hour: its GPUs and its root disk.
 func (o Offer) MachineHour() Money {

@@ -9,3 +9,14 @@ func init() {
 		return tx.Exec("ALTER TABLE offers ADD COLUMN upstream varchar(64) NOT NULL DEFAULT ''").Error
 	}})
 }
+
+func init() {
+	register(Migration{ID: "0990_offer_nics", Up: func(tx *gorm.DB) error {
+		// Each offer's fabric cards and their line rate (X13): a ring's bus
+		// bandwidth is judged by what the cards carry.
+		if err := tx.Exec("ALTER TABLE offers ADD COLUMN nics integer NOT NULL DEFAULT 0").Error; err != nil {
+			return err
+		}
+		return tx.Exec("ALTER TABLE offers ADD COLUMN nic_gbps integer NOT NULL DEFAULT 0").Error
+	}})
+}

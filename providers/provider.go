@@ -107,10 +107,17 @@ type Offer struct {
 	OfferID  string // stable, provider-native handle; unique per provider
 	// Upstream is the cloud behind an aggregator (Shadeform's "hyperstack",
 	// "lambdalabs", ...); empty when Provider runs the machines itself.
-	Upstream      string
-	Location      string // e.g. "us-east-1" (provider-native region / datacenter)
-	LocationName  string // human label, e.g. "Ashburn, US"
-	Interconnect  string // Ethernet, InfiniBand or RoCE
+	Upstream     string
+	Location     string // e.g. "us-east-1" (provider-native region / datacenter)
+	LocationName string // human label, e.g. "Ashburn, US"
+	Interconnect string // Ethernet, InfiniBand or RoCE
+	// NICs and NICGbps are the machine's cluster-fabric network cards and
+	// each one's line rate in Gbit/s (8 and 400 for eight NDR InfiniBand
+	// ports). Zero NICs means no fabric of its own: the machines talk over
+	// an encrypted Ethernet overlay (O1's 1–2 Gbit/s). Set from the
+	// provider's API where it says so, else from the offer's configuration.
+	NICs          int
+	NICGbps       int
 	MachineKind   string // VM, BareMetal or Container
 	Accelerator   string // e.g. "H100_80GB"
 	GPUsPerNode   int    // 1, 2, 4 or 8

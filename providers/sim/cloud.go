@@ -161,6 +161,8 @@ func (c *Cloud) offer(s *offerState) providers.Offer {
 		Location:      s.loc.ID,
 		LocationName:  s.loc.Name,
 		Interconnect:  s.cfg.Interconnect,
+		NICs:          s.cfg.NICs,
+		NICGbps:       s.cfg.NICGbps,
 		MachineKind:   s.cfg.MachineKind,
 		Accelerator:   s.cfg.Accelerator,
 		GPUsPerNode:   s.cfg.GPUsPerNode,

@@ -53,16 +53,20 @@ type Location struct {
 // OfferConfig is one machine shape sold in a location, with its stock.
 // Prices are integer micro-dollars.
 type OfferConfig struct {
-	ID            string `json:"id" yaml:"id"` // unique across the whole config
-	Accelerator   string `json:"accelerator" yaml:"accelerator"`
-	MachineKind   string `json:"machine_kind" yaml:"machine_kind"`
-	Interconnect  string `json:"interconnect" yaml:"interconnect"`
-	GPUsPerNode   int    `json:"gpus_per_node" yaml:"gpus_per_node"`
-	VCPUs         int    `json:"vcpus" yaml:"vcpus"`
-	MemoryGB      int    `json:"memory_gb" yaml:"memory_gb"`
-	PerGPUHourUSD int64  `json:"per_gpu_hour_usd" yaml:"per_gpu_hour_usd"`
-	RootDiskGB    int    `json:"root_disk_gb" yaml:"root_disk_gb"`
-	DiskGBHourUSD int64  `json:"disk_gb_hour_usd" yaml:"disk_gb_hour_usd"`
+	ID           string `json:"id" yaml:"id"` // unique across the whole config
+	Accelerator  string `json:"accelerator" yaml:"accelerator"`
+	MachineKind  string `json:"machine_kind" yaml:"machine_kind"`
+	Interconnect string `json:"interconnect" yaml:"interconnect"`
+	// NICs and NICGbps: the machine's fabric cards and each one's line rate
+	// (providers.Offer); none for an Ethernet overlay.
+	NICs          int   `json:"nics,omitempty" yaml:"nics,omitempty"`
+	NICGbps       int   `json:"nic_gbps,omitempty" yaml:"nic_gbps,omitempty"`
+	GPUsPerNode   int   `json:"gpus_per_node" yaml:"gpus_per_node"`
+	VCPUs         int   `json:"vcpus" yaml:"vcpus"`
+	MemoryGB      int   `json:"memory_gb" yaml:"memory_gb"`
+	PerGPUHourUSD int64 `json:"per_gpu_hour_usd" yaml:"per_gpu_hour_usd"`
+	RootDiskGB    int   `json:"root_disk_gb" yaml:"root_disk_gb"`
+	DiskGBHourUSD int64 `json:"disk_gb_hour_usd" yaml:"disk_gb_hour_usd"`
 	// NodesAvailable is the counted free-machine stock. Leave it out (null)
 	// for a location that only says yes or no; Available then tells which
 	// (default yes) and HiddenCapacity how many can really be placed.

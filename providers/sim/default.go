@@ -134,8 +134,27 @@ func offer(acc, kind, ic string, gpus int, perGPUHour, diskRate int64, s stock) 
 		RootDiskGB:    250 * gpus, // 250, 500, 1000 or 2000 GB
 		DiskGBHourUSD: diskRate,
 	}
+	o.NICs, o.NICGbps = fabricCards(acc, ic, gpus)
 	s(&o)
 	return o
+}
+
+// fabricCards is the default catalog's fabric per machine: one card per GPU,
+// 400 Gbit/s NDR for H100 and H200 (InfiniBand, and RoCE as IBM Cloud's
+// H100 cluster network: "8x 400 Gbps"), 200 Gbit/s HDR for A100 (DGX A100);
+// the 4-GPU H100 RoCE machines have 200 Gbit/s cards and the 8-GPU A100
+// RoCE machines two 100 Gbit/s cards per GPU (as OCI's BM.GPU4.8, 16 × 100G).
+// Ethernet offers have none: their machines meet on an encrypted overlay.
+func fabricCards(acc, ic string, gpus int) (nics, gbps int) {
+	switch {
+	case ic == providers.Ethernet:
+		return 0, 0
+	case acc == accA100 && ic == providers.RoCE:
+		return 2 * gpus, 100
+	case acc == accA100, ic == providers.RoCE && gpus == 4:
+		return gpus, 200
+	}
+	return gpus, 400
 }
 
 // location builds a location and gives its offers ids like

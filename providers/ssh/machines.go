@@ -47,6 +47,10 @@ type Machine struct {
 	LocationName string `json:"location_name" yaml:"location_name"` // e.g. "Berlin office"
 	Kind         string `json:"kind" yaml:"kind"`                   // vm or bare_metal (default bare_metal)
 	Interconnect string `json:"interconnect" yaml:"interconnect"`   // ethernet (default), infiniband, roce
+	// NICs and NICGbps: the machine's fabric cards and each one's line rate
+	// in Gbit/s (e.g. 8 and 400); none on Ethernet.
+	NICs    int `json:"nics,omitempty" yaml:"nics,omitempty"`
+	NICGbps int `json:"nic_gbps,omitempty" yaml:"nic_gbps,omitempty"`
 	// PricePerHour is what one machine costs per hour in US dollars, as a
 	// decimal string ("2.50"); it is sold per GPU-hour (per machine-hour
 	// without GPUs).

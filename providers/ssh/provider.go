@@ -214,7 +214,7 @@ func (p *Provider) ListOffers(ctx context.Context) ([]providers.Offer, error) {
 			}
 			zero := 0
 			o = &providers.Offer{Provider: Name, OfferID: id, Location: m.Location, LocationName: m.LocationName,
-				Interconnect: m.Interconnect, MachineKind: m.Kind, Accelerator: m.Accelerator, GPUsPerNode: m.GPUs,
+				Interconnect: m.Interconnect, NICs: m.NICs, NICGbps: m.NICGbps, MachineKind: m.Kind, Accelerator: m.Accelerator, GPUsPerNode: m.GPUs,
 				VCPUs: m.VCPUs, MemoryGB: m.MemoryGB, RootDiskGB: m.RootDiskGB, PerGPUHourUSD: perGPU,
 				NodesAvailable: &zero, BootTime: time.Minute, PublicIPs: true}
 			byID[id] = o
