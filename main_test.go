@@ -20,7 +20,8 @@ const module = "github.com/clusterdeck/clusterdeck/"
 // package must declare what it may import.
 func TestImportRules(t *testing.T) {
 	allowed := map[string][]string{
-		"models":                   {"models/nodespec", "models/readiness", "models/software"},
+		"models":                   {"models/nodespec", "models/publicip", "models/readiness", "models/software"},
+		"models/publicip":          {},
 		"models/software":          {"models/nodespec", "models/readiness"},
 		"models/modelstest":        {"models"},
 		"models/readiness":         {},

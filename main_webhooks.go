@@ -5,14 +5,17 @@ import (
 	"net/http"
 
 	"github.com/clusterdeck/clusterdeck/jobs"
+	"github.com/clusterdeck/clusterdeck/models/publicip"
 	"github.com/clusterdeck/clusterdeck/providers/webhookout"
 )
 
 // webhookPoster is the outbound webhook client (X8): its own dialer, which
-// in production refuses private, loopback and link-local addresses after
-// DNS; plain loopback receivers are allowed in development only.
+// in production refuses every address that is not public (publicip) after
+// DNS, and in every mode the server's own listening address; loopback and
+// private receivers are allowed in development only.
 func webhookPoster(cfg config) jobs.WebhookPoster {
-	return posterForJobs{webhookout.New(webhookout.Options{AllowPrivate: !cfg.Production})}
+	rule := publicip.NewOutbound(!cfg.Production, cfg.Addr)
+	return posterForJobs{webhookout.New(webhookout.Options{Allow: rule.Check})}
 }
 
 // posterForJobs adapts webhookout.Client to jobs.WebhookPoster.

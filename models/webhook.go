@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/models/publicip"
 	"gorm.io/gorm"
 )
 
@@ -169,7 +170,7 @@ func WebhookURLProblem(raw string, allowLoopback bool) string {
 		return "Use https://: events are signed, but their content is private."
 	}
 	if !allowLoopback {
-		if ip := net.ParseIP(u.Hostname()); loop || (ip != nil && !PublicIP(ip)) {
+		if ip := net.ParseIP(u.Hostname()); loop || (ip != nil && !publicip.PublicIP(ip)) {
 			return "The URL must reach a public address, not a private, loopback or link-local one."
 		}
 	}
@@ -182,19 +183,6 @@ func isLoopbackHost(h string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
-}
-
-// PublicIP reports whether ip may be called in production: not loopback,
-// private, link-local, unspecified, multicast, CGNAT or IPv4-mapped private.
-func PublicIP(ip net.IP) bool {
-	if v4 := ip.To4(); v4 != nil {
-		ip = v4
-		if v4[0] == 0 || (v4[0] == 100 && v4[1]&0xc0 == 64) || v4[0] >= 224 { // 0/8, 100.64/10 (CGNAT), multicast and reserved
-			return false
-		}
-	}
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
 }
 
 // WebhookProblems validates in (A4).

@@ -30,6 +30,12 @@ func TestWebhookURLProblem(t *testing.T) {
 		{"https://10.0.0.5/x", false, false},
 		{"https://169.254.169.254/latest", false, false},
 		{"https://[::1]/x", false, false},
+		{"https://[64:ff9b::a9fe:a9fe]/latest", false, false},              // NAT64 of 169.254.169.254
+		{"https://[64:ff9b:1::808:808]/x", false, false},                   // local-use NAT64
+		{"https://[::127.0.0.1]/x", false, false},                          // IPv4-compatible loopback
+		{"https://[2002:a00:1::1]/x", false, false},                        // 6to4 of 10.0.0.1
+		{"https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/x", false, false}, // Teredo client 127.0.0.1
+		{"https://[64:ff9b::808:808]/x", false, true},                      // NAT64 of a public address
 		{"https://user:pw@hooks.example.com/x", false, false},
 		{"ftp://hooks.example.com/x", true, false},
 		{"hooks.example.com/x", true, false},

@@ -21,6 +21,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/models/publicip"
 	"github.com/clusterdeck/clusterdeck/providers/webhookout"
 )
 
@@ -160,7 +161,7 @@ func (r *receiver) problems() []string {
 
 // webhookJob is the delivery job as main wires it, with a short timeout.
 func webhookJob(store *models.Store, holder string) *jobs.Webhooks {
-	c := webhookout.New(webhookout.Options{AllowPrivate: true, Timeout: 300 * time.Millisecond})
+	c := webhookout.New(webhookout.Options{Allow: publicip.NewOutbound(true).Check, Timeout: 300 * time.Millisecond})
 	return &jobs.Webhooks{Store: store, Poster: testPoster{c}, Holder: holder, Timeout: 300 * time.Millisecond, BaseURL: "http://127.0.0.1"}
 }
 

@@ -1,10 +1,9 @@
 // Package webhookout makes the outbound webhook requests (X8): its own
 // client, never the server's, that follows no redirect, bounds the whole
-// request, reads at most a few KB of the answer and, unless told to allow
-// them (development and tests), refuses private, loopback and link-local
-// addresses at connect time, after DNS, so a name that resolves (or
-// rebinds) to the operator's network is never reached. It imports nothing
-// of ours.
+// request, reads at most a few KB of the answer and asks its caller's
+// address rule (Options.Allow) about every connection at connect time,
+// after DNS, so a name that resolves (or rebinds) to the operator's network
+// or to the server itself is never reached. It imports nothing of ours.
 package webhookout
 
 import (
@@ -14,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"syscall"
 	"time"
@@ -36,8 +36,10 @@ type Client struct {
 
 // Options configure a Client.
 type Options struct {
-	AllowPrivate bool          // allow loopback, private and link-local addresses (never in production)
-	Timeout      time.Duration // whole request; 0 = DefaultTimeout
+	// Allow is asked about every address the client is about to connect to
+	// (after DNS); an error refuses the connection. Nil refuses them all.
+	Allow   func(netip.AddrPort) error
+	Timeout time.Duration // whole request; 0 = DefaultTimeout
 }
 
 // New builds a client.
@@ -46,10 +48,21 @@ func New(o Options) *Client {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	d := &net.Dialer{Timeout: min(timeout, 5*time.Second), KeepAlive: 30 * time.Second}
-	if !o.AllowPrivate {
-		d.Control = checkAddress
+	allow := o.Allow
+	if allow == nil {
+		allow = func(netip.AddrPort) error { return errors.New("no address rule") }
 	}
+	d := &net.Dialer{Timeout: min(timeout, 5*time.Second), KeepAlive: 30 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err == nil {
+				err = allow(ap)
+			}
+			if err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrRefusedAddress, address, err)
+			}
+			return nil
+		}}
 	return &Client{http: &http.Client{
 		Timeout:       timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -95,31 +108,4 @@ func validUTF8(b []byte) string {
 		b = b[:len(b)-1] // a rune cut by the limit
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
-
-// checkAddress refuses a connection to an address that is not public; it
-// runs on the resolved IP, just before connecting.
-func checkAddress(network, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: %s", ErrRefusedAddress, address)
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !Public(ip) {
-		return fmt.Errorf("%w: %s is not a public address", ErrRefusedAddress, host)
-	}
-	return nil
-}
-
-// Public reports whether ip may be called in production: not loopback,
-// private, link-local, unspecified, multicast, CGNAT or reserved.
-func Public(ip net.IP) bool {
-	if v4 := ip.To4(); v4 != nil {
-		ip = v4
-		if v4[0] == 0 || (v4[0] == 100 && v4[1]&0xc0 == 64) || v4[0] >= 224 {
-			return false
-		}
-	}
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
 }
