@@ -232,6 +232,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 	models.SetVerifyThresholds(cfg.Verify) // issue 24
 	store.EnvMarkups = cfg.Markups
 	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+	if n, err := store.SealWebhookSecrets(ctx); err != nil {
+		return fmt.Errorf("seal webhook secrets: %w", err)
+	} else if n > 0 {
+		log.Info("sealed webhook signing secrets stored in clear", "endpoints", n)
+	}
 	store.WebhookAllowLoopback = !cfg.Production // X8: http to loopback receivers in development only
 	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
 	store.BalanceGrace = cfg.BalanceGrace // the pages' "runs until" is when the balance job stops (B6)

@@ -129,10 +129,14 @@ func (j *Webhooks) endpoint(ctx context.Context, w models.WebhookEndpoint) error
 // send POSTs one delivery, signed with the endpoint's secrets.
 func (j *Webhooks) send(ctx context.Context, w models.WebhookEndpoint, d models.WebhookDelivery, timeout time.Duration) models.WebhookResult {
 	body := []byte(d.Body)
+	secrets, err := j.Store.WebhookSecrets(w)
+	if err != nil { // never sent unsigned: a failed attempt that says why
+		return models.WebhookResult{Err: err.Error()}
+	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "Clusterdeck-Webhooks/1")
-	h.Set("Clusterdeck-Signature", models.WebhookSignature(w.Secrets(j.Store.Now()), j.Store.Now(), body))
+	h.Set("Clusterdeck-Signature", models.WebhookSignature(secrets, j.Store.Now(), body))
 	h.Set("Idempotency-Key", d.EventID)
 	h.Set("Clusterdeck-Event-Id", d.EventID)
 	h.Set("Clusterdeck-Event-Type", d.Type)

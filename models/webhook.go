@@ -5,7 +5,9 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -31,10 +33,17 @@ type WebhookEndpoint struct {
 	Types           string `gorm:"size:1000"` // comma-separated public event types
 	Enabled         bool
 	PausedReason    string `gorm:"size:255"` // why it was paused automatically ("" = by a person, or not paused)
-	Secret          string `gorm:"size:80"`
-	PrevSecret      string `gorm:"size:80"`
-	PrevSecretUntil *time.Time
-	FailingSince    *time.Time // the first failed attempt since the last success
+	// The signing secrets are stored sealed (AES-256-GCM under the
+	// session encryption key, like SSH machines' keys: SealedSecret, with
+	// the endpoint's id as associated data), never in clear; the store
+	// opens them to sign (WebhookSecrets). Secret holds the clear secret
+	// only on the copy CreateWebhook and RotateWebhookSecret return, to be
+	// shown once.
+	SealedSecret     string `gorm:"column:secret;size:255"`
+	SealedPrevSecret string `gorm:"column:prev_secret;size:255"`
+	Secret           string `gorm:"-"`
+	PrevSecretUntil  *time.Time
+	FailingSince     *time.Time // the first failed attempt since the last success
 	ClaimedBy       string     `gorm:"size:64"`
 	ClaimedUntil    *time.Time
 	CreatedBy       string `gorm:"size:191"`
@@ -53,14 +62,93 @@ func (w WebhookEndpoint) TypeList() []string {
 // Wants reports whether the endpoint subscribes to typ.
 func (w WebhookEndpoint) Wants(typ string) bool { return slices.Contains(w.TypeList(), typ) }
 
-// Secrets are the secrets that sign a delivery at now: the current one and,
-// inside a rotation's overlap, the previous one.
-func (w WebhookEndpoint) Secrets(now time.Time) []string {
-	out := []string{w.Secret}
-	if w.PrevSecret != "" && w.PrevSecretUntil != nil && now.Before(*w.PrevSecretUntil) {
-		out = append(out, w.PrevSecret)
+// InOverlap reports whether a rotated-out secret still signs at now.
+func (w WebhookEndpoint) InOverlap(now time.Time) bool {
+	return w.SealedPrevSecret != "" && w.PrevSecretUntil != nil && now.Before(*w.PrevSecretUntil)
+}
+
+// WebhookSecrets opens the secrets that sign a delivery of w at the
+// store's now: the current one and, inside a rotation's overlap, the
+// previous one.
+func (s *Store) WebhookSecrets(w WebhookEndpoint) ([]string, error) {
+	cur, err := s.openWebhookSecret(w.ID, w.SealedSecret)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	out := []string{cur}
+	if w.InOverlap(s.Now()) {
+		prev, err := s.openWebhookSecret(w.ID, w.SealedPrevSecret)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, prev)
+	}
+	return out, nil
+}
+
+// sealedPrefix marks a sealed secret (a row written before sealing holds
+// the clear "whsec_…", which SealWebhookSecrets seals at start-up).
+const sealedPrefix = "sealed1:"
+
+func (s *Store) sealWebhookSecret(endpointID, secret string) (string, error) {
+	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	if err != nil {
+		return "", errors.New("models: no session encryption key to seal webhook secrets with")
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	return sealedPrefix + base64.StdEncoding.EncodeToString(aead.Seal(nonce, nonce, []byte(secret), []byte("webhook:"+endpointID))), nil
+}
+
+func (s *Store) openWebhookSecret(endpointID, sealed string) (string, error) {
+	b64, ok := strings.CutPrefix(sealed, sealedPrefix)
+	if !ok {
+		return "", fmt.Errorf("models: the signing secret of webhook endpoint %s is not sealed", endpointID)
+	}
+	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	if err != nil {
+		return "", errors.New("models: no session encryption key to open webhook secrets with")
+	}
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(raw) < aead.NonceSize() {
+		return "", fmt.Errorf("models: the signing secret of webhook endpoint %s is not readable", endpointID)
+	}
+	secret, err := aead.Open(nil, raw[:aead.NonceSize()], raw[aead.NonceSize():], []byte("webhook:"+endpointID))
+	if err != nil {
+		return "", fmt.Errorf("models: the signing secret of webhook endpoint %s does not open with this SESSION_ENC_KEY", endpointID)
+	}
+	return string(secret), nil
+}
+
+// SealWebhookSecrets seals every secret still stored in clear (rows
+// written before secrets were sealed); it returns how many endpoints it
+// sealed. The server runs it at start-up.
+func (s *Store) SealWebhookSecrets(ctx context.Context) (int, error) {
+	var rows []WebhookEndpoint
+	if err := s.db.WithContext(ctx).Where("secret NOT LIKE ? OR (prev_secret <> '' AND prev_secret NOT LIKE ?)",
+		sealedPrefix+"%", sealedPrefix+"%").Find(&rows).Error; err != nil {
+		return 0, err
+	}
+	for _, w := range rows {
+		set := map[string]any{}
+		for col, v := range map[string]string{"secret": w.SealedSecret, "prev_secret": w.SealedPrevSecret} {
+			if v == "" || strings.HasPrefix(v, sealedPrefix) {
+				continue
+			}
+			sealed, err := s.sealWebhookSecret(w.ID, v)
+			if err != nil {
+				return 0, err
+			}
+			set[col] = sealed
+		}
+		if err := s.db.WithContext(ctx).Model(&WebhookEndpoint{}).Where("id = ? AND secret = ? AND prev_secret = ?", w.ID, w.SealedSecret, w.SealedPrevSecret).
+			Updates(set).Error; err != nil {
+			return 0, err
+		}
+	}
+	return len(rows), nil
 }
 
 // Webhook settings (X8).
@@ -73,6 +161,16 @@ const (
 )
 
 func init() {
+	register(Migration{ID: "0991_webhook_secrets_sealed", Up: func(tx *gorm.DB) error {
+		// Signing secrets are stored sealed (A5): room for the nonce, the
+		// tag and base64. SQLite does not bound varchar; the server seals
+		// the rows written before at start-up (SealWebhookSecrets), since
+		// a migration has no key.
+		if tx.Dialector.Name() != "postgres" {
+			return nil
+		}
+		return tx.Exec("ALTER TABLE webhook_endpoints ALTER COLUMN secret TYPE varchar(255), ALTER COLUMN prev_secret TYPE varchar(255)").Error
+	}})
 	register(Migration{ID: "0950_webhooks", Up: func(tx *gorm.DB) error {
 		type webhookEndpoint struct {
 			ID              string `gorm:"primaryKey;size:32"`
@@ -273,6 +371,10 @@ func (x Actions) CreateWebhook(ctx context.Context, in WebhookInput) (WebhookEnd
 		now := tx.Now()
 		w = WebhookEndpoint{ID: NewID("we"), OrgID: x.a.OrgID, EnvID: x.a.EnvID, URL: in.URL, Description: strings.TrimSpace(in.Description),
 			Types: normalTypes(in.Types), Enabled: in.Enabled, Secret: newWebhookSecret(), CreatedBy: x.a.Name, CreatedAt: now, UpdatedAt: now}
+		var err error
+		if w.SealedSecret, err = tx.sealWebhookSecret(w.ID, w.Secret); err != nil {
+			return nil, err
+		}
 		if err := tx.db.WithContext(ctx).Create(&w).Error; err != nil {
 			return nil, err
 		}
@@ -363,9 +465,14 @@ func (x Actions) RotateWebhookSecret(ctx context.Context, id string, overlap tim
 			return nil, err
 		}
 		now := tx.Now()
-		set := map[string]any{"secret": newWebhookSecret(), "prev_secret": "", "prev_secret_until": nil, "updated_at": now}
+		secret := newWebhookSecret()
+		sealed, err := tx.sealWebhookSecret(w.ID, secret)
+		if err != nil {
+			return nil, err
+		}
+		set := map[string]any{"secret": sealed, "prev_secret": "", "prev_secret_until": nil, "updated_at": now}
 		if overlap > 0 {
-			set["prev_secret"], set["prev_secret_until"] = w.Secret, now.Add(overlap)
+			set["prev_secret"], set["prev_secret_until"] = w.SealedSecret, now.Add(overlap)
 		}
 		if err := tx.db.WithContext(ctx).Model(&WebhookEndpoint{}).Where("id = ?", w.ID).Updates(set).Error; err != nil {
 			return nil, err
@@ -373,6 +480,7 @@ func (x Actions) RotateWebhookSecret(ctx context.Context, id string, overlap tim
 		if w, err = tx.WebhookForEnv(ctx, x.a.OrgID, x.a.EnvID, id); err != nil {
 			return nil, err
 		}
+		w.Secret = secret
 		return x.audit("webhook.rotate_secret", w.ID, "old secret signs until "+now.Add(max(overlap, 0)).Format(time.RFC3339)), nil
 	})
 	return w, err

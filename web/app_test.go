@@ -43,6 +43,7 @@ func newTestAppWith(t testing.TB, db *gorm.DB, edit func(*Deps)) *testApp {
 	db = db.Session(&gorm.Session{Logger: counter})
 	clock := models.NewFakeClock(testNow)
 	store := models.NewStore(db, clock)
+	store.MachineKeySecret = []byte(strings.Repeat("s", 32)) // seals webhook secrets, as main sets it from SESSION_ENC_KEY
 	d := Deps{
 		Config: Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
 		Store:  store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FakeClock: clock,

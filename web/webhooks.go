@@ -28,7 +28,7 @@ func (h *handler) toWebhookJSON(ctx context.Context, w models.WebhookEndpoint, w
 	if withSecret {
 		j.Secret = w.Secret
 	}
-	if w.PrevSecret != "" && w.PrevSecretUntil != nil && h.Store.Now().Before(*w.PrevSecretUntil) {
+	if w.InOverlap(h.Store.Now()) {
 		j.PreviousSecretUntil = w.PrevSecretUntil
 	}
 	return j, nil
@@ -256,7 +256,7 @@ func (h *handler) webhooksPage(c echo.Context, logOf string) (views.WebhooksPage
 		if w.FailingSince != nil {
 			row.FailingSince = views.FormatTime(*w.FailingSince)
 		}
-		if w.PrevSecret != "" && w.PrevSecretUntil != nil && h.Store.Now().Before(*w.PrevSecretUntil) {
+		if w.InOverlap(h.Store.Now()) {
 			row.OldSecretUntil = views.FormatTime(*w.PrevSecretUntil)
 		}
 		if w.ID == logOf {

@@ -359,6 +359,7 @@ func TestWebhooksTwoInstancesNeverSendTwiceAtOnce(t *testing.T) {
 		}
 		second := models.NewStore(modelstest.SecondInstance(t, app.db), app.clock)
 		second.WebhookAllowLoopback = true
+		second.MachineKeySecret = app.store.MachineKeySecret
 		one, two := webhookJob(app.store, "one"), webhookJob(second, "two")
 		one.Batch, two.Batch = 2, 2 // many small rounds: many chances to collide
 		var wg sync.WaitGroup
@@ -573,6 +574,85 @@ func TestWebhooksAPI(t *testing.T) {
 			if !contains(acts, a) {
 				t.Errorf("audit log lacks %s: %v", a, acts)
 			}
+		}
+	})
+}
+
+// TestWebhookSecretsSealed: the signing secrets are stored sealed under the
+// session encryption key, never in clear (A5), rotation included; a row
+// written in clear before sealing is sealed at start-up and still signs;
+// under another key a delivery is never sent unsigned: the attempt fails
+// and says why.
+func TestWebhookSecretsSealed(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.store.WebhookAllowLoopback = true
+		owner := app.signupAccount("owner@example.com", "Hooks Inc")
+		key := apiKeyFor(t, app, owner)
+		rcv := newReceiver(t)
+		ctx := context.Background()
+		stored := func(id string) (cur, prev string) {
+			t.Helper()
+			row := struct{ Secret, PrevSecret string }{}
+			if err := app.db.Raw("SELECT secret, prev_secret FROM webhook_endpoints WHERE id = ?", id).Scan(&row).Error; err != nil {
+				t.Fatal(err)
+			}
+			return row.Secret, row.PrevSecret
+		}
+		var ep, rotated api.Webhook
+		app.apiJSON(http.MethodPost, "/v1/webhooks", key, fmt.Sprintf(`{"url":%q,"types":["cluster.ready"]}`, rcv.url("/a")), http.StatusCreated, &ep)
+		if cur, _ := stored(ep.ID); cur == "" || strings.Contains(cur, ep.Secret) || strings.Contains(cur, strings.TrimPrefix(ep.Secret, "whsec_")) {
+			t.Fatalf("stored secret %q for the secret shown %q", cur, ep.Secret)
+		}
+		app.apiJSON(http.MethodPost, "/v1/webhooks/"+ep.ID+"/rotate-secret", key, `{"overlapHours":2}`, http.StatusOK, &rotated)
+		cur, prev := stored(ep.ID)
+		for _, clear := range []string{ep.Secret, rotated.Secret} {
+			if strings.Contains(cur, strings.TrimPrefix(clear, "whsec_")) || strings.Contains(prev, strings.TrimPrefix(clear, "whsec_")) {
+				t.Fatalf("a secret is stored in clear after rotation: %q %q", cur, prev)
+			}
+		}
+		// Both secrets sign during the overlap: a receiver knowing either verifies.
+		rcv.secrets["/a"] = []string{ep.Secret}
+		app.apiJSON(http.MethodPost, "/v1/webhooks/"+ep.ID+"/test", key, "", http.StatusAccepted, nil)
+		drain(t, app.store, app.clock, 3, webhookJob(app.store, "one"))
+		if len(rcv.events()) != 1 || len(rcv.problems()) != 0 {
+			t.Fatalf("old secret during the overlap: events %d, problems %v", len(rcv.events()), rcv.problems())
+		}
+
+		// A row written in clear (before sealing) is sealed at start-up and signs.
+		legacy := "whsec_" + strings.Repeat("L", 43)
+		if err := app.db.Exec("UPDATE webhook_endpoints SET secret = ?, prev_secret = '' WHERE id = ?", legacy, ep.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if n, err := app.store.SealWebhookSecrets(ctx); err != nil || n != 1 {
+			t.Fatalf("sealed %d, %v; want 1", n, err)
+		}
+		if cur, _ := stored(ep.ID); strings.Contains(cur, "LLLL") {
+			t.Fatalf("still in clear: %q", cur)
+		}
+		if n, err := app.store.SealWebhookSecrets(ctx); err != nil || n != 0 {
+			t.Fatalf("sealed again: %d, %v", n, err)
+		}
+		rcv.secrets["/a"] = []string{legacy}
+		app.apiJSON(http.MethodPost, "/v1/webhooks/"+ep.ID+"/test", key, "", http.StatusAccepted, nil)
+		drain(t, app.store, app.clock, 3, webhookJob(app.store, "one"))
+		if len(rcv.events()) != 2 || len(rcv.problems()) != 0 {
+			t.Fatalf("legacy secret after sealing: events %d, problems %v", len(rcv.events()), rcv.problems())
+		}
+
+		// Under another key nothing is sent unsigned.
+		other := models.NewStore(app.db, app.clock)
+		other.MachineKeySecret = []byte(strings.Repeat("x", 32))
+		app.apiJSON(http.MethodPost, "/v1/webhooks/"+ep.ID+"/test", key, "", http.StatusAccepted, nil)
+		if err := webhookJob(other, "other").Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if hits := len(rcv.events()) + len(rcv.problems()); hits != 2 {
+			t.Fatalf("the receiver got %d requests, want none under another key", hits-2)
+		}
+		var log api.WebhookAttempts
+		app.apiJSON(http.MethodGet, "/v1/webhooks/"+ep.ID+"/deliveries", key, "", http.StatusOK, &log)
+		if len(log.Attempts) == 0 || !strings.Contains(log.Attempts[0].Error, "does not open") {
+			t.Fatalf("the attempt under another key: %+v", log.Attempts)
 		}
 	})
 }

@@ -53,6 +53,7 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 	ctx := context.Background()
 	clock := models.NewFakeClock(time.Now().UTC().Truncate(time.Second))
 	store := models.NewStore(db, clock)
+	store.MachineKeySecret = []byte(strings.Repeat("s", 32)) // seals webhook secrets, as main sets it
 	e := web.New(web.Deps{
 		Config: web.Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
 		Store:  store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Static: static.FS, FakeClock: clock,

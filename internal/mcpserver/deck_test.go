@@ -74,6 +74,7 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 	t.Helper()
 	clock := models.NewFakeClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	store := models.NewStore(db, clock)
+	store.MachineKeySecret = []byte(strings.Repeat("s", 32)) // seals webhook secrets, as main sets it
 	// The event feed looks for new rows every 5 ms, not every second: a
 	// wait_for_cluster call sees each event as the test writes it.
 	srv := httptest.NewServer(web.New(web.Deps{Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Static: static.FS,
