@@ -245,6 +245,11 @@ func EnvironmentNameProblem(name string) string {
 }
 
 // CreateEnvironment adds an environment to the organisation.
+// MaxEnvironments bounds an organisation's environments (A4): each has
+// its own keys, webhooks and quotas, so they cannot multiply per-environment
+// limits without bound.
+const MaxEnvironments = 10
+
 func (s *Store) CreateEnvironment(ctx context.Context, orgID, name string) (Environment, error) {
 	name = strings.TrimSpace(name)
 	if p := EnvironmentNameProblem(name); p != "" {
@@ -252,12 +257,21 @@ func (s *Store) CreateEnvironment(ctx context.Context, orgID, name string) (Envi
 	}
 	env := Environment{ID: NewID("env"), OrgID: orgID, Name: name, CreatedAt: s.Now()}
 	err := s.Tx(ctx, func(tx *Store) error {
-		var n int64
+		if err := tx.lockOrg(ctx, orgID); err != nil { // the count below holds under concurrent creates
+			return err
+		}
+		var n, all int64
 		if err := tx.db.Model(&Environment{}).Where("org_id = ? AND name = ?", orgID, name).Count(&n).Error; err != nil {
 			return err
 		}
 		if n > 0 {
 			return FieldErrors{"name": "This organisation already has an environment with that name."}
+		}
+		if err := tx.db.Model(&Environment{}).Where("org_id = ?", orgID).Count(&all).Error; err != nil {
+			return err
+		}
+		if all >= MaxEnvironments {
+			return FieldErrors{"name": fmt.Sprintf("An organisation has at most %d environments; delete one first.", MaxEnvironments)}
 		}
 		err := tx.db.Create(&env).Error
 		if errors.Is(err, gorm.ErrDuplicatedKey) {

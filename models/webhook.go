@@ -361,6 +361,9 @@ func (x Actions) CreateWebhook(ctx context.Context, in WebhookInput) (WebhookEnd
 	}
 	var w WebhookEndpoint
 	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		if err := tx.lockOrg(ctx, x.a.OrgID); err != nil { // the count below holds under concurrent creates (A4)
+			return nil, err
+		}
 		var n int64
 		if err := tx.db.WithContext(ctx).Model(&WebhookEndpoint{}).Where("org_id = ? AND env_id = ?", x.a.OrgID, x.a.EnvID).Count(&n).Error; err != nil {
 			return nil, err

@@ -109,6 +109,7 @@ type handler struct {
 	webhookVersions sync.Map          // Stripe API versions other than ours already logged
 	forwardWarning  untrustedForwarding
 	agentFiles      openFiles // /agent/…: the served binary, opened once (agent_binary.go)
+	webhookSends    *webhookSendLimits
 }
 
 // New builds the echo server with every route.
@@ -131,6 +132,9 @@ func newServer(d Deps) (*echo.Echo, *handler) {
 		}
 	}
 	h := &handler{Deps: d, sessions: newSessionStore(d.Config), renders: newRenderCache(renderCacheBudget)}
+	if d.Store != nil {
+		h.webhookSends = newWebhookSendLimits(d.Store.Now)
+	}
 	h.metricsHandler = h.newMetricsHandler(d.Metrics)
 	as, err := loadAssets(d.Static)
 	if err != nil {

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -157,8 +158,8 @@ func (h *handler) apiRotateWebhookSecret(c echo.Context) error {
 	}
 	overlap := time.Duration(0)
 	if b.OverlapHours != nil {
-		if *b.OverlapHours < 0 {
-			return invalid(models.FieldErrors{"overlapHours": "The overlap is 0 hours or more."})
+		if maxH := int64(models.WebhookMaxOverlap / time.Hour); *b.OverlapHours < 0 || int64(*b.OverlapHours) > maxH {
+			return invalid(models.FieldErrors{"overlapHours": fmt.Sprintf("The overlap is 0 to %d hours.", maxH)})
 		}
 		overlap = time.Duration(*b.OverlapHours) * time.Hour
 		if overlap == 0 {
@@ -179,6 +180,9 @@ func (h *handler) apiRotateWebhookSecret(c echo.Context) error {
 func (h *handler) apiTestWebhook(c echo.Context) error {
 	w, err := h.webhookOfEnv(c)
 	if err != nil {
+		return err
+	}
+	if err := h.webhookSends.allow(c, w.OrgID, w.ID); err != nil {
 		return err
 	}
 	d, err := h.act(c).SendTestWebhook(c.Request().Context(), w.ID)
@@ -218,6 +222,9 @@ func deliveryParam(c echo.Context) (int64, error) {
 func (h *handler) apiRedeliverWebhook(c echo.Context) error {
 	w, err := h.webhookOfEnv(c)
 	if err != nil {
+		return err
+	}
+	if err := h.webhookSends.allow(c, w.OrgID, w.ID); err != nil {
 		return err
 	}
 	id, err := deliveryParam(c)
@@ -386,6 +393,10 @@ func (h *handler) testWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.webhookSends.allow(c, w.OrgID, w.ID); err != nil {
+		_ = h.flash(c, views.FlashError, err.(*APIError).Message)
+		return redirect(c, "/settings/webhooks/"+w.ID)
+	}
 	d, err := h.act(c).SendTestWebhook(c.Request().Context(), w.ID)
 	if err != nil {
 		return err
@@ -399,6 +410,10 @@ func (h *handler) redeliverWebhook(c echo.Context) error {
 	w, err := h.webhookOfEnv(c)
 	if err != nil {
 		return err
+	}
+	if err := h.webhookSends.allow(c, w.OrgID, w.ID); err != nil {
+		_ = h.flash(c, views.FlashError, err.(*APIError).Message)
+		return redirect(c, "/settings/webhooks/"+w.ID)
 	}
 	id, err := deliveryParam(c)
 	if err != nil {

@@ -657,6 +657,135 @@ func TestWebhookSecretsSealed(t *testing.T) {
 	})
 }
 
+// TestWebhookLimitsHoldUnderConcurrency: 40 simultaneous creates in one
+// environment leave exactly WebhookMaxEndpoints endpoints; environments per
+// organisation are bounded the same way; test events and redeliveries are
+// rate-limited per endpoint and per organisation with 429 and Retry-After;
+// an overlap out of range is refused and the secret is unchanged (A4, X8).
+func TestWebhookLimitsHoldUnderConcurrency(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.store.WebhookAllowLoopback = true
+		owner := app.signupAccount("owner@example.com", "Hooks Inc")
+		key := apiKeyFor(t, app, owner)
+		ctx := context.Background()
+		post := func(path, body string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			return app.do(req)
+		}
+		var wg sync.WaitGroup
+		codes := make([]int, 40)
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i] = post("/v1/webhooks", fmt.Sprintf(`{"url":"https://hooks%d.example.com/h","types":["cluster.ready"]}`, i)).Code
+			}()
+		}
+		wg.Wait()
+		created := 0
+		for _, c := range codes {
+			switch c {
+			case http.StatusCreated:
+				created++
+			case http.StatusUnprocessableEntity:
+			default:
+				t.Fatalf("create answered %d", c)
+			}
+		}
+		var n int64
+		app.db.Model(&models.WebhookEndpoint{}).Where("org_id = ?", owner.org.ID).Count(&n)
+		if created != models.WebhookMaxEndpoints || n != int64(models.WebhookMaxEndpoints) {
+			t.Fatalf("40 parallel creates: %d created, %d stored; want %d", created, n, models.WebhookMaxEndpoints)
+		}
+
+		// Environments: parallel creates stop at MaxEnvironments (the default one counts).
+		act := app.store.As(models.Actor{OrgID: owner.org.ID, Role: models.RoleOwner, Name: owner.user.Email})
+		var envOK atomic.Int64
+		for i := range 15 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := act.CreateEnvironment(ctx, fmt.Sprintf("env-%d", i)); err == nil {
+					envOK.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		var envs int64
+		app.db.Model(&models.Environment{}).Where("org_id = ?", owner.org.ID).Count(&envs)
+		if envs != models.MaxEnvironments || envOK.Load() != models.MaxEnvironments-1 {
+			t.Fatalf("environments: %d stored, %d created; want %d in all", envs, envOK.Load(), models.MaxEnvironments)
+		}
+
+		// Test events: the endpoint's burst, then 429 with Retry-After; a
+		// token comes back after 10 s of the clock.
+		var list api.WebhookList
+		app.apiJSON(http.MethodGet, "/v1/webhooks", key, "", http.StatusOK, &list)
+		ep := list.Webhooks[0]
+		accepted, refused := 0, 0
+		for range 60 {
+			rec := post("/v1/webhooks/"+ep.ID+"/test", "")
+			switch rec.Code {
+			case http.StatusAccepted:
+				accepted++
+			case http.StatusTooManyRequests:
+				refused++
+				if ra := rec.Header().Get("Retry-After"); ra == "" || ra == "0" {
+					t.Fatalf("429 without Retry-After: %v", rec.Header())
+				}
+			default:
+				t.Fatalf("test answered %d %s", rec.Code, rec.Body.String())
+			}
+		}
+		if accepted != WebhookSendBurst || refused != 60-WebhookSendBurst {
+			t.Fatalf("60 test calls: %d accepted, %d refused; want %d accepted", accepted, refused, WebhookSendBurst)
+		}
+		var log api.WebhookAttempts
+		app.apiJSON(http.MethodGet, "/v1/webhooks/"+ep.ID+"/deliveries", key, "", http.StatusOK, &log)
+		app.clock.Advance(10 * time.Second)
+		if rec := post("/v1/webhooks/"+ep.ID+"/test", ""); rec.Code != http.StatusAccepted {
+			t.Fatalf("after 10 s: %d", rec.Code)
+		}
+		// Redeliver shares the endpoint's bucket.
+		var d models.WebhookDelivery
+		if err := app.db.Where("endpoint_id = ?", ep.ID).Order("id").Take(&d).Error; err != nil {
+			t.Fatal(err)
+		}
+		if rec := post(fmt.Sprintf("/v1/webhooks/%s/deliveries/%d/redeliver", ep.ID, d.ID), ""); rec.Code != http.StatusTooManyRequests {
+			t.Fatalf("redeliver with the bucket spent: %d", rec.Code)
+		}
+		// The organisation's share: across its other endpoints, at most its burst.
+		orgAccepted := 0
+		for _, w := range list.Webhooks[1:] {
+			for range WebhookSendBurst {
+				if post("/v1/webhooks/"+w.ID+"/test", "").Code == http.StatusAccepted {
+					orgAccepted++
+				}
+			}
+		}
+		// Its bucket: the burst, less the first endpoint's 11, plus 10 s of refill.
+		if want := webhookOrgSendBurst - (WebhookSendBurst + 1) + WebhookOrgSendsPerMinute*10/60; orgAccepted != want {
+			t.Fatalf("across the organisation's endpoints %d accepted, want %d", orgAccepted, want)
+		}
+
+		// An overlap out of range is refused and changes nothing.
+		var before models.WebhookEndpoint
+		app.db.Where("id = ?", ep.ID).Take(&before)
+		for _, h := range []string{"4611686018427387904", "169", "-1"} {
+			if rec := post("/v1/webhooks/"+ep.ID+"/rotate-secret", `{"overlapHours":`+h+`}`); rec.Code != http.StatusUnprocessableEntity && rec.Code != http.StatusBadRequest {
+				t.Fatalf("overlapHours %s: %d %s", h, rec.Code, rec.Body.String())
+			}
+		}
+		var after models.WebhookEndpoint
+		app.db.Where("id = ?", ep.ID).Take(&after)
+		if after.SealedSecret != before.SealedSecret || after.SealedPrevSecret != before.SealedPrevSecret {
+			t.Fatal("a refused rotation changed the secret")
+		}
+	})
+}
+
 // TestWebhookEventTypesCoverTheLifecycle: each public cluster event row
 // carries its type, and PublicEventType names it (the vocabulary shared
 // with the event stream).
