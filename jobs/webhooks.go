@@ -37,9 +37,20 @@ type Webhooks struct {
 	Holder    string        // claim owner (default "webhooks")
 	Endpoints int           // endpoints per tick (default 20)
 	Batch     int           // deliveries per endpoint per tick (default 200)
-	Parallel  int           // endpoints sent to at once (default 4)
+	Parallel  int           // endpoints sent to at once (default 8)
 	Timeout   time.Duration // per request (default 10s)
+	// Linger is how long a tick waits for its endpoints before it returns
+	// and leaves the slow ones to finish in the background, still holding
+	// their claims, so that the next tick (5 s later) serves everyone
+	// else's events instead of waiting on one tenant's slow receivers
+	// (A4). 0 waits for every endpoint (tests); main sets 2 s.
+	Linger time.Duration
+
+	background sync.WaitGroup // sends that outlived their tick
 }
+
+// Wait waits for the sends that outlived their tick (at shutdown).
+func (j *Webhooks) Wait() { j.background.Wait() }
 
 // Name implements Job.
 func (j *Webhooks) Name() string { return "webhooks" }
@@ -54,17 +65,23 @@ func (j *Webhooks) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sem := make(chan struct{}, max(j.Parallel, 0)+4*btoi(j.Parallel <= 0))
+	sem := make(chan struct{}, max(j.Parallel, 0)+8*btoi(j.Parallel <= 0))
 	var mu sync.Mutex
 	var errs []error
-	var wg sync.WaitGroup
+	done := make(chan struct{}, len(eps))
+	// A send that outlives the tick keeps going on its own bounded timeout.
+	sendCtx := context.WithoutCancel(ctx)
+	if j.Linger <= 0 {
+		sendCtx = ctx
+	}
 	for _, w := range eps {
-		wg.Add(1)
-		sem <- struct{}{}
+		j.background.Add(1)
 		go func() {
-			defer wg.Done()
+			defer j.background.Done()
+			defer func() { done <- struct{}{} }()
+			sem <- struct{}{}
 			defer func() { <-sem }()
-			err := j.endpoint(ctx, w)
+			err := j.endpoint(sendCtx, w)
 			if rerr := j.Store.ReleaseWebhookEndpoint(context.WithoutCancel(ctx), w.ID, claim); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
@@ -75,7 +92,21 @@ func (j *Webhooks) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	wg.Wait()
+	var linger <-chan time.Time
+	if j.Linger > 0 {
+		t := time.NewTimer(j.Linger)
+		defer t.Stop()
+		linger = t.C
+	}
+	for range eps {
+		select {
+		case <-done:
+		case <-linger:
+			return nil // the slow ones finish in the background; their errors are in their attempts
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -85,6 +116,11 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// slowWebhook is an answer slow enough that the endpoint's other due
+// deliveries wait for a later tick, so that a slow receiver never holds a
+// sender for long.
+const slowWebhook = 2 * time.Second
 
 // endpoint sends one claimed endpoint's due deliveries, one at a time.
 func (j *Webhooks) endpoint(ctx context.Context, w models.WebhookEndpoint) error {
@@ -115,6 +151,9 @@ func (j *Webhooks) endpoint(ctx context.Context, w models.WebhookEndpoint) error
 		}
 		if paused {
 			return nil
+		}
+		if r.Duration > slowWebhook {
+			return nil // a slow receiver gives its claim back after each slow answer: the rest next tick
 		}
 		if !r.OK() {
 			blocked[d.ClusterID] = true

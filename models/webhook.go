@@ -25,14 +25,14 @@ import (
 // During a rotation's overlap the previous secret signs too (two v1=
 // signatures), so a receiver can switch without losing an event.
 type WebhookEndpoint struct {
-	ID              string `gorm:"primaryKey;size:32"`
-	OrgID           string `gorm:"size:32;index"`
-	EnvID           string `gorm:"size:32;index"`
-	URL             string `gorm:"column:url;size:2000"`
-	Description     string `gorm:"size:200"`
-	Types           string `gorm:"size:1000"` // comma-separated public event types
-	Enabled         bool
-	PausedReason    string `gorm:"size:255"` // why it was paused automatically ("" = by a person, or not paused)
+	ID           string `gorm:"primaryKey;size:32"`
+	OrgID        string `gorm:"size:32;index"`
+	EnvID        string `gorm:"size:32;index"`
+	URL          string `gorm:"column:url;size:2000"`
+	Description  string `gorm:"size:200"`
+	Types        string `gorm:"size:1000"` // comma-separated public event types
+	Enabled      bool
+	PausedReason string `gorm:"size:255"` // why it was paused automatically ("" = by a person, or not paused)
 	// The signing secrets are stored sealed (AES-256-GCM under the
 	// session encryption key, like SSH machines' keys: SealedSecret, with
 	// the endpoint's id as associated data), never in clear; the store
@@ -44,11 +44,11 @@ type WebhookEndpoint struct {
 	Secret           string `gorm:"-"`
 	PrevSecretUntil  *time.Time
 	FailingSince     *time.Time // the first failed attempt since the last success
-	ClaimedBy       string     `gorm:"size:64"`
-	ClaimedUntil    *time.Time
-	CreatedBy       string `gorm:"size:191"`
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	ClaimedBy        string     `gorm:"size:64"`
+	ClaimedUntil     *time.Time
+	CreatedBy        string `gorm:"size:191"`
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // TypeList is the endpoint's event types.

@@ -234,33 +234,74 @@ func (s *Store) PruneWebhookLog(ctx context.Context) (int64, error) {
 // WebhookClaimTTL is how long a runner holds an endpoint.
 const WebhookClaimTTL = 2 * time.Minute
 
-// ClaimWebhookEndpoints takes up to limit enabled endpoints with a due
-// delivery for holder until now+ttl: while claimed no other runner (here or
-// on another instance) sends to them, so one endpoint never gets two
-// requests at once (X8, OP4). PostgreSQL skips rows another claimer has
-// locked; the claim itself is a compare-and-swap on both databases. No lock
-// outlives this call: the HTTP requests run outside any transaction.
+// WebhookOrgShare is how many of one organisation's endpoints may be
+// claimed at once (A4, X8), counted from the claims held when a runner
+// claims (two runners claiming at the same instant may each take it): one
+// tenant's slow or failing endpoints hold at most this many senders, and
+// the others' endpoints are claimed beside them.
+const WebhookOrgShare = 2
+
+// ClaimWebhookEndpoints claims up to limit enabled endpoints with a due
+// delivery for holder until now+ttl, fairly: organisations take turns
+// (round robin in id order), and an organisation already holding
+// WebhookOrgShare claimed endpoints gets no more. It returns them and the
+// claim id to release them with. An endpoint is claimed by one runner at
+// a time: the claim is a compare-and-swap on claimed_until.
 func (s *Store) ClaimWebhookEndpoints(ctx context.Context, holder string, limit int, ttl time.Duration) ([]WebhookEndpoint, string, error) {
 	now := s.Now()
 	claim := holder + ":" + NewID("clm")
 	if len(claim) > 64 {
 		claim = NewID("clm")
 	}
-	lock := ""
-	if s.IsPostgres() {
-		lock = " FOR UPDATE SKIP LOCKED"
+	type cand struct{ ID, OrgID string }
+	var due []cand
+	err := s.db.WithContext(ctx).Raw(`SELECT e.id, e.org_id FROM webhook_endpoints e
+		WHERE e.enabled = ? AND (e.claimed_until IS NULL OR e.claimed_until < ?)
+		  AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id
+		    AND d.delivered_at IS NULL AND d.failed_at IS NULL AND d.next_attempt_at <= ?)
+		ORDER BY e.id LIMIT 2000`, true, now, now).Scan(&due).Error
+	if err != nil {
+		return nil, "", fmt.Errorf("models: claim webhook endpoints: %w", err)
+	}
+	var held []struct {
+		OrgID string
+		N     int
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT org_id, COUNT(*) AS n FROM webhook_endpoints WHERE claimed_until >= ? GROUP BY org_id`, now).
+		Scan(&held).Error; err != nil {
+		return nil, "", fmt.Errorf("models: claim webhook endpoints: %w", err)
+	}
+	share := map[string]int{}
+	for _, h := range held {
+		share[h.OrgID] = h.N
+	}
+	// Round robin: each organisation's first endpoint, then each one's
+	// second, while its share lasts.
+	var orgs []string
+	byOrg := map[string][]string{}
+	for _, c := range due {
+		if _, ok := byOrg[c.OrgID]; !ok {
+			orgs = append(orgs, c.OrgID)
+		}
+		byOrg[c.OrgID] = append(byOrg[c.OrgID], c.ID)
+	}
+	var pick []string
+	for round := 0; len(pick) < limit && round < WebhookOrgShare; round++ {
+		for _, o := range orgs {
+			if len(pick) < limit && round < len(byOrg[o]) && share[o] < WebhookOrgShare {
+				pick = append(pick, byOrg[o][round])
+				share[o]++
+			}
+		}
 	}
 	var out []WebhookEndpoint
-	err := s.Tx(ctx, func(tx *Store) error {
-		err := tx.db.Exec(`UPDATE webhook_endpoints SET claimed_by = ?, claimed_until = ?
-			WHERE id IN (SELECT id FROM webhook_endpoints e
-			  WHERE e.enabled = ? AND (e.claimed_until IS NULL OR e.claimed_until < ?)
-			    AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id
-			      AND d.delivered_at IS NULL AND d.failed_at IS NULL AND d.next_attempt_at <= ?)
-			  ORDER BY id LIMIT ?`+lock+`)
-			AND (claimed_until IS NULL OR claimed_until < ?)`,
-			claim, now.Add(ttl), true, now, now, limit, now).Error
-		if err != nil {
+	if len(pick) == 0 {
+		return out, claim, nil
+	}
+	err = s.Tx(ctx, func(tx *Store) error {
+		if err := tx.db.Exec(`UPDATE webhook_endpoints SET claimed_by = ?, claimed_until = ?
+			WHERE id IN ? AND enabled = ? AND (claimed_until IS NULL OR claimed_until < ?)`,
+			claim, now.Add(ttl), pick, true, now).Error; err != nil {
 			return err
 		}
 		return tx.db.Where("claimed_by = ?", claim).Order("id").Find(&out).Error

@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -784,6 +786,84 @@ func TestWebhookLimitsHoldUnderConcurrency(t *testing.T) {
 			t.Fatal("a refused rotation changed the secret")
 		}
 	})
+}
+
+// TestWebhooksOneTenantCannotHoldUpAnother: twenty endpoints of one
+// organisation that never answer hold at most WebhookOrgShare senders, and
+// another organisation's test event is delivered while all of them still
+// hang (A4, X8). The slow receivers block until the test lets them go, so
+// nothing here depends on how fast the machine is.
+func TestWebhooksOneTenantCannotHoldUpAnother(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.store.WebhookAllowLoopback = true
+		slowOrg := app.signupAccount("slow@example.com", "Slow Inc")
+		fastOrg := app.signupAccount("fast@example.com", "Fast Inc")
+		slowKey, fastKey := apiKeyFor(t, app, slowOrg), apiKeyFor(t, app, fastOrg)
+		slow, fast := newReceiver(t), newReceiver(t)
+		for i := range models.WebhookMaxEndpoints {
+			var ep api.Webhook
+			app.apiJSON(http.MethodPost, "/v1/webhooks", slowKey, fmt.Sprintf(`{"url":%q,"types":["cluster.ready"]}`, slow.url(fmt.Sprintf("/s%d", i))), http.StatusCreated, &ep)
+			app.apiJSON(http.MethodPost, "/v1/webhooks/"+ep.ID+"/test", slowKey, "", http.StatusAccepted, nil)
+		}
+		var ep api.Webhook
+		app.apiJSON(http.MethodPost, "/v1/webhooks", fastKey, fmt.Sprintf(`{"url":%q,"types":["cluster.ready"]}`, fast.url("/f")), http.StatusCreated, &ep)
+		fast.secrets["/f"] = []string{ep.Secret}
+		app.apiJSON(http.MethodPost, "/v1/webhooks/"+ep.ID+"/test", fastKey, "", http.StatusAccepted, nil)
+
+		poster := &holdingPoster{next: testPoster{webhookout.New(webhookout.Options{Allow: publicip.NewOutbound(true).Check, Timeout: time.Hour})},
+			hold: slow.srv.URL, release: make(chan struct{})}
+		job := &jobs.Webhooks{Store: app.store, Poster: poster, Holder: "one", Timeout: time.Hour, Linger: 50 * time.Millisecond}
+		defer func() { close(poster.release); job.Wait() }()
+		deadline := time.Now().Add(time.Minute) // a bound for a hung test, not a wait
+		tick := func() {
+			if time.Now().After(deadline) {
+				t.Fatalf("after a minute: %d events at the other organisation, %d slow sends hanging", len(fast.events()), poster.inFlight.Load())
+			}
+			if err := job.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			runtime.Gosched()
+		}
+		// The other organisation's event arrives while the slow one holds
+		// its whole share of senders, hanging.
+		for len(fast.events()) == 0 || poster.inFlight.Load() < models.WebhookOrgShare {
+			tick()
+		}
+		for range 20 { // more ticks claim none of its other 18 endpoints
+			tick()
+		}
+		if n := poster.max.Load(); n != models.WebhookOrgShare || poster.inFlight.Load() != models.WebhookOrgShare {
+			t.Fatalf("the slow organisation held %d senders at most (%d now), want %d", n, poster.inFlight.Load(), models.WebhookOrgShare)
+		}
+	})
+}
+
+// holdingPoster holds every request to hold's receiver until release is
+// closed, counting how many it holds at once.
+type holdingPoster struct {
+	next          jobs.WebhookPoster
+	hold          string
+	release       chan struct{}
+	inFlight, max atomic.Int64
+}
+
+func (p *holdingPoster) Post(ctx context.Context, url string, h http.Header, body []byte) (jobs.WebhookAnswer, error) {
+	if !strings.HasPrefix(url, p.hold) {
+		return p.next.Post(ctx, url, h, body)
+	}
+	n := p.inFlight.Add(1)
+	defer p.inFlight.Add(-1)
+	for {
+		m := p.max.Load()
+		if n <= m || p.max.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+	}
+	return jobs.WebhookAnswer{}, errors.New("no answer")
 }
 
 // TestWebhookEventTypesCoverTheLifecycle: each public cluster event row
