@@ -82,7 +82,15 @@ func (h *handler) apiEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream") {
+	stream := strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream")
+	if stream || wait > 0 {
+		release, err := h.streams.acquire(c, principal(c))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	if stream {
 		return h.streamEvents(c, q)
 	}
 	ctx := c.Request().Context()

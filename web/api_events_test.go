@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -293,4 +295,108 @@ func TestAPIEventStream(t *testing.T) {
 			t.Errorf("resumed after %s: %v, want %v (before: %v)", last.id, got, want, ids)
 		}
 	})
+}
+
+// TestEventStreamsBounded: one API key holds at most MaxStreamsPerKey event
+// streams and long polls at once, one organisation MaxStreamsPerOrg; one
+// more gets 429 with Retry-After, another organisation is not affected,
+// and a stream whose client left gives its slot back (A4, X16).
+func TestEventStreamsBounded(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		app := newTestApp(t, db)
+		acc := app.signupAccount("streams@example.com", "Streams")
+		tok := apiKeyFor(t, app, acc)
+		other := apiKeyFor(t, app, app.signupAccount("other@example.com", "Other"))
+		srv := httptest.NewServer(app.e)
+		t.Cleanup(srv.Close)
+		open := func(key, query string, stream bool) (*http.Response, context.CancelFunc) {
+			t.Helper()
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/events"+query, nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			if stream {
+				req.Header.Set("Accept", "text/event-stream")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cancel(); resp.Body.Close() })
+			return resp, cancel
+		}
+		var cancels []context.CancelFunc
+		for range MaxStreamsPerKey - 1 {
+			resp, cancel := open(tok, "", true)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("stream: %d", resp.StatusCode)
+			}
+			cancels = append(cancels, cancel)
+		}
+		// A long poll counts too: the tenth slot, held until its wait ends.
+		done := make(chan int, 1)
+		go func() {
+			resp, _ := open(tok, "?wait=60", false)
+			done <- resp.StatusCode
+		}()
+		deadline := time.Now().Add(30 * time.Second) // a bound for a hung test, not a wait
+		var resp *http.Response
+		for {
+			resp, _ = open(tok, "", true)
+			if resp.StatusCode == http.StatusTooManyRequests || time.Now().After(deadline) {
+				break
+			}
+			// the long poll had not started yet: this stream holds the slot (kept open)
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("stream %d of one key: %d, Retry-After %q", MaxStreamsPerKey+1, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		if resp, _ := open(tok, "?wait=5", false); resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("a long poll beyond the bound: %d", resp.StatusCode)
+		}
+		if resp, _ := open(tok, "", false); resp.StatusCode != http.StatusOK {
+			t.Fatalf("a plain page of events is not bounded: %d", resp.StatusCode)
+		}
+		if resp, _ := open(other, "", true); resp.StatusCode != http.StatusOK {
+			t.Fatalf("another organisation's stream: %d", resp.StatusCode)
+		}
+		// The organisation's bound: its other keys fill it, one more is refused.
+		ctx := context.Background()
+		newKey := func(name string) string {
+			_, key, err := app.store.CreateAPIKey(ctx, acc.org.ID, acc.env.ID, acc.user.ID, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return key
+		}
+		for i := 1; i < MaxStreamsPerOrg/MaxStreamsPerKey; i++ {
+			key := newKey(fmt.Sprintf("k%d", i))
+			for range MaxStreamsPerKey {
+				if resp, _ := open(key, "", true); resp.StatusCode != http.StatusOK {
+					t.Fatalf("key %d: %d before the organisation's bound", i, resp.StatusCode)
+				}
+			}
+		}
+		if resp, _ := open(newKey("last"), "", true); resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(readAll(resp), "organisation") {
+			t.Fatalf("beyond the organisation's %d: %d", MaxStreamsPerOrg, resp.StatusCode)
+		}
+		// A client that leaves gives its slot back.
+		cancels[0]()
+		for {
+			resp, _ := open(tok, "", true)
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a closed stream's slot never came back")
+			}
+			resp.Body.Close()
+			runtime.Gosched()
+		}
+	})
+}
+
+func readAll(resp *http.Response) string {
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

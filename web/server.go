@@ -110,6 +110,7 @@ type handler struct {
 	forwardWarning  untrustedForwarding
 	agentFiles      openFiles // /agent/…: the served binary, opened once (agent_binary.go)
 	webhookSends    *webhookSendLimits
+	streams         *streamLimits // event streams and long polls per key and organisation
 }
 
 // New builds the echo server with every route.
@@ -131,7 +132,7 @@ func newServer(d Deps) (*echo.Echo, *handler) {
 			return clusterAPIView(ctx, tx, c, false)
 		}
 	}
-	h := &handler{Deps: d, sessions: newSessionStore(d.Config), renders: newRenderCache(renderCacheBudget)}
+	h := &handler{Deps: d, sessions: newSessionStore(d.Config), renders: newRenderCache(renderCacheBudget), streams: newStreamLimits()}
 	if d.Store != nil {
 		h.webhookSends = newWebhookSendLimits(d.Store.Now)
 	}
