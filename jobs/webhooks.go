@@ -175,7 +175,9 @@ func (j *Webhooks) send(ctx context.Context, w models.WebhookEndpoint, d models.
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "Clusterdeck-Webhooks/1")
-	h.Set("Clusterdeck-Signature", models.WebhookSignature(secrets, j.Store.Now(), body))
+	// t= is the wall clock's, never a development server's fake clock: a
+	// receiver checks it against its own clock (README: 300 s tolerance).
+	h.Set("Clusterdeck-Signature", models.WebhookSignature(secrets, time.Now(), body))
 	h.Set("Idempotency-Key", d.EventID)
 	h.Set("Clusterdeck-Event-Id", d.EventID)
 	h.Set("Clusterdeck-Event-Type", d.Type)

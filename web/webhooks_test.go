@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -864,6 +865,32 @@ func (p *holdingPoster) Post(ctx context.Context, url string, h http.Header, bod
 	case <-ctx.Done():
 	}
 	return jobs.WebhookAnswer{}, errors.New("no answer")
+}
+
+// TestWebhookSignatureCarriesTheWallClock: a development server's fake
+// clock, ten hours ahead, does not leak into the signature's t=: receivers
+// check it against their own clock with a 300 s tolerance (X8).
+func TestWebhookSignatureCarriesTheWallClock(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.store.WebhookAllowLoopback = true
+		owner := app.signupAccount("owner@example.com", "Hooks Inc")
+		key := apiKeyFor(t, app, owner)
+		var stamp atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ts, _, _ := strings.Cut(strings.TrimPrefix(r.Header.Get("Clusterdeck-Signature"), "t="), ",")
+			n, _ := strconv.ParseInt(ts, 10, 64)
+			stamp.Store(n)
+		}))
+		defer srv.Close()
+		var ep api.Webhook
+		app.apiJSON(http.MethodPost, "/v1/webhooks", key, fmt.Sprintf(`{"url":%q,"types":["cluster.ready"]}`, srv.URL+"/h"), http.StatusCreated, &ep)
+		app.clock.Advance(10 * time.Hour)
+		app.apiJSON(http.MethodPost, "/v1/webhooks/"+ep.ID+"/test", key, "", http.StatusAccepted, nil)
+		drain(t, app.store, app.clock, 3, webhookJob(app.store, "one"))
+		if d := time.Since(time.Unix(stamp.Load(), 0)); d < -300*time.Second || d > 300*time.Second {
+			t.Fatalf("t= is %s away from the wall clock", d)
+		}
+	})
 }
 
 // TestWebhookEventTypesCoverTheLifecycle: each public cluster event row
