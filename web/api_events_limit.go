@@ -66,3 +66,10 @@ func (l *streamLimits) acquire(c echo.Context, p *Principal) (release func(), er
 		}
 	}, nil
 }
+
+// held is how many slots the organisation holds (tests).
+func (l *streamLimits) held(orgID string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.org[orgID]
+}

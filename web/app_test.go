@@ -31,6 +31,7 @@ type testApp struct {
 	clock *models.FakeClock
 	db    *gorm.DB
 	sql   *sqlCounter
+	h     *handler // the server's handler: its in-memory bounds, for tests that look at them
 }
 
 func newTestApp(t testing.TB, db *gorm.DB) *testApp { return newTestAppWith(t, db, nil) }
@@ -52,8 +53,8 @@ func newTestAppWith(t testing.TB, db *gorm.DB, edit func(*Deps)) *testApp {
 	if edit != nil {
 		edit(&d)
 	}
-	e := New(d)
-	return &testApp{t: t, e: e, store: store, clock: clock, db: db, sql: counter}
+	e, h := newServer(d)
+	return &testApp{t: t, e: e, store: store, clock: clock, db: db, sql: counter, h: h}
 }
 
 // eachApp runs fn against a fresh app on SQLite and on PostgreSQL.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/internal/mcpserver"
 	"github.com/clusterdeck/clusterdeck/models"
@@ -232,6 +234,73 @@ func TestMCPChecksOrigin(t *testing.T) {
 					t.Errorf("%s Origin %q: %d %.300s, want %d", method, tc.origin, rec.Code, rec.Body, want)
 				}
 			}
+		}
+	})
+}
+
+// TestMCPWaitEndsWhenTheClientLeaves: wait_for_cluster calls whose clients
+// hung up end at once and give back their long polls' slots, instead of
+// running on to their timeout (A4, X16).
+func TestMCPWaitEndsWhenTheClientLeaves(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("mcp@example.com", "Agents")
+		tok := apiKeyFor(t, app, acc)
+		cl := launchFor(t, app, acc, "waiting") // provisioning: never ready here
+		srv := httptest.NewServer(app.e)
+		t.Cleanup(srv.Close)
+		t.Cleanup(srv.CloseClientConnections) // first: a wait that runs on must not hold Close
+		stream := func() int {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/events", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Accept", "text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusOK {
+				resp.Body.Close()
+			}
+			return resp.StatusCode
+		}
+		var cancels []context.CancelFunc
+		for i := range MaxStreamsPerKey {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels = append(cancels, cancel)
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait_for_cluster","arguments":{"cluster_id":%q,"timeout_seconds":900}}}`, i+1, cl.ID)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			go func() {
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+		}
+		deadline := time.Now().Add(30 * time.Second)            // a bound for a hung test, not a wait
+		for app.h.streams.held(acc.org.ID) < MaxStreamsPerKey { // every wait is in its long poll
+			if time.Now().After(deadline) {
+				t.Fatalf("the waits hold %d slots, want %d", app.h.streams.held(acc.org.ID), MaxStreamsPerKey)
+			}
+			runtime.Gosched()
+		}
+		if code := stream(); code != http.StatusTooManyRequests {
+			t.Fatalf("a stream beside %d waits: %d", MaxStreamsPerKey, code)
+		}
+		for _, cancel := range cancels {
+			cancel() // the agents hang up
+		}
+		deadline = time.Now().Add(10 * time.Second) // well under a long poll's 25 s
+		for app.h.streams.held(acc.org.ID) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waits still hold their slots after their clients left", app.h.streams.held(acc.org.ID))
+			}
+			runtime.Gosched()
+		}
+		if code := stream(); code != http.StatusOK {
+			t.Fatalf("a stream after the waits ended: %d", code)
 		}
 	})
 }

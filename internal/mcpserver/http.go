@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -105,7 +106,12 @@ type inProcess struct {
 }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	r := req.Clone(req.Context())
+	// The call ends when the /mcp caller leaves (A4, X16): a wait's long
+	// poll is cancelled with it, instead of running on to MaxWait.
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	defer context.AfterFunc(t.from.Context(), cancel)()
+	r := req.Clone(ctx)
 	r.RemoteAddr, r.Host, r.RequestURI = t.from.RemoteAddr, t.from.Host, req.URL.RequestURI()
 	for _, h := range []string{"X-Forwarded-For", "X-Real-Ip"} {
 		if v := t.from.Header.Values(h); len(v) > 0 {
