@@ -161,7 +161,7 @@ const (
 )
 
 func init() {
-	register(Migration{ID: "0991_webhook_secrets_sealed", Up: func(tx *gorm.DB) error {
+	register(Migration{ID: "0995_webhook_secrets_sealed", Up: func(tx *gorm.DB) error {
 		// Signing secrets are stored sealed (A5): room for the nonce, the
 		// tag and base64. SQLite does not bound varchar; the server seals
 		// the rows written before at start-up (SealWebhookSecrets), since
