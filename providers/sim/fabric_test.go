@@ -44,6 +44,11 @@ func TestDefaultCatalogFabricReadingsPassAndFaultsFail(t *testing.T) {
 				Nodes: nodespec.DefaultNodes(n)}
 			what := fmt.Sprintf("%s × %d", o.OfferID, n)
 
+			// The ring's verdict is checked at every size; the pairs and the
+			// NCCL check, whose outputs cost as much to print and parse,
+			// at 2, 3, 4, 8, 16, 32, 64 and the largest size sold.
+			every := n <= 4 || n&(n-1) == 0 || n == maxNodes
+
 			// Healthy: the ring and a pair pass with a margin of 10
 			// points (or 20 % over the overlay's floor); the NCCL check
 			// is not flagged.
@@ -55,9 +60,11 @@ func TestDefaultCatalogFabricReadingsPassAndFaultsFail(t *testing.T) {
 			if pair := readPair(t, c, g, spec, 0, 1, what); !pair.Passed || pair.BusBW < ring.FloorBusBW*1.1 {
 				t.Fatalf("%s healthy pair: %+v", what, pair)
 			}
-			x4 := readNCCL(t, c, g, spec, what)
-			if x4.Warning != "" {
-				t.Fatalf("%s healthy NCCL check flagged: %+v", what, x4)
+			var x4 nodespec.NCCLReading
+			if every {
+				if x4 = readNCCL(t, c, g, spec, what); x4.Warning != "" {
+					t.Fatalf("%s healthy NCCL check flagged: %+v", what, x4)
+				}
 			}
 			terminate(t, c, g)
 
@@ -71,8 +78,10 @@ func TestDefaultCatalogFabricReadingsPassAndFaultsFail(t *testing.T) {
 			if pair := readPair(t, c, g, spec, 0, 1, what); pair.Passed {
 				t.Fatalf("%s slow fabric: a pair passes: %+v", what, pair)
 			}
-			if slow := readNCCL(t, c, g, spec, what); slow.BusBW > 0.65*x4.BusBW || (spec.Overlay() && slow.Warning == "") {
-				t.Fatalf("%s slow fabric: the NCCL check reads %+v, healthy %+v", what, slow, x4)
+			if every {
+				if slow := readNCCL(t, c, g, spec, what); slow.BusBW > 0.65*x4.BusBW || (spec.Overlay() && slow.Warning == "") {
+					t.Fatalf("%s slow fabric: the NCCL check reads %+v, healthy %+v", what, slow, x4)
+				}
 			}
 			terminate(t, c, g)
 
@@ -86,7 +95,7 @@ func TestDefaultCatalogFabricReadingsPassAndFaultsFail(t *testing.T) {
 			if pair := readPair(t, c, g, spec, last-1, last, what); pair.Passed {
 				t.Fatalf("%s slow link: its pair passes: %+v", what, pair)
 			}
-			if n >= 3 {
+			if n >= 3 && every {
 				if pair := readPair(t, c, g, spec, 0, 1, what); !pair.Passed {
 					t.Fatalf("%s slow link: a pair without it fails: %+v", what, pair)
 				}
