@@ -30,7 +30,6 @@ func TestDefaultCatalogFabricReadingsPassAndFaultsFail(t *testing.T) {
 	}
 	shapes := 0
 	for _, o := range offers {
-		c := New(DefaultConfig(), WithClock(clk.Now), WithSeed(1)) // a fresh cloud per offer: ended groups are not searched again
 		maxNodes := 8
 		switch {
 		case o.NodesAvailable != nil:
@@ -40,6 +39,7 @@ func TestDefaultCatalogFabricReadingsPassAndFaultsFail(t *testing.T) {
 		}
 		for n := 2; n <= maxNodes; n++ {
 			shapes++
+			c := New(DefaultConfig(), WithClock(clk.Now), WithSeed(1)) // a fresh cloud per shape: ended groups are not searched again
 			spec := nodespec.Cluster{Interconnect: o.Interconnect, GPUsPerNode: o.GPUsPerNode, NICs: o.NICs, NICGbps: o.NICGbps,
 				Nodes: nodespec.DefaultNodes(n)}
 			what := fmt.Sprintf("%s × %d", o.OfferID, n)
