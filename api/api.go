@@ -711,10 +711,15 @@ type VerifiedMachine struct {
 type VerifiedRing struct {
 	Status            string  `json:"status"` // pending, passed or failed
 	BusBwGBps         float64 `json:"busBwGBps"`
-	ExpectedBusBwGBps float64 `json:"expectedBusBwGBps"`
-	Percent           int     `json:"percent"`
-	ThresholdPercent  int     `json:"thresholdPercent"`
-	Detail            string  `json:"detail,omitempty"`
+	ExpectedBusBwGBps float64 `json:"expectedBusBwGBps"` // what a healthy ring reaches on the machines' NICs (X13)
+	// LineRateGBps is one machine's NICs together (0 on the encrypted
+	// overlay); FloorBusBwGBps the least bus bandwidth that passes.
+	LineRateGBps     float64 `json:"lineRateGBps"`
+	FloorBusBwGBps   float64 `json:"floorBusBwGBps"`
+	Overlay          bool    `json:"overlay,omitempty"`
+	Percent          int     `json:"percent"`
+	ThresholdPercent int     `json:"thresholdPercent"`
+	Detail           string  `json:"detail,omitempty"`
 }
 
 // VerifiedPair is one pair's all-reduce.

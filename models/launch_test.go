@@ -123,3 +123,43 @@ func TestLaunchFromOffer(t *testing.T) {
 		}
 	})
 }
+
+// X13: a cluster keeps its offer's fabric cards from launch, as it keeps
+// its price: the fabric checks are judged by them even after the catalog
+// changes; a cluster launched before cards were stored falls back to its
+// offer's; an Ethernet cluster has none (the overlay).
+func TestClusterKeepsFabricCardsFromLaunch(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := newLaunchEnv(t, db, 1000*models.Micro)
+		o := offer("h100x8", "us-east", 8, 2_490_000, intp(20))
+		o.NICs, o.NICGbps = 8, 400
+		seedCatalog(t, e.s, o)
+		c, _, err := e.launch(e.quote(t, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8}), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.s.ClusterForOrg(ctx, e.org.ID, c.ID); got.NICs != 8 || got.NICGbps != 400 {
+			t.Fatalf("stored cards %d × %d, want 8 × 400", got.NICs, got.NICGbps)
+		}
+		o.NICs, o.NICGbps = 8, 200 // the catalog changes after launch
+		seedCatalog(t, e.s, o)
+		now, err := e.s.OfferByID(ctx, c.OfferID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec := models.ClusterSpec(c, nil, now); spec.NICs != 8 || spec.NICGbps != 400 || spec.LineRateGBps() != 400 {
+			t.Errorf("judged by %d × %d after the catalog changed, want the launch's 8 × 400", spec.NICs, spec.NICGbps)
+		}
+		legacy := c
+		legacy.NICs, legacy.NICGbps = 0, 0
+		if spec := models.ClusterSpec(legacy, nil, now); spec.NICs != 8 || spec.NICGbps != 200 {
+			t.Errorf("a cluster without stored cards: %d × %d, want the offer's 8 × 200", spec.NICs, spec.NICGbps)
+		}
+		eth := legacy
+		eth.Interconnect = "ethernet"
+		if spec := models.ClusterSpec(eth, nil, now); spec.NICs != 0 || !spec.Overlay() {
+			t.Errorf("an Ethernet cluster: %d × %d, want the overlay", spec.NICs, spec.NICGbps)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -33,6 +34,16 @@ func TestAPIVerifyAgainAndKeep(t *testing.T) {
 		}
 		if code, _ := apiJSON(t, app, http.MethodPost, verify, tok, ""); code != http.StatusConflict {
 			t.Errorf("verify again while it runs: %d, want 409", code)
+		}
+		// X13: the ring's verdict carries the NICs' line rate and the pass
+		// mark, so a track record can show "% of line rate".
+		rep, _ := json.Marshal(models.VerifyReport{Run: 1, Rerun: true, Status: models.VerifyRunning, Ring: &models.RingVerdict{Status: "passed",
+			BusBW: 372.4, ExpectedBusBW: 376, LineRateGBps: 400, FloorBusBW: 319.6, Percent: 99, ThresholdPercent: 85}})
+		app.db.Model(&models.VerifyRun{}).Where("cluster_id = ?", cl.ID).Update("report", string(rep))
+		_, got := apiJSON(t, app, http.MethodGet, "/v1/gpu/clusters/"+cl.ID, tok, "")
+		ring, _ := got["verification"].(map[string]any)["ring"].(map[string]any)
+		if ring["lineRateGBps"] != 400.0 || ring["floorBusBwGBps"] != 319.6 || ring["expectedBusBwGBps"] != 376.0 {
+			t.Errorf("API ring %v", ring)
 		}
 
 		app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Updates(map[string]any{"status": models.StatusDegraded, "last_error": "verification_failed:fabric"})

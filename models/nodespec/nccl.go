@@ -132,7 +132,7 @@ var (
 	ncclVersionRE = regexp.MustCompile(`^#\s*nccl-tests version (\S+)`)
 	ncclHeaderRE  = regexp.MustCompile(`^#\s*nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+)`)
 	ncclItersRE   = regexp.MustCompile(`warmup iters: (\d+) iters: (\d+)`)
-	ncclDeviceRE  = regexp.MustCompile(`^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$`)
+	ncclDeviceRE  = regexp.MustCompile(`^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\](.*)$`)
 	ncclOOBRE     = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S*)`)
 	ncclAvgRE     = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
 	ncclFailRE    = regexp.MustCompile(`Test \w+ failure|Test failure`)
@@ -174,7 +174,7 @@ func ParseAllReduce(output string) (AllReduceResult, error) {
 				r.Iters, _ = strconv.Atoi(it[2])
 			}
 		} else if m := ncclDeviceRE.FindStringSubmatch(line); m != nil {
-			d := TestDevice{Host: m[4], BusID: m[6], Name: m[7]}
+			d := TestDevice{Host: m[4], BusID: m[6], Name: strings.TrimSpace(m[7])}
 			d.Rank, _ = strconv.Atoi(m[1])
 			d.Group, _ = strconv.Atoi(m[2])
 			d.PID, _ = strconv.Atoi(m[3])

@@ -119,6 +119,13 @@ func TestConfigValidation(t *testing.T) {
 		{"boot kind", func(c *Config) { c.BootTimes = map[string]Duration{"vps": Duration(time.Minute)} }, `boot_times: unknown machine kind "vps"`},
 		{"no locations", func(c *Config) { c.Locations = nil }, "at least one location"},
 		{"missing id", func(c *Config) { c.Locations[0].Offers[1].ID = "" }, "id is required"},
+		// X13: the fabric checks are judged by the cards.
+		{"infiniband without cards", func(c *Config) { c.Locations[0].Offers[0].NICs = 0 }, "interconnect infiniband needs nics and nic_gbps"},
+		{"roce without a line rate", func(c *Config) {
+			c.Locations[0].Offers[0].Interconnect, c.Locations[0].Offers[0].NICGbps = providers.RoCE, 0
+		}, "interconnect roce needs nics and nic_gbps"},
+		{"ethernet with cards", func(c *Config) { c.Locations[0].Offers[2].NICs, c.Locations[0].Offers[2].NICGbps = 1, 100 }, "ethernet machines meet on the encrypted overlay"},
+		{"negative cards", func(c *Config) { c.Locations[0].Offers[0].NICs = -8 }, "must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -109,6 +109,8 @@ func TestMachinesFileErrors(t *testing.T) {
   - {name: ok, host: h, key_path: /k, location: l, price_per_hour: "1.1234567"}
   - {name: ok, host: h, key_path: /k, location: l, price_per_hour: "1", port: 70000}
   - {name: odd, host: h, key_path: /k, location: l, gpus: 4, accelerator: L40S, price_per_hour: "3.000001"}
+  - {name: ib, host: h, key_path: /k, location: l, gpus: 8, accelerator: H100_80GB, price_per_hour: "16", interconnect: infiniband}
+  - {name: eth, host: h, key_path: /k, location: l, gpus: 8, accelerator: H100_80GB, price_per_hour: "16", nics: 8, nic_gbps: 400}
 `)
 	_, err := LoadFile(yml)
 	if err == nil {
@@ -117,7 +119,8 @@ func TestMachinesFileErrors(t *testing.T) {
 	for _, want := range []string{"machine 1 (Bad_Name): name must be", "host is required", "key_path is required", "accelerator is required",
 		"location is required", `price_per_hour: "1,50" is not an amount`, "kind must be vm or bare_metal", "host_key:",
 		`machine 2 (ok): price_per_hour: "1.1234567"`, "machine 3 (ok): name is used twice", "port 70000",
-		"machine 4 (odd): price_per_hour 3.000001 does not split"} {
+		"machine 4 (odd): price_per_hour 3.000001 does not split",
+		"machine 5 (ib): interconnect infiniband needs nics and nic_gbps", "machine 6 (eth): nics and nic_gbps are for infiniband and roce"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
