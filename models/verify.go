@@ -575,6 +575,9 @@ func (s *Store) SwapForVerification(ctx context.Context, c Cluster, run VerifyRu
 				if res.Error != nil || res.RowsAffected != 1 {
 					return errors.Join(res.Error, fmt.Errorf("models: %s is joining already: %w", n.Name, ErrConflict))
 				}
+				if err := tx.forgetMachine(ctx, n); err != nil {
+					return err // the failed machine's GPUs and fault go with it (X5)
+				}
 				return tx.db.WithContext(ctx).Create(&BillingGap{ClusterID: c.ID, NodeID: n.ID, StartedAt: gapFrom}).Error
 			}})
 		return err
