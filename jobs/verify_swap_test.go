@@ -92,3 +92,70 @@ func TestVerifySwapForgetsTheOldMachine(t *testing.T) {
 		}
 	})
 }
+
+// metalCloud sells one bare-metal offer that boots in 18 minutes, the top
+// of the 14–18 minutes bare metal takes.
+const metalCloud = `{
+  "locations": [{
+    "id": "test-1", "name": "Testville",
+    "offers": [
+      {"id": "h100.8x.metal", "accelerator": "H100_80GB", "machine_kind": "bare_metal", "interconnect": "infiniband",
+       "gpus_per_node": 8, "vcpus": 192, "memory_gb": 2000, "per_gpu_hour_usd": 2490000,
+       "root_disk_gb": 2000, "disk_gb_hour_usd": 100, "nodes_available": 10, "boot_time": "18m"}
+    ]}]}`
+
+// L4, X5: a swap on bare metal gets the replacement's join deadline plus
+// the checks, not what is left of the first 25 minutes: the replacement
+// boots, every check passes, and the cluster is handed over ready, not
+// degraded by the clock. The page states when it gives up and why.
+func TestVerifySwapOnBareMetalGetsItsWindow(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newWorldOn(t, db, metalCloud)
+		if err := w.cloud.Inject(sim.Fault{Kind: sim.FaultStressFails, Node: 1, Count: 1}); err != nil {
+			t.Fatal(err)
+		}
+		c := w.launchVerified("H100_80GB", 2, 8, "none")
+		c = w.untilSettled(c.ID, 120*time.Minute)
+		run, rep := w.report(c.ID)
+		if c.Status != models.StatusReady || run.Status != models.VerifyPassed {
+			t.Fatalf("status %s (%s), run %s, want ready\n%s", c.Status, c.LastError, run.Status, w.events(c.ID))
+		}
+		if len(rep.Swaps) != 1 || rep.Swaps[0].Outcome != "joined" {
+			t.Fatalf("swaps %+v", rep.Swaps)
+		}
+		want := rep.Swaps[0].At.Add(c.SwapWindow())
+		if !run.Deadline.Equal(want) || !run.Deadline.After(run.StartedAt.Add(models.CurrentVerifyThresholds().Window)) {
+			t.Errorf("deadline %s, want the swap's time plus its window, %s", run.Deadline, want)
+		}
+	})
+}
+
+// L6, X13, X5: on three bare-metal machines a slow link on node-2 is found
+// by the pairs against what a pair allows (with three pairs the slow one is
+// the median, so "below the median" alone never finds it): node-2 is
+// swapped, the replacement gets its window, and the cluster is ready —
+// not "the fabric as a whole is slow".
+func TestVerifySlowLinkOnThreeMachinesSwapsIt(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newWorldOn(t, db, metalCloud)
+		if err := w.cloud.Inject(sim.Fault{Kind: sim.FaultSlowLink, Node: 2, Count: 1}); err != nil {
+			t.Fatal(err)
+		}
+		c := w.launchVerified("H100_80GB", 3, 8, "none")
+		c = w.untilSettled(c.ID, 120*time.Minute)
+		run, rep := w.report(c.ID)
+		if c.Status != models.StatusReady || run.Status != models.VerifyPassed {
+			t.Fatalf("status %s (%s), run %s, want ready\n%s", c.Status, c.LastError, run.Status, w.events(c.ID))
+		}
+		if len(rep.Swaps) != 1 || rep.Swaps[0].Node != "node-2" || !strings.Contains(rep.Swaps[0].Reason, "link of node-2 is slow: node-1–node-2") ||
+			!strings.Contains(rep.Swaps[0].Reason, "a pair allows") {
+			t.Fatalf("swaps %+v", rep.Swaps)
+		}
+		if failed := w.typedEvents(c.ID, models.TypeNodeVerificationFailed); len(failed) != 1 || failed[0].Node != "node-2" {
+			t.Errorf("node.verification_failed events %+v", failed)
+		}
+		if ev := w.events(c.ID); strings.Contains(ev, "fabric as a whole") {
+			t.Errorf("blamed on the fabric:\n%s", ev)
+		}
+	})
+}
