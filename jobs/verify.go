@@ -344,7 +344,7 @@ func (v *verification) judgeMachine(n models.ClusterNode, t models.VerifyTask) m
 		mv.MaxTempC = max(mv.MaxTempC, g.TemperatureC)
 	}
 	for _, x := range mc.Xids {
-		if !appXid(x.Code) {
+		if _, fatal := nodespec.FatalXID(x.Code); fatal { // the one list, as telemetry and health
 			bad("kernel log: %s", strings.TrimSuffix(x.Line, "."))
 		}
 	}
@@ -360,11 +360,6 @@ func (v *verification) judgeMachine(n models.ClusterNode, t models.VerifyTask) m
 	}
 	return mv
 }
-
-// appXid: Xids an application causes (13 graphics engine exception, 31 MMU
-// fault, 43 GPU stopped processing, 45 preemptive cleanup) say nothing
-// about the machine; every other Xid fails it.
-func appXid(code int) bool { return code == 13 || code == 31 || code == 43 || code == 45 }
 
 func (v *verification) machineFailure(mv models.MachineVerdict) string {
 	return fmt.Sprintf("%s failed the machine check: %s", mv.Node, strings.Join(mv.Errors, "; "))
