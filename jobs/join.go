@@ -141,6 +141,9 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 		if err := p.ReleaseNode(ctx, c.GroupName(), n.ProviderNodeID); err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return fmt.Errorf("release %s before its swap: %w", n.Name, err)
 		}
+		if host := n.MachineKey(); host != "" {
+			req.Avoid = append(req.Avoid, host) // never back on the machine that failed (X5)
+		}
 	}
 	pn, err := p.PlaceNode(ctx, c.GroupName(), n.Rank, req)
 	switch {

@@ -126,7 +126,7 @@ func (j *Verify) decide(ctx context.Context, v *verification) error {
 	ringOK := v.rep.Ring != nil && v.rep.Ring.Status == "passed"
 	switch {
 	case culprit >= 0 && !v.run.Rerun:
-		return j.swapOrFail(ctx, v, culprit, fmt.Sprintf("the link of node-%d is slow: every pair it is in is more than %d %% below the median pair", culprit, v.th.PairBelowMedianPercent))
+		return j.swapOrFail(ctx, v, culprit, fmt.Sprintf("the link of node-%d is slow: %s", culprit, v.slowPairs(culprit)))
 	case len(failed) > 0: // a run again reports, never swaps
 		return j.finish(ctx, v, "node-"+strconv.Itoa(failed[0].Rank), failed[0].Node, v.summary(v.machineFailure(failed[0])))
 	case culprit >= 0:
@@ -344,7 +344,7 @@ func (v *verification) judgeMachine(n models.ClusterNode, t models.VerifyTask) m
 		mv.MaxTempC = max(mv.MaxTempC, g.TemperatureC)
 	}
 	for _, x := range mc.Xids {
-		if !appXid(x.Code) {
+		if _, fatal := nodespec.FatalXID(x.Code); fatal { // the one list, as telemetry and health
 			bad("kernel log: %s", strings.TrimSuffix(x.Line, "."))
 		}
 	}
@@ -360,11 +360,6 @@ func (v *verification) judgeMachine(n models.ClusterNode, t models.VerifyTask) m
 	}
 	return mv
 }
-
-// appXid: Xids an application causes (13 graphics engine exception, 31 MMU
-// fault, 43 GPU stopped processing, 45 preemptive cleanup) say nothing
-// about the machine; every other Xid fails it.
-func appXid(code int) bool { return code == 13 || code == 31 || code == 43 || code == 45 }
 
 func (v *verification) machineFailure(mv models.MachineVerdict) string {
 	return fmt.Sprintf("%s failed the machine check: %s", mv.Node, strings.Join(mv.Errors, "; "))
@@ -455,7 +450,6 @@ func pairPlan(n int) [][][2]int {
 // when the one before answered.
 func (v *verification) pairs() bool {
 	waves := pairPlan(len(v.nodes))
-	var bws []float64
 	for _, wave := range waves {
 		var due []models.NewVerifyTask
 		waveDone := true
@@ -478,7 +472,6 @@ func (v *verification) pairs() bool {
 				} else {
 					row := res.Largest()
 					pv.BusBW, pv.Status = max(row.OutOfPlace.BusBW, row.InPlace.BusBW), "measured"
-					bws = append(bws, pv.BusBW)
 				}
 			}
 			v.rep.Pairs = append(v.rep.Pairs, pv)
@@ -491,22 +484,7 @@ func (v *verification) pairs() bool {
 			return false
 		}
 	}
-	if len(bws) > 0 {
-		sort.Float64s(bws)
-		v.rep.MedianPair = median(bws)
-	}
-	floor := v.rep.MedianPair * float64(100-v.th.PairBelowMedianPercent) / 100
-	for i := range v.rep.Pairs {
-		p := &v.rep.Pairs[i]
-		if p.Status != "measured" {
-			continue
-		}
-		p.Status = "passed"
-		if p.BusBW < floor {
-			p.Status = "slow"
-			p.Detail = fmt.Sprintf("%.0f %% below the median pair", 100*(1-p.BusBW/v.rep.MedianPair))
-		}
-	}
+	v.rep.MedianPair = judgePairs(v.rep.Pairs, v.spec.PairExpectedBusBW(), v.th)
 	if len(waves) > 0 && !slices.EqualFunc(v.prev.Pairs, v.rep.Pairs, func(a, b models.PairVerdict) bool { return a == b }) {
 		var slow []string
 		for _, p := range v.rep.Pairs {
@@ -514,7 +492,8 @@ func (v *verification) pairs() bool {
 				slow = append(slow, fmt.Sprintf("%s–%s %.1f GB/s", p.A, p.B, p.BusBW))
 			}
 		}
-		msg := fmt.Sprintf("Pairwise all-reduce of %d pairs: median %.1f GB/s; no pair more than %d %% below it.", len(v.rep.Pairs), v.rep.MedianPair, v.th.PairBelowMedianPercent)
+		msg := fmt.Sprintf("Pairwise all-reduce of %d pairs: median %.1f GB/s; no pair below %d %% of the %.1f GB/s a pair allows, none more than %d %% below the median.",
+			len(v.rep.Pairs), v.rep.MedianPair, v.th.RingPercent, v.spec.PairExpectedBusBW(), v.th.PairBelowMedianPercent)
 		kind := "step"
 		if len(slow) > 0 {
 			kind = "error"
@@ -533,28 +512,121 @@ func median(sorted []float64) float64 {
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
-// slowPairCulprit is the machine on the slow link: the one in the most
-// slow (or failed) pairs, the higher rank on a tie (node-0 holds the head
-// and the volume); -1 when no pair is slow.
-func (v *verification) slowPairCulprit() int {
+// judgePairs marks each measured pair passed or slow and returns the
+// median pair. A pair is slow below RingPercent of what a pair allows
+// (expected, GB/s) — the rule that holds at any machine count: with three
+// pairs the slow value can be the median itself — or more than
+// PairBelowMedianPercent below the median (one link slower than its peers
+// on a fabric that reads below its expected value).
+func judgePairs(pairs []models.PairVerdict, expected float64, th models.VerifyThresholds) float64 {
+	var bws []float64
+	for _, p := range pairs {
+		if p.Status == "measured" {
+			bws = append(bws, p.BusBW)
+		}
+	}
+	if len(bws) == 0 {
+		return 0
+	}
+	sort.Float64s(bws)
+	med := median(bws)
+	floor := expected * float64(th.RingPercent) / 100
+	medFloor := med * float64(100-th.PairBelowMedianPercent) / 100
+	for i := range pairs {
+		p := &pairs[i]
+		if p.Status != "measured" {
+			continue
+		}
+		p.Status = "passed"
+		var why []string
+		if expected > 0 && p.BusBW < floor {
+			why = append(why, fmt.Sprintf("%.0f %% of the %.1f GB/s a pair allows (at least %d %% required)", 100*p.BusBW/expected, expected, th.RingPercent))
+		}
+		if p.BusBW < medFloor {
+			why = append(why, fmt.Sprintf("%.0f %% below the median pair", 100*(1-p.BusBW/med)))
+		}
+		if len(why) > 0 {
+			p.Status, p.Detail = "slow", strings.Join(why, "; ")
+		}
+	}
+	return med
+}
+
+// pairCulprit is the machine on the slow link: the one in the most slow
+// (or failed) pairs, the higher rank on a tie (node-0 holds the head and
+// the volume), and how many; -1 when no pair is slow. When every pair is
+// slow (the fabric reads below what it allows), only the pairs more than
+// PairBelowMedianPercent below the median (or failed) count: none, or
+// all, is the fabric as a whole, not one machine. names are the
+// machines' names by rank; median is the median pair.
+func pairCulprit(pairs []models.PairVerdict, names []string, median float64, th models.VerifyThresholds) (int, int) {
+	bad := func(p models.PairVerdict) bool { return p.Status == "slow" || p.Status == "failed" }
+	n := 0
+	for _, p := range pairs {
+		if bad(p) {
+			n++
+		}
+	}
+	if n == len(pairs) {
+		floor := median * float64(100-th.PairBelowMedianPercent) / 100
+		bad = func(p models.PairVerdict) bool { return p.Status == "failed" || p.BusBW < floor }
+		n = 0
+		for _, p := range pairs {
+			if bad(p) {
+				n++
+			}
+		}
+	}
+	if n == 0 || n == len(pairs) {
+		return -1, 0
+	}
 	count := map[string]int{}
-	for _, p := range v.rep.Pairs {
-		if p.Status == "slow" || p.Status == "failed" {
+	for _, p := range pairs {
+		if bad(p) {
 			count[p.A]++
 			count[p.B]++
 		}
 	}
 	best, rank := 0, -1
-	for _, n := range v.nodes {
-		if c := count[n.Name]; c > 0 && c >= best {
-			best, rank = c, n.Rank
+	for r, name := range names {
+		if c := count[name]; c > 0 && c >= best {
+			best, rank = c, r
 		}
 	}
-	if rank >= 0 {
-		v.events = append(v.events, models.VerifyEvent{Kind: "error", Type: models.TypeNodeVerificationFailed, Node: fmt.Sprintf("node-%d", rank),
-			Message: fmt.Sprintf("node-%d (machine %s) failed the pairwise check: its link is slow in %d pair(s).", rank, orUnknown(v.machineID(rank)), best)})
+	return rank, best
+}
+
+// slowPairCulprit is pairCulprit of this round, with its event.
+func (v *verification) slowPairCulprit() int {
+	names := make([]string, len(v.nodes))
+	ranks := make([]int, len(v.nodes))
+	for i, n := range v.nodes {
+		names[i], ranks[i] = n.Name, n.Rank
 	}
+	i, best := pairCulprit(v.rep.Pairs, names, v.rep.MedianPair, v.th)
+	if i < 0 {
+		return -1
+	}
+	rank := ranks[i]
+	v.events = append(v.events, models.VerifyEvent{Kind: "error", Type: models.TypeNodeVerificationFailed, Node: fmt.Sprintf("node-%d", rank),
+		Message: fmt.Sprintf("node-%d (machine %s) failed the pairwise check: its link is slow in %d pair(s).", rank, orUnknown(v.machineID(rank)), best)})
 	return rank
+}
+
+// slowPairs names rank's slow pairs with their readings and why.
+func (v *verification) slowPairs(rank int) string {
+	name := fmt.Sprintf("node-%d", rank)
+	var out []string
+	for _, p := range v.rep.Pairs {
+		if (p.A == name || p.B == name) && (p.Status == "slow" || p.Status == "failed") {
+			what := fmt.Sprintf("%s–%s %.1f GB/s", p.A, p.B, p.BusBW)
+			if p.Detail != "" {
+				what += " (" + p.Detail + ")"
+			}
+			out = append(out, what)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func (v *verification) machineID(rank int) string {
@@ -593,7 +665,8 @@ func (v *verification) summary(lead string) string {
 			b.WriteString("; the ring all-reduce reached " + r.Measured())
 		}
 		if len(v.rep.Pairs) > 0 {
-			b.WriteString(fmt.Sprintf("; %d pairs within %d %% of the median %.1f GB/s", len(v.rep.Pairs), v.th.PairBelowMedianPercent, v.rep.MedianPair))
+			b.WriteString(fmt.Sprintf("; %d pairs at least %d %% of what a pair allows and within %d %% of the median %.1f GB/s",
+				len(v.rep.Pairs), v.th.RingPercent, v.th.PairBelowMedianPercent, v.rep.MedianPair))
 		}
 		b.WriteString(".")
 	} else {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/models/nodespec"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -373,7 +374,7 @@ func (m *GPUMachine) apply(r GPUReport) string {
 
 	for _, x := range r.XIDs {
 		xids = append(xids, XIDLine{At: x.At.UTC(), Code: x.Code, Text: truncate(x.Text, MaxXIDLineLen)})
-		if why, fatal := FatalXIDs[x.Code]; fatal {
+		if why, fatal := nodespec.FatalXID(x.Code); fatal {
 			faults = append(faults, fmt.Sprintf("XID %d (%s): %s", x.Code, why, strings.TrimSpace(truncate(x.Text, 300))))
 		}
 	}
@@ -444,22 +445,9 @@ func gpuKey(index int, uuid string) string {
 
 // FatalXIDs are the XID codes that mean a broken GPU or fabric: a machine
 // whose kernel log reports one is unwell (R1) until it is restarted or
-// replaced. Source: NVIDIA's XID catalogue ("Analyzing Xid Errors with the Xid Catalog",
-// docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html); the README lists them too.
-// Codes that usually mean an application bug (13, 31, 43: the user's
-// program) are left out.
-var FatalXIDs = map[int]string{
-	48:  "double-bit ECC error",
-	63:  "ECC page retirement or row remapping recording event",
-	64:  "ECC page retirement or row remapper recording failure",
-	74:  "NVLink error",
-	79:  "GPU has fallen off the bus",
-	92:  "high single-bit ECC error rate",
-	94:  "contained ECC error",
-	95:  "uncontained ECC error",
-	119: "GSP RPC timeout",
-	120: "GSP error",
-}
+// replaced. The one list, with its source, is nodespec.FatalXIDs:
+// verification and health judge by it too.
+var FatalXIDs = nodespec.FatalXIDs
 
 // ---- reading ----
 

@@ -310,6 +310,18 @@ func (s *Store) FinishRecoveryAttempt(ctx context.Context, clusterID string, out
 		if err != nil {
 			return err
 		}
+		for _, o := range outcomes { // R3, R4: each machine's own event names it
+			kind, msg := "step", o.Node+" restarted in place through its provider (the same machine and address); it reads restarting until a health pass sees it running."
+			switch o.Outcome {
+			case OutcomeSkipped:
+				kind, msg = "error", o.Node+" skipped: "+o.Message+"."
+			case OutcomeFailed:
+				kind, msg = "error", o.Node+" could not be restarted: "+o.Message+"."
+			}
+			if err := tx.addEvent(ctx, c, c.Status, kind, o.Node, "recovery", msg); err != nil {
+				return err
+			}
+		}
 		return tx.addEvent(ctx, c, c.Status, "info", "", "recovery", "Recovery attempt done: "+strings.Join(parts, "; ")+".")
 	})
 }

@@ -238,11 +238,10 @@ func (x Actions) ReplaceNode(ctx context.Context, clusterID string, rank int) (C
 				if err := tx.nodeRows(ctx, c.ID, map[string]any{"status": NodeJoining, "join_kind": JoinReplace,
 					"join_seq": c.Joins + 1, "join_requested_at": now, "join_placed_at": nil, "token_gen": n.TokenGen + 1,
 					"claimed_by": "", "claimed_at": nil, // the replacement claims the rank afresh (OP1)
-					"hw_fault": "", "hw_fault_at": nil, // a new machine: the old one's GPU fault goes with it
 					"message": "Waiting for a replacement machine."}, "id = ? AND status = ?", n.ID, NodeDown); err != nil {
 					return err
 				}
-				return tx.forgetGPUMachine(ctx, c.ID, n.Rank)
+				return tx.forgetMachine(ctx, n)
 			}})
 		if err != nil {
 			return nil, err
@@ -255,6 +254,19 @@ func (x Actions) ReplaceNode(ctx context.Context, clusterID string, rank int) (C
 		return x.audit("cluster.replace_node", c.ID, fmt.Sprintf("%s at $%s/h", n.Name, DecimalUSD(c.MachineHour))), nil
 	})
 	return c, n, err
+}
+
+// forgetMachine is what node n forgets when a new machine takes its place
+// (X5: Replace and a verification swap alike): the old machine's GPU
+// fault, and its GPUs as last seen, ECC baseline and XID lines. Else the
+// health job would judge the new machine by the old one's GPUs ("GPU 0
+// vanished") and its fault, and blame the new machine for it.
+func (s *Store) forgetMachine(ctx context.Context, n ClusterNode) error {
+	if err := s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", n.ID).
+		Updates(map[string]any{"hw_fault": "", "hw_fault_at": nil}).Error; err != nil {
+		return err
+	}
+	return s.forgetGPUMachine(ctx, n.ClusterID, n.Rank)
 }
 
 // JoinWork is one joining machine and its cluster, for the join job.

@@ -66,8 +66,8 @@ type VerifyThresholds struct {
 	// IdleTempMaxC: a GPU at idle above this is failing its cooling (idle
 	// data-centre GPUs read 25–45 °C; their slowdown temperature is 85–90 °C).
 	IdleTempMaxC int
-	// Window: the whole verification, swaps included, ends within it (L4's
-	// 25-minute cap).
+	// Window: the verification ends within it (L4's 25-minute cap); a
+	// swap extends it to the swap's time plus Cluster.SwapWindow.
 	Window time.Duration
 }
 
@@ -110,6 +110,50 @@ const (
 	RingCheckDuration    = 2 * time.Minute
 	PairWaveDuration     = time.Minute
 )
+
+// VerifyChecksDuration is how long the checks take on nodes machines: the
+// machine check, the ring, and with three machines or more the waves of
+// pairs (two waves, a third for the wrap-around pair of an odd count).
+func VerifyChecksDuration(nodes int) time.Duration {
+	d := MachineCheckDuration + RingCheckDuration
+	switch {
+	case nodes < 3:
+	case nodes%2 == 1:
+		d += 3 * PairWaveDuration
+	default:
+		d += 2 * PairWaveDuration
+	}
+	return d
+}
+
+// SwapJoinDeadline is how long a swap's replacement may take to join (L4,
+// X5): the join job's own deadline for the offer's machine kind, counted
+// from its placement — its boot steps (running, agent, mesh), plus the
+// software's install window when the cluster runs software.
+func (c Cluster) SwapJoinDeadline() time.Duration {
+	var placed time.Time
+	n := ClusterNode{JoinPlacedAt: &placed}
+	step := StepMesh
+	if c.Software != "" && c.Software != "none" {
+		step = StepSoftware
+	}
+	return c.JoinDeadline(n, step).Sub(placed)
+}
+
+// SwapWindow is the time a verification swap needs: the replacement's join
+// deadline and the checks run again on every machine. A swap extends the
+// run's deadline to at least the swap's time plus this, so a replacement
+// that boots in time is never cut off by the window.
+func (c Cluster) SwapWindow() time.Duration {
+	return c.SwapJoinDeadline() + VerifyChecksDuration(c.Nodes)
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
 
 // MaxVerifySwaps is how many machines verification may swap: max(1, nodes/4).
 func (c Cluster) MaxVerifySwaps() int { return max(1, c.Nodes/4) }
@@ -567,7 +611,8 @@ func (s *Store) SwapForVerification(ctx context.Context, c Cluster, run VerifyRu
 		}
 		now := tx.Now()
 		res := tx.db.WithContext(ctx).Model(&VerifyRun{}).Where("cluster_id = ? AND run = ? AND swaps = ? AND status = ?", c.ID, run.Run, run.Swaps, VerifyRunning).
-			Updates(map[string]any{"swaps": run.Swaps + 1, "round": run.Round + 1, "report": string(raw), "updated_at": now})
+			Updates(map[string]any{"swaps": run.Swaps + 1, "round": run.Round + 1, "report": string(raw), "updated_at": now,
+				"deadline": latest(run.Deadline, now.Add(cur.SwapWindow()))}) // L4: the replacement boots and the checks run again
 		if res.Error != nil {
 			return res.Error
 		}
@@ -599,6 +644,9 @@ func (s *Store) SwapForVerification(ctx context.Context, c Cluster, run VerifyRu
 					"message": "Failed verification: waiting for a replacement machine."})
 				if res.Error != nil || res.RowsAffected != 1 {
 					return errors.Join(res.Error, fmt.Errorf("models: %s is joining already: %w", n.Name, ErrConflict))
+				}
+				if err := tx.forgetMachine(ctx, n); err != nil {
+					return err // the failed machine's GPUs and fault go with it (X5)
 				}
 				return tx.db.WithContext(ctx).Create(&BillingGap{ClusterID: c.ID, NodeID: n.ID, StartedAt: gapFrom}).Error
 			}})

@@ -616,6 +616,7 @@ type VerificationView struct {
 	Status    string // running, passed, failed
 	Title     string // "Verified before hand-over", "Verification run 2 (no swaps)"
 	Summary   string
+	Window    string // while it runs: "Gives up at 14:32 UTC; a swap extends it: …"
 	Ring      string // "454.4 GB/s · 87 % of 516.7 GB/s (at least 85 %)"; "" before it ran
 	RingState string
 	Machines  []VerifiedMachineView

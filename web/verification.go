@@ -109,6 +109,9 @@ func verificationView(cl models.Cluster, run *models.VerifyRun) *views.Verificat
 		v.Title = fmt.Sprintf("Verification run %d (nothing swapped)", run.Run)
 		v.SwapsUsed = "none on a run again"
 	}
+	if run.Status == models.VerifyRunning {
+		v.Window = verifyWindow(cl, *run)
+	}
 	if v.Summary == "" {
 		v.Summary = "Every machine runs its GPU, memory-error and stress check; the fabric checks follow."
 	}
@@ -140,10 +143,23 @@ func verificationView(cl models.Cluster, run *models.VerifyRun) *views.Verificat
 		v.Pairs = append(v.Pairs, pv)
 	}
 	if rep.MedianPair > 0 {
-		v.Median = fmt.Sprintf("· median %.1f GB/s, none more than %d %% below", rep.MedianPair, rep.Thresholds.PairBelowMedianPercent)
+		v.Median = fmt.Sprintf("· median %.1f GB/s; slow below %d %% of what a pair allows or more than %d %% below the median",
+			rep.MedianPair, rep.Thresholds.RingPercent, rep.Thresholds.PairBelowMedianPercent)
 	}
 	for _, s := range rep.Swaps {
 		v.Swaps = append(v.Swaps, views.SwapView{Node: s.Node, Reason: s.Reason, Outcome: s.Outcome, At: s.At.UTC().Format("15:04")})
 	}
 	return v
+}
+
+// verifyWindow says when a running verification gives up, and what a swap
+// is given (L4, X5): the replacement's join deadline for the machine kind
+// plus the checks.
+func verifyWindow(cl models.Cluster, run models.VerifyRun) string {
+	s := "Gives up at " + run.Deadline.UTC().Format("15:04") + " UTC"
+	if run.Rerun {
+		return s + "."
+	}
+	return fmt.Sprintf("%s; a swap extends it: the replacement joins within %s and the checks take %s.",
+		s, minutes(cl.SwapJoinDeadline()), minutes(models.VerifyChecksDuration(cl.Nodes)))
 }

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/clusterdeck/clusterdeck/models"
@@ -50,6 +52,32 @@ func TestAPIVerifyAgainAndKeep(t *testing.T) {
 		code, out = apiJSON(t, app, http.MethodPost, keep, tok, "")
 		if code != http.StatusOK || out["status"] != "ready" || out["lastError"] != nil {
 			t.Fatalf("keep: %d %v", code, out)
+		}
+	})
+}
+
+// L4, X5 on the cluster page: a running verification says when it gives
+// up and what a swap is given — the replacement's join deadline for the
+// machine kind (bare metal booting in 12 minutes: 29) plus the checks.
+func TestVerificationPageStatesItsWindow(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		owner := app.signupAccount("owner@example.com", "Acme")
+		cl := launchFor(t, app, owner, "train")
+		app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Updates(map[string]any{"status": models.StatusVerifying,
+			"verify": true, "boot_seconds": 720, "machine_kind": "bare_metal"})
+		cl, err := app.store.ClusterByID(context.Background(), cl.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := app.store.VerifyRunFor(context.Background(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := app.login(owner).get("/clusters/" + cl.ID)
+		got := strings.TrimSpace(doc(t, rec).Find(`[data-testid=verification-window]`).Text())
+		want := "Gives up at " + run.Deadline.UTC().Format("15:04") + " UTC; a swap extends it: the replacement joins within 29 min and the checks take 3 min."
+		if got != want {
+			t.Errorf("window %q, want %q", got, want)
 		}
 	})
 }

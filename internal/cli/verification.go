@@ -38,7 +38,8 @@ func printVerification(w io.Writer, v api.Verification) {
 	}
 	tw.Flush()
 	if len(v.Pairs) > 0 {
-		fmt.Fprintf(w, "  pairs (median %.1f GB/s, none more than %d %% below):", v.MedianPairBusBwGBps, v.Thresholds.PairBelowMedianPercent)
+		fmt.Fprintf(w, "  pairs (median %.1f GB/s; slow below %d %% of what a pair allows or more than %d %% below the median):",
+			v.MedianPairBusBwGBps, v.Thresholds.RingPercent, v.Thresholds.PairBelowMedianPercent)
 		for _, p := range v.Pairs {
 			fmt.Fprintf(w, " %s–%s %.1f %s;", p.A, p.B, p.BusBwGBps, p.Status)
 		}
