@@ -99,7 +99,7 @@ const metalCloud = `{
   "locations": [{
     "id": "test-1", "name": "Testville",
     "offers": [
-      {"id": "h100.8x.metal", "accelerator": "H100_80GB", "machine_kind": "bare_metal", "interconnect": "infiniband",
+      {"id": "h100.8x.metal", "accelerator": "H100_80GB", "machine_kind": "bare_metal", "interconnect": "infiniband", "nics": 8, "nic_gbps": 400,
        "gpus_per_node": 8, "vcpus": 192, "memory_gb": 2000, "per_gpu_hour_usd": 2490000,
        "root_disk_gb": 2000, "disk_gb_hour_usd": 100, "nodes_available": 10, "boot_time": "18m"}
     ]}]}`
