@@ -160,26 +160,40 @@ func init() {
 			"ALTER TABLE launch_records ADD COLUMN swaps integer NOT NULL DEFAULT 0",
 			"ALTER TABLE launch_records ADD COLUMN ring_mbps integer",
 			"ALTER TABLE launch_records ADD COLUMN line_rate_mbps integer NOT NULL DEFAULT 0",
-			// Launches that never got a record get one now.
-			"INSERT INTO launch_records (cluster_id, provider, offer_id, nodes, launched_at) SELECT id, provider, offer_id, nodes, created_at " +
-				"FROM clusters WHERE NOT EXISTS (SELECT 1 FROM launch_records r WHERE r.cluster_id = clusters.id)",
-			// Outcomes from what the records and the clusters say.
-			"UPDATE launch_records SET outcome = 'failed_placing' WHERE tried = 1 AND started = 0",
-			"UPDATE launch_records SET outcome = COALESCE((SELECT CASE WHEN c.status = 'failed' THEN 'failed_placing' " +
-				"WHEN c.last_error LIKE 'verification_failed%' THEN 'failed_verifying' " +
-				"WHEN c.last_error LIKE 'install_failed%' OR c.last_error LIKE 'check_failed%' THEN 'failed_installing' " +
-				"WHEN launch_records.ready_seconds IS NOT NULL OR c.status = 'ready' THEN 'ready' " +
-				"WHEN c.status IN ('terminated', 'stopped') AND c.ready_at IS NULL THEN 'cancelled' ELSE '' END " +
-				"FROM clusters c WHERE c.id = launch_records.cluster_id), '') WHERE outcome = ''",
-			"UPDATE launch_records SET line_rate_mbps = COALESCE((SELECT o.nics * o.nic_gbps * 125 FROM offers o " +
-				"WHERE o.id = launch_records.offer_id), 0)",
 		} {
 			if err := tx.Exec(q).Error; err != nil {
 				return err
 			}
 		}
-		return nil
+		return backfillLaunchOutcomes(tx)
 	}})
+}
+
+// backfillLaunchOutcomes gives every cluster launched before records were
+// kept at launch its record, and every record without an outcome the one
+// its cluster shows (0992); a record it cannot tell stays under way.
+func backfillLaunchOutcomes(tx *gorm.DB) error {
+	for _, q := range []string{
+		// Launches that never got a record get one now.
+		"INSERT INTO launch_records (cluster_id, provider, offer_id, nodes, launched_at) SELECT id, provider, offer_id, nodes, created_at " +
+			"FROM clusters WHERE NOT EXISTS (SELECT 1 FROM launch_records r WHERE r.cluster_id = clusters.id)",
+		// Outcomes from what the records and the clusters say.
+		"UPDATE launch_records SET outcome = 'failed_placing' WHERE tried = 1 AND started = 0",
+		"UPDATE launch_records SET outcome = COALESCE((SELECT CASE WHEN c.status = 'failed' THEN 'failed_placing' " +
+			"WHEN c.last_error LIKE 'verification_failed%' THEN 'failed_verifying' " +
+			"WHEN c.last_error LIKE 'install_failed%' OR c.last_error LIKE 'check_failed%' THEN 'failed_installing' " +
+			"WHEN launch_records.ready_seconds IS NOT NULL OR c.status = 'ready' THEN 'ready' " +
+			"WHEN c.status IN ('terminated', 'stopped') AND c.ready_at IS NULL THEN 'cancelled' ELSE '' END " +
+			"FROM clusters c WHERE c.id = launch_records.cluster_id), '') WHERE outcome = ''",
+		"UPDATE launch_records SET outcome = 'ready' WHERE outcome = '' AND ready_seconds IS NOT NULL",
+		"UPDATE launch_records SET line_rate_mbps = COALESCE((SELECT o.nics * o.nic_gbps * 125 FROM offers o " +
+			"WHERE o.id = launch_records.offer_id), 0) WHERE line_rate_mbps = 0",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MachineKey is how the product names a machine across clusters: its host
