@@ -39,19 +39,50 @@ type Offer struct {
 }
 
 // TrackRecord is an offer's record at one size over the last 30 days
-// (issue 24 item 6). Quotes are unaffected.
+// (X2): every launch accepted, by outcome, its time to ready and what its
+// verifications measured of the fabric. Quotes are unaffected.
 type TrackRecord struct {
-	Summary              string   `json:"summary"`              // "31 of 33 recent launches started · ready in 7–11 min", or "no launches yet"
-	LaunchesTried        int      `json:"launchesTried"`        // all-machine placements answered (started or failed)
-	LaunchesStarted      int      `json:"launchesStarted"`      // of them, every machine came up
-	SuccessRate          *float64 `json:"successRate"`          // started / tried; null when none was tried
-	ReadySamples         int      `json:"readySamples"`         // launches that reached ready
-	ReadyMinutesMedian   *int     `json:"readyMinutesMedian"`   // launch → ready; null without a sample
-	ReadyMinutesP90      *int     `json:"readyMinutesP90"`      // 90th percentile
-	VerificationFailures int      `json:"verificationFailures"` // machines that failed verification before hand-over
-	MachineFailures      int      `json:"machineFailures"`      // machines declared down after ready
-	MachineHours         float64  `json:"machineHours"`         // machine-hours after ready
-	FailuresPer1000Hours *float64 `json:"failuresPer1000MachineHours"`
+	Summary              string        `json:"summary"`              // "7 of 9 recent launches succeeded · ready in 9 min", "no launch finished yet" or "no launches yet"
+	Launches             int           `json:"launches"`             // every launch accepted, those under way and cancelled too
+	Outcomes             TrackOutcomes `json:"outcomes"`             // the launches by outcome
+	LaunchesTried        int           `json:"launchesTried"`        // launches that ended in a verdict: every outcome but cancelled and under way
+	LaunchesStarted      int           `json:"launchesStarted"`      // of them, every machine came up (all but failedPlacing)
+	LaunchesReady        int           `json:"launchesReady"`        // of them, handed over (ready and readyAfterSwap)
+	SuccessRate          *float64      `json:"successRate"`          // ready / tried; null when none was tried
+	ReadySamples         int           `json:"readySamples"`         // handed-over launches timed
+	ReadyMinutesMedian   *int          `json:"readyMinutesMedian"`   // launch accepted → hand-over; null without a sample
+	ReadyMinutesP90      *int          `json:"readyMinutesP90"`      // 90th percentile
+	VerificationFailures int           `json:"verificationFailures"` // machines that failed verification before hand-over
+	MachineFailures      int           `json:"machineFailures"`      // machines declared down after ready
+	MachineHours         float64       `json:"machineHours"`         // machine-hours after ready
+	FailuresPer1000Hours *float64      `json:"failuresPer1000MachineHours"`
+	// Ring is the ring all-reduce bus bandwidth the launches'
+	// verifications measured (X13); null when none measured it.
+	Ring        *TrackRing `json:"ring"`
+	RingSummary string     `json:"ringSummary"` // "ring 368 GB/s (92 % of line rate) · worst 352 GB/s (88 %)", or ""
+}
+
+// TrackOutcomes counts a track record's launches by outcome.
+type TrackOutcomes struct {
+	Ready            int `json:"ready"`            // handed over
+	ReadyAfterSwap   int `json:"readyAfterSwap"`   // handed over after verification swapped a machine
+	FailedPlacing    int `json:"failedPlacing"`    // not every machine came up
+	FailedInstalling int `json:"failedInstalling"` // the software failed
+	FailedVerifying  int `json:"failedVerifying"`  // verification failed
+	Cancelled        int `json:"cancelled"`        // terminated or stopped before hand-over
+	UnderWay         int `json:"underWay"`         // not ended yet
+}
+
+// TrackRing is the median and worst ring bus bandwidth of a track record,
+// in GB/s and as a share of the line rate of the offer's NICs (NICs × Gb/s
+// ÷ 8); the shares are null for an encrypted Ethernet overlay.
+type TrackRing struct {
+	Samples                 int     `json:"samples"`
+	BusBwGBpsMedian         float64 `json:"busBwGBpsMedian"`
+	BusBwGBpsWorst          float64 `json:"busBwGBpsWorst"`
+	LineRateGBps            float64 `json:"lineRateGBps"` // 0 for an Ethernet overlay
+	PercentOfLineRateMedian *int    `json:"percentOfLineRateMedian"`
+	PercentOfLineRateWorst  *int    `json:"percentOfLineRateWorst"`
 }
 
 // OfferGroup is the offers of one location.

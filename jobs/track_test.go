@@ -175,7 +175,7 @@ func TestOfferTrackRecordFromLaunches(t *testing.T) {
 		if per, ok := r.FailuresPer1000h(); !ok || r.MachineHours < 4 || per <= 0 {
 			t.Errorf("machine-hours %.2f, failures per 1,000 h %.1f %v", r.MachineHours, per, ok)
 		}
-		if got := r.Summary(); !strings.HasPrefix(got, "2 of 3 recent launches started · ready in ") {
+		if got := r.Summary(); !strings.HasPrefix(got, "2 of 3 recent launches succeeded · ready in ") {
 			t.Errorf("summary %q", got)
 		}
 		if r3 := book.For(offer, 3); r3 == nil || r3.Tried != 1 || r3.Started != 1 {
@@ -189,6 +189,74 @@ func TestOfferTrackRecordFromLaunches(t *testing.T) {
 		h.clock.Advance(31 * 24 * time.Hour)
 		if book, _ = h.store.OfferTrack(ctx); book.For(offer, 2) != nil {
 			t.Errorf("a month-old launch still counts: %+v", book.For(offer, 2))
+		}
+	})
+}
+
+// X2, X13 on the simulated cloud (issue 35 item 1, issue 32 item 5): a
+// clean verified launch is recorded ready with its time from the launch
+// to its hand-over (the verified transition, not the join) and the ring
+// its verification measured; a launch whose fabric is slow is recorded
+// failed verifying with its reading; the offer's record counts both and
+// names the slow ring as its worst.
+func TestTrackRecordFromVerifiedLaunches(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		// The offer's cards: 8 × 400G (a 400 GB/s line rate).
+		w := newWorldOn(t, db, strings.Replace(testCloud, `"boot_time": "4m"}`, `"boot_time": "4m", "nics": 8, "nic_gbps": 400}`, 1))
+		clean := w.untilSettled(w.launchVerified("H100_80GB", 2, 8, "none").ID, 25*time.Minute)
+		if clean.Status != models.StatusReady {
+			t.Fatalf("clean launch %s (%s)\n%s", clean.Status, clean.LastError, w.events(clean.ID))
+		}
+		if err := w.cloud.Inject(sim.Fault{Kind: sim.FaultFabricSlow, Count: 1}); err != nil {
+			t.Fatal(err)
+		}
+		slow := w.untilSettled(w.launchVerified("H100_80GB", 2, 8, "none").ID, 25*time.Minute)
+		if slow.Status != models.StatusDegraded {
+			t.Fatalf("slow fabric %s (%s)\n%s", slow.Status, slow.LastError, w.events(slow.ID))
+		}
+		ring := map[string]int{}
+		for _, c := range []models.Cluster{clean, slow} {
+			_, rep := w.report(c.ID)
+			if rep.Ring == nil || rep.Ring.BusBW <= 0 {
+				t.Fatalf("%s: no ring reading %+v", c.ID, rep.Ring)
+			}
+			ring[c.ID] = int(rep.Ring.BusBW*1000 + 0.5)
+		}
+		records := map[string]models.LaunchRecord{}
+		var rows []models.LaunchRecord
+		if err := db.Find(&rows).Error; err != nil || len(rows) != 2 {
+			t.Fatalf("%d launch records %v", len(rows), err)
+		}
+		for _, r := range rows {
+			records[r.ClusterID] = r
+		}
+		var handOver time.Time
+		for _, e := range w.typedEvents(clean.ID, models.TypeClusterReady) {
+			handOver = e.At
+		}
+		r := records[clean.ID]
+		if r.Outcome != models.OutcomeReady || r.ReadySeconds == nil || *r.ReadySeconds != int(handOver.Sub(clean.CreatedAt).Seconds()) ||
+			!handOver.After(*clean.ReadyAt) {
+			t.Errorf("clean launch %+v, handed over at %s (joined %s, launched %s)", r, handOver, clean.ReadyAt, clean.CreatedAt)
+		}
+		if r.RingMBps == nil || *r.RingMBps != ring[clean.ID] || r.LineRateMBps <= 0 {
+			t.Errorf("clean launch's ring %v (report %d), line rate %d", r.RingMBps, ring[clean.ID], r.LineRateMBps)
+		}
+		if s := records[slow.ID]; s.Outcome != models.OutcomeFailedVerifying || s.ReadySeconds != nil || s.RingMBps == nil || *s.RingMBps != ring[slow.ID] {
+			t.Errorf("slow launch %+v", s)
+		}
+		book, err := w.store.OfferTrack(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := book.For(clean.OfferID, 2)
+		if tr == nil || tr.Tried != 2 || tr.Ready != 1 || tr.Outcomes.FailedVerifying != 1 || tr.Ring.Samples != 2 ||
+			int(tr.Ring.Worst.GBps*1000+0.5) != ring[slow.ID] || !strings.HasPrefix(tr.Summary(), "1 of 2 recent launches succeeded · ready in ") {
+			t.Errorf("record %+v %q", tr, tr.Summary())
+		}
+		if p, ok := tr.Ring.Worst.Percent(); !ok || p <= 0 || p >= 100 {
+			t.Errorf("worst ring at %d %% of the line rate (%v)", p, ok)
 		}
 	})
 }

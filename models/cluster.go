@@ -725,6 +725,9 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 	if err := s.db.WithContext(ctx).Create(&nodes).Error; err != nil {
 		return Cluster{}, fmt.Errorf("models: create nodes: %w", err)
 	}
+	if err := s.recordLaunch(ctx, c, o); err != nil {
+		return Cluster{}, fmt.Errorf("models: launch record: %w", err) // every accepted launch has one (X2, track.go)
+	}
 	// The price exactly as the quote and the offers page show it (O7).
 	msg := fmt.Sprintf("Launch requested by %s: %s in %s at %s/h, software: %s.",
 		p.Actor, c.ShapeLabel(), c.PlaceLabel(), PriceUSD(c.USDPerHour), c.SoftwareLabel())

@@ -18,3 +18,6 @@ var BilledMinutes = billedMinutes
 func AddPublicEvent(s *Store, ctx context.Context, c Cluster, typ, node, msg string) error {
 	return s.Tx(ctx, func(tx *Store) error { return tx.addTypedEvent(ctx, c, c.Status, typ, "error", node, "verify", msg) })
 }
+
+// BackfillLaunchOutcomes is migration 0992's backfill, for its test.
+var BackfillLaunchOutcomes = backfillLaunchOutcomes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -60,7 +61,32 @@ type LaunchRecord struct {
 	EndedUnix       *int64    // failed or terminated, in Unix seconds
 	VerifyFailures  int
 	MachineFailures int // machines declared down after ready
+	// How the launch ended (LaunchOutcomes; "" while it is under way),
+	// written once by the transition that ends it; added by 0992.
+	Outcome string `gorm:"size:24;not null;default:''"`
+	Swaps   int    `gorm:"not null;default:0"` // machines verification swapped before the outcome
+	// RingMBps is the ring bus bandwidth the launch's verification
+	// measured (MB/s), nil when it measured none; LineRateMBps is what one
+	// machine's NICs carry (MB/s) as its offer said at launch, 0 for an
+	// Ethernet overlay (X13). Added by 0992.
+	RingMBps     *int `gorm:"column:ring_mbps"`
+	LineRateMBps int  `gorm:"column:line_rate_mbps;not null;default:0"`
 }
+
+// A launch's outcomes (X2): every accepted launch ends in one of them once,
+// at the transition that ends it (trackTransition).
+const (
+	OutcomeReady            = "ready"             // handed over
+	OutcomeReadyAfterSwap   = "ready_swap"        // handed over after verification swapped a machine
+	OutcomeFailedPlacing    = "failed_placing"    // not every machine came up (L4)
+	OutcomeFailedInstalling = "failed_installing" // its software failed (L6)
+	OutcomeFailedVerifying  = "failed_verifying"  // verification failed (X13)
+	OutcomeCancelled        = "cancelled"         // terminated or stopped before hand-over: says nothing of the offer
+)
+
+// LaunchOutcomes lists the outcomes in the order pages show them.
+var LaunchOutcomes = []string{OutcomeReady, OutcomeReadyAfterSwap, OutcomeFailedPlacing, OutcomeFailedInstalling,
+	OutcomeFailedVerifying, OutcomeCancelled}
 
 // TableName keeps the table name explicit.
 func (LaunchRecord) TableName() string { return "launch_records" }
@@ -127,6 +153,49 @@ func init() {
 	}})
 }
 
+func init() {
+	register(Migration{ID: "0992_launch_outcomes", Up: func(tx *gorm.DB) error {
+		for _, q := range []string{
+			"ALTER TABLE launch_records ADD COLUMN outcome varchar(24) NOT NULL DEFAULT ''",
+			"ALTER TABLE launch_records ADD COLUMN swaps integer NOT NULL DEFAULT 0",
+			"ALTER TABLE launch_records ADD COLUMN ring_mbps integer",
+			"ALTER TABLE launch_records ADD COLUMN line_rate_mbps integer NOT NULL DEFAULT 0",
+		} {
+			if err := tx.Exec(q).Error; err != nil {
+				return err
+			}
+		}
+		return backfillLaunchOutcomes(tx)
+	}})
+}
+
+// backfillLaunchOutcomes gives every cluster launched before records were
+// kept at launch its record, and every record without an outcome the one
+// its cluster shows (0992); a record it cannot tell stays under way.
+func backfillLaunchOutcomes(tx *gorm.DB) error {
+	for _, q := range []string{
+		// Launches that never got a record get one now.
+		"INSERT INTO launch_records (cluster_id, provider, offer_id, nodes, launched_at) SELECT id, provider, offer_id, nodes, created_at " +
+			"FROM clusters WHERE NOT EXISTS (SELECT 1 FROM launch_records r WHERE r.cluster_id = clusters.id)",
+		// Outcomes from what the records and the clusters say.
+		"UPDATE launch_records SET outcome = 'failed_placing' WHERE tried = 1 AND started = 0",
+		"UPDATE launch_records SET outcome = COALESCE((SELECT CASE WHEN c.status = 'failed' THEN 'failed_placing' " +
+			"WHEN c.last_error LIKE 'verification_failed%' THEN 'failed_verifying' " +
+			"WHEN c.last_error LIKE 'install_failed%' OR c.last_error LIKE 'check_failed%' THEN 'failed_installing' " +
+			"WHEN launch_records.ready_seconds IS NOT NULL OR c.status = 'ready' THEN 'ready' " +
+			"WHEN c.status IN ('terminated', 'stopped') AND c.ready_at IS NULL THEN 'cancelled' ELSE '' END " +
+			"FROM clusters c WHERE c.id = launch_records.cluster_id), '') WHERE outcome = ''",
+		"UPDATE launch_records SET outcome = 'ready' WHERE outcome = '' AND ready_seconds IS NOT NULL",
+		"UPDATE launch_records SET line_rate_mbps = COALESCE((SELECT o.nics * o.nic_gbps * 125 FROM offers o " +
+			"WHERE o.id = launch_records.offer_id), 0) WHERE line_rate_mbps = 0",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // MachineKey is how the product names a machine across clusters: its host
 // where the provider names one, else its provider id.
 func (n ClusterNode) MachineKey() string {
@@ -138,41 +207,108 @@ func (n ClusterNode) MachineKey() string {
 
 // ---- recording (called inside the transactions that change clusters) ----
 
-// ensureLaunchRecord creates the cluster's record if it has none.
-func (s *Store) ensureLaunchRecord(ctx context.Context, c Cluster) error {
+// recordLaunch is the accepted launch's record (X2), written with the
+// cluster: every launch has one from the start, its outcome pending.
+func (s *Store) recordLaunch(ctx context.Context, c Cluster, o Offer) error {
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&LaunchRecord{
-		ClusterID: c.ID, Provider: c.Provider, OfferID: c.OfferID, Nodes: c.Nodes, LaunchedAt: c.CreatedAt}).Error
+		ClusterID: c.ID, Provider: c.Provider, OfferID: c.OfferID, Nodes: c.Nodes, LaunchedAt: c.CreatedAt,
+		LineRateMBps: o.NICs * o.NICGbps * 125}).Error
 }
 
-// trackTransition keeps the launch's record as the cluster moves (item 6).
+// ensureLaunchRecord creates the cluster's record if it has none (a
+// cluster launched before records were kept at launch).
+func (s *Store) ensureLaunchRecord(ctx context.Context, c Cluster) error {
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&LaunchRecord{}).Where("cluster_id = ?", c.ID).Count(&n).Error; err != nil || n > 0 {
+		return err
+	}
+	var offers []Offer
+	if err := s.db.WithContext(ctx).Select("id", "nics", "nic_gbps").Where("id = ?", c.OfferID).Limit(1).Find(&offers).Error; err != nil {
+		return err
+	}
+	var o Offer
+	if len(offers) == 1 {
+		o = offers[0]
+	}
+	return s.recordLaunch(ctx, c, o)
+}
+
+// trackTransition keeps the launch's record as the cluster moves (X2). The
+// events that end a launch write its outcome, once (the first end wins: a
+// retried install or a cluster kept after failing verification stays a
+// failure), with the time from the launch to its hand-over and what its
+// verification measured. Every transition goes through Store.transition,
+// which calls this in its transaction, so no path is missed.
 func (s *Store) trackTransition(ctx context.Context, c Cluster, ev Event) error {
 	now := s.Now()
 	set := map[string]any{}
-	ready := func() {
-		secs := int(now.Sub(c.CreatedAt).Seconds())
-		set["ready_seconds"] = gorm.Expr("COALESCE(ready_seconds, ?)", max(secs, 0))
+	outcome, ready := "", false
+	handedOver := func() {
 		set["ready_unix"] = gorm.Expr("COALESCE(ready_unix, ?)", now.Unix())
 	}
 	switch ev {
 	case EventJoined:
 		set["tried"], set["started"] = 1, 1
-		ready()
-	case EventJoinedInstall:
+		handedOver()
+		outcome, ready = OutcomeReady, true
+	case EventJoinedInstall, EventJoinedVerify:
 		set["tried"], set["started"] = 1, 1
 	case EventSoftwareReady:
-		ready()
+		handedOver()
+		outcome, ready = OutcomeReady, true
+	case EventVerified:
+		handedOver()
+		outcome, ready = OutcomeReady, true
+	case EventVerifyFailed:
+		outcome = OutcomeFailedVerifying
+	case EventKeepUnverified:
+		handedOver()
+	case EventDegrade:
+		outcome = OutcomeFailedInstalling
 	case EventFail:
 		set["tried"] = 1
 		set["ended_unix"] = now.Unix()
+		outcome = OutcomeFailedPlacing
+	case EventStopped:
+		outcome = OutcomeCancelled // only while under way: stopped before hand-over
 	case EventTerminated:
 		set["ended_unix"] = now.Unix()
+		outcome = OutcomeCancelled // only while under way: terminated before hand-over
 	default:
 		return nil
 	}
 	if err := s.ensureLaunchRecord(ctx, c); err != nil {
 		return err
 	}
-	return s.db.WithContext(ctx).Model(&LaunchRecord{}).Where("cluster_id = ?", c.ID).Updates(set).Error
+	db := s.db.WithContext(ctx)
+	if len(set) > 0 {
+		if err := db.Model(&LaunchRecord{}).Where("cluster_id = ?", c.ID).Updates(set).Error; err != nil {
+			return err
+		}
+	}
+	if outcome == "" {
+		return nil
+	}
+	end := map[string]any{"outcome": outcome}
+	if ev == EventVerified || ev == EventVerifyFailed {
+		var runs []VerifyRun
+		if err := db.Where("cluster_id = ?", c.ID).Limit(1).Find(&runs).Error; err != nil {
+			return err
+		}
+		if len(runs) == 1 {
+			end["swaps"] = runs[0].Swaps
+			if runs[0].Swaps > 0 && outcome == OutcomeReady {
+				end["outcome"] = OutcomeReadyAfterSwap
+			}
+			if r := runs[0].ReportOf().Ring; r != nil && r.BusBW > 0 && r.Status != "pending" {
+				end["ring_mbps"] = int(math.Round(r.BusBW * 1000))
+			}
+		}
+	}
+	if ready {
+		end["ready_seconds"] = max(int(now.Sub(c.CreatedAt).Seconds()), 0) // launch accepted → hand-over
+	}
+	return db.Model(&LaunchRecord{}).Where("cluster_id = ? AND outcome = ''", c.ID).Updates(end).Error
 }
 
 // recordFault writes one machine fault and quarantines the machine when
@@ -308,14 +444,70 @@ type TrackKey struct {
 	Nodes   int
 }
 
-// TrackRecord is an offer's record at one size over TrackWindow.
+// TrackRecord is an offer's record at one size over TrackWindow: every
+// launch accepted in it, by outcome (X2).
 type TrackRecord struct {
-	Tried, Started     int // all-machine placements answered; of them, every machine came up
-	ReadySamples       int // launches that reached ready
-	ReadyP50, ReadyP90 int // launch → ready, whole minutes (rounded up)
-	VerifyFailures     int
-	MachineFailures    int     // machines declared down after ready
-	MachineHours       float64 // after ready
+	Launches int // every launch accepted, under way and cancelled ones too
+	Outcomes OutcomeCounts
+	// Tried is the launches that ended in a verdict on the offer (every
+	// outcome but cancelled); Started, those where every machine came up
+	// (all but failed placing); Ready, those handed over (with or without a
+	// swap).
+	Tried, Started, Ready int
+	ReadySamples          int // handed-over launches with their time to ready
+	ReadyP50, ReadyP90    int // launch accepted → hand-over, whole minutes (rounded up)
+	VerifyFailures        int
+	MachineFailures       int     // machines declared down after ready
+	MachineHours          float64 // after ready
+	Ring                  RingRecord
+}
+
+// OutcomeCounts counts the launches of a record by outcome.
+type OutcomeCounts struct {
+	Ready, ReadyAfterSwap, FailedPlacing, FailedInstalling, FailedVerifying, Cancelled, UnderWay int
+}
+
+// add counts n launches of outcome o.
+func (c *OutcomeCounts) add(o string, n int) {
+	switch o {
+	case OutcomeReady:
+		c.Ready += n
+	case OutcomeReadyAfterSwap:
+		c.ReadyAfterSwap += n
+	case OutcomeFailedPlacing:
+		c.FailedPlacing += n
+	case OutcomeFailedInstalling:
+		c.FailedInstalling += n
+	case OutcomeFailedVerifying:
+		c.FailedVerifying += n
+	case OutcomeCancelled:
+		c.Cancelled += n
+	default:
+		c.UnderWay += n
+	}
+}
+
+// RingRecord is the ring bus bandwidth the record's verifications measured
+// (X13): the median and the worst reading, each with the line rate its
+// offer's NICs had at launch.
+type RingRecord struct {
+	Samples       int
+	Median, Worst RingReading
+}
+
+// RingReading is one ring measurement beside the line rate.
+type RingReading struct {
+	GBps         float64
+	LineRateGBps float64 // 0: an encrypted Ethernet overlay (or unknown): no share is shown
+}
+
+// Percent is the reading as a whole per cent of the line rate; false
+// without a line rate.
+func (r RingReading) Percent() (int, bool) {
+	if r.LineRateGBps <= 0 {
+		return 0, false
+	}
+	return int(math.Round(r.GBps * 100 / r.LineRateGBps)), true
 }
 
 // FailuresPer1000h is MachineFailures per 1,000 machine-hours after ready;
@@ -327,41 +519,78 @@ func (r TrackRecord) FailuresPer1000h() (float64, bool) {
 	return float64(r.MachineFailures) * 1000 / r.MachineHours, true
 }
 
-// Summary is the record in words: "31 of 33 recent launches started ·
-// ready in 7–11 min", or "no launches yet".
+// Summary is the record in words: "31 of 33 recent launches succeeded ·
+// ready in 9 min" (the median time to ready), "no launch finished yet"
+// while the only ones are under way or were cancelled, or "no launches
+// yet".
 func (r *TrackRecord) Summary() string {
 	return string(r.AppendSummary(nil))
 }
 
 // AppendSummary appends Summary (the offers page writes hundreds of rows).
 func (r *TrackRecord) AppendSummary(b []byte) []byte {
-	if r == nil || r.Tried == 0 {
+	if r == nil || r.Launches == 0 {
 		return append(b, "no launches yet"...)
 	}
-	b = strconv.AppendInt(b, int64(r.Started), 10)
+	if r.Tried == 0 {
+		return append(b, "no launch finished yet"...)
+	}
+	b = strconv.AppendInt(b, int64(r.Ready), 10)
 	b = append(b, " of "...)
 	b = strconv.AppendInt(b, int64(r.Tried), 10)
 	if r.Tried == 1 {
-		b = append(b, " recent launch started"...)
+		b = append(b, " recent launch succeeded"...)
 	} else {
-		b = append(b, " recent launches started"...)
+		b = append(b, " recent launches succeeded"...)
 	}
 	if r.ReadySamples > 0 {
 		b = strconv.AppendInt(append(b, " · ready in "...), int64(r.ReadyP50), 10)
-		if r.ReadyP90 != r.ReadyP50 {
-			b = strconv.AppendInt(append(b, "–"...), int64(r.ReadyP90), 10)
-		}
 		b = append(b, " min"...)
 	}
 	return b
 }
 
-// SuccessRate is Started/Tried, and false with no launch tried.
+// RingSummary is the ring line: "ring 368 GB/s (92 % of line rate) ·
+// worst 352 GB/s (88 %)", GB/s alone without a line rate; "" when no
+// verification measured it.
+func (r *TrackRecord) RingSummary() string { return string(r.AppendRingSummary(nil)) }
+
+// AppendRingSummary appends RingSummary.
+func (r *TrackRecord) AppendRingSummary(b []byte) []byte {
+	if r == nil || r.Ring.Samples == 0 {
+		return b
+	}
+	b = AppendGBps(append(b, "ring "...), r.Ring.Median.GBps)
+	if p, ok := r.Ring.Median.Percent(); ok {
+		b = append(strconv.AppendInt(append(b, " ("...), int64(p), 10), " % of line rate)"...)
+	}
+	if r.Ring.Samples > 1 {
+		b = AppendGBps(append(b, " · worst "...), r.Ring.Worst.GBps)
+		if p, ok := r.Ring.Worst.Percent(); ok {
+			b = append(strconv.AppendInt(append(b, " ("...), int64(p), 10), " %)"...)
+		}
+	}
+	return b
+}
+
+// AppendGBps writes a bandwidth: "368 GB/s" from 100 up, "46.5 GB/s" and
+// "1.8 GB/s" below.
+func AppendGBps(b []byte, v float64) []byte {
+	if v >= 100 {
+		b = strconv.AppendFloat(b, math.Round(v), 'f', 0, 64)
+	} else {
+		b = strconv.AppendFloat(b, math.Round(v*10)/10, 'f', -1, 64)
+	}
+	return append(b, " GB/s"...)
+}
+
+// SuccessRate is Ready/Tried (launches handed over of those that ended in
+// a verdict), and false with none.
 func (r *TrackRecord) SuccessRate() (float64, bool) {
 	if r == nil || r.Tried == 0 {
 		return 0, false
 	}
-	return float64(r.Started) / float64(r.Tried), true
+	return float64(r.Ready) / float64(r.Tried), true
 }
 
 // compareTrack orders records best first: tried before untried, then the
@@ -377,8 +606,8 @@ func compareTrack(a, b *TrackRecord) int {
 	case !at:
 		return 0
 	}
-	// a.Started/a.Tried > b.Started/b.Tried, in integers
-	if l, r := a.Started*b.Tried, b.Started*a.Tried; l != r {
+	// a.Ready/a.Tried > b.Ready/b.Tried, in integers
+	if l, r := a.Ready*b.Tried, b.Ready*a.Tried; l != r {
 		if l > r {
 			return -1
 		}
@@ -401,63 +630,100 @@ func (b *TrackBook) For(offerID string, nodes int) *TrackRecord {
 	return b.Records[TrackKey{offerID, nodes}]
 }
 
-// trackQuery reads the whole book in one statement: launches of the window
-// by offer, size and minutes to ready, so its rows grow with the offers
-// launched and the distinct minutes, never with the launches or the
-// catalog. Machine-seconds after ready are summed with the moment passed in.
-const trackQuery = "SELECT offer_id, nodes, (ready_seconds + 59) / 60 AS ready_min, COUNT(*) AS launches, " +
-	"COALESCE(SUM(tried), 0) AS tried, COALESCE(SUM(started), 0) AS started, " +
-	"COALESCE(SUM(verify_failures), 0) AS verify_failures, COALESCE(SUM(machine_failures), 0) AS machine_failures, " +
-	"COALESCE(SUM(CASE WHEN ready_unix IS NULL THEN 0 ELSE nodes * (COALESCE(ended_unix, ?) - ready_unix) END), 0) AS machine_seconds " +
-	"FROM launch_records WHERE launched_at >= ? GROUP BY offer_id, nodes, (ready_seconds + 59) / 60"
+// trackQuery reads the whole book in one statement (X2, X13). Its first
+// part counts the launches of the window by offer, size, outcome and
+// minutes to ready; its second, the ring readings by offer, size, tenth of
+// a GB/s and line rate. So its rows grow with the offers launched and the
+// distinct minutes and readings, never with the launches or the catalog.
+// Machine-seconds after ready are summed with the moment passed in.
+const trackQuery = "SELECT 0 AS part, offer_id, nodes, outcome, " + readyMinSQL + " AS ready_min, COUNT(*) AS launches, " +
+	"SUM(verify_failures) AS verify_failures, SUM(machine_failures) AS machine_failures, " +
+	"SUM(CASE WHEN ready_unix IS NULL THEN 0 ELSE nodes * (COALESCE(ended_unix, ?) - ready_unix) END) AS machine_seconds, " +
+	"NULL AS ring_min, NULL AS line_rate " +
+	"FROM launch_records WHERE launched_at >= ? GROUP BY offer_id, nodes, outcome, " + readyMinSQL +
+	" UNION ALL SELECT 1, offer_id, nodes, '', NULL, COUNT(*), 0, 0, 0, MIN(ring_mbps), line_rate_mbps " +
+	"FROM launch_records WHERE launched_at >= ? AND ring_mbps IS NOT NULL GROUP BY offer_id, nodes, ring_mbps / 100, line_rate_mbps"
 
-// OfferTrack reads every offer's track record (item 6) in one query.
+// readyMinSQL is a handed-over launch's minutes to ready, rounded up.
+const readyMinSQL = "CASE WHEN outcome IN ('" + OutcomeReady + "', '" + OutcomeReadyAfterSwap + "') THEN (ready_seconds + 59) / 60 END"
+
+// OfferTrack reads every offer's track record (X2) in one query.
 // Running machines count their hours up to the start of the current hour,
 // so the book (and its Stamp) changes when a launch does, or hourly.
 func (s *Store) OfferTrack(ctx context.Context) (*TrackBook, error) {
 	now := s.Now()
 	hour := now.Truncate(time.Hour)
-	rows, err := s.db.WithContext(ctx).Raw(trackQuery, hour.Unix(), now.Add(-TrackWindow)).Rows()
+	since := now.Add(-TrackWindow)
+	rows, err := s.db.WithContext(ctx).Raw(trackQuery, hour.Unix(), since, since).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("models: offer track record: %w", err)
 	}
 	defer rows.Close()
 	book := &TrackBook{Records: map[TrackKey]*TrackRecord{}}
 	dist := map[TrackKey][]readyMinutes{}
+	rings := map[TrackKey][]ringBucket{}
 	h := fnv.New64a()
 	for rows.Next() {
 		var (
-			k                                          TrackKey
-			readyMin                                   *int64
-			launches, tried, started, vf, mf, machSecs int64
+			k                           TrackKey
+			part                        int
+			outcome                     string
+			readyMin, ringMin, lineRate *int64
+			launches, vf, mf, machSecs  int64
 		)
-		if err := rows.Scan(&k.OfferID, &k.Nodes, &readyMin, &launches, &tried, &started, &vf, &mf, &machSecs); err != nil {
+		if err := rows.Scan(&part, &k.OfferID, &k.Nodes, &outcome, &readyMin, &launches, &vf, &mf, &machSecs, &ringMin, &lineRate); err != nil {
 			return nil, fmt.Errorf("models: offer track record: %w", err)
+		}
+		if part == 1 {
+			if ringMin != nil {
+				line := int64(0)
+				if lineRate != nil {
+					line = *lineRate
+				}
+				rings[k] = append(rings[k], ringBucket{mbps: int(*ringMin), line: int(line), n: int(launches)})
+			}
+			continue
 		}
 		r := book.Records[k]
 		if r == nil {
 			r = &TrackRecord{}
 			book.Records[k] = r
 		}
-		r.Tried += int(tried)
-		r.Started += int(started)
+		n := int(launches)
+		r.Launches += n
+		r.Outcomes.add(outcome, n)
+		switch outcome {
+		case OutcomeReady, OutcomeReadyAfterSwap:
+			r.Tried, r.Started, r.Ready = r.Tried+n, r.Started+n, r.Ready+n
+		case OutcomeFailedInstalling, OutcomeFailedVerifying:
+			r.Tried, r.Started = r.Tried+n, r.Started+n
+		case OutcomeFailedPlacing:
+			r.Tried += n
+		}
 		r.VerifyFailures += int(vf)
 		r.MachineFailures += int(mf)
 		r.MachineHours += float64(machSecs) / 3600
 		if readyMin != nil {
-			r.ReadySamples += int(launches)
-			dist[k] = append(dist[k], readyMinutes{int(*readyMin), int(launches)})
+			r.ReadySamples += n
+			dist[k] = append(dist[k], readyMinutes{int(*readyMin), n})
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("models: offer track record: %w", err)
 	}
-	keys := make([]TrackKey, 0, len(book.Records))
 	for k, ms := range dist {
 		slices.SortFunc(ms, func(a, b readyMinutes) int { return a.min - b.min })
 		r := book.Records[k]
 		r.ReadyP50, r.ReadyP90 = percentile(ms, r.ReadySamples, 50), percentile(ms, r.ReadySamples, 90)
 	}
+	for k, bs := range rings {
+		r := book.Records[k]
+		if r == nil { // cannot happen: a reading belongs to a launch of the window
+			continue
+		}
+		r.Ring = ringRecord(bs)
+	}
+	keys := make([]TrackKey, 0, len(book.Records))
 	for k := range book.Records {
 		keys = append(keys, k)
 	}
@@ -491,6 +757,37 @@ func percentile(ms []readyMinutes, n, p int) int {
 		}
 	}
 	return 0
+}
+
+// ringBucket is n ring readings within one tenth of a GB/s at one line
+// rate, by the lowest of them (MB/s).
+type ringBucket struct{ mbps, line, n int }
+
+// ringRecord is the median (nearest rank, to a tenth of a GB/s below) and
+// the worst reading (exact) of the buckets.
+func ringRecord(bs []ringBucket) RingRecord {
+	slices.SortFunc(bs, func(a, b ringBucket) int {
+		if a.mbps != b.mbps {
+			return a.mbps - b.mbps
+		}
+		return a.line - b.line
+	})
+	var out RingRecord
+	for _, b := range bs {
+		out.Samples += b.n
+	}
+	reading := func(b ringBucket) RingReading {
+		return RingReading{GBps: float64(b.mbps) / 1000, LineRateGBps: float64(b.line) / 1000}
+	}
+	out.Worst = reading(bs[0])
+	rank, seen := max((out.Samples*50+99)/100, 1), 0
+	for _, b := range bs {
+		if seen += b.n; seen >= rank {
+			out.Median = reading(b)
+			break
+		}
+	}
+	return out
 }
 
 // ---- lemons (item 7) ----

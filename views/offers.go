@@ -151,7 +151,7 @@ func sortLine(f OfferForm) string {
 		return "lowest price per GPU-hour first"
 	}
 	if f.sortedBy("track_record") {
-		return "recent launches started most often first"
+		return "recent launches succeeded most often first"
 	}
 	return "cheapest whole cluster first"
 }

@@ -91,7 +91,7 @@ func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 	b = append(b, ` · `...)
 	b = appendEscaped(b, KindLabel(o.MachineKind))
 	b = append(b, `</span>`...)
-	b = appendTrack(b, o.Track, "span")
+	b = appendTrack(b, o.Track, n, "span")
 	if o.Community {
 		b = append(b, `<span class="mt-1 inline-block rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100" title="Community host: keep secrets off it" data-testid="community-warning">community · keep secrets off</span>`...)
 	}
@@ -110,25 +110,102 @@ func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 	return append(b, `</td></tr>`...)
 }
 
-// appendTrack is the offer's track record at the row's size (issue 24
-// item 6, X2): "31 of 33 recent launches started · ready in 7–11 min", or
-// "no launches yet"; the failures are in its title. One short element, so
-// rows at catalog scale stay small.
-func appendTrack(b []byte, r *models.TrackRecord, tag string) []byte {
-	b = append(append(append(b, '<'), tag...), ` class="track"`...)
-	if r != nil && r.Tried > 0 {
-		b = append(b, ` title="Last 30 days: `...)
-		b = strconv.AppendInt(b, int64(r.VerifyFailures), 10)
-		b = append(b, ` failed verification`...)
-		if per, ok := r.FailuresPer1000h(); ok {
-			b = append(b, ` · `...)
-			b = strconv.AppendFloat(b, per, 'f', 1, 64)
-			b = append(b, ` machine failures per 1,000 machine-hours after ready`...)
-		}
-		b = append(b, '"')
+// appendTrack is the offer's track record at the row's size (X2, X13):
+// "7 of 9 recent launches succeeded · ready in 9 min" with the ring its
+// verifications measured under it, or "no launches yet". Where there were
+// launches it is the <summary> of a <details> that opens, by a tap as by a
+// click, on every outcome, the times to ready, the ring's median and worst
+// beside the line rate, and the machine failures.
+func appendTrack(b []byte, r *models.TrackRecord, n int, tag string) []byte {
+	if r == nil || r.Launches == 0 {
+		b = append(append(append(b, '<'), tag...), ` class="track">`...)
+		b = r.AppendSummary(b)
+		return append(append(append(b, `</`...), tag...), '>')
 	}
-	b = r.AppendSummary(append(b, '>'))
-	return append(append(append(b, `</`...), tag...), '>')
+	b = append(b, `<details class="track-box" data-testid="track"><summary><span class="track" title="Last 30 days: `...)
+	b = strconv.AppendInt(b, int64(r.VerifyFailures), 10)
+	b = append(b, ` failed verification`...)
+	if per, ok := r.FailuresPer1000h(); ok {
+		b = append(b, ` · `...)
+		b = strconv.AppendFloat(b, per, 'f', 1, 64)
+		b = append(b, ` machine failures per 1,000 machine-hours after ready`...)
+	}
+	b = append(b, `">`...)
+	b = r.AppendSummary(b)
+	b = append(b, `</span>`...)
+	if r.Ring.Samples > 0 {
+		b = append(b, `<span class="track-ring" data-testid="track-ring">`...)
+		b = r.AppendRingSummary(b)
+		b = append(b, `</span>`...)
+	}
+	b = append(b, `</summary><div class="track-detail" data-testid="track-detail"><p>Last 30 days at `...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, ` machines, each launch counted once:</p><ul class="track-outcomes">`...)
+	o := r.Outcomes
+	for _, c := range [...]struct {
+		key, label string
+		n          int
+	}{
+		{models.OutcomeReady, "ready", o.Ready}, {models.OutcomeReadyAfterSwap, "ready after a swap", o.ReadyAfterSwap},
+		{models.OutcomeFailedPlacing, "failed placing", o.FailedPlacing}, {models.OutcomeFailedInstalling, "failed installing", o.FailedInstalling},
+		{models.OutcomeFailedVerifying, "failed verifying", o.FailedVerifying},
+		{models.OutcomeCancelled, "cancelled before hand-over", o.Cancelled}, {"under_way", "under way", o.UnderWay},
+	} {
+		if c.n == 0 && (c.key == models.OutcomeCancelled || c.key == "under_way") {
+			continue
+		}
+		b = append(b, `<li data-outcome="`...)
+		b = append(b, c.key...)
+		b = append(b, `">`...)
+		b = strconv.AppendInt(b, int64(c.n), 10)
+		b = append(append(b, ' '), c.label...)
+		b = append(b, `</li>`...)
+	}
+	b = append(b, `</ul>`...)
+	if r.ReadySamples > 0 {
+		b = append(b, `<p data-testid="track-detail-ready">Launch to hand-over: median `...)
+		b = strconv.AppendInt(b, int64(r.ReadyP50), 10)
+		b = append(b, ` min, 90th percentile `...)
+		b = strconv.AppendInt(b, int64(r.ReadyP90), 10)
+		b = append(b, ` min.</p>`...)
+	}
+	b = append(b, `<p data-testid="track-detail-ring">`...)
+	if g := r.Ring; g.Samples > 0 {
+		b = append(b, `Ring bus bandwidth of `...)
+		b = strconv.AppendInt(b, int64(g.Samples), 10)
+		if g.Samples == 1 {
+			b = append(b, ` verification: `...)
+		} else {
+			b = append(b, ` verifications: median `...)
+		}
+		b = appendReading(b, g.Median)
+		if g.Samples > 1 {
+			b = appendReading(append(b, `; worst `...), g.Worst)
+		}
+		b = append(b, `.`...)
+	} else {
+		b = append(b, `No verification measured the ring yet.`...)
+	}
+	b = append(b, `</p><p>`...)
+	b = strconv.AppendInt(b, int64(r.VerifyFailures), 10)
+	b = append(b, ` machines failed verification`...)
+	if per, ok := r.FailuresPer1000h(); ok {
+		b = append(b, ` · `...)
+		b = strconv.AppendFloat(b, per, 'f', 1, 64)
+		b = append(b, ` machine failures per 1,000 machine-hours after ready`...)
+	}
+	return append(b, `.</p></div></details>`...)
+}
+
+// appendReading is "368 GB/s, 92 % of the 400 GB/s line rate", or the
+// GB/s alone for an Ethernet overlay.
+func appendReading(b []byte, r models.RingReading) []byte {
+	b = models.AppendGBps(b, r.GBps)
+	if p, ok := r.Percent(); ok {
+		b = append(strconv.AppendInt(append(b, ", "...), int64(p), 10), " % of the "...)
+		b = append(models.AppendGBps(b, r.LineRateGBps), " line rate"...)
+	}
+	return b
 }
 
 // appendChips is the standard sizes, each as the location sells it (O4).
@@ -297,7 +374,7 @@ func appendOfferCard(b []byte, o *models.Offer, n int, volume string) []byte {
 	b = append(b, ` · `...)
 	b = appendEscaped(b, KindLabel(o.MachineKind))
 	b = append(b, `</p>`...)
-	b = appendTrack(b, o.Track, "p")
+	b = appendTrack(b, o.Track, n, "p")
 	if o.Community {
 		b = append(b, `<p class="mt-1"><span class="rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100">community · keep secrets off</span></p>`...)
 	}

@@ -28,13 +28,16 @@ func toOfferJSON(o models.Offer, n int) api.Offer {
 	}
 }
 
-// toTrackJSON is an offer's track record at the asked size (issue 24 item 6).
+// toTrackJSON is an offer's track record at the asked size (X2, X13).
 func toTrackJSON(r *models.TrackRecord) api.TrackRecord {
-	j := api.TrackRecord{Summary: r.Summary()}
+	j := api.TrackRecord{Summary: r.Summary(), RingSummary: r.RingSummary()}
 	if r == nil {
 		return j
 	}
-	j.LaunchesTried, j.LaunchesStarted, j.ReadySamples = r.Tried, r.Started, r.ReadySamples
+	j.Launches, j.LaunchesTried, j.LaunchesStarted, j.LaunchesReady, j.ReadySamples = r.Launches, r.Tried, r.Started, r.Ready, r.ReadySamples
+	o := r.Outcomes
+	j.Outcomes = api.TrackOutcomes{Ready: o.Ready, ReadyAfterSwap: o.ReadyAfterSwap, FailedPlacing: o.FailedPlacing,
+		FailedInstalling: o.FailedInstalling, FailedVerifying: o.FailedVerifying, Cancelled: o.Cancelled, UnderWay: o.UnderWay}
 	j.VerificationFailures, j.MachineFailures = r.VerifyFailures, r.MachineFailures
 	j.MachineHours = math.Round(r.MachineHours*10) / 10
 	if rate, ok := r.SuccessRate(); ok {
@@ -48,6 +51,16 @@ func toTrackJSON(r *models.TrackRecord) api.TrackRecord {
 	if per, ok := r.FailuresPer1000h(); ok {
 		per = math.Round(per*10) / 10
 		j.FailuresPer1000Hours = &per
+	}
+	if g := r.Ring; g.Samples > 0 {
+		j.Ring = &api.TrackRing{Samples: g.Samples, BusBwGBpsMedian: math.Round(g.Median.GBps*10) / 10,
+			BusBwGBpsWorst: math.Round(g.Worst.GBps*10) / 10, LineRateGBps: g.Median.LineRateGBps}
+		if p, ok := g.Median.Percent(); ok {
+			j.Ring.PercentOfLineRateMedian = &p
+		}
+		if p, ok := g.Worst.Percent(); ok {
+			j.Ring.PercentOfLineRateWorst = &p
+		}
 	}
 	return j
 }

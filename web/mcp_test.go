@@ -61,13 +61,18 @@ func TestMCPToolsSpeakTheDocumentedAPI(t *testing.T) {
 		}
 		call("list_offers", map[string]any{"nodes": 2, "sort": "cheapest"}, true) // O3: the sort is checked
 		// Issue 24 item 6: each offer's track record, sortable, named in the answer.
-		app.launchRecord("h100x8", 2, 8)
+		// Issue 32 item 5 (X13): with the ring its verification measured.
+		app.launchRecordRing("h100x8", 2, 8, 368, 400)
 		res := call("list_offers", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "sort": "track_record"}, false)
-		if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "Best track record at this size (last 30 days): sim:h100x8 in Loc us-east, 1 of 1 recent launch started · ready in 8 min.") {
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "Best track record at this size (last 30 days): sim:h100x8 in Loc us-east, 1 of 1 recent launch succeeded · ready in 8 min, ring 368 GB/s (92 % of line rate).") {
 			t.Errorf("list_offers text %q", text)
 		}
-		if raw, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(raw), `"launchesStarted":1`) {
-			t.Errorf("list_offers structured answer has no track record: %s", raw)
+		raw, _ := json.Marshal(res.StructuredContent)
+		for _, want := range []string{`"launchesStarted":1`, `"launchesReady":1`, `"ready":1`, `"busBwGBpsMedian":368`, `"busBwGBpsWorst":368`,
+			`"lineRateGBps":400`, `"percentOfLineRateMedian":92`} {
+			if !strings.Contains(string(raw), want) {
+				t.Errorf("list_offers structured answer lacks %s: %s", want, raw)
+			}
 		}
 		qid := field(call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "persistent_gb": 100}, false), "id")
 		call("quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8, "max_hourly_price": "1"}, true)

@@ -32,9 +32,12 @@ func trackShot(t *testing.T, ctx context.Context, name string) {
 }
 
 // Issue 24 items 6 and 7 in a real browser, at a desktop's and a phone's
-// width: each offer row (grid) and card (phone) shows its track record on
-// one line inside its row without pushing Launch off, and sorting by track
-// record puts the most reliable offer first; an operator sees a lemon with
+// width: each offer row (grid) and card (phone) shows its track record
+// inside its row without pushing Launch off, with the ring its
+// verifications measured (issue 32 item 5), and sorting by track record
+// puts the most reliable offer first; a tap opens the detail (every
+// outcome, the times to ready, the ring beside the line rate) on screen
+// (issue 35 item 1); an operator sees a lemon with
 // its history and the time to repair, and releases it.
 func TestBrowserTrackRecordAndLemons(t *testing.T) {
 	t.Parallel() // see newBrowser
@@ -44,8 +47,8 @@ func TestBrowserTrackRecordAndLemons(t *testing.T) {
 	for _, m := range []int{7, 8, 8, 9, 11, 0} {
 		app.launchRecord("ash.8x.ib", 4, m)
 	}
-	app.launchRecord("fra.8x.ib", 4, 6)
-	app.launchRecord("fra.8x.ib", 4, 7)
+	app.launchRecordRing("fra.8x.ib", 4, 6, 376, 400)
+	app.launchRecordRing("fra.8x.ib", 4, 7, 352, 400)
 	app.seedLemon("us-east-1-ash.8x.ib-h03")
 	srv := httptest.NewServer(app.e)
 	defer srv.Close()
@@ -55,8 +58,10 @@ func TestBrowserTrackRecordAndLemons(t *testing.T) {
 		name          string
 		width, height int64
 		sel           string
-	}{{"offers-track-1440", 1440, 900, `[data-testid=offer-grid] [data-testid=offer-row]`}, {"offers-track-390", 390, 844, `[data-testid=offer-card]`}} {
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w.width, w.height), chromedp.Navigate(srv.URL+path),
+		first         string
+	}{{"offers-track-1440", 1440, 900, `[data-testid=offer-grid] [data-testid=offer-row]`, `[data-testid=offer-grid] [data-offer-id="sim:fra.8x.ib"]`},
+		{"offers-track-390", 390, 844, `[data-testid=offer-card]`, `[data-card-offer-id="sim:fra.8x.ib"]`}} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w.width, w.height, chromedp.EmulateTouch), chromedp.Navigate(srv.URL+path),
 			chromedp.WaitVisible(w.sel)); err != nil {
 			t.Fatal(err)
 		}
@@ -75,13 +80,44 @@ func TestBrowserTrackRecordAndLemons(t *testing.T) {
 			const first = items[0];
 			if (!first || !(first.dataset.offerId || first.dataset.cardOfferId).endsWith('fra.8x.ib')) out.push('first is ' + (first && (first.dataset.offerId || first.dataset.cardOfferId)));
 			const txt = first ? first.querySelector('.track').innerText.trim() : '';
-			if (txt !== '2 of 2 recent launches started · ready in 6–7 min') out.push('first reads ' + txt);
+			if (txt !== '2 of 2 recent launches succeeded · ready in 6 min') out.push('first reads ' + txt);
+			const ring = first ? first.querySelector('[data-testid=track-ring]') : null;
+			if (!ring || ring.innerText.trim() !== 'ring 352 GB/s (88 % of line rate) · worst 352 GB/s (88 %)') out.push('ring reads ' + (ring && ring.innerText));
 			return out;
 		})()`)
 		for _, p := range problems {
 			t.Errorf("%s: %s", w.name, p)
 		}
 		trackShot(t, ctx, w.name)
+
+		// Issue 35 item 1: the detail opens by a tap, not only by hover,
+		// and fits the screen.
+		box := w.first + ` details[data-testid=track]`
+		if err := chromedp.Do(ctx, chromedp.Tap(box+` > summary`), chromedp.WaitVisible(box+` [data-testid=track-detail]`)); err != nil {
+			t.Fatalf("%s: tapping the track record open: %v", w.name, err)
+		}
+		problems = evalJS[[]string](t, ctx, "the open detail", `(() => {
+			const out = [], d = document.querySelector('`+box+`');
+			if (!d.open) out.push('the detail is closed');
+			const det = d.querySelector('[data-testid=track-detail]'), b = det.getBoundingClientRect();
+			if (b.width === 0 || b.right > window.innerWidth + 1 || b.left < -1) out.push('the detail is off screen: ' + b.left + '–' + b.right);
+			if (document.documentElement.scrollWidth > window.innerWidth + 1) out.push('the page scrolls sideways');
+			const t = det.innerText;
+			for (const want of ['2 ready', '0 failed placing', '0 failed verifying', 'median 6 min', 'median 352 GB/s, 88 % of the 400 GB/s line rate', 'worst 352 GB/s']) {
+				if (!t.includes(want)) out.push('the detail lacks ' + want);
+			}
+			return out;
+		})()`)
+		for _, p := range problems {
+			t.Errorf("%s: %s", w.name, p)
+		}
+		trackShot(t, ctx, w.name+"-open")
+		if err := chromedp.Do(ctx, chromedp.Tap(box+` > summary`)); err != nil {
+			t.Fatal(err)
+		}
+		if open := evalJS[bool](t, ctx, "closed again", `document.querySelector('`+box+`').open`); open {
+			t.Errorf("%s: a second tap leaves the detail open", w.name)
+		}
 	}
 
 	acc := app.signupAccount("op@deck.example", "Deck Ops")

@@ -5,28 +5,45 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
 // launchRecord writes one launch of offer at nodes into the product's
-// history (models' track.go keeps these as clusters move; jobs' tests
-// prove that): ready after readyMin minutes, or failed when readyMin is 0.
+// history (models' track.go keeps these as clusters move; its tests and
+// jobs' prove that): ready after readyMin minutes, or failed placing when
+// readyMin is 0.
 func (a *testApp) launchRecord(offer string, nodes, readyMin int) {
+	a.t.Helper()
+	a.launchRecordRing(offer, nodes, readyMin, 0, 0)
+}
+
+// launchRecordRing is launchRecord with the ring its verification measured
+// (GB/s, 0 = none) on NICs with a line rate of lineGBps (0 = an overlay).
+func (a *testApp) launchRecordRing(offer string, nodes, readyMin int, ringGBps, lineGBps float64) {
 	a.t.Helper()
 	now := a.clock.Now()
 	r := models.LaunchRecord{ClusterID: models.NewID("cl"), Provider: "sim", OfferID: "sim:" + offer, Nodes: nodes,
-		LaunchedAt: now.Add(-5 * time.Hour), Tried: 1}
+		LaunchedAt: now.Add(-5 * time.Hour), Tried: 1, LineRateMBps: int(lineGBps * 1000)}
 	if readyMin > 0 {
 		secs, at := readyMin*60-30, now.Add(-4*time.Hour).Unix()
-		r.Started, r.ReadySeconds, r.ReadyUnix = 1, &secs, &at
+		r.Started, r.ReadySeconds, r.ReadyUnix, r.Outcome = 1, &secs, &at, models.OutcomeReady
 	} else {
 		end := now.Add(-4 * time.Hour).Unix()
-		r.EndedUnix = &end
+		r.EndedUnix, r.Outcome = &end, models.OutcomeFailedPlacing
+	}
+	if ringGBps > 0 {
+		mbps := int(ringGBps * 1000)
+		r.RingMBps = &mbps
+		if readyMin == 0 {
+			r.Outcome, r.Started = models.OutcomeFailedVerifying, 1
+		}
 	}
 	if err := a.db.Create(&r).Error; err != nil {
 		a.t.Fatal(err)
@@ -65,8 +82,8 @@ func TestOffersShowTrackRecord(t *testing.T) {
 			app.launchRecord("dear", 2, 8) // another size: not this row's record
 		}
 		for _, tt := range []struct{ id, want string }{
-			{"mid", "2 of 3 recent launches started · ready in 7–11 min"},
-			{"cheap-gpu", "1 of 1 recent launch started · ready in 9 min"},
+			{"mid", "2 of 3 recent launches succeeded · ready in 7 min"},
+			{"cheap-gpu", "1 of 1 recent launch succeeded · ready in 9 min"},
 			{"dear", "no launches yet"},
 		} {
 			if row, card := track("", tt.id); row != tt.want || card != tt.want {
@@ -106,7 +123,8 @@ func TestOffersShowTrackRecord(t *testing.T) {
 		}
 		if mid.LaunchesTried != 3 || mid.LaunchesStarted != 2 || mid.SuccessRate == nil || *mid.SuccessRate != 0.667 ||
 			mid.ReadyMinutesMedian == nil || *mid.ReadyMinutesMedian != 7 || *mid.ReadyMinutesP90 != 11 || mid.MachineHours < 8 ||
-			mid.FailuresPer1000Hours == nil || *mid.FailuresPer1000Hours != 0 || mid.Summary != "2 of 3 recent launches started · ready in 7–11 min" {
+			mid.FailuresPer1000Hours == nil || *mid.FailuresPer1000Hours != 0 || mid.Summary != "2 of 3 recent launches succeeded · ready in 7 min" || mid.Launches != 3 || mid.LaunchesReady != 2 ||
+			mid.Outcomes != (api.TrackOutcomes{Ready: 2, FailedPlacing: 1}) || mid.Ring != nil || mid.RingSummary != "" {
 			t.Errorf("mid's record %+v", mid)
 		}
 		if dear.LaunchesTried != 0 || dear.SuccessRate != nil || dear.ReadyMinutesMedian != nil || dear.Summary != "no launches yet" {
@@ -192,4 +210,117 @@ func TestAdminLemonsPage(t *testing.T) {
 			t.Errorf("audit %+v %v", rows, err)
 		}
 	})
+}
+
+// Issue 35 item 1 and issue 32 item 5 (X2, X13): the row and the card say
+// "ready in N min" (the median) with the ring its verifications measured
+// (median and worst, GB/s and % of the NICs' line rate; GB/s alone on an
+// Ethernet overlay), and a <details> opens on every outcome, the times to
+// ready and the ring beside the line rate; the API carries the same; the
+// page reads every record in the same statements however many offers
+// have one.
+func TestOffersTrackRecordDetailAndRing(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ib := testOffer("ib", "us-east", 8, 2_100_000, intp(10))
+		ib.NICs, ib.NICGbps = 8, 400
+		eth := testOffer("eth", "us-east", 8, 1_500_000, intp(10))
+		eth.Interconnect = "ethernet"
+		app.seedOffers(ib, eth, testOffer("none", "eu-west", 8, 2_500_000, intp(10)))
+		app.launchRecordRing("ib", 4, 7, 368, 400)
+		app.launchRecordRing("ib", 4, 9, 376, 400)
+		app.launchRecordRing("ib", 4, 12, 352, 400)
+		app.launchRecordRing("ib", 4, 0, 200, 400) // failed verifying
+		app.launchRecord("ib", 4, 0)               // failed placing
+		app.launchRecordRing("eth", 4, 20, 1.84, 0)
+
+		d := doc(t, app.get("/offers?accelerator=H100_80GB&nodes=4"))
+		for _, sel := range []string{`[data-testid=offer-row][data-offer-id="sim:ib"]`, `[data-testid=offer-card][data-card-offer-id="sim:ib"]`} {
+			box := d.Find(sel + ` details[data-testid=track]`)
+			if box.Length() != 1 || box.Find(`summary .track`).Length() != 1 {
+				t.Fatalf("%s: no track <details> with the line as its summary", sel)
+			}
+			if got := strings.TrimSpace(box.Find(`summary .track`).Text()); got != "3 of 5 recent launches succeeded · ready in 9 min" {
+				t.Errorf("%s: summary %q", sel, got)
+			}
+			if got := strings.TrimSpace(box.Find(`summary [data-testid=track-ring]`).Text()); got != "ring 352 GB/s (88 % of line rate) · worst 200 GB/s (50 %)" {
+				t.Errorf("%s: ring %q", sel, got)
+			}
+			detail := box.Find(`[data-testid=track-detail]`)
+			outcomes := map[string]string{}
+			detail.Find(`li[data-outcome]`).Each(func(_ int, li *goquery.Selection) {
+				outcomes[li.AttrOr("data-outcome", "")] = li.Text()
+			})
+			if want := map[string]string{"ready": "3 ready", "ready_swap": "0 ready after a swap", "failed_placing": "1 failed placing",
+				"failed_installing": "0 failed installing", "failed_verifying": "1 failed verifying"}; !reflect.DeepEqual(outcomes, want) {
+				t.Errorf("%s: outcomes %v", sel, outcomes)
+			}
+			if got := detail.Find(`[data-testid=track-detail-ready]`).Text(); got != "Launch to hand-over: median 9 min, 90th percentile 12 min." {
+				t.Errorf("%s: times %q", sel, got)
+			}
+			if got := detail.Find(`[data-testid=track-detail-ring]`).Text(); got != "Ring bus bandwidth of 4 verifications: median 352 GB/s, 88 % of the 400 GB/s line rate; worst 200 GB/s, 50 % of the 400 GB/s line rate." {
+				t.Errorf("%s: ring detail %q", sel, got)
+			}
+		}
+		if got := strings.TrimSpace(d.Find(`[data-offer-id="sim:eth"] [data-testid=track-ring]`).Text()); got != "ring 1.8 GB/s" {
+			t.Errorf("overlay ring %q", got)
+		}
+		if d.Find(`[data-offer-id="sim:none"] details`).Length() != 0 || strings.TrimSpace(d.Find(`[data-offer-id="sim:none"] .track`).Text()) != "no launches yet" {
+			t.Error("an offer without launches has a detail, or says otherwise")
+		}
+
+		var resp api.OffersResponse
+		if err := json.Unmarshal(app.get("/v1/gpu/offers?accelerator=H100_80GB&nodes=4").Body.Bytes(), &resp); err != nil {
+			t.Fatal(err)
+		}
+		recs := map[string]api.TrackRecord{}
+		for _, g := range resp.Groups {
+			for _, o := range g.Offers {
+				recs[o.ID] = o.TrackRecord
+			}
+		}
+		r := recs["sim:ib"]
+		if r.Ring == nil || r.Ring.Samples != 4 || r.Ring.BusBwGBpsMedian != 352 || r.Ring.BusBwGBpsWorst != 200 || r.Ring.LineRateGBps != 400 ||
+			r.Ring.PercentOfLineRateMedian == nil || *r.Ring.PercentOfLineRateMedian != 88 || *r.Ring.PercentOfLineRateWorst != 50 ||
+			r.RingSummary != "ring 352 GB/s (88 % of line rate) · worst 200 GB/s (50 %)" || r.SuccessRate == nil || *r.SuccessRate != 0.6 ||
+			r.Outcomes != (api.TrackOutcomes{Ready: 3, FailedPlacing: 1, FailedVerifying: 1}) || *r.ReadyMinutesMedian != 9 {
+			t.Errorf("ib's record %+v ring %+v", r, r.Ring)
+		}
+		if e := recs["sim:eth"]; e.Ring == nil || e.Ring.BusBwGBpsMedian != 1.8 || e.Ring.PercentOfLineRateMedian != nil || e.Ring.LineRateGBps != 0 {
+			t.Errorf("overlay ring %+v", e.Ring)
+		}
+		if recs["sim:none"].Ring != nil {
+			t.Error("a ring for an offer never launched")
+		}
+	})
+}
+
+// The track record is read in the same statements whether two offers or
+// forty have launches with ring readings (no statement per offer).
+func TestOffersTrackRecordStatementsDoNotGrow(t *testing.T) {
+	counts := map[int]int64{}
+	for _, n := range []int{2, 40} {
+		app := newTestApp(t, openSQLite(t))
+		offers := make([]models.Offer, 60)
+		for i := range offers {
+			offers[i] = testOffer(fmt.Sprintf("o%02d", i), fmt.Sprintf("loc-%d", i%10), 8, models.Money(2_000_000+i*1000), intp(10))
+			offers[i].NICs, offers[i].NICGbps = 8, 400
+		}
+		app.seedOffers(offers...)
+		for i := range n {
+			app.launchRecordRing(offers[i].ProviderOffer, 4, 8, 350+float64(i), 400)
+			app.launchRecord(offers[i].ProviderOffer, 4, 0)
+		}
+		before := app.sql.n.Load()
+		rec := app.get("/offers?accelerator=H100_80GB&nodes=4")
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d", rec.Code)
+		}
+		counts[n] = app.sql.n.Load() - before
+		if got := doc(t, rec).Find(`[data-testid=offer-grid] [data-testid=track-ring]`).Length(); got != n {
+			t.Errorf("%d offers with a ring reading show %d", n, got)
+		}
+	}
+	if counts[2] != counts[40] || counts[2] == 0 {
+		t.Errorf("SQL statements per request: %v; must be the same with 2 and 40 offers launched", counts)
+	}
 }

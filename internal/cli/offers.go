@@ -21,7 +21,7 @@ func (c *gpuCLI) offers(args []string) error {
 	fs.StringVar(&q.MachineKind, "machine-kind", "", "vm, bare_metal or container")
 	fs.IntVar(&q.GPUsPerNode, "gpus-per-node", 0, "GPUs per machine: 1, 2, 4 or 8")
 	fs.StringVar(&q.MaxPrice, "max-price", "", "a ceiling in dollars per hour for the whole cluster")
-	fs.StringVar(&q.Sort, "sort", "", "cluster_price (the default: cheapest whole cluster first), gpu_price (lowest $/GPU-h first) or track_record (recent launches at this size started most often first)")
+	fs.StringVar(&q.Sort, "sort", "", "cluster_price (the default: cheapest whole cluster first), gpu_price (lowest $/GPU-h first) or track_record (recent launches at this size succeeded most often first)")
 	if err := noArgs(fs, args, "use --accelerator and --nodes"); err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ type OffersArgs struct {
 	MachineKind      string `json:"machine_kind,omitempty" jsonschema:"vm, bare_metal or container"`
 	MaxPrice         string `json:"max_price,omitempty" jsonschema:"a ceiling in dollars per hour for the whole cluster, e.g. \"60\""`
 	IncludeCommunity bool   `json:"include_community,omitempty" jsonschema:"also offer community hosts, run by independent operators (keep secrets off them)"`
-	Sort             string `json:"sort,omitempty" jsonschema:"cluster_price (the default: cheapest whole cluster first), gpu_price (lowest price per GPU-hour first) or track_record (the offers whose recent launches at this size started most often first)"`
+	Sort             string `json:"sort,omitempty" jsonschema:"cluster_price (the default: cheapest whole cluster first), gpu_price (lowest price per GPU-hour first) or track_record (the offers whose recent launches at this size succeeded most often first)"`
 }
 
 func (t *tools) listOffers(s *mcp.Server) {
@@ -31,7 +31,7 @@ func (t *tools) listOffers(s *mcp.Server) {
 		"sort": {"cluster_price", "gpu_price", "track_record"},
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "list_offers", InputSchema: schema, Annotations: readOnly("List offers"),
-		Description: "List the offers that can start a cluster of this size now, by location, with the whole-cluster price per hour, each offer's track record at this size over the last 30 days (trackRecord: launches started of tried, minutes to ready, verification and machine failures), and the organisation's own private offers."},
+		Description: "List the offers that can start a cluster of this size now, by location, with the whole-cluster price per hour, each offer's track record at this size over the last 30 days (trackRecord: every launch by outcome, launches ready of those that ended, median minutes to ready, verification and machine failures, and the ring bus bandwidth its verifications measured, median and worst, in GB/s and as a share of the NICs' line rate), and the organisation's own private offers."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in OffersArgs) (*mcp.CallToolResult, any, error) {
 			q := client.OffersQuery{Accelerator: in.Accelerator, Nodes: in.Nodes, GPUsPerNode: in.GPUsPerNode, Interconnect: in.Interconnect,
 				MachineKind: in.MachineKind, MaxPrice: in.MaxPrice, IncludeCommunity: in.IncludeCommunity, Sort: in.Sort}
@@ -46,7 +46,11 @@ func (t *tools) listOffers(s *mcp.Server) {
 func offersSummary(out api.OffersResponse) string {
 	s := fmt.Sprintf("%d offers for %d machines. Quote one with quote_cluster (offer_id, or accelerator, nodes and gpus_per_node).", out.Count, out.Nodes)
 	if best := bestTracked(out); best != nil {
-		s += fmt.Sprintf("\nBest track record at this size (last 30 days): %s in %s, %s.", best.ID, best.LocationName, best.TrackRecord.Summary)
+		s += fmt.Sprintf("\nBest track record at this size (last 30 days): %s in %s, %s", best.ID, best.LocationName, best.TrackRecord.Summary)
+		if rs := best.TrackRecord.RingSummary; rs != "" {
+			s += ", " + rs // X13: what its fabric measured
+		}
+		s += "."
 	}
 	if len(out.PrivateOffers) == 0 {
 		return s
@@ -61,8 +65,8 @@ func offersSummary(out api.OffersResponse) string {
 	return s
 }
 
-// bestTracked is the offer whose recent launches at this size started most
-// often (then most launches), or nil when none was launched.
+// bestTracked is the offer whose recent launches at this size succeeded
+// most often (then most launches), or nil when none was launched.
 func bestTracked(out api.OffersResponse) *api.Offer {
 	var best *api.Offer
 	for gi := range out.Groups {
@@ -77,7 +81,7 @@ func bestTracked(out api.OffersResponse) *api.Offer {
 				continue
 			}
 			b := best.TrackRecord
-			if l, rr := r.LaunchesStarted*b.LaunchesTried, b.LaunchesStarted*r.LaunchesTried; l > rr || l == rr && r.LaunchesTried > b.LaunchesTried {
+			if l, rr := r.LaunchesReady*b.LaunchesTried, b.LaunchesReady*r.LaunchesTried; l > rr || l == rr && r.LaunchesTried > b.LaunchesTried {
 				best = o
 			}
 		}
