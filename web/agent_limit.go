@@ -26,10 +26,21 @@ const (
 	AgentLogBurst          = 2000
 )
 
+// Heartbeats are rate-limited per node the same way (X19): a bucket of
+// AgentHeartbeatBurst heartbeats refilling at AgentHeartbeatsPerSecond,
+// ten times the agent's own pace (one every 10 s); one beyond it is
+// refused with 429 and Retry-After and keeps nothing.
+const (
+	AgentHeartbeatsPerSecond = 1
+	AgentHeartbeatBurst      = 60
+)
+
 // logLimiter holds one bucket per node; buckets of nodes quiet for an hour
 // are dropped.
 type logLimiter struct {
 	now     func() time.Time
+	every   rate.Limit // refill per second
+	burst   int
 	mu      sync.Mutex
 	buckets map[string]*nodeBucket
 	swept   time.Time
@@ -41,7 +52,31 @@ type nodeBucket struct {
 }
 
 func newLogLimiter(now func() time.Time) *logLimiter {
-	return &logLimiter{now: now, buckets: map[string]*nodeBucket{}}
+	return &logLimiter{now: now, every: AgentLogLinesPerSecond, burst: AgentLogBurst, buckets: map[string]*nodeBucket{}}
+}
+
+func newHeartbeatLimiter(now func() time.Time) *logLimiter {
+	return &logLimiter{now: now, every: AgentHeartbeatsPerSecond, burst: AgentHeartbeatBurst, buckets: map[string]*nodeBucket{}}
+}
+
+// limitClock is the clock the agent limits refill on: the store's, moved
+// on by wall time while it stands still (a development fake clock nobody
+// advances must not starve the simulated agents); never backwards.
+func limitClock(store func() time.Time) func() time.Time {
+	var mu sync.Mutex
+	var last, lastWall time.Time
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now, wall := store(), time.Now()
+		if !last.IsZero() {
+			if moved := last.Add(wall.Sub(lastWall)); moved.After(now) {
+				now = moved
+			}
+		}
+		last, lastWall = now, wall
+		return now
+	}
 }
 
 // wait reserves n lines for node: 0 when they may be stored now, else how
@@ -60,7 +95,7 @@ func (l *logLimiter) wait(node string, n int) time.Duration {
 	}
 	b, ok := l.buckets[node]
 	if !ok {
-		b = &nodeBucket{lim: rate.NewLimiter(AgentLogLinesPerSecond, AgentLogBurst)}
+		b = &nodeBucket{lim: rate.NewLimiter(l.every, l.burst)}
 		l.buckets[node] = b
 	}
 	b.used = now
@@ -95,6 +130,23 @@ func (l *logLimiter) limitLogs(next echo.HandlerFunc) echo.HandlerFunc {
 				Message: "This node ships logs faster than " + strconv.Itoa(AgentLogLinesPerSecond) +
 					" lines a second; keep the lines and send them again after Retry-After seconds.",
 				Extra: map[string]any{"retryAfter": secs, "maxLinesPerNode": models.MaxLogLinesPerNode}}
+		}
+		return next(c)
+	}
+}
+
+// limitHeartbeats is the middleware on POST /v1/agent/heartbeat (after
+// agentAuth): one heartbeat a request (X19).
+func (l *logLimiter) limitHeartbeats(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		_, node := agentOf(c)
+		if d := l.wait(node.ID, 1); d > 0 {
+			secs := int(math.Ceil(min(d, time.Hour).Seconds()))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			return &APIError{Status: http.StatusTooManyRequests, Code: "too_many_requests",
+				Message: "This node sends heartbeats faster than " + strconv.Itoa(AgentHeartbeatsPerSecond) +
+					" a second; send the next one after Retry-After seconds.",
+				Extra: map[string]any{"retryAfter": secs, "heartbeatBurst": AgentHeartbeatBurst}}
 		}
 		return next(c)
 	}

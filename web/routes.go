@@ -226,7 +226,8 @@ func (h *handler) routes(e *echo.Echo) {
 	agent := newRouteGroup(e, "/v1/agent", h.agentAuth)
 	agent.POST("/checkin", h.agentCheckin)
 	agent.POST("/peers", h.agentPeers)
-	agent.POST("/heartbeat", h.agentHeartbeat)
+	// X19: heartbeats are rate-limited per node, like logs.
+	agent.POST("/heartbeat", h.agentHeartbeat, newHeartbeatLimiter(h.agentLimitClock()).limitHeartbeats)
 	agent.POST("/logs", h.agentLogs, newLogLimiter(h.Store.Now).limitLogs) // N6: per node
 	agent.POST("/tasks/:task", h.agentTaskResult)
 
