@@ -34,7 +34,7 @@ func init() {
 			// record and the lemon count. Faults from before are counted.
 			"ALTER TABLE machine_faults ADD COLUMN org_id varchar(32) NOT NULL DEFAULT ''",
 			"ALTER TABLE machine_faults ADD COLUMN evidence varchar(16) NOT NULL DEFAULT ''",
-			"ALTER TABLE machine_faults ADD COLUMN counted integer NOT NULL DEFAULT 1",
+			"ALTER TABLE machine_faults ADD COLUMN counted boolean NOT NULL DEFAULT true",
 		} {
 			if err := tx.Exec(q).Error; err != nil {
 				return err
