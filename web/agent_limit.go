@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,11 +30,17 @@ const (
 // Heartbeats are rate-limited per node the same way (X19): a bucket of
 // AgentHeartbeatBurst heartbeats refilling at AgentHeartbeatsPerSecond,
 // ten times the agent's own pace (one every 10 s); one beyond it is
-// refused with 429 and Retry-After and keeps nothing.
+// refused with 429 and Retry-After and keeps nothing. The bucket is the
+// node token's and is checked before the token is looked up or the body
+// read, so a refused heartbeat costs the database nothing.
 const (
 	AgentHeartbeatsPerSecond = 1
-	AgentHeartbeatBurst      = 60
+	AgentHeartbeatBurst      = 10
 )
+
+// maxLimiterBuckets is how many buckets a limiter keeps before it drops
+// the refilled ones early (tokens nobody knows cost a bucket each).
+const maxLimiterBuckets = 10_000
 
 // logLimiter holds one bucket per node; buckets of nodes quiet for an hour
 // are dropped.
@@ -85,9 +92,13 @@ func (l *logLimiter) wait(node string, n int) time.Duration {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.swept) > time.Hour {
+	idle := time.Hour
+	if len(l.buckets) > maxLimiterBuckets && now.Sub(l.swept) > time.Second {
+		idle = time.Duration(float64(l.burst) / float64(l.every) * float64(time.Second)) // refilled: forgetting it loses nothing
+	}
+	if now.Sub(l.swept) > idle || idle < time.Hour {
 		for id, b := range l.buckets {
-			if now.Sub(b.used) > time.Hour {
+			if now.Sub(b.used) > idle {
 				delete(l.buckets, id)
 			}
 		}
@@ -135,12 +146,16 @@ func (l *logLimiter) limitLogs(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// limitHeartbeats is the middleware on POST /v1/agent/heartbeat (after
-// agentAuth): one heartbeat a request (X19).
+// limitHeartbeats is the middleware on POST /v1/agent/heartbeat, before
+// agentAuth: one heartbeat a request, per node token (X19). A request
+// without a token goes on to agentAuth's 401.
 func (l *logLimiter) limitHeartbeats(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		_, node := agentOf(c)
-		if d := l.wait(node.ID, 1); d > 0 {
+		token, _ := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		if token == "" || len(token) > 200 {
+			return next(c)
+		}
+		if d := l.wait(token, 1); d > 0 {
 			secs := int(math.Ceil(min(d, time.Hour).Seconds()))
 			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 			return &APIError{Status: http.StatusTooManyRequests, Code: "too_many_requests",
