@@ -181,7 +181,7 @@ func (j *Health) observe(n models.ClusterNode, g providers.Group, found bool, no
 		return seen, models.EvidenceProvider
 	}
 	if n.HWFault != "" {
-		return "GPU hardware error: " + n.HWFault, models.EvidenceTenant // issue 26 item 5: as unwell as a silent agent
+		return "GPU hardware error: " + n.HWFault, models.EvidenceTenant // X15: as unwell as a silent agent
 	}
 	last := n.HeartbeatAt
 	if last == nil {
