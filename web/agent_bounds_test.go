@@ -129,3 +129,37 @@ func TestLimitClock(t *testing.T) {
 		t.Fatalf("followed the store back: %v after %v", got, ahead)
 	}
 }
+
+// X19: the lemons page names what each fault rests on, and which
+// customer reports did not count.
+func TestAdminLemonsShowEvidence(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		op := app.signupAccount("op@example.com", "Ops")
+		if _, err := app.store.SetOperator(ctx, op.user.Email, true); err != nil {
+			t.Fatal(err)
+		}
+		now := app.clock.Now()
+		for _, f := range []models.MachineFault{
+			{Provider: "sim", Machine: "host-e", ClusterID: "cl_a", Node: "node-0", Kind: models.FaultDied, At: now.Add(-2 * time.Hour),
+				Detail: "GPU hardware error: XID 79", OrgID: "org_a", Evidence: models.EvidenceTenant},
+			{Provider: "sim", Machine: "host-e", ClusterID: "cl_b", Node: "node-1", Kind: models.FaultDied, At: now.Add(-time.Hour),
+				Detail: "stopped at the provider", OrgID: "org_b", Evidence: models.EvidenceProvider, Counted: true},
+		} {
+			if err := app.db.Create(&f).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := app.db.Create(&models.MachineQuarantine{Provider: "sim", Machine: "host-e", QuarantinedAt: now.Add(-time.Hour),
+			Reason: "2 faults in 30 days; evidence: the provider's view"}).Error; err != nil {
+			t.Fatal(err)
+		}
+		row := doc(t, app.login(op).get("/admin/lemons")).Find(`[data-testid=lemon-row][data-machine=host-e]`)
+		faults := row.Find(`[data-testid=lemon-fault]`)
+		if faults.Length() != 2 || !strings.Contains(faults.First().Text(), "the provider's view") ||
+			!strings.Contains(faults.Last().Text(), "the customer's own reports (not counted") ||
+			!strings.Contains(row.Text(), "evidence: the provider's view") {
+			t.Fatalf("lemon row %q", row.Text())
+		}
+	})
+}
