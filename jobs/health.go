@@ -104,7 +104,7 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 			if n.MeshAt == nil || n.Status == models.NodeFailed || n.Status == models.NodeLost || n.Status == models.NodeTerminated {
 				continue // not admitted, or ended
 			}
-			seen := j.observe(n, g, found, now)
+			seen, evidence := j.observe(n, g, found, now)
 			if seen == "" {
 				if n.DownSince != nil || n.Status == models.NodeDown || n.Status == models.NodeRestarting {
 					marks.Well = append(marks.Well, n.ID)
@@ -122,7 +122,7 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 			// declared before a later pass confirms it.
 			if now.Sub(since) >= orDefault(j.UnhealthyAfter, DefaultUnhealthyAfter) &&
 				n.Status != models.NodeDown && n.Status != models.NodeRestarting {
-				v.downs = append(v.downs, models.DownMachine{Rank: n.Rank, Name: n.Name, Seen: seen})
+				v.downs = append(v.downs, models.DownMachine{Rank: n.Rank, Name: n.Name, Seen: seen, Evidence: evidence})
 			}
 		}
 		verdicts = append(verdicts, v)
@@ -172,8 +172,30 @@ func (j *Health) describe(ctx context.Context, cs []models.Cluster) (map[string]
 }
 
 // observe says what is wrong with machine n now, or "" when it is well:
-// running at its provider and its agent's heartbeat on time.
-func (j *Health) observe(n models.ClusterNode, g providers.Group, found bool, now time.Time) string {
+// running at its provider and its agent's heartbeat on time; and what that
+// rests on (X19): the provider's view, or the machine's own agent (a GPU
+// error it reported, its silence), which the customer controls.
+func (j *Health) observe(n models.ClusterNode, g providers.Group, found bool, now time.Time) (string, string) {
+	seen := j.observeProvider(n, g, found)
+	if seen != "" {
+		return seen, models.EvidenceProvider
+	}
+	if n.HWFault != "" {
+		return "GPU hardware error: " + n.HWFault, models.EvidenceTenant // X15: as unwell as a silent agent
+	}
+	last := n.HeartbeatAt
+	if last == nil {
+		last = n.MeshAt
+	}
+	if late := orDefault(j.HeartbeatLate, DefaultHeartbeatLate); now.Sub(*last) > late {
+		return fmt.Sprintf("agent silent: last heartbeat %s ago", now.Sub(*last).Round(time.Second)), models.EvidenceTenant
+	}
+	return "", ""
+}
+
+// observeProvider is what the provider says is wrong with machine n, ""
+// when it reports it running.
+func (j *Health) observeProvider(n models.ClusterNode, g providers.Group, found bool) string {
 	if !found {
 		return "not found at the provider"
 	}
@@ -193,15 +215,6 @@ func (j *Health) observe(n models.ClusterNode, g providers.Group, found bool, no
 			msg += " (" + pn.Message + ")"
 		}
 		return msg
-	case n.HWFault != "":
-		return "GPU hardware error: " + n.HWFault // issue 26 item 5: as unwell as a silent agent
-	}
-	last := n.HeartbeatAt
-	if last == nil {
-		last = n.MeshAt
-	}
-	if late := orDefault(j.HeartbeatLate, DefaultHeartbeatLate); now.Sub(*last) > late {
-		return fmt.Sprintf("agent silent: last heartbeat %s ago", now.Sub(*last).Round(time.Second))
 	}
 	return ""
 }

@@ -274,6 +274,9 @@ func (s *Store) Heartbeat(ctx context.Context, c Cluster, n ClusterNode, r Heart
 		if err := r.GPU.Validate(s.Now()); err != nil {
 			return HeartbeatOrders{}, &ReportError{"gpu", err}
 		}
+		if err := s.checkGPUIndexes(ctx, c, n, *r.GPU); err != nil {
+			return HeartbeatOrders{}, err
+		}
 	}
 	var o HeartbeatOrders
 	err := s.Tx(ctx, func(tx *Store) error {

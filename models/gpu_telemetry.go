@@ -254,6 +254,9 @@ func (s *Store) RecordGPUReport(ctx context.Context, c Cluster, n ClusterNode, r
 		err := db.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "cluster_id"}, {Name: "rank"}, {Name: "gpu"}, {Name: "at"}},
 			DoUpdates: clause.Assignments(mergeAssignments()),
+			// X19: a point folds at most MaxSamplesPerGPUMinute samples; a
+			// report that would pass it leaves the stored point as it is.
+			Where: clause.Where{Exprs: []clause.Expression{gorm.Expr("gpu_points.n + excluded.n <= ?", MaxSamplesPerGPUMinute)}},
 		}).Create(&rows).Error
 		if err != nil {
 			return err
@@ -289,7 +292,12 @@ func (s *Store) RecordGPUReport(ctx context.Context, c Cluster, n ClusterNode, r
 // forgetGPUMachine drops a machine's GPU state: a replacement is a new
 // machine with other GPUs.
 func (s *Store) forgetGPUMachine(ctx context.Context, clusterID string, rank int) error {
-	return s.db.WithContext(ctx).Where("cluster_id = ? AND rank = ?", clusterID, rank).Delete(&GPUMachine{}).Error
+	db := s.db.WithContext(ctx)
+	if err := db.Model(&NodeGPUCheck{}).Where("cluster_id = ? AND rank = ?", clusterID, rank).
+		Update("gpu_indexes", "").Error; err != nil { // X19: its GPUs are fixed at its own check-in
+		return err
+	}
+	return db.Where("cluster_id = ? AND rank = ?", clusterID, rank).Delete(&GPUMachine{}).Error
 }
 
 // minutePoints folds samples into one row per GPU per minute.
@@ -304,6 +312,9 @@ func minutePoints(clusterID string, rank int, samples []GPUSample) []GPUPoint {
 		at := s.At.Unix()
 		k := key{s.Index, at - at%60}
 		p := byKey[k]
+		if p != nil && p.N >= MaxSamplesPerGPUMinute {
+			continue // X19: repeats beyond a minute's bound are ignored
+		}
 		if p == nil {
 			p = &GPUPoint{ClusterID: clusterID, Rank: rank, GPU: s.Index, At: k.at}
 			byKey[k] = p
@@ -569,27 +580,43 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 	from, step := w.start(now)
 	out := GPUSeries{ClusterID: clusterID, Window: w, Step: w.Step(), From: time.Unix(from, 0).UTC(), To: now}
 	db := s.db.WithContext(ctx)
+	// X19: the answer names only each machine's real GPUs (fixed when it
+	// registered), so it is bounded by window × machines × GPUs.
+	c, err := s.ClusterByID(ctx, clusterID)
+	if err != nil {
+		return out, err
+	}
+	gpusByRank, err := s.MachineGPUs(ctx, c)
+	if err != nil {
+		return out, err
+	}
+	anyGPU := offerGPUs(c)
+	for _, idx := range gpusByRank {
+		anyGPU = append(anyGPU, idx...)
+	}
+	slices.Sort(anyGPU)
+	anyGPU = slices.Compact(anyGPU)
+	isReal := func(rank, gpu int) bool { return slices.Contains(gpusOf(gpusByRank, c, rank), gpu) }
 
 	var points []GPUPoint
-	var err error
 	switch w {
 	case GPUWindowMonth:
 		var hours []GPUHour
-		err = db.Where("cluster_id = ? AND at >= ?", clusterID, from).Order("rank, gpu, at").Find(&hours).Error
+		err = db.Where("cluster_id = ? AND at >= ? AND gpu IN ?", clusterID, from, anyGPU).Order("rank, gpu, at").Find(&hours).Error
 		points = make([]GPUPoint, len(hours))
 		for i, h := range hours {
 			points[i] = GPUPoint(h)
 		}
 	case GPUWindowDay:
-		err = db.Raw(gpuBucketsSQL(step)+" ORDER BY rank, gpu, at", clusterID, from).Scan(&points).Error
+		err = db.Raw("SELECT * FROM ("+gpuBucketsSQL(step)+") b WHERE gpu IN ? ORDER BY rank, gpu, at", clusterID, from, anyGPU).Scan(&points).Error
 	default:
-		err = db.Where("cluster_id = ? AND at >= ?", clusterID, from).Order("rank, gpu, at").Find(&points).Error
+		err = db.Where("cluster_id = ? AND at >= ? AND gpu IN ?", clusterID, from, anyGPU).Order("rank, gpu, at").Find(&points).Error
 	}
 	if err != nil {
 		return out, err
 	}
 	var latest []GPUPoint
-	if err := db.Where("cluster_id = ? AND at >= ?", clusterID, now.Add(-GPUNowWithin).Unix()-60).
+	if err := db.Where("cluster_id = ? AND at >= ? AND gpu IN ?", clusterID, now.Add(-GPUNowWithin).Unix()-60, anyGPU).
 		Order("rank, gpu, at").Find(&latest).Error; err != nil {
 		return out, err
 	}
@@ -629,17 +656,19 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 		var known []knownGPU
 		_ = json.Unmarshal([]byte(m.GPUs), &known)
 		for _, k := range known {
-			gpuOf(ns, k.Index).UUID = k.UUID
+			if isReal(m.Rank, k.Index) {
+				gpuOf(ns, k.Index).UUID = k.UUID
+			}
 		}
 	}
 	for _, p := range points {
-		if ns := byRank[p.Rank]; ns != nil {
+		if ns := byRank[p.Rank]; ns != nil && isReal(p.Rank, p.GPU) {
 			g := gpuOf(ns, p.GPU)
 			g.Points = append(g.Points, p.value())
 		}
 	}
 	for _, p := range latest {
-		if ns := byRank[p.Rank]; ns != nil {
+		if ns := byRank[p.Rank]; ns != nil && isReal(p.Rank, p.GPU) {
 			v := p.value()
 			gpuOf(ns, p.GPU).Now = &v // ordered by at: the last one wins
 		}

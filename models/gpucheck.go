@@ -26,6 +26,10 @@ type NodeGPUCheck struct {
 	Summary   string `gorm:"size:255"`  // what nvidia-smi showed, "8 × NVIDIA H100 80GB HBM3 (81559 MiB), driver 550.90.07"
 	Mismatch  string `gorm:"size:1000"` // how it differs from the offer; "" when it matches
 	CheckedAt time.Time
+	// GPUIndexes are the indexes its first nvidia-smi listed ("0,1,2,3"),
+	// fixed at registration (X19): the only GPUs its reports may name.
+	// "" when nvidia-smi could not be read (MachineGPUs falls back to the offer's).
+	GPUIndexes string `gorm:"column:gpu_indexes;size:400;not null;default:''"`
 }
 
 // TableName keeps the table name short and explicit.
@@ -57,13 +61,19 @@ func init() {
 func (s *Store) checkNodeGPUs(ctx context.Context, c Cluster, n ClusterNode, smi string) (string, error) {
 	summary, err := nodespec.CheckNodeGPUs(smi, c.Accelerator, c.GPUsPerNode)
 	check := NodeGPUCheck{ClusterID: c.ID, Rank: n.Rank, OrgID: c.OrgID, Node: n.Name,
-		Summary: truncate(summary, 255), CheckedAt: s.Now()}
+		Summary: truncate(summary, 255), CheckedAt: s.Now(), GPUIndexes: smiIndexes(smi, c.GPUsPerNode)}
 	if err != nil {
 		check.Mismatch = truncate(fmt.Sprintf("%s does not have the GPUs of its offer: %v.", n.Name, err), 1000)
 	}
+	// The GPUs are fixed at the machine's first check-in (X19): a later
+	// one (an agent restarted while the cluster starts) keeps them; a
+	// replacement machine starts afresh (forgetGPUMachine clears them).
+	set := clause.AssignmentColumns([]string{"summary", "mismatch", "checked_at"})
+	set = append(set, clause.Assignment{Column: clause.Column{Name: "gpu_indexes"},
+		Value: gorm.Expr("CASE WHEN node_gpu_checks.gpu_indexes = '' THEN excluded.gpu_indexes ELSE node_gpu_checks.gpu_indexes END")})
 	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "cluster_id"}, {Name: "rank"}},
-		DoUpdates: clause.AssignmentColumns([]string{"summary", "mismatch", "checked_at"}),
+		DoUpdates: set,
 	}).Create(&check).Error; err != nil {
 		return "", err
 	}

@@ -198,6 +198,10 @@ type DownMachine struct {
 	Rank int
 	Name string
 	Seen string // e.g. "stopped at the provider (instance stopped)"
+	// Evidence is what Seen rests on (X19): EvidenceProvider (the
+	// default) or EvidenceTenant (the machine's own agent: a GPU error it
+	// reported, its silence).
+	Evidence string
 }
 
 // MarkMachinesDown is R2: machines that left running after admission. A

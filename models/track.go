@@ -103,6 +103,9 @@ type MachineFault struct {
 	Detail        string     `gorm:"size:255"`
 	RepairedAt    *time.Time // a replacement joined in its place
 	RepairSeconds *int
+	OrgID         string `gorm:"size:32;not null;default:''"` // whose cluster it was on
+	Evidence      string `gorm:"size:16;not null;default:''"` // EvidenceProvider, EvidenceVerification, EvidenceTenant ("" before X19: as the provider's)
+	Counted       bool   `gorm:"not null"`                    // in the track record and the lemon count (X19, fault_evidence.go)
 }
 
 // TableName keeps the table name explicit.
@@ -312,32 +315,32 @@ func (s *Store) trackTransition(ctx context.Context, c Cluster, ev Event) error 
 }
 
 // recordFault writes one machine fault and quarantines the machine when
-// it is its LemonFaults-th in TrackWindow since its last release (item 7).
-func (s *Store) recordFault(ctx context.Context, c Cluster, n ClusterNode, kind, detail string) error {
+// it is its LemonFaults-th counted one in TrackWindow since its last
+// release (item 7). evidence says what the fault rests on (X19): a fault
+// only the customer's own machine reported (EvidenceTenant) decides its
+// cluster's health but counts in the public track record and towards
+// quarantine only once such faults of the machine come from
+// MinTenantOrgs organisations (countFault).
+func (s *Store) recordFault(ctx context.Context, c Cluster, n ClusterNode, kind, detail, evidence string) error {
 	now := s.Now()
+	if evidence == "" {
+		evidence = EvidenceProvider
+	}
 	f := MachineFault{Provider: c.Provider, Machine: n.MachineKey(), ClusterID: c.ID, Node: n.Name, Kind: kind, At: now,
-		Detail: truncate(detail, 255)}
+		Detail: truncate(detail, 255), OrgID: c.OrgID, Evidence: evidence, Counted: evidence != EvidenceTenant}
 	db := s.db.WithContext(ctx)
 	if err := db.Create(&f).Error; err != nil {
 		return err
 	}
-	col := ""
-	switch kind {
-	case FaultVerification:
-		col = "verify_failures"
-	case FaultDied:
-		col = "machine_failures"
-	default:
+	if kind != FaultVerification && kind != FaultDied {
 		return nil // not a lemon's fault
 	}
 	if err := s.ensureLaunchRecord(ctx, c); err != nil {
 		return err
 	}
-	if err := db.Model(&LaunchRecord{}).Where("cluster_id = ?", c.ID).Update(col, gorm.Expr(col+" + 1")).Error; err != nil {
+	counted, err := s.countFault(ctx, f)
+	if err != nil || !counted || f.Machine == "" {
 		return err
-	}
-	if f.Machine == "" {
-		return nil
 	}
 	var q []MachineQuarantine
 	if err := db.Where("provider = ? AND machine = ?", f.Provider, f.Machine).Order("id DESC").Limit(1).Find(&q).Error; err != nil {
@@ -352,15 +355,16 @@ func (s *Store) recordFault(ctx context.Context, c Cluster, n ClusterNode, kind,
 			since = *q[0].ReleasedAt // a release forgives what came before
 		}
 	}
-	var faults int64
-	if err := db.Model(&MachineFault{}).Where("provider = ? AND machine = ? AND kind IN ? AND at >= ?",
-		f.Provider, f.Machine, []string{FaultVerification, FaultDied}, since).Count(&faults).Error; err != nil {
+	var faults []MachineFault
+	if err := db.Where("provider = ? AND machine = ? AND kind IN ? AND at >= ? AND counted = ?",
+		f.Provider, f.Machine, []string{FaultVerification, FaultDied}, since, true).Find(&faults).Error; err != nil {
 		return err
 	}
-	if faults < LemonFaults {
+	if len(faults) < LemonFaults {
 		return nil
 	}
-	reason := fmt.Sprintf("%d faults in 30 days, the last on %s of cluster %s (%s)", faults, n.Name, c.ID, faultLabel(kind))
+	reason := fmt.Sprintf("%d faults in 30 days, the last on %s of cluster %s (%s); evidence: %s",
+		len(faults), n.Name, c.ID, faultLabel(kind), evidenceSummary(faults))
 	if err := db.Create(&MachineQuarantine{Provider: f.Provider, Machine: f.Machine, QuarantinedAt: now, Reason: truncate(reason, 255)}).Error; err != nil {
 		return err
 	}
@@ -395,7 +399,7 @@ func (s *Store) recordDowns(ctx context.Context, c Cluster, downs []DownMachine)
 	for _, d := range downs {
 		for _, n := range nodes {
 			if n.Rank == d.Rank {
-				if err := s.recordFault(ctx, c, n, kind, d.Seen); err != nil {
+				if err := s.recordFault(ctx, c, n, kind, d.Seen, d.Evidence); err != nil {
 					return err
 				}
 			}
@@ -419,7 +423,7 @@ func (s *Store) recordVerificationFailure(ctx context.Context, c Cluster, node, 
 	if len(nodes) == 1 {
 		n = nodes[0]
 	}
-	return s.recordFault(ctx, c, n, FaultVerification, msg)
+	return s.recordFault(ctx, c, n, FaultVerification, msg, EvidenceVerification)
 }
 
 // recordRepair closes the node's latest open down fault: its replacement

@@ -50,6 +50,10 @@ func (h *handler) adminLemons(c echo.Context) error {
 			default:
 				fr.Kind = "went down before ready"
 			}
+			fr.Kind += " · " + models.EvidenceLabel(f.Evidence) // X19: what the fault rests on
+			if f.Evidence == models.EvidenceTenant && !f.Counted {
+				fr.Kind += " (not counted: one organisation's alone)"
+			}
 			if f.RepairSeconds != nil {
 				fr.Repair = repairMinutes(time.Duration(*f.RepairSeconds) * time.Second)
 			}

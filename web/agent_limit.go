@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,10 +27,27 @@ const (
 	AgentLogBurst          = 2000
 )
 
+// Heartbeats are rate-limited per node the same way (X19): a bucket of
+// AgentHeartbeatBurst heartbeats refilling at AgentHeartbeatsPerSecond,
+// ten times the agent's own pace (one every 10 s); one beyond it is
+// refused with 429 and Retry-After and keeps nothing. The bucket is the
+// node token's and is checked before the token is looked up or the body
+// read, so a refused heartbeat costs the database nothing.
+const (
+	AgentHeartbeatsPerSecond = 1
+	AgentHeartbeatBurst      = 10
+)
+
+// maxLimiterBuckets is how many buckets a limiter keeps before it drops
+// the refilled ones early (tokens nobody knows cost a bucket each).
+const maxLimiterBuckets = 10_000
+
 // logLimiter holds one bucket per node; buckets of nodes quiet for an hour
 // are dropped.
 type logLimiter struct {
 	now     func() time.Time
+	every   rate.Limit // refill per second
+	burst   int
 	mu      sync.Mutex
 	buckets map[string]*nodeBucket
 	swept   time.Time
@@ -41,7 +59,31 @@ type nodeBucket struct {
 }
 
 func newLogLimiter(now func() time.Time) *logLimiter {
-	return &logLimiter{now: now, buckets: map[string]*nodeBucket{}}
+	return &logLimiter{now: now, every: AgentLogLinesPerSecond, burst: AgentLogBurst, buckets: map[string]*nodeBucket{}}
+}
+
+func newHeartbeatLimiter(now func() time.Time) *logLimiter {
+	return &logLimiter{now: now, every: AgentHeartbeatsPerSecond, burst: AgentHeartbeatBurst, buckets: map[string]*nodeBucket{}}
+}
+
+// limitClock is the clock the agent limits refill on: the store's, moved
+// on by wall time while it stands still (a development fake clock nobody
+// advances must not starve the simulated agents); never backwards.
+func limitClock(store func() time.Time) func() time.Time {
+	var mu sync.Mutex
+	var last, lastWall time.Time
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now, wall := store(), time.Now()
+		if !last.IsZero() {
+			if moved := last.Add(wall.Sub(lastWall)); moved.After(now) {
+				now = moved
+			}
+		}
+		last, lastWall = now, wall
+		return now
+	}
 }
 
 // wait reserves n lines for node: 0 when they may be stored now, else how
@@ -50,9 +92,13 @@ func (l *logLimiter) wait(node string, n int) time.Duration {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.swept) > time.Hour {
+	idle := time.Hour
+	if len(l.buckets) > maxLimiterBuckets && now.Sub(l.swept) > time.Second {
+		idle = time.Duration(float64(l.burst) / float64(l.every) * float64(time.Second)) // refilled: forgetting it loses nothing
+	}
+	if now.Sub(l.swept) > idle || idle < time.Hour {
 		for id, b := range l.buckets {
-			if now.Sub(b.used) > time.Hour {
+			if now.Sub(b.used) > idle {
 				delete(l.buckets, id)
 			}
 		}
@@ -60,7 +106,7 @@ func (l *logLimiter) wait(node string, n int) time.Duration {
 	}
 	b, ok := l.buckets[node]
 	if !ok {
-		b = &nodeBucket{lim: rate.NewLimiter(AgentLogLinesPerSecond, AgentLogBurst)}
+		b = &nodeBucket{lim: rate.NewLimiter(l.every, l.burst)}
 		l.buckets[node] = b
 	}
 	b.used = now
@@ -95,6 +141,27 @@ func (l *logLimiter) limitLogs(next echo.HandlerFunc) echo.HandlerFunc {
 				Message: "This node ships logs faster than " + strconv.Itoa(AgentLogLinesPerSecond) +
 					" lines a second; keep the lines and send them again after Retry-After seconds.",
 				Extra: map[string]any{"retryAfter": secs, "maxLinesPerNode": models.MaxLogLinesPerNode}}
+		}
+		return next(c)
+	}
+}
+
+// limitHeartbeats is the middleware on POST /v1/agent/heartbeat, before
+// agentAuth: one heartbeat a request, per node token (X19). A request
+// without a token goes on to agentAuth's 401.
+func (l *logLimiter) limitHeartbeats(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		token, _ := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		if token == "" || len(token) > 200 {
+			return next(c)
+		}
+		if d := l.wait(token, 1); d > 0 {
+			secs := int(math.Ceil(min(d, time.Hour).Seconds()))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			return &APIError{Status: http.StatusTooManyRequests, Code: "too_many_requests",
+				Message: "This node sends heartbeats faster than " + strconv.Itoa(AgentHeartbeatsPerSecond) +
+					" a second; send the next one after Retry-After seconds.",
+				Extra: map[string]any{"retryAfter": secs, "heartbeatBurst": AgentHeartbeatBurst}}
 		}
 		return next(c)
 	}

@@ -226,7 +226,9 @@ func (h *handler) routes(e *echo.Echo) {
 	agent := newRouteGroup(e, "/v1/agent", h.agentAuth)
 	agent.POST("/checkin", h.agentCheckin)
 	agent.POST("/peers", h.agentPeers)
-	agent.POST("/heartbeat", h.agentHeartbeat)
+	// X19: heartbeats are rate-limited per node token, like logs, before
+	// the token is looked up.
+	e.POST("/v1/agent/heartbeat", h.agentHeartbeat, newHeartbeatLimiter(h.agentLimitClock()).limitHeartbeats, h.agentAuth)
 	agent.POST("/logs", h.agentLogs, newLogLimiter(h.Store.Now).limitLogs) // N6: per node
 	agent.POST("/tasks/:task", h.agentTaskResult)
 

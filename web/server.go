@@ -95,6 +95,17 @@ type Deps struct {
 	// AgentBinary finds the binary served at /agent/<version>/… (OP1);
 	// nil or ErrNoAgentBinary: every such URL answers 404.
 	AgentBinary func() (AgentBinary, error)
+	// AgentLimitClock is the clock the per-node agent limits refill on
+	// (nil: the store's, moved on by wall time while it stands still).
+	AgentLimitClock func() time.Time
+}
+
+// agentLimitClock is Deps.AgentLimitClock or its default.
+func (h *handler) agentLimitClock() func() time.Time {
+	if h.AgentLimitClock != nil {
+		return h.AgentLimitClock
+	}
+	return limitClock(h.Store.Now)
 }
 
 type handler struct {

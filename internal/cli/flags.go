@@ -13,7 +13,7 @@ func (c *gpuCLI) flagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	fs.StringVar(&c.api, "api", c.api, "Clusterdeck's `URL` (env CLUSTERDECK_API)")
-	fs.StringVar(&c.key, "key", c.key, "an API `key`, cdk_… (env CLUSTERDECK_API_KEY)")
+	fs.Var(secretFlag{&c.key}, "key", "an API `key`, cdk_… (env CLUSTERDECK_API_KEY)")
 	fs.BoolVar(&c.json, "json", c.json, "print the API's JSON instead of tables")
 	fs.Usage = func() {
 		fmt.Fprintf(c.stderr, "Usage: clusterdeck gpu %s\n\nFlags:\n", synopsis)
@@ -109,4 +109,31 @@ func (w *waitFlags) register(fs *flag.FlagSet, what string) {
 	fs.BoolVar(&w.wait, "wait", false, "follow the cluster until it is "+what)
 	fs.DurationVar(&w.timeout, "timeout", 30*time.Minute, "with --wait: give up following after this long (the cluster is left as it is)")
 	fs.DurationVar(&w.poll, "poll-interval", 3*time.Second, "with --wait: how often to look at the cluster while the event stream is unavailable")
+}
+
+// secretFlag is the API key's flag.Value (X19, A2): help and flag errors
+// show it masked to its display prefix, never whole.
+type secretFlag struct{ p *string }
+
+func (f secretFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return MaskKey(*f.p)
+}
+
+func (f secretFlag) Set(v string) error { *f.p = v; return nil }
+
+// keyPrefixLen is an API key's display prefix: "cdk_" and 8 characters,
+// as Settings → API keys shows it.
+const keyPrefixLen = 12
+
+// MaskKey is key as it may be printed: its display prefix and "…"; a key
+// too short to have one shows at most its first half.
+func MaskKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	n := min(keyPrefixLen, len(key)/2)
+	return key[:n] + "…"
 }

@@ -3,7 +3,8 @@
 // simulated catalog and at 2,000 catalog offers, each beside a bare Echo
 // handler that returns the same pre-rendered bytes in the same run. It
 // prints req/s, p50 and p99 for both and their ratios, then the size of a
-// first visit to /offers (HTML, CSS and JS, gzipped). Every run is bounded
+// first visit to /offers (HTML, CSS and JS, gzipped); then one tenant's
+// agent flood beside another tenant's requests (tenant.go, X19). Every run is bounded
 // in requests and time and stops by itself. `make load` runs it:
 //
 //	go run ./internal/loadtest -clients 32 -duration 3s
@@ -34,7 +35,7 @@ func main() {
 	maxRequests := flag.Int("requests", 50_000, "most requests in one measurement")
 	catalogSize := flag.Int("offers", 2000, "offers in the large catalog")
 	limit := flag.Duration("timeout", 5*time.Minute, "the whole run stops after this")
-	only := flag.String("only", "", "measure only the pages whose name contains this (\"full\", \"htmx\", \"JSON\"), at the default catalog")
+	only := flag.String("only", "", "measure only the pages whose name contains this (\"full\", \"htmx\", \"JSON\"), at the default catalog, or \"tenant\": one tenant's flood beside another")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (server and clients) to this file")
 	flag.Parse()
 	if *profile != "" {
@@ -142,6 +143,11 @@ func run(ctx context.Context, out io.Writer, l load, catalogSize int) error {
 			return err
 		}
 		fmt.Fprintf(out, "%-9s first visit to /offers, gzipped: %s\n", cat.name, first)
+	}
+	if l.only == "" || strings.Contains("tenant", l.only) {
+		if err := tenantFlood(ctx, out, store, app, l); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(out, "\nr/s %: the page's throughput as a share of the bare handler's (target ≥ 60 %);")
 	fmt.Fprintln(out, "p99 ×: the page's p99 over the bare handler's (target ≤ 2×). Clients ask for gzip, as browsers do;\nboth servers compress with the same middleware (web.Gzip).")
