@@ -362,7 +362,11 @@ func node(in Instance, i int) providers.Node {
 			n.State = providers.NodeRestarting
 		}
 	case StatusUnhealthy:
-		n.State, n.Message = providers.NodeFailed, "Lambda reports the machine unhealthy"
+		// Lambda reports machines unhealthy for a while during boot (as
+		// SkyPilot, which reads it as still starting): pending, so a
+		// provisioning machine is held to its step's deadline (L4), and a
+		// ready one is not running for the health pass (R1, R2).
+		n.State, n.Message = providers.NodePending, "Lambda reports the machine unhealthy (read as still starting until the step's deadline)"
 	case StatusPreempted:
 		n.State, n.Message = providers.NodeFailed, "Lambda preempted the machine"
 	case StatusTerminating, StatusTerminated:
