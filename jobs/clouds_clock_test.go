@@ -174,8 +174,13 @@ func (w *cloudWorld) check() {
 func (w *cloudWorld) untilRunning(limit time.Duration, cs ...models.Cluster) {
 	w.t.Helper()
 	ctx := context.Background()
+	placed := false
 	for end := w.clk.Now().Add(limit); ; w.tick() {
+		if placed {
+			w.clk.Advance(25 * time.Second) // booting only: half a minute a tick, nothing changes between
+		}
 		all := true
+		placed = true
 		for _, c := range cs {
 			now, err := w.store.ClusterByID(ctx, c.ID)
 			if err != nil {
@@ -188,6 +193,7 @@ func (w *cloudWorld) untilRunning(limit time.Duration, cs ...models.Cluster) {
 			if err != nil {
 				w.t.Fatal(err)
 			}
+			placed = placed && now.PlacedAt != nil
 			for _, n := range nodes {
 				all = all && now.PlacedAt != nil && n.RunningAt != nil
 			}
@@ -419,4 +425,32 @@ func TestProvisionLambdaUnhealthyDuringBoot(t *testing.T) {
 			t.Fatalf("%d machines of the failed cluster left running", n)
 		}
 	})
+}
+
+// Lambda through the provision job at 2, 8, 16 and 64 machines: one
+// launch per 12 s (13 s with the pacer's slack) is more than a kicked
+// tick's 30 s or a scheduled tick's two minutes hold; the placement goes
+// on across ticks, adopting what earlier ticks launched by tag. No machine
+// is launched twice or terminated while wanted, the fake's pacing draws
+// no 429, and terminate leaves nothing (L3, L7).
+func TestProvisionLambdaRealClock(t *testing.T) {
+	for _, n := range []int{2, 8, 16, 64} {
+		t.Run(fmt.Sprintf("%d machines", n), func(t *testing.T) {
+			modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+				clk := fakekit.NewClockAt(cloudStart)
+				c, f := lambdaCloud(t, clk, n)
+				w := newCloudWorld(t, db, clk, c)
+				cl := w.launch(n)
+				w.kick()
+				w.untilRunning(25*time.Minute, cl)
+				if got := len(f.Launches()); got != n {
+					t.Errorf("%d launch requests for %d machines", got, n)
+				}
+				if f.TooMany() != 0 {
+					t.Errorf("the pacing drew %d 429s", f.TooMany())
+				}
+				w.terminate(cl)
+			})
+		})
+	}
 }

@@ -217,7 +217,12 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	c.mu.Lock()
-	if dc, ok := ctx.Value(clockKey{c}).(*deadlineCtx); ok && !c.t.Add(d).Before(dc.at) {
+	// The deadline is ctx's own (context.WithoutCancel keeps the values, not the deadline).
+	dc, ok := ctx.Value(clockKey{c}).(*deadlineCtx)
+	if dl, has := ctx.Deadline(); ok && (!has || !dl.Equal(dc.at)) {
+		ok = false
+	}
+	if ok && !c.t.Add(d).Before(dc.at) {
 		c.slept = append(c.slept, dc.at.Sub(c.t))
 		c.t = dc.at
 		c.expire()
@@ -254,7 +259,11 @@ func (c *Clock) Slept() []time.Duration {
 // once the clock reaches it, by Advance, Sleep or a fake's slow answer.
 func (c *Clock) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	c.mu.Lock()
-	dc := &deadlineCtx{Context: parent, clk: c, at: c.t.Add(d), done: make(chan struct{})}
+	at := c.t.Add(d)
+	if p, ok := parent.Value(clockKey{c}).(*deadlineCtx); ok && p.at.Before(at) {
+		at = p.at // as context.WithDeadline: never later than the parent's
+	}
+	dc := &deadlineCtx{Context: parent, clk: c, at: at, done: make(chan struct{})}
 	c.timed = append(c.timed, dc)
 	c.expire()
 	c.mu.Unlock()

@@ -145,6 +145,17 @@ func TestClockDeadline(t *testing.T) {
 		t.Errorf("Advance to the deadline: %v", other.Err())
 	}
 	stop()
+	outer, stopOuter := clk.WithTimeout(context.Background(), 30*time.Second)
+	inner, stopInner := clk.WithTimeout(outer, 2*time.Minute)
+	if a, b := deadline(outer), deadline(inner); !a.Equal(b) {
+		t.Errorf("a child's deadline %v is later than its parent's %v", b, a)
+	}
+	stopInner()
+	stopOuter()
+	// Cleaning up after the deadline has its own time (context.WithoutCancel).
+	if err := clk.Sleep(context.WithoutCancel(ctx), time.Minute); err != nil {
+		t.Errorf("a wait without the deadline: %v", err)
+	}
 	parent, cancelParent := context.WithCancel(context.Background())
 	child, stopChild := clk.WithTimeout(parent, time.Hour)
 	defer stopChild()
@@ -153,4 +164,9 @@ func TestClockDeadline(t *testing.T) {
 	if !errors.Is(child.Err(), context.Canceled) {
 		t.Errorf("parent canceled: %v", child.Err())
 	}
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
