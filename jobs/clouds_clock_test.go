@@ -127,12 +127,12 @@ func (w *cloudWorld) kick() {
 	w.check()
 }
 
-// tick runs one scheduled tick of the provision and terminate jobs, five
+// tick runs one scheduled tick of the provision, stop and terminate jobs, five
 // seconds after the last (their schedule), and checks the invariants.
 func (w *cloudWorld) tick() {
 	w.t.Helper()
 	w.clk.Advance(5 * time.Second)
-	for _, job := range []string{"provision", "terminate"} {
+	for _, job := range []string{"provision", "stop", "terminate"} {
 		if err := w.sched.RunNow(context.Background(), job); err != nil {
 			w.t.Logf("%s at +%s: %v", job, w.clk.Now().Sub(cloudStart), err)
 		}
