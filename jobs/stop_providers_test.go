@@ -24,7 +24,9 @@ type stopAnswer struct {
 	stop func(ctx context.Context, group, id string) error
 }
 
-func (s stopAnswer) StopNode(ctx context.Context, group, id string) error { return s.stop(ctx, group, id) }
+func (s stopAnswer) StopNode(ctx context.Context, group, id string) error {
+	return s.stop(ctx, group, id)
+}
 
 // Budget, balance and idle enforcement each end a ready cluster on every
 // provider (B6, L7): where machines stop, the cluster is stopped with every
