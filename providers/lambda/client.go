@@ -22,12 +22,13 @@ const (
 	LaunchInterval  = 12 * time.Second
 )
 
-// Slack is added to each interval: requests booked exactly an interval
-// apart arrive closer when the earlier one travelled longer, and Lambda
-// answers 429. Requests leave 1.25 s apart, launches 13 s apart.
+// Slack is added to each interval, a share of it: requests booked exactly
+// an interval apart arrive closer when the earlier one travelled longer,
+// and Lambda answers 429. At the documented intervals requests leave
+// 1.25 s apart (a quarter more), launches 13 s apart (a twelfth more).
 const (
-	RequestSlack = 250 * time.Millisecond
-	LaunchSlack  = time.Second
+	requestSlackShare = 4  // RequestInterval / 4
+	launchSlackShare  = 12 // LaunchInterval / 12
 )
 
 // apiError is the documented error envelope's payload:
@@ -153,7 +154,8 @@ func (c *pacer) wait(ctx context.Context, launch bool) error {
 
 // newPacer paces cfg's intervals with their slack.
 func newPacer(cfg Config, now func() time.Time, sleep func(context.Context, time.Duration) error) *pacer {
-	return &pacer{now: now, sleep: sleep, requestEvery: cfg.RequestInterval + RequestSlack, launchEvery: cfg.LaunchInterval + LaunchSlack}
+	return &pacer{now: now, sleep: sleep, requestEvery: cfg.RequestInterval + cfg.RequestInterval/requestSlackShare,
+		launchEvery: cfg.LaunchInterval + cfg.LaunchInterval/launchSlackShare}
 }
 
 // launchIn is how long a launch booked now would wait for its slot.
