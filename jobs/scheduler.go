@@ -56,6 +56,25 @@ type Scheduler struct {
 	kickCtx context.Context
 	cancel  context.CancelFunc
 	stopped bool
+	// timeout gives a tick its deadline (context.WithTimeout on the wall).
+	timeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
+}
+
+// KickTimeout is a kicked tick's deadline: a customer's action is carried
+// out within it or on the next scheduled tick.
+const KickTimeout = 30 * time.Second
+
+// TimeoutsOn gives every tick its deadline with f instead of the wall's
+// context.WithTimeout: tests put the ticks' real deadlines on their clock.
+func (s *Scheduler) TimeoutsOn(f func(context.Context, time.Duration) (context.Context, context.CancelFunc)) {
+	s.timeout = f
+}
+
+// Timeout is a job's scheduled tick deadline, 0 for an unknown job.
+func (s *Scheduler) Timeout(name string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jobs[name].timeout
 }
 
 // BeforeTick sets what runs before each tick that holds its lease (the
@@ -76,6 +95,7 @@ func NewScheduler(store *models.Store, log *slog.Logger) *Scheduler {
 		jobs:    map[string]entry{},
 		running: map[string]*sync.Mutex{},
 		wall:    time.Now,
+		timeout: context.WithTimeout,
 		cron: cron.New(cron.WithLocation(time.UTC),
 			cron.WithChain(cron.SkipIfStillRunning(cl), cron.Recover(cl)),
 			cron.WithLogger(cl)),
@@ -150,7 +170,7 @@ func (s *Scheduler) Kick(name string) {
 	s.kicked.Add(1)
 	go func() {
 		defer s.kicked.Done()
-		ctx, cancel := context.WithTimeout(s.kickCtx, 30*time.Second)
+		ctx, cancel := s.timeout(s.kickCtx, KickTimeout)
 		defer cancel()
 		_ = s.tick(ctx, name)
 	}()
@@ -174,7 +194,7 @@ func (s *Scheduler) tick(parent context.Context, name string) error {
 	s.mu.Unlock()
 	running.Lock()
 	defer running.Unlock()
-	ctx, cancel := context.WithTimeout(parent, e.timeout)
+	ctx, cancel := s.timeout(parent, e.timeout)
 	defer cancel()
 	ok, err := s.store.AcquireLease(ctx, name, s.holder, s.wall(), e.timeout+time.Minute)
 	if err != nil {

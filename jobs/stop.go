@@ -68,15 +68,18 @@ func (j *Stop) stop(ctx context.Context, c models.Cluster) error {
 		return fmt.Errorf("describe: %w", err)
 	default:
 		done := true
+		notRunning := map[string]bool{} // machines the provider says are not running
 		for _, n := range g.Nodes {
 			switch n.State {
 			case providers.NodeRunning:
 				done = false
 				err := p.StopNode(ctx, c.GroupName(), n.ID)
-				if errors.Is(err, providers.ErrUnsupported) {
+				switch {
+				case errors.Is(err, providers.ErrUnsupported):
 					return j.terminateInstead(ctx, c)
-				}
-				if err != nil && !errors.Is(err, providers.ErrNotFound) && !errors.Is(err, providers.ErrValidation) {
+				case errors.Is(err, providers.ErrValidation):
+					notRunning[n.ID] = true
+				case err != nil && !errors.Is(err, providers.ErrNotFound):
 					return fmt.Errorf("stop %s: %w", n.ID, err)
 				}
 			case providers.NodeRestarting:
@@ -88,6 +91,13 @@ func (j *Stop) stop(ctx context.Context, c models.Cluster) error {
 				return fmt.Errorf("describe: %w", err)
 			}
 			for _, n := range g.Nodes {
+				if n.State == providers.NodeRunning && notRunning[n.ID] {
+					// "Not running" for a machine that runs: the provider
+					// refuses to stop it, and the stop would wait for ever
+					// while it bills. It is released instead, as where
+					// stopping is unsupported.
+					return j.terminateInstead(ctx, c)
+				}
 				if n.State == providers.NodeRunning || n.State == providers.NodeRestarting {
 					return nil // not yet: the next tick looks again
 				}

@@ -265,10 +265,13 @@ type Provider interface {
 	// (ErrTransient) may succeed later.
 	RestartNode(ctx context.Context, groupName, nodeID string) error
 	// StopNode stops one running machine in place, keeping its disk and
-	// interconnect address, until RestartNode starts it again (B6). A
-	// machine that is not running is ErrValidation; one the upstream no
-	// longer knows is ErrNotFound; anything else (ErrTransient) may
-	// succeed later.
+	// interconnect address, until RestartNode starts it again (B6). Its
+	// answer is one of: nil (stopping); ErrValidation, the machine is not
+	// running (nothing to stop); ErrNotFound, the upstream no longer knows
+	// it; ErrUnsupported, the upstream cannot stop this machine (the stop
+	// job terminates the cluster instead); anything else (ErrTransient) may
+	// succeed later. A provider that cannot stop answers ErrUnsupported,
+	// never ErrValidation.
 	StopNode(ctx context.Context, groupName, nodeID string) error
 	// TerminateGroup releases every machine of the group together. Unknown or
 	// already-gone groups are success.

@@ -3,6 +3,7 @@ package cloudkit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -179,5 +180,31 @@ func TestRolledBack(t *testing.T) {
 	err = cloudkit.RolledBack(context.Background(), "test", "g", failure, func(context.Context, string) error { return errors.New("gone wrong") })
 	if !errors.Is(err, failure) || !strings.Contains(err.Error(), "test: roll back group g: gone wrong") {
 		t.Fatalf("a failed rollback: %v", err)
+	}
+}
+
+// What a placement keeps (L3, L7): the caller's deadline, a transient or
+// rate-limited answer, or anything unclassified leave the upstream's
+// answer open, and nothing made so far is rolled back; a refusal rolls back.
+func TestUndecided(t *testing.T) {
+	refusal := func(class error) error { return &providers.Error{Class: class, Provider: "x", Op: "place"} }
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{context.DeadlineExceeded, true},
+		{fmt.Errorf("list: %w", context.Canceled), true},
+		{refusal(providers.ErrTransient), true},
+		{refusal(providers.ErrRateLimited), true},
+		{errors.New("unclassified"), true},
+		{refusal(providers.ErrNoCapacity), false},
+		{refusal(providers.ErrValidation), false},
+		{refusal(providers.ErrQuota), false},
+		{refusal(providers.ErrUnsupported), false},
+		{refusal(providers.ErrAuth), false},
+	} {
+		if got := cloudkit.Undecided(tc.err); got != tc.want {
+			t.Errorf("Undecided(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

@@ -74,6 +74,38 @@ func RolledBack(ctx context.Context, provider, group string, err error, terminat
 	return err
 }
 
+// Undecided reports whether a placement's failure leaves the upstream's
+// answer unknown or still to come: the caller's deadline or cancellation,
+// a transient failure, a rate limit, or anything that is not the cloud's
+// classified refusal. What the placement made is then kept, never rolled
+// back: the machines carry the group, and the next call adopts them and
+// goes on (L3, L7). Only a refusal (no capacity, validation, quota,
+// unsupported, authentication) rolls back.
+func Undecided(err error) bool {
+	var pe *providers.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, providers.ErrTransient) || errors.Is(err, providers.ErrRateLimited) || !errors.As(err, &pe)
+}
+
+// Pending is the ErrTransient answer of a placement that keeps what it
+// made so far: why it stops here, and the cause, if any.
+func Pending(provider, op, location, message string, cause error) error {
+	if cause != nil {
+		message += " (" + cause.Error() + ")"
+	}
+	return &providers.Error{Class: providers.ErrTransient, Provider: provider, Op: op, Location: location, Message: message}
+}
+
+// TimeLeft is how long the caller's deadline leaves from now, less room
+// for the requests that still follow; ok is false without a deadline.
+func TimeLeft(ctx context.Context, now time.Time, room time.Duration) (time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return dl.Sub(now) - room, true
+}
+
 // Fleet is how a cloud's machines of type M read: the group and rank they
 // carry, whether they are alive, and the neutral node (its states mapped).
 type Fleet[M any] struct {

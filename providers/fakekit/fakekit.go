@@ -185,15 +185,22 @@ func Decode(r *http.Request, v any) error {
 }
 
 // Clock is the tests' time: Sleep moves it instead of waiting, and
-// records every wait asked for.
+// records every wait asked for. WithTimeout gives a context whose deadline
+// is on this clock, as a job tick's is on the wall's.
 type Clock struct {
 	mu    sync.Mutex
 	t     time.Time
 	slept []time.Duration
+	timed []*deadlineCtx // contexts waiting for the clock to reach their deadline
 }
 
 // NewClock starts at 2 March 2026, 09:00 UTC.
-func NewClock() *Clock { return &Clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)} }
+func NewClock() *Clock { return NewClockAt(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)) }
+
+// NewClockAt starts at t. A test whose contexts carry deadlines on this
+// clock (WithTimeout) starts it ahead of the wall: a dialer compares a
+// context's deadline with the wall's time.
+func NewClockAt(t time.Time) *Clock { return &Clock{t: t} }
 
 // Now is the clock's time.
 func (c *Clock) Now() time.Time {
@@ -202,15 +209,33 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
-// Sleep moves the clock by d (unless ctx is done) and records the wait.
+// Sleep moves the clock by d (unless ctx is done) and records the wait. A
+// wait past the deadline of a context from WithTimeout ends at the
+// deadline with its error, as a timer honouring ctx would.
 func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	c.mu.Lock()
+	// The deadline is ctx's own (context.WithoutCancel keeps the values, not the deadline).
+	dc, ok := ctx.Value(clockKey{c}).(*deadlineCtx)
+	if dl, has := ctx.Deadline(); ok && (!has || !dl.Equal(dc.at)) {
+		ok = false
+	}
+	if ok && !c.t.Add(d).Before(dc.at) {
+		c.slept = append(c.slept, dc.at.Sub(c.t))
+		c.t = dc.at
+		c.expire()
+		c.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return context.DeadlineExceeded // a child of dc hears of it a moment later
+	}
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
 	c.slept = append(c.slept, d)
+	c.expire()
 	return nil
 }
 
@@ -219,6 +244,7 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+	c.expire()
 }
 
 // Slept is every wait so far.
@@ -226,4 +252,72 @@ func (c *Clock) Slept() []time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]time.Duration(nil), c.slept...)
+}
+
+// WithTimeout is context.WithTimeout on this clock: the context's
+// deadline is d from the clock's now, and it is done (DeadlineExceeded)
+// once the clock reaches it, by Advance, Sleep or a fake's slow answer.
+func (c *Clock) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	c.mu.Lock()
+	at := c.t.Add(d)
+	if p, ok := parent.Value(clockKey{c}).(*deadlineCtx); ok && p.at.Before(at) {
+		at = p.at // as context.WithDeadline: never later than the parent's
+	}
+	dc := &deadlineCtx{Context: parent, clk: c, at: at, done: make(chan struct{})}
+	c.timed = append(c.timed, dc)
+	c.expire()
+	c.mu.Unlock()
+	stop := context.AfterFunc(parent, func() { dc.end(parent.Err()) })
+	return dc, func() { stop(); dc.end(context.Canceled) }
+}
+
+// expire ends every context whose deadline the clock reached (under the lock).
+func (c *Clock) expire() {
+	keep := c.timed[:0]
+	for _, dc := range c.timed {
+		if !c.t.Before(dc.at) {
+			dc.end(context.DeadlineExceeded)
+			continue
+		}
+		keep = append(keep, dc)
+	}
+	c.timed = keep
+}
+
+type clockKey struct{ c *Clock }
+
+// deadlineCtx is a context whose deadline is on a Clock.
+type deadlineCtx struct {
+	context.Context
+	clk  *Clock
+	at   time.Time
+	done chan struct{}
+	once sync.Once
+	mu   sync.Mutex
+	err  error
+}
+
+func (d *deadlineCtx) Deadline() (time.Time, bool) { return d.at, true }
+func (d *deadlineCtx) Done() <-chan struct{}       { return d.done }
+
+func (d *deadlineCtx) Err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+func (d *deadlineCtx) Value(k any) any {
+	if k == (clockKey{d.clk}) {
+		return d
+	}
+	return d.Context.Value(k)
+}
+
+func (d *deadlineCtx) end(err error) {
+	d.once.Do(func() {
+		d.mu.Lock()
+		d.err = err
+		d.mu.Unlock()
+		close(d.done)
+	})
 }

@@ -1,6 +1,8 @@
 package fakekit_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -106,4 +108,65 @@ func TestSlowAndPattern(t *testing.T) {
 	if post("/instances/i-1/delete"); s.clk.Now().Sub(start) != 40*time.Second {
 		t.Error("a fault is used once")
 	}
+}
+
+// A context from the clock's WithTimeout has its deadline on the clock:
+// it is done once the clock reaches it (Advance or Sleep), a Sleep past it
+// stops at it with DeadlineExceeded, and cancel or the parent end it too.
+func TestClockDeadline(t *testing.T) {
+	clk := fakekit.NewClockAt(time.Date(2031, 1, 6, 9, 0, 0, 0, time.UTC))
+	start := clk.Now()
+	ctx, cancel := clk.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if dl, ok := ctx.Deadline(); !ok || !dl.Equal(start.Add(30*time.Second)) {
+		t.Fatalf("deadline %v %v", dl, ok)
+	}
+	if err := clk.Sleep(ctx, 20*time.Second); err != nil || ctx.Err() != nil {
+		t.Fatalf("a wait within the deadline: %v, ctx %v", err, ctx.Err())
+	}
+	if err := clk.Sleep(ctx, 20*time.Second); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a wait past the deadline: %v", err)
+	}
+	if got := clk.Now().Sub(start); got != 30*time.Second {
+		t.Errorf("the wait past the deadline ended %v after the start, want 30s", got)
+	}
+	select {
+	case <-ctx.Done():
+	default:
+		t.Error("the context is not done at its deadline")
+	}
+	other, stop := clk.WithTimeout(context.Background(), time.Minute)
+	clk.Advance(59 * time.Second)
+	if other.Err() != nil {
+		t.Fatal("done before its deadline")
+	}
+	clk.Advance(time.Second)
+	if !errors.Is(other.Err(), context.DeadlineExceeded) {
+		t.Errorf("Advance to the deadline: %v", other.Err())
+	}
+	stop()
+	outer, stopOuter := clk.WithTimeout(context.Background(), 30*time.Second)
+	inner, stopInner := clk.WithTimeout(outer, 2*time.Minute)
+	if a, b := deadline(outer), deadline(inner); !a.Equal(b) {
+		t.Errorf("a child's deadline %v is later than its parent's %v", b, a)
+	}
+	stopInner()
+	stopOuter()
+	// Cleaning up after the deadline has its own time (context.WithoutCancel).
+	if err := clk.Sleep(context.WithoutCancel(ctx), time.Minute); err != nil {
+		t.Errorf("a wait without the deadline: %v", err)
+	}
+	parent, cancelParent := context.WithCancel(context.Background())
+	child, stopChild := clk.WithTimeout(parent, time.Hour)
+	defer stopChild()
+	cancelParent()
+	<-child.Done()
+	if !errors.Is(child.Err(), context.Canceled) {
+		t.Errorf("parent canceled: %v", child.Err())
+	}
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }

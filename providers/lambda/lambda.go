@@ -85,6 +85,7 @@ type Cloud struct {
 	regions map[string]bool // allowed; nil = all
 	// A placement is many calls: one group's are serialised.
 	locks cloudkit.Locks
+	pace  *pacer // the client's
 }
 
 // fleet is how Lambda's instances read: tagged with their group and rank.
@@ -110,7 +111,8 @@ func New(cfg Config) (*Cloud, error) {
 	if err := cfg.Agent.Validate(); err != nil {
 		return nil, fmt.Errorf("lambda: %w", err)
 	}
-	return &Cloud{cfg: cfg, c: newClient(cfg), regions: cloudkit.Set(cfg.Regions)}, nil
+	c := newClient(cfg)
+	return &Cloud{cfg: cfg, c: c, pace: c.Pacer.(*pacer), regions: cloudkit.Set(cfg.Regions)}, nil
 }
 
 // Name is "lambda".
@@ -204,12 +206,31 @@ func (l *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 		return providers.Group{}, err
 	}
 	if len(have) < req.Count {
-		if err := l.launchMissing(ctx, req, typ, have); err != nil {
+		err := l.launchMissing(ctx, req, typ, have)
+		switch {
+		case err != nil && cloudkit.Undecided(err):
+			// Out of the caller's time, or an answer still to come: the
+			// machines launched so far carry the group's tags and the next
+			// call adopts them and launches the rest (never launched twice,
+			// never terminated while wanted).
+			return providers.Group{}, cloudkit.Pending(Name, opLaunch, req.Location,
+				fmt.Sprintf("%d of %d machines launched (one launch per %s); the next placement launches the rest",
+					len(have), req.Count, l.cfg.LaunchInterval), err)
+		case err != nil:
 			return providers.Group{}, cloudkit.RolledBack(ctx, Name, req.GroupName, err, l.terminate)
 		}
 	}
 	return fleet.Placed(req.GroupName, req.Location, have, req.Count), nil
 }
+
+// LaunchRoom is the time a launch's answer is given to arrive: a launch
+// is sent only when the caller's deadline leaves this much after its
+// paced slot, so that no launch is cut off in flight.
+const LaunchRoom = 10 * time.Second
+
+// errOutOfTime: the next launch's slot leaves no LaunchRoom before the
+// caller's deadline (undecided: the placement goes on at the next call).
+var errOutOfTime = errors.New("the caller's deadline leaves no time for the next launch")
 
 // validate checks what Lambda would refuse, before anything is launched:
 // an instance's name has at most 64 characters, and a launch names one
@@ -253,6 +274,9 @@ func (l *Cloud) launchMissing(ctx context.Context, req providers.PlaceRequest, t
 	for i := 0; i < req.Count; i++ {
 		if _, ok := have[i]; ok {
 			continue
+		}
+		if left, ok := cloudkit.TimeLeft(ctx, l.c.Now(), LaunchRoom); ok && l.pace.launchIn() > left {
+			return errOutOfTime
 		}
 		script, err := StartupScript(l.cfg.Agent, req.Agent.ServerURL, req.Agent.Tokens[i], req.Workload())
 		if err != nil {
@@ -362,7 +386,11 @@ func node(in Instance, i int) providers.Node {
 			n.State = providers.NodeRestarting
 		}
 	case StatusUnhealthy:
-		n.State, n.Message = providers.NodeFailed, "Lambda reports the machine unhealthy"
+		// Lambda reports machines unhealthy for a while during boot (as
+		// SkyPilot, which reads it as still starting): pending, so a
+		// provisioning machine is held to its step's deadline (L4), and a
+		// ready one is not running for the health pass (R1, R2).
+		n.State, n.Message = providers.NodePending, "Lambda reports the machine unhealthy (read as still starting until the step's deadline)"
 	case StatusPreempted:
 		n.State, n.Message = providers.NodeFailed, "Lambda preempted the machine"
 	case StatusTerminating, StatusTerminated:

@@ -33,3 +33,33 @@ func TestPacingSlots(t *testing.T) {
 		t.Errorf("a request a minute later waited %v (%v)", slept, err)
 	}
 }
+
+// Requests booked exactly 1 s apart arrive closer when the earlier one
+// travelled longer, and Lambda answers 429 (it did). The adapter's pacer
+// keeps each interval's slack: with a transit time varying by up to
+// 200 ms, no two requests arrive less than 1 s apart, nor two launches
+// less than 12 s apart.
+func TestPacingSlackAbsorbsTransit(t *testing.T) {
+	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	c := newPacer(Config{RequestInterval: RequestInterval, LaunchInterval: LaunchInterval}, func() time.Time { return now },
+		func(_ context.Context, d time.Duration) error { now = now.Add(d); return nil })
+	ctx := context.Background()
+	var lastAny, lastLaunch time.Time
+	for k, launch := range []bool{false, true, false, false, true, false, true, false, false, false} {
+		if err := c.wait(ctx, launch); err != nil {
+			t.Fatal(err)
+		}
+		transit := time.Duration(200*((k+1)%2)) * time.Millisecond // 200 ms, 0, 200 ms, …
+		arrived := now.Add(transit)
+		if !lastAny.IsZero() && arrived.Sub(lastAny) < RequestInterval {
+			t.Fatalf("request %d arrived %v after the one before: 429", k, arrived.Sub(lastAny))
+		}
+		if launch && !lastLaunch.IsZero() && arrived.Sub(lastLaunch) < LaunchInterval {
+			t.Fatalf("launch %d arrived %v after the one before: 429", k, arrived.Sub(lastLaunch))
+		}
+		lastAny = arrived
+		if launch {
+			lastLaunch = arrived
+		}
+	}
+}

@@ -72,6 +72,11 @@ var GPUCounts = []int{1, 2, 4, 8}
 // maximum 250 (every cluster the product launches, 2–64 machines, fits).
 const ClusterMinPods, ClusterMaxPods = 2, 250
 
+// deadlineRoom is what a placement leaves of its caller's time: it stops
+// waiting this long before the caller's deadline, so that its answer (and
+// the requests it still makes) arrive in time.
+const deadlineRoom = 5 * time.Second
+
 // EnvPodID is the variable in which RunPod hands every pod its own id.
 const EnvPodID = "RUNPOD_POD_ID"
 
@@ -254,16 +259,30 @@ func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 		return providers.Group{}, err
 	}
 	defer r.locks.Lock(req.GroupName)()
+	if clusterShape(req) {
+		// Its own Instant Cluster, by name, before anything else: a cluster
+		// an earlier call created may list no member yet (the description
+		// allows it), and read pod by pod it would look like nothing placed
+		// (a catalog of NONE refused as no capacity and the cluster rolled
+		// back, or pods created beside it).
+		cl, err := r.clusterNamed(ctx, req.GroupName)
+		if err != nil {
+			return providers.Group{}, err
+		}
+		if cl.ID != "" {
+			return r.placeCluster(ctx, req, dc, n, gpu, cl)
+		}
+	}
 	by, err := r.pods(ctx, opPlace)
 	if err != nil {
 		return providers.Group{}, err
 	}
 	for _, p := range by[req.GroupName] {
 		if p.Cluster != nil && alive(p) {
-			// Placed as an Instant Cluster by an earlier call: adopt it (its
-			// members may not have their ranks yet, so they are not counted
-			// pod by pod).
-			return r.placeCluster(ctx, req, dc, n, gpu)
+			// A member of an Instant Cluster the clusters' list did not
+			// show: adopt that cluster (its members may not have their
+			// ranks yet, so they are not counted pod by pod).
+			return r.placeCluster(ctx, req, dc, n, gpu, Cluster{ID: p.Cluster.ID})
 		}
 	}
 	have, err := fleet.Adopt(by[req.GroupName], req.Count,
@@ -283,11 +302,18 @@ func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 			return providers.Group{}, err
 		}
 		if fits {
-			return r.placeCluster(ctx, req, dc, n, gpu)
+			return r.placeCluster(ctx, req, dc, n, gpu, Cluster{})
 		}
 	}
 	if len(have) < req.Count {
-		if err := r.createMissing(ctx, req, dc, n, gpu, have); err != nil {
+		err := r.createMissing(ctx, req, dc, n, gpu, have)
+		switch {
+		case err != nil && cloudkit.Undecided(err):
+			// The caller's deadline, or an answer still to come: the pods
+			// made so far carry the group and the next call adopts them.
+			return providers.Group{}, cloudkit.Pending(Name, opPlace, dc,
+				fmt.Sprintf("%d of %d pods created; the next placement creates the rest", len(have), req.Count), err)
+		case err != nil:
 			return providers.Group{}, cloudkit.RolledBack(ctx, Name, req.GroupName, err, r.terminate)
 		}
 	}
@@ -362,7 +388,7 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 // the placement's ceiling (else the pods, priced as the offer was, are
 // tried).
 func (r *Cloud) clusterFits(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (bool, error) {
-	if req.Count < ClusterMinPods || req.Count > ClusterMaxPods || req.Agent.Token == "" {
+	if !clusterShape(req) {
 		return false, nil
 	}
 	gpus, err := r.catalogOf(ctx, opPlace, "CLUSTER", n)
@@ -377,20 +403,33 @@ func (r *Cloud) clusterFits(ctx context.Context, req providers.PlaceRequest, dc 
 	return j >= 0 && gpus[k].DataCenters[j].Availability != "" && gpus[k].DataCenters[j].Availability != AvailNone, nil
 }
 
+// clusterShape: a group of this size with a bootstrap token may be one
+// Instant Cluster.
+func clusterShape(req providers.PlaceRequest) bool {
+	return req.Count >= ClusterMinPods && req.Count <= ClusterMaxPods && req.Agent.Token != ""
+}
+
 // placeCluster places the group with one POST /v2/clusters in the data
-// center, or adopts the cluster of that name an earlier call created:
+// center, or adopts cl, the cluster of that name an earlier call created:
 // every member pod runs the same start-up script, with the cluster's
 // bootstrap token, and its agent claims its rank with the pod's id. The
 // members are read from GET /v2/clusters/{id}/pods and awaited until each
-// has its rank and overlay address (see members); a wait that runs out
-// keeps the cluster and answers ErrTransient.
-func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (providers.Group, error) {
-	cl, err := r.clusterNamed(ctx, req.GroupName)
-	if err != nil {
-		return providers.Group{}, err
-	}
+// has its rank and overlay address (see members). A cluster once created
+// is never rolled back here: a wait that runs out, the caller's deadline
+// or a failed read answer ErrTransient and keep it, and the next call
+// adopts it; only the cluster's own deadline (L4) or a terminate (L7)
+// deletes it.
+func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string, cl Cluster) (providers.Group, error) {
 	if cl.ID == "" {
-		if cl, err = r.createGroupCluster(ctx, req, dc, n, gpu); err != nil {
+		var err error
+		cl, err = r.createGroupCluster(ctx, req, dc, n, gpu)
+		switch {
+		case err != nil && cloudkit.Undecided(err):
+			// The create may have been carried out: the next call finds
+			// the cluster by name.
+			return providers.Group{}, cloudkit.Pending(Name, opPlace, dc,
+				"the cluster's create has no answer yet; the next placement looks for it by name", err)
+		case err != nil:
 			return providers.Group{}, r.withRollback(ctx, req.GroupName, dc, err)
 		}
 	}
@@ -403,10 +442,11 @@ func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc
 	switch {
 	case errors.As(err, &pending):
 		// A state the description allows: nothing is rolled back.
-		return providers.Group{}, &providers.Error{Class: providers.ErrTransient, Provider: Name, Op: opPlace, Location: dc,
-			Message: pending.Error()}
+		return providers.Group{}, cloudkit.Pending(Name, opPlace, dc, pending.Error(), nil)
 	case err != nil:
-		return providers.Group{}, r.withRollback(ctx, req.GroupName, dc, err)
+		// The caller's deadline or a failed read: the cluster is kept.
+		return providers.Group{}, cloudkit.Pending(Name, opPlace, dc,
+			fmt.Sprintf("cluster %s is placed; its members could not be read", cl.ID), err)
 	}
 	g := providers.Group{Provider: Name, Name: req.GroupName, Location: dc}
 	for i := 0; i < req.Count; i++ {
@@ -452,12 +492,18 @@ func (e *membersPending) Error() string {
 
 // members reads the cluster's member pods until every rank 0..count-1 is
 // assigned, each to one pod with its overlay address, waiting with
-// backoff for at most MemberWait (on the adapter's clock). A member listed
-// without a rank or an address is a state the description allows
-// ("null until the index is assigned during provisioning", "omitted until
-// the address is assigned"), never read as rank 0 or as no address.
+// backoff for at most MemberWait (on the adapter's clock), and never past
+// the caller's deadline less deadlineRoom: the wait ends as "members
+// pending" while the caller still has time to hear it. A member listed
+// without a rank or an address, or not listed yet, is a state the
+// description allows ("null until the index is assigned during
+// provisioning", "omitted until the address is assigned"), never read as
+// rank 0 or as no address.
 func (r *Cloud) members(ctx context.Context, clusterID string, count int) (map[int]Pod, error) {
-	wait, waited := r.c.Backoff, time.Duration(0)
+	wait, waited, patience := r.c.Backoff, time.Duration(0), r.cfg.MemberWait
+	if left, ok := cloudkit.TimeLeft(ctx, r.c.Now(), deadlineRoom); ok {
+		patience = max(0, min(patience, left))
+	}
 	for {
 		var out struct {
 			Pods []Pod `json:"pods"`
@@ -469,10 +515,10 @@ func (r *Cloud) members(ctx context.Context, clusterID string, count int) (map[i
 		if missing == "" {
 			return byRank, nil
 		}
-		if waited >= r.cfg.MemberWait {
+		if waited >= patience {
 			return nil, &membersPending{cluster: clusterID, missing: missing}
 		}
-		d := min(wait, r.cfg.MemberWait-waited)
+		d := min(wait, patience-waited)
 		if err := r.c.Sleep(ctx, d); err != nil {
 			return nil, err
 		}

@@ -404,8 +404,10 @@ func (p *Provider) RestartNode(ctx context.Context, groupName, nodeID string) er
 
 // StopNode implements providers.Provider: owned machines are not stopped
 // (they are the operator's; a stopped machine would not be billed either).
+// The refusal is ErrUnsupported, so a stop by the balance, a budget or
+// idleness (B6) releases them with their cluster instead.
 func (p *Provider) StopNode(ctx context.Context, groupName, nodeID string) error {
-	return p.fail(providers.ErrValidation, "StopNode", "machines of the ssh provider cannot be stopped; terminate the cluster to free them")
+	return p.fail(providers.ErrUnsupported, "StopNode", "machines of the ssh provider cannot be stopped; terminate the cluster to free them")
 }
 
 // PlaceNode implements providers.Provider: the operator's machines are

@@ -137,3 +137,18 @@ func TestPlaceGroupAvoidsQuarantined(t *testing.T) {
 		t.Fatalf("placement with gpu-b quarantined: %v", err)
 	}
 }
+
+// The SSH provider cannot stop the operator's machines: StopNode answers
+// ErrUnsupported, the answer of the documented set (providers.Provider)
+// on which the stop job releases the cluster instead, never ErrValidation
+// ("not running"), on which a stop would wait for ever (B6).
+func TestStopNodeUnsupported(t *testing.T) {
+	p, err := New(Config{AgentBinary: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.StopNode(context.Background(), "cl_1", "gpu-a")
+	if !errors.Is(err, providers.ErrUnsupported) || errors.Is(err, providers.ErrValidation) {
+		t.Fatalf("StopNode: want ErrUnsupported, got %v", err)
+	}
+}

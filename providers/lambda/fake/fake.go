@@ -69,6 +69,10 @@ type Server struct {
 	// BootDelay: booting → active; TerminateDelay: terminating → gone;
 	// RestartDelay: how long a restart keeps the restart action busy.
 	BootDelay, TerminateDelay, RestartDelay time.Duration
+	// Unhealthy: a booting machine reports "unhealthy" for this long
+	// before "active" (Lambda does during boot; SkyPilot reads it as
+	// still starting), its addresses not yet assigned.
+	Unhealthy time.Duration
 	// LaunchInterval and RequestInterval enforce the documented pacing
 	// with 429 answers (0 disables each).
 	LaunchInterval, RequestInterval time.Duration
@@ -91,11 +95,12 @@ type Server struct {
 
 type instance struct {
 	lambda.Instance
-	userData     string
-	created      time.Time
-	terminatedAt time.Time
-	restartUntil time.Time
-	num          int // addresses: 198.51.100.(1+num), PrivateNet (10.0.2.) + (100+num)
+	userData      string
+	created       time.Time
+	terminatedAt  time.Time
+	restartUntil  time.Time
+	bootUnhealthy bool // "unhealthy" as a stage of its boot (Unhealthy), not forced
+	num           int  // addresses: 198.51.100.(1+num), PrivateNet (10.0.2.) + (100+num)
 }
 
 // Catalog is a small catalog in the documented shapes (the instance type
@@ -176,7 +181,7 @@ func (s *Server) SetStatus(id, status string) {
 	s.Lock()
 	defer s.Unlock()
 	if in, ok := s.instances[id]; ok {
-		in.Status = status
+		in.Status, in.bootUnhealthy = status, false
 	}
 }
 
@@ -303,8 +308,12 @@ func (s *Server) advance() {
 	for _, id := range s.order {
 		in := s.instances[id]
 		switch {
-		case in.Status == lambda.StatusBooting && !now.Before(in.created.Add(s.BootDelay)):
-			in.Status = lambda.StatusActive
+		case in.Status == lambda.StatusBooting && s.Unhealthy > 0 && !now.Before(in.created.Add(s.BootDelay)) &&
+			now.Before(in.created.Add(s.BootDelay+s.Unhealthy)):
+			in.Status, in.bootUnhealthy = lambda.StatusUnhealthy, true
+		case (in.Status == lambda.StatusBooting || in.Status == lambda.StatusUnhealthy && in.bootUnhealthy) &&
+			!now.Before(in.created.Add(s.BootDelay+s.Unhealthy)):
+			in.Status, in.bootUnhealthy = lambda.StatusActive, false
 			in.IP = fmt.Sprintf("198.51.100.%d", 1+in.num%250)
 			prefix := s.PrivateNet
 			if prefix == "" {

@@ -73,6 +73,11 @@ type Server struct {
 	// description allows ("null until the index is assigned during
 	// provisioning"; "omitted until the address is assigned").
 	RankDelay time.Duration
+	// ListDelay: an Instant Cluster's member pods are not listed at all
+	// (GET /v2/pods, GET /v2/clusters/{id}/pods) for this long after the
+	// create, while the cluster is (the description allows a cluster whose
+	// members are not listed yet).
+	ListDelay time.Duration
 	// ClusterCaps are the (GPU, data center) pairs that sell Instant
 	// Clusters.
 	ClusterCaps map[Cap]bool
@@ -102,7 +107,11 @@ type pod struct {
 	rank   int
 	ip     string
 	rankAt time.Time
+	listAt time.Time // a member is listed from then on
 }
+
+// unlisted: an Instant Cluster's member not listed yet (ListDelay).
+func (s *Server) unlisted(p *pod) bool { return p.Cluster != nil && s.Now().Before(p.listAt) }
 
 // Catalog is the spec's GPU type example plus an H100 type.
 func Catalog() ([]runpod.GpuType, map[string]string) {
@@ -300,7 +309,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		members := r.URL.Query().Get("includeClusterPods") == "true"
 		out := []runpod.Pod{}
 		for _, id := range s.order {
-			if p, ok := s.pods[id]; ok && (members || p.Cluster == nil) {
+			if p, ok := s.pods[id]; ok && (members || p.Cluster == nil) && !s.unlisted(p) {
 				s.advance(p)
 				out = append(out, p.Pod)
 			}
@@ -354,7 +363,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		case verb == "pods" && r.Method == http.MethodGet:
 			out := []runpod.Pod{}
 			for _, pid := range s.order {
-				if p, ok := s.pods[pid]; ok && p.Cluster != nil && p.Cluster.ID == id {
+				if p, ok := s.pods[pid]; ok && p.Cluster != nil && p.Cluster.ID == id && !s.unlisted(p) {
 					s.advance(p)
 					out = append(out, p.Pod)
 				}
@@ -545,7 +554,7 @@ func (s *Server) cluster(c *runpod.Cluster) runpod.Cluster {
 	out.Pods.Total, out.Pods.ByStatus, out.Primary = 0, map[string]int{}, nil
 	for _, id := range s.order {
 		p, ok := s.pods[id]
-		if !ok || p.Cluster == nil || p.Cluster.ID != c.ID {
+		if !ok || p.Cluster == nil || p.Cluster.ID != c.ID || s.unlisted(p) {
 			continue
 		}
 		s.advance(p)
@@ -648,6 +657,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		p := s.newPod(runpod.CreatePodRequest{Name: fmt.Sprintf("%s-%d", in.Name, rank), Image: in.Image, Args: in.Args, Disk: in.Disk,
 			Ports: in.Ports, Env: in.Env, GPU: &runpod.GPUConfig{ID: c.GPUTypeID, Count: c.GPUCountPerPod}}, dc, k)
 		p.rank, p.ip, p.rankAt = rank, fmt.Sprintf("10.%d.0.%d", octet, rank+2), s.Now().Add(s.RankDelay)
+		p.listAt = s.Now().Add(s.ListDelay)
 		p.Cluster = &runpod.PodCluster{ID: cl.ID}
 		s.advance(p) // a RankDelay of 0 assigns at once
 		if role := memberRole(cl.Type, rank); role != "" {

@@ -1,0 +1,456 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterdeck/clusterdeck/jobs"
+	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/providers/bootstrap"
+	"github.com/clusterdeck/clusterdeck/providers/fakekit"
+	"github.com/clusterdeck/clusterdeck/providers/lambda"
+	lfake "github.com/clusterdeck/clusterdeck/providers/lambda/fake"
+	"github.com/clusterdeck/clusterdeck/providers/runpod"
+	rpfake "github.com/clusterdeck/clusterdeck/providers/runpod/fake"
+	"gorm.io/gorm"
+)
+
+// The real clouds' adapters run through the provision job with its real
+// deadlines (the scheduler's: KickTimeout when a launch kicks it, the
+// registered timeout when scheduled), on one clock the test moves: the
+// database's, the fakes' delays and the adapters' waits (OP1, L3, L4, L7).
+
+// cloudStart runs ahead of the wall: a dialer compares a context's
+// deadline (here on the test's clock) with the wall's time.
+var cloudStart = time.Date(2031, 1, 6, 9, 0, 0, 0, time.UTC)
+
+// cloud is one real adapter against its fake, and what the test reads of
+// the fake: every machine it created (by cluster and rank) and what is
+// live now (a machine created and no longer live was deleted).
+type cloud struct {
+	name     string
+	provider providers.Provider
+	accel    string
+	gpus     int
+	// created counts the machines created per group and rank (a rank
+	// created twice is a machine billed for two).
+	created func() map[string]map[int]int
+	// live counts the live machines per group.
+	live func() map[string]int
+}
+
+// cloudWorld is the database, the scheduler with every job registered,
+// one cloud, and the clock.
+type cloudWorld struct {
+	t     *testing.T
+	clk   *fakekit.Clock
+	store *models.Store
+	sched *jobs.Scheduler
+	cloud cloud
+	org   models.Org
+	env   models.Environment
+	// kicked: the one kick of this world ran (the scheduler refuses kicks
+	// once stopped, and the kicked tick is waited for by stopping it).
+	kicked bool
+}
+
+func newCloudWorld(t *testing.T, db *gorm.DB, clk *fakekit.Clock, c cloud) *cloudWorld {
+	t.Helper()
+	ctx := context.Background()
+	store := models.NewStore(db, clk)
+	sched := jobs.NewScheduler(store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sched.TimeoutsOn(clk.WithTimeout)
+	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: providers.Registry{c.name: c.provider},
+		BaseURL: "https://deck.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	w := &cloudWorld{t: t, clk: clk, store: store, sched: sched, cloud: c}
+	if err := sched.RunNow(ctx, "catalog"); err != nil {
+		t.Fatalf("catalog: %v", err)
+	}
+	// Neither cloud counts its stock, and O2 quotes at most 8 machines of
+	// an uncounted offer: the offers are counted here (at 64) so that the
+	// groups of 16 and 64 machines the adapters must place can be asked for.
+	if err := db.Model(&models.Offer{}).Where("provider = ?", c.name).Update("nodes_available", 64).Error; err != nil {
+		t.Fatal(err)
+	}
+	w.org = models.Org{ID: models.NewID("org"), Name: "Acme", MaxMachines: 64, MaxGPUs: 512, CreatedAt: cloudStart}
+	w.env = models.Environment{ID: models.NewID("env"), OrgID: w.org.ID, Name: "default", IsDefault: true, CreatedAt: cloudStart}
+	if err := db.Create(&w.org).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create(&w.env).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Deposit(ctx, w.org.ID, 100_000*models.Micro, "test-deposit", "test"); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// launch launches a cluster of n machines of the cloud's offer, as the
+// API does; the first tick is the kicked one.
+func (w *cloudWorld) launch(n int) models.Cluster {
+	w.t.Helper()
+	ctx := context.Background()
+	q, err := w.store.CreateQuote(ctx, w.org.ID, w.env.ID, models.ShapeQuery{Accelerator: w.cloud.accel, Nodes: n, GPUsPerNode: w.cloud.gpus})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	c, _, err := w.store.LaunchCluster(ctx, models.LaunchParams{OrgID: w.org.ID, EnvID: w.env.ID, QuoteID: q.ID,
+		Actor: "test@example.com", Workload: models.Workload{Name: "train", Software: "none"}})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return c
+}
+
+// kick runs the tick a launch kicks (KickTimeout), once per world.
+func (w *cloudWorld) kick() {
+	w.t.Helper()
+	if w.kicked {
+		w.t.Fatal("one kick per world")
+	}
+	w.kicked = true
+	w.sched.Kick("provision")
+	if err := w.sched.Stop(context.Background()); err != nil { // waits for the kicked tick
+		w.t.Fatal(err)
+	}
+	w.check()
+}
+
+// tick runs one scheduled tick of the provision, stop and terminate jobs, five
+// seconds after the last (their schedule), and checks the invariants.
+func (w *cloudWorld) tick() {
+	w.t.Helper()
+	w.clk.Advance(5 * time.Second)
+	for _, job := range []string{"provision", "stop", "terminate"} {
+		if err := w.sched.RunNow(context.Background(), job); err != nil {
+			w.t.Logf("%s at +%s: %v", job, w.clk.Now().Sub(cloudStart), err)
+		}
+	}
+	w.check()
+}
+
+// check fails the test when a machine was created twice, deleted while
+// its cluster wanted it, or more machines live than the cluster has.
+func (w *cloudWorld) check() {
+	w.t.Helper()
+	ctx := context.Background()
+	live := w.cloud.live()
+	for group, ranks := range w.cloud.created() {
+		c, err := w.store.ClusterByID(ctx, group)
+		if err != nil {
+			w.t.Fatalf("machines of an unknown group %s: %v", group, err)
+		}
+		created := 0
+		for rank, n := range ranks {
+			created += n
+			if n > 1 {
+				w.t.Fatalf("cluster %s: rank %d created %d times (+%s)", group, rank, n, w.clk.Now().Sub(cloudStart))
+			}
+		}
+		wanted := c.Status == models.StatusProvisioning && c.TerminateRequestedAt == nil ||
+			c.Status == models.StatusReady || c.Status == models.StatusInstalling
+		if deleted := created - live[group]; wanted && deleted > 0 {
+			w.t.Fatalf("cluster %s (%s): %d machines deleted while wanted (+%s)", group, c.Status, deleted, w.clk.Now().Sub(cloudStart))
+		}
+		if live[group] > c.Nodes {
+			w.t.Fatalf("cluster %s: %d machines live for %d (+%s)", group, live[group], c.Nodes, w.clk.Now().Sub(cloudStart))
+		}
+	}
+}
+
+// untilRunning ticks until every machine of every cluster runs (its step
+// past "running"), for at most limit; a cluster that failed stops the test.
+func (w *cloudWorld) untilRunning(limit time.Duration, cs ...models.Cluster) {
+	w.t.Helper()
+	ctx := context.Background()
+	placed := false
+	for end := w.clk.Now().Add(limit); ; w.tick() {
+		if placed {
+			w.clk.Advance(25 * time.Second) // booting only: half a minute a tick, nothing changes between
+		}
+		all := true
+		placed = true
+		for _, c := range cs {
+			now, err := w.store.ClusterByID(ctx, c.ID)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			if now.Status == models.StatusFailed {
+				w.t.Fatalf("cluster %s of %d failed at +%s: %s", c.ID, c.Nodes, w.clk.Now().Sub(cloudStart), now.LastError)
+			}
+			nodes, err := w.store.NodesFor(ctx, c.ID)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			placed = placed && now.PlacedAt != nil
+			for _, n := range nodes {
+				all = all && now.PlacedAt != nil && n.RunningAt != nil
+			}
+		}
+		if all {
+			return
+		}
+		if w.clk.Now().After(end) {
+			w.t.Fatalf("not every machine running after %s", limit)
+		}
+	}
+}
+
+// terminate asks for every cluster's terminate and ticks until nothing of
+// theirs is live at the cloud (L7).
+func (w *cloudWorld) terminate(cs ...models.Cluster) {
+	w.t.Helper()
+	for _, c := range cs {
+		if _, err := w.store.RequestTerminate(context.Background(), w.org.ID, c.ID, "test@example.com"); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	for range 60 {
+		w.tick()
+		left := 0
+		for _, c := range cs {
+			left += w.cloud.live()[c.ID]
+		}
+		if left == 0 {
+			return
+		}
+	}
+	w.t.Fatalf("machines left running after terminate: %v", w.cloud.live())
+}
+
+// runpodCloud is the RunPod adapter against its fake at RunPod's timings:
+// ranks assigned after longer than a kicked tick, members listed late,
+// the minute window's 429s (plus a burst with Retry-After).
+func runpodCloud(t *testing.T, clk *fakekit.Clock, stock int, clusters bool) (cloud, *rpfake.Server) {
+	const key = "rpa_secret_runpod_key_0123456789"
+	f := rpfake.New(key, clk.Now)
+	h100 := rpfake.Cap{GPU: "NVIDIA H100 80GB HBM3", DC: "US-TX-3"}
+	f.Stock[h100], f.ClusterCaps[h100] = stock*8, clusters
+	f.RankDelay, f.ListDelay = 45*time.Second, 40*time.Second
+	for range 2 {
+		f.Inject(rpfake.Fault{Method: "GET", Path: "/v2/", After: 3, Status: 429, Detail: "rate limit exceeded for the minute window", RetryAfter: "7"})
+	}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	rp, err := runpod.New(runpod.Config{APIKey: key, BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
+		DataCenters: []string{"US-TX-3"},
+		Agent:       bootstrap.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64", SHA256: strings.Repeat("ab", 32)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cloud{name: runpod.Name, provider: rp, accel: "H100_80GB", gpus: 8,
+		created: func() map[string]map[int]int {
+			out := map[string]map[int]int{}
+			add := func(group string, rank int) {
+				if out[group] == nil {
+					out[group] = map[int]int{}
+				}
+				out[group][rank]++
+			}
+			for _, cc := range f.ClusterCreates() {
+				for i := range cc.Compute.PodCount {
+					add(cc.Name, i)
+				}
+			}
+			for _, pc := range f.Creates() {
+				var i int
+				fmt.Sscan(pc.Env[runpod.EnvIndex], &i)
+				add(pc.Env[runpod.EnvGroup], i)
+			}
+			return out
+		},
+		live: func() map[string]int {
+			out := map[string]int{}
+			for _, p := range f.Live() {
+				out[p.Env[runpod.EnvGroup]]++
+			}
+			return out
+		}}, f
+}
+
+// RunPod through the provision job at 2, 8, 16 and 64 machines, one
+// Instant Cluster each (and pod by pod at 8): the kicked tick's 30 s end
+// before RunPod lists the members and assigns their ranks, the scheduled
+// ticks adopt the cluster; no machine is created twice, deleted while
+// wanted or billed for two, and terminate leaves nothing (L3, L4, L7).
+func TestProvisionRunPodRealClock(t *testing.T) {
+	for _, tc := range []struct {
+		n        int
+		clusters bool
+	}{{2, true}, {8, true}, {16, true}, {64, true}, {8, false}} {
+		name := fmt.Sprintf("%d machines", tc.n)
+		if !tc.clusters {
+			name += " pod by pod"
+		}
+		t.Run(name, func(t *testing.T) {
+			modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+				clk := fakekit.NewClockAt(cloudStart)
+				c, f := runpodCloud(t, clk, tc.n, tc.clusters)
+				w := newCloudWorld(t, db, clk, c)
+				cl := w.launch(tc.n)
+				w.kick()
+				w.untilRunning(15*time.Minute, cl)
+				if tc.clusters && len(f.ClusterCreates()) != 1 {
+					t.Errorf("%d cluster creates", len(f.ClusterCreates()))
+				}
+				w.terminate(cl)
+			})
+		})
+	}
+}
+
+// Four clusters waiting for their ranks in one scheduled tick share its
+// two minutes: none is deleted and created again; each is adopted on a
+// later tick (L3, L7).
+func TestProvisionRunPodFourClustersOneTick(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := fakekit.NewClockAt(cloudStart)
+		c, f := runpodCloud(t, clk, 4*2, true)
+		w := newCloudWorld(t, db, clk, c)
+		var cs []models.Cluster
+		for range 4 {
+			cs = append(cs, w.launch(2))
+		}
+		w.tick() // no kick: the scheduled tick finds all four
+		w.untilRunning(15*time.Minute, cs...)
+		if len(f.ClusterCreates()) != 4 {
+			t.Errorf("%d cluster creates for four clusters", len(f.ClusterCreates()))
+		}
+		w.terminate(cs...)
+	})
+}
+
+// lambdaCloud is the Lambda adapter against its fake at Lambda's timings:
+// one launch per 12 s and one request per second (429 with Retry-After
+// when sooner), machines "unhealthy" for two minutes during boot.
+func lambdaCloud(t *testing.T, clk *fakekit.Clock, capacity int) (cloud, *lfake.Server) {
+	const key = "secret_lambda_key_0123456789abcdef"
+	f := lfake.New(key, clk.Now)
+	f.SetCapacity("gpu_8x_h100_sxm5gdr", "us-west-1", capacity)
+	f.RequestInterval, f.Unhealthy = lambda.RequestInterval, 2*time.Minute
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	l, err := lambda.New(lambda.Config{APIKey: key, BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
+		Regions: []string{"us-west-1"}, SSHKeyName: "my-public-key",
+		Agent: lambda.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64", SHA256: strings.Repeat("ab", 32)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := func(in lambda.Instance, key string) string { return in.Tag(key) }
+	return cloud{name: lambda.Name, provider: l, accel: "H100_80GB", gpus: 8,
+		created: func() map[string]map[int]int {
+			out := map[string]map[int]int{}
+			for _, la := range f.Launches() {
+				if la.Status != 200 {
+					continue
+				}
+				in := lambda.Instance{Tags: la.Request.Tags}
+				var i int
+				fmt.Sscan(tag(in, lambda.TagIndex), &i)
+				if out[tag(in, lambda.TagGroup)] == nil {
+					out[tag(in, lambda.TagGroup)] = map[int]int{}
+				}
+				out[tag(in, lambda.TagGroup)][i]++
+			}
+			return out
+		},
+		live: func() map[string]int {
+			out := map[string]int{}
+			for _, in := range f.Live() {
+				out[in.Tag(lambda.TagGroup)]++
+			}
+			return out
+		}}, f
+}
+
+// Lambda reports machines "unhealthy" for a while during boot: through the
+// provision job they are still starting, and the cluster runs once they
+// are active; a machine that stays unhealthy fails the cluster at its step's
+// deadline (timeout:running), not before (L4).
+func TestProvisionLambdaUnhealthyDuringBoot(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := fakekit.NewClockAt(cloudStart)
+		c, f := lambdaCloud(t, clk, 4)
+		w := newCloudWorld(t, db, clk, c)
+		cl := w.launch(2)
+		w.kick()
+		saw := false
+		for end := clk.Now().Add(10 * time.Minute); !saw && clk.Now().Before(end); {
+			w.tick()
+			for _, in := range f.Live() {
+				saw = saw || in.Status == lambda.StatusUnhealthy
+			}
+		}
+		w.untilRunning(15*time.Minute, cl)
+		if !saw {
+			t.Fatal("the fake never played unhealthy")
+		}
+		w.terminate(cl)
+
+		f.Unhealthy = time.Hour // never healthy
+		stuck := w.launch(2)
+		w.tick()
+		ctx := context.Background()
+		for {
+			now, err := w.store.ClusterByID(ctx, stuck.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now.Status == models.StatusFailed {
+				if now.LastError != models.StepTimeout(models.StepRunning).String() || now.PlacedAt == nil ||
+					clk.Now().Before(now.StepDeadline(models.StepRunning)) {
+					t.Fatalf("a machine unhealthy for ever: %s at %s, deadline %s", now.LastError, clk.Now(), now.StepDeadline(models.StepRunning))
+				}
+				break
+			}
+			if clk.Now().After(cloudStart.Add(time.Hour)) {
+				t.Fatal("the unhealthy cluster never failed")
+			}
+			clk.Advance(25 * time.Second) // half a minute a tick: nothing changes between
+			w.tick()
+		}
+		w.tick() // the failed cluster's machines are released
+		if n := c.live()[stuck.ID]; n != 0 {
+			t.Fatalf("%d machines of the failed cluster left running", n)
+		}
+	})
+}
+
+// Lambda through the provision job at 2, 8, 16 and 64 machines: one
+// launch per 12 s (13 s with the pacer's slack) is more than a kicked
+// tick's 30 s or a scheduled tick's two minutes hold; the placement goes
+// on across ticks, adopting what earlier ticks launched by tag. No machine
+// is launched twice or terminated while wanted, the fake's pacing draws
+// no 429, and terminate leaves nothing (L3, L7).
+func TestProvisionLambdaRealClock(t *testing.T) {
+	for _, n := range []int{2, 8, 16, 64} {
+		t.Run(fmt.Sprintf("%d machines", n), func(t *testing.T) {
+			modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+				clk := fakekit.NewClockAt(cloudStart)
+				c, f := lambdaCloud(t, clk, n)
+				w := newCloudWorld(t, db, clk, c)
+				cl := w.launch(n)
+				w.kick()
+				w.untilRunning(25*time.Minute, cl)
+				if got := len(f.Launches()); got != n {
+					t.Errorf("%d launch requests for %d machines", got, n)
+				}
+				if f.TooMany() != 0 {
+					t.Errorf("the pacing drew %d 429s", f.TooMany())
+				}
+				w.terminate(cl)
+			})
+		})
+	}
+}
