@@ -109,4 +109,3 @@ func TestHealthNamesMachineLostMidVerificationWhenNoSwapLeft(t *testing.T) {
 		}
 	})
 }
-
