@@ -700,6 +700,14 @@ type EventList struct {
 }
 
 // Verification is the hand-over report (issue 24): every machine's check,
+// VerifyAgainRequest is the body of POST /v1/gpu/clusters/{id}/verify: the
+// customer confirms that verification takes every GPU of the cluster for
+// minutes, disrupting what runs there (X13). Without it: 422
+// confirmation_required.
+type VerifyAgainRequest struct {
+	ConfirmDisruption bool `json:"confirmDisruption"`
+}
+
 // the ring all-reduce against its threshold, every pair, the swaps made.
 type Verification struct {
 	Run                 int                `json:"run"`

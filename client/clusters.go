@@ -117,9 +117,12 @@ func (c *Client) Recover(ctx context.Context, id string, opts ...Option) (api.Cl
 }
 
 // VerifyAgain is POST /v1/gpu/clusters/{id}/verify (issue 24): the
-// hand-over's verification runs again on a ready cluster; nothing is swapped.
-func (c *Client) VerifyAgain(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
-	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/verify", nil, nil, opts)
+// hand-over's verification runs again on a ready cluster; nothing is
+// swapped. confirmDisruption says the customer accepts that the checks
+// take every GPU meanwhile; without it the server answers 422
+// confirmation_required with what they would disrupt (X13).
+func (c *Client) VerifyAgain(ctx context.Context, id string, confirmDisruption bool, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/verify", api.VerifyAgainRequest{ConfirmDisruption: confirmDisruption}, nil, opts)
 }
 
 // KeepUnverified is POST /v1/gpu/clusters/{id}/keep (issue 24): a cluster

@@ -29,6 +29,7 @@ type Health struct {
 	Store          *models.Store
 	Providers      providers.Registry
 	Mail           *models.ClusterNotify // the degraded mail (E1); nil = none
+	Verify         *Verify               // a machine down mid-verification is swapped or named here (X13); nil = a plain Verify
 	HeartbeatLate  time.Duration         // 0 = DefaultHeartbeatLate
 	UnhealthyAfter time.Duration         // 0 = DefaultUnhealthyAfter
 	Batch          int                   // clusters per batch; 0 = 1000
@@ -104,7 +105,7 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 			if n.MeshAt == nil || n.Status == models.NodeFailed || n.Status == models.NodeLost || n.Status == models.NodeTerminated {
 				continue // not admitted, or ended
 			}
-			seen, evidence := j.observe(n, g, found, now)
+			seen, evidence := j.observe(c, n, g, found, now)
 			if seen == "" {
 				if n.DownSince != nil || n.Status == models.NodeDown || n.Status == models.NodeRestarting {
 					marks.Well = append(marks.Well, n.ID)
@@ -133,6 +134,8 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 	for _, v := range verdicts {
 		var err error
 		switch {
+		case len(v.downs) > 0 && v.c.Status == models.StatusVerifying:
+			err = j.verifier().MachinesDown(ctx, v.c, v.downs) // X13: swapped or named now, not at the window's end
 		case len(v.downs) > 0:
 			_, err = j.Store.MarkMachinesDown(ctx, v.c, v.downs, j.Mail)
 		case v.well && v.c.EpisodeStartedAt != nil:
@@ -171,23 +174,40 @@ func (j *Health) describe(ctx context.Context, cs []models.Cluster) (map[string]
 	return groups, ok, errs
 }
 
-// observe says what is wrong with machine n now, or "" when it is well:
-// running at its provider and its agent's heartbeat on time; and what that
-// rests on (X19): the provider's view, or the machine's own agent (a GPU
-// error it reported, its silence), which the customer controls.
-func (j *Health) observe(n models.ClusterNode, g providers.Group, found bool, now time.Time) (string, string) {
+// verifier is the verify job health hands a verifying cluster's downed
+// machines to.
+func (j *Health) verifier() *Verify {
+	if j.Verify != nil {
+		return j.Verify
+	}
+	return &Verify{Store: j.Store}
+}
+
+// observe says what is wrong with machine n of cluster c now, or "" when
+// it is well: running at its provider and its agent's heartbeat on time;
+// and what that rests on (X19): the provider's view, or the machine's own
+// agent (a GPU error it reported, its silence), which the customer
+// controls. While c verifies, its machine check judges the GPUs (a
+// hardware error is its to report), and an agent running a check answers
+// late: it is silent only past a check's lease (X13).
+func (j *Health) observe(c models.Cluster, n models.ClusterNode, g providers.Group, found bool, now time.Time) (string, string) {
+	verifying := c.Status == models.StatusVerifying
 	seen := j.observeProvider(n, g, found)
 	if seen != "" {
 		return seen, models.EvidenceProvider
 	}
-	if n.HWFault != "" {
+	if n.HWFault != "" && !verifying {
 		return "GPU hardware error: " + n.HWFault, models.EvidenceTenant // X15: as unwell as a silent agent
 	}
 	last := n.HeartbeatAt
 	if last == nil {
 		last = n.MeshAt
 	}
-	if late := orDefault(j.HeartbeatLate, DefaultHeartbeatLate); now.Sub(*last) > late {
+	late := orDefault(j.HeartbeatLate, DefaultHeartbeatLate)
+	if verifying {
+		late = max(late, models.VerifyTaskLease)
+	}
+	if now.Sub(*last) > late {
 		return fmt.Sprintf("agent silent: last heartbeat %s ago", now.Sub(*last).Round(time.Second)), models.EvidenceTenant
 	}
 	return "", ""

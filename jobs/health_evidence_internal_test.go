@@ -32,7 +32,7 @@ func TestHealthObservationEvidence(t *testing.T) {
 		{"a GPU error the agent reported", models.ClusterNode{HeartbeatAt: &recent, HWFault: "XID 79"}, running, true, models.EvidenceTenant},
 		{"a silent agent", models.ClusterNode{HeartbeatAt: &old}, running, true, models.EvidenceTenant},
 	} {
-		seen, evidence := j.observe(c.node, c.group, c.found, now)
+		seen, evidence := j.observe(models.Cluster{Status: models.StatusReady}, c.node, c.group, c.found, now)
 		if evidence != c.evidence || (seen == "") != (c.evidence == "") {
 			t.Errorf("%s: seen %q evidence %q, want evidence %q", c.name, seen, evidence, c.evidence)
 		}

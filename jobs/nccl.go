@@ -11,7 +11,11 @@ import (
 // NCCLCheck plans every ready cluster's NCCL check once (X4): node-0's
 // agent takes it with its next heartbeat and runs the all-reduce test the
 // connections panel shows, across every GPU; the server reads the result
-// when the agent posts it (models.RecordNCCLResult).
+// when the agent posts it (models.RecordNCCLResult). No test touches a
+// customer's running job (X13): a cluster verified before hand-over keeps
+// its verification's ring reading instead, and a cluster with a start
+// command — which runs on the same GPUs from hand-over on — is not
+// measured, the check saying why.
 type NCCLCheck struct {
 	Store *models.Store
 }
@@ -35,6 +39,27 @@ func (j *NCCLCheck) Run(ctx context.Context) error {
 }
 
 func (j *NCCLCheck) plan(ctx context.Context, c models.Cluster) error {
+	run, err := j.Store.VerificationFor(ctx, c.OrgID, c.ID)
+	if err != nil {
+		return err
+	}
+	if run != nil && run.Status == models.VerifyRunning {
+		return nil // its checks hold the GPUs now; the reading follows
+	}
+	if run != nil {
+		if ring := run.ReportOf().Ring; ring != nil && ring.BusBW > 0 {
+			return j.Store.RecordNCCLFromVerification(ctx, c, *run, *ring)
+		}
+	}
+	if c.StartCommand != "" {
+		why := "the cluster's start command runs on every GPU from hand-over, and an all-reduce across them would slow it down or fail it."
+		if c.Verify {
+			why = "the verification before hand-over has no ring reading, and " + why
+		} else {
+			why += " Launch with verification to have the fabric measured before hand-over."
+		}
+		return j.Store.SkipNCCLCheck(ctx, c, why)
+	}
 	nodes, err := j.Store.NodesFor(ctx, c.ID)
 	if err != nil {
 		return err

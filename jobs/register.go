@@ -31,6 +31,7 @@ func Register(s *Scheduler, d Deps) error {
 	s.metrics = d.Metrics
 	d.Providers = d.Metrics.instrument(d.Providers)
 	mail := &models.ClusterNotify{BaseURL: d.BaseURL}
+	verify := &Verify{Store: d.Store, Mail: mail}
 	for _, e := range []entry{
 		{"@every 1m", &Catalog{Store: d.Store, Providers: d.Providers}, 50 * time.Second},
 		{"17 * * * *", &PruneLoginThrottles{Store: d.Store}, time.Minute},
@@ -38,9 +39,9 @@ func Register(s *Scheduler, d Deps) error {
 		{"@every 5s", &Provision{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL, Mail: mail}, 2 * time.Minute},
 		{"@every 5s", &Terminate{Store: d.Store, Providers: d.Providers}, 2 * time.Minute},
 		{"@every 5s", &Install{Store: d.Store, Mail: mail}, 30 * time.Second},
-		{"@every 5s", &Verify{Store: d.Store, Mail: mail}, 30 * time.Second},
+		{"@every 5s", verify, 30 * time.Second},
 		{"@every 5s", &Join{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL}, 2 * time.Minute},
-		{"@every 30s", &Health{Store: d.Store, Providers: d.Providers, Mail: mail,
+		{"@every 30s", &Health{Store: d.Store, Providers: d.Providers, Mail: mail, Verify: verify,
 			HeartbeatLate: d.HeartbeatLate, UnhealthyAfter: d.UnhealthyAfter}, 2 * time.Minute},
 		{"@every 30s", &Recovery{Store: d.Store, Providers: d.Providers, Mail: mail}, 2 * time.Minute},
 		{"@every 10m", &Reconcile{Store: d.Store, Providers: d.Providers}, 5 * time.Minute},

@@ -61,21 +61,30 @@ type verification struct {
 }
 
 func (j *Verify) advance(ctx context.Context, c models.Cluster) error {
+	v, err := j.load(ctx, c)
+	if err != nil || v == nil {
+		return err
+	}
+	return j.decide(ctx, v)
+}
+
+// load reads cluster c's running verification; nil when none runs.
+func (j *Verify) load(ctx context.Context, c models.Cluster) (*verification, error) {
 	run, err := j.Store.VerifyRunFor(ctx, c)
 	if err != nil || run.Status != models.VerifyRunning {
-		return err
+		return nil, err
 	}
 	all, err := j.Store.NodesFor(ctx, c.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	offer, err := j.Store.OfferByID(ctx, c.OfferID)
 	if err != nil && !errors.Is(err, models.ErrNotFound) {
-		return err
+		return nil, err
 	}
 	tasks, err := j.Store.VerifyTasks(ctx, c.ID, run.Run)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	v := &verification{c: c, run: run, all: all, tasks: tasks, th: models.CurrentVerifyThresholds(), prev: run.ReportOf()}
 	for _, n := range all {
@@ -91,7 +100,7 @@ func (j *Verify) advance(ctx context.Context, c models.Cluster) error {
 		v.rep.Swaps = []models.SwapRecord{}
 	}
 	v.swapOutcomes()
-	return j.decide(ctx, v)
+	return v, nil
 }
 
 // decide reads the checks in order and acts on the first thing due.

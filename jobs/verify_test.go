@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -247,10 +248,20 @@ func TestVerifyAgainOnReadyCluster(t *testing.T) {
 			t.Fatalf("status %s (%s)\n%s", c.Status, c.LastError, w.events(c.ID))
 		}
 		actor := models.Actor{OrgID: w.org.ID, Name: "owner@acme.example", Role: models.RoleOwner}
-		if _, err := w.store.As(actor).VerifyAgain(context.Background(), c.ID); err != nil {
+		// X13: the cluster is the customer's; without their confirmation
+		// nothing runs and the refusal names the disruption.
+		var de *models.DisruptionError
+		if _, err := w.store.As(actor).VerifyAgain(context.Background(), c.ID, false); !errors.As(err, &de) ||
+			!strings.Contains(err.Error(), "every GPU of all 3 machines for about 6 minutes") || !strings.Contains(err.Error(), "dcgmi diag") {
+			t.Fatalf("unconfirmed run again: %v", err)
+		}
+		if run, _ := w.report(c.ID); run.Rerun || run.Status != models.VerifyPassed {
+			t.Fatalf("an unconfirmed run again started a run: %+v", run)
+		}
+		if _, err := w.store.As(actor).VerifyAgain(context.Background(), c.ID, true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.store.As(actor).VerifyAgain(context.Background(), c.ID); err == nil {
+		if _, err := w.store.As(actor).VerifyAgain(context.Background(), c.ID, true); err == nil {
 			t.Error("a second run while one runs was accepted")
 		}
 		for range 10 {

@@ -125,7 +125,8 @@ type Cluster struct {
 	StopDetail        string     `gorm:"size:255"` // why, for people
 	StoppedFrom       string     `gorm:"size:16"`  // the status the stop left
 	StoppedAt         *time.Time // compute billing ended here; nil while it runs
-	BillFrom          *time.Time // the current billed run started here after a resume; nil = readyAt
+	BillFrom          *time.Time // the current billed run started here after a resume or a hand-over; nil = readyAt
+	UnbilledAt        *time.Time // billing held from here by verification until hand-over (X13; billing_hold.go)
 	ResumeRequestedAt *time.Time // a resume under way
 	ResumeStartedAt   *time.Time // the last resume's start: its step deadlines count from here
 	Resumes           int        // resumes completed
@@ -508,6 +509,11 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		}
 		if res.RowsAffected != 1 {
 			return fmt.Errorf("models: cluster %s: event %s refused (legal from %v): %w", id, ch.event, from, ErrConflict)
+		}
+		if to == StatusReady {
+			if err := tx.endBillingHold(ctx, id); err != nil {
+				return err // X13: billing starts at hand-over
+			}
 		}
 		if ch.nodes != nil {
 			if err := ch.nodes(tx); err != nil {
@@ -902,7 +908,8 @@ func (s *Store) MarkJoined(ctx context.Context, id string, n *ClusterNotify) (Cl
 		}}
 	if c.Verify && (c.Software == "" || c.Software == "none") {
 		ch.event, ch.notify = EventJoinedVerify, nil // the ready mail waits for the hand-over
-		ch.msg = "Every machine is up and reached every other; billing starts now. Verifying every machine and the fabric before hand-over."
+		ch.msg = "Every machine is up and reached every other. Verifying every machine and the fabric before hand-over; verification is not billed, billing starts at hand-over."
+		ch.set["unbilled_at"] = s.Now() // X13: held from the start, so nothing is billed before hand-over
 		ch.nodes = func(tx *Store) error {
 			return tx.nodeRows(ctx, id, map[string]any{"status": NodeReady, "step": StepVerify})
 		}

@@ -72,6 +72,7 @@ const (
 	EventVerified       Event = "verified"        // every machine and the fabric passed verification: handed over (issue 24)
 	EventVerifyFailed   Event = "verify_failed"   // swaps spent, the fabric failed as a whole, or out of time (issue 24)
 	EventKeepUnverified Event = "keep_unverified" // the customer keeps a cluster that failed verification as it is (issue 24)
+	EventResumedVerify  Event = "resumed_verify"  // joined again after a stop during verification: it verifies again (B6, X13)
 )
 
 // ClusterTransition is one legal move: an event in status From leads to To.
@@ -143,6 +144,7 @@ var ClusterTransitions = []ClusterTransition{
 	{StatusStopped, EventResumed, StatusReady},
 	{StatusStopped, EventResumedDegraded, StatusDegraded},
 	{StatusStopped, EventResumeFailed, StatusStopped},
+	{StatusStopped, EventResumedVerify, StatusVerifying},
 
 	{StatusProvisioning, EventTerminated, StatusTerminated},
 	{StatusInstalling, EventTerminated, StatusTerminated},
@@ -161,7 +163,7 @@ var Events = []Event{EventPlaced, EventJoined, EventJoinedInstall, EventSoftware
 	EventMachineDown, EventHealthNoted, EventHealthy, EventHealthyInstall, EventRecoveryAttempt, EventRecoveryExhausted,
 	EventWorkerRequested, EventReplaceRequested, EventNodeJoined, EventNodeJoinFailed,
 	EventStopRequested, EventStopped, EventMachinesStopped, EventResumeRequested, EventResumed, EventResumedDegraded, EventResumeFailed,
-	EventJoinedVerify, EventSoftwareVerify, EventVerified, EventVerifyFailed, EventKeepUnverified}
+	EventJoinedVerify, EventSoftwareVerify, EventVerified, EventVerifyFailed, EventKeepUnverified, EventResumedVerify}
 
 // NextStatus is where ev leads from status from, and whether it is legal there.
 func NextStatus(from ClusterStatus, ev Event) (ClusterStatus, bool) {

@@ -87,7 +87,7 @@ func fireStop(ctx context.Context, e *launchEnv, ev models.Event, id string) (er
 	case models.EventResumeRequested:
 		_, err := s.RequestResume(ctx, e.org.ID, id, "owner@acme.example")
 		return err, true
-	case models.EventResumed, models.EventResumedDegraded:
+	case models.EventResumed, models.EventResumedDegraded, models.EventResumedVerify:
 		c, err := s.ClusterByID(ctx, id)
 		if err != nil {
 			return err, true
@@ -95,6 +95,9 @@ func fireStop(ctx context.Context, e *launchEnv, ev models.Event, id string) (er
 		c.StoppedFrom = string(models.StatusReady)
 		if ev == models.EventResumedDegraded {
 			c.StoppedFrom = string(models.StatusInstalling)
+		}
+		if ev == models.EventResumedVerify { // stopped mid-verification (X13)
+			c.StoppedFrom = string(models.StatusVerifying)
 		}
 		_, err = s.MarkResumed(ctx, c, notifyAll)
 		return err, true
@@ -225,7 +228,7 @@ func clusterIn(t *testing.T, e *launchEnv, status models.ClusterStatus, ev model
 	switch ev { // what the stop and resume events find when they are due (B6)
 	case models.EventStopped, models.EventMachinesStopped:
 		set["stop_requested_at"] = t0
-	case models.EventResumed, models.EventResumedDegraded, models.EventResumeFailed:
+	case models.EventResumed, models.EventResumedDegraded, models.EventResumedVerify, models.EventResumeFailed:
 		set["resume_requested_at"], set["resume_started_at"] = t0, t0
 	}
 	if status != models.StatusProvisioning && status != models.StatusFailed {
@@ -320,7 +323,7 @@ func checkLegal(t *testing.T, ev models.Event, to models.ClusterStatus, err erro
 		models.EventSoftwareReady: models.NodeReady, models.EventFail: models.NodeFailed, models.EventTerminated: models.NodeTerminated,
 		models.EventMachineDown: models.NodeDown, models.EventHealthNoted: models.NodeDown,
 		models.EventStopped: models.NodeStopped, models.EventResumeFailed: models.NodeStopped,
-		models.EventResumed: models.NodeReady, models.EventResumedDegraded: models.NodeReady,
+		models.EventResumed: models.NodeReady, models.EventResumedDegraded: models.NodeReady, models.EventResumedVerify: models.NodeReady,
 		models.EventJoinedVerify: models.NodeReady, models.EventSoftwareVerify: models.NodeReady,
 		models.EventVerified: models.NodeReady, models.EventKeepUnverified: models.NodeReady}
 	// The join events (L10, X5) change node-1 only, or add a joining node-2.

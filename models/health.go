@@ -15,8 +15,10 @@ const (
 	RecoveryOff     = "off"
 )
 
-// HealthStatuses are the statuses whose machines a health pass checks (R1).
-var HealthStatuses = []ClusterStatus{StatusInstalling, StatusReady, StatusDegraded}
+// HealthStatuses are the statuses whose machines a health pass checks (R1);
+// a verifying cluster's too, so a machine lost mid-verification is swapped
+// or named at once (X13).
+var HealthStatuses = []ClusterStatus{StatusInstalling, StatusVerifying, StatusReady, StatusDegraded}
 
 // RecoveryPolicy is a cluster's opt-in automatic recovery (R3).
 type RecoveryPolicy struct {

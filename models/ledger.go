@@ -129,7 +129,7 @@ func RequiredBalance(usdPerHour Money) Money { return max(usdPerHour, MinLaunchB
 func (s *Store) BurnRate(ctx context.Context, orgID string) (Money, error) {
 	var machines, volumes Money
 	err := s.db.WithContext(ctx).Model(&Cluster{}).
-		Where("org_id = ? AND ready_at IS NOT NULL AND status IN ?", orgID,
+		Where("org_id = ? AND ready_at IS NOT NULL AND unbilled_at IS NULL AND status IN ?", orgID, // held by verification: unbilled (X13)
 			[]ClusterStatus{StatusInstalling, StatusVerifying, StatusReady, StatusDegraded}).
 		Select("COALESCE(SUM(machine_hour * nodes), 0)").Scan(&machines).Error
 	if err != nil {

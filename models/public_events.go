@@ -98,6 +98,7 @@ var transitionTypes = map[Event]string{
 	EventStopped:           TypeClusterStopped,
 	EventResumed:           TypeClusterResumed,
 	EventResumedDegraded:   TypeClusterResumed,
+	EventResumedVerify:     TypeClusterResumed,
 	EventTerminated:        TypeClusterTerminated,
 	EventFail:              TypeClusterFailed,
 }

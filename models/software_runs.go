@@ -432,7 +432,8 @@ func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt
 			}}
 		if cur.Verify { // issue 24: verified before hand-over; the ready mail waits for it
 			ch.event, ch.notify = EventSoftwareVerify, nil
-			ch.msg = strings.Replace(msg, "The cluster is ready.", "Verifying every machine and the fabric before hand-over.", 1)
+			ch.msg = strings.Replace(msg, "The cluster is ready.", "Verifying every machine and the fabric before hand-over; verification is not billed, billing restarts at hand-over.", 1)
+			ch.set = map[string]any{"unbilled_at": tx.Now()} // X13: verification is not billed
 			ch.nodes = func(tx *Store) error {
 				return tx.nodeRows(ctx, clusterID, map[string]any{"status": NodeReady, "step": StepVerify, "software_at": tx.Now(), "message": ""})
 			}

@@ -74,13 +74,10 @@ func (c billedCluster) billAnchor() time.Time {
 	return c.ReadyAt
 }
 
-// billEnd is where the current run's billing ends: the stop, else the
-// release; nil while it runs.
+// billEnd is where the current run's billing ends: the verification hold
+// (X13), the stop or the release, the earliest set; nil while it runs.
 func (c billedCluster) billEnd() *time.Time {
-	if c.StoppedAt != nil {
-		return c.StoppedAt
-	}
-	return c.ReleasedAt
+	return earliest(c.UnbilledAt, c.StoppedAt, c.ReleasedAt)
 }
 
 // RequestStop records that a live cluster must be stopped (B6): event + state, idempotent
@@ -286,9 +283,17 @@ func (s *Store) MarkResumed(ctx context.Context, c Cluster, n *ClusterNotify) (C
 			"stop_detail": "", "resumes": c.Resumes + 1, "episode_started_at": nil, "recovery_attempts": 0,
 			"recovery_next_at": nil, "recover_requested_at": nil, "degraded_from": ""}
 		ev, msg := EventResumed, "Every machine is up and reached every other again; billing restarts now for all of them."
-		if resumesToReady(c) {
+		step := "done"
+		switch {
+		case ClusterStatus(c.StoppedFrom) == StatusVerifying:
+			// Stopped mid-verification: it verifies again from the start
+			// before hand-over, still unbilled (X13).
+			ev, n, step = EventResumedVerify, nil, StepVerify
+			msg = "Every machine is up and reached every other again. The stop interrupted verification: it runs again from the start before hand-over; verification is not billed, billing restarts at hand-over."
+			set["unbilled_at"], set["last_error"] = now, ""
+		case resumesToReady(c):
 			set["last_error"] = ""
-		} else {
+		default:
 			ev = EventResumedDegraded
 			msg += " The software had not passed its check before the stop: retry the install."
 			if ClusterStatus(c.StoppedFrom) != StatusDegraded || c.DegradedFrom != "" {
@@ -305,7 +310,12 @@ func (s *Store) MarkResumed(ctx context.Context, c Cluster, n *ClusterNotify) (C
 					Update("ended_at", now).Error; err != nil {
 					return err
 				}
-				return tx.nodeRows(ctx, c.ID, map[string]any{"status": NodeReady, "step": "done"}, "status = ?", NodeProvisioning)
+				if ev == EventResumedVerify {
+					if err := tx.restartVerification(ctx, c); err != nil {
+						return err
+					}
+				}
+				return tx.nodeRows(ctx, c.ID, map[string]any{"status": NodeReady, "step": step}, "status = ?", NodeProvisioning)
 			}})
 		return err
 	})

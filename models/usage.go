@@ -79,11 +79,12 @@ type billedCluster struct {
 	ReleasedAt  *time.Time
 	BilledUntil *time.Time
 	StoppedAt   *time.Time // a stop ended the current run's billing here (B6)
-	BillFrom    *time.Time // the current run started here after a resume
+	BillFrom    *time.Time // the current run started here after a resume or a hand-over
+	UnbilledAt  *time.Time // verification holds billing from here (X13)
 }
 
 // meterColumns is what a metering pass reads of a cluster and its mark.
-const meterColumns = "c.id, c.org_id, c.name, c.machine_hour, c.ready_at, c.released_at, c.stopped_at, c.bill_from, m.billed_until"
+const meterColumns = "c.id, c.org_id, c.name, c.machine_hour, c.ready_at, c.released_at, c.stopped_at, c.bill_from, c.unbilled_at, m.billed_until"
 
 // usageRow is one machine-period about to be written.
 type usageRow struct {
@@ -151,10 +152,13 @@ func (s *Store) clustersToMeter(ctx context.Context, now time.Time, after string
 		Select(meterColumns).
 		Joins("LEFT JOIN usage_marks m ON m.cluster_id = c.id").
 		Where("c.ready_at IS NOT NULL AND c.id > ?", after).
-		Where("(COALESCE(c.stopped_at, c.released_at) IS NULL AND COALESCE(m.billed_until, c.ready_at) < ? AND "+
+		// A run ends at the verification hold (X13), the stop or the
+		// release, whichever is set first (each is set only before the
+		// next); a run that ended where it began has nothing to write.
+		Where("(COALESCE(c.unbilled_at, c.stopped_at, c.released_at) IS NULL AND COALESCE(m.billed_until, c.ready_at) < ? AND "+
 			"COALESCE(c.bill_from, c.ready_at) < ?) OR "+
-			"(COALESCE(c.stopped_at, c.released_at) IS NOT NULL AND "+
-			"(m.billed_until IS NULL OR m.billed_until < COALESCE(c.stopped_at, c.released_at)))",
+			"(COALESCE(c.unbilled_at, c.stopped_at, c.released_at) > COALESCE(c.bill_from, c.ready_at) AND "+
+			"(m.billed_until IS NULL OR m.billed_until < COALESCE(c.unbilled_at, c.stopped_at, c.released_at)))",
 			now.Truncate(UsagePeriod), now.Truncate(UsagePeriod)).
 		Order("c.id").Limit(meterPageSize).Scan(&out).Error
 	if err != nil {

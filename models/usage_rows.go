@@ -172,7 +172,7 @@ func accumulating(c Cluster, gaps []BillingGap, mark *time.Time, now time.Time) 
 	if c.ReadyAt == nil {
 		return 0, 0
 	}
-	b := billedCluster{ReadyAt: *c.ReadyAt, ReleasedAt: c.ReleasedAt, StoppedAt: c.StoppedAt, BillFrom: c.BillFrom}
+	b := billedCluster{ReadyAt: *c.ReadyAt, ReleasedAt: c.ReleasedAt, StoppedAt: c.StoppedAt, BillFrom: c.BillFrom, UnbilledAt: c.UnbilledAt}
 	anchor := b.billAnchor()
 	from, to := anchor, now
 	if mark != nil && mark.After(from) {

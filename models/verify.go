@@ -706,8 +706,11 @@ func (s *Store) FinishVerification(ctx context.Context, c Cluster, run VerifyRun
 
 // VerifyAgain is "run verification again" on a ready cluster (issue 24
 // item 4): the same checks, the same report, no swaps. ErrConflict when
-// the cluster is not ready or a verification is running.
-func (x Actions) VerifyAgain(ctx context.Context, clusterID string) (Cluster, error) {
+// the cluster is not ready or a verification is running. A ready cluster
+// is the customer's: its GPUs run their jobs, so the checks run only when
+// the customer confirms the disruption (X13); a *DisruptionError names it
+// otherwise.
+func (x Actions) VerifyAgain(ctx context.Context, clusterID string, confirmDisruption bool) (Cluster, error) {
 	var c Cluster
 	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
 		var err error
@@ -717,6 +720,13 @@ func (x Actions) VerifyAgain(ctx context.Context, clusterID string) (Cluster, er
 		}
 		if !c.CanVerifyAgain() {
 			return nil, fmt.Errorf("models: cluster %s is %s: verification runs again on a ready cluster: %w", c.ID, c.Status, ErrConflict)
+		}
+		if !confirmDisruption {
+			running, err := tx.StartCommandsRunning(ctx, c.ID)
+			if err != nil {
+				return nil, err
+			}
+			return nil, &DisruptionError{Cluster: c, StartRunning: running}
 		}
 		var prev []VerifyRun
 		if err := tx.db.WithContext(ctx).Where("cluster_id = ?", c.ID).Limit(1).Find(&prev).Error; err != nil {
@@ -738,7 +748,7 @@ func (x Actions) VerifyAgain(ctx context.Context, clusterID string) (Cluster, er
 			return nil, err
 		}
 		if err := tx.addEvent(ctx, c, c.Status, "request", "", StepVerify, fmt.Sprintf(
-			"Verification run %d requested by %s: every machine and the fabric are checked again; nothing is swapped.", run.Run, x.a.Name)); err != nil {
+			"Verification run %d requested by %s, who confirmed the disruption: every machine and the fabric are checked again on the cluster's GPUs; nothing is swapped.", run.Run, x.a.Name)); err != nil {
 			return nil, err
 		}
 		return x.audit("cluster.verify_again", c.ID, fmt.Sprintf("run %d", run.Run)), nil

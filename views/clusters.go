@@ -393,6 +393,7 @@ type LaunchPage struct {
 	Already          *ClusterRow
 	Software         []SoftwareOption
 	Storage          LaunchStorage // V1, V2, V5
+	VerifyBilling    string        // what verification and its swaps cost: nothing (X13)
 }
 
 // LaunchStorage is the launch page's persistent volume: what the quote
@@ -626,6 +627,9 @@ type VerificationView struct {
 	SwapsUsed string // "1 of 1 swaps used"
 	CanRerun  bool
 	CanKeep   bool
+	// Disruption is what running it again does to the customer's jobs,
+	// confirmed in a dialog before it runs (X13).
+	Disruption string
 }
 
 // VerifiedMachineView is one machine's line of the report.

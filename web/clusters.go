@@ -176,6 +176,7 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 	lp := views.LaunchPage{
 		Meta: h.meta(c, "Launch"), Quote: qv, Form: form, Problems: problems,
 		Balance: models.USD(a.Balance), BalanceAfterHour: models.USD(a.Balance - a.Committed - q.USDPerHour),
+		VerifyBilling: models.VerifyBillingLine(q.Nodes),
 	}
 	if a.Committed > 0 {
 		lp.Committed = models.PriceUSD(a.Committed) + "/h"
@@ -553,6 +554,16 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		return cp, err
 	}
 	cp.Verification = verificationView(cl, run)
+	if cp.Verification != nil && cp.Verification.CanRerun {
+		running, err := h.Store.StartCommandsRunning(ctx, cl.ID)
+		if err != nil {
+			return cp, err
+		}
+		cp.Verification.Disruption = cl.VerifyDisruption(running)
+	}
+	if cl.Status == models.StatusVerifying && cp.Progress != nil {
+		verifyProgress(cp.Progress, run, now)
+	}
 	return cp, nil
 }
 
@@ -580,7 +591,10 @@ func ncclView(cl models.Cluster, ch *models.NCCLCheck) *views.NCCLView {
 		v.Percent = fmt.Sprintf("%d %%", ch.Percent)
 		v.Expected = fmt.Sprintf("%s GB/s expected from %s at %s per node", nodespec.GBps(ch.ExpectedBusBW),
 			views.InterconnectLabel(cl.Interconnect), gbits(ch.AdvertisedGbps))
-		if cl.Interconnect == nodespec.InterconnectEthernet { // the encrypted overlay is held to a floor
+		switch {
+		case ch.AdvertisedGbps == 0: // the hand-over verification's ring (X13)
+			v.Expected = fmt.Sprintf("%s GB/s expected of a ring on %s", nodespec.GBps(ch.ExpectedBusBW), views.InterconnectLabel(cl.Interconnect))
+		case cl.Interconnect == nodespec.InterconnectEthernet: // the encrypted overlay is held to a floor
 			v.Expected = fmt.Sprintf("%s GB/s at least on the encrypted overlay (up to %s per node)", nodespec.GBps(ch.ExpectedBusBW), gbits(ch.AdvertisedGbps))
 		}
 		v.MeasuredAt = clock(ch.FinishedAt)
@@ -613,6 +627,18 @@ func clusterView(cl models.Cluster) views.ClusterView {
 	}
 	if cl.BillFrom != nil {
 		v.ReadyAt = cl.BillFrom.Format("15:04:05 MST, 2 Jan") + " (resumed)"
+		if cl.Resumes == 0 {
+			v.ReadyAt = cl.BillFrom.Format("15:04:05 MST, 2 Jan") + " (hand-over)"
+		}
+	}
+	switch { // X13: verification and its swaps are not billed
+	case cl.UnbilledAt == nil:
+	case cl.Ending():
+		v.ReadyAt = "not billed since " + cl.UnbilledAt.Format("15:04:05 MST, 2 Jan")
+	case cl.Status == models.StatusVerifying || models.ClusterStatus(cl.StoppedFrom) == models.StatusVerifying:
+		v.ReadyAt = "at hand-over (verification is not billed)"
+	default:
+		v.ReadyAt = "not billed until you keep it"
 	}
 	if cl.Status == models.StatusStopped && cl.StoppedAt != nil {
 		v.ReadyAt = "none: stopped " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")

@@ -1,11 +1,14 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
@@ -49,9 +52,22 @@ func verificationJSON(ctx context.Context, st *models.Store, cl models.Cluster) 
 }
 
 // apiVerifyAgain is POST /v1/gpu/clusters/{id}/verify: run the same
-// verification on a ready cluster; nothing is swapped.
+// verification on a ready cluster; nothing is swapped. The cluster is the
+// customer's: the body must say {"confirmDisruption": true} (X13), else
+// 422 confirmation_required names what the checks do to its jobs.
 func (h *handler) apiVerifyAgain(c echo.Context) error {
-	cl, err := h.act(c).VerifyAgain(c.Request().Context(), c.Param("id"))
+	var body api.VerifyAgainRequest
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(raw)) > 0 { // no body: not confirmed
+		c.Request().Body = io.NopCloser(bytes.NewReader(raw))
+		if _, err := decodeJSON(c, &body); err != nil {
+			return err
+		}
+	}
+	cl, err := h.act(c).VerifyAgain(c.Request().Context(), c.Param("id"), body.ConfirmDisruption)
 	if err != nil {
 		return verifyConflict(err, "Verification runs again on a ready cluster, one run at a time.")
 	}
@@ -69,9 +85,10 @@ func (h *handler) apiKeepUnverified(c echo.Context) error {
 	return h.clusterJSONResponse(c, http.StatusOK, cl)
 }
 
-// verifyAgain is POST /clusters/{id}/verify.
+// verifyAgain is POST /clusters/{id}/verify; the page's confirm dialog
+// names the disruption and sends confirm_disruption (X13).
 func (h *handler) verifyAgain(c echo.Context) error {
-	cl, err := h.act(c).VerifyAgain(c.Request().Context(), c.Param("id"))
+	cl, err := h.act(c).VerifyAgain(c.Request().Context(), c.Param("id"), c.FormValue("confirm_disruption") == "true")
 	if err != nil {
 		return verifyConflict(err, "Verification runs again on a ready cluster, one run at a time.")
 	}
@@ -89,6 +106,10 @@ func (h *handler) keepUnverified(c echo.Context) error {
 }
 
 func verifyConflict(err error, msg string) error {
+	if de := (*models.DisruptionError)(nil); errors.As(err, &de) {
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: "confirmation_required", Message: de.Error(),
+			Fields: map[string]string{"confirmDisruption": "Set it to true to run verification on the cluster's GPUs anyway."}}
+	}
 	if errors.Is(err, models.ErrConflict) && !errors.Is(err, models.ErrNotFound) {
 		return &APIError{Status: http.StatusConflict, Code: "conflict", Message: msg}
 	}
@@ -162,4 +183,17 @@ func verifyWindow(cl models.Cluster, run models.VerifyRun) string {
 	}
 	return fmt.Sprintf("%s; a swap extends it: the replacement joins within %s and the checks take %s.",
 		s, minutes(cl.SwapJoinDeadline()), minutes(models.VerifyChecksDuration(cl.Nodes)))
+}
+
+// verifyProgress is the progress line of a verifying cluster (X13): the
+// time elapsed counts from the verification's start, not the launch's, and
+// the line says when it gives up (the run's deadline). Before the verify
+// job opened the run it has just begun.
+func verifyProgress(p *views.ProgressView, run *models.VerifyRun, now time.Time) {
+	if run == nil || run.Status != models.VerifyRunning {
+		p.Elapsed, p.GivesUp = elapsed(0), ""
+		return
+	}
+	p.Elapsed = elapsed(max(now.Sub(run.StartedAt), 0))
+	p.GivesUp = "gives up at " + run.Deadline.UTC().Format("15:04")
 }

@@ -102,4 +102,23 @@ func TestBrowserVerificationReport(t *testing.T) {
 		}
 		saveScreenshot(t, ctx, "verification-report", w)
 	}
+	// X13: running it again on the customer's cluster asks first, naming
+	// the disruption; confirmed, the run starts.
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=verify-again]`), chromedp.WaitVisible(`#confirm-dialog[open]`)); err != nil {
+		t.Fatal(err)
+	}
+	if d := text(`document.getElementById('confirm-detail').textContent`); !strings.Contains(d, "every GPU of all 4 machines for about 5 minutes") ||
+		!strings.Contains(d, "slows down, runs out of GPU memory or fails") {
+		t.Errorf("the confirmation says %q", d)
+	}
+	if run, _ := app.store.VerificationFor(bg, acc.org.ID, cl.ID); run == nil || run.Rerun {
+		t.Fatalf("a run started before the confirmation: %+v", run)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`),
+		chromedp.WaitVisible(`[data-testid=verification][data-state=running]`)); err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := app.store.VerificationFor(bg, acc.org.ID, cl.ID); run == nil || !run.Rerun || run.Run != 2 {
+		t.Errorf("after the confirmation: %+v", run)
+	}
 }

@@ -29,12 +29,31 @@ func TestAPIVerifyAgainAndKeep(t *testing.T) {
 		if code, _ := apiJSON(t, app, http.MethodPost, keep, tok, ""); code != http.StatusConflict {
 			t.Errorf("keep a ready cluster: %d, want 409", code)
 		}
-		code, out := apiJSON(t, app, http.MethodPost, verify, tok, "")
+		// X13: a handed-over cluster is the customer's; without
+		// confirmDisruption the checks do not run and the answer names
+		// the disruption.
+		for _, body := range []string{"", `{}`, `{"confirmDisruption": false}`} {
+			code, out := apiJSON(t, app, http.MethodPost, verify, tok, body)
+			e, _ := out["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if code != http.StatusUnprocessableEntity || e["code"] != "confirmation_required" || !strings.Contains(msg, "dcgmi diag") ||
+				!strings.Contains(msg, "slows down, runs out of GPU memory or fails") {
+				t.Fatalf("verify again with body %q: %d %v", body, code, out)
+			}
+		}
+		if code, out := apiJSON(t, app, http.MethodPost, verify, tok, `{"confirm": true}`); code != http.StatusUnprocessableEntity ||
+			out["error"].(map[string]any)["code"] != "validation_failed" {
+			t.Errorf("verify again with an unknown field: %d %v", code, out)
+		}
+		if run, _ := app.store.VerificationFor(context.Background(), cl.OrgID, cl.ID); run != nil {
+			t.Fatalf("an unconfirmed run again started a run: %+v", run)
+		}
+		code, out := apiJSON(t, app, http.MethodPost, verify, tok, `{"confirmDisruption": true}`)
 		v, _ := out["verification"].(map[string]any)
 		if code != http.StatusAccepted || v["status"] != "running" || v["rerun"] != true || v["run"] != float64(1) {
 			t.Fatalf("verify again: %d %v", code, out)
 		}
-		if code, _ := apiJSON(t, app, http.MethodPost, verify, tok, ""); code != http.StatusConflict {
+		if code, _ := apiJSON(t, app, http.MethodPost, verify, tok, `{"confirmDisruption": true}`); code != http.StatusConflict {
 			t.Errorf("verify again while it runs: %d, want 409", code)
 		}
 		// X13: the ring's verdict carries the NICs' line rate and the pass

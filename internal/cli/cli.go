@@ -43,7 +43,7 @@ Usage:
         [--idle-threshold PCT] [--idle-action mail|stop|terminate] [--idle-grace-minutes N]
   clusterdeck gpu clusters recover ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters verification ID
-  clusterdeck gpu clusters verify ID [--wait [--timeout 30m]]
+  clusterdeck gpu clusters verify ID --confirm-disruption [--wait [--timeout 30m]]
   clusterdeck gpu clusters keep ID
   clusterdeck gpu clusters add-worker ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters replace ID --node N [--yes] [--wait [--timeout 30m]]

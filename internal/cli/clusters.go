@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 
@@ -55,9 +56,19 @@ type clusterAction struct {
 
 func (c *gpuCLI) clusterAction(args []string, name, waitHelp string,
 	call func(*client.Client, context.Context, string, ...client.Option) (api.Cluster, error)) (*clusterAction, error) {
-	fs := c.flagSet(name, "clusters "+name+" ID [--wait]")
+	return c.clusterActionWith(args, name, "clusters "+name+" ID [--wait]", waitHelp, nil, call)
+}
+
+// clusterActionWith is clusterAction with flags of the command's own
+// (registered by flags before parsing).
+func (c *gpuCLI) clusterActionWith(args []string, name, synopsis, waitHelp string, flags func(*flag.FlagSet),
+	call func(*client.Client, context.Context, string, ...client.Option) (api.Cluster, error)) (*clusterAction, error) {
+	fs := c.flagSet(name, synopsis)
 	a := &clusterAction{}
 	a.w.register(fs, waitHelp)
+	if flags != nil {
+		flags(fs)
+	}
 	id, err := oneID(fs, args)
 	if err != nil {
 		return nil, err

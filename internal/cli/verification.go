@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -81,10 +83,20 @@ func (c *gpuCLI) verification(args []string) error {
 	return nil
 }
 
-// verifyAgain is `gpu clusters verify ID [--wait]`: the same checks again
-// on a ready cluster, nothing swapped.
+// verifyAgain is `gpu clusters verify ID --confirm-disruption [--wait]`:
+// the same checks again on a ready cluster, nothing swapped. The cluster
+// is the customer's: without --confirm-disruption the server refuses and
+// names what the checks do to its jobs (X13).
 func (c *gpuCLI) verifyAgain(args []string) error {
-	a, err := c.clusterAction(args, "verify", "until the verification has its verdict", (*client.Client).VerifyAgain)
+	var confirm bool
+	a, err := c.clusterActionWith(args, "verify", "clusters verify ID --confirm-disruption [--wait]", "until the verification has its verdict",
+		func(fs *flag.FlagSet) {
+			fs.BoolVar(&confirm, "confirm-disruption", false,
+				"run it although the checks take every GPU for minutes: a job running on the cluster slows down or fails")
+		},
+		func(sdk *client.Client, ctx context.Context, id string, opts ...client.Option) (api.Cluster, error) {
+			return sdk.VerifyAgain(ctx, id, confirm, opts...)
+		})
 	if err != nil || a.progress == nil {
 		return err
 	}

@@ -20,11 +20,17 @@ func (t *tools) verificationTools(s *mcp.Server) {
 			return call(ctx, func(o client.Option) (err error) { cl, err = t.api.Cluster(ctx, in.ClusterID, o); return err },
 				func() string { return verificationSummary(cl) })
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "verify_cluster", InputSchema: clusterSchema[ClusterArgs](), Annotations: writes("Run verification again", false, false),
-		Description: "Run the hand-over's verification again on a ready cluster: the same checks and report, nothing swapped. Follow it with get_verification."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in ClusterArgs) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "verify_cluster", InputSchema: clusterSchema[VerifyArgs](), Annotations: writes("Run verification again", false, false),
+		Description: "Run the hand-over's verification again on a ready cluster: the same checks and report, nothing swapped. " +
+			"The checks take every GPU of every machine for minutes, so a job running on the cluster slows down or fails: " +
+			"ask the user first, and pass confirm_disruption true only when they accept; without it the call is refused with what it would disrupt. " +
+			"Follow it with get_verification."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in VerifyArgs) (*mcp.CallToolResult, any, error) {
 			var cl api.Cluster
-			return call(ctx, func(o client.Option) (err error) { cl, err = t.api.VerifyAgain(ctx, in.ClusterID, o); return err },
+			return call(ctx, func(o client.Option) (err error) {
+				cl, err = t.api.VerifyAgain(ctx, in.ClusterID, in.ConfirmDisruption, o)
+				return err
+			},
 				func() string {
 					return fmt.Sprintf("Verification of cluster %s runs again: every machine and the fabric are checked; nothing is swapped. Call get_verification in a few minutes.", cl.ID)
 				})
@@ -58,4 +64,11 @@ func verificationSummary(cl api.Cluster) string {
 		b.WriteString(" Choose: keep_cluster keeps it as it is, terminate_cluster ends it.")
 	}
 	return b.String()
+}
+
+// VerifyArgs are verify_cluster's arguments: the cluster and the user's
+// consent to disrupt what runs on it (X13).
+type VerifyArgs struct {
+	ClusterID         string `json:"cluster_id" jsonschema:"the cluster's id (cl_…)"`
+	ConfirmDisruption bool   `json:"confirm_disruption,omitempty" jsonschema:"true only when the user accepts that the checks take every GPU for minutes, disrupting jobs running on the cluster"`
 }
