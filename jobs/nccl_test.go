@@ -45,14 +45,18 @@ func TestNCCLCheckAfterReady(t *testing.T) {
 		fault      *sim.Fault
 		advertised int     // Gbit/s per node
 		expected   float64 // GB/s
-		percent    int
+		percent    [2]int  // the simulated fabric's published range
 		warning    bool
 	}{
-		// 3 × 8 H100 on InfiniBand: 400 GB/s per node, 24 ranks: 400·3·23/(24·2) = 575 GB/s.
-		{"infiniband", "H100_80GB", 8, "none", nil, 3200, 575, 87, false},
-		// 3 × 4 A100 on Ethernet: 0.25 GB/s per node, 12 ranks: 0.25·3·11/(12·2) = 0.34375 GB/s.
-		{"ethernet", "A100_80GB", 4, "slurm", nil, 2, 0.34375, 87, false},
-		{"slow fabric", "H100_80GB", 8, "none", &sim.Fault{Kind: sim.FaultNCCLSlow}, 3200, 575, 29, true},
+		// 3 × 8 H100 with 8 × 400 Gbit/s NICs: B = 400 GB/s, 24 ranks:
+		// 400·3·23/(24·2) = 575 GB/s; beyond two machines NCCL's default
+		// algorithm is a ring, 46–48 GB/s per NIC: 368–384 GB/s, 64–66 %.
+		{"infiniband", "H100_80GB", 8, "none", nil, 3200, 575, [2]int{63, 67}, false},
+		// 3 × 4 A100 on the Ethernet overlay: held to its floor, 0.1 GB/s;
+		// the overlay carries 1–2 Gbit/s, 0.125–0.25 GB/s.
+		{"ethernet", "A100_80GB", 4, "slurm", nil, 2, 0.1, [2]int{125, 250}, false},
+		// Half speed (NVIDIA/nccl issue 2409: 216–231 of 400 GB/s): 37–40 %.
+		{"slow fabric", "H100_80GB", 8, "none", &sim.Fault{Kind: sim.FaultNCCLSlow}, 3200, 575, [2]int{37, 41}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +82,7 @@ func TestNCCLCheckAfterReady(t *testing.T) {
 				}
 				if ch.Status != models.NCCLMeasured || ch.AdvertisedGbps != tt.advertised ||
 					ch.ExpectedBusBW < tt.expected-1e-9 || ch.ExpectedBusBW > tt.expected+1e-9 ||
-					ch.Percent != tt.percent || (ch.Warning != "") != tt.warning {
+					ch.Percent < tt.percent[0] || ch.Percent > tt.percent[1] || (ch.Warning != "") != tt.warning {
 					t.Fatalf("check %s: busbw %.2f of %.3f GB/s (%d %%), advertised %d, warning %q\n%s",
 						ch.Status, ch.BusBW, ch.ExpectedBusBW, ch.Percent, ch.AdvertisedGbps, ch.Warning, ch.Output)
 				}

@@ -28,7 +28,7 @@ const testCloud = `{
   "locations": [{
     "id": "test-1", "name": "Testville",
     "offers": [
-      {"id": "h100.8x.vm", "accelerator": "H100_80GB", "machine_kind": "vm", "interconnect": "infiniband",
+      {"id": "h100.8x.vm", "accelerator": "H100_80GB", "machine_kind": "vm", "interconnect": "infiniband", "nics": 8, "nic_gbps": 400,
        "gpus_per_node": 8, "vcpus": 96, "memory_gb": 1000, "per_gpu_hour_usd": 2490000,
        "root_disk_gb": 500, "disk_gb_hour_usd": 100, "nodes_available": 10, "boot_time": "4m"},
       {"id": "a100.4x.slow", "accelerator": "A100_80GB", "machine_kind": "vm", "interconnect": "ethernet",

@@ -370,9 +370,13 @@ func (v *verification) machineFailure(mv models.MachineVerdict) string {
 	return fmt.Sprintf("%s failed the machine check: %s", mv.Node, strings.Join(mv.Errors, "; "))
 }
 
-// ring judges node-0's ring all-reduce of this round, planning it when due.
+// ring judges node-0's ring all-reduce of this round, planning it when due:
+// by what the machines' NICs carry, at any machine count, or by the
+// encrypted overlay's floor (nodespec.ReadRing; X13).
 func (v *verification) ring() bool {
-	r := &models.RingVerdict{Status: "pending", ThresholdPercent: v.th.RingPercent, ExpectedBusBW: v.spec.ExpectedBusBW()}
+	judged := v.spec.JudgeRing(0, v.th.RingPercent)
+	r := &models.RingVerdict{Status: "pending", ThresholdPercent: v.th.RingPercent, ExpectedBusBW: judged.ExpectedBusBW,
+		LineRateGBps: judged.LineRateGBps, FloorBusBW: judged.FloorBusBW, Overlay: v.spec.Overlay()}
 	v.rep.Ring = r
 	t := v.roundTask(models.CheckRing, 0, -1)
 	if t == nil {
@@ -383,17 +387,19 @@ func (v *verification) ring() bool {
 	if !t.Finished() {
 		return false
 	}
-	reading, err := v.spec.ReadAllReduce(t.Output)
+	reading, err := v.spec.ReadRing(t.Output, v.th.RingPercent)
+	var what string
 	switch {
 	case t.Status == models.TaskFailed || err != nil:
 		r.Status, r.Detail = "failed", "the all-reduce did not complete"
 		if err != nil {
 			r.Detail += ": " + err.Error()
 		}
+		what = r.Detail
 	default:
-		r.BusBW, r.ExpectedBusBW, r.Percent = reading.BusBW, reading.ExpectedBusBW, reading.Percent
-		r.Status = "passed"
-		if r.Percent < v.th.RingPercent {
+		r.BusBW, r.Percent = reading.BusBW, reading.Percent
+		r.Status, what = "passed", reading.Why
+		if !reading.Passed {
 			r.Status = "failed"
 		}
 	}
@@ -403,8 +409,7 @@ func (v *verification) ring() bool {
 			kind = "error"
 		}
 		v.events = append(v.events, models.VerifyEvent{Kind: kind, Node: "node-0", Message: fmt.Sprintf(
-			"Ring all-reduce (NCCL_ALGO=Ring) across %d machines: %.1f GB/s bus bandwidth, %d %% of the %.1f GB/s the interconnect allows (at least %d %% required): %s.%s",
-			len(v.nodes), r.BusBW, r.Percent, r.ExpectedBusBW, r.ThresholdPercent, r.Status, detail(r.Detail))})
+			"Ring all-reduce (NCCL_ALGO=Ring) across %d machines: %s: %s.", len(v.nodes), what, r.Status)})
 	}
 	return true
 }
@@ -571,7 +576,7 @@ func (v *verification) progress() string {
 	}
 	s := fmt.Sprintf("Verifying: %d of %d machines passed their check", passed, len(v.all))
 	if r := v.rep.Ring; r != nil && r.Status != "pending" {
-		s += fmt.Sprintf("; ring %.1f GB/s (%d %%)", r.BusBW, r.Percent)
+		s += fmt.Sprintf("; ring %s GB/s (%d %%)", nodespec.GBps(r.BusBW), r.Percent)
 	}
 	if n := len(v.rep.Swaps); n > 0 {
 		s += fmt.Sprintf("; %d of %d swaps used", n, v.rep.MaxSwaps)
@@ -585,7 +590,7 @@ func (v *verification) summary(lead string) string {
 	if lead == "" {
 		b.WriteString(fmt.Sprintf("Every machine (%d) passed its GPU, error and stress check", len(v.nodes)))
 		if r := v.rep.Ring; r != nil {
-			b.WriteString(fmt.Sprintf("; the ring all-reduce reached %.1f GB/s, %d %% of what the interconnect allows (at least %d %% required)", r.BusBW, r.Percent, r.ThresholdPercent))
+			b.WriteString("; the ring all-reduce reached " + r.Measured())
 		}
 		if len(v.rep.Pairs) > 0 {
 			b.WriteString(fmt.Sprintf("; %d pairs within %d %% of the median %.1f GB/s", len(v.rep.Pairs), v.th.PairBelowMedianPercent, v.rep.MedianPair))
@@ -594,7 +599,7 @@ func (v *verification) summary(lead string) string {
 	} else {
 		b.WriteString(strings.TrimSpace(lead))
 		if r := v.rep.Ring; r != nil && r.Status != "pending" {
-			b.WriteString(fmt.Sprintf(" Ring all-reduce: %.1f GB/s, %d %% of what the interconnect allows (at least %d %% required).", r.BusBW, r.Percent, r.ThresholdPercent))
+			b.WriteString(" Ring all-reduce: " + r.Measured() + ".")
 		}
 	}
 	if n := len(v.rep.Swaps); n > 0 {

@@ -67,16 +67,21 @@ type Cluster struct {
 	Accelerator  string        `gorm:"size:64"`
 	MachineKind  string        `gorm:"size:32"`
 	Interconnect string        `gorm:"size:32"`
-	Nodes        int
-	GPUsPerNode  int    `gorm:"column:gpus_per_node"`
-	VolumeGB     int    `gorm:"column:volume_gb"`
-	VolumeID     string `gorm:"size:32"`             // the volume attached at launch (V1, V2); added by 0760_volumes
-	USDPerHour   Money  `gorm:"column:usd_per_hour"` // locked by the quote (Q2)
-	MachineHour  Money  // one machine's share of the locked rate
-	BootSeconds  int
-	PublicIPs    bool   `gorm:"column:public_ips"`
-	Verify       bool   // verification before hand-over (issue 24); added by 0960_verification
-	Gateway      string `gorm:"size:255"`
+	// NICs and NICGbps are the offer's fabric cards as they were at launch
+	// (like the price, a later catalog change does not change them): the
+	// fabric checks are judged by them (X4, X13). Added by 0991_cluster_nics.
+	NICs        int `gorm:"column:nics;not null;default:0"`
+	NICGbps     int `gorm:"column:nic_gbps;not null;default:0"`
+	Nodes       int
+	GPUsPerNode int    `gorm:"column:gpus_per_node"`
+	VolumeGB    int    `gorm:"column:volume_gb"`
+	VolumeID    string `gorm:"size:32"`             // the volume attached at launch (V1, V2); added by 0760_volumes
+	USDPerHour  Money  `gorm:"column:usd_per_hour"` // locked by the quote (Q2)
+	MachineHour Money  // one machine's share of the locked rate
+	BootSeconds int
+	PublicIPs   bool   `gorm:"column:public_ips"`
+	Verify      bool   // verification before hand-over (issue 24); added by 0960_verification
+	Gateway     string `gorm:"size:255"`
 
 	Software     string `gorm:"size:16"`
 	Image        string `gorm:"size:255"`
@@ -698,7 +703,7 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 	c := Cluster{
 		ID: NewID("cl"), OrgID: p.OrgID, EnvID: p.EnvID, Name: p.Name, Status: StatusProvisioning,
 		Provider: q.Provider, OfferID: q.OfferID, QuoteID: q.ID, Location: q.Location, LocationName: q.LocationName,
-		Accelerator: q.Accelerator, MachineKind: q.MachineKind, Interconnect: q.Interconnect,
+		Accelerator: q.Accelerator, MachineKind: q.MachineKind, Interconnect: q.Interconnect, NICs: o.NICs, NICGbps: o.NICGbps,
 		Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB, USDPerHour: q.USDPerHour,
 		MachineHour: q.MachineHour(), BootSeconds: o.BootSeconds, PublicIPs: o.PublicIPs, Gateway: o.Gateway,
 		Software: p.Software, Image: p.Image, StartCommand: p.StartCommand,

@@ -9,6 +9,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/clusterdeck/clusterdeck/models/nodespec"
 )
 
 // The NCCL check (X4): once a cluster is ready, node-0's agent runs the
@@ -186,8 +188,12 @@ func (s *Store) RecordNCCLResult(ctx context.Context, c Cluster, n ClusterNode, 
 			out.Status = NCCLMeasured
 			out.BusBW, out.ExpectedBusBW, out.AdvertisedGbps = reading.BusBW, reading.ExpectedBusBW, reading.AdvertisedGbps
 			out.Percent, out.Warning = reading.Percent, truncate(reading.Warning, 1000)
-			out.Summary = truncate(fmt.Sprintf("NCCL all-reduce across %d GPUs: %.1f GB/s bus bandwidth, %d %% of the %.1f GB/s that %d Gbit/s per node (%s) allows.",
-				spec.WorldSize(), out.BusBW, out.Percent, out.ExpectedBusBW, out.AdvertisedGbps, c.Interconnect), 1000)
+			out.Summary = truncate(fmt.Sprintf("NCCL all-reduce across %d GPUs: %s GB/s bus bandwidth, %d %% of the %s GB/s that %d × %d Gbit/s NICs per node allow (%s).",
+				spec.WorldSize(), nodespec.GBps(out.BusBW), out.Percent, nodespec.GBps(out.ExpectedBusBW), spec.NICs, spec.NICGbps, c.Interconnect), 1000)
+			if spec.Overlay() {
+				out.Summary = truncate(fmt.Sprintf("NCCL all-reduce across %d GPUs: %s GB/s bus bandwidth on the encrypted overlay (its floor: %s GB/s).",
+					spec.WorldSize(), nodespec.GBps(out.BusBW), nodespec.GBps(nodespec.OverlayFloorGBps)), 1000)
+			}
 			if out.Warning != "" {
 				out.Summary = truncate(out.Summary+" "+out.Warning, 1000)
 			}

@@ -20,3 +20,14 @@ func init() {
 		return tx.Exec("ALTER TABLE offers ADD COLUMN nic_gbps integer NOT NULL DEFAULT 0").Error
 	}})
 }
+
+func init() {
+	register(Migration{ID: "0991_cluster_nics", Up: func(tx *gorm.DB) error {
+		// A cluster keeps its offer's fabric cards from launch (X13), as it
+		// keeps its price.
+		if err := tx.Exec("ALTER TABLE clusters ADD COLUMN nics integer NOT NULL DEFAULT 0").Error; err != nil {
+			return err
+		}
+		return tx.Exec("ALTER TABLE clusters ADD COLUMN nic_gbps integer NOT NULL DEFAULT 0").Error
+	}})
+}

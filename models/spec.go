@@ -19,9 +19,24 @@ func JoinSpec(c Cluster, nodes []ClusterNode, o Offer) nodespec.Cluster {
 		GPUsPerNode: c.GPUsPerNode, CPUsPerNode: o.VCPUs, MemoryGBPerNode: o.MemoryGB,
 		Gateway: c.Gateway, UserEnv: c.Env(),
 	}
+	spec.NICs, spec.NICGbps = c.FabricCards(o)
 	for _, n := range nodes {
 		spec.Nodes = append(spec.Nodes, nodespec.Node{Rank: n.Rank, Name: n.Name, PrivateIP: n.PrivateIP,
 			PublicHost: n.PublicHost, SSHPort: n.SSHPort, SSHUser: n.SSHUser})
 	}
 	return spec
+}
+
+// FabricCards are the cluster's NICs and their line rate in Gbit/s, which
+// the fabric checks are judged by (X4, X13): the cards stored at launch, or
+// for a cluster launched before they were stored, the offer's current ones.
+// None means the encrypted Ethernet overlay.
+func (c Cluster) FabricCards(o Offer) (nics, gbps int) {
+	if c.NICs > 0 && c.NICGbps > 0 {
+		return c.NICs, c.NICGbps
+	}
+	if c.Interconnect != nodespec.InterconnectEthernet && o.ID == c.OfferID {
+		return o.NICs, o.NICGbps
+	}
+	return 0, 0
 }

@@ -358,3 +358,21 @@ func DescribeOne(ctx context.Context, provider, op, machine, groupName string,
 	}
 	return g, nil
 }
+
+// CheckFabricCards checks an offer's fabric cards as an operator configured
+// them (the simulated catalog, the SSH machines file): InfiniBand and RoCE
+// machines must say their NICs and each one's line rate, since the fabric
+// checks are judged by them (X13); Ethernet machines meet on the encrypted
+// overlay and have none.
+func CheckFabricCards(interconnect string, nics, gbps int) []error {
+	var errs []error
+	switch {
+	case nics < 0 || gbps < 0:
+		errs = append(errs, fmt.Errorf("nics and nic_gbps must not be negative, got %d and %d", nics, gbps))
+	case interconnect == Ethernet && (nics > 0 || gbps > 0):
+		errs = append(errs, errors.New("nics and nic_gbps are for infiniband and roce: ethernet machines meet on the encrypted overlay (about 1 to 2 Gbit/s between machines)"))
+	case (interconnect == InfiniBand || interconnect == RoCE) && (nics == 0 || gbps == 0):
+		errs = append(errs, fmt.Errorf("interconnect %s needs nics and nic_gbps, the machine's fabric cards and each one's line rate in Gbit/s (e.g. nics: 8, nic_gbps: 400): the fabric checks are judged by them", interconnect))
+	}
+	return errs
+}

@@ -95,7 +95,7 @@ func intp(n int) *int { return &n }
 
 func testOffer(id, loc string, gpus int, perGPU models.Money, avail *int) models.Offer {
 	return models.Offer{
-		ProviderOffer: id, Location: loc, LocationName: "Loc " + loc, Interconnect: "infiniband",
+		ProviderOffer: id, Location: loc, LocationName: "Loc " + loc, Interconnect: "infiniband", NICs: gpus, NICGbps: 400,
 		MachineKind: "vm", Accelerator: "H100_80GB", GPUsPerNode: gpus, PerGPUHour: perGPU,
 		RootDiskGB: 500, DiskGBHour: 100, NodesAvailable: avail, Available: avail == nil || *avail > 0,
 		BootSeconds: 240, PublicIPs: true, VCPUs: 96, MemoryGB: 1024,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/nodespec"
 	"github.com/clusterdeck/clusterdeck/models/software"
 	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
@@ -575,10 +576,13 @@ func ncclView(cl models.Cluster, ch *models.NCCLCheck) *views.NCCLView {
 	}
 	v := &views.NCCLView{State: ch.Status, Warning: ch.Warning, Message: ch.Summary}
 	if ch.Status == models.NCCLMeasured {
-		v.Measured = fmt.Sprintf("%.1f GB/s bus bandwidth", ch.BusBW)
+		v.Measured = nodespec.GBps(ch.BusBW) + " GB/s bus bandwidth"
 		v.Percent = fmt.Sprintf("%d %%", ch.Percent)
-		v.Expected = fmt.Sprintf("%.1f GB/s expected from %s at %s per node", ch.ExpectedBusBW,
+		v.Expected = fmt.Sprintf("%s GB/s expected from %s at %s per node", nodespec.GBps(ch.ExpectedBusBW),
 			views.InterconnectLabel(cl.Interconnect), gbits(ch.AdvertisedGbps))
+		if cl.Interconnect == nodespec.InterconnectEthernet { // the encrypted overlay is held to a floor
+			v.Expected = fmt.Sprintf("%s GB/s at least on the encrypted overlay (up to %s per node)", nodespec.GBps(ch.ExpectedBusBW), gbits(ch.AdvertisedGbps))
+		}
 		v.MeasuredAt = clock(ch.FinishedAt)
 	}
 	return v

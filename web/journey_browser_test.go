@@ -27,7 +27,7 @@ import (
 const journeyCloud = `{
   "locations": [
     {"id": "us-east-1", "name": "Ashburn, VA, US", "offers": [
-      {"id": "h100.8x.ib", "accelerator": "H100_80GB", "machine_kind": "vm", "interconnect": "infiniband",
+      {"id": "h100.8x.ib", "accelerator": "H100_80GB", "machine_kind": "vm", "interconnect": "infiniband", "nics": 8, "nic_gbps": 400,
        "gpus_per_node": 8, "vcpus": 96, "memory_gb": 1000, "per_gpu_hour_usd": 2490000,
        "root_disk_gb": 500, "disk_gb_hour_usd": 100, "nodes_available": 10, "boot_time": "4m"},
       {"id": "h100.8x.eth", "accelerator": "H100_80GB", "machine_kind": "vm", "interconnect": "ethernet",
@@ -35,7 +35,7 @@ const journeyCloud = `{
        "root_disk_gb": 500, "disk_gb_hour_usd": 100, "nodes_available": 1, "boot_time": "4m"}
     ]},
     {"id": "eu-west-1", "name": "Dublin, IE", "offers": [
-      {"id": "h100.8x.metal", "accelerator": "H100_80GB", "machine_kind": "bare_metal", "interconnect": "infiniband",
+      {"id": "h100.8x.metal", "accelerator": "H100_80GB", "machine_kind": "bare_metal", "interconnect": "infiniband", "nics": 8, "nic_gbps": 400,
        "gpus_per_node": 8, "vcpus": 112, "memory_gb": 2000, "per_gpu_hour_usd": 2690000,
        "root_disk_gb": 1000, "disk_gb_hour_usd": 100}
     ]}

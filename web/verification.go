@@ -113,7 +113,7 @@ func verificationView(cl models.Cluster, run *models.VerifyRun) *views.Verificat
 		v.Summary = "Every machine runs its GPU, memory-error and stress check; the fabric checks follow."
 	}
 	if r := rep.Ring; r != nil && r.Status != "pending" {
-		v.Ring = fmt.Sprintf("%.1f GB/s · %d %% of %.1f GB/s (at least %d %%)", r.BusBW, r.Percent, r.ExpectedBusBW, r.ThresholdPercent)
+		v.Ring = r.Measured()
 		if r.Detail != "" {
 			v.Ring += " — " + r.Detail
 		}

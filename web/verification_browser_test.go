@@ -73,7 +73,7 @@ func TestBrowserVerificationReport(t *testing.T) {
 	if machines != "node-0:passed node-1:passed node-2:passed node-3:passed" {
 		t.Errorf("machines %q", machines)
 	}
-	if got := text(`document.querySelector('[data-testid=verification-ring]').innerText`); !strings.Contains(got, "(at least 85 %)") || !strings.Contains(got, "GB/s") {
+	if got := text(`document.querySelector('[data-testid=verification-ring]').innerText`); !strings.Contains(got, "at least 85 % required") || !strings.Contains(got, "of their line rate") {
 		t.Errorf("ring %q", got)
 	}
 	if got := text(`document.querySelectorAll('[data-testid=verification-pair]').length + ''`); got != "4" {

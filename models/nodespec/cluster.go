@@ -87,6 +87,12 @@ type Cluster struct {
 	// Interconnect is one of InterconnectEthernet (the default when ""),
 	// InterconnectInfiniBand or InterconnectRoCE.
 	Interconnect string
+	// NICs and NICGbps are one machine's fabric cards and each one's line
+	// rate in Gbit/s (8 and 400 for eight NDR ports); none (or Ethernet)
+	// means the machines meet on the encrypted overlay (O1). They decide
+	// what the fabric checks expect (fabric.go).
+	NICs    int
+	NICGbps int
 	// GPUsPerNode is 1, 2, 4 or 8.
 	GPUsPerNode int
 	// CPUsPerNode and MemoryGBPerNode describe one machine for slurm.conf;

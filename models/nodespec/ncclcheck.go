@@ -6,38 +6,14 @@ import (
 )
 
 // The automatic NCCL check (X4): once a cluster is ready, node-0 runs the
-// all-reduce test of Commands (NCCLAllReduce) across every GPU, and its bus
-// bandwidth is read against what the offer's interconnect advertises.
+// all-reduce test of Commands (NCCLAllReduce) across every GPU with NCCL's
+// default algorithm, and its bus bandwidth is read against what the
+// machines' NICs allow for the cluster's shape (ExpectedBusBW, in
+// fabric.go).
 
 // NCCLWarnPercent: a measured bus bandwidth below this share of the
 // expected one is flagged on the cluster.
 const NCCLWarnPercent = 50
-
-// AdvertisedGbps is what an interconnect advertises per node, in Gbit/s:
-// InfiniBand one 400 Gbit/s (NDR) port per GPU, RoCE one 200 Gbit/s port
-// per GPU, Ethernet the 2 Gbit/s of an encrypted overlay (O1).
-func AdvertisedGbps(interconnect string, gpusPerNode int) int {
-	switch interconnect {
-	case InterconnectInfiniBand:
-		return 400 * gpusPerNode
-	case InterconnectRoCE:
-		return 200 * gpusPerNode
-	}
-	return 2
-}
-
-// ExpectedBusBW is the all-reduce bus bandwidth, in GB/s, that the
-// advertised network allows for the cluster's shape: with B GB/s per node,
-// N nodes and R ranks a ring all-reduce limited by the network reaches
-// busbw = B·N(R−1) / (R(N−1)) (nccl-tests' busbw is algbw·2(R−1)/R).
-func (c Cluster) ExpectedBusBW() float64 {
-	n, r := float64(len(c.Nodes)), float64(c.WorldSize())
-	b := float64(AdvertisedGbps(c.interconnect(), c.GPUsPerNode)) / 8
-	if n < 2 || r < 2 {
-		return b
-	}
-	return b * n * (r - 1) / (r * (n - 1))
-}
 
 // NCCLReading is what the NCCL check measured.
 type NCCLReading struct {
@@ -45,29 +21,28 @@ type NCCLReading struct {
 	ExpectedBusBW  float64 // GB/s, see ExpectedBusBW
 	AdvertisedGbps int     // per node, see AdvertisedGbps
 	Percent        int     // BusBW as a share of ExpectedBusBW, rounded down
-	Warning        string  // set when Percent < NCCLWarnPercent
+	Warning        string  // set when Percent < NCCLWarnPercent, or on the overlay below its floor
 }
 
 // ReadAllReduce reads the NCCL check's output (ParseAllReduce) for this
 // cluster. An error means the test did not measure the whole cluster: it
 // failed, was cut short, or ran on fewer ranks than the cluster has GPUs.
 func (c Cluster) ReadAllReduce(output string) (NCCLReading, error) {
-	res, err := ParseAllReduce(output)
+	res, err := c.parseWhole(output)
 	if err != nil {
 		return NCCLReading{}, err
 	}
-	if len(res.Devices) > 0 && len(res.Devices) != c.WorldSize() {
-		return NCCLReading{}, fmt.Errorf("the test ran on %d GPUs, the cluster has %d", len(res.Devices), c.WorldSize())
-	}
-	row := res.Largest()
-	r := NCCLReading{BusBW: max(row.OutOfPlace.BusBW, row.InPlace.BusBW), ExpectedBusBW: c.ExpectedBusBW(),
-		AdvertisedGbps: AdvertisedGbps(c.interconnect(), c.GPUsPerNode)}
+	r := NCCLReading{BusBW: res.busBW(), ExpectedBusBW: c.ExpectedBusBW(), AdvertisedGbps: c.AdvertisedGbps()}
 	if r.ExpectedBusBW > 0 {
 		r.Percent = int(math.Floor(100 * r.BusBW / r.ExpectedBusBW))
 	}
-	if r.Percent < NCCLWarnPercent {
-		r.Warning = fmt.Sprintf("The interconnect delivers %d %% of what it advertises (%.1f of %.1f GB/s bus bandwidth): "+
-			"expect slower multi-node training than the offer suggests.", r.Percent, r.BusBW, r.ExpectedBusBW)
+	switch {
+	case c.Overlay() && r.BusBW < OverlayFloorGBps:
+		r.Warning = fmt.Sprintf("The encrypted overlay delivers %s GB/s bus bandwidth, below its floor of %s GB/s (about 1 to 2 Gbit/s between machines): "+
+			"expect slower multi-node training than the offer suggests.", GBps(r.BusBW), GBps(OverlayFloorGBps))
+	case !c.Overlay() && r.Percent < NCCLWarnPercent:
+		r.Warning = fmt.Sprintf("The interconnect delivers %d %% of what it advertises (%s of %s GB/s bus bandwidth): "+
+			"expect slower multi-node training than the offer suggests.", r.Percent, GBps(r.BusBW), GBps(r.ExpectedBusBW))
 	}
 	return r, nil
 }

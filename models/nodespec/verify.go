@@ -352,13 +352,3 @@ func ringOnly(cmd string) string {
 	}
 	return "NCCL_ALGO=Ring " + cmd + "\n"
 }
-
-// PairExpectedBusBW is what the advertised network allows for a two-machine
-// all-reduce of this cluster's machines (ExpectedBusBW with two nodes).
-func (c Cluster) PairExpectedBusBW() float64 {
-	pair := c
-	if len(c.Nodes) >= 2 {
-		pair.Nodes = c.Nodes[:2]
-	}
-	return pair.ExpectedBusBW()
-}

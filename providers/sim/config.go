@@ -249,6 +249,7 @@ func (o OfferConfig) validate() []error {
 	default:
 		add("unknown interconnect %q (want ethernet, infiniband or roce)", o.Interconnect)
 	}
+	errs = append(errs, providers.CheckFabricCards(o.Interconnect, o.NICs, o.NICGbps)...)
 	switch o.GPUsPerNode {
 	case 1, 2, 4, 8:
 	default:

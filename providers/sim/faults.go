@@ -40,8 +40,9 @@ const (
 	// FaultGPUMissing: machine Node's nvidia-smi lists one GPU fewer than
 	// its offer has (a GPU fell off the bus).
 	FaultGPUMissing FaultKind = "gpu_missing"
-	// FaultNCCLSlow: the NCCL check on a group with machine Node measures
-	// 30 % of what the interconnect advertises.
+	// FaultNCCLSlow: the fabric of a group with machine Node runs at the
+	// half speed of NVIDIA/nccl issue 2409 (54–58 % of its line rate): the
+	// NCCL check and the verification ring measure it.
 	FaultNCCLSlow FaultKind = "nccl_slow"
 	// FaultECCErrors: machine Node's GPU 1 reports uncorrectable volatile
 	// ECC errors and a pending row remap in nvidia-smi -q, and its kernel
@@ -49,11 +50,13 @@ const (
 	FaultECCErrors FaultKind = "ecc_errors"
 	// FaultStressFails: machine Node's GPU stress (dcgmi diag -r 1) fails.
 	FaultStressFails FaultKind = "stress_fails"
-	// FaultSlowLink: machine Node's link to the fabric runs at 40 %: every
+	// FaultSlowLink: machine Node's link to the fabric runs at the half
+	// speed of NVIDIA/nccl issue 2409 (54–58 % of its line rate): every
 	// all-reduce it takes part in (the ring, its pairs) is slow.
 	FaultSlowLink FaultKind = "slow_link"
 	// FaultFabricSlow: the whole fabric of a group with machine Node runs at
-	// 30 %: the ring and every pair are equally slow (a network incident).
+	// the half speed of NVIDIA/nccl issue 2409 (54–58 % of its line rate):
+	// the ring and every pair are equally slow (a network incident).
 	FaultFabricSlow FaultKind = "fabric_slow"
 
 	// The faults below happen after admission (R1–R5). Injected with the

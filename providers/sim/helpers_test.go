@@ -55,7 +55,7 @@ func ptr[T any](v T) *T { return &v }
 func testConfig() Config {
 	h100 := func(id, kind string, s stock) OfferConfig {
 		o := OfferConfig{
-			ID: id, Accelerator: accH100, MachineKind: kind, Interconnect: providers.InfiniBand,
+			ID: id, Accelerator: accH100, MachineKind: kind, Interconnect: providers.InfiniBand, NICs: 8, NICGbps: 400,
 			GPUsPerNode: testGPUs, VCPUs: testVCPUs, MemoryGB: testMemGB,
 			PerGPUHourUSD: 2_490_000, RootDiskGB: testDiskGB, DiskGBHourUSD: 137,
 		}

@@ -23,9 +23,6 @@ const (
 	VerifyPairStep = "verify:pair"
 )
 
-// slowLinkShare is what a slow_link fault leaves of a machine's link.
-const slowLinkShare = 0.4
-
 // simIdleTempC is a GPU's temperature at idle.
 const simIdleTempC = 31
 
@@ -52,7 +49,7 @@ func (e *executor) verify(ctx context.Context, step, script string) (_ string, e
 				live = append(live, n)
 			}
 		}
-		return allReduceOn(g, live, fabricShare(g, live...)), nil
+		return allReduceOn(g, live, c.ringBusBW(g, live)), nil
 	}
 	m := peerRankRE.FindStringSubmatch(script)
 	if m == nil {
@@ -66,29 +63,7 @@ func (e *executor) verify(ctx context.Context, step, script string) (_ string, e
 	if peer < e.n.index {
 		pair[0], pair[1] = pair[1], pair[0]
 	}
-	return allReduceOn(g, pair, fabricShare(g, pair...)), nil
-}
-
-// fabricShare is the share of the advertised bandwidth an all-reduce
-// across members gets: the fabric's, a slowed fabric's, or a slow link's
-// when one of them has one (a ring runs at its slowest link).
-func fabricShare(g *group, members ...*node) float64 {
-	f, ok := fabrics[g.offer.cfg.Interconnect]
-	if !ok {
-		f = fabrics["ethernet"]
-	}
-	share := f.share
-	for _, n := range g.nodes {
-		if n.ncclSlow {
-			share = min(share, ncclSlowShare)
-		}
-	}
-	for _, n := range members {
-		if n.slowLink {
-			share = min(share, f.share*slowLinkShare)
-		}
-	}
-	return share
+	return allReduceOn(g, pair, c.ringBusBW(g, pair)), nil
 }
 
 // machineCheck prints what nodespec.VerifyMachineScript prints on this

@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/clusterdeck/clusterdeck/providers"
 )
 
 // Machine is one machine the operator owns, as listed in the machines file.
@@ -161,6 +163,9 @@ func Validate(ms []Machine) error {
 		case "ethernet", "infiniband", "roce":
 		default:
 			bad("interconnect must be ethernet, infiniband or roce, not %q", m.Interconnect)
+		}
+		for _, err := range providers.CheckFabricCards(m.Interconnect, m.NICs, m.NICGbps) {
+			bad("%v", err)
 		}
 		p, err := parseUSD(m.PricePerHour)
 		if err != nil {
