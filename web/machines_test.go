@@ -170,6 +170,7 @@ func TestAdminMachinesProviderOff(t *testing.T) {
 			t.Errorf("page: %s", d.Find(`[data-testid=admin-machines-page]`).Text())
 		}
 		// No secret configured: a pasted key is refused, a key path works.
+		app.store.MachineKeySecret = nil
 		rec := oc.post("/admin/machines", url.Values{"name": {"desk-1"}, "host": {"h"}, "private_key": {pastedKey(t)}, "location": {"office"}, "price": {"1"}})
 		if rec.Code != 422 || !strings.Contains(doc(t, rec).Find(`[data-testid=problem-key]`).Text(), "key path") {
 			t.Errorf("a pasted key without a secret: %d", rec.Code)
