@@ -46,7 +46,7 @@ lint: ## gofmt, go vet, templ fmt, go mod tidy
 	$(GO) vet ./...
 	$(GO) tool templ fmt -fail views
 
-test: check-generated lint test-go ## Every test (PostgreSQL too when TEST_DATABASE_URL is set; about 6 minutes on 2 cores, it prints how long go test ran)
+test: check-generated lint test-go ## Every test (PostgreSQL too when TEST_DATABASE_URL is set; about 16 minutes on 2 cores, it prints how long go test ran)
 
 # testreport prints what go test prints, then one line counting skipped tests
 # (no TEST_DATABASE_URL, no Chromium) and why.
