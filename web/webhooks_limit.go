@@ -4,7 +4,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -23,73 +22,26 @@ const (
 	webhookOrgSendBurst      = 40
 )
 
-// keyLimiter holds one token bucket per key; buckets unused for an hour
-// are dropped.
-type keyLimiter struct {
-	now     func() time.Time
-	limit   rate.Limit
-	burst   int
-	mu      sync.Mutex
-	buckets map[string]*keyBucket
-	swept   time.Time
-}
-
-type keyBucket struct {
-	lim  *rate.Limiter
-	used time.Time
-}
-
-func newKeyLimiter(now func() time.Time, perMinute float64, burst int) *keyLimiter {
-	return &keyLimiter{now: now, limit: rate.Limit(perMinute / 60), burst: burst, buckets: map[string]*keyBucket{}}
-}
-
-// reserve takes one token from key's bucket: the reservation (to cancel
-// if another limit refuses), or how long until a token is there.
-func (l *keyLimiter) reserve(key string) (*rate.Reservation, time.Duration) {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.swept) > time.Hour {
-		for k, b := range l.buckets {
-			if now.Sub(b.used) > time.Hour {
-				delete(l.buckets, k)
-			}
-		}
-		l.swept = now
-	}
-	b, ok := l.buckets[key]
-	if !ok {
-		b = &keyBucket{lim: rate.NewLimiter(l.limit, l.burst)}
-		l.buckets[key] = b
-	}
-	b.used = now
-	r := b.lim.ReserveN(now, 1)
-	if !r.OK() {
-		return nil, time.Hour
-	}
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return nil, d
-	}
-	return r, 0
-}
-
 // webhookSendLimits are the endpoint and organisation buckets.
-type webhookSendLimits struct{ endpoint, org *keyLimiter }
+// They are the agents' bucket limiters (agent_limit.go) at a minute's
+// rates.
+type webhookSendLimits struct{ endpoint, org *logLimiter }
 
 func newWebhookSendLimits(now func() time.Time) *webhookSendLimits {
-	return &webhookSendLimits{endpoint: newKeyLimiter(now, WebhookSendsPerMinute, WebhookSendBurst),
-		org: newKeyLimiter(now, WebhookOrgSendsPerMinute, webhookOrgSendBurst)}
+	perMinute := func(n float64, burst int) *logLimiter {
+		return &logLimiter{now: now, every: rate.Limit(n / 60), burst: burst, buckets: map[string]*nodeBucket{}}
+	}
+	return &webhookSendLimits{endpoint: perMinute(WebhookSendsPerMinute, WebhookSendBurst),
+		org: perMinute(WebhookOrgSendsPerMinute, webhookOrgSendBurst)}
 }
 
 // allow takes a send for the endpoint of org; an error is the 429 to
 // answer, with Retry-After set.
 func (l *webhookSendLimits) allow(c echo.Context, orgID, endpointID string) error {
 	scope := "this endpoint: at most " + strconv.Itoa(WebhookSendsPerMinute) + " a minute after a burst of " + strconv.Itoa(WebhookSendBurst)
-	r, d := l.endpoint.reserve(endpointID)
+	d := l.endpoint.wait(endpointID, 1)
 	if d == 0 {
-		if _, d = l.org.reserve(orgID); d > 0 {
-			r.CancelAt(l.endpoint.now()) // the endpoint's token goes back
+		if d = l.org.wait(orgID, 1); d > 0 { // the endpoint's token is spent: the refusal counts against it too
 			scope = "this organisation: at most " + strconv.Itoa(WebhookOrgSendsPerMinute) + " a minute across its endpoints"
 		}
 	}
