@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +40,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 	}
 	err = cmd.Wait()
+	fmt.Fprint(os.Stdout, r.slowest(slowestShown))
 	fmt.Fprintf(os.Stdout, "go test ran for %s\n", time.Since(began).Round(time.Second))
 	fmt.Fprintln(os.Stdout, r.summary())
 	var exit *exec.ExitError
@@ -58,6 +60,7 @@ type event struct {
 	ImportPath string
 	Test       string
 	Output     string
+	Elapsed    float64 // seconds, on pass, fail and skip
 }
 
 type report struct {
@@ -65,6 +68,13 @@ type report struct {
 	outputs map[string][]string // package + test → output lines so far
 	ran     int                 // tests that passed, failed or skipped
 	skips   map[string]int      // reason → tests
+	timed   []timing            // top-level tests that ended, with how long they took
+}
+
+// timing is how long one top-level test ran, for the slowest-tests list.
+type timing struct {
+	name    string // package + test
+	seconds float64
 }
 
 func newReport(w io.Writer) *report {
@@ -87,6 +97,9 @@ func (r *report) read(in io.Reader) error {
 
 func (r *report) handle(e event) {
 	key := e.Package + " " + e.Test
+	if (e.Action == "pass" || e.Action == "fail") && e.Test != "" && !strings.Contains(e.Test, "/") {
+		r.timed = append(r.timed, timing{name: key, seconds: e.Elapsed})
+	}
 	switch {
 	case e.Action == "build-output":
 		fmt.Fprint(r.w, e.Output)
@@ -136,6 +149,26 @@ func skipReason(lines []string) string {
 		return logPrefix.ReplaceAllString(line, "")
 	}
 	return "no reason given"
+}
+
+// slowestShown is how many of the slowest tests the report names: where
+// the suite's time goes, in every run's output.
+const slowestShown = 12
+
+// slowest lists the n longest top-level tests (wall time, parallel tests
+// overlapping), longest first.
+func (r *report) slowest(n int) string {
+	if len(r.timed) == 0 {
+		return ""
+	}
+	t := slices.Clone(r.timed)
+	sort.SliceStable(t, func(i, j int) bool { return t[i].seconds > t[j].seconds })
+	var b strings.Builder
+	b.WriteString("slowest tests:\n")
+	for _, x := range t[:min(n, len(t))] {
+		fmt.Fprintf(&b, "  %7.1fs  %s\n", x.seconds, x.name)
+	}
+	return b.String()
 }
 
 // summary is the one closing line.

@@ -48,3 +48,20 @@ func TestReportNoSkips(t *testing.T) {
 		t.Errorf("summary = %q", got)
 	}
 }
+
+// The closing report names the slowest top-level tests, longest first;
+// subtests are left out (their parent's time holds them).
+func TestReportSlowest(t *testing.T) {
+	r := newReport(&strings.Builder{})
+	r.handle(event{Action: "pass", Package: "p", Test: "TestQuick", Elapsed: 0.2})
+	r.handle(event{Action: "fail", Package: "q", Test: "TestLong", Elapsed: 95.5})
+	r.handle(event{Action: "pass", Package: "q", Test: "TestLong/sub", Elapsed: 90})
+	r.handle(event{Action: "pass", Package: "p", Test: "TestMid", Elapsed: 12})
+	want := "slowest tests:\n     95.5s  q TestLong\n     12.0s  p TestMid\n"
+	if got := r.slowest(2); got != want {
+		t.Errorf("slowest:\n%s\nwant:\n%s", got, want)
+	}
+	if got := newReport(&strings.Builder{}).slowest(3); got != "" {
+		t.Errorf("no tests: %q", got)
+	}
+}
