@@ -40,6 +40,7 @@ type Cloud struct {
 	holder  string           // this process, for the agent lease
 	wall    func() time.Time // the agent lease's clock: wall time, even under a fake clock
 	version int64            // version of the persisted state the model holds
+	saved   []byte           // that version's encoding (nil: encode it again)
 	sess    *session         // the open operation's transaction
 }
 

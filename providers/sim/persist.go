@@ -252,7 +252,7 @@ func (c *Cloud) begin(ctx context.Context) error {
 		var state string
 		if err = tx.Raw("SELECT state FROM sim_clouds WHERE name = ?", c.name).Scan(&state).Error; err == nil {
 			err = c.decode([]byte(state))
-			c.version = row.Version
+			c.version, c.saved = row.Version, nil
 		}
 	}
 	if err != nil {
@@ -260,12 +260,16 @@ func (c *Cloud) begin(ctx context.Context) error {
 		c.version = -1 // reload next time
 		return fmt.Errorf("sim: load state: %w", err)
 	}
-	loaded, err := c.encode()
-	if err != nil {
-		tx.Rollback()
-		return err
+	// The model is the stored version: its encoding is the one this process
+	// last loaded or wrote (saved), kept so that an operation encodes the
+	// document once (at close), not twice.
+	if c.saved == nil {
+		if c.saved, err = c.encode(); err != nil {
+			tx.Rollback()
+			return err
+		}
 	}
-	c.sess = &session{tx: tx, loaded: loaded}
+	c.sess = &session{tx: tx, loaded: c.saved}
 	return nil
 }
 
@@ -311,6 +315,9 @@ func (c *Cloud) close(errp *error) {
 	} else if err = s.tx.Commit().Error; err != nil {
 		c.version = -1
 	}
+	if c.version == -1 {
+		c.saved = nil // reloaded and encoded again next time
+	}
 	if err != nil && errp != nil && *errp == nil {
 		*errp = fmt.Errorf("sim: save state: %w", err)
 	} else if err != nil {
@@ -332,6 +339,7 @@ func (c *Cloud) save(s *session) error {
 		return errors.New("the state changed underneath (lost row lock)")
 	}
 	c.version++
+	c.saved = state
 	return nil
 }
 
