@@ -15,6 +15,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/lambda"
 	"github.com/clusterdeck/clusterdeck/providers/lambda/fake"
+	"github.com/clusterdeck/clusterdeck/providers/providerstest"
 )
 
 // The catalog of the documented instance-types example becomes one offer
@@ -622,6 +623,33 @@ func TestErrorTable(t *testing.T) {
 	e.fake.Inject(fake.Fault{Path: "/api/v1/instance-operations/launch", Status: 400, Code: "global/object-does-not-exist", Message: "no such key"})
 	if _, err := e.cloud.PlaceGroup(context.Background(), request("cl_1", "us-west-1", 1)); !errors.Is(err, providers.ErrValidation) {
 		t.Errorf("object-does-not-exist on launch: %v", err)
+	}
+	// 1.8.3 also lists it as the launch's 404 (ApiErrorLaunchResourceNotFound):
+	// a named resource missing, still a refusal, not a machine gone.
+	e.fake.Inject(fake.Fault{Path: "/api/v1/instance-operations/launch", Status: 404, Code: "global/object-does-not-exist", Message: "no such key"})
+	if _, err := e.cloud.PlaceGroup(context.Background(), request("cl_2", "us-west-1", 1)); !errors.Is(err, providers.ErrValidation) {
+		t.Errorf("object-does-not-exist (404) on launch: %v", err)
+	}
+}
+
+// The gap list stays true: each thing 1.8.3 added over the 1.6.0 copy kept
+// before (and a status it lists for some operation) fails the document's
+// load when listed as a gap, and the list as kept loads (OP1).
+func TestDescriptionGapsStayTrue(t *testing.T) {
+	for _, g := range []providerstest.Gap{
+		{Schema: "InstanceLaunchRequest", Property: "tags"},
+		{Schema: "InstanceStatus", Value: "preempted"},
+		{Status: 409},
+		{Operation: "POST /api/v1/instance-operations/restart", Status: 404},
+	} {
+		d := providerstest.NewDescription("testdata/openapi.json")
+		d.Strict, d.Gaps = true, append(slices.Clone(descriptionGaps), g)
+		if err := d.Load(); err == nil {
+			t.Errorf("gap %+v: the copy has it, yet it loaded", g)
+		}
+	}
+	if err := description.Load(); err != nil {
+		t.Fatalf("the kept gap list: %v", err)
 	}
 }
 
