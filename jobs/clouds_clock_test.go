@@ -20,6 +20,8 @@ import (
 	lfake "github.com/clusterdeck/clusterdeck/providers/lambda/fake"
 	"github.com/clusterdeck/clusterdeck/providers/runpod"
 	rpfake "github.com/clusterdeck/clusterdeck/providers/runpod/fake"
+	"github.com/clusterdeck/clusterdeck/providers/shadeform"
+	sffake "github.com/clusterdeck/clusterdeck/providers/shadeform/fake"
 	"gorm.io/gorm"
 )
 
@@ -169,6 +171,14 @@ func (w *cloudWorld) check() {
 	}
 }
 
+// bootStep is how far the clock moves between two ticks once every
+// machine is placed and only booting: a minute a tick with the tick's own
+// 5 s. Nothing but the clouds' boot changes between (no agents run here),
+// every step's deadline is minutes long, and each tick costs a listing per
+// cluster and the job's database work: half-minute ticks doubled this
+// file's CPU under -race for nothing they could see.
+const bootStep = 55 * time.Second
+
 // untilRunning ticks until every machine of every cluster runs (its step
 // past "running"), for at most limit; a cluster that failed stops the test.
 func (w *cloudWorld) untilRunning(limit time.Duration, cs ...models.Cluster) {
@@ -177,7 +187,7 @@ func (w *cloudWorld) untilRunning(limit time.Duration, cs ...models.Cluster) {
 	placed := false
 	for end := w.clk.Now().Add(limit); ; w.tick() {
 		if placed {
-			w.clk.Advance(25 * time.Second) // booting only: half a minute a tick, nothing changes between
+			w.clk.Advance(bootStep)
 		}
 		all := true
 		placed = true
@@ -417,7 +427,7 @@ func TestProvisionLambdaUnhealthyDuringBoot(t *testing.T) {
 			if clk.Now().After(cloudStart.Add(time.Hour)) {
 				t.Fatal("the unhealthy cluster never failed")
 			}
-			clk.Advance(25 * time.Second) // half a minute a tick: nothing changes between
+			clk.Advance(bootStep)
 			w.tick()
 		}
 		w.tick() // the failed cluster's machines are released
@@ -453,4 +463,133 @@ func TestProvisionLambdaRealClock(t *testing.T) {
 			})
 		})
 	}
+}
+
+// shadeformCloud is the Shadeform adapter against its fake at Shadeform's
+// timings: a create is asynchronous (answered "creating" at once), the
+// instance goes creating → pending_provider → pending for the H100 type's
+// min_boot_in_sec (5 minutes; the type says 5 to 10), reads active a
+// minute before its ip and ssh_port are there, and is listed "deleting"
+// for a minute after its delete. Shadeform documents no rate limit: a burst of 429s with
+// Retry-After (20 s each, a minute in all: longer than a kicked tick) on
+// the creates and one on the list, a create whose answer is lost after it
+// went through, and a slow list.
+func shadeformCloud(t *testing.T, clk *fakekit.Clock, capacity int) (cloud, *sffake.Server) {
+	const key = "sf_secret_shadeform_key_0123456789"
+	f := sffake.New(key, clk.Now)
+	f.Capacity[sffake.Cap{Cloud: "lambdalabs", Type: "H100_sxm5x8", Region: "us-east-1"}] = capacity
+	f.BootDelay, f.AddressDelay, f.DeleteDelay = 5*time.Minute, time.Minute, time.Minute
+	for range 3 {
+		f.Inject(sffake.Fault{Method: "POST", Path: "/instances/create", After: 3, Status: 429,
+			ErrorCode: "RATE_LIMITED", Error: "too many requests", RetryAfter: "20"})
+	}
+	f.Inject(sffake.Fault{Method: "POST", Path: "/instances/create", After: 5, Status: 502, Apply: true},
+		sffake.Fault{Method: "GET", Path: "/instances", After: 4, Status: 429, ErrorCode: "RATE_LIMITED", Error: "too many requests", RetryAfter: "7"},
+		sffake.Fault{Method: "GET", Path: "/instances", After: 6, Slow: func() { clk.Advance(8 * time.Second) }})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	sf, err := shadeform.New(shadeform.Config{APIKey: key, BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
+		Clouds: []string{"lambdalabs"}, Regions: []string{"us-east-1"},
+		Agent: bootstrap.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64", SHA256: strings.Repeat("ab", 32)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := func(tags []string, prefix string) string {
+		for _, s := range tags {
+			if v, ok := strings.CutPrefix(s, prefix); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	return cloud{name: shadeform.Name, provider: sf, accel: "H100_80GB", gpus: 8,
+		created: func() map[string]map[int]int {
+			out := map[string]map[int]int{}
+			for _, cr := range f.Creates() {
+				g := tag(cr.Tags, shadeform.TagGroup)
+				var i int
+				fmt.Sscan(tag(cr.Tags, shadeform.TagIndex), &i)
+				if out[g] == nil {
+					out[g] = map[int]int{}
+				}
+				out[g][i]++
+			}
+			return out
+		},
+		live: func() map[string]int {
+			out := map[string]int{}
+			for _, in := range f.Live() {
+				out[tag(in.Tags, shadeform.TagGroup)]++
+			}
+			return out
+		}}, f
+}
+
+// Shadeform through the provision job: clusters of 2, 8, 16 and 64
+// machines launched together into one world, so that the kicked tick's
+// 30 s and the scheduled ticks' two minutes are shared by 90 creates, a
+// minute of 429s, a lost create answer and a slow list. What a tick could
+// not finish is kept and the next tick adopts it by tag; no machine is
+// created twice, deleted while wanted or billed for two; machines active
+// without their address yet are not running; terminate leaves nothing
+// (L3, L4, L7).
+func TestProvisionShadeformRealClock(t *testing.T) {
+	sizes := []int{2, 8, 16, 64}
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := fakekit.NewClockAt(cloudStart)
+		c, f := shadeformCloud(t, clk, 2+8+16+64)
+		w := newCloudWorld(t, db, clk, c)
+		// Room for the four clusters at once: the org's limits, and the
+		// offer's count beyond what the first three hold.
+		if err := db.Model(&w.org).Updates(map[string]any{"max_machines": 128, "max_gpus": 1024}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Model(&models.Offer{}).Where("provider = ?", c.name).Update("nodes_available", 128).Error; err != nil {
+			t.Fatal(err)
+		}
+		var cs []models.Cluster
+		for _, n := range sizes {
+			cs = append(cs, w.launch(n))
+		}
+		w.kick()
+		// An instance active without its address yet is not a running
+		// machine: the node runs only with the host and port to reach.
+		addressless := map[string]bool{}
+		for end := clk.Now().Add(15 * time.Minute); len(addressless) == 0 && clk.Now().Before(end); {
+			w.tick()
+			clk.Advance(bootStep)
+			for _, in := range f.Live() {
+				if in.Status == shadeform.StatusActive && in.IP == "" {
+					addressless[in.ID] = true
+				}
+			}
+		}
+		if len(addressless) == 0 {
+			t.Fatal("the fake never played an active machine without its address")
+		}
+		w.tick()
+		for _, cl := range cs {
+			nodes, err := w.store.NodesFor(context.Background(), cl.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range nodes {
+				if n.RunningAt != nil && (addressless[n.ProviderNodeID] || n.PublicHost == "" || n.SSHPort == 0) {
+					t.Fatalf("node %s runs without its address (%q:%d)", n.Name, n.PublicHost, n.SSHPort)
+				}
+			}
+		}
+		w.untilRunning(20*time.Minute, cs...)
+		created := 0
+		for _, ranks := range c.created() {
+			created += len(ranks)
+		}
+		if got := len(f.Creates()); got != 2+8+16+64 || created != got {
+			t.Errorf("%d creates (%d ranks) for %d machines", got, created, 2+8+16+64)
+		}
+		if posts := f.Requests("POST /instances/create"); posts != len(f.Creates())+3 {
+			t.Errorf("%d create requests for %d creates: the three 429s were not each waited out and sent again", posts, len(f.Creates()))
+		}
+		w.terminate(cs...)
+	})
 }
