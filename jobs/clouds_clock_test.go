@@ -415,7 +415,9 @@ func TestProvisionLambdaUnhealthyDuringBoot(t *testing.T) {
 		cl := w.launch(2)
 		w.kick()
 		saw := false
-		for end := clk.Now().Add(10 * time.Minute); !saw && clk.Now().Before(end); {
+		// A minute a tick once placed: the two unhealthy minutes cannot
+		// fall between two ticks.
+		for end := clk.Now().Add(10 * time.Minute); !saw && clk.Now().Before(end); clk.Advance(bootStep) {
 			w.tick()
 			for _, in := range f.Live() {
 				saw = saw || in.Status == lambda.StatusUnhealthy
