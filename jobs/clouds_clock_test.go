@@ -20,6 +20,9 @@ import (
 	lfake "github.com/clusterdeck/clusterdeck/providers/lambda/fake"
 	"github.com/clusterdeck/clusterdeck/providers/runpod"
 	rpfake "github.com/clusterdeck/clusterdeck/providers/runpod/fake"
+	"github.com/clusterdeck/clusterdeck/providers/shadeform"
+	sffake "github.com/clusterdeck/clusterdeck/providers/shadeform/fake"
+	"github.com/clusterdeck/clusterdeck/providers/sim"
 	"gorm.io/gorm"
 )
 
@@ -169,6 +172,14 @@ func (w *cloudWorld) check() {
 	}
 }
 
+// bootStep is how far the clock moves between two ticks once every
+// machine is placed and only booting: a minute a tick with the tick's own
+// 5 s. Nothing but the clouds' boot changes between (no agents run here),
+// every step's deadline is minutes long, and each tick costs a listing per
+// cluster and the job's database work: half-minute ticks doubled this
+// file's CPU under -race for nothing they could see.
+const bootStep = 55 * time.Second
+
 // untilRunning ticks until every machine of every cluster runs (its step
 // past "running"), for at most limit; a cluster that failed stops the test.
 func (w *cloudWorld) untilRunning(limit time.Duration, cs ...models.Cluster) {
@@ -177,7 +188,7 @@ func (w *cloudWorld) untilRunning(limit time.Duration, cs ...models.Cluster) {
 	placed := false
 	for end := w.clk.Now().Add(limit); ; w.tick() {
 		if placed {
-			w.clk.Advance(25 * time.Second) // booting only: half a minute a tick, nothing changes between
+			w.clk.Advance(bootStep)
 		}
 		all := true
 		placed = true
@@ -231,7 +242,8 @@ func (w *cloudWorld) terminate(cs ...models.Cluster) {
 
 // runpodCloud is the RunPod adapter against its fake at RunPod's timings:
 // ranks assigned after longer than a kicked tick, members listed late,
-// the minute window's 429s (plus a burst with Retry-After).
+// the minute window's 429s (plus a burst with Retry-After), and creates
+// whose answers are lost.
 func runpodCloud(t *testing.T, clk *fakekit.Clock, stock int, clusters bool) (cloud, *rpfake.Server) {
 	const key = "rpa_secret_runpod_key_0123456789"
 	f := rpfake.New(key, clk.Now)
@@ -241,6 +253,10 @@ func runpodCloud(t *testing.T, clk *fakekit.Clock, stock int, clusters bool) (cl
 	for range 2 {
 		f.Inject(rpfake.Fault{Method: "GET", Path: "/v2/", After: 3, Status: 429, Detail: "rate limit exceeded for the minute window", RetryAfter: "7"})
 	}
+	// The first cluster create's answer, and a later pod create's, are
+	// lost after they went through: looked for by name, never sent twice.
+	f.Inject(rpfake.Fault{Method: "POST", Path: "/v2/clusters", Status: 502, Apply: true},
+		rpfake.Fault{Method: "POST", Path: "/v2/pods", After: 2, Status: 502, Apply: true})
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	rp, err := runpod.New(runpod.Config{APIKey: key, BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
@@ -282,8 +298,9 @@ func runpodCloud(t *testing.T, clk *fakekit.Clock, stock int, clusters bool) (cl
 // RunPod through the provision job at 2, 8, 16 and 64 machines, one
 // Instant Cluster each (and pod by pod at 8): the kicked tick's 30 s end
 // before RunPod lists the members and assigns their ranks, the scheduled
-// ticks adopt the cluster; no machine is created twice, deleted while
-// wanted or billed for two, and terminate leaves nothing (L3, L4, L7).
+// ticks adopt the cluster; the create whose answer was lost is found by
+// name (one create); no machine is created twice, deleted while wanted or
+// billed for two, and terminate leaves nothing (L3, L4, L7).
 func TestProvisionRunPodRealClock(t *testing.T) {
 	for _, tc := range []struct {
 		n        int
@@ -333,12 +350,24 @@ func TestProvisionRunPodFourClustersOneTick(t *testing.T) {
 
 // lambdaCloud is the Lambda adapter against its fake at Lambda's timings:
 // one launch per 12 s and one request per second (429 with Retry-After
-// when sooner), machines "unhealthy" for two minutes during boot.
+// when sooner), machines "unhealthy" for two minutes during boot, a burst
+// of 429s with Retry-After and a lost launch answer.
 func lambdaCloud(t *testing.T, clk *fakekit.Clock, capacity int) (cloud, *lfake.Server) {
 	const key = "secret_lambda_key_0123456789abcdef"
 	f := lfake.New(key, clk.Now)
 	f.SetCapacity("gpu_8x_h100_sxm5gdr", "us-west-1", capacity)
 	f.RequestInterval, f.Unhealthy = lambda.RequestInterval, 2*time.Minute
+	// Beyond its own pacing: a burst of 429s with Retry-After on the
+	// launches and one on the list, and a launch whose answer is lost after
+	// it went through (looked for by tag, never launched twice).
+	const launch = "/api/v1/instance-operations/launch"
+	for range 2 {
+		f.Inject(lfake.Fault{Method: "POST", Path: launch, After: 2, Status: 429, Code: "global/too-many-requests",
+			Message: "Too many requests.", RetryAfter: "20"})
+	}
+	f.Inject(lfake.Fault{Method: "POST", Path: launch, After: 1, Status: 502, Apply: true},
+		lfake.Fault{Method: "GET", Path: "/api/v1/instances", After: 3, Status: 429, Code: "global/too-many-requests",
+			Message: "Too many requests.", RetryAfter: "5"})
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	l, err := lambda.New(lambda.Config{APIKey: key, BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
@@ -386,7 +415,9 @@ func TestProvisionLambdaUnhealthyDuringBoot(t *testing.T) {
 		cl := w.launch(2)
 		w.kick()
 		saw := false
-		for end := clk.Now().Add(10 * time.Minute); !saw && clk.Now().Before(end); {
+		// A minute a tick once placed: the two unhealthy minutes cannot
+		// fall between two ticks.
+		for end := clk.Now().Add(10 * time.Minute); !saw && clk.Now().Before(end); clk.Advance(bootStep) {
 			w.tick()
 			for _, in := range f.Live() {
 				saw = saw || in.Status == lambda.StatusUnhealthy
@@ -417,7 +448,7 @@ func TestProvisionLambdaUnhealthyDuringBoot(t *testing.T) {
 			if clk.Now().After(cloudStart.Add(time.Hour)) {
 				t.Fatal("the unhealthy cluster never failed")
 			}
-			clk.Advance(25 * time.Second) // half a minute a tick: nothing changes between
+			clk.Advance(bootStep)
 			w.tick()
 		}
 		w.tick() // the failed cluster's machines are released
@@ -431,8 +462,9 @@ func TestProvisionLambdaUnhealthyDuringBoot(t *testing.T) {
 // launch per 12 s (13 s with the pacer's slack) is more than a kicked
 // tick's 30 s or a scheduled tick's two minutes hold; the placement goes
 // on across ticks, adopting what earlier ticks launched by tag. No machine
-// is launched twice or terminated while wanted, the fake's pacing draws
-// no 429, and terminate leaves nothing (L3, L7).
+// is launched twice (the launch whose answer was lost is found by tag) or
+// terminated while wanted, the fake's pacing draws no 429, a scripted
+// burst of them is waited out, and terminate leaves nothing (L3, L7).
 func TestProvisionLambdaRealClock(t *testing.T) {
 	for _, n := range []int{2, 8, 16, 64} {
 		t.Run(fmt.Sprintf("%d machines", n), func(t *testing.T) {
@@ -449,8 +481,238 @@ func TestProvisionLambdaRealClock(t *testing.T) {
 				if f.TooMany() != 0 {
 					t.Errorf("the pacing drew %d 429s", f.TooMany())
 				}
+				if posts := f.Requests("POST /api/v1/instance-operations/launch"); n >= 8 && posts != n+2 {
+					t.Errorf("%d launch requests for %d launches: the burst's two 429s were not each waited out and sent again", posts, n)
+				}
 				w.terminate(cl)
 			})
 		})
 	}
+}
+
+// shadeformCloud is the Shadeform adapter against its fake at Shadeform's
+// timings: a create is asynchronous (answered "creating" at once), the
+// instance goes creating → pending_provider → pending for the H100 type's
+// min_boot_in_sec (5 minutes; the type says 5 to 10), reads active a
+// minute before its ip and ssh_port are there, and is listed "deleting"
+// for a minute after its delete. Shadeform documents no rate limit: a burst of 429s with
+// Retry-After (20 s each, a minute in all: longer than a kicked tick) on
+// the creates and one on the list, a create whose answer is lost after it
+// went through, and a slow list.
+func shadeformCloud(t *testing.T, clk *fakekit.Clock, capacity int) (cloud, *sffake.Server) {
+	const key = "sf_secret_shadeform_key_0123456789"
+	f := sffake.New(key, clk.Now)
+	f.Capacity[sffake.Cap{Cloud: "lambdalabs", Type: "H100_sxm5x8", Region: "us-east-1"}] = capacity
+	f.BootDelay, f.AddressDelay, f.DeleteDelay = 5*time.Minute, time.Minute, time.Minute
+	for range 3 {
+		f.Inject(sffake.Fault{Method: "POST", Path: "/instances/create", After: 3, Status: 429,
+			ErrorCode: "RATE_LIMITED", Error: "too many requests", RetryAfter: "20"})
+	}
+	f.Inject(sffake.Fault{Method: "POST", Path: "/instances/create", After: 5, Status: 502, Apply: true},
+		sffake.Fault{Method: "GET", Path: "/instances", After: 4, Status: 429, ErrorCode: "RATE_LIMITED", Error: "too many requests", RetryAfter: "7"},
+		sffake.Fault{Method: "GET", Path: "/instances", After: 6, Slow: func() { clk.Advance(8 * time.Second) }})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	sf, err := shadeform.New(shadeform.Config{APIKey: key, BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
+		Clouds: []string{"lambdalabs"}, Regions: []string{"us-east-1"},
+		Agent: bootstrap.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64", SHA256: strings.Repeat("ab", 32)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := func(tags []string, prefix string) string {
+		for _, s := range tags {
+			if v, ok := strings.CutPrefix(s, prefix); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	return cloud{name: shadeform.Name, provider: sf, accel: "H100_80GB", gpus: 8,
+		created: func() map[string]map[int]int {
+			out := map[string]map[int]int{}
+			for _, cr := range f.Creates() {
+				g := tag(cr.Tags, shadeform.TagGroup)
+				var i int
+				fmt.Sscan(tag(cr.Tags, shadeform.TagIndex), &i)
+				if out[g] == nil {
+					out[g] = map[int]int{}
+				}
+				out[g][i]++
+			}
+			return out
+		},
+		live: func() map[string]int {
+			out := map[string]int{}
+			for _, in := range f.Live() {
+				out[tag(in.Tags, shadeform.TagGroup)]++
+			}
+			return out
+		}}, f
+}
+
+// oneWorldSizes are the cluster sizes launched together into one world.
+var oneWorldSizes = []int{2, 8, 16, 64}
+
+// launchAll launches a cluster of each of oneWorldSizes into w at once and
+// kicks the provision job, so that the kicked tick's 30 s and the
+// scheduled ticks' two minutes are shared by 90 machines' placements: the
+// org's limits and the offer's count are raised for the four together.
+func (w *cloudWorld) launchAll(db *gorm.DB) []models.Cluster {
+	w.t.Helper()
+	if err := db.Model(&w.org).Updates(map[string]any{"max_machines": 128, "max_gpus": 1024}).Error; err != nil {
+		w.t.Fatal(err)
+	}
+	if err := db.Model(&models.Offer{}).Where("provider = ?", w.cloud.name).Update("nodes_available", 128).Error; err != nil {
+		w.t.Fatal(err)
+	}
+	var cs []models.Cluster
+	for _, n := range oneWorldSizes {
+		cs = append(cs, w.launch(n))
+	}
+	w.kick()
+	return cs
+}
+
+// Shadeform through the provision job: clusters of 2, 8, 16 and 64
+// machines launched together into one world (launchAll), under a minute
+// of 429s, a lost create answer and a slow list. What a tick could not
+// finish is kept and the next tick adopts it by tag; no machine is created
+// twice, deleted while wanted or billed for two; machines active without
+// their address yet are not running; terminate leaves nothing (L3, L4,
+// L7).
+func TestProvisionShadeformRealClock(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := fakekit.NewClockAt(cloudStart)
+		c, f := shadeformCloud(t, clk, 2+8+16+64)
+		w := newCloudWorld(t, db, clk, c)
+		cs := w.launchAll(db)
+		// An instance active without its address yet is not a running
+		// machine: the node runs only with the host and port to reach.
+		addressless := map[string]bool{}
+		for end := clk.Now().Add(15 * time.Minute); len(addressless) == 0 && clk.Now().Before(end); {
+			w.tick()
+			clk.Advance(bootStep)
+			for _, in := range f.Live() {
+				if in.Status == shadeform.StatusActive && in.IP == "" {
+					addressless[in.ID] = true
+				}
+			}
+		}
+		if len(addressless) == 0 {
+			t.Fatal("the fake never played an active machine without its address")
+		}
+		w.tick()
+		for _, cl := range cs {
+			nodes, err := w.store.NodesFor(context.Background(), cl.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range nodes {
+				if n.RunningAt != nil && (addressless[n.ProviderNodeID] || n.PublicHost == "" || n.SSHPort == 0) {
+					t.Fatalf("node %s runs without its address (%q:%d)", n.Name, n.PublicHost, n.SSHPort)
+				}
+			}
+		}
+		w.untilRunning(20*time.Minute, cs...)
+		created := 0
+		for _, ranks := range c.created() {
+			created += len(ranks)
+		}
+		if got := len(f.Creates()); got != 2+8+16+64 || created != got {
+			t.Errorf("%d creates (%d ranks) for %d machines", got, created, 2+8+16+64)
+		}
+		if posts := f.Requests("POST /instances/create"); posts != len(f.Creates())+3 {
+			t.Errorf("%d create requests for %d creates: the three 429s were not each waited out and sent again", posts, len(f.Creates()))
+		}
+		w.terminate(cs...)
+	})
+}
+
+// clockSimCloud is one location of the simulated cloud selling 8×H100 VMs
+// that boot in 4 minutes, 128 counted.
+const clockSimCloud = `{"locations": [{"id": "test-1", "name": "Testville", "offers": [
+  {"id": "h100.8x.vm", "accelerator": "H100_80GB", "machine_kind": "vm", "interconnect": "ethernet",
+   "gpus_per_node": 8, "vcpus": 96, "memory_gb": 1000, "per_gpu_hour_usd": 2490000,
+   "root_disk_gb": 500, "disk_gb_hour_usd": 100, "nodes_available": 128, "boot_time": "4m"}]}]}`
+
+// simCloud is the simulated cloud in the clock world: it places a group in
+// one call under its lock, with nothing to wait for, and boots machines on
+// the test's clock. It keeps no log of its creates, so what it created is
+// read from its describes after every tick: a rank seen with a second
+// machine id was created twice. watch names the clusters to read.
+func simCloud(t *testing.T, clk *fakekit.Clock) (c cloud, watch func(models.Cluster)) {
+	cfg, err := sim.ParseConfig([]byte(clockSimCloud), "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sim.New(cfg, sim.WithClock(clk.Now))
+	var groups []string
+	ids := map[string]map[int]map[string]bool{} // group → rank → machine ids ever seen
+	describe := func() map[string]providers.Group {
+		gs, err := s.DescribeGroups(context.Background(), groups)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gs
+	}
+	return cloud{name: "sim", provider: s, accel: "H100_80GB", gpus: 8,
+			created: func() map[string]map[int]int {
+				for name, g := range describe() {
+					for _, n := range g.Nodes {
+						if ids[name] == nil {
+							ids[name] = map[int]map[string]bool{}
+						}
+						if ids[name][n.Index] == nil {
+							ids[name][n.Index] = map[string]bool{}
+						}
+						ids[name][n.Index][n.ID] = true
+					}
+				}
+				out := map[string]map[int]int{}
+				for name, ranks := range ids {
+					out[name] = map[int]int{}
+					for rank, seen := range ranks {
+						out[name][rank] = len(seen)
+					}
+				}
+				return out
+			},
+			live: func() map[string]int {
+				out := map[string]int{}
+				for name, g := range describe() {
+					for _, n := range g.Nodes {
+						if n.State != providers.NodeTerminated {
+							out[name]++
+						}
+					}
+				}
+				return out
+			}},
+		func(c models.Cluster) { groups = append(groups, c.GroupName()) }
+}
+
+// The simulated cloud through the same provision job and deadlines: 2, 8,
+// 16 and 64 machines in one world, each placed in one call within the
+// kicked tick; none created twice, deleted while wanted or left running
+// after terminate (L3, L7).
+func TestProvisionSimRealClock(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := fakekit.NewClockAt(cloudStart)
+		c, watch := simCloud(t, clk)
+		w := newCloudWorld(t, db, clk, c)
+		cs := w.launchAll(db)
+		for _, cl := range cs {
+			watch(cl)
+			now, err := w.store.ClusterByID(context.Background(), cl.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now.PlacedAt == nil {
+				t.Errorf("cluster of %d machines not placed by the kicked tick", cl.Nodes)
+			}
+		}
+		w.check()
+		w.untilRunning(15*time.Minute, cs...)
+		w.terminate(cs...)
+	})
 }

@@ -6,9 +6,11 @@
 // and the offer id "<cloud>/<shade instance type>/<region>"): a group's
 // machines are all of one upstream cloud in one region, so they share its
 // network. A group of N machines is N creates, each named "<group>-<index>"
-// and tagged with the group and its rank; when any create fails, every
+// and tagged with the group and its rank; when a create is refused, every
 // machine of the group is deleted before the error is returned (all or
-// nothing at our level), and a retried placement adopts what it finds.
+// nothing at our level). A placement that runs out of its caller's time or
+// has an answer still to come keeps what it created, and the next one
+// adopts it by tag (L3, L7).
 //
 // Shadeform cannot stop a machine: StopNode is refused.
 package shadeform
@@ -206,12 +208,30 @@ func (s *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 		return providers.Group{}, err
 	}
 	if len(have) < req.Count {
-		if err := s.createMissing(ctx, req, cloud, typ, region, have); err != nil {
+		err := s.createMissing(ctx, req, cloud, typ, region, have)
+		switch {
+		case err != nil && cloudkit.Undecided(err):
+			// Out of the caller's time (a minute of 429s outlasts a kicked
+			// tick), or an answer still to come: what was created carries
+			// the group's tags, and the next call adopts it and creates
+			// the rest (never created twice, never deleted while wanted).
+			return providers.Group{}, cloudkit.Pending(Name, opPlace, region,
+				fmt.Sprintf("%d of %d machines created; the next placement creates the rest", len(have), req.Count), err)
+		case err != nil:
 			return providers.Group{}, cloudkit.RolledBack(ctx, Name, req.GroupName, err, s.terminate)
 		}
 	}
 	return fleet.Placed(req.GroupName, region, have, req.Count), nil
 }
+
+// CreateRoom is the time a create's answer is given to arrive: a create
+// is sent only while the caller's deadline leaves this much, so that none
+// is cut off in flight (one that is anyway is adopted by its tags).
+const CreateRoom = 5 * time.Second
+
+// errOutOfTime: the caller's deadline leaves no CreateRoom for the next
+// create (undecided: the placement goes on at the next call).
+var errOutOfTime = errors.New("the caller's deadline leaves no time for the next create")
 
 // validate checks what Shadeform would refuse, before anything is created.
 func (s *Cloud) validate(req providers.PlaceRequest) (string, string, string, error) {
@@ -247,6 +267,9 @@ func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, c
 	for i := 0; i < req.Count; i++ {
 		if _, ok := have[i]; ok {
 			continue
+		}
+		if left, ok := cloudkit.TimeLeft(ctx, s.c.Now(), CreateRoom); ok && left <= 0 {
+			return errOutOfTime
 		}
 		script, err := bootstrap.Script(s.cfg.Agent, bootstrap.Systemd, req.Agent.ServerURL, req.Agent.Tokens[i], req.Workload())
 		if err != nil {

@@ -8,6 +8,7 @@
 package fake
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -199,7 +200,10 @@ func (s *Server) SSHKeys() []lambda.SSHKey {
 	return slices.Clone(s.keys)
 }
 
-var instanceRe = regexp.MustCompile(`^/api/v1/instances/([0-9a-f]{32})$`)
+// instanceRe is getInstance's path; an id that is not one of Lambda's is
+// answered as the description says of any unknown instance (404,
+// global/object-does-not-exist).
+var instanceRe = regexp.MustCompile(`^/api/v1/instances/([^/]+)$`)
 
 // ServeHTTP answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -276,10 +280,37 @@ func (s *Server) ok(w http.ResponseWriter, data any) {
 	fakekit.JSON(w, http.StatusOK, map[string]any{"data": data})
 }
 
+// suggestions are the published description's suggestion for each error
+// code whose answer requires one (1.8.3's ApiError* schemas list it as
+// required, most with a default): a fault or refusal that names none gets
+// this one, so that every answer holds to the schema of its code.
+var suggestions = map[string]string{
+	"global/invalid-api-key":       "Check your API key or create a new one, then try again.",
+	"global/account-inactive":      "Make sure you have verified your email address and have a valid payment method. Contact Support if problems continue.",
+	"global/invalid-address":       "Make sure your billing address is valid. Contact Support if problems continue.",
+	"global/quota-exceeded":        "Contact Support to increase your quota.",
+	"global/internal-error":        "Try again later. Contact Support if the problem persists.",
+	"global/object-does-not-exist": "Check the name or ID, then try again.",
+}
+
+// messages are the description's default messages, for a fault that
+// names none (message is required by every error schema).
+var messages = map[string]string{
+	"global/invalid-api-key":                           "API key was invalid, expired, or deleted.",
+	"global/account-inactive":                          "Your account is inactive.",
+	"global/quota-exceeded":                            "Quota exceeded.",
+	"global/internal-error":                            "An internal server error occurred.",
+	"global/invalid-parameters":                        "Invalid request data.",
+	"instance-operations/launch/insufficient-capacity": "Not enough capacity to fulfill launch request.",
+}
+
 // fail answers the {"error": …} envelope.
 func fail(w http.ResponseWriter, status int, code, message, suggestion string) {
+	if message == "" {
+		message = cmp.Or(messages[code], "Request failed.")
+	}
 	e := map[string]string{"code": code, "message": message}
-	if suggestion != "" {
+	if suggestion = cmp.Or(suggestion, suggestions[code]); suggestion != "" {
 		e["suggestion"] = suggestion
 	}
 	fakekit.JSON(w, status, map[string]any{"error": e})

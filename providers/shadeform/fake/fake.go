@@ -82,6 +82,10 @@ type Server struct {
 	Broke bool
 	// BootDelay: create → active; DeleteDelay: deleting → gone.
 	BootDelay, DeleteDelay time.Duration
+	// AddressDelay (0 = none): an instance reads active this long before
+	// its ip and ssh_port are there (a client must wait for both, as
+	// SkyPilot's does).
+	AddressDelay time.Duration
 	// PerMinute (0 = none): beyond it, 429 with Retry-After.
 	PerMinute int
 	// ClusterOffers are the cluster types listed by /clusters/types.
@@ -211,15 +215,18 @@ func (s *Server) advance(in *instance) {
 		}
 		return
 	}
-	if in.created.IsZero() || in.Status == shadeform.StatusActive {
+	if in.created.IsZero() || in.Status == shadeform.StatusActive && in.IP != "" {
 		return
 	}
 	age := now.Sub(in.created)
 	switch {
-	case age >= s.BootDelay:
+	case age >= s.BootDelay+s.AddressDelay:
 		in.Status = shadeform.StatusActive
 		in.IP = fmt.Sprintf("203.0.113.%d", 10+in.num)
 		in.SSHPort = 22
+		in.ActiveAt = in.created.Add(s.BootDelay).UTC().Format(time.RFC3339)
+	case age >= s.BootDelay:
+		in.Status = shadeform.StatusActive // its address is still to come
 		in.ActiveAt = in.created.Add(s.BootDelay).UTC().Format(time.RFC3339)
 	case age >= 2*s.BootDelay/3:
 		in.Status = shadeform.StatusPending
