@@ -302,32 +302,47 @@ func TestPlaceGroupWithVolumeRefused(t *testing.T) {
 	}
 }
 
-// Without LAMBDA_SSH_KEY_NAME the customer's key is registered once under a
-// name derived from it and launches name it; with one, the configured key is used.
+// Two customers on one Lambda account (R3's isolation, OP1): every launch
+// names the operator's key (LAMBDA_SSH_KEY_NAME), never a customer's, and
+// no customer key is registered on the account; each machine's own
+// cluster keys travel in its user_data workload (the agent installs them),
+// never another customer's. Without the operator's key nothing launches.
 func TestSSHKeys(t *testing.T) {
-	e := newEnv(t)
-	e.fake.SetCapacity(h100, "us-west-1", 5)
 	ctx := context.Background()
-	must(e.cloud.PlaceGroup(ctx, request("cl_1", "us-west-1", 1)))
-	must(e.cloud.PlaceGroup(ctx, request("cl_2", "us-west-1", 1)))
-	keys := e.fake.SSHKeys()
-	if len(keys) != 2 || !strings.HasPrefix(keys[1].Name, "clusterdeck-") || !strings.Contains(keys[1].PublicKey, "alice@laptop") {
-		t.Fatalf("keys %+v", keys)
+	e := newEnv(t)
+	e.fake.SetCapacity(h100, "us-west-1", 4)
+	keys := map[string]string{"cl_orga": "ssh-ed25519 AAAAkeya alice@orga", "cl_orgb": "ssh-ed25519 AAAAkeyb bob@orgb"}
+	for _, group := range []string{"cl_orga", "cl_orgb"} {
+		req := request(group, "us-west-1", 2)
+		req.SSHKeys = []string{keys[group]}
+		must(e.cloud.PlaceGroup(ctx, req))
 	}
-	for _, l := range e.fake.Launches() {
-		if l.Request.SSHKeyNames[0] != keys[1].Name {
-			t.Errorf("launch names %v", l.Request.SSHKeyNames)
+	if ks := e.fake.SSHKeys(); len(ks) != 1 || ks[0].Name != "my-public-key" {
+		t.Errorf("the account's keys are %+v: no customer key may be added", ks)
+	}
+	trusted := e.fake.Trusted()
+	if len(trusted) != 4 {
+		t.Fatalf("machines %v", trusted)
+	}
+	for name, k := range trusted {
+		if k != "ssh-ed25519 AAAAC3Nza my-public-key" {
+			t.Errorf("machine %s was launched with key %q, want the operator's", name, k)
 		}
 	}
-	e2 := newEnv(t, func(c *lambda.Config) { c.SSHKeyName = "my-public-key" })
-	e2.fake.SetCapacity(h100, "us-west-1", 1)
-	must(e2.cloud.PlaceGroup(ctx, request("cl_1", "us-west-1", 1)))
-	if l := e2.fake.Launches()[0]; l.Request.SSHKeyNames[0] != "my-public-key" || len(e2.fake.SSHKeys()) != 1 {
-		t.Errorf("configured key: %v, keys %d", l.Request.SSHKeyNames, len(e2.fake.SSHKeys()))
+	for _, in := range e.fake.Live() {
+		group := in.Name[:strings.LastIndex(in.Name, "-")]
+		ud := e.fake.UserData(in.ID)
+		for other, key := range keys {
+			if has := strings.Contains(ud, `"sshKeys":["`+key+`"]`); has != (other == group) {
+				t.Errorf("machine %s of %s: its workload holds %s's key: %v", in.Name, group, other, has)
+			}
+		}
 	}
-	// The customer's keys still reach the machine, in the workload its agent installs.
-	if ud := e2.fake.UserData(e2.fake.Live()[0].ID); !strings.Contains(ud, `"sshKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIcustomer alice@laptop"]`) {
-		t.Errorf("customer key missing from user_data:\n%s", ud)
+	e2 := newEnv(t, func(c *lambda.Config) { c.SSHKeyName = "" })
+	e2.fake.SetCapacity(h100, "us-west-1", 1)
+	if _, err := e2.cloud.PlaceGroup(ctx, request("cl_1", "us-west-1", 1)); !errors.Is(err, providers.ErrValidation) ||
+		!strings.Contains(err.Error(), "LAMBDA_SSH_KEY_NAME") || len(e2.fake.Launches()) != 0 || len(e2.fake.SSHKeys()) != 1 {
+		t.Errorf("no operator key: %v, %d launches", err, len(e2.fake.Launches()))
 	}
 }
 

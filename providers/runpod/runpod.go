@@ -80,6 +80,11 @@ const deadlineRoom = 5 * time.Second
 // EnvPodID is the variable in which RunPod hands every pod its own id.
 const EnvPodID = "RUNPOD_POD_ID"
 
+// EnvPublicKey is the variable startSsh installs the pod's SSH keys from
+// (RunPod's images start sshd with it); set in the create, it replaces
+// the account's registered keys.
+const EnvPublicKey = "PUBLIC_KEY"
+
 // Config configures the adapter. APIKey and Agent.URL are required.
 type Config struct {
 	APIKey      string   // RUNPOD_API_KEY; sent as a Bearer token, never logged
@@ -88,6 +93,12 @@ type Config struct {
 	Image       string   // default image when a placement names none (default DefaultImage)
 	DiskGB      int      // container disk per pod (default 50)
 	Agent       bootstrap.AgentInstall
+	// OperatorKey is the operator's SSH public key (RUNPOD_SSH_KEY): put
+	// in every pod's PUBLIC_KEY beside its own cluster's keys, and the one
+	// key left registered on the account (the registered set is replaced
+	// by it once, removing the customers' keys an earlier version added).
+	// Empty: the registered set is left as it is and never added to.
+	OperatorKey string
 
 	HTTPClient *http.Client
 	Now        func() time.Time
@@ -113,9 +124,10 @@ type Cloud struct {
 	c       *cloudkit.Client
 	allowed map[string]bool // nil = all
 	locks   cloudkit.Locks
-	// keys serialises read-modify-write of the account's SSH keys (PUT
-	// replaces the whole set: two placements at once would drop a key).
-	keys sync.Mutex
+	// keys serialises the one-time reset of the account's registered SSH
+	// keys to the operator's; keysSet says it was done.
+	keys    sync.Mutex
+	keysSet bool
 }
 
 var _ providers.Provider = (*Cloud)(nil)
@@ -352,7 +364,7 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: dc,
 			Message: fmt.Sprintf("no %d × %s stock in %s", n, gpu, dc)}
 	}
-	if err := r.registerKeys(ctx, req.SSHKeys); err != nil {
+	if err := r.operatorKeyOnly(ctx); err != nil {
 		return err
 	}
 	image, ports := r.container(req)
@@ -367,7 +379,7 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc, Message: err.Error()}
 		}
 		cr := CreatePodRequest{Name: cloudkit.MemberName(req.GroupName, i), Image: image, Args: ContainerArgs(script), Disk: r.cfg.DiskGB,
-			Ports: ports, Env: map[string]string{EnvGroup: req.GroupName, EnvIndex: strconv.Itoa(i)}, Cloud: "SECURE",
+			Ports: ports, Env: map[string]string{EnvGroup: req.GroupName, EnvIndex: strconv.Itoa(i), EnvPublicKey: r.publicKey(req)}, Cloud: "SECURE",
 			DataCenterIDs: []string{dc}, GPU: &GPUConfig{ID: gpu, Count: n}, StartSSH: true}
 		p, err := r.create(ctx, req.GroupName, i, cr)
 		if err != nil {
@@ -457,7 +469,7 @@ func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc
 
 // createGroupCluster sends the one POST /v2/clusters for the group.
 func (r *Cloud) createGroupCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (Cluster, error) {
-	if err := r.registerKeys(ctx, req.SSHKeys); err != nil {
+	if err := r.operatorKeyOnly(ctx); err != nil {
 		return Cluster{}, err
 	}
 	image, ports := r.container(req)
@@ -470,7 +482,7 @@ func (r *Cloud) createGroupCluster(ctx context.Context, req providers.PlaceReque
 	return r.createCluster(ctx, CreateClusterRequest{Name: req.GroupName, Type: "APPLICATION",
 		Compute:       ClusterCompute{GPUTypeID: gpu, GPUCountPerPod: n, PodCount: req.Count},
 		DataCenterIDs: []string{dc}, StartSSH: true, Image: image, Args: ContainerArgs(script), Disk: r.cfg.DiskGB,
-		Ports: ports, Env: map[string]string{EnvGroup: req.GroupName}})
+		Ports: ports, Env: map[string]string{EnvGroup: req.GroupName, EnvPublicKey: r.publicKey(req)}})
 }
 
 // withRollback deletes whatever the group holds after a placement failed
@@ -638,32 +650,48 @@ func (r *Cloud) create(ctx context.Context, group string, i int, cr CreatePodReq
 	})
 }
 
-// registerKeys adds the customer's keys to the account's registered set
-// (PUT replaces the whole set, so the current keys are kept), which
-// startSsh installs in every pod.
-func (r *Cloud) registerKeys(ctx context.Context, keys []string) error {
-	if len(keys) == 0 {
+// publicKey is the PUBLIC_KEY of the group's pods: exactly the keys its
+// own cluster trusts (the customer's selected keys, then the operator's),
+// one a line. Set in the create, it is what startSsh installs: the
+// description injects the account's registered keys only "unless the
+// request already sets one", so no other customer's key reaches the pod.
+func (r *Cloud) publicKey(req providers.PlaceRequest) string {
+	var keys []string
+	for _, k := range append(slices.Clone(req.SSHKeys), r.cfg.OperatorKey) {
+		if k = strings.TrimSpace(k); k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return strings.Join(keys, "\n")
+}
+
+// operatorKeyOnly makes the account's registered SSH keys exactly the
+// operator's (PUT replaces the whole set), once per adapter: the keys an
+// earlier version registered for customers are removed, and none is ever
+// added. Without an operator key the set is left as it is.
+func (r *Cloud) operatorKeyOnly(ctx context.Context) error {
+	op := strings.TrimSpace(r.cfg.OperatorKey)
+	if op == "" {
 		return nil
 	}
 	r.keys.Lock()
 	defer r.keys.Unlock()
+	if r.keysSet {
+		return nil
+	}
 	var cur struct {
 		Keys []string `json:"keys"`
 	}
 	if err := r.c.Do(ctx, opPlace, http.MethodGet, pathSSHKeys, nil, &cur); err != nil {
 		return err
 	}
-	next := slices.Clone(cur.Keys)
-	for _, k := range keys {
-		k = strings.TrimSpace(k)
-		if k != "" && !slices.ContainsFunc(next, func(c string) bool { return strings.TrimSpace(c) == k }) {
-			next = append(next, k)
+	if len(cur.Keys) != 1 || strings.TrimSpace(cur.Keys[0]) != op {
+		if err := r.c.Do(ctx, opPlace, http.MethodPut, pathSSHKeys, map[string][]string{"keys": {op}}, &cur); err != nil {
+			return err
 		}
 	}
-	if len(next) == len(cur.Keys) {
-		return nil
-	}
-	return r.c.Do(ctx, opPlace, http.MethodPut, pathSSHKeys, map[string][]string{"keys": next}, &cur)
+	r.keysSet = true
+	return nil
 }
 
 // pods lists the account's pods, Instant Cluster members included (one

@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,14 +150,15 @@ func TestListOffers(t *testing.T) {
 
 // A placement creates one pod per machine in the offer's data center, each
 // with its own agent token in the container's command, the group and rank
-// in its environment, SSH on; the customer's key joins the account's keys
-// without dropping the others. Pods only count as running once RunPod
+// in its environment, SSH on with the cluster's own keys in PUBLIC_KEY; the
+// account's registered keys are left as they are (no operator key is
+// configured) and never added to. Pods only count as running once RunPod
 // publishes their SSH endpoint.
 func TestPlaceGroup(t *testing.T) {
 	e := newEnv(t)
 	e.fake.Stock[fake.Cap{GPU: h100, DC: "US-TX-3"}] = 16
 	req := request("cl_a", "US-TX-3", 2)
-	// An operator's key already registered stays registered.
+	// An operator's key already registered stays registered, alone.
 	put, _ := http.NewRequest(http.MethodPut, e.url+"/v2/account/ssh-keys", strings.NewReader(`{"keys":["ssh-ed25519 AAAAoperator op@desk"]}`))
 	put.Header.Set("Content-Type", "application/json")
 	put.Header.Set("Authorization", "Bearer "+testKey)
@@ -170,13 +172,13 @@ func TestPlaceGroup(t *testing.T) {
 	if len(g.Nodes) != 2 || g.Location != "US-TX-3" || g.Nodes[0].State != providers.NodePending {
 		t.Fatalf("group %+v", g)
 	}
-	if keys := e.fake.SSHKeys(); !slices.Equal(keys, []string{"ssh-ed25519 AAAAoperator op@desk", req.SSHKeys[0]}) {
+	if keys := e.fake.SSHKeys(); !slices.Equal(keys, []string{"ssh-ed25519 AAAAoperator op@desk"}) {
 		t.Errorf("registered keys %q", keys)
 	}
 	for i, c := range e.fake.Creates() {
 		if !slices.Equal(c.DataCenterIDs, []string{"US-TX-3"}) || c.GPU.ID != h100 || c.GPU.Count != 8 || !c.StartSSH ||
 			c.Env[runpod.EnvGroup] != "cl_a" || c.Env[runpod.EnvIndex] != string(rune('0'+i)) || c.Name != "cl_a-"+string(rune('0'+i)) ||
-			c.Image != runpod.DefaultImage || !slices.Contains(c.Ports, "22/tcp") {
+			c.Image != runpod.DefaultImage || !slices.Contains(c.Ports, "22/tcp") || c.Env[runpod.EnvPublicKey] != req.SSHKeys[0] {
 			t.Errorf("create %d: %+v", i, c)
 		}
 		enc := strings.TrimSuffix(strings.TrimPrefix(c.Args, "sh -c 'echo "), " | base64 -d | sh'")
@@ -358,27 +360,71 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// Two placements at once, each with its customer's key, keep both keys:
-// the account's key set is replaced as a whole, so its read-modify-write
-// is serialised.
-func TestConcurrentKeyRegistration(t *testing.T) {
-	e := newEnv(t)
-	e.fake.Stock[fake.Cap{GPU: h100, DC: "US-TX-3"}] = 8 * 8
-	errs := make(chan error, 8)
-	for i := range 8 {
-		go func() {
-			req := request("cl_k"+string(rune('a'+i)), "US-TX-3", 1)
-			req.SSHKeys = []string{"ssh-ed25519 AAAAkey" + string(rune('a'+i)) + " user@host"}
-			_, err := e.cloud.PlaceGroup(ctx, req)
-			errs <- err
-		}()
-	}
-	for range 8 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if keys := e.fake.SSHKeys(); len(keys) != 8 {
-		t.Errorf("%d keys registered of 8: %q", len(keys), keys)
+// Two customers on one RunPod account (R3's isolation, OP1): each pod and
+// each Instant Cluster member trusts exactly its own cluster's keys and
+// the operator's, never the other customer's. RunPod's startSsh installs
+// every key registered on the account unless the create sets PUBLIC_KEY
+// (the description, played by the fake): the adapter sets it on every
+// create, registers no customer key, and with an operator key configured
+// leaves only that key registered, removing the customer keys an earlier
+// version added. Placements run at once, both ways of placing.
+func TestTwoCustomersKeysStayApart(t *testing.T) {
+	const op, old = "ssh-ed25519 AAAAoperator op@desk", "ssh-ed25519 AAAAstale carol@old"
+	for _, operator := range []string{op, ""} {
+		t.Run("operator key "+strconv.FormatBool(operator != ""), func(t *testing.T) {
+			e := newEnv(t, func(c *runpod.Config) { c.OperatorKey = operator })
+			cp := fake.Cap{GPU: h100, DC: "US-TX-3"}
+			e.fake.Stock[cp], e.fake.ClusterCaps[cp] = 8*8, true
+			e.fake.Stock[fake.Cap{GPU: h100, DC: "US-KS-2"}] = 8 * 8
+			e.fake.SetSSHKeys(old) // a customer's key an earlier version registered
+			keys := map[string]string{}
+			errs := make(chan error, 4)
+			for i, shape := range []struct {
+				dc      string
+				cluster bool
+			}{{"US-TX-3", true}, {"US-KS-2", false}, {"US-TX-3", true}, {"US-KS-2", false}} {
+				group := "cl_org" + string(rune('a'+i))
+				keys[group] = "ssh-ed25519 AAAAkey" + string(rune('a'+i)) + " user" + strconv.Itoa(i) + "@org" + strconv.Itoa(i)
+				req := request(group, shape.dc, 2)
+				req.SSHKeys = []string{keys[group]}
+				if shape.cluster {
+					req.Agent.Token = "cdb_" + group
+				}
+				go func() {
+					_, err := e.cloud.PlaceGroup(ctx, req)
+					errs <- err
+				}()
+			}
+			for range 4 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if e.fake.Requests("POST /v2/clusters") != 2 || e.fake.Requests("POST /v2/pods") != 4 {
+				t.Fatalf("%d cluster creates, %d pod creates: want 2 and 4", e.fake.Requests("POST /v2/clusters"), e.fake.Requests("POST /v2/pods"))
+			}
+			trusted := e.fake.Trusted()
+			if len(trusted) != 8 {
+				t.Fatalf("%d pods: %v", len(trusted), trusted)
+			}
+			for name, got := range trusted {
+				group := name[:strings.LastIndex(name, "-")]
+				want := []string{keys[group]}
+				if operator != "" {
+					want = append(want, operator)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("pod %s trusts %q, want exactly its cluster's %q", name, got, want)
+				}
+			}
+			registered := e.fake.SSHKeys()
+			want := []string{old}
+			if operator != "" {
+				want = []string{operator}
+			}
+			if !slices.Equal(registered, want) {
+				t.Errorf("the account's registered keys are %q, want %q", registered, want)
+			}
+		})
 	}
 }

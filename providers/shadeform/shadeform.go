@@ -15,9 +15,7 @@ package shadeform
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -55,6 +53,11 @@ type Config struct {
 	Clouds  []string // SHADEFORM_CLOUDS: upstream clouds sold; empty = all
 	Regions []string // SHADEFORM_REGIONS: regions sold; empty = all
 	Agent   bootstrap.AgentInstall
+	// SSHKeyID is the operator's Shadeform key (SHADEFORM_SSH_KEY_ID)
+	// every create names; empty = the account's default key. Customers'
+	// keys are never registered on the account: each machine gets its own
+	// cluster's keys from its start-up (the agent installs them).
+	SSHKeyID string
 
 	HTTPClient *http.Client
 	Now        func() time.Time
@@ -240,10 +243,6 @@ func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, c
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: region,
 			Message: fmt.Sprintf("no %s of %s available in %s", typ, cloud, region)}
 	}
-	keyID, err := s.sshKey(ctx, req.SSHKeys)
-	if err != nil {
-		return err
-	}
 	for i := 0; i < req.Count; i++ {
 		if _, ok := have[i]; ok {
 			continue
@@ -253,7 +252,7 @@ func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, c
 			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: region, Message: err.Error()}
 		}
 		cr := CreateRequest{Cloud: cloud, Region: region, ShadeInstanceType: typ, ShadeCloud: true, Name: cloudkit.MemberName(req.GroupName, i),
-			SSHKeyID: keyID, Tags: []string{TagGroup + req.GroupName, TagIndex + strconv.Itoa(i)},
+			SSHKeyID: s.cfg.SSHKeyID, Tags: []string{TagGroup + req.GroupName, TagIndex + strconv.Itoa(i)},
 			LaunchConfiguration: &LaunchConfiguration{Type: "script",
 				ScriptConfiguration: &ScriptConfiguration{Base64Script: base64.StdEncoding.EncodeToString([]byte(script))}}}
 		in, err := s.create(ctx, req.GroupName, i, cr)
@@ -292,35 +291,6 @@ func (s *Cloud) create(ctx context.Context, group string, i int, cr CreateReques
 		}
 		return Instance{}, false, nil
 	})
-}
-
-// sshKey is the id of the customer's first key, registered when absent;
-// empty (Shadeform's default key) when the placement has none.
-func (s *Cloud) sshKey(ctx context.Context, keys []string) (string, error) {
-	if len(keys) == 0 {
-		return "", nil
-	}
-	pub := strings.TrimSpace(keys[0])
-	var list struct {
-		SSHKeys []SSHKey `json:"ssh_keys"`
-	}
-	if err := s.c.Do(ctx, opPlace, http.MethodGet, pathSSHKeys, nil, &list); err != nil {
-		return "", err
-	}
-	for _, k := range list.SSHKeys {
-		if strings.TrimSpace(k.PublicKey) == pub {
-			return k.ID, nil
-		}
-	}
-	sum := sha256.Sum256([]byte(pub))
-	var added struct {
-		ID string `json:"id"`
-	}
-	if err := s.c.Do(ctx, opPlace, http.MethodPost, pathAddSSHKey,
-		map[string]string{"name": "clusterdeck-" + hex.EncodeToString(sum[:8]), "public_key": pub}, &added); err != nil {
-		return "", err
-	}
-	return added.ID, nil
 }
 
 // instances lists the account's instances (one call, not paginated) by group tag.

@@ -108,6 +108,9 @@ type pod struct {
 	ip     string
 	rankAt time.Time
 	listAt time.Time // a member is listed from then on
+	// trusted is the SSH keys startSsh installed in the pod (what its
+	// sshd accepts).
+	trusted []string
 }
 
 // unlisted: an Instant Cluster's member not listed yet (ListDelay).
@@ -200,6 +203,27 @@ func (s *Server) SetStatus(id, status string) {
 		p.Status, p.readyAt = status, time.Time{}
 		p.Actions = actions(status)
 	}
+}
+
+// Trusted returns the SSH keys each live pod accepts, by pod name: as the
+// description says of startSsh, the create's own PUBLIC_KEY when it sets
+// one, else every key the account had registered at the create; none
+// without startSsh.
+func (s *Server) Trusted() map[string][]string {
+	s.Lock()
+	defer s.Unlock()
+	out := map[string][]string{}
+	for _, p := range s.pods {
+		out[p.Name] = slices.Clone(p.trusted)
+	}
+	return out
+}
+
+// SetSSHKeys registers keys on the account, as its holder would.
+func (s *Server) SetSSHKeys(keys ...string) {
+	s.Lock()
+	defer s.Unlock()
+	s.keys = slices.Clone(keys)
 }
 
 // SSHKeys returns the account's registered keys.
@@ -540,6 +564,20 @@ func (s *Server) newPod(in runpod.CreatePodRequest, dc string, k int) *pod {
 	p.Cost = s.GPUs[k].Price.Secure * float64(in.GPU.Count)
 	p.Mounts = map[string]any{}
 	p.CreatedAt = now.UTC().Format(time.RFC3339)
+	if in.StartSSH {
+		// "injects a PUBLIC_KEY environment variable carrying your
+		// account's registered SSH public keys, unless the request already
+		// sets one"
+		if pub, ok := in.Env[runpod.EnvPublicKey]; ok {
+			for _, k := range strings.Split(pub, "\n") {
+				if k = strings.TrimSpace(k); k != "" {
+					p.trusted = append(p.trusted, k)
+				}
+			}
+		} else {
+			p.trusted = slices.Clone(s.keys)
+		}
+	}
 	if s.pods == nil {
 		s.pods = map[string]*pod{}
 	}
@@ -655,7 +693,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	s.corder = append(s.corder, cl.ID)
 	for rank := 0; rank < c.PodCount; rank++ {
 		p := s.newPod(runpod.CreatePodRequest{Name: fmt.Sprintf("%s-%d", in.Name, rank), Image: in.Image, Args: in.Args, Disk: in.Disk,
-			Ports: in.Ports, Env: in.Env, GPU: &runpod.GPUConfig{ID: c.GPUTypeID, Count: c.GPUCountPerPod}}, dc, k)
+			Ports: in.Ports, Env: in.Env, StartSSH: in.StartSSH, GPU: &runpod.GPUConfig{ID: c.GPUTypeID, Count: c.GPUCountPerPod}}, dc, k)
 		p.rank, p.ip, p.rankAt = rank, fmt.Sprintf("10.%d.0.%d", octet, rank+2), s.Now().Add(s.RankDelay)
 		p.listAt = s.Now().Add(s.ListDelay)
 		p.Cluster = &runpod.PodCluster{ID: cl.ID}
