@@ -34,21 +34,25 @@ func (j *Provision) Run(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.ID, err))
 		}
 	}
-	starting, err := j.Store.ClustersInStatus(ctx, models.StatusProvisioning)
-	if err != nil {
-		return err
-	}
-	for _, c := range starting {
-		if c.TerminateRequestedAt == nil {
-			collect(c, j.advance(ctx, c))
-		}
-	}
+	// Releases first: when a cloud's request budget is short, machines
+	// that bill for nothing go before placements (L7).
 	failed, err := j.Store.ClustersToRelease(ctx)
 	if err != nil {
 		return err
 	}
 	for _, c := range failed {
 		collect(c, j.release(ctx, c))
+	}
+	starting, err := j.Store.ClustersInStatus(ctx, models.StatusProvisioning)
+	if err != nil {
+		return err
+	}
+	// Every cluster of the tick shares one listing per cloud account (R1).
+	tick := providers.WithMemo(ctx)
+	for _, c := range starting {
+		if c.TerminateRequestedAt == nil {
+			collect(c, j.advance(tick, c))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -105,6 +105,11 @@ type Config struct {
 	Sleep      func(context.Context, time.Duration) error
 	Retries    int           // transient retries per request (default 4; negative = none)
 	Backoff    time.Duration // first retry delay (default 2 s)
+	// Reserve is how many requests of a rate-limit window are kept for
+	// terminates and releases (default 6: two terminates' reads and
+	// deletes): once a window has no more left, placements and describes
+	// wait for it to reset (negative = none).
+	Reserve int
 	// MemberWait bounds how long one placement call waits for an Instant
 	// Cluster's members to be given their ranks and overlay addresses
 	// (default 30 s). Past it the placement answers ErrTransient and keeps
@@ -161,6 +166,12 @@ func New(cfg Config) (*Cloud, error) {
 	}
 	if cfg.MemberWait <= 0 {
 		cfg.MemberWait = 30 * time.Second
+	}
+	switch {
+	case cfg.Reserve == 0:
+		cfg.Reserve = 6
+	case cfg.Reserve < 0:
+		cfg.Reserve = 0
 	}
 	return &Cloud{cfg: cfg, c: newClient(cfg), allowed: cloudkit.Set(cfg.DataCenters)}, nil
 }
@@ -277,15 +288,15 @@ func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 		// allows it), and read pod by pod it would look like nothing placed
 		// (a catalog of NONE refused as no capacity and the cluster rolled
 		// back, or pods created beside it).
-		cl, err := r.clusterNamed(ctx, req.GroupName)
+		cls, err := r.clustersOfTick(ctx)
 		if err != nil {
 			return providers.Group{}, err
 		}
-		if cl.ID != "" {
-			return r.placeCluster(ctx, req, dc, n, gpu, cl)
+		if k := slices.IndexFunc(cls, func(c Cluster) bool { return c.Name == req.GroupName }); k >= 0 {
+			return r.placeCluster(ctx, req, dc, n, gpu, cls[k])
 		}
 	}
-	by, err := r.pods(ctx, opPlace)
+	by, err := r.podsOfTick(ctx, opPlace)
 	if err != nil {
 		return providers.Group{}, err
 	}
@@ -432,7 +443,8 @@ func clusterShape(req providers.PlaceRequest) bool {
 // adopts it; only the cluster's own deadline (L4) or a terminate (L7)
 // deletes it.
 func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string, cl Cluster) (providers.Group, error) {
-	if cl.ID == "" {
+	adopted := cl.ID != ""
+	if !adopted {
 		var err error
 		cl, err = r.createGroupCluster(ctx, req, dc, n, gpu)
 		switch {
@@ -449,7 +461,7 @@ func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc
 		return providers.Group{}, r.withRollback(ctx, req.GroupName, dc, &providers.Error{Class: providers.ErrNoCapacity, Provider: Name,
 			Op: opPlace, Location: dc, Message: fmt.Sprintf("cluster %s was placed in %s, not %s", cl.ID, *cl.DataCenterID, dc)})
 	}
-	byRank, err := r.members(ctx, cl.ID, req.Count)
+	byRank, err := r.members(ctx, req.GroupName, cl.ID, req.Count, adopted)
 	var pending *membersPending
 	switch {
 	case errors.As(err, &pending):
@@ -511,16 +523,34 @@ func (e *membersPending) Error() string {
 // description allows ("null until the index is assigned during
 // provisioning", "omitted until the address is assigned"), never read as
 // rank 0 or as no address.
-func (r *Cloud) members(ctx context.Context, clusterID string, count int) (map[int]Pod, error) {
+//
+// Within a job tick (a providers.Memo in ctx) nothing is waited for: the
+// tick comes back within seconds, and its clusters share one listing
+// (R1): an adopted cluster's members are read from the tick's listing of
+// the account's pods, a cluster just created is read once.
+func (r *Cloud) members(ctx context.Context, group, clusterID string, count int, adopted bool) (map[int]Pod, error) {
 	wait, waited, patience := r.c.Backoff, time.Duration(0), r.cfg.MemberWait
 	if left, ok := cloudkit.TimeLeft(ctx, r.c.Now(), deadlineRoom); ok {
 		patience = max(0, min(patience, left))
 	}
-	for {
+	if providers.HasMemo(ctx) {
+		patience = 0
+	}
+	for first := true; ; first = false {
 		var out struct {
 			Pods []Pod `json:"pods"`
 		}
-		if err := r.c.Do(ctx, opPlace, http.MethodGet, pathClusters+"/"+url.PathEscape(clusterID)+"/pods", nil, &out); err != nil {
+		if first && adopted && providers.HasMemo(ctx) {
+			by, err := r.podsOfTick(ctx, opPlace)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range by[group] {
+				if p.Cluster != nil && p.Cluster.ID == clusterID {
+					out.Pods = append(out.Pods, p)
+				}
+			}
+		} else if err := r.c.Do(ctx, opPlace, http.MethodGet, pathClusters+"/"+url.PathEscape(clusterID)+"/pods", nil, &out); err != nil {
 			return nil, err
 		}
 		byRank, missing := ranked(out.Pods, count)
@@ -569,6 +599,22 @@ func ranked(pods []Pod, count int) (map[int]Pod, string) {
 		}
 	}
 	return byRank, ""
+}
+
+// memoKey names the adapter's listings in a tick's providers.Memo.
+type memoKey struct {
+	cloud *Cloud
+	what  string
+}
+
+// clustersOfTick lists the account's Instant Clusters once a job tick.
+func (r *Cloud) clustersOfTick(ctx context.Context) ([]Cluster, error) {
+	return providers.Remember(ctx, memoKey{r, "clusters"}, func() ([]Cluster, error) { return r.clusters(ctx, opPlace) })
+}
+
+// podsOfTick lists the account's pods once a job tick.
+func (r *Cloud) podsOfTick(ctx context.Context, op string) (map[string][]Pod, error) {
+	return providers.Remember(ctx, memoKey{r, "pods"}, func() (map[string][]Pod, error) { return r.pods(ctx, op) })
 }
 
 // clusterNamed is the account's Instant Cluster named name (zero when none).
@@ -760,9 +806,10 @@ func (r *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.
 	return providers.DescribeOne(ctx, Name, opDescribe, "pod", groupName, r.DescribeGroups)
 }
 
-// DescribeGroups reports many groups with one list call (R1).
+// DescribeGroups reports many groups with one list call (R1), one a job
+// tick.
 func (r *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
-	by, err := r.pods(ctx, opDescribe)
+	by, err := r.podsOfTick(ctx, opDescribe)
 	if err != nil {
 		return nil, err
 	}
@@ -847,6 +894,7 @@ func (r *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req 
 // pod RunPod no longer knows, of another group or already gone, is success.
 func (r *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error {
 	defer r.locks.Lock(groupName)()
+	ctx = cloudkit.Urgent(ctx) // a release spends the budget's reserve
 	by, err := r.pods(ctx, opReleaseNode)
 	if err != nil {
 		return err
@@ -875,6 +923,7 @@ func (r *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
 }
 
 func (r *Cloud) terminate(ctx context.Context, groupName string) error {
+	ctx = cloudkit.Urgent(ctx) // a terminate spends the budget's reserve, and reads afresh
 	by, err := r.pods(ctx, opTerminate)
 	if err != nil {
 		return err

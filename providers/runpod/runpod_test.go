@@ -280,7 +280,7 @@ func TestErrors(t *testing.T) {
 // The minute window is respected: when RunPod says a window has no
 // request left, the adapter waits for its reset instead of drawing 429s.
 func TestRateLimitWindow(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, func(c *runpod.Config) { c.Reserve = -1 })
 	e.fake.PerMinute = 3
 	for range 7 {
 		if _, err := e.cloud.DescribeGroups(ctx, []string{"a"}); err != nil {
@@ -292,6 +292,42 @@ func TestRateLimitWindow(t *testing.T) {
 	}
 	if s := e.clk.Slept(); len(s) != 2 {
 		t.Errorf("waits %v: want one per spent window", s)
+	}
+}
+
+// When the minute window runs short, terminates go first (L7): the last
+// requests of the window (Reserve) are kept for releases, so a terminate
+// goes out at once while a placement of the same tick waits for the reset
+// (here past the tick's deadline: nothing is created, the next tick goes
+// on).
+func TestTerminatesGoFirstWhenBudgetShort(t *testing.T) {
+	e := newEnv(t) // the default reserve: 6
+	e.fake.Stock[fake.Cap{GPU: h100, DC: "US-TX-3"}] = 8 * 8
+	if _, err := e.cloud.PlaceGroup(ctx, request("cl_gone", "US-TX-3", 1)); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(time.Minute) // a new window
+	e.fake.PerMinute = 10
+	for range 4 { // the budget runs short: 6 left, the terminate's 3 and enough for a placement
+		if _, err := e.cloud.DescribeGroups(ctx, []string{"cl_gone"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.clk.Now()
+	if err := e.cloud.TerminateGroup(ctx, "cl_gone"); err != nil {
+		t.Fatal(err)
+	}
+	if e.fake.Requests("DELETE /v2/pods/"+"pod0000001x") != 1 || len(e.fake.Live()) != 0 || !e.clk.Now().Equal(before) {
+		t.Fatalf("the terminate waited or did not go out: %d deletes, %d live, waited %s",
+			e.fake.Requests("DELETE /v2/pods/pod0000001x"), len(e.fake.Live()), e.clk.Now().Sub(before))
+	}
+	tick, cancel := e.clk.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := e.cloud.PlaceGroup(tick, request("cl_new", "US-TX-3", 1)); err == nil {
+		t.Fatal("a placement spent the terminates' reserve")
+	}
+	if n := e.fake.Requests("POST /v2/pods"); n != 1 || e.fake.TooMany() != 0 {
+		t.Errorf("%d creates (want the first alone), %d answers 429", n, e.fake.TooMany())
 	}
 }
 
