@@ -81,6 +81,9 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 		_, derr := j.checkDeadlines(ctx, c) // a transient describe failure must not stall the deadlines
 		return errors.Join(fmt.Errorf("describe: %w", err), derr)
 	}
+	if err := j.checkPrice(ctx, c, g); err != nil {
+		return err
+	}
 	nodes, err := j.Store.NodesFor(ctx, c.ID)
 	if err != nil {
 		return err
@@ -239,6 +242,9 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	if err := j.Store.MarkPlaced(ctx, c.ID, placed); err != nil && !errors.Is(err, models.ErrConflict) {
 		return err
 	}
+	if err := j.checkPrice(ctx, c, g); err != nil {
+		return err
+	}
 	// A terminate asked for while the provider was placing may have been
 	// carried out before these machines existed (the terminate job released
 	// nothing and marked the cluster terminated): they are released here,
@@ -254,6 +260,19 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 		}
 	}
 	return nil
+}
+
+// checkPrice records what the cloud says it bills for the cluster's
+// machines, where its API says it (OP1, Q2): above the cost the cluster was
+// launched at, the cluster is marked and the operators are mailed
+// (billed_price.go). The customer pays the locked price regardless.
+func (j *Provision) checkPrice(ctx context.Context, c models.Cluster, g providers.Group) error {
+	billed := models.Money(g.MachineHourUSD())
+	if billed <= c.BilledMachineHour {
+		return nil
+	}
+	_, err := j.Store.RecordBilledPrice(ctx, c, billed)
+	return err
 }
 
 func providerMessage(err error) string {

@@ -228,6 +228,20 @@ type Node struct {
 	// place on it again (SSH machines: the machine's name; the simulated
 	// cloud: its host); "" otherwise. Faults follow it across clusters.
 	Host string
+	// MachineHourUSD is what the provider says it bills for this machine
+	// per hour, in micro-dollars, where its API reports it (0 = not said):
+	// the provision job checks it against the launch cost (OP1, Q2).
+	MachineHourUSD int64
+}
+
+// MachineHourUSD is the highest price any machine of the group is billed
+// at, as its provider says (0 = not said).
+func (g Group) MachineHourUSD() int64 {
+	var top int64
+	for _, n := range g.Nodes {
+		top = max(top, n.MachineHourUSD)
+	}
+	return top
 }
 
 // Group is every machine placed for one PlaceRequest.

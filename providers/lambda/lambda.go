@@ -348,7 +348,8 @@ func alive(in Instance) bool {
 
 // node maps an instance onto the neutral node.
 func node(in Instance, i int) providers.Node {
-	n := providers.Node{ID: in.ID, Index: i, PublicHost: in.IP, PrivateIP: in.PrivateIP, SSHUser: SSHUser}
+	n := providers.Node{ID: in.ID, Index: i, PublicHost: in.IP, PrivateIP: in.PrivateIP, SSHUser: SSHUser,
+		MachineHourUSD: in.InstanceType.PriceCentsPerHour * 10_000} // the instance's type as Lambda bills it
 	if in.IP != "" {
 		n.SSHPort = 22
 	}

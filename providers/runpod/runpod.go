@@ -769,6 +769,9 @@ func alive(p Pod) bool { return p.Status != StatusTerminated }
 // before the endpoint exists).
 func node(p Pod, i int) providers.Node {
 	n := providers.Node{ID: p.ID, Index: i, SSHUser: SSHUser}
+	if p.Cost > 0 { // "current cost in USD per hour" (0 while stopped)
+		n.MachineHourUSD = microUSD(p.Cost)
+	}
 	if d := p.SSH.Direct; d != nil {
 		n.PublicHost, n.SSHPort = d.Host, d.Port
 		if d.Username != "" {

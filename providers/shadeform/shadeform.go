@@ -321,7 +321,7 @@ func alive(in Instance) bool { return in.Status != StatusDeleting && in.Status !
 // node maps an instance onto the neutral node: running once active with
 // its address and SSH port.
 func node(in Instance, i int) providers.Node {
-	n := providers.Node{ID: in.ID, Index: i, SSHUser: in.SSHUser}
+	n := providers.Node{ID: in.ID, Index: i, SSHUser: in.SSHUser, MachineHourUSD: in.HourlyPrice * 10_000} // cents per machine-hour
 	if in.Status == StatusActive && in.IP != "" && in.SSHPort > 0 {
 		n.PublicHost, n.SSHPort = in.IP, in.SSHPort
 	}

@@ -85,6 +85,10 @@ type Server struct {
 	// product=CLUSTER where it differs from the pods' (GraphQL's
 	// clusterPrice is its own field).
 	ClusterPrices map[string]float64
+	// Billed is the per-GPU price pods of a GPU type are billed at (their
+	// cost) where it differs from the catalog's: a cloud billing above the
+	// price it listed.
+	Billed map[string]float64
 	// PerMinute is the minute window's quota (0 = none): beyond it, 429
 	// with Retry-After until the window resets.
 	PerMinute int
@@ -561,7 +565,7 @@ func (s *Server) newPod(in runpod.CreatePodRequest, dc string, k int) *pod {
 	p.DataCenterID = &dc
 	cuda := "12.8"
 	p.CudaVersion = &cuda
-	p.Cost = s.GPUs[k].Price.Secure * float64(in.GPU.Count)
+	p.Cost = s.price(in.GPU.ID) * float64(in.GPU.Count)
 	p.Mounts = map[string]any{}
 	p.CreatedAt = now.UTC().Format(time.RFC3339)
 	if in.StartSSH {
@@ -584,6 +588,14 @@ func (s *Server) newPod(in runpod.CreatePodRequest, dc string, k int) *pod {
 	s.pods[p.ID] = p
 	s.order = append(s.order, p.ID)
 	return p
+}
+
+// price is the per-GPU price a pod of gpu is billed at.
+func (s *Server) price(gpu string) float64 {
+	if v, ok := s.Billed[gpu]; ok {
+		return v
+	}
+	return s.GPUs[slices.IndexFunc(s.GPUs, func(g runpod.GpuType) bool { return g.ID == gpu })].Price.Secure
 }
 
 // cluster is c with its pod counts and primary as they are now.
@@ -751,7 +763,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
 		p.SSH.Direct, p.SSH.Proxy = nil, nil
 	case "start":
 		p.Status, p.readyAt = runpod.StatusStarting, now.Add(s.StartDelay)
-		p.Cost = float64(p.GPU.Count) * s.GPUs[slices.IndexFunc(s.GPUs, func(g runpod.GpuType) bool { return g.ID == p.GPU.ID })].Price.Secure
+		p.Cost = float64(p.GPU.Count) * s.price(p.GPU.ID)
 	case "restart":
 		// The pod stays RUNNING throughout.
 	case "terminate":
