@@ -122,17 +122,8 @@ func (a *Agent) runStep(ctx context.Context, step, script, failure string) {
 	}
 }
 
-// KeysBegin and KeysEnd delimit the block of authorized_keys that holds
-// the cluster's keys: it is replaced whole at each start and removed when
-// the machine is released (RemoveKeysScript), so a machine that serves
-// another cluster next never trusts the last one's keys (R3).
-const (
-	KeysBegin = "# BEGIN clusterdeck keys"
-	KeysEnd   = "# END clusterdeck keys"
-)
-
 // KeysScript makes the workload's public keys exactly the cluster keys of
-// user's authorized_keys: the block between KeysBegin and KeysEnd is
+// user's authorized_keys: the block between providers.KeysBegin and KeysEnd is
 // replaced by them (a key already trusted outside the block, the
 // operator's, is left where it is). The provider installs them at
 // placement where it can; this keeps every node's set the same (N3).
@@ -144,27 +135,20 @@ func KeysScript(user string, keys []string) string {
 install -d -m 700 -o "$user" "$home/.ssh"
 f="$home/.ssh/authorized_keys"
 touch "$f"
-sed -i '/^` + KeysBegin + `$/,/^` + KeysEnd + `$/d' "$f"
+sed -i '/^` + providers.KeysBegin + `$/,/^` + providers.KeysEnd + `$/d' "$f"
 t="$f.clusterdeck"
-printf '%s\n' '` + KeysBegin + `' > "$t"
+printf '%s\n' '` + providers.KeysBegin + `' > "$t"
 add_key() { grep -qxF "$1" "$f" "$t" || printf '%s\n' "$1" >> "$t"; }
 `)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "add_key %s\n", shellQuote(strings.TrimSpace(k)))
 	}
-	b.WriteString(`printf '%s\n' '` + KeysEnd + `' >> "$t"
+	b.WriteString(`printf '%s\n' '` + providers.KeysEnd + `' >> "$t"
 cat "$t" >> "$f" && rm -f "$t"
 chown "$user" "$f" && chmod 600 "$f"
 `)
 	return b.String()
 }
-
-// RemoveKeysScript removes the cluster keys' block from every user's
-// authorized_keys: run when a machine of one's own is released.
-const RemoveKeysScript = `getent passwd | cut -d: -f6 | sort -u | while read -r h; do
-  [ -f "$h/.ssh/authorized_keys" ] && sed -i '/^` + KeysBegin + `$/,/^` + KeysEnd + `$/d' "$h/.ssh/authorized_keys"
-done
-`
 
 func (a *Agent) startFailed(why string) {
 	code, now := -1, a.cfg.Now().UTC()

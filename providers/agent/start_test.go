@@ -258,7 +258,7 @@ func TestKeysScriptTrustsOnlyTheCurrentCluster(t *testing.T) {
 	if got := run(KeysScript(me.Username, []string{b})); !slices.Equal(got, []string{op, b}) {
 		t.Errorf("customer B's cluster on the same machine trusts %q, want only the operator's and B's", got)
 	}
-	if got := run(RemoveKeysScript); !slices.Equal(got, []string{op}) {
+	if got := run(providers.RemoveKeysScript); !slices.Equal(got, []string{op}) {
 		t.Errorf("released: %q, want the operator's alone", got)
 	}
 }

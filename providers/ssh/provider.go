@@ -24,7 +24,6 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/clusterdeck/clusterdeck/providers"
-	"github.com/clusterdeck/clusterdeck/providers/agent"
 )
 
 // Name is the provider's stable name, stored on offers and clusters.
@@ -527,7 +526,7 @@ rm -rf "$d" /etc/clusterdeck /etc/profile.d/clusterdeck.sh /etc/default/slurmd /
   /var/spool/slurmctld/* /var/spool/slurmd/*
 [ -f /etc/bash.bashrc ] && sed -i '\#^\. /etc/clusterdeck/env$#d' /etc/bash.bashrc
 [ -f /etc/hosts ] && sed -i '/^# BEGIN clusterdeck$/,/^# END clusterdeck$/d' /etc/hosts
-` + agent.RemoveKeysScript + `exit 0
+` + providers.RemoveKeysScript + `exit 0
 `
 
 // startAgent copies the agent binary (checking its SHA-256 on the
