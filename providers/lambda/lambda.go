@@ -385,7 +385,8 @@ func (l *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.
 
 // DescribeGroups reports many groups with one list call (R1).
 func (l *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
-	by, err := l.instances(ctx, opDescribe)
+	// One listing a job tick for every cluster it describes (R1).
+	by, err := providers.Remember(ctx, describeMemo{l}, func() (map[string][]Instance, error) { return l.instances(ctx, opDescribe) })
 	if err != nil {
 		return nil, err
 	}
@@ -519,3 +520,6 @@ func (l *Cloud) terminate(ctx context.Context, groupName string) error {
 	}
 	return nil
 }
+
+// describeMemo names the account's listing in a job tick's providers.Memo.
+type describeMemo struct{ cloud *Cloud }

@@ -740,3 +740,22 @@ func TestProviderErrorsFollowTheDescription(t *testing.T) {
 		})
 	}
 }
+
+// Within a job tick (a providers.Memo), every cluster the tick describes
+// shares one listing of the account's machines (R1): Lambda's requests
+// are paced one a second, so N listings would take N seconds of the tick.
+func TestDescribeGroupsOneListingPerTick(t *testing.T) {
+	e := newEnv(t)
+	tick := providers.WithMemo(context.Background())
+	for _, g := range []string{"cl_1", "cl_2", "cl_3"} {
+		if _, err := e.cloud.DescribeGroups(tick, []string{g}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.fake.Requests("GET /api/v1/instances"); n != 1 {
+		t.Errorf("%d listings in one tick, want 1", n)
+	}
+	if _, err := e.cloud.DescribeGroups(context.Background(), []string{"cl_1"}); err != nil || e.fake.Requests("GET /api/v1/instances") != 2 {
+		t.Errorf("outside a tick the listing is read afresh: %v", err)
+	}
+}

@@ -350,7 +350,8 @@ func (s *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.
 
 // DescribeGroups reports many groups with one list call (R1).
 func (s *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
-	by, err := s.instances(ctx, opDescribe)
+	// One listing a job tick for every cluster it describes (R1).
+	by, err := providers.Remember(ctx, describeMemo{s}, func() (map[string][]Instance, error) { return s.instances(ctx, opDescribe) })
 	if err != nil {
 		return nil, err
 	}
@@ -438,3 +439,6 @@ func (s *Cloud) terminate(ctx context.Context, groupName string) error {
 	}
 	return nil
 }
+
+// describeMemo names the account's listing in a job tick's providers.Memo.
+type describeMemo struct{ cloud *Cloud }
