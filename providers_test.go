@@ -77,7 +77,7 @@ func TestBuildProvidersRunPodShadeform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The operator's keys (R3): the one each machine trusts beside its cluster's.
+	// The operator's keys (A3): the one each machine trusts beside its cluster's.
 	if cfg.RunPod.SSHKey != "ssh-ed25519 AAAAoperator op@desk" || cfg.Shadeform.SSHKey != "78a0dd5a-dbb1-4568-b55c-5e7e0a8b0c40" {
 		t.Errorf("operator keys: %q %q", cfg.RunPod.SSHKey, cfg.Shadeform.SSHKey)
 	}

@@ -75,7 +75,7 @@ type StepStarter interface {
 }
 
 // KeysBegin and KeysEnd delimit the block of a machine's authorized_keys
-// that holds its cluster's keys (R3, N3): the agent replaces it whole at
+// that holds its cluster's keys (A3, N3): the agent replaces it whole at
 // each start, and a machine of one's own has it removed when released
 // (RemoveKeysScript), so the next cluster there never trusts the last
 // one's keys.

@@ -212,7 +212,7 @@ func TestWorkloadScriptsParse(t *testing.T) {
 }
 
 // A machine of one's own serves one cluster after another, maybe of two
-// customers (R3): the keys step leaves exactly the current cluster's keys
+// customers (A3, X19): the keys step leaves exactly the current cluster's keys
 // in the block it owns (the operator's line outside it untouched), and the
 // release removes the block, so the next cluster never trusts the last
 // one's keys.

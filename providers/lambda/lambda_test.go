@@ -302,7 +302,7 @@ func TestPlaceGroupWithVolumeRefused(t *testing.T) {
 	}
 }
 
-// Two customers on one Lambda account (R3's isolation, OP1): every launch
+// Two customers on one Lambda account (A3, X19, OP1): every launch
 // names the operator's key (LAMBDA_SSH_KEY_NAME), never a customer's, and
 // no customer key is registered on the account; each machine's own
 // cluster keys travel in its user_data workload (the agent installs them),

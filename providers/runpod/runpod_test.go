@@ -396,7 +396,7 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// Two customers on one RunPod account (R3's isolation, OP1): each pod and
+// Two customers on one RunPod account (A3, X19, OP1): each pod and
 // each Instant Cluster member trusts exactly its own cluster's keys and
 // the operator's, never the other customer's. RunPod's startSsh installs
 // every key registered on the account unless the create sets PUBLIC_KEY

@@ -323,7 +323,7 @@ func TestRestartConflictIsTransient(t *testing.T) {
 	}
 }
 
-// Two customers on one Shadeform account (R3's isolation, OP1): a create
+// Two customers on one Shadeform account (A3, X19, OP1): a create
 // names one account key, the operator's (SHADEFORM_SSH_KEY_ID), never a
 // customer's, and no customer key is registered; each machine's own
 // cluster keys travel in its start-up script (the agent installs them),

@@ -505,7 +505,7 @@ echo $! > "$d/agent.pid"
 // (the software's daemons), waits for them to end (bounded: 10 s, then
 // SIGKILL), removes the cluster's files and the cluster's SSH keys (the
 // next cluster on the machine, another customer's maybe, must not trust
-// them: R3).
+// them: A3).
 const cleanScript = `set +e
 pids=""
 if [ -s "$d/agent.pid" ]; then a=$(cat "$d/agent.pid"); kill -TERM -- "-$a" 2>/dev/null || kill "$a" 2>/dev/null; pids="$a"; fi

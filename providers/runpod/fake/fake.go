@@ -212,7 +212,7 @@ func (s *Server) SetStatus(id, status string) {
 // Trusted returns the SSH keys each live pod accepts, by pod name: as the
 // description says of startSsh, the create's own PUBLIC_KEY when it sets
 // one, else every key the account had registered at the create; none
-// without startSsh.
+// without startSsh or while the account has no key registered.
 func (s *Server) Trusted() map[string][]string {
 	s.Lock()
 	defer s.Unlock()
@@ -568,10 +568,11 @@ func (s *Server) newPod(in runpod.CreatePodRequest, dc string, k int) *pod {
 	p.Cost = s.price(in.GPU.ID) * float64(in.GPU.Count)
 	p.Mounts = map[string]any{}
 	p.CreatedAt = now.UTC().Format(time.RFC3339)
-	if in.StartSSH {
+	if in.StartSSH && len(s.keys) > 0 {
 		// "injects a PUBLIC_KEY environment variable carrying your
 		// account's registered SSH public keys, unless the request already
-		// sets one"
+		// sets one. Requires registered keys — with none registered the
+		// flag does nothing and the pod has no SSH access."
 		if pub, ok := in.Env[runpod.EnvPublicKey]; ok {
 			for _, k := range strings.Split(pub, "\n") {
 				if k = strings.TrimSpace(k); k != "" {
