@@ -759,3 +759,15 @@ func TestDescribeGroupsOneListingPerTick(t *testing.T) {
 		t.Errorf("outside a tick the listing is read afresh: %v", err)
 	}
 }
+
+// The price Lambda bills is read after create (OP1, Q2): a described
+// machine carries its instance type's price per machine-hour.
+func TestDescribeReportsBilledPrice(t *testing.T) {
+	e := newEnv(t)
+	e.fake.SetCapacity(h100, "us-west-1", 2)
+	must(e.cloud.PlaceGroup(context.Background(), request("cl_1", "us-west-1", 2)))
+	g, err := e.cloud.DescribeGroup(context.Background(), "cl_1")
+	if err != nil || len(g.Nodes) != 2 || g.Nodes[0].MachineHourUSD != 3592*10_000 || g.MachineHourUSD() != 3592*10_000 {
+		t.Fatalf("billed price %+v %v, want $35.92 per machine-hour", g, err)
+	}
+}

@@ -370,3 +370,17 @@ func TestTwoCustomersKeysStayApart(t *testing.T) {
 		}
 	}
 }
+
+// The price Shadeform bills is read after create (OP1, Q2): a described
+// machine carries its hourly price.
+func TestDescribeReportsBilledPrice(t *testing.T) {
+	e := newEnv(t)
+	e.fake.Capacity[fake.Cap{Cloud: "lambdalabs", Type: h100, Region: "us-east-1"}] = 2
+	if _, err := e.cloud.PlaceGroup(ctx, request("cl_p", "lambdalabs", "us-east-1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.cloud.DescribeGroup(ctx, "cl_p")
+	if err != nil || len(g.Nodes) != 2 || g.Nodes[1].MachineHourUSD != 2392*10_000 || g.MachineHourUSD() != 2392*10_000 {
+		t.Fatalf("billed price %+v %v, want $23.92 per machine-hour", g, err)
+	}
+}
