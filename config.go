@@ -369,6 +369,11 @@ func (c *config) loadLambda(get func(k, def string) string) error {
 	if l.LaunchInterval, err = positiveDuration(get("LAMBDA_LAUNCH_INTERVAL", "12s")); err != nil {
 		return fmt.Errorf("LAMBDA_LAUNCH_INTERVAL: %w", err)
 	}
+	if strings.TrimSpace(l.SSHKeyName) == "" {
+		// Every launch names one account key; customers' keys are never
+		// registered on the account (A3): the operator's is required.
+		return errors.New("LAMBDA_SSH_KEY_NAME is required with LAMBDA_API_KEY: the name of the operator's SSH key on the Lambda account, which every launch names (customers' keys reach their own machines through the agent, never the account)")
+	}
 	c.Lambda = l
 	return nil
 }

@@ -27,7 +27,7 @@ func TestBuildProvidersLambda(t *testing.T) {
 	f := fake.New("secret_key_1", time.Now)
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	env := map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "secret_key_1", "LAMBDA_API_URL": srv.URL,
+	env := map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "secret_key_1", "LAMBDA_SSH_KEY_NAME": "my-public-key", "LAMBDA_API_URL": srv.URL,
 		"LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	if err != nil {
