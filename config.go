@@ -186,6 +186,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 	}
 	c.RunPod.Image = get("RUNPOD_IMAGE", "")
+	c.RunPod.SSHKey = strings.TrimSpace(get("RUNPOD_SSH_KEY", ""))
+	if k := c.RunPod.SSHKey; k != "" && (len(strings.Fields(k)) < 2 || strings.ContainsAny(k, "\n\r")) {
+		return c, errors.New("RUNPOD_SSH_KEY must be one OpenSSH public key (\"ssh-ed25519 AAAA… comment\"): the operator's key, put in every pod")
+	}
+	c.Shadeform.SSHKey = strings.TrimSpace(get("SHADEFORM_SSH_KEY_ID", ""))
 	seed, err := strconv.ParseInt(get("SIM_SEED", "1"), 10, 64)
 	if err != nil {
 		return c, fmt.Errorf("SIM_SEED must be an integer: %w", err)
@@ -364,6 +369,11 @@ func (c *config) loadLambda(get func(k, def string) string) error {
 	if l.LaunchInterval, err = positiveDuration(get("LAMBDA_LAUNCH_INTERVAL", "12s")); err != nil {
 		return fmt.Errorf("LAMBDA_LAUNCH_INTERVAL: %w", err)
 	}
+	if strings.TrimSpace(l.SSHKeyName) == "" {
+		// Every launch names one account key; customers' keys are never
+		// registered on the account (A3): the operator's is required.
+		return errors.New("LAMBDA_SSH_KEY_NAME is required with LAMBDA_API_KEY: the name of the operator's SSH key on the Lambda account, which every launch names (customers' keys reach their own machines through the agent, never the account)")
+	}
 	c.Lambda = l
 	return nil
 }
@@ -371,13 +381,18 @@ func (c *config) loadLambda(get func(k, def string) string) error {
 // cloudConfig is a cloud adapter's settings (OP1): RunPod and Shadeform.
 // The key is never printed.
 type cloudConfig struct {
-	APIKey      string   // <P>_API_KEY: enables the provider
-	APIURL      string   // <P>_API_URL: API server
-	Locations   []string // RUNPOD_DATACENTERS / SHADEFORM_REGIONS: locations sold; unset = every one listed
-	Clouds      []string // SHADEFORM_CLOUDS: Shadeform's upstream clouds sold; unset = all
-	Image       string   // RUNPOD_IMAGE: container image of pods whose cluster names none
-	AgentURL    string   // <P>_AGENT_URL: where machines download the clusterdeck binary (linux/amd64); unset = this server's
-	AgentSHA256 string   // <P>_AGENT_SHA256: the binary's SHA-256, checked on every machine
+	APIKey    string   // <P>_API_KEY: enables the provider
+	APIURL    string   // <P>_API_URL: API server
+	Locations []string // RUNPOD_DATACENTERS / SHADEFORM_REGIONS: locations sold; unset = every one listed
+	Clouds    []string // SHADEFORM_CLOUDS: Shadeform's upstream clouds sold; unset = all
+	Image     string   // RUNPOD_IMAGE: container image of pods whose cluster names none
+	// SSHKey is the operator's key: RUNPOD_SSH_KEY, a public key in every
+	// pod beside its cluster's keys and the one left registered on the
+	// account; SHADEFORM_SSH_KEY_ID, the id of the Shadeform key every
+	// create names (unset: the account's default key).
+	SSHKey      string
+	AgentURL    string // <P>_AGENT_URL: where machines download the clusterdeck binary (linux/amd64); unset = this server's
+	AgentSHA256 string // <P>_AGENT_SHA256: the binary's SHA-256, checked on every machine
 }
 
 // loadCloud reads <P>_API_KEY, <P>_API_URL, the locations variable and

@@ -51,7 +51,7 @@ func TestLambdaConfig(t *testing.T) {
 	if err != nil || slices.Contains(c.Providers, "lambda") {
 		t.Fatalf("default: %v %v", c.Providers, err)
 	}
-	c, err = loadConfig(env(map[string]string{"LAMBDA_API_KEY": "secret_abc", "LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck",
+	c, err = loadConfig(env(map[string]string{"LAMBDA_API_KEY": "secret_abc", "LAMBDA_SSH_KEY_NAME": "ops", "LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck",
 		"LAMBDA_REGIONS": " us-east-1, us-west-1 ,", "LAMBDA_AGENT_SHA256": strings.Repeat("AB", 32)}))
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestLambdaConfig(t *testing.T) {
 		c.Lambda.RequestInterval != time.Second || c.Lambda.LaunchInterval != 12*time.Second {
 		t.Errorf("enabled: %+v %v", c.Providers, c.Lambda.Regions)
 	}
-	c, err = loadConfig(env(map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)}))
+	c, err = loadConfig(env(map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "k", "LAMBDA_SSH_KEY_NAME": "ops", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)}))
 	if err != nil || !slices.Equal(c.Providers, []string{"lambda"}) {
 		t.Errorf("lambda alone: %v %v", c.Providers, err)
 	}
@@ -70,10 +70,11 @@ func TestLambdaConfig(t *testing.T) {
 		"LAMBDA_AGENT_URL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "ftp://x/cd"},
 		"LAMBDA_AGENT_SHA256 goes with LAMBDA_AGENT_URL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)},
 		"LAMBDA_AGENT_URL needs LAMBDA_AGENT_SHA256":     {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd"},
-		"AGENT_BINARY_DIR":       {"AGENT_BINARY_DIR": "/nonexistent/clusterdeck-agent"},
-		"LAMBDA_AGENT_SHA256":    {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": "abc"},
-		"LAMBDA_API_URL":         {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32), "LAMBDA_API_URL": "cloud.lambda.ai"},
-		"LAMBDA_LAUNCH_INTERVAL": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32), "LAMBDA_LAUNCH_INTERVAL": "0s"},
+		"AGENT_BINARY_DIR":                {"AGENT_BINARY_DIR": "/nonexistent/clusterdeck-agent"},
+		"LAMBDA_AGENT_SHA256":             {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": "abc"},
+		"LAMBDA_API_URL":                  {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32), "LAMBDA_API_URL": "cloud.lambda.ai"},
+		"LAMBDA_LAUNCH_INTERVAL":          {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32), "LAMBDA_LAUNCH_INTERVAL": "0s"},
+		"LAMBDA_SSH_KEY_NAME is required": {"LAMBDA_API_KEY": "k", "LAMBDA_AGENT_URL": "https://x/cd", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)},
 	} {
 		_, err := loadConfig(env(kv))
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -168,7 +169,7 @@ func TestRunPodShadeformConfig(t *testing.T) {
 func TestProviderMarkupConfig(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	c, err := loadConfig(env(map[string]string{"LAMBDA_MARKUP_PERCENT": "12.5", "SIM_MARKUP_PERCENT": "0", "SSH_MARKUP_PERCENT": " 3% ",
-		"LAMBDA_API_KEY": "secret_abc", "LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32), "LAMBDA_REGIONS": "us-east-1"}))
+		"LAMBDA_API_KEY": "secret_abc", "LAMBDA_SSH_KEY_NAME": "ops", "LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32), "LAMBDA_REGIONS": "us-east-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}

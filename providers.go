@@ -85,7 +85,8 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 			if err != nil {
 				return nil, err
 			}
-			p, err := runpod.New(runpod.Config{APIKey: r.APIKey, BaseURL: r.APIURL, DataCenters: r.Locations, Image: r.Image, Agent: ai})
+			p, err := runpod.New(runpod.Config{APIKey: r.APIKey, BaseURL: r.APIURL, DataCenters: r.Locations, Image: r.Image, Agent: ai,
+				OperatorKey: r.SSHKey})
 			if err != nil {
 				return nil, fmt.Errorf("RUNPOD_*: %w", err)
 			}
@@ -96,7 +97,8 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 			if err != nil {
 				return nil, err
 			}
-			p, err := shadeform.New(shadeform.Config{APIKey: s.APIKey, BaseURL: s.APIURL, Regions: s.Locations, Clouds: s.Clouds, Agent: ai})
+			p, err := shadeform.New(shadeform.Config{APIKey: s.APIKey, BaseURL: s.APIURL, Regions: s.Locations, Clouds: s.Clouds, Agent: ai,
+				SSHKeyID: s.SSHKey})
 			if err != nil {
 				return nil, fmt.Errorf("SHADEFORM_*: %w", err)
 			}

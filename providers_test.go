@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ func TestBuildProvidersLambda(t *testing.T) {
 	f := fake.New("secret_key_1", time.Now)
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	env := map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "secret_key_1", "LAMBDA_API_URL": srv.URL,
+	env := map[string]string{"PROVIDERS": "lambda", "LAMBDA_API_KEY": "secret_key_1", "LAMBDA_SSH_KEY_NAME": "my-public-key", "LAMBDA_API_URL": srv.URL,
 		"LAMBDA_AGENT_URL": "https://deck.example.com/clusterdeck", "LAMBDA_AGENT_SHA256": strings.Repeat("ab", 32)}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	if err != nil {
@@ -70,10 +71,20 @@ func TestBuildProvidersRunPodShadeform(t *testing.T) {
 	defer sfSrv.Close()
 	env := map[string]string{"PROVIDERS": "runpod,shadeform",
 		"RUNPOD_API_KEY": "secret_rp_1", "RUNPOD_API_URL": rpSrv.URL, "RUNPOD_AGENT_URL": "https://deck.example.com/clusterdeck", "RUNPOD_AGENT_SHA256": strings.Repeat("ab", 32),
-		"SHADEFORM_API_KEY": "secret_sf_1", "SHADEFORM_API_URL": sfSrv.URL + "/v1", "SHADEFORM_AGENT_URL": "https://deck.example.com/clusterdeck", "SHADEFORM_AGENT_SHA256": strings.Repeat("ab", 32)}
+		"SHADEFORM_API_KEY": "secret_sf_1", "SHADEFORM_API_URL": sfSrv.URL + "/v1", "SHADEFORM_AGENT_URL": "https://deck.example.com/clusterdeck", "SHADEFORM_AGENT_SHA256": strings.Repeat("ab", 32),
+		"RUNPOD_SSH_KEY": " ssh-ed25519 AAAAoperator op@desk ", "SHADEFORM_SSH_KEY_ID": "78a0dd5a-dbb1-4568-b55c-5e7e0a8b0c40"}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The operator's keys (A3): the one each machine trusts beside its cluster's.
+	if cfg.RunPod.SSHKey != "ssh-ed25519 AAAAoperator op@desk" || cfg.Shadeform.SSHKey != "78a0dd5a-dbb1-4568-b55c-5e7e0a8b0c40" {
+		t.Errorf("operator keys: %q %q", cfg.RunPod.SSHKey, cfg.Shadeform.SSHKey)
+	}
+	bad := maps.Clone(env)
+	bad["RUNPOD_SSH_KEY"] = "not-a-key"
+	if _, err := loadConfig(func(k string) string { return bad[k] }); err == nil || !strings.Contains(err.Error(), "RUNPOD_SSH_KEY") {
+		t.Errorf("a RUNPOD_SSH_KEY that is no public key: %v", err)
 	}
 	c, err := buildProviders(cfg, models.RealClock{}, nil, "test")
 	if err != nil {

@@ -34,21 +34,25 @@ func (j *Provision) Run(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.ID, err))
 		}
 	}
-	starting, err := j.Store.ClustersInStatus(ctx, models.StatusProvisioning)
-	if err != nil {
-		return err
-	}
-	for _, c := range starting {
-		if c.TerminateRequestedAt == nil {
-			collect(c, j.advance(ctx, c))
-		}
-	}
+	// Releases first: when a cloud's request budget is short, machines
+	// that bill for nothing go before placements (L7).
 	failed, err := j.Store.ClustersToRelease(ctx)
 	if err != nil {
 		return err
 	}
 	for _, c := range failed {
 		collect(c, j.release(ctx, c))
+	}
+	starting, err := j.Store.ClustersInStatus(ctx, models.StatusProvisioning)
+	if err != nil {
+		return err
+	}
+	// Every cluster of the tick shares one listing per cloud account (R1).
+	tick := providers.WithMemo(ctx)
+	for _, c := range starting {
+		if c.TerminateRequestedAt == nil {
+			collect(c, j.advance(tick, c))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -76,6 +80,9 @@ func (j *Provision) advance(ctx context.Context, c models.Cluster) error {
 	case err != nil:
 		_, derr := j.checkDeadlines(ctx, c) // a transient describe failure must not stall the deadlines
 		return errors.Join(fmt.Errorf("describe: %w", err), derr)
+	}
+	if err := j.checkPrice(ctx, c, g); err != nil {
+		return err
 	}
 	nodes, err := j.Store.NodesFor(ctx, c.ID)
 	if err != nil {
@@ -235,6 +242,9 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	if err := j.Store.MarkPlaced(ctx, c.ID, placed); err != nil && !errors.Is(err, models.ErrConflict) {
 		return err
 	}
+	if err := j.checkPrice(ctx, c, g); err != nil {
+		return err
+	}
 	// A terminate asked for while the provider was placing may have been
 	// carried out before these machines existed (the terminate job released
 	// nothing and marked the cluster terminated): they are released here,
@@ -250,6 +260,19 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 		}
 	}
 	return nil
+}
+
+// checkPrice records what the cloud says it bills for the cluster's
+// machines, where its API says it (OP1, Q2): above the cost the cluster was
+// launched at, the cluster is marked and the operators are mailed
+// (billed_price.go). The customer pays the locked price regardless.
+func (j *Provision) checkPrice(ctx context.Context, c models.Cluster, g providers.Group) error {
+	billed := models.Money(g.MachineHourUSD())
+	if billed <= c.BilledMachineHour {
+		return nil
+	}
+	_, err := j.Store.RecordBilledPrice(ctx, c, billed)
+	return err
 }
 
 func providerMessage(err error) string {

@@ -78,10 +78,18 @@ type Cluster struct {
 	VolumeID    string `gorm:"size:32"`             // the volume attached at launch (V1, V2); added by 0760_volumes
 	USDPerHour  Money  `gorm:"column:usd_per_hour"` // locked by the quote (Q2)
 	MachineHour Money  // one machine's share of the locked rate
-	BootSeconds int
-	PublicIPs   bool   `gorm:"column:public_ips"`
-	Verify      bool   // verification before hand-over (issue 24); added by 0960_verification
-	Gateway     string `gorm:"size:255"`
+	// UpstreamMachineHour is what one machine cost at the provider when the
+	// cluster was launched (its offer, before markup); BilledMachineHour
+	// the highest the provider says it bills since (0 = not said), and
+	// PriceAboveAt when that went above the launch cost (billed_price.go).
+	// Added by 1010_cluster_billed_price.
+	UpstreamMachineHour Money `gorm:"column:upstream_machine_hour;not null;default:0"`
+	BilledMachineHour   Money `gorm:"column:billed_machine_hour;not null;default:0"`
+	PriceAboveAt        *time.Time
+	BootSeconds         int
+	PublicIPs           bool   `gorm:"column:public_ips"`
+	Verify              bool   // verification before hand-over (issue 24); added by 0960_verification
+	Gateway             string `gorm:"size:255"`
 
 	Software     string `gorm:"size:16"`
 	Image        string `gorm:"size:255"`
@@ -711,7 +719,7 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 		Provider: q.Provider, OfferID: q.OfferID, QuoteID: q.ID, Location: q.Location, LocationName: q.LocationName,
 		Accelerator: q.Accelerator, MachineKind: q.MachineKind, Interconnect: q.Interconnect, NICs: o.NICs, NICGbps: o.NICGbps,
 		Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB, USDPerHour: q.USDPerHour,
-		MachineHour: q.MachineHour(), BootSeconds: o.BootSeconds, PublicIPs: o.PublicIPs, Gateway: o.Gateway,
+		MachineHour: q.MachineHour(), UpstreamMachineHour: o.MachineHour(), BootSeconds: o.BootSeconds, PublicIPs: o.PublicIPs, Gateway: o.Gateway,
 		Software: p.Software, Image: p.Image, StartCommand: p.StartCommand,
 		EnvJSON: string(envJSON), PortsJSON: string(portsJSON), SSHKeysJSON: string(keysJSON),
 		Verify: p.Verify, RequestHash: p.RequestHash, AgentSecret: hex.EncodeToString(secret), CreatedBy: p.Actor,

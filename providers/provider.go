@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -227,6 +228,20 @@ type Node struct {
 	// place on it again (SSH machines: the machine's name; the simulated
 	// cloud: its host); "" otherwise. Faults follow it across clusters.
 	Host string
+	// MachineHourUSD is what the provider says it bills for this machine
+	// per hour, in micro-dollars, where its API reports it (0 = not said):
+	// the provision job checks it against the launch cost (OP1, Q2).
+	MachineHourUSD int64
+}
+
+// MachineHourUSD is the highest price any machine of the group is billed
+// at, as its provider says (0 = not said).
+func (g Group) MachineHourUSD() int64 {
+	var top int64
+	for _, n := range g.Nodes {
+		top = max(top, n.MachineHourUSD)
+	}
+	return top
 }
 
 // Group is every machine placed for one PlaceRequest.
@@ -378,4 +393,50 @@ func CheckFabricCards(interconnect string, nics, gbps int) []error {
 		errs = append(errs, fmt.Errorf("interconnect %s needs nics and nic_gbps, the machine's fabric cards and each one's line rate in Gbit/s (e.g. nics: 8, nic_gbps: 400): the fabric checks are judged by them", interconnect))
 	}
 	return errs
+}
+
+// memoKey carries a Memo in a context.
+type memoKey struct{}
+
+// Memo holds the listings an adapter read during one job tick, so that
+// every cluster the tick handles shares one listing per account (R1)
+// instead of a read each: a cloud's request budget goes to creates and
+// terminates. Safe for concurrent use.
+type Memo struct {
+	mu sync.Mutex
+	m  map[any]any
+}
+
+// WithMemo returns ctx carrying a new, empty Memo: the provision job
+// gives one to each tick.
+func WithMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, memoKey{}, &Memo{m: map[any]any{}})
+}
+
+// HasMemo reports whether ctx carries a Memo (the caller reads its
+// clusters once a tick and comes back: a placement need not wait).
+func HasMemo(ctx context.Context) bool {
+	_, ok := ctx.Value(memoKey{}).(*Memo)
+	return ok
+}
+
+// Remember returns what fetch answered for key earlier in ctx's tick, or
+// calls it (and keeps a success). Without a Memo in ctx it always calls
+// fetch. Only reads whose staleness within a tick is harmless use it: a
+// create's reconciliation and a terminate read afresh.
+func Remember[T any](ctx context.Context, key any, fetch func() (T, error)) (T, error) {
+	m, ok := ctx.Value(memoKey{}).(*Memo)
+	if !ok {
+		return fetch()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.m[key]; ok {
+		return v.(T), nil
+	}
+	v, err := fetch()
+	if err == nil {
+		m.m[key] = v
+	}
+	return v, err
 }

@@ -73,3 +73,20 @@ type Starter interface {
 type StepStarter interface {
 	StartStep(ctx context.Context, step, script string) (Process, error)
 }
+
+// KeysBegin and KeysEnd delimit the block of a machine's authorized_keys
+// that holds its cluster's keys (A3, N3): the agent replaces it whole at
+// each start, and a machine of one's own has it removed when released
+// (RemoveKeysScript), so the next cluster there never trusts the last
+// one's keys.
+const (
+	KeysBegin = "# BEGIN clusterdeck keys"
+	KeysEnd   = "# END clusterdeck keys"
+)
+
+// RemoveKeysScript removes the cluster keys' block from every user's
+// authorized_keys (sh).
+const RemoveKeysScript = `getent passwd | cut -d: -f6 | sort -u | while read -r h; do
+  [ -f "$h/.ssh/authorized_keys" ] && sed -i '/^` + KeysBegin + `$/,/^` + KeysEnd + `$/d' "$h/.ssh/authorized_keys"
+done
+`

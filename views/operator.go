@@ -143,6 +143,8 @@ func adminTabLabel(tab string) string {
 		return "Leaks"
 	case "lemons":
 		return "Lemons"
+	case "prices":
+		return "Prices"
 	}
 	return "Audit log"
 }

@@ -36,7 +36,7 @@ func adminTabs(active string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, t := range [][2]string{{"orgs", "/admin"}, {"quote-requests", "/admin/quote-requests"}, {"providers", "/admin/providers"}, {"payments", "/admin/payments"}, {"machines", "/admin/machines"}, {"jobs", "/admin/jobs"}, {"audit", "/admin/audit"}, {"leaks", "/admin/leaks"}, {"lemons", "/admin/lemons"}} {
+		for _, t := range [][2]string{{"orgs", "/admin"}, {"quote-requests", "/admin/quote-requests"}, {"providers", "/admin/providers"}, {"payments", "/admin/payments"}, {"machines", "/admin/machines"}, {"jobs", "/admin/jobs"}, {"audit", "/admin/audit"}, {"leaks", "/admin/leaks"}, {"lemons", "/admin/lemons"}, {"prices", "/admin/prices"}} {
 			{
 				templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer
 				templ_7745c5c3_Buffer := templ.GetBuffer()

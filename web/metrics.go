@@ -144,6 +144,10 @@ var (
 		"GPUs of a running cluster that reported in the last minutes.", []string{"cluster"}, nil)
 	descFleetGPUUtil = prometheus.NewDesc("clusterdeck_fleet_gpu_utilization_ratio",
 		"Mean GPU utilization (0-1) of every GPU that reported in the last minutes.", nil, nil)
+	// OP1, Q2: the alarm on a provider billing above what a cluster cost
+	// at launch (listed on /admin/prices).
+	descBilledAbove = prometheus.NewDesc("clusterdeck_clusters_billed_above_launch_cost",
+		"Clusters not ended whose provider says it bills more per machine-hour than the machine cost at launch.", nil, nil)
 )
 
 // clusterStatuses are reported even at zero, so alerts see the series.
@@ -153,7 +157,7 @@ var clusterStatuses = []models.ClusterStatus{models.StatusProvisioning, models.S
 func (storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClusters, descMail, descCatalogOffers, descCatalogAge,
 		descJobLastRun, descJobLastFailed, descLedgerEntries, descLedgerUSD, descRepair,
-		descClusterGPUUtil, descClusterGPUMemUsed, descClusterGPUMemTotal, descClusterGPUs, descFleetGPUUtil} {
+		descClusterGPUUtil, descClusterGPUMemUsed, descClusterGPUMemTotal, descClusterGPUs, descFleetGPUUtil, descBilledAbove} {
 		ch <- d
 	}
 }
@@ -200,6 +204,11 @@ func (s storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	_, _, util := models.FleetGPUUsage(g.GPUs)
 	gauge(descFleetGPUUtil, util/100)
+	if n, err := s.store.LiveBilledAbove(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(descBilledAbove, err)
+	} else {
+		gauge(descBilledAbove, float64(n))
+	}
 	// Issue 24 item 8: read from the database like the gauges, so every
 	// instance reports every repair.
 	if r, err := s.store.RepairTimes(ctx); err != nil {

@@ -124,6 +124,12 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cloud bills the cluster above its launch cost (OP1, Q2): listed on /admin/prices.
+	if cl := j.cluster(acc.org.ID, clusterID); true {
+		if _, err := app.store.RecordBilledPrice(bg, cl, cl.UpstreamMachineHour+1_234_567); err != nil {
+			t.Fatal(err)
+		}
+	}
 	signedIn := []string{
 		offers, launch, "/clusters/" + clusterID, "/clusters",
 		"/volumes", offers + "&volume=" + vol.ID, launch + "&volume=" + vol.ID,
@@ -132,7 +138,7 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 		"/quote-requests", "/quote-requests/new", quoteReq,
 		"/admin", "/admin/quote-requests", "/admin/quote-requests/" + quoteReqID + "/private-offer",
 		"/admin/orgs/" + acc.org.ID + "/balance", "/admin/providers", "/admin/payments", "/admin/machines", "/admin/jobs", "/admin/audit", "/admin/leaks",
-		"/dev/mailbox",
+		"/admin/prices", "/dev/mailbox",
 	}
 	mails, err := app.store.OutboxMails(bg, 1)
 	if err != nil || len(mails) == 0 {

@@ -148,6 +148,7 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.GET("/quote-requests", h.adminQuoteRequests)
 	admin.POST("/quote-requests/:id/status", h.setQuoteRequestStatus)
 	admin.GET("/leaks", h.adminLeaks)
+	admin.GET("/prices", h.adminPrices) // OP1, Q2: clusters billed above their launch cost
 	admin.GET("/lemons", h.adminLemons)
 	admin.POST("/lemons/:id/release", h.releaseLemon)
 	admin.GET("/quote-requests/:id/private-offer", h.showPrivateOfferForm)

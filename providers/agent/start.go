@@ -122,9 +122,11 @@ func (a *Agent) runStep(ctx context.Context, step, script, failure string) {
 	}
 }
 
-// KeysScript adds the workload's public keys to user's authorized_keys,
-// each once (the provider installs them at placement where it can; this
-// keeps every node's set the same, N3).
+// KeysScript makes the workload's public keys exactly the cluster keys of
+// user's authorized_keys: the block between providers.KeysBegin and KeysEnd is
+// replaced by them (a key already trusted outside the block, the
+// operator's, is left where it is). The provider installs them at
+// placement where it can; this keeps every node's set the same (N3).
 func KeysScript(user string, keys []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "user=%s\n", shellQuote(user))
@@ -133,12 +135,18 @@ func KeysScript(user string, keys []string) string {
 install -d -m 700 -o "$user" "$home/.ssh"
 f="$home/.ssh/authorized_keys"
 touch "$f"
-add_key() { grep -qxF "$1" "$f" || printf '%s\n' "$1" >> "$f"; }
+sed -i '/^` + providers.KeysBegin + `$/,/^` + providers.KeysEnd + `$/d' "$f"
+t="$f.clusterdeck"
+printf '%s\n' '` + providers.KeysBegin + `' > "$t"
+add_key() { grep -qxF "$1" "$f" "$t" || printf '%s\n' "$1" >> "$t"; }
 `)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "add_key %s\n", shellQuote(strings.TrimSpace(k)))
 	}
-	b.WriteString(`chown "$user" "$f" && chmod 600 "$f"` + "\n")
+	b.WriteString(`printf '%s\n' '` + providers.KeysEnd + `' >> "$t"
+cat "$t" >> "$f" && rm -f "$t"
+chown "$user" "$f" && chmod 600 "$f"
+`)
 	return b.String()
 }
 

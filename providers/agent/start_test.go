@@ -210,3 +210,55 @@ func TestWorkloadScriptsParse(t *testing.T) {
 		}
 	}
 }
+
+// A machine of one's own serves one cluster after another, maybe of two
+// customers (A3, X19): the keys step leaves exactly the current cluster's keys
+// in the block it owns (the operator's line outside it untouched), and the
+// release removes the block, so the next cluster never trusts the last
+// one's keys.
+func TestKeysScriptTrustsOnlyTheCurrentCluster(t *testing.T) {
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	f := filepath.Join(home, ".ssh", "authorized_keys")
+	if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const op, a, b = "ssh-ed25519 AAAAoperator op@desk", "ssh-ed25519 AAAAkeya alice@orga", "ssh-ed25519 AAAAkeyb bob@orgb"
+	if err := os.WriteFile(f, []byte(op+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// getent answers for the test's own user with the temporary home.
+	getent := "getent() { printf '%s:x:0:0::%s:/bin/sh\\n' " + shellQuote(me.Username) + " " + shellQuote(home) + "; }\n"
+	run := func(script string) []string {
+		t.Helper()
+		if out, err := exec.Command("bash", "-c", getent+script).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if l != "" && !strings.HasPrefix(l, "#") {
+				keys = append(keys, l)
+			}
+		}
+		return keys
+	}
+	if got := run(KeysScript(me.Username, []string{a, op, a})); !slices.Equal(got, []string{op, a}) {
+		t.Errorf("customer A's cluster: %q", got)
+	}
+	if got := run(KeysScript(me.Username, []string{a})); !slices.Equal(got, []string{op, a}) {
+		t.Errorf("a restart of A's agent: %q", got)
+	}
+	if got := run(KeysScript(me.Username, []string{b})); !slices.Equal(got, []string{op, b}) {
+		t.Errorf("customer B's cluster on the same machine trusts %q, want only the operator's and B's", got)
+	}
+	if got := run(providers.RemoveKeysScript); !slices.Equal(got, []string{op}) {
+		t.Errorf("released: %q, want the operator's alone", got)
+	}
+}

@@ -222,3 +222,15 @@ func (c *Client) answer(op string, resp *http.Response, out any) *providers.Erro
 func (c *Client) fail(op string, class error, message string) *providers.Error {
 	return &providers.Error{Class: class, Provider: c.Provider, Op: op, Message: message}
 }
+
+// urgentKey marks a context whose requests release machines.
+type urgentKey struct{}
+
+// Urgent marks ctx's requests as a release's (terminate, release of a
+// machine): a pacer that keeps a reserve of the cloud's request budget
+// lets them spend it, so that a short budget never keeps a machine
+// billing (L7).
+func Urgent(ctx context.Context) context.Context { return context.WithValue(ctx, urgentKey{}, true) }
+
+// IsUrgent reports whether ctx's requests release machines.
+func IsUrgent(ctx context.Context) bool { v, _ := ctx.Value(urgentKey{}).(bool); return v }

@@ -11,7 +11,6 @@ const (
 	pathLaunch        = "/api/v1/instance-operations/launch"
 	pathRestart       = "/api/v1/instance-operations/restart"
 	pathTerminate     = "/api/v1/instance-operations/terminate"
-	pathSSHKeys       = "/api/v1/ssh-keys"
 )
 
 // Operation names on errors (providers.Error.Op).

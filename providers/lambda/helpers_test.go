@@ -66,7 +66,7 @@ func newEnv(t *testing.T, opts ...func(*lambda.Config)) *env {
 	t.Cleanup(srv.Close)
 	cfg := lambda.Config{APIKey: testKey, BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clk.Now, Sleep: clk.Sleep,
 		Agent: lambda.AgentInstall{URL: "https://deck.example.com/dl/clusterdeck-linux-amd64",
-			SHA256: strings.Repeat("ab", 32)}}
+			SHA256: strings.Repeat("ab", 32)}, SSHKeyName: "my-public-key"}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -12,8 +12,6 @@ package lambda
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -54,9 +52,10 @@ type Config struct {
 	APIKey  string   // LAMBDA_API_KEY; sent as a Bearer token, never logged
 	BaseURL string   // default DefaultBaseURL
 	Regions []string // regions we sell (LAMBDA_REGIONS); empty = every region Lambda lists
-	// SSHKeyName is a key already registered in the Lambda account that
-	// every launch names (Lambda requires exactly one). Empty: the first of
-	// the customer's keys is registered under a name derived from it.
+	// SSHKeyName is the operator's key, registered in the Lambda account,
+	// that every launch names (Lambda requires exactly one). Required to
+	// place: customers' keys are never registered on the account; each
+	// machine gets its own cluster's keys through its start-up workload.
 	SSHKeyName string
 	// ImageFamily picks the machine image (default: Lambda's latest Lambda Stack).
 	ImageFamily string
@@ -241,8 +240,12 @@ func (l *Cloud) validate(req providers.PlaceRequest) (string, error) {
 	if !l.allowed(region) {
 		o.Disabled = "region " + region + " is not enabled (LAMBDA_REGIONS)"
 	}
-	if l.cfg.SSHKeyName == "" && len(req.SSHKeys) == 0 {
-		o.Refusal = cloudkit.Invalid(Name, opLaunch, req.Location, "Lambda needs one SSH key per launch: none given and LAMBDA_SSH_KEY_NAME unset")
+	if l.cfg.SSHKeyName == "" {
+		// A key named in a launch is an account key: a customer's would be
+		// left registered on the account. Customers' keys reach their own
+		// machines in the start-up's workload (the agent installs them).
+		o.Refusal = cloudkit.Invalid(Name, opLaunch, req.Location,
+			"Lambda names one account SSH key per launch: set LAMBDA_SSH_KEY_NAME to the operator's key (customers' keys are never registered on the account)")
 	}
 	return typ, cloudkit.Check(Name, opLaunch, "Lambda", req, o)
 }
@@ -267,10 +270,7 @@ func (l *Cloud) launchMissing(ctx context.Context, req providers.PlaceRequest, t
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opLaunch, Location: req.Location,
 			Code: "instance-operations/launch/insufficient-capacity", Message: fmt.Sprintf("no %s capacity in %s", typ, req.Location)}
 	}
-	key, err := l.sshKey(ctx, req.SSHKeys)
-	if err != nil {
-		return err
-	}
+	key := l.cfg.SSHKeyName
 	for i := 0; i < req.Count; i++ {
 		if _, ok := have[i]; ok {
 			continue
@@ -328,31 +328,6 @@ func (l *Cloud) member(ctx context.Context, group string, i int) (Instance, bool
 	return Instance{}, false, nil
 }
 
-// sshKey returns the key name launches use: the configured one, or the
-// customer's first key, registered under a name derived from it when absent.
-func (l *Cloud) sshKey(ctx context.Context, keys []string) (string, error) {
-	if l.cfg.SSHKeyName != "" {
-		return l.cfg.SSHKeyName, nil
-	}
-	pub := strings.TrimSpace(keys[0])
-	sum := sha256.Sum256([]byte(pub))
-	name := "clusterdeck-" + hex.EncodeToString(sum[:8])
-	var existing []SSHKey
-	if err := l.c.Do(ctx, opLaunch, http.MethodGet, pathSSHKeys, nil, &existing); err != nil {
-		return "", err
-	}
-	for _, k := range existing {
-		if k.Name == name || strings.TrimSpace(k.PublicKey) == pub {
-			return k.Name, nil
-		}
-	}
-	var added SSHKey
-	if err := l.c.Do(ctx, opLaunch, http.MethodPost, pathSSHKeys, SSHKey{Name: name, PublicKey: pub}, &added); err != nil {
-		return "", err
-	}
-	return name, nil
-}
-
 // instances lists every instance of the account (one call; the endpoint is
 // not paginated) by group tag.
 func (l *Cloud) instances(ctx context.Context, op string) (map[string][]Instance, error) {
@@ -373,7 +348,8 @@ func alive(in Instance) bool {
 
 // node maps an instance onto the neutral node.
 func node(in Instance, i int) providers.Node {
-	n := providers.Node{ID: in.ID, Index: i, PublicHost: in.IP, PrivateIP: in.PrivateIP, SSHUser: SSHUser}
+	n := providers.Node{ID: in.ID, Index: i, PublicHost: in.IP, PrivateIP: in.PrivateIP, SSHUser: SSHUser,
+		MachineHourUSD: in.InstanceType.PriceCentsPerHour * 10_000} // the instance's type as Lambda bills it
 	if in.IP != "" {
 		n.SSHPort = 22
 	}
@@ -409,7 +385,8 @@ func (l *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.
 
 // DescribeGroups reports many groups with one list call (R1).
 func (l *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
-	by, err := l.instances(ctx, opDescribe)
+	// One listing a job tick for every cluster it describes (R1).
+	by, err := providers.Remember(ctx, describeMemo{l}, func() (map[string][]Instance, error) { return l.instances(ctx, opDescribe) })
 	if err != nil {
 		return nil, err
 	}
@@ -543,3 +520,6 @@ func (l *Cloud) terminate(ctx context.Context, groupName string) error {
 	}
 	return nil
 }
+
+// describeMemo names the account's listing in a job tick's providers.Memo.
+type describeMemo struct{ cloud *Cloud }

@@ -26,7 +26,7 @@ func newClient(cfg Config) *cloudkit.Client {
 	c.Once = func(method, path string) bool {
 		return method == http.MethodPost && (path == pathPods || path == pathClusters)
 	}
-	c.Pacer = &windows{now: c.Now, sleep: c.Sleep}
+	c.Pacer = &windows{now: c.Now, sleep: c.Sleep, reserve: cfg.Reserve}
 	return c
 }
 
@@ -45,18 +45,28 @@ func refusal(op string, status int, body []byte) *providers.Error {
 // windows paces by what RunPod announces: every window's remaining
 // requests on every answer (RateLimit: "minute";r=0;t=12, ...); when one
 // is spent, or a 429 says how long to wait, nothing is sent until then.
+// The last reserve requests of a window are kept for releases
+// (cloudkit.Urgent): once a window has no more left, every other request
+// waits for it to reset, so terminates go first when the budget is short.
 type windows struct {
-	now   func() time.Time
-	sleep func(context.Context, time.Duration) error
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+	reserve int
 
 	mu          sync.Mutex
 	pausedUntil time.Time
+	lowUntil    time.Time // the reserve is reached until then
 }
 
-// Wait sleeps out a pause.
+// Wait sleeps out a pause, and a request that releases nothing the
+// reserve's too.
 func (c *windows) Wait(ctx context.Context, _, _ string) error {
 	c.mu.Lock()
-	wait := c.pausedUntil.Sub(c.now())
+	until := c.pausedUntil
+	if !cloudkit.IsUrgent(ctx) && c.lowUntil.After(until) {
+		until = c.lowUntil
+	}
+	wait := until.Sub(c.now())
 	c.mu.Unlock()
 	if wait > 0 {
 		return c.sleep(ctx, wait)
@@ -80,12 +90,22 @@ func (c *windows) Retry(_, _ string, _ *providers.Error, wait time.Duration) tim
 var windowRe = regexp.MustCompile(`"?([a-z]+)"?\s*;\s*r=(\d+)\s*;\s*t=(\d+)`)
 
 // noteLimits reads the RateLimit header: a window with no request left
-// pauses every request until it resets.
+// pauses every request until it resets, one with no more than the
+// reserve left every request but a release's.
 func (c *windows) noteLimits(h string) {
 	for _, m := range windowRe.FindAllStringSubmatch(h, -1) {
-		if m[2] == "0" {
-			t, _ := strconv.Atoi(m[3])
-			c.pause(time.Duration(t) * time.Second)
+		left, _ := strconv.Atoi(m[2])
+		t, _ := strconv.Atoi(m[3])
+		reset := time.Duration(t) * time.Second
+		if left == 0 {
+			c.pause(reset)
+		}
+		if left <= c.reserve && reset > 0 {
+			c.mu.Lock()
+			if until := c.now().Add(reset); until.After(c.lowUntil) {
+				c.lowUntil = until
+			}
+			c.mu.Unlock()
 		}
 	}
 }

@@ -80,6 +80,11 @@ const deadlineRoom = 5 * time.Second
 // EnvPodID is the variable in which RunPod hands every pod its own id.
 const EnvPodID = "RUNPOD_POD_ID"
 
+// EnvPublicKey is the variable startSsh installs the pod's SSH keys from
+// (RunPod's images start sshd with it); set in the create, it replaces
+// the account's registered keys.
+const EnvPublicKey = "PUBLIC_KEY"
+
 // Config configures the adapter. APIKey and Agent.URL are required.
 type Config struct {
 	APIKey      string   // RUNPOD_API_KEY; sent as a Bearer token, never logged
@@ -88,12 +93,23 @@ type Config struct {
 	Image       string   // default image when a placement names none (default DefaultImage)
 	DiskGB      int      // container disk per pod (default 50)
 	Agent       bootstrap.AgentInstall
+	// OperatorKey is the operator's SSH public key (RUNPOD_SSH_KEY): put
+	// in every pod's PUBLIC_KEY beside its own cluster's keys, and the one
+	// key left registered on the account (the registered set is replaced
+	// by it once, removing the customers' keys an earlier version added).
+	// Empty: the registered set is left as it is and never added to.
+	OperatorKey string
 
 	HTTPClient *http.Client
 	Now        func() time.Time
 	Sleep      func(context.Context, time.Duration) error
 	Retries    int           // transient retries per request (default 4; negative = none)
 	Backoff    time.Duration // first retry delay (default 2 s)
+	// Reserve is how many requests of a rate-limit window are kept for
+	// terminates and releases (default 6: two terminates' reads and
+	// deletes): once a window has no more left, placements and describes
+	// wait for it to reset (negative = none).
+	Reserve int
 	// MemberWait bounds how long one placement call waits for an Instant
 	// Cluster's members to be given their ranks and overlay addresses
 	// (default 30 s). Past it the placement answers ErrTransient and keeps
@@ -113,9 +129,10 @@ type Cloud struct {
 	c       *cloudkit.Client
 	allowed map[string]bool // nil = all
 	locks   cloudkit.Locks
-	// keys serialises read-modify-write of the account's SSH keys (PUT
-	// replaces the whole set: two placements at once would drop a key).
-	keys sync.Mutex
+	// keys serialises the one-time reset of the account's registered SSH
+	// keys to the operator's; keysSet says it was done.
+	keys    sync.Mutex
+	keysSet bool
 }
 
 var _ providers.Provider = (*Cloud)(nil)
@@ -149,6 +166,12 @@ func New(cfg Config) (*Cloud, error) {
 	}
 	if cfg.MemberWait <= 0 {
 		cfg.MemberWait = 30 * time.Second
+	}
+	switch {
+	case cfg.Reserve == 0:
+		cfg.Reserve = 6
+	case cfg.Reserve < 0:
+		cfg.Reserve = 0
 	}
 	return &Cloud{cfg: cfg, c: newClient(cfg), allowed: cloudkit.Set(cfg.DataCenters)}, nil
 }
@@ -265,15 +288,15 @@ func (r *Cloud) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (pro
 		// allows it), and read pod by pod it would look like nothing placed
 		// (a catalog of NONE refused as no capacity and the cluster rolled
 		// back, or pods created beside it).
-		cl, err := r.clusterNamed(ctx, req.GroupName)
+		cls, err := r.clustersOfTick(ctx)
 		if err != nil {
 			return providers.Group{}, err
 		}
-		if cl.ID != "" {
-			return r.placeCluster(ctx, req, dc, n, gpu, cl)
+		if k := slices.IndexFunc(cls, func(c Cluster) bool { return c.Name == req.GroupName }); k >= 0 {
+			return r.placeCluster(ctx, req, dc, n, gpu, cls[k])
 		}
 	}
-	by, err := r.pods(ctx, opPlace)
+	by, err := r.podsOfTick(ctx, opPlace)
 	if err != nil {
 		return providers.Group{}, err
 	}
@@ -352,7 +375,7 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: dc,
 			Message: fmt.Sprintf("no %d × %s stock in %s", n, gpu, dc)}
 	}
-	if err := r.registerKeys(ctx, req.SSHKeys); err != nil {
+	if err := r.operatorKeyOnly(ctx); err != nil {
 		return err
 	}
 	image, ports := r.container(req)
@@ -367,7 +390,7 @@ func (r *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, d
 			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: dc, Message: err.Error()}
 		}
 		cr := CreatePodRequest{Name: cloudkit.MemberName(req.GroupName, i), Image: image, Args: ContainerArgs(script), Disk: r.cfg.DiskGB,
-			Ports: ports, Env: map[string]string{EnvGroup: req.GroupName, EnvIndex: strconv.Itoa(i)}, Cloud: "SECURE",
+			Ports: ports, Env: map[string]string{EnvGroup: req.GroupName, EnvIndex: strconv.Itoa(i), EnvPublicKey: r.publicKey(req)}, Cloud: "SECURE",
 			DataCenterIDs: []string{dc}, GPU: &GPUConfig{ID: gpu, Count: n}, StartSSH: true}
 		p, err := r.create(ctx, req.GroupName, i, cr)
 		if err != nil {
@@ -420,7 +443,8 @@ func clusterShape(req providers.PlaceRequest) bool {
 // adopts it; only the cluster's own deadline (L4) or a terminate (L7)
 // deletes it.
 func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string, cl Cluster) (providers.Group, error) {
-	if cl.ID == "" {
+	adopted := cl.ID != ""
+	if !adopted {
 		var err error
 		cl, err = r.createGroupCluster(ctx, req, dc, n, gpu)
 		switch {
@@ -437,7 +461,7 @@ func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc
 		return providers.Group{}, r.withRollback(ctx, req.GroupName, dc, &providers.Error{Class: providers.ErrNoCapacity, Provider: Name,
 			Op: opPlace, Location: dc, Message: fmt.Sprintf("cluster %s was placed in %s, not %s", cl.ID, *cl.DataCenterID, dc)})
 	}
-	byRank, err := r.members(ctx, cl.ID, req.Count)
+	byRank, err := r.members(ctx, req.GroupName, cl.ID, req.Count, adopted)
 	var pending *membersPending
 	switch {
 	case errors.As(err, &pending):
@@ -457,7 +481,7 @@ func (r *Cloud) placeCluster(ctx context.Context, req providers.PlaceRequest, dc
 
 // createGroupCluster sends the one POST /v2/clusters for the group.
 func (r *Cloud) createGroupCluster(ctx context.Context, req providers.PlaceRequest, dc string, n int, gpu string) (Cluster, error) {
-	if err := r.registerKeys(ctx, req.SSHKeys); err != nil {
+	if err := r.operatorKeyOnly(ctx); err != nil {
 		return Cluster{}, err
 	}
 	image, ports := r.container(req)
@@ -470,7 +494,7 @@ func (r *Cloud) createGroupCluster(ctx context.Context, req providers.PlaceReque
 	return r.createCluster(ctx, CreateClusterRequest{Name: req.GroupName, Type: "APPLICATION",
 		Compute:       ClusterCompute{GPUTypeID: gpu, GPUCountPerPod: n, PodCount: req.Count},
 		DataCenterIDs: []string{dc}, StartSSH: true, Image: image, Args: ContainerArgs(script), Disk: r.cfg.DiskGB,
-		Ports: ports, Env: map[string]string{EnvGroup: req.GroupName}})
+		Ports: ports, Env: map[string]string{EnvGroup: req.GroupName, EnvPublicKey: r.publicKey(req)}})
 }
 
 // withRollback deletes whatever the group holds after a placement failed
@@ -499,16 +523,34 @@ func (e *membersPending) Error() string {
 // description allows ("null until the index is assigned during
 // provisioning", "omitted until the address is assigned"), never read as
 // rank 0 or as no address.
-func (r *Cloud) members(ctx context.Context, clusterID string, count int) (map[int]Pod, error) {
+//
+// Within a job tick (a providers.Memo in ctx) nothing is waited for: the
+// tick comes back within seconds, and its clusters share one listing
+// (R1): an adopted cluster's members are read from the tick's listing of
+// the account's pods, a cluster just created is read once.
+func (r *Cloud) members(ctx context.Context, group, clusterID string, count int, adopted bool) (map[int]Pod, error) {
 	wait, waited, patience := r.c.Backoff, time.Duration(0), r.cfg.MemberWait
 	if left, ok := cloudkit.TimeLeft(ctx, r.c.Now(), deadlineRoom); ok {
 		patience = max(0, min(patience, left))
 	}
-	for {
+	if providers.HasMemo(ctx) {
+		patience = 0
+	}
+	for first := true; ; first = false {
 		var out struct {
 			Pods []Pod `json:"pods"`
 		}
-		if err := r.c.Do(ctx, opPlace, http.MethodGet, pathClusters+"/"+url.PathEscape(clusterID)+"/pods", nil, &out); err != nil {
+		if first && adopted && providers.HasMemo(ctx) {
+			by, err := r.podsOfTick(ctx, opPlace)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range by[group] {
+				if p.Cluster != nil && p.Cluster.ID == clusterID {
+					out.Pods = append(out.Pods, p)
+				}
+			}
+		} else if err := r.c.Do(ctx, opPlace, http.MethodGet, pathClusters+"/"+url.PathEscape(clusterID)+"/pods", nil, &out); err != nil {
 			return nil, err
 		}
 		byRank, missing := ranked(out.Pods, count)
@@ -557,6 +599,22 @@ func ranked(pods []Pod, count int) (map[int]Pod, string) {
 		}
 	}
 	return byRank, ""
+}
+
+// memoKey names the adapter's listings in a tick's providers.Memo.
+type memoKey struct {
+	cloud *Cloud
+	what  string
+}
+
+// clustersOfTick lists the account's Instant Clusters once a job tick.
+func (r *Cloud) clustersOfTick(ctx context.Context) ([]Cluster, error) {
+	return providers.Remember(ctx, memoKey{r, "clusters"}, func() ([]Cluster, error) { return r.clusters(ctx, opPlace) })
+}
+
+// podsOfTick lists the account's pods once a job tick.
+func (r *Cloud) podsOfTick(ctx context.Context, op string) (map[string][]Pod, error) {
+	return providers.Remember(ctx, memoKey{r, "pods"}, func() (map[string][]Pod, error) { return r.pods(ctx, op) })
 }
 
 // clusterNamed is the account's Instant Cluster named name (zero when none).
@@ -638,32 +696,48 @@ func (r *Cloud) create(ctx context.Context, group string, i int, cr CreatePodReq
 	})
 }
 
-// registerKeys adds the customer's keys to the account's registered set
-// (PUT replaces the whole set, so the current keys are kept), which
-// startSsh installs in every pod.
-func (r *Cloud) registerKeys(ctx context.Context, keys []string) error {
-	if len(keys) == 0 {
+// publicKey is the PUBLIC_KEY of the group's pods: exactly the keys its
+// own cluster trusts (the customer's selected keys, then the operator's),
+// one a line. Set in the create, it is what startSsh installs: the
+// description injects the account's registered keys only "unless the
+// request already sets one", so no other customer's key reaches the pod.
+func (r *Cloud) publicKey(req providers.PlaceRequest) string {
+	var keys []string
+	for _, k := range append(slices.Clone(req.SSHKeys), r.cfg.OperatorKey) {
+		if k = strings.TrimSpace(k); k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return strings.Join(keys, "\n")
+}
+
+// operatorKeyOnly makes the account's registered SSH keys exactly the
+// operator's (PUT replaces the whole set), once per adapter: the keys an
+// earlier version registered for customers are removed, and none is ever
+// added. Without an operator key the set is left as it is.
+func (r *Cloud) operatorKeyOnly(ctx context.Context) error {
+	op := strings.TrimSpace(r.cfg.OperatorKey)
+	if op == "" {
 		return nil
 	}
 	r.keys.Lock()
 	defer r.keys.Unlock()
+	if r.keysSet {
+		return nil
+	}
 	var cur struct {
 		Keys []string `json:"keys"`
 	}
 	if err := r.c.Do(ctx, opPlace, http.MethodGet, pathSSHKeys, nil, &cur); err != nil {
 		return err
 	}
-	next := slices.Clone(cur.Keys)
-	for _, k := range keys {
-		k = strings.TrimSpace(k)
-		if k != "" && !slices.ContainsFunc(next, func(c string) bool { return strings.TrimSpace(c) == k }) {
-			next = append(next, k)
+	if len(cur.Keys) != 1 || strings.TrimSpace(cur.Keys[0]) != op {
+		if err := r.c.Do(ctx, opPlace, http.MethodPut, pathSSHKeys, map[string][]string{"keys": {op}}, &cur); err != nil {
+			return err
 		}
 	}
-	if len(next) == len(cur.Keys) {
-		return nil
-	}
-	return r.c.Do(ctx, opPlace, http.MethodPut, pathSSHKeys, map[string][]string{"keys": next}, &cur)
+	r.keysSet = true
+	return nil
 }
 
 // pods lists the account's pods, Instant Cluster members included (one
@@ -695,6 +769,9 @@ func alive(p Pod) bool { return p.Status != StatusTerminated }
 // before the endpoint exists).
 func node(p Pod, i int) providers.Node {
 	n := providers.Node{ID: p.ID, Index: i, SSHUser: SSHUser}
+	if p.Cost > 0 { // "current cost in USD per hour" (0 while stopped)
+		n.MachineHourUSD = microUSD(p.Cost)
+	}
 	if d := p.SSH.Direct; d != nil {
 		n.PublicHost, n.SSHPort = d.Host, d.Port
 		if d.Username != "" {
@@ -732,9 +809,10 @@ func (r *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.
 	return providers.DescribeOne(ctx, Name, opDescribe, "pod", groupName, r.DescribeGroups)
 }
 
-// DescribeGroups reports many groups with one list call (R1).
+// DescribeGroups reports many groups with one list call (R1), one a job
+// tick.
 func (r *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
-	by, err := r.pods(ctx, opDescribe)
+	by, err := r.podsOfTick(ctx, opDescribe)
 	if err != nil {
 		return nil, err
 	}
@@ -819,6 +897,7 @@ func (r *Cloud) PlaceNode(ctx context.Context, groupName string, index int, req 
 // pod RunPod no longer knows, of another group or already gone, is success.
 func (r *Cloud) ReleaseNode(ctx context.Context, groupName, nodeID string) error {
 	defer r.locks.Lock(groupName)()
+	ctx = cloudkit.Urgent(ctx) // a release spends the budget's reserve
 	by, err := r.pods(ctx, opReleaseNode)
 	if err != nil {
 		return err
@@ -847,6 +926,7 @@ func (r *Cloud) TerminateGroup(ctx context.Context, groupName string) error {
 }
 
 func (r *Cloud) terminate(ctx context.Context, groupName string) error {
+	ctx = cloudkit.Urgent(ctx) // a terminate spends the budget's reserve, and reads afresh
 	by, err := r.pods(ctx, opTerminate)
 	if err != nil {
 		return err

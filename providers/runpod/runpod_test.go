@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,14 +150,15 @@ func TestListOffers(t *testing.T) {
 
 // A placement creates one pod per machine in the offer's data center, each
 // with its own agent token in the container's command, the group and rank
-// in its environment, SSH on; the customer's key joins the account's keys
-// without dropping the others. Pods only count as running once RunPod
+// in its environment, SSH on with the cluster's own keys in PUBLIC_KEY; the
+// account's registered keys are left as they are (no operator key is
+// configured) and never added to. Pods only count as running once RunPod
 // publishes their SSH endpoint.
 func TestPlaceGroup(t *testing.T) {
 	e := newEnv(t)
 	e.fake.Stock[fake.Cap{GPU: h100, DC: "US-TX-3"}] = 16
 	req := request("cl_a", "US-TX-3", 2)
-	// An operator's key already registered stays registered.
+	// An operator's key already registered stays registered, alone.
 	put, _ := http.NewRequest(http.MethodPut, e.url+"/v2/account/ssh-keys", strings.NewReader(`{"keys":["ssh-ed25519 AAAAoperator op@desk"]}`))
 	put.Header.Set("Content-Type", "application/json")
 	put.Header.Set("Authorization", "Bearer "+testKey)
@@ -170,13 +172,13 @@ func TestPlaceGroup(t *testing.T) {
 	if len(g.Nodes) != 2 || g.Location != "US-TX-3" || g.Nodes[0].State != providers.NodePending {
 		t.Fatalf("group %+v", g)
 	}
-	if keys := e.fake.SSHKeys(); !slices.Equal(keys, []string{"ssh-ed25519 AAAAoperator op@desk", req.SSHKeys[0]}) {
+	if keys := e.fake.SSHKeys(); !slices.Equal(keys, []string{"ssh-ed25519 AAAAoperator op@desk"}) {
 		t.Errorf("registered keys %q", keys)
 	}
 	for i, c := range e.fake.Creates() {
 		if !slices.Equal(c.DataCenterIDs, []string{"US-TX-3"}) || c.GPU.ID != h100 || c.GPU.Count != 8 || !c.StartSSH ||
 			c.Env[runpod.EnvGroup] != "cl_a" || c.Env[runpod.EnvIndex] != string(rune('0'+i)) || c.Name != "cl_a-"+string(rune('0'+i)) ||
-			c.Image != runpod.DefaultImage || !slices.Contains(c.Ports, "22/tcp") {
+			c.Image != runpod.DefaultImage || !slices.Contains(c.Ports, "22/tcp") || c.Env[runpod.EnvPublicKey] != req.SSHKeys[0] {
 			t.Errorf("create %d: %+v", i, c)
 		}
 		enc := strings.TrimSuffix(strings.TrimPrefix(c.Args, "sh -c 'echo "), " | base64 -d | sh'")
@@ -278,7 +280,7 @@ func TestErrors(t *testing.T) {
 // The minute window is respected: when RunPod says a window has no
 // request left, the adapter waits for its reset instead of drawing 429s.
 func TestRateLimitWindow(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, func(c *runpod.Config) { c.Reserve = -1 })
 	e.fake.PerMinute = 3
 	for range 7 {
 		if _, err := e.cloud.DescribeGroups(ctx, []string{"a"}); err != nil {
@@ -290,6 +292,42 @@ func TestRateLimitWindow(t *testing.T) {
 	}
 	if s := e.clk.Slept(); len(s) != 2 {
 		t.Errorf("waits %v: want one per spent window", s)
+	}
+}
+
+// When the minute window runs short, terminates go first (L7): the last
+// requests of the window (Reserve) are kept for releases, so a terminate
+// goes out at once while a placement of the same tick waits for the reset
+// (here past the tick's deadline: nothing is created, the next tick goes
+// on).
+func TestTerminatesGoFirstWhenBudgetShort(t *testing.T) {
+	e := newEnv(t) // the default reserve: 6
+	e.fake.Stock[fake.Cap{GPU: h100, DC: "US-TX-3"}] = 8 * 8
+	if _, err := e.cloud.PlaceGroup(ctx, request("cl_gone", "US-TX-3", 1)); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(time.Minute) // a new window
+	e.fake.PerMinute = 10
+	for range 4 { // the budget runs short: 6 left, the terminate's 3 and enough for a placement
+		if _, err := e.cloud.DescribeGroups(ctx, []string{"cl_gone"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.clk.Now()
+	if err := e.cloud.TerminateGroup(ctx, "cl_gone"); err != nil {
+		t.Fatal(err)
+	}
+	if e.fake.Requests("DELETE /v2/pods/"+"pod0000001x") != 1 || len(e.fake.Live()) != 0 || !e.clk.Now().Equal(before) {
+		t.Fatalf("the terminate waited or did not go out: %d deletes, %d live, waited %s",
+			e.fake.Requests("DELETE /v2/pods/pod0000001x"), len(e.fake.Live()), e.clk.Now().Sub(before))
+	}
+	tick, cancel := e.clk.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := e.cloud.PlaceGroup(tick, request("cl_new", "US-TX-3", 1)); err == nil {
+		t.Fatal("a placement spent the terminates' reserve")
+	}
+	if n := e.fake.Requests("POST /v2/pods"); n != 1 || e.fake.TooMany() != 0 {
+		t.Errorf("%d creates (want the first alone), %d answers 429", n, e.fake.TooMany())
 	}
 }
 
@@ -358,27 +396,71 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// Two placements at once, each with its customer's key, keep both keys:
-// the account's key set is replaced as a whole, so its read-modify-write
-// is serialised.
-func TestConcurrentKeyRegistration(t *testing.T) {
-	e := newEnv(t)
-	e.fake.Stock[fake.Cap{GPU: h100, DC: "US-TX-3"}] = 8 * 8
-	errs := make(chan error, 8)
-	for i := range 8 {
-		go func() {
-			req := request("cl_k"+string(rune('a'+i)), "US-TX-3", 1)
-			req.SSHKeys = []string{"ssh-ed25519 AAAAkey" + string(rune('a'+i)) + " user@host"}
-			_, err := e.cloud.PlaceGroup(ctx, req)
-			errs <- err
-		}()
-	}
-	for range 8 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if keys := e.fake.SSHKeys(); len(keys) != 8 {
-		t.Errorf("%d keys registered of 8: %q", len(keys), keys)
+// Two customers on one RunPod account (A3, X19, OP1): each pod and
+// each Instant Cluster member trusts exactly its own cluster's keys and
+// the operator's, never the other customer's. RunPod's startSsh installs
+// every key registered on the account unless the create sets PUBLIC_KEY
+// (the description, played by the fake): the adapter sets it on every
+// create, registers no customer key, and with an operator key configured
+// leaves only that key registered, removing the customer keys an earlier
+// version added. Placements run at once, both ways of placing.
+func TestTwoCustomersKeysStayApart(t *testing.T) {
+	const op, old = "ssh-ed25519 AAAAoperator op@desk", "ssh-ed25519 AAAAstale carol@old"
+	for _, operator := range []string{op, ""} {
+		t.Run("operator key "+strconv.FormatBool(operator != ""), func(t *testing.T) {
+			e := newEnv(t, func(c *runpod.Config) { c.OperatorKey = operator })
+			cp := fake.Cap{GPU: h100, DC: "US-TX-3"}
+			e.fake.Stock[cp], e.fake.ClusterCaps[cp] = 8*8, true
+			e.fake.Stock[fake.Cap{GPU: h100, DC: "US-KS-2"}] = 8 * 8
+			e.fake.SetSSHKeys(old) // a customer's key an earlier version registered
+			keys := map[string]string{}
+			errs := make(chan error, 4)
+			for i, shape := range []struct {
+				dc      string
+				cluster bool
+			}{{"US-TX-3", true}, {"US-KS-2", false}, {"US-TX-3", true}, {"US-KS-2", false}} {
+				group := "cl_org" + string(rune('a'+i))
+				keys[group] = "ssh-ed25519 AAAAkey" + string(rune('a'+i)) + " user" + strconv.Itoa(i) + "@org" + strconv.Itoa(i)
+				req := request(group, shape.dc, 2)
+				req.SSHKeys = []string{keys[group]}
+				if shape.cluster {
+					req.Agent.Token = "cdb_" + group
+				}
+				go func() {
+					_, err := e.cloud.PlaceGroup(ctx, req)
+					errs <- err
+				}()
+			}
+			for range 4 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if e.fake.Requests("POST /v2/clusters") != 2 || e.fake.Requests("POST /v2/pods") != 4 {
+				t.Fatalf("%d cluster creates, %d pod creates: want 2 and 4", e.fake.Requests("POST /v2/clusters"), e.fake.Requests("POST /v2/pods"))
+			}
+			trusted := e.fake.Trusted()
+			if len(trusted) != 8 {
+				t.Fatalf("%d pods: %v", len(trusted), trusted)
+			}
+			for name, got := range trusted {
+				group := name[:strings.LastIndex(name, "-")]
+				want := []string{keys[group]}
+				if operator != "" {
+					want = append(want, operator)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("pod %s trusts %q, want exactly its cluster's %q", name, got, want)
+				}
+			}
+			registered := e.fake.SSHKeys()
+			want := []string{old}
+			if operator != "" {
+				want = []string{operator}
+			}
+			if !slices.Equal(registered, want) {
+				t.Errorf("the account's registered keys are %q, want %q", registered, want)
+			}
+		})
 	}
 }

@@ -8,8 +8,6 @@ const (
 	pathTypes     = "/instances/types"
 	pathInstances = "/instances"
 	pathCreate    = "/instances/create"
-	pathSSHKeys   = "/sshkeys"
-	pathAddSSHKey = "/sshkeys/add"
 )
 
 // Operation names on errors (providers.Error.Op).

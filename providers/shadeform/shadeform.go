@@ -17,9 +17,7 @@ package shadeform
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -57,6 +55,11 @@ type Config struct {
 	Clouds  []string // SHADEFORM_CLOUDS: upstream clouds sold; empty = all
 	Regions []string // SHADEFORM_REGIONS: regions sold; empty = all
 	Agent   bootstrap.AgentInstall
+	// SSHKeyID is the operator's Shadeform key (SHADEFORM_SSH_KEY_ID)
+	// every create names; empty = the account's default key. Customers'
+	// keys are never registered on the account: each machine gets its own
+	// cluster's keys from its start-up (the agent installs them).
+	SSHKeyID string
 
 	HTTPClient *http.Client
 	Now        func() time.Time
@@ -260,10 +263,6 @@ func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, c
 		return &providers.Error{Class: providers.ErrNoCapacity, Provider: Name, Op: opPlace, Location: region,
 			Message: fmt.Sprintf("no %s of %s available in %s", typ, cloud, region)}
 	}
-	keyID, err := s.sshKey(ctx, req.SSHKeys)
-	if err != nil {
-		return err
-	}
 	for i := 0; i < req.Count; i++ {
 		if _, ok := have[i]; ok {
 			continue
@@ -276,7 +275,7 @@ func (s *Cloud) createMissing(ctx context.Context, req providers.PlaceRequest, c
 			return &providers.Error{Class: providers.ErrValidation, Provider: Name, Op: opPlace, Location: region, Message: err.Error()}
 		}
 		cr := CreateRequest{Cloud: cloud, Region: region, ShadeInstanceType: typ, ShadeCloud: true, Name: cloudkit.MemberName(req.GroupName, i),
-			SSHKeyID: keyID, Tags: []string{TagGroup + req.GroupName, TagIndex + strconv.Itoa(i)},
+			SSHKeyID: s.cfg.SSHKeyID, Tags: []string{TagGroup + req.GroupName, TagIndex + strconv.Itoa(i)},
 			LaunchConfiguration: &LaunchConfiguration{Type: "script",
 				ScriptConfiguration: &ScriptConfiguration{Base64Script: base64.StdEncoding.EncodeToString([]byte(script))}}}
 		in, err := s.create(ctx, req.GroupName, i, cr)
@@ -317,35 +316,6 @@ func (s *Cloud) create(ctx context.Context, group string, i int, cr CreateReques
 	})
 }
 
-// sshKey is the id of the customer's first key, registered when absent;
-// empty (Shadeform's default key) when the placement has none.
-func (s *Cloud) sshKey(ctx context.Context, keys []string) (string, error) {
-	if len(keys) == 0 {
-		return "", nil
-	}
-	pub := strings.TrimSpace(keys[0])
-	var list struct {
-		SSHKeys []SSHKey `json:"ssh_keys"`
-	}
-	if err := s.c.Do(ctx, opPlace, http.MethodGet, pathSSHKeys, nil, &list); err != nil {
-		return "", err
-	}
-	for _, k := range list.SSHKeys {
-		if strings.TrimSpace(k.PublicKey) == pub {
-			return k.ID, nil
-		}
-	}
-	sum := sha256.Sum256([]byte(pub))
-	var added struct {
-		ID string `json:"id"`
-	}
-	if err := s.c.Do(ctx, opPlace, http.MethodPost, pathAddSSHKey,
-		map[string]string{"name": "clusterdeck-" + hex.EncodeToString(sum[:8]), "public_key": pub}, &added); err != nil {
-		return "", err
-	}
-	return added.ID, nil
-}
-
 // instances lists the account's instances (one call, not paginated) by group tag.
 func (s *Cloud) instances(ctx context.Context, op string) (map[string][]Instance, error) {
 	var out struct {
@@ -374,7 +344,7 @@ func alive(in Instance) bool { return in.Status != StatusDeleting && in.Status !
 // node maps an instance onto the neutral node: running once active with
 // its address and SSH port.
 func node(in Instance, i int) providers.Node {
-	n := providers.Node{ID: in.ID, Index: i, SSHUser: in.SSHUser}
+	n := providers.Node{ID: in.ID, Index: i, SSHUser: in.SSHUser, MachineHourUSD: in.HourlyPrice * 10_000} // cents per machine-hour
 	if in.Status == StatusActive && in.IP != "" && in.SSHPort > 0 {
 		n.PublicHost, n.SSHPort = in.IP, in.SSHPort
 	}
@@ -403,7 +373,8 @@ func (s *Cloud) DescribeGroup(ctx context.Context, groupName string) (providers.
 
 // DescribeGroups reports many groups with one list call (R1).
 func (s *Cloud) DescribeGroups(ctx context.Context, groupNames []string) (map[string]providers.Group, error) {
-	by, err := s.instances(ctx, opDescribe)
+	// One listing a job tick for every cluster it describes (R1).
+	by, err := providers.Remember(ctx, describeMemo{s}, func() (map[string][]Instance, error) { return s.instances(ctx, opDescribe) })
 	if err != nil {
 		return nil, err
 	}
@@ -491,3 +462,6 @@ func (s *Cloud) terminate(ctx context.Context, groupName string) error {
 	}
 	return nil
 }
+
+// describeMemo names the account's listing in a job tick's providers.Memo.
+type describeMemo struct{ cloud *Cloud }

@@ -134,9 +134,10 @@ func TestListOffers(t *testing.T) {
 }
 
 // A placement creates one machine per rank with the same cloud, type and
-// region, tags for the group and the rank, the customer's key registered
-// once, and a start-up script holding that machine's token; machines are
-// running only once active with their address.
+// region, tags for the group and the rank, no customer key registered on
+// the account (the create names the account's default key), and a
+// start-up script holding that machine's token; machines are running only
+// once active with their address.
 func TestPlaceGroup(t *testing.T) {
 	e := newEnv(t)
 	e.fake.Capacity[fake.Cap{Cloud: "lambdalabs", Type: h100, Region: "us-east-1"}] = 2
@@ -145,12 +146,11 @@ func TestPlaceGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks := e.fake.SSHKeys()
-	if len(ks) != 1 || ks[0].PublicKey != req.SSHKeys[0] {
-		t.Fatalf("keys %+v", ks)
+	if ks := e.fake.SSHKeys(); len(ks) != 0 {
+		t.Fatalf("keys registered: %+v", ks)
 	}
 	for i, c := range e.fake.Creates() {
-		if c.Cloud != "lambdalabs" || c.Region != "us-east-1" || c.ShadeInstanceType != h100 || !c.ShadeCloud || c.SSHKeyID != ks[0].ID ||
+		if c.Cloud != "lambdalabs" || c.Region != "us-east-1" || c.ShadeInstanceType != h100 || !c.ShadeCloud || c.SSHKeyID != "" ||
 			c.Name != "cl_a-"+string(rune('0'+i)) || !slices.Equal(c.Tags, []string{"clusterdeck-group=cl_a", "clusterdeck-index=" + string(rune('0'+i))}) ||
 			c.LaunchConfiguration == nil || c.LaunchConfiguration.Type != "script" {
 			t.Errorf("create %d: %+v", i, c)
@@ -169,11 +169,6 @@ func TestPlaceGroup(t *testing.T) {
 	g, err = e.cloud.DescribeGroup(ctx, "cl_a")
 	if err != nil || g.Nodes[1].State != providers.NodeRunning || g.Nodes[1].PublicHost == "" || g.Nodes[1].SSHPort != 22 || g.Nodes[1].SSHUser != "shadeform" {
 		t.Fatalf("active: %+v %v", g, err)
-	}
-	// A second placement with the same key registers nothing new.
-	e.fake.Capacity[fake.Cap{Cloud: "lambdalabs", Type: h100, Region: "us-east-1"}] = 1
-	if _, err := e.cloud.PlaceGroup(ctx, request("cl_b", "lambdalabs", "us-east-1", 1)); err != nil || len(e.fake.SSHKeys()) != 1 {
-		t.Fatalf("second placement: %v, keys %d", err, len(e.fake.SSHKeys()))
 	}
 	if err := e.cloud.TerminateGroup(ctx, "cl_a"); err != nil {
 		t.Fatal(err)
@@ -325,5 +320,67 @@ func TestRestartConflictIsTransient(t *testing.T) {
 	}
 	if err := cloud.RestartNode(ctx, "cl_r", g.Nodes[0].ID); !errors.Is(err, providers.ErrTransient) {
 		t.Errorf("409 on restart: %v", err)
+	}
+}
+
+// Two customers on one Shadeform account (A3, X19, OP1): a create
+// names one account key, the operator's (SHADEFORM_SSH_KEY_ID), never a
+// customer's, and no customer key is registered; each machine's own
+// cluster keys travel in its start-up script (the agent installs them),
+// never another customer's.
+func TestTwoCustomersKeysStayApart(t *testing.T) {
+	const op = "5e1f0a2b-0000-4000-8000-00000000000f"
+	e := newEnv(t, func(c *shadeform.Config) { c.SSHKeyID = op })
+	e.fake.AddSSHKey("ssh-default-customer", "customer-default", "ssh-ed25519 AAAAstale carol@old") // the default
+	e.fake.AddSSHKey(op, "operator", "ssh-ed25519 AAAAoperator op@desk")
+	e.fake.Capacity[fake.Cap{Cloud: "lambdalabs", Type: h100, Region: "us-east-1"}] = 4
+	keys := map[string]string{"cl_orga": "ssh-ed25519 AAAAkeya alice@orga", "cl_orgb": "ssh-ed25519 AAAAkeyb bob@orgb"}
+	ids := map[string][]string{}
+	for group, key := range keys {
+		req := request(group, "lambdalabs", "us-east-1", 2)
+		req.SSHKeys = []string{key}
+		g, err := e.cloud.PlaceGroup(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range g.Nodes {
+			ids[group] = append(ids[group], n.ID)
+		}
+	}
+	if ks := e.fake.SSHKeys(); len(ks) != 2 {
+		t.Errorf("the account's keys are %+v: no customer key may be added", ks)
+	}
+	trusted := e.fake.Trusted()
+	if len(trusted) != 4 {
+		t.Fatalf("machines %v", trusted)
+	}
+	for name, k := range trusted {
+		if k != "ssh-ed25519 AAAAoperator op@desk" {
+			t.Errorf("machine %s was created with key %q, want the operator's", name, k)
+		}
+	}
+	for group := range keys {
+		for _, id := range ids[group] {
+			script := e.fake.Script(id)
+			for other, okey := range keys {
+				if has := strings.Contains(script, strings.Fields(okey)[1]); has != (other == group) {
+					t.Errorf("machine %s of %s: start-up holds %s's key: %v", id, group, other, has)
+				}
+			}
+		}
+	}
+}
+
+// The price Shadeform bills is read after create (OP1, Q2): a described
+// machine carries its hourly price.
+func TestDescribeReportsBilledPrice(t *testing.T) {
+	e := newEnv(t)
+	e.fake.Capacity[fake.Cap{Cloud: "lambdalabs", Type: h100, Region: "us-east-1"}] = 2
+	if _, err := e.cloud.PlaceGroup(ctx, request("cl_p", "lambdalabs", "us-east-1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.cloud.DescribeGroup(ctx, "cl_p")
+	if err != nil || len(g.Nodes) != 2 || g.Nodes[1].MachineHourUSD != 2392*10_000 || g.MachineHourUSD() != 2392*10_000 {
+		t.Fatalf("billed price %+v %v, want $23.92 per machine-hour", g, err)
 	}
 }

@@ -503,7 +503,9 @@ echo $! > "$d/agent.pid"
 
 // cleanScript stops the agent of the group in $d and what it started
 // (the software's daemons), waits for them to end (bounded: 10 s, then
-// SIGKILL), and removes the cluster's files.
+// SIGKILL), removes the cluster's files and the cluster's SSH keys (the
+// next cluster on the machine, another customer's maybe, must not trust
+// them: A3).
 const cleanScript = `set +e
 pids=""
 if [ -s "$d/agent.pid" ]; then a=$(cat "$d/agent.pid"); kill -TERM -- "-$a" 2>/dev/null || kill "$a" 2>/dev/null; pids="$a"; fi
@@ -524,7 +526,7 @@ rm -rf "$d" /etc/clusterdeck /etc/profile.d/clusterdeck.sh /etc/default/slurmd /
   /var/spool/slurmctld/* /var/spool/slurmd/*
 [ -f /etc/bash.bashrc ] && sed -i '\#^\. /etc/clusterdeck/env$#d' /etc/bash.bashrc
 [ -f /etc/hosts ] && sed -i '/^# BEGIN clusterdeck$/,/^# END clusterdeck$/d' /etc/hosts
-exit 0
+` + providers.RemoveKeysScript + `exit 0
 `
 
 // startAgent copies the agent binary (checking its SHA-256 on the

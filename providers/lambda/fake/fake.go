@@ -97,6 +97,7 @@ type Server struct {
 type instance struct {
 	lambda.Instance
 	userData      string
+	trusted       string // the public key of the account key the launch named
 	created       time.Time
 	terminatedAt  time.Time
 	restartUntil  time.Time
@@ -184,6 +185,20 @@ func (s *Server) SetStatus(id, status string) {
 	if in, ok := s.instances[id]; ok {
 		in.Status, in.bootUnhealthy = status, false
 	}
+}
+
+// Trusted returns the account key each live instance was launched with
+// (its public key), by instance name; the keys of its user_data come on top.
+func (s *Server) Trusted() map[string]string {
+	s.Lock()
+	defer s.Unlock()
+	out := map[string]string{}
+	for _, in := range s.instances {
+		if in.Status != lambda.StatusTerminating && in.Status != lambda.StatusTerminated {
+			out[in.Name] = in.trusted
+		}
+	}
+	return out
 }
 
 // AddSSHKey registers a key as if made in Lambda's dashboard.
@@ -458,6 +473,11 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, now time.Time) {
 		InstanceType: s.Types[req.InstanceTypeName], Tags: req.Tags,
 		JupyterToken: strings.Repeat("0", 32)},
 		userData: req.UserData, created: now, num: s.seq}
+	for _, k := range s.keys {
+		if k.Name == req.SSHKeyNames[0] {
+			in.trusted = k.PublicKey // Lambda installs the named key at launch
+		}
+	}
 	in.Actions = s.actions(in, now)
 	if s.instances == nil {
 		s.instances = map[string]*instance{}

@@ -85,6 +85,10 @@ type Server struct {
 	// product=CLUSTER where it differs from the pods' (GraphQL's
 	// clusterPrice is its own field).
 	ClusterPrices map[string]float64
+	// Billed is the per-GPU price pods of a GPU type are billed at (their
+	// cost) where it differs from the catalog's: a cloud billing above the
+	// price it listed.
+	Billed map[string]float64
 	// PerMinute is the minute window's quota (0 = none): beyond it, 429
 	// with Retry-After until the window resets.
 	PerMinute int
@@ -108,6 +112,9 @@ type pod struct {
 	ip     string
 	rankAt time.Time
 	listAt time.Time // a member is listed from then on
+	// trusted is the SSH keys startSsh installed in the pod (what its
+	// sshd accepts).
+	trusted []string
 }
 
 // unlisted: an Instant Cluster's member not listed yet (ListDelay).
@@ -200,6 +207,27 @@ func (s *Server) SetStatus(id, status string) {
 		p.Status, p.readyAt = status, time.Time{}
 		p.Actions = actions(status)
 	}
+}
+
+// Trusted returns the SSH keys each live pod accepts, by pod name: as the
+// description says of startSsh, the create's own PUBLIC_KEY when it sets
+// one, else every key the account had registered at the create; none
+// without startSsh or while the account has no key registered.
+func (s *Server) Trusted() map[string][]string {
+	s.Lock()
+	defer s.Unlock()
+	out := map[string][]string{}
+	for _, p := range s.pods {
+		out[p.Name] = slices.Clone(p.trusted)
+	}
+	return out
+}
+
+// SetSSHKeys registers keys on the account, as its holder would.
+func (s *Server) SetSSHKeys(keys ...string) {
+	s.Lock()
+	defer s.Unlock()
+	s.keys = slices.Clone(keys)
 }
 
 // SSHKeys returns the account's registered keys.
@@ -537,15 +565,38 @@ func (s *Server) newPod(in runpod.CreatePodRequest, dc string, k int) *pod {
 	p.DataCenterID = &dc
 	cuda := "12.8"
 	p.CudaVersion = &cuda
-	p.Cost = s.GPUs[k].Price.Secure * float64(in.GPU.Count)
+	p.Cost = s.price(in.GPU.ID) * float64(in.GPU.Count)
 	p.Mounts = map[string]any{}
 	p.CreatedAt = now.UTC().Format(time.RFC3339)
+	if in.StartSSH && len(s.keys) > 0 {
+		// "injects a PUBLIC_KEY environment variable carrying your
+		// account's registered SSH public keys, unless the request already
+		// sets one. Requires registered keys — with none registered the
+		// flag does nothing and the pod has no SSH access."
+		if pub, ok := in.Env[runpod.EnvPublicKey]; ok {
+			for _, k := range strings.Split(pub, "\n") {
+				if k = strings.TrimSpace(k); k != "" {
+					p.trusted = append(p.trusted, k)
+				}
+			}
+		} else {
+			p.trusted = slices.Clone(s.keys)
+		}
+	}
 	if s.pods == nil {
 		s.pods = map[string]*pod{}
 	}
 	s.pods[p.ID] = p
 	s.order = append(s.order, p.ID)
 	return p
+}
+
+// price is the per-GPU price a pod of gpu is billed at.
+func (s *Server) price(gpu string) float64 {
+	if v, ok := s.Billed[gpu]; ok {
+		return v
+	}
+	return s.GPUs[slices.IndexFunc(s.GPUs, func(g runpod.GpuType) bool { return g.ID == gpu })].Price.Secure
 }
 
 // cluster is c with its pod counts and primary as they are now.
@@ -655,7 +706,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	s.corder = append(s.corder, cl.ID)
 	for rank := 0; rank < c.PodCount; rank++ {
 		p := s.newPod(runpod.CreatePodRequest{Name: fmt.Sprintf("%s-%d", in.Name, rank), Image: in.Image, Args: in.Args, Disk: in.Disk,
-			Ports: in.Ports, Env: in.Env, GPU: &runpod.GPUConfig{ID: c.GPUTypeID, Count: c.GPUCountPerPod}}, dc, k)
+			Ports: in.Ports, Env: in.Env, StartSSH: in.StartSSH, GPU: &runpod.GPUConfig{ID: c.GPUTypeID, Count: c.GPUCountPerPod}}, dc, k)
 		p.rank, p.ip, p.rankAt = rank, fmt.Sprintf("10.%d.0.%d", octet, rank+2), s.Now().Add(s.RankDelay)
 		p.listAt = s.Now().Add(s.ListDelay)
 		p.Cluster = &runpod.PodCluster{ID: cl.ID}
@@ -713,7 +764,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, p *pod) {
 		p.SSH.Direct, p.SSH.Proxy = nil, nil
 	case "start":
 		p.Status, p.readyAt = runpod.StatusStarting, now.Add(s.StartDelay)
-		p.Cost = float64(p.GPU.Count) * s.GPUs[slices.IndexFunc(s.GPUs, func(g runpod.GpuType) bool { return g.ID == p.GPU.ID })].Price.Secure
+		p.Cost = float64(p.GPU.Count) * s.price(p.GPU.ID)
 	case "restart":
 		// The pod stays RUNNING throughout.
 	case "terminate":

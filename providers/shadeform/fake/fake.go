@@ -111,6 +111,35 @@ type instance struct {
 	shadeform.Instance
 	created, deletedAt time.Time
 	num                int
+	// trusted is the account key the create installed: the one it named,
+	// else the account's default.
+	trusted string
+}
+
+// ManagedKey stands for Shadeform's managed key, the account's default
+// while no key of its own is registered.
+// (its id ManagedKeyID).
+const ManagedKey, ManagedKeyID = "shadeform-managed-key", "00000000-0000-4000-8000-5ade0f000000"
+
+// Trusted returns the account key each live machine was created with, by
+// machine name (the keys of its start-up script come on top).
+func (s *Server) Trusted() map[string]string {
+	s.Lock()
+	defer s.Unlock()
+	out := map[string]string{}
+	for _, in := range s.instances {
+		if in.Status != shadeform.StatusDeleted {
+			out[in.Name] = in.trusted
+		}
+	}
+	return out
+}
+
+// AddSSHKey registers a key with id on the account, as its holder would.
+func (s *Server) AddSSHKey(id, name, pub string) {
+	s.Lock()
+	defer s.Unlock()
+	s.keys = append(s.keys, shadeform.SSHKey{ID: id, Name: name, PublicKey: pub, IsDefault: len(s.keys) == 0})
 }
 
 // Catalog is the spec's instance type example (hyperstack A6000) plus an
@@ -464,6 +493,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	inst.Configuration.OS = "ubuntu22.04_cuda12.2_shade_os"
 	inst.SSHUser, inst.Status, inst.CostEstimate, inst.HourlyPrice = "shadeform", shadeform.StatusCreating, "0.0", t.HourlyPrice
 	inst.SSHKeyID, inst.LaunchConfiguration, inst.Tags = in.SSHKeyID, in.LaunchConfiguration, in.Tags
+	inst.trusted, inst.SSHKeyID = ManagedKey, ManagedKeyID
+	for _, k := range s.keys {
+		if k.ID == in.SSHKeyID || (in.SSHKeyID == "" && k.IsDefault) {
+			inst.trusted, inst.SSHKeyID = k.PublicKey, k.ID
+		}
+	}
 	inst.CreatedAt = now.UTC().Format(time.RFC3339)
 	// deleted_at is required and a date-time in the description: an
 	// instance not deleted carries the zero time, as Go services send it.
