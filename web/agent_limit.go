@@ -60,7 +60,8 @@ const (
 const RefusalHold = time.Second
 
 // maxLimiterBuckets is how many buckets a limiter keeps before it drops
-// the refilled ones early (tokens nobody knows cost a bucket each).
+// the refilled ones early (strangers' addresses cost a bucket each; a
+// refilled bucket dropped loses nothing).
 const maxLimiterBuckets = 10_000
 
 // logLimiter holds one bucket per node; buckets of nodes quiet for an hour
