@@ -499,3 +499,66 @@ func TestAbuseOpaqueEventIDs(t *testing.T) {
 		}
 	})
 }
+
+// TestAbuseLogStreamsBounded (X19): log streams count with event streams
+// against the same bounds: one API key's MaxStreamsPerKey log streams
+// leave it no event stream and no further log stream (429 with
+// Retry-After), another organisation is not affected, and a log stream
+// whose client left gives its slot back.
+func TestAbuseLogStreamsBounded(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		app := newTestApp(t, db)
+		acc := app.signupAccount("logstreams@example.com", "Logs")
+		other := app.signupAccount("calm-logs@example.com", "Calm")
+		tok, otherTok := apiKeyFor(t, app, acc), apiKeyFor(t, app, other)
+		cl, oc := launchFor(t, app, acc, "logged"), launchFor(t, app, other, "calm")
+		srv := httptest.NewServer(app.e)
+		t.Cleanup(srv.Close)
+		open := func(key, path string) (*http.Response, context.CancelFunc) {
+			t.Helper()
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Accept", "text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cancel(); resp.Body.Close() })
+			return resp, cancel
+		}
+		logs := "/v1/gpu/clusters/" + cl.ID + "/logs?node=0"
+		var first context.CancelFunc
+		for i := range MaxStreamsPerKey {
+			resp, cancel := open(tok, logs)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("log stream %d: %d", i+1, resp.StatusCode)
+			}
+			if first == nil {
+				first = cancel
+			}
+		}
+		for _, path := range []string{logs, "/v1/events"} {
+			if resp, _ := open(tok, path); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("%s beyond the key's %d streams: %d", path, MaxStreamsPerKey, resp.StatusCode)
+			}
+		}
+		if resp, _ := open(otherTok, "/v1/gpu/clusters/"+oc.ID+"/logs?node=0"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("another organisation's log stream: %d", resp.StatusCode)
+		}
+		first()
+		deadline := time.Now().Add(30 * time.Second) // a bound for a hung test, not a wait
+		for {
+			resp, _ := open(tok, logs)
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a closed log stream's slot never came back")
+			}
+			resp.Body.Close()
+			runtime.Gosched()
+		}
+	})
+}
