@@ -8,7 +8,7 @@ PGURL    ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 ADDR     ?= 127.0.0.1:8080
 
 .DEFAULT_GOAL := help
-.PHONY: help run walk build generate css templ check-generated lint test test-go test-pg bench load clean
+.PHONY: help run walk build generate css templ check-generated lint test test-go test-pg abuse bench load clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -v pgurl='$(PGURL)' 'BEGIN {FS = ":.*## "}; \
@@ -46,7 +46,7 @@ lint: ## gofmt, go vet, templ fmt, go mod tidy
 	$(GO) vet ./...
 	$(GO) tool templ fmt -fail views
 
-test: check-generated lint test-go ## Every test (PostgreSQL too when TEST_DATABASE_URL is set; about 16 minutes on 2 cores, it prints how long go test ran)
+test: check-generated lint test-go ## Every test, the abuse suite's included (PostgreSQL too when TEST_DATABASE_URL is set; about 16 minutes on 2 cores, it prints how long go test ran)
 
 # testreport prints what go test prints, then one line counting skipped tests
 # (no TEST_DATABASE_URL, no Chromium) and why.
@@ -91,12 +91,19 @@ test-go:
 test-pg: ## Every test with PostgreSQL at $(PGURL)
 	TEST_DATABASE_URL='$(PGURL)' $(MAKE) test
 
+# The abuse suite (X19): each tenant bound's test is named TestAbuse…, in
+# these packages; they are ordinary tests, so `make test` runs them too.
+ABUSE := . ./models/ ./models/publicip/ ./web/ ./jobs/ ./internal/cli/
+
+abuse: ## Only the abuse suite, the TestAbuse… tests of every tenant bound (README, Security); PostgreSQL too when TEST_DATABASE_URL is set
+	$(GO) test $(RACE) -count=1 -run 'TestAbuse' $(ABUSE)
+
 bench: ## Benchmarks: the offers page at 2,000 offers (server time, bytes allocated, SQL statements per request); one billing pass and one health pass over 10,000 clusters × 8 machines, GPU telemetry's storage per machine-day and heartbeat cost at 1,000 machines, on PostgreSQL at $(PGURL)
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench . -benchmem -benchtime=500x -count=3 ./web/
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench . -benchmem ./models/
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkHealthPass -benchtime 3x ./jobs/
 
-load: ## Load test on loopback: the offers page beside a bare handler, 32 clients (stops by itself, about a minute)
+load: ## Load test on loopback: the offers page beside a bare handler, 32 clients; then one tenant's flood beside another, failing over 2× its p99 (stops by itself, about a minute)
 	$(GO) run ./internal/loadtest -clients 32 -duration 3s -timeout 5m
 
 clean: ## Remove build output

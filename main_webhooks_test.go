@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// TestWebhookPosterNeverCallsTheServer: the webhook client as main wires it
+// TestAbuseWebhookPosterNeverCallsTheServer: the webhook client as main wires it
 // never reaches the server's own listening address, in development too
 // (where loopback receivers are allowed), so an endpoint cannot call the
 // server's own /dev/clock or admin routes (A3, X8); another loopback
 // receiver is reached in development and refused in production.
-func TestWebhookPosterNeverCallsTheServer(t *testing.T) {
+func TestAbuseWebhookPosterNeverCallsTheServer(t *testing.T) {
 	var self, other atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { self.Add(1) }))
 	defer srv.Close()

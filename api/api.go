@@ -678,9 +678,11 @@ type ClusterRunOut struct {
 
 // Event is one entry of the event feed (GET /v1/events): a cluster's
 // event with its id, the feed's cursor, and its public type ("" for the
-// entries that only tell the story: node steps, requests, notes).
+// entries that only tell the story: node steps, requests, notes). The id
+// is opaque ("evt_" and 26 letters and digits, the same as the webhook's
+// event id): ask with after=id for the events after it; ids do not sort.
 type Event struct {
-	ID      int64     `json:"id"`
+	ID      string    `json:"id"`
 	Type    string    `json:"type"`
 	Cluster string    `json:"cluster"`
 	At      time.Time `json:"at"`
@@ -691,11 +693,12 @@ type Event struct {
 	Message string    `json:"message"`
 }
 
-// EventList is one page of the feed: ask again with after=next; hasMore
-// says the page was full.
+// EventList is one page of the feed: ask again with after=next (the last
+// event's id, or the cursor asked with when the page is empty; "0" before
+// the first event); hasMore says the page was full.
 type EventList struct {
 	Events  []Event `json:"events"`
-	Next    int64   `json:"next"`
+	Next    string  `json:"next"`
 	HasMore bool    `json:"hasMore"`
 }
 

@@ -17,7 +17,7 @@ import (
 
 // EventsQuery selects events of GET /v1/events.
 type EventsQuery struct {
-	After   int64         // the cursor: events with a larger id (0 = from the first)
+	After   string        // the cursor: the events after this event id ("" or "0" = from the first)
 	Cluster string        // only this cluster's ("" = every cluster of the key's environment)
 	Limit   int           // the most in a page (0 = the server's default, 100)
 	Wait    time.Duration // Events only: hold an empty page up to this long (whole seconds, at most 60 s)
@@ -25,8 +25,8 @@ type EventsQuery struct {
 
 func (q EventsQuery) values() url.Values {
 	v := url.Values{}
-	if q.After > 0 {
-		v.Set("after", strconv.FormatInt(q.After, 10))
+	if q.After != "" {
+		v.Set("after", q.After)
 	}
 	if q.Cluster != "" {
 		v.Set("cluster", q.Cluster)
@@ -58,7 +58,7 @@ func (c *Client) Events(ctx context.Context, q EventsQuery, opts ...Option) (api
 type EventStream struct {
 	body io.ReadCloser
 	sc   *bufio.Scanner
-	Last int64 // the id of the last event Next returned: resume after it
+	Last string // the id of the last event Next returned: resume after it
 }
 
 // FollowEvents opens the event stream: the events after q.After, then each

@@ -12,7 +12,7 @@ import (
 // not running, not found) or on the machine's own agent, which the
 // customer controls (a GPU error it reported, its silence); the down
 // machine carries which, for the track record and quarantine.
-func TestHealthObservationEvidence(t *testing.T) {
+func TestAbuseHealthObservationEvidence(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	recent, old := now.Add(-10*time.Second), now.Add(-time.Hour)
 	running := providers.Group{Nodes: []providers.Node{{Index: 0, State: providers.NodeRunning}}}

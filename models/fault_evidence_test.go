@@ -18,7 +18,7 @@ import (
 // machine nor mark the public track record, however often. The provider's
 // view does; so do the same reports from a second organisation, and then
 // every report of both counts. Each quarantine says which evidence it used.
-func TestTenantReportsAloneNeverQuarantine(t *testing.T) {
+func TestAbuseTenantReportsAloneNeverQuarantine(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		a := newLaunchEnv(t, db, 100_000*models.Micro)

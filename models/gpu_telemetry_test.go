@@ -90,7 +90,7 @@ func TestGPUReportStoresMinutePoints(t *testing.T) {
 
 // Issue 26 item 1: an oversized or malformed report is refused with a
 // clear error and nothing of the heartbeat is kept.
-func TestGPUReportRefusedWhole(t *testing.T) {
+func TestAbuseTelemetryReportRefusedWhole(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 100_000*models.Micro)

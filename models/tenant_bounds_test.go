@@ -37,7 +37,7 @@ func countPoints(t *testing.T, db *gorm.DB, where string, args ...any) int64 {
 // X19: a machine's GPUs are fixed when it registers — the indexes its
 // first nvidia-smi listed, else its offer's GPUsPerNode — and a report
 // naming another index is refused whole: nothing of it is kept.
-func TestGPUReportRefusesGPUsTheMachineDoesNotHave(t *testing.T) {
+func TestAbuseTelemetryRefusesGPUsTheMachineDoesNotHave(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 100_000*models.Micro)
@@ -112,7 +112,7 @@ func TestGPUReportRefusesGPUsTheMachineDoesNotHave(t *testing.T) {
 // X19: points stored per machine-minute are bounded: one per GPU per
 // minute, of at most MaxSamplesPerGPUMinute samples, however many reports
 // repeat that minute.
-func TestGPUPointsAtMostOnePerGPUMinute(t *testing.T) {
+func TestAbuseTelemetryPointsPerGPUMinute(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 100_000*models.Micro)
@@ -156,7 +156,7 @@ func TestGPUPointsAtMostOnePerGPUMinute(t *testing.T) {
 // points stored for indexes a machine does not have (before the check, or
 // written around it) are never in it, and each GPU has at most one point
 // per step.
-func TestGPUSeriesBoundedByRealGPUs(t *testing.T) {
+func TestAbuseTelemetrySeriesBoundedByRealGPUs(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 100_000*models.Micro)

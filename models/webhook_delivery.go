@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"time"
 
@@ -79,9 +78,6 @@ type WebhookClusterStep struct {
 	Message string    `json:"message"`
 }
 
-// ClusterEventID is the public id of a cluster event ("evt_<n>").
-func ClusterEventID(e ClusterEvent) string { return "evt_" + strconv.FormatInt(e.ID, 10) }
-
 // queueClusterWebhooks writes e's deliveries, in the caller's transaction.
 func (s *Store) queueClusterWebhooks(ctx context.Context, c Cluster, e ClusterEvent) error {
 	eps, err := s.webhooksWanting(ctx, c.OrgID, c.EnvID, e.Type)
@@ -96,7 +92,7 @@ func (s *Store) queueClusterWebhooks(ctx context.Context, c Cluster, e ClusterEv
 	}
 	data := WebhookEventData{Cluster: view, Event: WebhookClusterStep{At: e.At, Kind: e.Kind, Status: e.Status,
 		Node: e.Node, Step: e.Step, Message: e.Message}}
-	return s.insertDeliveries(ctx, eps, ClusterEventID(e), e.Type, c.ID, e.At, data)
+	return s.insertDeliveries(ctx, eps, s.PublicEventID(c.OrgID, e.ID), e.Type, c.ID, e.At, data) // the id the feed shows
 }
 
 // queueOrgWebhooks writes a billing event's deliveries to the endpoints of

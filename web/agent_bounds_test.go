@@ -57,7 +57,7 @@ func heartbeat(app *testApp, token, body string) *httptest.ResponseRecorder {
 // heartbeats beyond AgentHeartbeatBurst are refused with 429 and
 // Retry-After, keep nothing, and come back as the bucket refills; another
 // machine's heartbeats are not affected.
-func TestHeartbeatBounds(t *testing.T) {
+func TestAbuseHeartbeatBounds(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		app := newTestAppWith(t, db, func(d *Deps) { d.AgentLimitClock = d.Store.Now })
 		cl, node, token := boundsCluster(t, app, "flood@example.com", "Flood")
@@ -109,7 +109,7 @@ func TestHeartbeatBounds(t *testing.T) {
 // X19: the agent limits' clock follows the store's and, while that one
 // stands still (a development fake clock nobody advances), wall time; it
 // never goes back.
-func TestLimitClock(t *testing.T) {
+func TestAbuseHeartbeatLimitClock(t *testing.T) {
 	stored := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	clock := limitClock(func() time.Time { return stored })
 	first := clock()
@@ -132,7 +132,7 @@ func TestLimitClock(t *testing.T) {
 
 // X19: the lemons page names what each fault rests on, and which
 // customer reports did not count.
-func TestAdminLemonsShowEvidence(t *testing.T) {
+func TestAbuseAdminLemonsShowEvidence(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		ctx := context.Background()
 		op := app.signupAccount("op@example.com", "Ops")
@@ -160,6 +160,64 @@ func TestAdminLemonsShowEvidence(t *testing.T) {
 			!strings.Contains(faults.Last().Text(), "the customer's own reports (not counted") ||
 			!strings.Contains(row.Text(), "evidence: the provider's view") {
 			t.Fatalf("lemon row %q", row.Text())
+		}
+	})
+}
+
+// TestAbuseHeartbeatTokenSpray (X19): node tokens sprayed at random take
+// no bucket in the nodes' limiter, so a real machine's bucket is never
+// dropped for them (a drained one stays drained); past the strangers'
+// burst one address's made-up tokens are refused with 429 before any
+// database lookup; a real machine's first heartbeat from an address
+// that sprays still gets through once its token is known.
+func TestAbuseHeartbeatTokenSpray(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		app := newTestAppWith(t, db, func(d *Deps) { d.AgentLimitClock = d.Store.Now })
+		_, node, token := boundsCluster(t, app, "sprayed@example.com", "Sprayed")
+		from := func(addr, tok string) int {
+			req := httptest.NewRequest(http.MethodPost, "/v1/agent/heartbeat", strings.NewReader(gpuBody(app.clock.Now(), 0)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.RemoteAddr = addr + ":4000"
+			return app.do(req).Code
+		}
+		for i := range AgentHeartbeatBurst {
+			if code := from("203.0.113.7", token); code != http.StatusOK {
+				t.Fatalf("heartbeat %d: %d", i+1, code)
+			}
+		}
+		if code := from("203.0.113.7", token); code != http.StatusTooManyRequests {
+			t.Fatalf("the real machine past its burst: %d", code)
+		}
+		// Made-up tokens from many addresses: each is looked up and refused (401) …
+		for i := range AgentStrangerBurst + 10 {
+			if code := from(fmt.Sprintf("10.0.%d.9", i), fmt.Sprintf("cdn_%s_%064x", node.ID, i)); code != http.StatusUnauthorized {
+				t.Fatalf("made-up token %d: %d", i, code)
+			}
+		}
+		// … and takes no bucket beside the real machine's, which is still drained.
+		if n := len(app.h.heartbeats.nodes.buckets); n != 1 {
+			t.Fatalf("the nodes' limiter holds %d buckets, want the real machine's only", n)
+		}
+		if code := from("203.0.113.7", token); code != http.StatusTooManyRequests {
+			t.Fatalf("the real machine after the spray: %d, want its drained bucket's 429", code)
+		}
+		// One address past the strangers' burst: 429 with no database work.
+		for i := range AgentStrangerBurst {
+			from("198.51.100.5", fmt.Sprintf("cdn_x_%d", i))
+		}
+		before := app.sql.n.Load()
+		for i := range 20 {
+			if code := from("198.51.100.5", fmt.Sprintf("cdn_y_%d", i)); code != http.StatusTooManyRequests {
+				t.Fatalf("a made-up token past the strangers' burst: %d", code)
+			}
+		}
+		if n := app.sql.n.Load() - before; n != 0 {
+			t.Fatalf("refusing made-up tokens ran %d queries", n)
+		}
+		app.clock.Advance(time.Second) // the real machine's bucket refills: it is known, the spray does not touch it
+		if code := from("198.51.100.5", token); code != http.StatusOK {
+			t.Fatalf("the real machine from the spraying address: %d", code)
 		}
 	})
 }

@@ -38,8 +38,30 @@ const (
 	AgentHeartbeatBurst      = 10
 )
 
+// A heartbeat whose token this instance has not yet seen authenticate
+// (a stranger: a new machine, an instance just started, or a made-up
+// token) is limited per client address instead, AgentStrangerHeartbeats
+// a second after a burst of AgentStrangerBurst, before the token is looked
+// up. So tokens sprayed at random cost no database lookup beyond that
+// pace, and never take a bucket in the nodes' limiter: a real machine's
+// bucket is never dropped to make room for them. Once a heartbeat
+// authenticates, its token is known and gets its own bucket.
+const (
+	AgentStrangerHeartbeats = 5
+	AgentStrangerBurst      = 50
+	maxKnownAgentTokens     = 100_000
+)
+
+// RefusalHold is the longest a request refused with 429 is held before
+// the answer (at most its Retry-After): a client that ignores Retry-After
+// and asks again at once is paced by its own connections instead of
+// spinning the server; one that honours it is never held longer than it
+// would wait anyway.
+const RefusalHold = time.Second
+
 // maxLimiterBuckets is how many buckets a limiter keeps before it drops
-// the refilled ones early (tokens nobody knows cost a bucket each).
+// the refilled ones early (strangers' addresses cost a bucket each; a
+// refilled bucket dropped loses nothing).
 const maxLimiterBuckets = 10_000
 
 // logLimiter holds one bucket per node; buckets of nodes quiet for an hour
@@ -60,10 +82,6 @@ type nodeBucket struct {
 
 func newLogLimiter(now func() time.Time) *logLimiter {
 	return &logLimiter{now: now, every: AgentLogLinesPerSecond, burst: AgentLogBurst, buckets: map[string]*nodeBucket{}}
-}
-
-func newHeartbeatLimiter(now func() time.Time) *logLimiter {
-	return &logLimiter{now: now, every: AgentHeartbeatsPerSecond, burst: AgentHeartbeatBurst, buckets: map[string]*nodeBucket{}}
 }
 
 // limitClock is the clock the agent limits refill on: the store's, moved
@@ -146,23 +164,101 @@ func (l *logLimiter) limitLogs(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// heartbeatLimiter is the heartbeats' limit (X19): a bucket per known node
+// token, and a bucket per client address for the tokens not known yet.
+type heartbeatLimiter struct {
+	nodes     *logLimiter // per node token this instance has seen authenticate
+	strangers *logLimiter // per client address, for tokens it has not
+	hold      time.Duration
+	mu        sync.Mutex
+	known     map[string]time.Time // token → last authenticated
+	swept     time.Time
+}
+
+func newHeartbeatLimiter(now func() time.Time, hold time.Duration) *heartbeatLimiter {
+	return &heartbeatLimiter{
+		nodes:     &logLimiter{now: now, every: AgentHeartbeatsPerSecond, burst: AgentHeartbeatBurst, buckets: map[string]*nodeBucket{}},
+		strangers: &logLimiter{now: now, every: AgentStrangerHeartbeats, burst: AgentStrangerBurst, buckets: map[string]*nodeBucket{}},
+		hold:      hold, known: map[string]time.Time{},
+	}
+}
+
+// isKnown says token authenticated on this instance in the last hour.
+func (l *heartbeatLimiter) isKnown(token string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.known[token]
+	return ok
+}
+
+// remember records that token authenticated; tokens quiet for an hour
+// are forgotten (the set holds only real machines' tokens).
+func (l *heartbeatLimiter) remember(token string) {
+	now := l.nodes.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.swept) > time.Hour || len(l.known) >= maxKnownAgentTokens {
+		for t, at := range l.known {
+			if now.Sub(at) > time.Hour {
+				delete(l.known, t)
+			}
+		}
+		l.swept = now
+	}
+	if len(l.known) < maxKnownAgentTokens {
+		l.known[token] = now
+	}
+}
+
 // limitHeartbeats is the middleware on POST /v1/agent/heartbeat, before
-// agentAuth: one heartbeat a request, per node token (X19). A request
-// without a token goes on to agentAuth's 401.
-func (l *logLimiter) limitHeartbeats(next echo.HandlerFunc) echo.HandlerFunc {
+// agentAuth: one heartbeat a request, per node token (X19), or per client
+// address while the token is a stranger. A request without a token goes
+// on to agentAuth's 401.
+func (l *heartbeatLimiter) limitHeartbeats(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		token, _ := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
 		if token == "" || len(token) > 200 {
 			return next(c)
 		}
-		if d := l.wait(token, 1); d > 0 {
+		known := l.isKnown(token)
+		var d time.Duration
+		if known {
+			d = l.nodes.wait(token, 1)
+		} else {
+			d = l.strangers.wait(c.RealIP(), 1)
+		}
+		if d > 0 {
 			secs := int(math.Ceil(min(d, time.Hour).Seconds()))
 			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			holdRefusal(c, min(d, l.hold))
+			msg := "This node sends heartbeats faster than " + strconv.Itoa(AgentHeartbeatsPerSecond) + " a second"
+			if !known {
+				msg = "Too many heartbeats from this address with node tokens not seen yet (at most " +
+					strconv.Itoa(AgentStrangerHeartbeats) + " a second)"
+			}
 			return &APIError{Status: http.StatusTooManyRequests, Code: "too_many_requests",
-				Message: "This node sends heartbeats faster than " + strconv.Itoa(AgentHeartbeatsPerSecond) +
-					" a second; send the next one after Retry-After seconds.",
-				Extra: map[string]any{"retryAfter": secs, "heartbeatBurst": AgentHeartbeatBurst}}
+				Message: msg + "; send the next one after Retry-After seconds.",
+				Extra:   map[string]any{"retryAfter": secs, "heartbeatBurst": AgentHeartbeatBurst}}
 		}
-		return next(c)
+		err := next(c)
+		if !known && c.Get(agentNodeKey) != nil {
+			l.remember(token)      // authenticated: its own bucket from now on,
+			l.nodes.wait(token, 1) // which counts this heartbeat too
+		}
+		return err
+	}
+}
+
+// holdRefusal waits d (RefusalHold at most) before a 429 is written, or
+// until the client leaves.
+func holdRefusal(c echo.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.Request().Context().Done():
 	}
 }

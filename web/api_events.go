@@ -27,16 +27,20 @@ func (h *handler) eventsQuery(c echo.Context) (models.EventsQuery, int, error) {
 	p := principal(c)
 	q := models.EventsQuery{OrgID: p.Org.ID, EnvID: p.Env.ID}
 	fe := models.FieldErrors{}
-	after := c.QueryParam("after")
+	after, field := c.QueryParam("after"), "after"
 	if id := c.Request().Header.Get("Last-Event-ID"); id != "" {
-		after = id // a reconnecting event stream resumes after the last event it got
+		after, field = id, "Last-Event-ID" // a reconnecting event stream resumes after the last event it got
 	}
-	if after != "" {
-		n, err := strconv.ParseInt(after, 10, 64)
-		if err != nil || n < 0 {
-			fe["after"] = "an event id (0 or more)"
+	if after != "" && after != "0" {
+		n, err := h.Store.ParseEventID(p.Org.ID, after)
+		switch {
+		case err == nil:
+			q.After = n
+		case isDigits(after):
+			fe[field] = "Event ids are opaque now (evt_…): start again from 0, or from the id of an event you received since."
+		default:
+			fe[field] = "An event id this feed gave you (evt_…), or 0 for the first."
 		}
-		q.After = n
 	}
 	var wait int
 	for name, dst := range map[string]*int{"limit": &q.Limit, "wait": &wait} {
@@ -69,8 +73,23 @@ func (h *handler) eventsQuery(c echo.Context) (models.EventsQuery, int, error) {
 	return q, wait, nil
 }
 
-func toEventJSON(e models.ClusterEvent) api.Event {
-	return api.Event{ID: e.ID, Type: models.PublicEventType(e), Cluster: e.ClusterID, At: e.At, Kind: e.Kind,
+// isDigits says s is a number: a cursor of before ids were opaque.
+func isDigits(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 64)
+	return err == nil
+}
+
+// publicCursor is the public form of a feed position: "0" before the first
+// event, else the opaque id (X19: ids never show the platform's count).
+func (h *handler) publicCursor(orgID string, id int64) string {
+	if id <= 0 {
+		return "0"
+	}
+	return h.Store.PublicEventID(orgID, id)
+}
+
+func (h *handler) toEventJSON(e models.ClusterEvent) api.Event {
+	return api.Event{ID: h.Store.ClusterEventID(e), Type: models.PublicEventType(e), Cluster: e.ClusterID, At: e.At, Kind: e.Kind,
 		Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message}
 }
 
@@ -94,6 +113,10 @@ func (h *handler) apiEvents(c echo.Context) error {
 		return h.streamEvents(c, q)
 	}
 	ctx := c.Request().Context()
+	// next is the caller's own position: the last event it gets, else the
+	// cursor it asked with. The page's Next (the settled end of the whole
+	// feed) moves on every organisation's events, so it stays inside.
+	next := q.After
 	deadline := time.Now().Add(time.Duration(wait) * time.Second)
 	holdOpen(c, time.Duration(wait)*time.Second+streamWriteWindow) // the wait may outlive the server's timeouts
 	for {
@@ -102,10 +125,12 @@ func (h *handler) apiEvents(c echo.Context) error {
 			return err
 		}
 		if len(page.Events) > 0 || !time.Now().Before(deadline) {
-			out := api.EventList{Events: make([]api.Event, 0, len(page.Events)), Next: page.Next, HasMore: page.More}
+			out := api.EventList{Events: make([]api.Event, 0, len(page.Events)), HasMore: page.More}
 			for _, e := range page.Events {
-				out.Events = append(out.Events, toEventJSON(e))
+				out.Events = append(out.Events, h.toEventJSON(e))
+				next = e.ID
 			}
+			out.Next = h.publicCursor(q.OrgID, next)
 			return c.JSON(http.StatusOK, out)
 		}
 		q.After = page.Next
@@ -126,7 +151,7 @@ func (h *handler) keepAlive() time.Duration {
 }
 
 // streamEvents writes the events after q.After as server-sent events (id:
-// the event's id, event: its public type when it has one, data: the Event
+// the event's opaque id, event: its public type when it has one, data: the Event
 // as JSON), then the new ones as they are written, with a comment every
 // keepAlive, until the client goes. Each write moves the write deadline
 // on (holdOpen), so the server's timeouts never cut a stream.
@@ -149,7 +174,8 @@ func (h *handler) streamEvents(c echo.Context, q models.EventsQuery) error {
 			return nil // the status is sent; the client reconnects with Last-Event-ID
 		}
 		for _, e := range page.Events {
-			data, err := json.Marshal(toEventJSON(e))
+			ev := h.toEventJSON(e)
+			data, err := json.Marshal(ev)
 			if err != nil {
 				return nil
 			}
@@ -158,7 +184,7 @@ func (h *handler) streamEvents(c echo.Context, q models.EventsQuery) error {
 				name = "event: " + t + "\n"
 			}
 			holdOpen(c, streamWriteWindow) // each write gets its own window
-			if _, err := fmt.Fprintf(w, "id: %d\n%sdata: %s\n\n", e.ID, name, data); err != nil {
+			if _, err := fmt.Fprintf(w, "id: %s\n%sdata: %s\n\n", ev.ID, name, data); err != nil {
 				return nil
 			}
 		}

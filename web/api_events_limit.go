@@ -8,9 +8,10 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Long-lived requests are bounded (A4, X16): event streams and long polls
-// of /v1/events (which MCP's wait_for_cluster and wait tools use) held at
-// once by one API key (or signed-in person) and by one organisation. One
+// Long-lived requests are bounded (A4, X16, X19): event streams and long
+// polls of /v1/events (which MCP's wait_for_cluster and wait tools use)
+// and the API's log streams held at once by one
+// API key (or signed-in person) and by one organisation, together. One
 // more gets 429 with Retry-After; each ends when its client goes. The
 // counts live in this instance's memory.
 const (
@@ -50,7 +51,7 @@ func (l *streamLimits) acquire(c echo.Context, p *Principal) (release func(), er
 	if scope != "" {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
 		return nil, &APIError{Status: http.StatusTooManyRequests, Code: "too_many_streams",
-			Message: "Too many open event streams and waits: " + scope + " at once; close one or try again later.",
+			Message: "Too many open streams (events, logs) and waits: " + scope + " at once; close one or try again later.",
 			Extra:   map[string]any{"retryAfter": streamRetryAfter, "maxPerKey": l.maxKey, "maxPerOrg": l.maxOrg}}
 	}
 	l.key[key]++

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -22,13 +23,13 @@ import (
 // eventPage is GET /v1/events decoded.
 type eventPage struct {
 	Events []struct {
-		ID      int64  `json:"id"`
+		ID      string `json:"id"`
 		Type    string `json:"type"`
 		Cluster string `json:"cluster"`
 		Status  string `json:"status"`
 	} `json:"events"`
-	Next    int64 `json:"next"`
-	HasMore bool  `json:"hasMore"`
+	Next    string `json:"next"`
+	HasMore bool   `json:"hasMore"`
 }
 
 func getEvents(t *testing.T, app *testApp, tok, query string) (int, eventPage) {
@@ -46,14 +47,14 @@ func getEvents(t *testing.T, app *testApp, tok, query string) (int, eventPage) {
 }
 
 // allEvents pages through the feed from 0 with pages of limit.
-func allEvents(t *testing.T, app *testApp, tok, extra string, limit int) (ids []int64, types []string, clusters map[string]bool) {
+func allEvents(t *testing.T, app *testApp, tok, extra string, limit int) (ids []string, types []string, clusters map[string]bool) {
 	t.Helper()
 	clusters = map[string]bool{}
-	after := int64(0)
+	after := "0"
 	for pages := 0; ; pages++ {
-		code, p := getEvents(t, app, tok, fmt.Sprintf("?after=%d&limit=%d%s", after, limit, extra))
+		code, p := getEvents(t, app, tok, fmt.Sprintf("?after=%s&limit=%d%s", after, limit, extra))
 		if code != 200 || pages > 100 {
-			t.Fatalf("page after %d: %d", after, code)
+			t.Fatalf("page after %s: %d", after, code)
 		}
 		if len(p.Events) > limit {
 			t.Fatalf("a page of %d events with limit %d", len(p.Events), limit)
@@ -64,8 +65,8 @@ func allEvents(t *testing.T, app *testApp, tok, extra string, limit int) (ids []
 				types = append(types, e.Type)
 			}
 		}
-		if p.Next < after {
-			t.Fatalf("the cursor went back: %d after %d", p.Next, after)
+		if n := len(p.Events); (n > 0 && p.Next != p.Events[n-1].ID) || (n == 0 && p.Next != after) {
+			t.Fatalf("next %s after %s: not the last event's id, nor the cursor asked with on an empty page", p.Next, after)
 		}
 		after = p.Next
 		if !p.HasMore {
@@ -109,10 +110,14 @@ func TestAPIEventsPaged(t *testing.T) {
 			t.Fatal(err)
 		}
 		stored, _ := app.store.EventsFor(ctx, cl.ID)
+		var public []string
+		for _, e := range stored {
+			public = append(public, app.store.ClusterEventID(e))
+		}
 
 		for _, limit := range []int{1, 3, 500} {
 			ids, types, clusters := allEvents(t, app, tok, "", limit)
-			if len(ids) != len(stored) || !slices.IsSorted(ids) || len(clusters) != 1 || !clusters[cl.ID] {
+			if !slices.Equal(ids, public) || len(clusters) != 1 || !clusters[cl.ID] {
 				t.Fatalf("limit %d: %d events %v of %v, want the %d of %s in order", limit, len(ids), ids, clusters, len(stored), cl.ID)
 			}
 			if want := []string{"cluster.provisioning", "cluster.ready", "cluster.degraded", "node.down", "cluster.terminated"}; !slices.Equal(types, want) {
@@ -120,11 +125,11 @@ func TestAPIEventsPaged(t *testing.T) {
 			}
 		}
 		// The cursor: after an event, only the later ones.
-		mid := stored[len(stored)/2].ID
-		if code, p := getEvents(t, app, tok, fmt.Sprintf("?after=%d", mid)); code != 200 || len(p.Events) == 0 || p.Events[0].ID <= mid || p.HasMore {
-			t.Errorf("after %d: %d %+v", mid, code, p)
+		mid := len(stored) / 2
+		if code, p := getEvents(t, app, tok, "?after="+public[mid]); code != 200 || len(p.Events) != len(stored)-mid-1 || p.Events[0].ID != public[mid+1] || p.HasMore {
+			t.Errorf("after %s: %d %+v", public[mid], code, p)
 		}
-		if code, p := getEvents(t, app, tok, fmt.Sprintf("?after=%d", stored[len(stored)-1].ID)); code != 200 || len(p.Events) != 0 || p.Next < stored[len(stored)-1].ID {
+		if code, p := getEvents(t, app, tok, "?after="+public[len(public)-1]); code != 200 || len(p.Events) != 0 || p.Next != public[len(public)-1] {
 			t.Errorf("after the last: %d %+v", code, p)
 		}
 		if _, _, clusters := allEvents(t, app, tok, "&cluster="+cl.ID, 2); len(clusters) != 1 {
@@ -144,7 +149,7 @@ func TestAPIEventsPaged(t *testing.T) {
 			}
 		}
 
-		for _, bad := range []string{"?after=-1", "?after=x", "?limit=0", "?limit=501", "?wait=61", "?cluster=cl_nope"} {
+		for _, bad := range []string{"?after=-1", "?after=x", "?after=evt_x", "?limit=0", "?limit=501", "?wait=61", "?cluster=cl_nope"} {
 			if code, _ := getEvents(t, app, tok, bad); code != 422 && !(code == 404 && strings.Contains(bad, "cluster")) {
 				t.Errorf("%s: %d", bad, code)
 			}
@@ -282,9 +287,9 @@ func TestAPIEventStream(t *testing.T) {
 		seen := false
 		for _, e := range stored {
 			if seen {
-				want = append(want, fmt.Sprint(e.ID))
+				want = append(want, app.store.ClusterEventID(e))
 			}
-			seen = seen || fmt.Sprint(e.ID) == last.id
+			seen = seen || app.store.ClusterEventID(e) == last.id
 		}
 		again := open(ctx, last.id)
 		var got []string
@@ -297,11 +302,11 @@ func TestAPIEventStream(t *testing.T) {
 	})
 }
 
-// TestEventStreamsBounded: one API key holds at most MaxStreamsPerKey event
+// TestAbuseEventStreamsBounded: one API key holds at most MaxStreamsPerKey event
 // streams and long polls at once, one organisation MaxStreamsPerOrg; one
 // more gets 429 with Retry-After, another organisation is not affected,
 // and a stream whose client left gives its slot back (A4, X16).
-func TestEventStreamsBounded(t *testing.T) {
+func TestAbuseEventStreamsBounded(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		app := newTestApp(t, db)
 		acc := app.signupAccount("streams@example.com", "Streams")
@@ -399,4 +404,161 @@ func TestEventStreamsBounded(t *testing.T) {
 func readAll(resp *http.Response) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestAbuseOpaqueEventIDs (X19): two organisations' events interleave in
+// one table, yet neither learns anything from its ids: they are opaque
+// (not numbers, not ordered across organisations, never another's), the
+// cursor does not move on another organisation's events, another's ids and
+// the numeric cursors of before are refused, a webhook's event id is the
+// feed's, and Last-Event-ID resumes exactly after the event named.
+func TestAbuseOpaqueEventIDs(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		a, b := app.signupAccount("ids-a@example.com", "Ids A"), app.signupAccount("ids-b@example.com", "Ids B")
+		tokA, tokB := apiKeyFor(t, app, a), apiKeyFor(t, app, b)
+		if _, err := app.store.As(models.Actor{OrgID: a.org.ID, EnvID: a.env.ID, Role: models.RoleOwner, Name: "o"}).
+			CreateWebhook(ctx, models.WebhookInput{URL: "https://hooks.example/a", Types: models.PublicEventTypes, Enabled: true}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 { // interleaved: the rows' ids alternate between the organisations
+			launchFor(t, app, a, fmt.Sprintf("a%d", i))
+			launchFor(t, app, b, fmt.Sprintf("b%d", i))
+		}
+		idsA, _, _ := allEvents(t, app, tokA, "", 3)
+		idsB, _, _ := allEvents(t, app, tokB, "", 3)
+		if len(idsA) < 4 || len(idsB) < 4 {
+			t.Fatalf("events: %d and %d", len(idsA), len(idsB))
+		}
+		shape := regexp.MustCompile(`^evt_[0-9a-z]{26}$`)
+		var rows []models.ClusterEvent
+		if err := app.store.DB().Order("id").Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		var inOrder []string // every public id, in the order the rows were written
+		seen := map[string]bool{}
+		for _, e := range rows {
+			id := app.store.ClusterEventID(e)
+			inOrder = append(inOrder, id)
+			if !shape.MatchString(id) || seen[id] {
+				t.Errorf("row %d: public id %q is not opaque and unique", e.ID, id)
+			}
+			seen[id] = true
+		}
+		if slices.IsSorted(inOrder) {
+			t.Errorf("public ids sort in the order the platform wrote them: %v", inOrder)
+		}
+		for _, id := range idsB {
+			if slices.Contains(idsA, id) {
+				t.Errorf("%s is an id of both organisations", id)
+			}
+		}
+
+		// The cursor stays put while only another organisation writes.
+		lastB := idsB[len(idsB)-1]
+		launchFor(t, app, a, "a-more")
+		if code, p := getEvents(t, app, tokB, "?after="+lastB); code != 200 || len(p.Events) != 0 || p.Next != lastB {
+			t.Errorf("B after its last event while A writes: %d %+v, want no events and the same cursor", code, p)
+		}
+		// Another organisation's id, a forged one, the numeric cursors of before: refused, with a reason.
+		for query, want := range map[string]string{"?after=" + idsA[0]: "this feed gave you", "?after=1": "opaque",
+			"?after=evt_" + strings.Repeat("0", 26): "this feed gave you"} {
+			req := httptest.NewRequest("GET", "/v1/events"+query, nil)
+			req.Header.Set("Authorization", "Bearer "+tokB)
+			if rec := app.do(req); rec.Code != 422 || !strings.Contains(rec.Body.String(), want) {
+				t.Errorf("B %s: %d %s", query, rec.Code, rec.Body)
+			}
+		}
+		// Last-Event-ID resumes after the event it names, nothing lost or repeated.
+		for k := range idsB {
+			req := httptest.NewRequest("GET", "/v1/events?limit=500", nil)
+			req.Header.Set("Authorization", "Bearer "+tokB)
+			req.Header.Set("Last-Event-ID", idsB[k])
+			var p eventPage
+			if rec := app.do(req); rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &p) != nil {
+				t.Fatalf("Last-Event-ID %s: %d %s", idsB[k], rec.Code, rec.Body)
+			}
+			var got []string
+			for _, e := range p.Events {
+				got = append(got, e.ID)
+			}
+			if want := idsB[k+1:]; !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+				t.Errorf("resumed after %s: %v, want %v", idsB[k], got, want)
+			}
+		}
+		// A webhook's event id is the feed's id of the same event.
+		var deliveries []models.WebhookDelivery
+		if err := app.store.DB().Where("org_id = ? AND cluster_id <> ''", a.org.ID).Find(&deliveries).Error; err != nil || len(deliveries) == 0 {
+			t.Fatalf("deliveries: %d %v", len(deliveries), err)
+		}
+		idsA, _, _ = allEvents(t, app, tokA, "", 500)
+		for _, d := range deliveries {
+			if !slices.Contains(idsA, d.EventID) {
+				t.Errorf("webhook event id %s is not an id of the feed %v", d.EventID, idsA)
+			}
+		}
+	})
+}
+
+// TestAbuseLogStreamsBounded (X19): log streams count with event streams
+// against the same bounds: one API key's MaxStreamsPerKey log streams
+// leave it no event stream and no further log stream (429 with
+// Retry-After), another organisation is not affected, and a log stream
+// whose client left gives its slot back.
+func TestAbuseLogStreamsBounded(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		app := newTestApp(t, db)
+		acc := app.signupAccount("logstreams@example.com", "Logs")
+		other := app.signupAccount("calm-logs@example.com", "Calm")
+		tok, otherTok := apiKeyFor(t, app, acc), apiKeyFor(t, app, other)
+		cl, oc := launchFor(t, app, acc, "logged"), launchFor(t, app, other, "calm")
+		srv := httptest.NewServer(app.e)
+		t.Cleanup(srv.Close)
+		open := func(key, path string) (*http.Response, context.CancelFunc) {
+			t.Helper()
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Accept", "text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cancel(); resp.Body.Close() })
+			return resp, cancel
+		}
+		logs := "/v1/gpu/clusters/" + cl.ID + "/logs?node=0"
+		var first context.CancelFunc
+		for i := range MaxStreamsPerKey {
+			resp, cancel := open(tok, logs)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("log stream %d: %d", i+1, resp.StatusCode)
+			}
+			if first == nil {
+				first = cancel
+			}
+		}
+		for _, path := range []string{logs, "/v1/events"} {
+			if resp, _ := open(tok, path); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("%s beyond the key's %d streams: %d", path, MaxStreamsPerKey, resp.StatusCode)
+			}
+		}
+		if resp, _ := open(otherTok, "/v1/gpu/clusters/"+oc.ID+"/logs?node=0"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("another organisation's log stream: %d", resp.StatusCode)
+		}
+		first()
+		deadline := time.Now().Add(30 * time.Second) // a bound for a hung test, not a wait
+		for {
+			resp, _ := open(tok, logs)
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a closed log stream's slot never came back")
+			}
+			resp.Body.Close()
+			runtime.Gosched()
+		}
+	})
 }

@@ -225,6 +225,11 @@ func (h *handler) apiLogs(c echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, api.LogLines{Cluster: cl.ID, Node: "node-" + strconv.Itoa(rank), Lines: out})
 	}
+	release, err := h.streams.acquire(c, principal(c)) // X19: counted with the event streams
+	if err != nil {
+		return err
+	}
+	defer release()
 	return h.streamLogs(c, cl, rank, "the cluster has ended", func(l models.NodeLogLine) ([]byte, error) {
 		return json.Marshal(api.LogLine{ID: l.ID, Node: "node-" + strconv.Itoa(rank), At: l.At, Text: l.Text})
 	})

@@ -2,12 +2,16 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"gorm.io/gorm"
 )
 
 // reportGPUs stores minutes of 8-GPU samples for every node of cl through
@@ -113,6 +117,60 @@ func TestGPUPanelOnPage(t *testing.T) {
 		}
 		if got := d.Find(`[data-testid=gpu-row][data-node=node-1] [data-testid=gpu-util-now]`).Text(); got != "0 %" {
 			t.Errorf("node-1 now %q", got)
+		}
+	})
+}
+
+// TestAbuseGPUMetricsRate (X15, X19): GET …/metrics is rate-limited per
+// API key (GPUMetricsBurst, then GPUMetricsPerMinute) and per
+// organisation across its keys, refused with 429 and Retry-After before
+// any query, and another organisation's key is not affected.
+func TestAbuseGPUMetricsRate(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		app := newTestAppWith(t, db, func(d *Deps) { d.AgentLimitClock = d.Store.Now })
+		ctx := context.Background()
+		acc := app.signupAccount("metrics-rate@example.com", "Rate")
+		other := app.signupAccount("metrics-calm@example.com", "Calm")
+		cl, oc := launchFor(t, app, acc, "polled"), launchFor(t, app, other, "calm")
+		tok, otherTok := apiKeyFor(t, app, acc), apiKeyFor(t, app, other)
+		get := func(key, id string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodGet, "/v1/gpu/clusters/"+id+"/metrics?window=24h", nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			return app.do(req)
+		}
+		for i := range GPUMetricsBurst {
+			if rec := get(tok, cl.ID); rec.Code != http.StatusOK {
+				t.Fatalf("metrics %d: %d %s", i+1, rec.Code, rec.Body)
+			}
+		}
+		rec := get(tok, cl.ID)
+		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "this credential") {
+			t.Fatalf("metrics past the key's burst: %d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+		if rec := get(otherTok, oc.ID); rec.Code != http.StatusOK {
+			t.Fatalf("another organisation's key: %d", rec.Code)
+		}
+		// The organisation's share: its other keys together stop at its burst.
+		spent := GPUMetricsBurst
+		for k := 0; spent < gpuMetricsOrgBurst; k++ {
+			_, key, err := app.store.CreateAPIKey(ctx, acc.org.ID, acc.env.ID, acc.user.ID, fmt.Sprintf("k%d", k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < GPUMetricsBurst && spent < gpuMetricsOrgBurst; i++ {
+				if rec := get(key, cl.ID); rec.Code != http.StatusOK {
+					t.Fatalf("key %d, request %d (%d of the organisation's): %d", k, i, spent+1, rec.Code)
+				}
+				spent++
+			}
+		}
+		_, fresh, _ := app.store.CreateAPIKey(ctx, acc.org.ID, acc.env.ID, acc.user.ID, "fresh")
+		if rec := get(fresh, cl.ID); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "this organisation") {
+			t.Fatalf("a fresh key past the organisation's burst: %d %s", rec.Code, rec.Body)
+		}
+		app.clock.Advance(time.Second) // GPUMetricsPerMinute refills one a second
+		if rec := get(tok, cl.ID); rec.Code != http.StatusOK {
+			t.Fatalf("after Retry-After: %d", rec.Code)
 		}
 	})
 }

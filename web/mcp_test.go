@@ -243,10 +243,10 @@ func TestMCPChecksOrigin(t *testing.T) {
 	})
 }
 
-// TestMCPWaitEndsWhenTheClientLeaves: wait_for_cluster calls whose clients
+// TestAbuseMCPWaitEndsWhenTheClientLeaves: wait_for_cluster calls whose clients
 // hung up end at once and give back their long polls' slots, instead of
 // running on to their timeout (A4, X16).
-func TestMCPWaitEndsWhenTheClientLeaves(t *testing.T) {
+func TestAbuseMCPWaitEndsWhenTheClientLeaves(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		acc := app.signupAccount("mcp@example.com", "Agents")
 		tok := apiKeyFor(t, app, acc)

@@ -211,7 +211,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.PUT("/gpu/clusters/:id/recovery", h.apiSetRecovery)
 	api.GET("/gpu/clusters/:id/gpu-watch", h.apiGetGPUWatch) // X15
 	api.PUT("/gpu/clusters/:id/gpu-watch", h.apiSetGPUWatch)
-	api.GET("/gpu/clusters/:id/metrics", h.apiGPUMetrics) // X15: what the GPUs are doing
+	api.GET("/gpu/clusters/:id/metrics", h.apiGPUMetrics, // X15: what the GPUs are doing; X19: per key and organisation
+		newReadLimits(h.agentLimitClock(), h.refusalHold(), "GPU metrics", GPUMetricsPerMinute, GPUMetricsBurst, GPUMetricsOrgPerMinute, gpuMetricsOrgBurst).limit)
 	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
 	api.POST("/gpu/clusters/:id/verify", h.apiVerifyAgain)  // issue 24
 	api.POST("/gpu/clusters/:id/keep", h.apiKeepUnverified) // issue 24
@@ -229,7 +230,8 @@ func (h *handler) routes(e *echo.Echo) {
 	agent.POST("/peers", h.agentPeers)
 	// X19: heartbeats are rate-limited per node token, like logs, before
 	// the token is looked up.
-	e.POST("/v1/agent/heartbeat", h.agentHeartbeat, newHeartbeatLimiter(h.agentLimitClock()).limitHeartbeats, h.agentAuth)
+	h.heartbeats = newHeartbeatLimiter(h.agentLimitClock(), h.refusalHold())
+	e.POST("/v1/agent/heartbeat", h.agentHeartbeat, h.heartbeats.limitHeartbeats, h.agentAuth)
 	agent.POST("/logs", h.agentLogs, newLogLimiter(h.Store.Now).limitLogs) // N6: per node
 	agent.POST("/tasks/:task", h.agentTaskResult)
 

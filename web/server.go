@@ -98,6 +98,20 @@ type Deps struct {
 	// AgentLimitClock is the clock the per-node agent limits refill on
 	// (nil: the store's, moved on by wall time while it stands still).
 	AgentLimitClock func() time.Time
+	// RefusalHold is the longest a 429 of the agent and metrics limits is
+	// held before it is written (0: RefusalHold; below 0: not held).
+	RefusalHold time.Duration
+}
+
+// refusalHold is Deps.RefusalHold or its default.
+func (h *handler) refusalHold() time.Duration {
+	switch {
+	case h.RefusalHold < 0:
+		return 0
+	case h.RefusalHold == 0:
+		return RefusalHold
+	}
+	return h.RefusalHold
 }
 
 // agentLimitClock is Deps.AgentLimitClock or its default.
@@ -122,6 +136,7 @@ type handler struct {
 	agentFiles      openFiles // /agent/…: the served binary, opened once (agent_binary.go)
 	webhookSends    *webhookSendLimits
 	streams         *streamLimits // event streams and long polls per key and organisation
+	heartbeats      *heartbeatLimiter
 }
 
 // New builds the echo server with every route.

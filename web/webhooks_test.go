@@ -581,12 +581,12 @@ func TestWebhooksAPI(t *testing.T) {
 	})
 }
 
-// TestWebhookSecretsSealed: the signing secrets are stored sealed under the
+// TestAbuseWebhookSecretsSealed: the signing secrets are stored sealed under the
 // session encryption key, never in clear (A5), rotation included; a row
 // written in clear before sealing is sealed at start-up and still signs;
 // under another key a delivery is never sent unsigned: the attempt fails
 // and says why.
-func TestWebhookSecretsSealed(t *testing.T) {
+func TestAbuseWebhookSecretsSealed(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		app.store.WebhookAllowLoopback = true
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
@@ -660,12 +660,12 @@ func TestWebhookSecretsSealed(t *testing.T) {
 	})
 }
 
-// TestWebhookLimitsHoldUnderConcurrency: 40 simultaneous creates in one
+// TestAbuseWebhookLimitsHoldUnderConcurrency: 40 simultaneous creates in one
 // environment leave exactly WebhookMaxEndpoints endpoints; environments per
 // organisation are bounded the same way; test events and redeliveries are
 // rate-limited per endpoint and per organisation with 429 and Retry-After;
 // an overlap out of range is refused and the secret is unchanged (A4, X8).
-func TestWebhookLimitsHoldUnderConcurrency(t *testing.T) {
+func TestAbuseWebhookLimitsHoldUnderConcurrency(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		app.store.WebhookAllowLoopback = true
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
@@ -789,12 +789,12 @@ func TestWebhookLimitsHoldUnderConcurrency(t *testing.T) {
 	})
 }
 
-// TestWebhooksOneTenantCannotHoldUpAnother: twenty endpoints of one
+// TestAbuseWebhooksOneTenantCannotHoldUpAnother: twenty endpoints of one
 // organisation that never answer hold at most WebhookOrgShare senders, and
 // another organisation's test event is delivered while all of them still
 // hang (A4, X8). The slow receivers block until the test lets them go, so
 // nothing here depends on how fast the machine is.
-func TestWebhooksOneTenantCannotHoldUpAnother(t *testing.T) {
+func TestAbuseWebhooksOneTenantCannotHoldUpAnother(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		app.store.WebhookAllowLoopback = true
 		slowOrg := app.signupAccount("slow@example.com", "Slow Inc")

@@ -13,22 +13,19 @@ import (
 	"github.com/clusterdeck/clusterdeck/client"
 )
 
-// events is `gpu events [--after N] [--cluster ID] [--follow] [--json]`
+// events is `gpu events [--after ID] [--cluster ID] [--follow] [--json]`
 // (issue 25 item 5): the key's environment's events after the cursor, one
 // line each (one JSON object per line with --json); with --follow it stays
 // and prints each new event as it is written, until interrupted.
 func (c *gpuCLI) events(args []string) error {
-	fs := c.flagSet("events", "events [--after N] [--cluster ID] [--follow]")
+	fs := c.flagSet("events", "events [--after ID] [--cluster ID] [--follow]")
 	var q client.EventsQuery
 	var follow bool
-	fs.Int64Var(&q.After, "after", 0, "only events after this event `id` (the cursor)")
+	fs.StringVar(&q.After, "after", "", "only events after this event `id` (evt_…, the cursor)")
 	fs.StringVar(&q.Cluster, "cluster", "", "only this cluster's events (`cl_…`)")
 	fs.BoolVar(&follow, "follow", false, "stay and print each new event as it is written (Ctrl-C ends)")
 	if err := noArgs(fs, args, ""); err != nil {
 		return err
-	}
-	if q.After < 0 {
-		return usageError("--after is an event id, 0 or more")
 	}
 	sdk, err := c.sdk(true)
 	if err != nil {
@@ -46,7 +43,7 @@ func (c *gpuCLI) events(args []string) error {
 			q.After = page.Next
 			if !page.HasMore {
 				if !c.json {
-					fmt.Fprintf(c.stderr, "Next: clusterdeck gpu events --after %d\n", page.Next)
+					fmt.Fprintf(c.stderr, "Next: clusterdeck gpu events --after %s\n", page.Next)
 				}
 				return nil
 			}
@@ -72,7 +69,7 @@ func (c *gpuCLI) printEvent(e api.Event) {
 	if typ == "" {
 		typ = "-"
 	}
-	fmt.Fprintf(c.stdout, "%d  %s  %s  %s\n", e.ID, e.Cluster, typ,
+	fmt.Fprintf(c.stdout, "%s  %s  %s  %s\n", e.ID, e.Cluster, typ,
 		strings.TrimSpace(eventLine(api.ClusterEvent{At: e.At, Node: e.Node, Step: e.Step, Message: e.Message})))
 }
 

@@ -18,7 +18,7 @@ func TestCLIEventsFollow(t *testing.T) {
 		defer cancel()
 		out, errOut, done := d.background(ctx, "events", "--follow")
 		cl := d.launch(t, "followed")
-		out.waitFor(t, regexp.MustCompile(`\d+  `+cl.ID+`  cluster\.provisioning  .*Launch requested`), done)
+		out.waitFor(t, regexp.MustCompile(`evt_[0-9a-z]{26}  `+cl.ID+`  cluster\.provisioning  .*Launch requested`), done)
 
 		jctx, jcancel := context.WithCancel(context.Background())
 		defer jcancel()
@@ -32,10 +32,9 @@ func TestCLIEventsFollow(t *testing.T) {
 		var types []string
 		for _, line := range strings.Split(strings.TrimSpace(jout.String()), "\n") {
 			var e struct {
-				ID            int64
-				Type, Cluster string
+				ID, Type, Cluster string
 			}
-			if err := json.Unmarshal([]byte(line), &e); err != nil || e.ID == 0 {
+			if err := json.Unmarshal([]byte(line), &e); err != nil || !strings.HasPrefix(e.ID, "evt_") {
 				t.Fatalf("--json: not an event per line (%v): %q", err, line)
 			}
 			if e.Cluster != other.ID {
@@ -61,7 +60,7 @@ func TestCLIEventsFollow(t *testing.T) {
 		if code != 0 || strings.Count(all, "cluster.ready") != 2 || !strings.Contains(stderr, "Next: clusterdeck gpu events --after ") {
 			t.Fatalf("events: %d\n%s\n%s", code, all, stderr)
 		}
-		next := regexp.MustCompile(`--after (\d+)`).FindStringSubmatch(stderr)[1]
+		next := regexp.MustCompile(`--after (evt_[0-9a-z]{26})`).FindStringSubmatch(stderr)[1]
 		if rest, _, code := d.gpu(t, "events", "--after", next); code != 0 || rest != "" {
 			t.Errorf("after the last: %d %q", code, rest)
 		}

@@ -10,7 +10,7 @@ import (
 // X19, A2 (the CLI printed the whole API key): with CLUSTERDECK_API_KEY
 // set, `--help` and a mistyped flag, at the gpu level and on a command,
 // print the key masked to its display prefix and never whole.
-func TestCLINeverPrintsTheAPIKey(t *testing.T) {
+func TestAbuseCLINeverPrintsTheAPIKey(t *testing.T) {
 	const key = "cdk_abcdefgh234567abcdefgh234567abcd"
 	getenv := func(name string) string {
 		if name == "CLUSTERDECK_API_KEY" {

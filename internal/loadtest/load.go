@@ -25,7 +25,8 @@ type load struct {
 	clients  int
 	duration time.Duration
 	max      int
-	only     string // pages whose name contains it, at the default catalog ("": all)
+	only     string        // pages whose name contains it, at the default catalog ("": all)
+	hold     time.Duration // the server's RefusalHold (0: its default)
 }
 
 // result is one measurement: every request's latency.

@@ -36,6 +36,7 @@ func main() {
 	catalogSize := flag.Int("offers", 2000, "offers in the large catalog")
 	limit := flag.Duration("timeout", 5*time.Minute, "the whole run stops after this")
 	only := flag.String("only", "", "measure only the pages whose name contains this (\"full\", \"htmx\", \"JSON\"), at the default catalog, or \"tenant\": one tenant's flood beside another")
+	hold := flag.Duration("refusal-hold", 0, "how long the server holds a 429 of the agent and metrics limits (0: its default, web.RefusalHold; negative: not held)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (server and clients) to this file")
 	flag.Parse()
 	if *profile != "" {
@@ -51,9 +52,10 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *limit)
 	defer cancel()
-	if err := run(ctx, os.Stdout, load{clients: *clients, duration: *duration, max: *maxRequests, only: *only}, *catalogSize); err != nil {
+	if err := run(ctx, os.Stdout, load{clients: *clients, duration: *duration, max: *maxRequests, only: *only, hold: *hold}, *catalogSize); err != nil {
+		pprof.StopCPUProfile() // a failed run's profile is the one that tells why
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
-		os.Exit(1) //nolint:gocritic // the profile of a failed run is not wanted
+		os.Exit(1) //nolint:gocritic // the profile is written above
 	}
 }
 
@@ -90,7 +92,7 @@ func run(ctx context.Context, out io.Writer, l load, catalogSize int) error {
 	e := web.New(web.Deps{
 		Config: web.Config{Production: true, BaseURL: "http://127.0.0.1",
 			SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
-		Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Static: static.FS,
+		Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Static: static.FS, RefusalHold: l.hold,
 	})
 	app, err := listen(e)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/web"
 )
 
 // One tenant's flood against another's requests (X19): organisation A's
@@ -185,64 +187,81 @@ func tenantFlood(ctx context.Context, out io.Writer, store *models.Store, app *s
 		return call(ctx, c, http.MethodGet, app.url+"/v1/gpu/clusters", b.apiKey, "", http.StatusOK)
 	}
 	clients := max(2, l.clients/8)
-	alone := l.measureWith(ctx, clients, list)
-	if alone.err != nil {
-		return fmt.Errorf("baseline: %w", alone.err)
-	}
-
 	bogus, honest := floodBody(time.Now(), 64), floodBody(time.Now(), 1)
-	fctx, stop := context.WithCancel(ctx)
-	var flood sync.WaitGroup
-	var beats, refused atomic.Int64
-	floodClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 10 * time.Second}
-	for i := range 5 {
-		flood.Add(1)
-		go func() {
-			defer flood.Done()
-			for fctx.Err() == nil {
-				var err error
-				switch i {
-				case 4:
-					err = call(fctx, floodClient, http.MethodGet, app.url+"/v1/gpu/clusters/"+a.cluster.ID+"/metrics?window=24h", a.apiKey, "", http.StatusOK)
-				default:
+	var beats, refused, polls atomic.Int64
+	// flood starts A's four heartbeat loops and its metrics loop, each
+	// asking again as soon as it has an answer (Retry-After ignored).
+	flood := func() (stop func()) {
+		fctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		floodClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 10 * time.Second}
+		for i := range 5 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for fctx.Err() == nil {
+					if i == 4 {
+						polls.Add(1)
+						_ = call(fctx, floodClient, http.MethodGet, app.url+"/v1/gpu/clusters/"+a.cluster.ID+"/metrics?window=24h", a.apiKey, "", http.StatusOK)
+						continue
+					}
 					body := honest
 					if i%2 == 0 {
 						body = bogus
 					}
 					beats.Add(1)
-					err = call(fctx, floodClient, http.MethodPost, app.url+"/v1/agent/heartbeat", a.agent, body, http.StatusOK)
+					err := call(fctx, floodClient, http.MethodPost, app.url+"/v1/agent/heartbeat", a.agent, body, http.StatusOK)
 					if err != nil && (strings.Contains(err.Error(), "429") || strings.Contains(err.Error(), "400")) {
 						refused.Add(1)
 					}
 				}
-				_ = err
-			}
-		}()
+			}()
+		}
+		time.Sleep(200 * time.Millisecond) // the flood is under way
+		return func() { cancel(); wg.Wait(); floodClient.CloseIdleConnections() }
 	}
-	time.Sleep(200 * time.Millisecond) // the flood is under way
-	beside := l.measureWith(ctx, clients, list)
-	stop()
-	flood.Wait()
-	floodClient.CloseIdleConnections()
-	if beside.err != nil {
-		return fmt.Errorf("beside the flood: %w", beside.err)
+	// Rounds of B alone, then beside the flood: the median round's ratio
+	// is the verdict, so one burst of noise on a shared machine does not
+	// decide it either way.
+	const rounds = 3
+	type round struct {
+		alone, beside result
+		ratio         float64
+	}
+	var rs []round
+	for range rounds {
+		alone := l.measureWith(ctx, clients, list)
+		if alone.err != nil {
+			return fmt.Errorf("baseline: %w", alone.err)
+		}
+		stop := flood()
+		beside := l.measureWith(ctx, clients, list)
+		stop()
+		if beside.err != nil {
+			return fmt.Errorf("beside the flood: %w", beside.err)
+		}
+		rs = append(rs, round{alone, beside, float64(beside.p(99)) / float64(alone.p(99))})
 	}
 	var stored int64
 	if err := store.DB().WithContext(ctx).Model(&models.GPUPoint{}).Where("cluster_id = ?", a.cluster.ID).Count(&stored).Error; err != nil {
 		return err
 	}
-	ratio := float64(beside.p(99)) / float64(alone.p(99))
+	fmt.Fprintf(out, "\ntenant flood (X19): organisation B lists its clusters with %d clients, alone and beside A's flood, %d rounds\n", clients, rounds)
+	for i, r := range rs {
+		fmt.Fprintf(out, "  round %d alone:  %6.0f r/s  p50 %s  p99 %s\n", i+1, r.alone.rps(), ms(r.alone.p(50)), ms(r.alone.p(99)))
+		fmt.Fprintf(out, "  round %d beside: %6.0f r/s  p50 %s  p99 %s  (p99 × %.2f)\n", i+1, r.beside.rps(), ms(r.beside.p(50)), ms(r.beside.p(99)), r.ratio)
+	}
+	slices.SortFunc(rs, func(x, y round) int { return cmp.Compare(x.ratio, y.ratio) })
+	ratio := rs[len(rs)/2].ratio
 	verdict := "within"
 	if ratio > 2 {
 		verdict = "OVER"
 	}
-	fmt.Fprintf(out, "\ntenant flood (X19): organisation B lists its clusters with %d clients, alone and beside A's flood\n", clients)
-	fmt.Fprintf(out, "  alone:  %6.0f r/s  p50 %s  p99 %s\n", alone.rps(), ms(alone.p(50)), ms(alone.p(99)))
-	fmt.Fprintf(out, "  beside: %6.0f r/s  p50 %s  p99 %s  (p99 × %.2f: %s the 2× bound)\n", beside.rps(), ms(beside.p(50)), ms(beside.p(99)), ratio, verdict)
-	fmt.Fprintf(out, "  A's heartbeats: %d sent, %d refused (400: GPUs the machine lacks; 429: over its rate); %d minute points stored for its 1-GPU machine\n",
-		beats.Load(), refused.Load(), stored)
+	fmt.Fprintf(out, "  median p99 × %.2f: %s the 2× bound\n", ratio, verdict)
+	fmt.Fprintf(out, "  A's heartbeats: %d sent, %d refused (400: GPUs the machine lacks; 429: over its rate, held up to %s); %d metrics polls; %d minute points stored for its 1-GPU machine\n",
+		beats.Load(), refused.Load(), web.RefusalHold, polls.Load(), stored)
 	if ratio > 2 {
-		return fmt.Errorf("tenant flood: B's p99 went from %s to %s (%.2f×), over the 2× bound", ms(alone.p(99)), ms(beside.p(99)), ratio)
+		return fmt.Errorf("tenant flood: B's p99 beside A's flood is %.2f× its p99 alone (median of %d rounds), over the 2× bound", ratio, rounds)
 	}
 	return nil
 }

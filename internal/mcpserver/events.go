@@ -18,14 +18,13 @@ import (
 
 // ListEventsArgs page the event feed.
 type ListEventsArgs struct {
-	After     int64  `json:"after,omitempty" jsonschema:"the cursor: events with a larger id; 0 (the default) from the first, else the previous answer's next"`
+	After     string `json:"after,omitempty" jsonschema:"the cursor: the events after this event id (evt_…); empty or 0 (the default) from the first, else the previous answer's next"`
 	ClusterID string `json:"cluster_id,omitempty" jsonschema:"only this cluster's events (cl_…)"`
 	Limit     int    `json:"limit,omitempty" jsonschema:"the most events, 1 to 500; 100 by default"`
 }
 
 func (t *tools) listEvents(s *mcp.Server) {
 	schema := inputSchema[ListEventsArgs](nil)
-	schema.Properties["after"].Minimum = new(0.0)
 	schema.Properties["limit"].Minimum, schema.Properties["limit"].Maximum = new(1.0), new(500.0)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_events", InputSchema: schema, Annotations: readOnly("List events"),
 		Description: "The environment's cluster events after a cursor, oldest first, each with its type (cluster.ready, node.down, …); call again with after = next."},
@@ -54,7 +53,7 @@ func eventsSummary(page api.EventList) string {
 	if len(parts) > 0 {
 		s += " (" + strings.Join(parts, ", ") + ")"
 	}
-	s += fmt.Sprintf(". Next cursor: %d", page.Next)
+	s += ". Next cursor: " + page.Next
 	if page.HasMore {
 		return s + " — more are waiting: call list_events again with after = next."
 	}
@@ -98,7 +97,7 @@ func (t *tools) waitForCluster(s *mcp.Server) {
 			deadline := time.Now().Add(timeout)
 			// The cursor first, then the cluster: nothing that happens after
 			// the read is missed.
-			var cursor int64
+			var cursor string
 			for {
 				page, err := t.api.Events(ctx, client.EventsQuery{After: cursor, Cluster: in.ClusterID, Limit: 500})
 				if err != nil {

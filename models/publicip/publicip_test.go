@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestPublic: every spelling of a non-public IPv4 address inside IPv6 is
+// TestAbusePublicAddressRule: every spelling of a non-public IPv4 address inside IPv6 is
 // refused like the IPv4 address itself (A3, X8): IPv4-mapped, IPv4-compatible,
 // NAT64 (well-known and local-use), 6to4 and Teredo.
-func TestPublic(t *testing.T) {
+func TestAbusePublicAddressRule(t *testing.T) {
 	for ip, want := range map[string]bool{
 		// public
 		"8.8.8.8": true, "1.1.1.1": true, "203.0.114.9": true, "2606:4700:4700::1111": true,
@@ -58,11 +58,11 @@ func stripZone(s string) string {
 	return s
 }
 
-// TestOutboundNeverReachesTheServer: in development (private addresses
+// TestAbuseOutboundNeverReachesTheServer: in development (private addresses
 // allowed) the rule still refuses the server's own listening address in
 // every spelling that reaches it, and allows other loopback ports; in
 // production it refuses every non-public address.
-func TestOutboundNeverReachesTheServer(t *testing.T) {
+func TestAbuseOutboundNeverReachesTheServer(t *testing.T) {
 	ap := netip.MustParseAddrPort
 	dev := NewOutbound(true, "127.0.0.1:8080")
 	for _, a := range []string{"127.0.0.1:8080", "127.0.0.2:8080", "[::1]:8080", "0.0.0.0:8080", "[::]:8080",
