@@ -473,6 +473,9 @@ func (w *sshWorld) stockOf() int {
 // machines (each its own /etc, /var, /run and host name) and the ready
 // check's job runs on both (S2).
 func TestSSHMachinesCluster(t *testing.T) {
+	// In parallel: it mostly waits on real machines' agents (a check-in a
+	// second), while the package's other tests want the CPU.
+	t.Parallel()
 	needNamespaces(t, "slurmctld", "slurmd", "munged")
 	tn := newTestNet(t, "10.201.0", 2)
 	agentBin := buildAgent(t)
