@@ -487,6 +487,9 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 			cp.ResumeBlocked = &f
 		}
 	}
+	if cp.Stop, err = h.stopView(c, cl); err != nil {
+		return cp, err
+	}
 	for _, n := range nodes {
 		cp.Nodes = append(cp.Nodes, nodeView(cl, n))
 	}
@@ -657,6 +660,8 @@ func stopLine(cl models.Cluster) string {
 		why = " because the environment's budget was reached"
 	case models.StopByIdle:
 		why = " because every GPU sat idle past the cluster's idle rule"
+	case models.StopByCustomer:
+		why = " as asked (" + strings.TrimSuffix(cl.StopDetail, ".") + ")"
 	}
 	switch {
 	case cl.Ending():

@@ -543,3 +543,9 @@ func (l *Cloud) terminate(ctx context.Context, groupName string) error {
 	}
 	return nil
 }
+
+// StopRefusal implements providers.StopRefuser: the customer's Stop is
+// refused ahead with this sentence (StopNode is always ErrUnsupported).
+func (l *Cloud) StopRefusal() string {
+	return "Lambda cannot stop a machine and start it again: terminate the cluster to end its billing."
+}

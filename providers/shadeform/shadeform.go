@@ -468,3 +468,9 @@ func (s *Cloud) terminate(ctx context.Context, groupName string) error {
 	}
 	return nil
 }
+
+// StopRefusal implements providers.StopRefuser: the customer's Stop is
+// refused ahead with this sentence (StopNode is always ErrUnsupported).
+func (s *Cloud) StopRefusal() string {
+	return "Shadeform cannot stop a machine and start it again: terminate the cluster to end its billing."
+}
