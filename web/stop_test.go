@@ -52,7 +52,7 @@ func TestStopAPI(t *testing.T) {
 		cl := readyFor(t, app, owner, "train")
 		starting := launchFor(t, app, owner, "starting")
 
-		d := doc(t, browser.get("/clusters/" + cl.ID))
+		d := doc(t, browser.get("/clusters/"+cl.ID))
 		form := d.Find(`form[action$="/stop"]`)
 		detail, _ := form.Attr("data-confirm-detail")
 		style, _ := form.Attr("data-confirm-style")
@@ -85,14 +85,14 @@ func TestStopAPI(t *testing.T) {
 		if n := countEvents(evs, "Stop requested (customer): requested by "); n != 1 {
 			t.Errorf("%d stop request events, want 1: %+v", n, evs)
 		}
-		d = doc(t, browser.get("/clusters/" + cl.ID))
+		d = doc(t, browser.get("/clusters/"+cl.ID))
 		if d.Find(`[data-testid=stop]`).Length() != 0 || !strings.Contains(d.Find(`[data-testid=stop-state]`).Text(), "Stopping as asked") {
 			t.Errorf("stopping page: stop %d, stop line %q", d.Find(`[data-testid=stop]`).Length(), d.Find(`[data-testid=stop-state]`).Text())
 		}
 		if _, err := app.store.MarkStopped(ctx, cl.ID); err != nil {
 			t.Fatal(err)
 		}
-		if d = doc(t, browser.get("/clusters/" + cl.ID)); d.Find(`[data-testid=resume]`).Length() != 1 {
+		if d = doc(t, browser.get("/clusters/"+cl.ID)); d.Find(`[data-testid=resume]`).Length() != 1 {
 			t.Errorf("a cluster stopped by its customer offers no Resume")
 		}
 
@@ -107,7 +107,7 @@ func TestStopAPI(t *testing.T) {
 		lambda := readyFor(t, app, owner, "on-lambda")
 		app.store.StopRefusals = map[string]string{lambda.Provider: "Lambda cannot stop a machine and start it again: terminate the cluster to end its billing."}
 		t.Cleanup(func() { app.store.StopRefusals = nil })
-		d = doc(t, browser.get("/clusters/" + lambda.ID))
+		d = doc(t, browser.get("/clusters/"+lambda.ID))
 		btn := d.Find(`button[data-testid=stop]`)
 		if _, off := btn.Attr("disabled"); !off || d.Find(`form[action$="/stop"]`).Length() != 0 ||
 			!strings.Contains(d.Find(`[data-testid=stop-refused]`).Text(), "Stop is off: Lambda cannot stop a machine") {
