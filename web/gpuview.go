@@ -206,6 +206,12 @@ func machineView(s models.GPUSeries, n models.GPUNodeSeries) views.GPUMachineVie
 	case nowN == 0:
 		m.Note = n.Name + " sent no GPU sample in the last 3 minutes."
 	}
+	if nowN == 0 && n.Fault == "" && len(n.XIDs) == 0 {
+		m.Errors = "unknown (no recent report)" // silence is not "no errors"
+		if n.LastAt != nil {
+			m.Errors = "unknown (last seen " + n.LastAt.Format("15:04") + ")"
+		}
+	}
 	return m
 }
 

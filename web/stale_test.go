@@ -13,7 +13,14 @@ import (
 
 // staleCluster is a ready cluster with a start command running on every
 // node and each machine's 8 GPUs reporting 94 % at 72 °C for a few minutes.
-func staleCluster(t *testing.T, app *testApp, acc account, name string) models.Cluster {
+func staleCluster(t testing.TB, app *testApp, acc account, name string) models.Cluster {
+	t.Helper()
+	return reportingCluster(t, app, acc, name, 94, 3)
+}
+
+// reportingCluster is a ready cluster with a start command running on
+// every node and each machine's 8 GPUs at util % for the last minutes.
+func reportingCluster(t testing.TB, app *testApp, acc account, name string, util, minutes int) models.Cluster {
 	t.Helper()
 	ctx := context.Background()
 	cl := readyFor(t, app, acc, name)
@@ -27,10 +34,10 @@ func staleCluster(t *testing.T, app *testApp, acc account, name string) models.C
 			t.Fatal(err)
 		}
 	}
-	for range 3 {
+	for range minutes {
 		app.clock.Advance(time.Minute)
 		for _, n := range nodes {
-			util, temp, power, mem, total := 94, 72, 600, 70000, 81559
+			util, temp, power, mem, total := util, 72, 600, 70000, 81559
 			var samples []models.GPUSample
 			for g := range 8 {
 				samples = append(samples, models.GPUSample{At: app.clock.Now().Add(-10 * time.Second), Index: g, UUID: n.Name + string(rune('a'+g)),

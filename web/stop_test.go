@@ -11,7 +11,7 @@ import (
 
 // readyFor launches acc's cluster name and puts it where a hand-over
 // leaves it: ready, every machine ready, billed from now.
-func readyFor(t *testing.T, app *testApp, acc account, name string) models.Cluster {
+func readyFor(t testing.TB, app *testApp, acc account, name string) models.Cluster {
 	t.Helper()
 	cl := launchFor(t, app, acc, name)
 	now := app.clock.Now()
