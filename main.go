@@ -247,6 +247,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 	if err != nil {
 		return err
 	}
+	store.StopRefusals = cloud.Registry.StopRefusals() // B6: Stop refused ahead where machines cannot stop
 	mailer, err := buildMailer(cfg, clock, log)
 	if err != nil {
 		return err

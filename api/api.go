@@ -287,7 +287,7 @@ type Cluster struct {
 	TerminateRequestedAt *time.Time     `json:"terminateRequestedAt,omitempty"`
 	EndedAt              *time.Time     `json:"endedAt,omitempty"`
 	StopRequestedAt      *time.Time     `json:"stopRequestedAt,omitempty"`   // B6: a stop being carried out
-	StopReason           string         `json:"stopReason,omitempty"`        // balance, budget or idle
+	StopReason           string         `json:"stopReason,omitempty"`        // balance, budget, idle or customer
 	StoppedAt            *time.Time     `json:"stoppedAt,omitempty"`         // compute billing ended here
 	ResumeRequestedAt    *time.Time     `json:"resumeRequestedAt,omitempty"` // a resume under way
 	Nodes                []ClusterNode  `json:"nodes"`

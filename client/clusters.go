@@ -161,6 +161,15 @@ func (c *Client) Resume(ctx context.Context, id string, opts ...Option) (api.Clu
 	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/resume", nil, nil, opts)
 }
 
+// Stop is POST /v1/gpu/clusters/{id}/stop (B6): every machine of a ready
+// cluster is stopped, disks and the volume kept; compute billing ends once
+// all are. An *Error with Code "stop_unsupported" (the provider cannot stop
+// machines; Message says why) or "not_running" (not ready or degraded, or
+// something under way).
+func (c *Client) Stop(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
+	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/stop", nil, nil, opts)
+}
+
 // Connections is GET /v1/gpu/clusters/{id}/connections (N2–N5): an
 // *Error with Code "not_connectable" until every machine is up.
 func (c *Client) Connections(ctx context.Context, id string, opts ...Option) (api.Connections, error) {

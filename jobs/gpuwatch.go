@@ -43,6 +43,9 @@ func (j *GPUWatch) watch(ctx context.Context, wc models.WatchedCluster) error {
 	if p.StallOff && !p.IdleOn {
 		return nil
 	}
+	// The clocks run only since the hand-over: nothing the machines did
+	// while provisioning, installing, verifying or stopped counts (X15).
+	from := wc.Cluster.WatchFrom()
 	hour, err := j.Store.GPUMinutesByID(ctx, wc.Cluster.ID, models.GPUWindowHour)
 	if err != nil {
 		return err
@@ -50,7 +53,7 @@ func (j *GPUWatch) watch(ctx context.Context, wc models.WatchedCluster) error {
 	now := j.Store.Now()
 	if !p.StallOff {
 		var found *models.StallFinding
-		if f, ok := models.DetectStall(hour.Nodes, now, p.StallRule()); ok {
+		if f, ok := models.DetectStall(hour.Since(from).Nodes, now, p.StallRule()); ok {
 			found = &f
 		}
 		if err := j.Store.NoteStall(ctx, j.Mail, wc, found); err != nil {
@@ -65,6 +68,9 @@ func (j *GPUWatch) watch(ctx context.Context, wc models.WatchedCluster) error {
 		return err
 	}
 	since, idle := models.ClusterIdleSince(hour, day, now, float64(p.IdleBelowPct))
+	if idle && since.Before(from) {
+		since = from // idle before the hand-over does not count
+	}
 	_, err = j.Store.NoteIdle(ctx, j.Mail, wc, since, idle, day.From)
 	return err
 }

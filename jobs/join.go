@@ -290,6 +290,8 @@ func stopReason(c models.Cluster) string {
 		return "the environment's budget was reached"
 	case models.StopByIdle:
 		return "every GPU sat idle past the cluster's idle rule"
+	case models.StopByCustomer:
+		return "a stop was asked for"
 	}
 	return "stop requested"
 }

@@ -222,7 +222,15 @@ func (j *Stop) failResume(ctx context.Context, c models.Cluster, lastError model
 // left running they would cost the operator while the customer is no longer
 // billed, and a stop is only asked for when the balance or a budget ran out
 // after its warnings. The ordinary terminate releases every machine.
+//
+// A customer's own stop is never turned into a terminate: the request is
+// dropped with an event saying nothing was stopped (the page refuses Stop
+// ahead where the provider says it cannot stop; this covers a group the
+// provider manages whole, known only once asked).
 func (j *Stop) terminateInstead(ctx context.Context, c models.Cluster) error {
+	if models.StopReason(c.StopReason) == models.StopByCustomer && c.Status != models.StatusStopped {
+		return j.Store.CancelCustomerStop(ctx, c, c.Provider+" refused to stop these machines.")
+	}
 	_, err := j.Store.RequestTerminate(ctx, c.OrgID, c.ID,
 		fmt.Sprintf("the %s stop: %s cannot stop machines, so they are released instead", c.StopReason, c.Provider))
 	return err

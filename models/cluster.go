@@ -138,6 +138,11 @@ type Cluster struct {
 	ResumeRequestedAt *time.Time // a resume under way
 	ResumeStartedAt   *time.Time // the last resume's start: its step deadlines count from here
 	Resumes           int        // resumes completed
+	// HandedOverAt is when the cluster last became ready or degraded from
+	// a starting or stopped status: its start command (or the customer's
+	// SSH) could work from here, so the GPU watch's idle and stall clocks
+	// count from here (X15); added by 1030.
+	HandedOverAt *time.Time
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -503,6 +508,13 @@ func (s *Store) transition(ctx context.Context, id string, ch change) (Cluster, 
 		set := map[string]any{"updated_at": tx.Now()}
 		if to != "" {
 			set["status"] = to
+		}
+		if to == StatusReady || to == StatusDegraded {
+			// Handed over (again) from a starting or stopped status: the
+			// GPU watch's clocks count from here; ready ⇄ degraded keeps
+			// the moment (X15). SET reads the row as it was.
+			set["handed_over_at"] = gorm.Expr("CASE WHEN status IN (?, ?) THEN handed_over_at ELSE ? END",
+				StatusReady, StatusDegraded, tx.Now())
 		}
 		for k, v := range ch.set {
 			set[k] = v

@@ -62,3 +62,18 @@ func (x Actions) Resume(ctx context.Context, clusterID string) (Cluster, error) 
 	})
 	return c, err
 }
+
+// Stop is the customer's stop of a ready cluster (B6's machinery, reason
+// customer): the request, its event and the audit entry commit together;
+// the stop job stops every machine. See Store.RequestCustomerStop.
+func (x Actions) Stop(ctx context.Context, clusterID string) (Cluster, error) {
+	var c Cluster
+	err := x.do(ctx, func(tx *Store) (*AuditEntry, error) {
+		var err error
+		if c, err = tx.RequestCustomerStop(ctx, x.a.OrgID, clusterID, x.a.Name); err != nil {
+			return nil, err
+		}
+		return x.audit("cluster.stop", c.ID, c.Name), nil
+	})
+	return c, err
+}

@@ -667,8 +667,14 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 			g.Points = append(g.Points, p.value())
 		}
 	}
+	// "Now" is the machine's present state only while it runs: a stopped,
+	// down or released machine's last sample is history, not now.
+	running := map[int]bool{}
+	for _, n := range nodes {
+		running[n.Rank] = c.Status != StatusStopped && !c.Status.Terminal() && GPUsRunning(n.Status)
+	}
 	for _, p := range latest {
-		if ns := byRank[p.Rank]; ns != nil && isReal(p.Rank, p.GPU) {
+		if ns := byRank[p.Rank]; ns != nil && isReal(p.Rank, p.GPU) && running[p.Rank] {
 			v := p.value()
 			gpuOf(ns, p.GPU).Now = &v // ordered by at: the last one wins
 		}
@@ -677,6 +683,17 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 		slices.SortFunc(out.Nodes[i].GPUs, func(a, b GPUSeriesGPU) int { return a.Index - b.Index })
 	}
 	return out, nil
+}
+
+// GPUsRunning reports whether a node in status st has GPUs at work now
+// (up and not stopped, down, restarting or released); the others' last
+// figures are shown as last seen, never as now.
+func GPUsRunning(st NodeStatus) bool {
+	switch st {
+	case NodeProvisioning, NodeInstalling, NodeReady, NodeJoining:
+		return true
+	}
+	return false
 }
 
 // gpuBucketsSQL averages a cluster's minute points into step-second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -281,11 +282,12 @@ type WatchedCluster struct {
 }
 
 // ClustersToWatch lists the clusters whose GPUs the watch job judges: ready
-// or degraded, not stopping, stopped or ending, with their watch rows (the
-// defaults where none was set).
+// or degraded, not stopping, stopped or ending, not held unbilled by a
+// verification (not handed over yet), with their watch rows (the defaults
+// where none was set).
 func (s *Store) ClustersToWatch(ctx context.Context) ([]WatchedCluster, error) {
 	var cs []Cluster
-	if err := s.db.WithContext(ctx).Where("status IN ? AND stop_requested_at IS NULL AND terminate_requested_at IS NULL",
+	if err := s.db.WithContext(ctx).Where("status IN ? AND stop_requested_at IS NULL AND terminate_requested_at IS NULL AND unbilled_at IS NULL",
 		[]ClusterStatus{StatusReady, StatusDegraded}).Order("created_at, id").Find(&cs).Error; err != nil {
 		return nil, err
 	}
@@ -488,4 +490,47 @@ func (s *Store) queueWatchMail(ctx context.Context, n *ClusterNotify, c Cluster,
 		}
 	}
 	return nil
+}
+
+func init() {
+	// X15: the watch's clocks count from the hand-over. Clusters running
+	// when this ships count from their billed run's start.
+	register(Migration{ID: "1030_handed_over", Up: func(tx *gorm.DB) error {
+		ts := "datetime"
+		if tx.Dialector.Name() == "postgres" {
+			ts = "timestamptz"
+		}
+		if err := tx.Exec("ALTER TABLE clusters ADD COLUMN handed_over_at " + ts).Error; err != nil {
+			return err
+		}
+		return tx.Exec("UPDATE clusters SET handed_over_at = COALESCE(bill_from, ready_at) WHERE status IN ('ready', 'degraded')").Error
+	}})
+}
+
+// WatchFrom is where the GPU watch's idle and stall clocks start for c
+// (X15): the hand-over to the customer (ready after install and
+// verification, or again after a resume), never the provisioning,
+// install or verification before it, and never before the current billed
+// run began.
+func (c Cluster) WatchFrom() time.Time {
+	var from time.Time
+	for _, t := range []*time.Time{c.ReadyAt, c.BillFrom, c.HandedOverAt} {
+		if t != nil && t.After(from) {
+			from = *t
+		}
+	}
+	return from
+}
+
+// Since keeps only the points at or after from: the watch judges nothing
+// the machines did before the hand-over (X15).
+func (g GPUMinutes) Since(from time.Time) GPUMinutes {
+	out := g
+	out.Nodes = make([]NodeSeries, len(g.Nodes))
+	for i, n := range g.Nodes {
+		k := sort.Search(len(n.Points), func(j int) bool { return !n.Points[j].At.Before(from) })
+		n.Points = n.Points[k:]
+		out.Nodes[i] = n
+	}
+	return out
 }

@@ -17,6 +17,10 @@ type StopReason string
 const (
 	StopByBalance StopReason = "balance" // the balance ran out and its grace passed (B6)
 	StopByBudget  StopReason = "budget"  // the environment's monthly budget was reached (B5)
+	// StopByCustomer is a stop a member asked for (Stop on the page, the
+	// API, the CLI, MCP): it keeps the disks and the volume, ends compute
+	// billing once every machine is stopped, and Resume starts it again.
+	StopByCustomer StopReason = "customer"
 )
 
 func init() {
@@ -87,8 +91,8 @@ func (c billedCluster) billEnd() *time.Time {
 // (its machines are stopped again). A cluster that ended or is being
 // terminated is left as is.
 func (s *Store) RequestStop(ctx context.Context, orgID, clusterID string, reason StopReason, detail string) (Cluster, error) {
-	if reason != StopByBalance && reason != StopByBudget && reason != StopByIdle {
-		return Cluster{}, FieldErrors{"reason": fmt.Sprintf("Stop reason %q is neither balance, budget nor idle.", reason)}
+	if reason != StopByBalance && reason != StopByBudget && reason != StopByIdle && reason != StopByCustomer {
+		return Cluster{}, FieldErrors{"reason": fmt.Sprintf("Stop reason %q is neither balance, budget, idle nor customer.", reason)}
 	}
 	var c Cluster
 	err := s.Tx(ctx, func(tx *Store) error {
@@ -378,4 +382,70 @@ func (s *Store) EnforcedStops(ctx context.Context, orgID string) ([]Cluster, err
 		return nil, fmt.Errorf("models: enforced stops of %s: %w", orgID, err)
 	}
 	return cs, nil
+}
+
+// StopRefusal is why the machines of a cluster on this provider can never
+// be stopped and started again ("" = they can): the provider's own
+// sentence, set at start-up from the provider registry (Store.StopRefusals).
+func (s *Store) StopRefusal(provider string) string { return s.StopRefusals[provider] }
+
+// StopUnsupportedError refuses a customer's stop on a provider that cannot
+// stop machines (the API's 409 stop_unsupported): terminate is the way to
+// end billing there.
+type StopUnsupportedError struct {
+	Provider, Reason string
+}
+
+func (e *StopUnsupportedError) Error() string {
+	return "models: " + e.Provider + " cannot stop machines: " + e.Reason
+}
+
+// Stoppable reports whether the customer's Stop applies: ready or degraded
+// (handed over), nothing stopping, resuming or ending. A cluster still
+// starting is terminated instead, or stopped once it is ready.
+func (c Cluster) Stoppable() bool {
+	return (c.Status == StatusReady || c.Status == StatusDegraded) && c.StopRequestedAt == nil &&
+		c.TerminateRequestedAt == nil && c.ResumeRequestedAt == nil
+}
+
+// RequestCustomerStop is the customer's stop (B6's machinery with reason
+// customer): refused with a *StopUnsupportedError where the provider
+// cannot stop machines, with ErrConflict unless the cluster is ready or
+// degraded with nothing under way; asked again while it stops, it changes
+// nothing. The stop job stops every machine; compute billing ends when all
+// are stopped; disks and the volume are kept.
+func (s *Store) RequestCustomerStop(ctx context.Context, orgID, id, actor string) (Cluster, error) {
+	c, err := s.ClusterForOrg(ctx, orgID, id)
+	if err != nil {
+		return c, err
+	}
+	if why := s.StopRefusal(c.Provider); why != "" {
+		return c, &StopUnsupportedError{Provider: c.Provider, Reason: why}
+	}
+	if c.Stopping() && StopReason(c.StopReason) == StopByCustomer {
+		return c, nil
+	}
+	if !c.Stoppable() {
+		return c, fmt.Errorf("models: only a ready or degraded cluster can be stopped; %s is %s: %w", c.Name, c.Status, ErrConflict)
+	}
+	return s.RequestStop(ctx, orgID, id, StopByCustomer, "requested by "+actor+".")
+}
+
+// CancelCustomerStop ends a customer's stop that the provider refused when
+// asked (a group it manages whole, e.g. an Instant Cluster): the cluster
+// runs on and bills as before, and the event says so. Unlike an enforced
+// stop it is never turned into a terminate: the customer asked to keep
+// the machines.
+func (s *Store) CancelCustomerStop(ctx context.Context, c Cluster, why string) error {
+	return s.Tx(ctx, func(tx *Store) error {
+		res := tx.db.WithContext(ctx).Model(&Cluster{}).
+			Where("id = ? AND stop_requested_at IS NOT NULL AND stop_reason = ? AND status IN ? AND terminate_requested_at IS NULL",
+				c.ID, string(StopByCustomer), []ClusterStatus{StatusReady, StatusDegraded}).
+			Updates(map[string]any{"stop_requested_at": nil, "stop_reason": "", "stop_detail": "", "updated_at": tx.Now()})
+		if res.Error != nil || res.RowsAffected != 1 {
+			return res.Error
+		}
+		return tx.addEvent(ctx, c, c.Status, "error", "", "stop",
+			"Stop not carried out: "+why+" Nothing was stopped; the cluster runs and bills as before. Terminate it to end billing.")
+	})
 }

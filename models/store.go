@@ -58,6 +58,11 @@ type Store struct {
 	// MaxUnhealthyPercent is health damping's share (damping.go;
 	// HEALTH_MAX_UNHEALTHY_PERCENT); 0 = DefaultMaxUnhealthyPercent.
 	MaxUnhealthyPercent int
+	// StopRefusals says, per provider name, why its machines can never be
+	// stopped and started again (the customer's Stop is refused there);
+	// a provider not named can stop them. Set at start-up from the
+	// providers that say so.
+	StopRefusals map[string]string
 }
 
 // NewStore wraps an opened, migrated database. A nil clock means real time.
@@ -80,7 +85,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret,
 			Limits: s.Limits, BalanceGrace: s.BalanceGrace, DefaultMaxVolumes: s.DefaultMaxVolumes, DefaultMaxVolumeGB: s.DefaultMaxVolumeGB,
 			WebhookAllowLoopback: s.WebhookAllowLoopback, WebhookClusterView: s.WebhookClusterView,
-			MaxUnhealthyPercent: s.MaxUnhealthyPercent})
+			MaxUnhealthyPercent: s.MaxUnhealthyPercent, StopRefusals: s.StopRefusals})
 	})
 }
 

@@ -309,6 +309,26 @@ type Provider interface {
 	ReleaseNode(ctx context.Context, groupName, nodeID string) error
 }
 
+// StopRefuser is implemented by a provider whose machines can never be
+// stopped and started again (its StopNode always answers ErrUnsupported):
+// StopRefusal says why in a sentence a customer reads, so the product
+// refuses a customer's Stop before asking (B6).
+type StopRefuser interface {
+	StopRefusal() string
+}
+
+// StopRefusals names, per registered provider that says so, why its
+// machines cannot be stopped.
+func (r Registry) StopRefusals() map[string]string {
+	out := map[string]string{}
+	for name, p := range r {
+		if s, ok := p.(StopRefuser); ok {
+			out[name] = s.StopRefusal()
+		}
+	}
+	return out
+}
+
 // Registry finds an adapter by the name stored on offers and clusters.
 type Registry map[string]Provider
 

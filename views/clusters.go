@@ -63,11 +63,21 @@ type ClusterPage struct {
 	// ResumeBlocked says why Resume is off while the environment's budget
 	// is reached (B5, issue 21 item 4), with the way forward; nil: it is on.
 	ResumeBlocked *Flash
+	// Stop is the customer's Stop (B6): nil when it does not apply (not
+	// ready or degraded, or something under way).
+	Stop *StopView
 	// GPU is what the GPUs are doing, per machine and for the cluster
 	// (X15, gpu.go); nil before the cluster is up.
 	GPU *GPUView
 	// Watch is the stall alert and the idle rule (X15); nil once ended.
 	Watch *WatchView
+}
+
+// StopView is Stop on the cluster page: the confirm's question and what
+// it says keeps billing, or why the provider cannot stop (Refused).
+type StopView struct {
+	Title, Detail string
+	Refused       string // "Stop is off: Lambda cannot stop …"; "" = Stop is on
 }
 
 // JoinView offers "Add worker" and "Replace" with the machine-hour price

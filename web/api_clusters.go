@@ -208,7 +208,7 @@ func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []model
 	}
 	for _, n := range nodes {
 		j.Nodes = append(j.Nodes, api.ClusterNode{Name: n.Name, Rank: n.Rank, Status: string(n.Status), Step: n.Step, Address: n.PrivateIP, PublicHost: n.PublicHost,
-			Message: n.Message, StartCommand: startJSON(cl, starts[n.Rank])})
+			Message: n.Message, StartCommand: startJSON(cl, n, starts[n.Rank])})
 	}
 	for _, e := range events {
 		j.Events = append(j.Events, api.ClusterEvent{At: e.At, Kind: e.Kind, Status: e.Status, Node: e.Node, Step: e.Step, Message: e.Message})

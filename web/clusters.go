@@ -487,6 +487,9 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 			cp.ResumeBlocked = &f
 		}
 	}
+	if cp.Stop, err = h.stopView(c, cl); err != nil {
+		return cp, err
+	}
 	for _, n := range nodes {
 		cp.Nodes = append(cp.Nodes, nodeView(cl, n))
 	}
@@ -657,6 +660,8 @@ func stopLine(cl models.Cluster) string {
 		why = " because the environment's budget was reached"
 	case models.StopByIdle:
 		why = " because every GPU sat idle past the cluster's idle rule"
+	case models.StopByCustomer:
+		why = " as asked (" + strings.TrimSuffix(cl.StopDetail, ".") + ")"
 	}
 	switch {
 	case cl.Ending():
@@ -686,9 +691,14 @@ func nodeView(cl models.Cluster, n models.ClusterNode) views.NodeView {
 	shown := models.ShownNodeStatus(cl, n)
 	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(shown), Detail: nodeDetail(cl, n, shown),
 		Address: n.PrivateIP, Message: n.Message}
+	placed, joining := cl.PlacedAt, n.Status == models.NodeJoining
+	if joining && n.JoinPlacedAt == nil {
+		// A replacement not placed yet: the row still holds the old
+		// machine's steps, which are not this machine's (X5, X13).
+		n.RunningAt, n.AgentAt, n.MeshAt, n.SoftwareAt = nil, nil, nil, nil
+	}
 	stamp := map[string]*time.Time{models.StepRunning: n.RunningAt, models.StepAgent: n.AgentAt, models.StepMesh: n.MeshAt}
 	labels := map[string]string{models.StepRunning: "booting", models.StepAgent: "agent", models.StepMesh: "mesh"}
-	placed, joining := cl.PlacedAt, n.Status == models.NodeJoining
 	if joining || n.JoinPlacedAt != nil { // an added worker or a replacement: its own placement and deadlines (L10, X5)
 		placed = n.JoinPlacedAt
 	}

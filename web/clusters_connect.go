@@ -61,8 +61,12 @@ func (h *handler) decorateClusterPage(c echo.Context, cl models.Cluster, nodes [
 		return err
 	}
 	byRank := startsByRank(starts)
+	nodeOf := map[int]models.ClusterNode{}
+	for _, n := range nodes {
+		nodeOf[n.Rank] = n
+	}
 	for i := range cp.Nodes {
-		cp.Nodes[i].Start = startView(cl, byRank[cp.Nodes[i].Rank])
+		cp.Nodes[i].Start = startView(cl, nodeOf[cp.Nodes[i].Rank], byRank[cp.Nodes[i].Rank])
 	}
 	if !cl.Connectable() {
 		return nil

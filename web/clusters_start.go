@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
@@ -28,8 +29,19 @@ func startsByRank(starts []models.NodeStart) map[int]*models.NodeStart {
 	return out
 }
 
+// startUnknown is a start command last reported running on a machine that
+// no longer runs (stopped, down, released): whether it still runs is not
+// known, and it is never said to run.
+const startUnknown = "unknown"
+
+// machineRuns reports whether node n's machine runs now (its cluster is
+// neither stopped nor ended, and it is up).
+func machineRuns(cl models.Cluster, n models.ClusterNode) bool {
+	return cl.Status != models.StatusStopped && !cl.Status.Terminal() && models.GPUsRunning(n.Status)
+}
+
 // startJSON is a node's start command for the API; nil when the cluster has none.
-func startJSON(cl models.Cluster, st *models.NodeStart) *api.NodeStartCommand {
+func startJSON(cl models.Cluster, n models.ClusterNode, st *models.NodeStart) *api.NodeStartCommand {
 	if cl.StartCommand == "" {
 		return nil
 	}
@@ -37,17 +49,27 @@ func startJSON(cl models.Cluster, st *models.NodeStart) *api.NodeStartCommand {
 		return &api.NodeStartCommand{State: startWaiting}
 	}
 	started := st.StartedAt
-	return &api.NodeStartCommand{State: st.State, StartedAt: &started, ExitCode: st.ExitCode, EndedAt: st.EndedAt, Error: st.Error}
+	out := &api.NodeStartCommand{State: st.State, StartedAt: &started, ExitCode: st.ExitCode, EndedAt: st.EndedAt, Error: st.Error}
+	if st.State == models.StartRunning && !machineRuns(cl, n) {
+		out.State = startUnknown
+		out.Error = fmt.Sprintf("%s is %s; its last report (%s) said running.", n.Name, models.ShownNodeStatus(cl, n), st.ReportedAt.UTC().Format(time.RFC3339))
+	}
+	return out
 }
 
 // startView is a node's start command for the page; nil when the cluster has none.
-func startView(cl models.Cluster, st *models.NodeStart) *views.StartView {
+func startView(cl models.Cluster, n models.ClusterNode, st *models.NodeStart) *views.StartView {
 	if cl.StartCommand == "" {
 		return nil
 	}
 	switch {
+	case st == nil && !machineRuns(cl, n):
+		return &views.StartView{State: startUnknown, Label: "start command: not running (the machine is " + string(models.ShownNodeStatus(cl, n)) + ")"}
 	case st == nil:
 		return &views.StartView{State: startWaiting, Label: "start command: waiting for the cluster to be ready"}
+	case st.State == models.StartRunning && !machineRuns(cl, n):
+		return &views.StartView{State: startUnknown, Label: fmt.Sprintf("start command: unknown, the machine is %s (last seen running at %s, since %s)",
+			models.ShownNodeStatus(cl, n), clock(&st.ReportedAt), clock(&st.StartedAt))}
 	case st.State == models.StartRunning:
 		return &views.StartView{State: st.State, Label: "start command: running since " + clock(&st.StartedAt)}
 	case st.State == models.StartExited:

@@ -158,6 +158,8 @@ func problemWords(cl models.Cluster, le models.LastError, nodes []models.Cluster
 			why = " because the environment's budget was reached"
 		case models.StopByIdle:
 			why = " because every GPU sat idle past the cluster's idle rule"
+		case models.StopByCustomer:
+			why = " because a stop was asked for"
 		}
 		return "The resume was cancelled" + why + "; every machine is stopped again.", stopped
 	}

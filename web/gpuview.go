@@ -33,7 +33,11 @@ func (h *handler) decorateGPU(c echo.Context, cl models.Cluster, cp *views.Clust
 	if err != nil {
 		return err
 	}
-	cp.GPU = gpuView(hour, day)
+	nodes, err := h.Store.NodesFor(ctx, cl.ID)
+	if err != nil {
+		return err
+	}
+	cp.GPU = gpuView(cl, nodes, hour, day)
 	if w.StallKey != "" {
 		cp.GPU.Stall = w.StallMessage
 	}
@@ -58,8 +62,11 @@ func slots(s models.GPUSeries, at []time.Time, v []float64) []float64 {
 
 func pct(v float64) string { return strconv.Itoa(int(math.Round(v))) + " %" }
 
-// gpuView is the Overview's GPU section from the last hour's and day's series.
-func gpuView(hour, day models.GPUSeries) *views.GPUView {
+// gpuView is the Overview's GPU section from the last hour's and day's
+// series. Figures are "now" only while the cluster and the machine run;
+// otherwise they are said as last seen, with when (a stopped cluster, a
+// down or stopped machine, a series whose newest point is old).
+func gpuView(cl models.Cluster, nodes []models.ClusterNode, hour, day models.GPUSeries) *views.GPUView {
 	g := &views.GPUView{}
 	cu := func(s models.GPUSeries) ([]float64, float64, float64, bool) {
 		var at []time.Time
@@ -75,13 +82,22 @@ func gpuView(hour, day models.GPUSeries) *views.GPUView {
 		return slots(s, at, v), v[len(v)-1], sum / float64(len(v)), true
 	}
 	hv, hnow, hmean, hok := cu(hour)
+	cuPoints := hour.ClusterUtil()
 	dv, _, dmean, dok := cu(day)
 	if !hok && !dok {
 		g.Empty = "No GPU telemetry yet: each machine's agent reports its GPUs every 30 seconds once it runs."
 	}
 	g.HourNow, g.DayMean = "no samples", "no samples"
 	if hok {
-		g.HourNow = pct(hnow) + " now"
+		last := cuPoints[len(cuPoints)-1].At
+		switch {
+		case cl.Status == models.StatusStopped || cl.Status.Terminal():
+			g.HourNow = pct(hnow) + " last seen " + last.Format("15:04")
+		case hour.To.Sub(last) > models.GPUNowWithin:
+			g.HourNow = pct(hnow) + " last seen " + last.Format("15:04")
+		default:
+			g.HourNow = pct(hnow) + " now"
+		}
 	}
 	if dok {
 		g.DayMean = "mean " + pct(dmean)
@@ -90,8 +106,19 @@ func gpuView(hour, day models.GPUSeries) *views.GPUView {
 		Summary: fmt.Sprintf("%s, mean %s", g.HourNow, pct(hmean))}
 	g.DayUtil = views.Spark{ID: "gpu-cluster-24h", Label: "Cluster GPU utilization, last 24 hours", Values: dv, Max: 100,
 		Summary: g.DayMean + " in 10-minute steps"}
+	shown := map[int]models.NodeStatus{}
+	for _, n := range nodes {
+		shown[n.Rank] = models.ShownNodeStatus(cl, n)
+		if cl.Status != models.StatusStopped && !cl.Status.Terminal() && !models.GPUsRunning(n.Status) {
+			shown[n.Rank] = n.Status // down, restarting or stopped while the cluster runs
+		}
+	}
 	for _, n := range hour.Nodes {
-		g.Machines = append(g.Machines, machineView(hour, n))
+		m := machineView(hour, n)
+		if st, ok := shown[n.Rank]; ok && (cl.Status == models.StatusStopped || cl.Status.Terminal() || !models.GPUsRunning(st)) {
+			lastSeen(&m, n, st)
+		}
+		g.Machines = append(g.Machines, m)
 	}
 	return g
 }
@@ -179,7 +206,31 @@ func machineView(s models.GPUSeries, n models.GPUNodeSeries) views.GPUMachineVie
 	case nowN == 0:
 		m.Note = n.Name + " sent no GPU sample in the last 3 minutes."
 	}
+	if nowN == 0 && n.Fault == "" && len(n.XIDs) == 0 {
+		m.Errors = "unknown (no recent report)" // silence is not "no errors"
+		if n.LastAt != nil {
+			m.Errors = "unknown (last seen " + n.LastAt.Format("15:04") + ")"
+		}
+	}
 	return m
+}
+
+// lastSeen says a machine that does not run now as it was last seen: no
+// "now" figure, errors unknown unless a fault was recorded, and when its
+// GPUs last reported.
+func lastSeen(m *views.GPUMachineView, n models.GPUNodeSeries, st models.NodeStatus) {
+	m.UtilNow, m.MemNow, m.Temp, m.Power = "–", "–", "– °C", "– W"
+	m.Util.Summary, m.Mem.Summary = "not running", "not running"
+	word := string(st)
+	when := "never reported"
+	if n.LastAt != nil {
+		when = "last seen " + n.LastAt.Format("15:04")
+	}
+	if n.Fault == "" {
+		m.Errors, m.Bad = "unknown ("+when+")", false
+	}
+	m.Note = fmt.Sprintf("%s is %s: no figure is live; the charts end where its GPUs %s.", n.Name, word,
+		strings.Replace(when, "last seen", "last reported at", 1))
 }
 
 func sortedKeys[V any](m map[int64]V) []int64 {

@@ -187,6 +187,7 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/clusters/:id/workers", h.addWorker)               // L10
 	app.POST("/clusters/:id/nodes/:rank/replace", h.replaceNode) // X5
 	app.POST("/clusters/:id/resume", h.resumeCluster)            // B6
+	app.POST("/clusters/:id/stop", h.stopCluster)                // B6: the customer's stop
 
 	// Volumes (V1–V5): the current environment's on the page, the key's in the API.
 	app.GET("/volumes", h.listVolumes)
@@ -219,6 +220,7 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/gpu/clusters/:id/workers", h.apiAddWorker)
 	api.POST("/gpu/clusters/:id/nodes/:rank/replace", h.apiReplaceNode)
 	api.POST("/gpu/clusters/:id/resume", h.apiResume)
+	api.POST("/gpu/clusters/:id/stop", h.apiStop)
 
 	// The cluster agent's protocol: node tokens (agentAuth), outside the
 	// customer API's keys.

@@ -294,6 +294,8 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/v1/volumes/:id/grow":                                  volumeA,
 	"/clusters/:id/resume":                                  clusterA,
 	"/v1/gpu/clusters/:id/resume":                           clusterA,
+	"/clusters/:id/stop":                                    clusterA,
+	"/v1/gpu/clusters/:id/stop":                             clusterA,
 	"/clusters/:id/workers":                                 clusterA,
 	"/v1/gpu/clusters/:id/workers":                          clusterA,
 	"/clusters/:id/nodes/:rank/replace":                     clusterNodeA,

@@ -43,6 +43,7 @@ func TestUseCasesCommitWithTheirAuditEntry(t *testing.T) {
 	cases := []useCase{
 		{name: "launch (API)", audit: "cluster.launch", setup: launchCase},
 		{name: "terminate (page)", audit: "cluster.terminate", setup: terminateCase},
+		{name: "stop (API)", audit: "cluster.stop", setup: stopCase},
 		{name: "retry install (API)", audit: "cluster.retry_install", setup: retryInstallCase},
 		{name: "kubeconfig download (API)", audit: "cluster.kubeconfig", setup: kubeconfigCase},
 		{name: "recovery policy (API)", audit: "cluster.recovery_policy", setup: recoveryPolicyCase},

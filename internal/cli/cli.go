@@ -52,6 +52,7 @@ Usage:
   clusterdeck gpu volumes get ID
   clusterdeck gpu volumes grow ID --size-gb GB
   clusterdeck gpu volumes delete ID
+  clusterdeck gpu clusters stop ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters resume ID [--wait [--timeout 30m]]
   clusterdeck gpu events [--after N] [--cluster ID] [--follow]
   clusterdeck gpu billing balance
@@ -81,9 +82,12 @@ launch with it to retry safely (the same key and body give the same cluster, L1)
 X9): quote or launch one with --private-offer-id at its locked price.
 
 "clusters recovery" sets the automatic recovery policy (R3); "clusters recover" makes
-one recovery attempt at once (R5). "clusters resume" starts a cluster stopped by the
-balance or a budget again (B6): every machine, all or nothing; it needs the balance a
-launch needs. With --wait it exits 0 once the cluster runs again, 1 if the resume failed.
+one recovery attempt at once (R5). "clusters stop" stops every machine of a ready
+cluster (B6): compute billing ends once all are, disks and the volume are kept (a volume
+keeps billing); refused (stop_unsupported) where the provider cannot stop machines.
+"clusters resume" starts a stopped cluster again: every machine, all or nothing; it
+needs the balance a launch needs. With --wait it exits 0 once the cluster runs again,
+1 if the resume failed.
 
 "clusters add-worker" adds one more machine of the same offer to a ready cluster (L10):
 admitted like a launch, billed from when it has joined. "clusters replace --node N"
@@ -183,13 +187,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // clusters dispatches `gpu clusters SUB …`.
 func (c *gpuCLI) clusters(args []string) error {
 	if len(args) == 0 {
-		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, resume, add-worker, replace, top, gpu-watch, verification, verify or keep")
+		return usageError("name a clusters command: quote, launch, list, get, connections, logs, terminate, recovery, recover, stop, resume, add-worker, replace, top, gpu-watch, verification, verify or keep")
 	}
 	commands := map[string]func([]string) error{
 		"quote": c.quote, "launch": c.launch, "list": c.list, "ls": c.list, "get": c.get, "show": c.get,
 		"connections": c.connections, "logs": c.logs, "terminate": c.terminate,
 		"add-worker": c.addWorker, "replace": c.replaceNode,
-		"recovery": c.recoveryPolicy, "recover": c.recoverNow, "resume": c.resume,
+		"recovery": c.recoveryPolicy, "recover": c.recoverNow, "stop": c.stop, "resume": c.resume,
 		"top": c.top, "gpu-watch": c.gpuWatch, "verification": c.verification, "verify": c.verifyAgain, "keep": c.keepUnverified,
 	}
 	sub, rest := args[0], args[1:]

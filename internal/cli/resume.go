@@ -40,3 +40,35 @@ func (c *gpuCLI) resume(args []string) error {
 func resumeDone(cl api.Cluster) bool {
 	return cl.ResumeRequestedAt == nil || cl.Status == "terminated" || cl.Status == "failed"
 }
+
+// stop is `gpu clusters stop ID [--wait]` (B6): every machine of a ready
+// cluster is stopped, disks and the volume kept; compute billing ends once
+// all are. With --wait it exits 0 once the cluster is stopped, 1 when it
+// ended otherwise (terminated, or the stop was not carried out).
+func (c *gpuCLI) stop(args []string) error {
+	a, err := c.clusterAction(args, "stop", "every machine stopped (exit 0), or the stop was not carried out (exit 1)", (*client.Client).Stop)
+	if err != nil || a.progress == nil {
+		return err
+	}
+	sdk, cl, raw, w, progress := a.sdk, a.cl, a.raw, a.w, a.progress
+	fmt.Fprintf(progress, "Stop accepted for %s %q: every machine is stopped at the provider; compute billing ends when all are. "+
+		"Disks and the volume are kept (a volume keeps billing). Resume with: clusterdeck gpu clusters resume %s\n", cl.ID, cl.Name, cl.ID)
+	if !w.wait {
+		return nil
+	}
+	final, err := c.watchAndPrint(sdk, cl, raw, w, progress, true, stopDone)
+	if err != nil {
+		return err
+	}
+	if final.Status != "stopped" {
+		fmt.Fprintf(c.stderr, "clusterdeck: cluster %s is %s: the stop was not carried out (its events say why)\n", final.ID, statusText(final))
+		return Exit(exitFailed)
+	}
+	fmt.Fprintf(progress, "Cluster %s is stopped; compute billing ended.\n", final.ID)
+	return nil
+}
+
+// stopDone: the stop ended, one way or the other.
+func stopDone(cl api.Cluster) bool {
+	return cl.StopRequestedAt == nil || cl.Status == "terminated" || cl.Status == "failed"
+}

@@ -67,3 +67,39 @@ func TestCLIResume(t *testing.T) {
 		}
 	})
 }
+
+// B6, API3: "clusters stop" stops a ready cluster (reason customer) and
+// with --wait exits 0 once every machine is stopped; where the provider
+// cannot stop machines it is refused with the provider's reason and
+// nothing changes.
+func TestCLIStop(t *testing.T) {
+	eachDeck(t, func(t *testing.T, d *deck) {
+		ctx := context.Background()
+		cl := d.launch(t, "pausable")
+		d.join(t, cl.ID, 2)
+		out, errOut, done := d.background(ctx, "clusters", "stop", cl.ID, "--wait", "--poll-interval", "2ms")
+		out.waitFor(t, regexp.MustCompile(`Stop accepted for `+cl.ID), done)
+		if got, _ := d.store.ClusterByID(ctx, cl.ID); got.StopReason != string(models.StopByCustomer) {
+			t.Fatalf("stop reason %q, want customer", got.StopReason)
+		}
+		if _, err := d.store.MarkStopped(ctx, cl.ID); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, done, out, errOut); code != 0 {
+			t.Fatalf("stop --wait: exit %d %s %s", code, out, errOut)
+		}
+		mustContain(t, "stop --wait", out.String(), "volume keeps billing", "clusters resume "+cl.ID, "is stopped; compute billing ended")
+
+		other := d.launch(t, "unstoppable")
+		d.join(t, other.ID, 2)
+		d.store.StopRefusals = map[string]string{other.Provider: "This cloud cannot stop a machine: terminate the cluster to end its billing."}
+		t.Cleanup(func() { d.store.StopRefusals = nil })
+		if _, errOut, code := d.gpu(t, "clusters", "stop", other.ID); code == 0 || !strings.Contains(errOut, "stop_unsupported") ||
+			!strings.Contains(errOut, "cannot stop a machine") {
+			t.Fatalf("stop where machines cannot stop: exit %d %s", code, errOut)
+		}
+		if got, _ := d.store.ClusterByID(ctx, other.ID); got.StopRequestedAt != nil {
+			t.Fatal("a refused stop changed the cluster")
+		}
+	})
+}

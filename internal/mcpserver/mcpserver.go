@@ -31,10 +31,11 @@ import (
 const instructions = `Clusterdeck runs multi-node GPU clusters. To start one: list_offers (what can start now),
 quote_cluster (locks a whole-cluster price), launch_cluster with the quote_id, then wait_for_cluster
 until status is "ready" (billing starts there; it blocks, no polling needed), cluster_connections for SSH and launch commands,
-cluster_logs for a node's output, terminate_cluster when the work is done (there is no user stop).
+cluster_logs for a node's output, terminate_cluster when the work is done; stop_cluster pauses a ready one
+(disks and the volume kept, compute billing ends; refused with stop_unsupported where the provider cannot stop).
 A degraded cluster (a machine down) keeps billing: recover_cluster tries once now, set_recovery
-restarts machines automatically. A cluster "stopped" by the balance or a budget bills no compute;
-after adding funds, resume_cluster starts it again. add_worker grows a ready cluster by one machine of the same offer.
+restarts machines automatically. A cluster "stopped" (by you, the balance or a budget) bills no compute;
+resume_cluster starts it again (after adding funds when the balance stopped it). add_worker grows a ready cluster by one machine of the same offer.
 Refusals are tool errors carrying the API's code: no_capacity (see advice), price_changed
 (quote again), quota_exceeded, insufficient_balance (shortfall is the amount to add).
 For reserved capacity, more machines or a fast fabric, request_quote; what the team agrees comes
@@ -62,7 +63,7 @@ func (t *tools) all() []func(*mcp.Server) {
 	return []func(*mcp.Server){
 		t.listOffers, t.quoteCluster, t.launchCluster, t.listClusters, t.getCluster,
 		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote, t.setRecovery, t.recoverCluster, t.verificationTools, t.addWorker,
-		t.resumeCluster, t.getBalance, t.billingUsage, t.listVolumes, t.createVolume, t.deleteVolume,
+		t.stopCluster, t.resumeCluster, t.getBalance, t.billingUsage, t.listVolumes, t.createVolume, t.deleteVolume,
 		t.waitForCluster, t.listEvents, t.clusterGPUMetrics, t.setGPUWatch,
 	}
 }

@@ -31,6 +31,7 @@ func TestToolsListed(t *testing.T) {
 			"recover_cluster":     {},                                 // R5: each call asks for one more attempt
 			"add_worker":          {},                                 // L10: each call asks for one more machine
 			"resume_cluster":      {idempotent: true},                 // B6: asking again while it resumes changes nothing
+			"stop_cluster":        {idempotent: true},                 // B6: asking again while it stops changes nothing
 			"get_balance":         {readOnly: true, idempotent: true}, // B1
 			"billing_usage":       {readOnly: true},                   // B3
 			"list_volumes":        {readOnly: true},                   // V1

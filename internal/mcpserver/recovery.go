@@ -95,3 +95,21 @@ func (t *tools) resumeCluster(s *mcp.Server) {
 				})
 		})
 }
+
+func (t *tools) stopCluster(s *mcp.Server) {
+	// Idempotent (asking again while the stop is under way changes
+	// nothing); not destructive (disks and the volume are kept; resume
+	// starts the machines again).
+	mcp.AddTool(s, &mcp.Tool{Name: "stop_cluster", InputSchema: clusterSchema[ClusterArgs](), Annotations: writes("Stop a ready cluster", false, true),
+		Description: "Stop every machine of a ready or degraded cluster (B6): running processes end, the machines' disks and the volume are kept; " +
+			"compute billing ends once every machine is stopped, an attached volume keeps billing. resume_cluster starts it again. " +
+			"Refused with stop_unsupported where the provider cannot stop machines (terminate ends billing there), or not_running."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ClusterArgs) (*mcp.CallToolResult, any, error) {
+			var cl api.Cluster
+			return call(ctx, func(o client.Option) (err error) { cl, err = t.api.Stop(ctx, in.ClusterID, o); return err },
+				func() string {
+					return fmt.Sprintf("Stop of cluster %s requested: every machine is being stopped; call get_cluster until status is \"stopped\" "+
+						"(compute billing ends then). resume_cluster starts it again.", cl.ID)
+				})
+		})
+}

@@ -142,3 +142,43 @@ func TestResumeTool(t *testing.T) {
 		}
 	})
 }
+
+// B6 through the tools: stop_cluster stops a ready cluster (the same call
+// twice is the same stop, reason customer), is refused with not_running
+// once it is stopping no more but stopped, with stop_unsupported and the
+// provider's reason where machines cannot stop, and is not found for
+// another organisation; resume_cluster then starts it again.
+func TestStopTool(t *testing.T) {
+	eachDeck(t, func(t *testing.T, d *deck) {
+		ctx := context.Background()
+		cs := mustConnect(t, ways[0], d, d.key)
+		id := d.readyCluster(cs, "stop-me")
+		rival := d.signup("rival@example.com", "Rival Labs", 100)
+		refused(t, mustConnect(t, ways[1], d, rival.key), "stop_cluster", map[string]any{"cluster_id": id}, "not_found")
+		var first any
+		for i := range 2 {
+			r := ok(t, cs, "stop_cluster", map[string]any{"cluster_id": id})
+			if r.data["stopReason"] != "customer" || r.data["stopRequestedAt"] == nil || !strings.Contains(r.text, "every machine is being stopped") {
+				t.Fatalf("stop_cluster: %s", r.text)
+			}
+			if i == 1 && r.data["stopRequestedAt"] != first {
+				t.Errorf("a second call changed the stop: %v then %v", first, r.data["stopRequestedAt"])
+			}
+			first = r.data["stopRequestedAt"]
+		}
+		if _, err := d.store.MarkStopped(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, cs, "stop_cluster", map[string]any{"cluster_id": id}, "not_running")
+		if r := ok(t, cs, "resume_cluster", map[string]any{"cluster_id": id}); r.data["resumeRequestedAt"] == nil {
+			t.Fatalf("resume_cluster after stop_cluster: %s", r.text)
+		}
+		d.store.StopRefusals = map[string]string{"sim": "This cloud cannot stop a machine: terminate the cluster to end its billing."}
+		t.Cleanup(func() { d.store.StopRefusals = nil })
+		other := d.readyCluster(cs, "cannot-stop")
+		refused(t, cs, "stop_cluster", map[string]any{"cluster_id": other}, "stop_unsupported", "cannot stop a machine")
+		if cl, _ := d.store.ClusterByID(ctx, other); cl.StopRequestedAt != nil {
+			t.Fatal("a refused stop changed the cluster")
+		}
+	})
+}

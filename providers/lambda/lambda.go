@@ -523,3 +523,9 @@ func (l *Cloud) terminate(ctx context.Context, groupName string) error {
 
 // describeMemo names the account's listing in a job tick's providers.Memo.
 type describeMemo struct{ cloud *Cloud }
+
+// StopRefusal implements providers.StopRefuser: the customer's Stop is
+// refused ahead with this sentence (StopNode is always ErrUnsupported).
+func (l *Cloud) StopRefusal() string {
+	return "Lambda cannot stop a machine and start it again: terminate the cluster to end its billing."
+}

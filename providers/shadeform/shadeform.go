@@ -465,3 +465,9 @@ func (s *Cloud) terminate(ctx context.Context, groupName string) error {
 
 // describeMemo names the account's listing in a job tick's providers.Memo.
 type describeMemo struct{ cloud *Cloud }
+
+// StopRefusal implements providers.StopRefuser: the customer's Stop is
+// refused ahead with this sentence (StopNode is always ErrUnsupported).
+func (s *Cloud) StopRefusal() string {
+	return "Shadeform cannot stop a machine and start it again: terminate the cluster to end its billing."
+}

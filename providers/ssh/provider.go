@@ -752,3 +752,9 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// StopRefusal implements providers.StopRefuser: the customer's Stop is
+// refused ahead with this sentence (StopNode is always ErrUnsupported).
+func (p *Provider) StopRefusal() string {
+	return "The operator's own machines cannot be stopped: terminate the cluster to free them and end its billing."
+}

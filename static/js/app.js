@@ -155,6 +155,8 @@ document.addEventListener("submit", function (ev) {
   var ok = dlg.querySelector("[data-testid=confirm-ok]");
   ok.hidden = false;
   ok.textContent = form.getAttribute("data-confirm-label") || (submitter && submitter.textContent.trim()) || "Confirm";
+  // Styled by consequence: red unless the form names another style.
+  ok.className = form.getAttribute("data-confirm-style") || "btn-danger";
   dlg.returnValue = "";
   dlg.onclose = function () {
     // A "close" event is queued, not sent at once: the close of an earlier
