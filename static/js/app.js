@@ -227,6 +227,28 @@ document.addEventListener("submit", function (ev) {
   dlg.showModal();
 }, true);
 
+// A checkbox with data-select-all="NAME" ticks or clears every checkbox
+// named NAME in its form (the webhook form's event types), and follows
+// them: ticked when all are, half when some are.
+function namedBoxes(form, name) {
+  return Array.prototype.filter.call(form.elements, function (b) { return b.type === "checkbox" && b.name === name; });
+}
+document.addEventListener("change", function (ev) {
+  var el = ev.target;
+  if (!(el instanceof HTMLInputElement) || el.type !== "checkbox" || !el.form) return;
+  var group = el.getAttribute("data-select-all");
+  if (group) {
+    namedBoxes(el.form, group).forEach(function (b) { b.checked = el.checked; });
+    return;
+  }
+  var head = Array.prototype.filter.call(el.form.elements, function (b) { return b.getAttribute && b.getAttribute("data-select-all") === el.name; })[0];
+  if (!head) return;
+  var boxes = namedBoxes(el.form, el.name);
+  var ticked = boxes.filter(function (b) { return b.checked; }).length;
+  head.checked = ticked === boxes.length;
+  head.indeterminate = ticked > 0 && ticked < boxes.length;
+});
+
 // Busy feedback: a submitting button is disabled and aria-busy while its
 // request runs (the CSS draws a spinner), and the region an htmx form or
 // control swaps is aria-busy meanwhile (the offers dim). Polls are not
