@@ -83,3 +83,70 @@ func allDigits(s string) bool {
 	}
 	return true
 }
+
+// Typed-amount refusals (B3): what ParseTypedUSD says, word for word the
+// messages static/js/app.js's parseAmount gives, so a page never asks
+// "Add $5,000.00?" about an amount the server then refuses.
+const (
+	AmountProblemEmpty    = "Give an amount in dollars, like 25.00."
+	AmountProblemNegative = "Give a positive amount, like 25.00."
+	AmountProblemCents    = "Give at most two decimals (cents), like 12.50."
+	AmountProblemCommas   = "Commas separate thousands, like 5,000; cents follow a point, like 5.00."
+	AmountProblemTooLarge = "That amount is too large."
+)
+
+// AmountError is a typed amount refused by ParseTypedUSD: its message is
+// meant for the person who typed it.
+type AmountError struct{ Problem string }
+
+func (e *AmountError) Error() string { return e.Problem }
+
+// ParseTypedUSD reads an amount a person typed in dollars (B3): spaces
+// around it, an optional leading "$", the whole dollars plain or grouped by
+// commas in threes ("5000", "5,000", "1,234,567"), and at most two
+// decimals ("12.50", "12.5", ".50", "12."). A sign, "5,00", "1.234,56",
+// three decimals and anything else are refused with a message saying
+// which. The browser's mirror is parseAmount in static/js/app.js: change
+// both together (web's TestTypedAmounts* run one table through each).
+func ParseTypedUSD(s string) (Money, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "$") {
+		s = strings.TrimSpace(s[1:])
+	}
+	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "\u2212") {
+		return 0, &AmountError{AmountProblemNegative}
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" && frac == "" {
+		return 0, &AmountError{AmountProblemEmpty}
+	}
+	if strings.Contains(frac, ",") {
+		return 0, &AmountError{AmountProblemCommas}
+	}
+	if !allDigits(frac) {
+		return 0, &AmountError{AmountProblemEmpty}
+	}
+	if len(frac) > 2 {
+		return 0, &AmountError{AmountProblemCents}
+	}
+	if strings.Contains(whole, ",") {
+		groups := strings.Split(whole, ",")
+		for i, g := range groups {
+			if !allDigits(g) || g == "" || len(g) > 3 || (i > 0 && len(g) != 3) {
+				return 0, &AmountError{AmountProblemCommas}
+			}
+		}
+		whole = strings.Join(groups, "")
+	}
+	if !allDigits(whole) {
+		return 0, &AmountError{AmountProblemEmpty}
+	}
+	if len(strings.TrimLeft(whole, "0")) > 12 {
+		return 0, &AmountError{AmountProblemTooLarge}
+	}
+	cents := int64(0)
+	for _, r := range strings.TrimLeft(whole, "0") + (frac + "00")[:2] {
+		cents = cents*10 + int64(r-'0')
+	}
+	return Money(cents) * 10_000, nil
+}

@@ -255,6 +255,11 @@ type OfferGroup struct {
 	Nodes        int
 	Offers       []Offer // sorted by whole-cluster price
 	Cheapest     Money   // cheapest startable whole-cluster price, 0 when none can start
+	// QuoteRank is the group's place in the "Needs a quote" section: the
+	// groups that have rows that cannot start, ordered by their best such
+	// row under the page's sort (O3), as the startable groups are by their
+	// best startable row. -1 when every row can start.
+	QuoteRank int
 }
 
 // PickOffers answers the picker from the stored catalog (O6: never a
@@ -367,19 +372,41 @@ func groupOffers(keys []offerKey, f OfferFilter) []OfferGroup {
 		groups = append(groups, g)
 		i = j
 	}
-	// A group's first offer is its best startable one when it has any.
+	// A group's first offer is its best startable one when it has any,
+	// else its best one that needs a quote: groups are ordered by it.
 	sort.SliceStable(groups, func(i, j int) bool {
 		a, b := groups[i], groups[j]
 		if (a.Cheapest > 0) != (b.Cheapest > 0) {
 			return a.Cheapest > 0
 		}
-		if a.Cheapest > 0 {
-			if c := f.compareBy(&a.Offers[0], &b.Offers[0], a.Cheapest, b.Cheapest, a.Offers[0].Track, b.Offers[0].Track); c != 0 {
-				return c < 0
-			}
+		if c := f.compareBy(&a.Offers[0], &b.Offers[0], a.Offers[0].ClusterHour(f.Nodes), b.Offers[0].ClusterHour(f.Nodes), a.Offers[0].Track, b.Offers[0].Track); c != 0 {
+			return c < 0
 		}
 		return a.Location < b.Location
 	})
+	// The "Needs a quote" section's order: by each group's best row that
+	// cannot start (the first after its startable ones).
+	type quoteHead struct {
+		group int
+		best  *Offer
+	}
+	var heads []quoteHead
+	for i := range groups {
+		groups[i].QuoteRank = -1
+		for k := range groups[i].Offers {
+			if groups[i].Offers[k].SellFor(f.Nodes) != Startable {
+				heads = append(heads, quoteHead{i, &groups[i].Offers[k]})
+				break
+			}
+		}
+	}
+	sort.SliceStable(heads, func(i, j int) bool {
+		a, b := heads[i].best, heads[j].best
+		return f.compareBy(a, b, a.ClusterHour(f.Nodes), b.ClusterHour(f.Nodes), a.Track, b.Track) < 0
+	})
+	for r, h := range heads {
+		groups[h.group].QuoteRank = r
+	}
 	if groups == nil {
 		groups = []OfferGroup{}
 	}

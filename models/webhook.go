@@ -333,6 +333,43 @@ func (x Actions) canManageWebhooks() error {
 	return nil
 }
 
+// webhookURLKey is the URL as a receiver sees it: scheme and host in lower
+// case, a default port and an empty path dropped, so "HTTPS://Example.com:443"
+// and "https://example.com/" are one endpoint.
+func webhookURLKey(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return strings.TrimSpace(raw)
+	}
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if p := u.Port(); (u.Scheme == "https" && p == "443") || (u.Scheme == "http" && p == "80") {
+		u.Host = u.Hostname()
+	}
+	if u.Path == "/" {
+		u.Path = ""
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
+}
+
+// webhookURLTaken refuses a URL another endpoint of the environment (not
+// except) already has (X8): every event would arrive twice. The caller
+// holds the organisation's lock, so two creates cannot both pass.
+func (s *Store) webhookURLTaken(ctx context.Context, orgID, envID, except, raw string) error {
+	ws, err := s.WebhooksFor(ctx, orgID, envID)
+	if err != nil {
+		return err
+	}
+	key := webhookURLKey(raw)
+	for _, w := range ws {
+		if w.ID != except && webhookURLKey(w.URL) == key {
+			return FieldErrors{"url": "This environment already has an endpoint for this URL (" + w.ID +
+				"): every event would arrive twice. Change that endpoint's events instead, or use another URL."}
+		}
+	}
+	return nil
+}
+
 // WebhooksFor lists an environment's endpoints, oldest first.
 func (s *Store) WebhooksFor(ctx context.Context, orgID, envID string) ([]WebhookEndpoint, error) {
 	var out []WebhookEndpoint
@@ -371,6 +408,9 @@ func (x Actions) CreateWebhook(ctx context.Context, in WebhookInput) (WebhookEnd
 		if n >= WebhookMaxEndpoints {
 			return nil, FieldErrors{"url": fmt.Sprintf("An environment has at most %d endpoints; delete one first.", WebhookMaxEndpoints)}
 		}
+		if err := tx.webhookURLTaken(ctx, x.a.OrgID, x.a.EnvID, "", in.URL); err != nil {
+			return nil, err
+		}
 		now := tx.Now()
 		w = WebhookEndpoint{ID: NewID("we"), OrgID: x.a.OrgID, EnvID: x.a.EnvID, URL: in.URL, Description: strings.TrimSpace(in.Description),
 			Types: normalTypes(in.Types), Enabled: in.Enabled, Secret: newWebhookSecret(), CreatedBy: x.a.Name, CreatedAt: now, UpdatedAt: now}
@@ -402,6 +442,12 @@ func (x Actions) UpdateWebhook(ctx context.Context, id string, in WebhookInput) 
 		}
 		if fe := x.s.WebhookProblems(in); fe != nil {
 			return nil, fe
+		}
+		if err := tx.lockOrg(ctx, x.a.OrgID); err != nil { // against a create of the same URL meanwhile
+			return nil, err
+		}
+		if err := tx.webhookURLTaken(ctx, x.a.OrgID, x.a.EnvID, w.ID, in.URL); err != nil {
+			return nil, err
 		}
 		set := map[string]any{"url": in.URL, "types": normalTypes(in.Types), "description": strings.TrimSpace(in.Description),
 			"enabled": in.Enabled, "updated_at": tx.Now()}

@@ -15,6 +15,7 @@ type OffersPage struct {
 	Form          OfferForm
 	Problems      map[string]string
 	Groups        []OfferGroupView
+	QuoteGroups   []OfferGroupView  // the groups with rows that need a quote, in that section's order (O3)
 	Private       []PrivateOfferRow // X9: the signed-in organisation's own, above the rest
 	Shown         int               // offers shown in all groups
 	Startable     int               // of them, those that can start now at the asked size
@@ -96,6 +97,7 @@ type OfferGroupView struct {
 	Nodes        int
 	Offers       []OfferRow // startable first
 	Startable    int        // how many of Offers, from the front, can start now
+	QuoteRank    int        // place in the "Needs a quote" section; -1 = none there
 }
 
 func sellLabel(s string) string {
@@ -145,15 +147,22 @@ func gpusDefaultLine(p OffersPage) string {
 	return "The largest machines on offer; choose Any under GPUs per machine for every size."
 }
 
-// sortLine says the order.
-func sortLine(f OfferForm) string {
-	if f.sortedBy("gpu_price") {
-		return "lowest price per GPU-hour first"
+// sortLine says the order as it is shown (O3): with several locations,
+// locations are ordered by their best row and rows inside each, so the
+// sentence names both; one location is one sorted list.
+func sortLine(p OffersPage) string {
+	by := "the cheapest whole cluster"
+	first := "cheapest whole cluster first"
+	switch {
+	case p.Form.sortedBy("gpu_price"):
+		by, first = "the lowest price per GPU-hour", "lowest price per GPU-hour first"
+	case p.Form.sortedBy("track_record"):
+		by, first = "the best track record", "recent launches succeeded most often first"
 	}
-	if f.sortedBy("track_record") {
-		return "recent launches succeeded most often first"
+	if len(p.Groups) < 2 {
+		return first
 	}
-	return "cheapest whole cluster first"
+	return "locations ordered by " + by + " each has, and inside each location " + first
 }
 
 // needsQuoteLine says what the rows under "Needs a quote" are.

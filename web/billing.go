@@ -163,7 +163,7 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	// typed in (?amount= for Add funds, with ?budget= for that budget), and
 	// a refused budget form comes back with what was typed.
 	if amount := strings.TrimSpace(c.QueryParam("amount")); amount != "" {
-		if _, perr := models.ParseUSD(amount); perr == nil {
+		if _, perr := models.ParseTypedUSD(amount); perr == nil {
 			if env := c.QueryParam("budget"); env != "" {
 				budgetDraftOf(&budgets, env, amount, nil)
 			} else {
@@ -223,7 +223,7 @@ func (h *handler) addFunds(c echo.Context) error {
 		return errTopUpsOff()
 	}
 	form := views.TopUpForm{Amount: trimForm(c, "amount")}
-	amount, err := models.ParseUSD(strings.TrimPrefix(form.Amount, "$"))
+	amount, err := models.ParseTypedUSD(form.Amount)
 	if err == nil {
 		var t models.TopUp
 		t, err = h.act(c).RequestTopUp(c.Request().Context(), amount, h.Payments == nil)
@@ -231,7 +231,7 @@ func (h *handler) addFunds(c echo.Context) error {
 			return h.afterTopUp(c, t)
 		}
 	} else {
-		err = models.FieldErrors{"amount": "Give an amount in dollars, like 25.00."}
+		err = models.FieldErrors{"amount": err.Error()}
 	}
 	var fe models.FieldErrors
 	if !errors.As(err, &fe) {

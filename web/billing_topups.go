@@ -61,9 +61,9 @@ func (h *handler) apiCreateTopUp(c echo.Context) error {
 	if _, err := decodeJSON(c, &b); err != nil {
 		return err
 	}
-	amount, err := models.ParseUSD(b.Amount)
+	amount, err := models.ParseTypedUSD(b.Amount)
 	if err != nil {
-		return invalid(models.FieldErrors{"amount": "Give an amount in dollars, like \"25.00\"."})
+		return invalid(models.FieldErrors{"amount": err.Error()})
 	}
 	t, err := h.act(c).RequestTopUp(ctx, amount, h.Payments == nil)
 	var fe models.FieldErrors

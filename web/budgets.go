@@ -21,9 +21,9 @@ const budgetTimeLayout = "2006-01-02 15:04 UTC"
 
 // parseBudget reads a budget typed in dollars.
 func parseBudget(s string) (models.Money, models.FieldErrors) {
-	m, err := models.ParseUSD(s)
+	m, err := models.ParseTypedUSD(s)
 	if err != nil {
-		return 0, models.FieldErrors{"amount": "Give an amount in dollars, like \"500.00\"."}
+		return 0, models.FieldErrors{"amount": err.Error()}
 	}
 	return m, nil
 }

@@ -137,7 +137,7 @@ func TestBudgetsPage(t *testing.T) {
 			t.Fatalf("bad amount: %d", rec.Code)
 		}
 		row := doc(t, rec).Find("#budget-" + staging.ID)
-		if p := row.Find(`[data-testid="budget-problem"]`).Text(); p != "Enter a budget in whole cents, like 250 or 250.50." {
+		if p := row.Find(`[data-testid="budget-problem"]`).Text(); p != models.AmountProblemCents { // B3: read as the page reads it
 			t.Errorf("problem %q beside staging's field", p)
 		}
 		if v, _ := row.Find(`[data-testid="budget-amount"]`).Attr("value"); v != "12.345" {

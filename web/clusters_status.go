@@ -142,6 +142,9 @@ func problemWords(cl models.Cluster, le models.LastError, nodes []models.Cluster
 		return sentence + "; every machine is stopped again.", stopped
 	case models.KindVerifyFailed:
 		keep := "The machines stay up and billing continues at " + rate + ". Read the verification report below, then keep the cluster as it is or terminate it."
+		if cl.BillingHeld() { // X13: verification is not billed; keeping it starts billing (L7)
+			keep = "Nothing is billed yet: read the verification report below, then keep the cluster as it is (billed at " + rate + " from then) or terminate it."
+		}
 		switch detail {
 		case "fabric":
 			return "The network between the machines is slower than the offer's interconnect allows, on every link alike; no machine was swapped.", keep

@@ -235,6 +235,10 @@ func TestLaunchFromDashboard(t *testing.T) {
 		if got := d.Find(`[data-testid=quote-price]`).Text(); got != "$39.94/h" {
 			t.Errorf("locked price %q", got)
 		}
+		// L7: the launch page is the question before billing: its button names the price.
+		if got := strings.Join(strings.Fields(d.Find(`[data-testid=launch-submit]`).Text()), " "); !strings.HasSuffix(got, "· $39.94/h") {
+			t.Errorf("the launch button reads %q, want the price", got)
+		}
 		if !strings.Contains(d.Find(`[data-testid=quote-expiry]`).Text(), "Price locked until") {
 			t.Error("no expiry shown")
 		}

@@ -170,17 +170,12 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 	}
 	until("node-1 replaced", cl.ID, ready)
 
-	// Resume a stopped cluster (B6): a plain button, no question, but the
-	// same live region is replaced under it.
+	// Resume a stopped cluster (B6): it starts billing, so it asks too (L7).
 	if _, err := app.store.RequestStop(bg, acc.org.ID, cl.ID, models.StopByBalance, "The balance ran out."); err != nil {
 		t.Fatal(err)
 	}
 	until("stopped", cl.ID, func(c models.Cluster) bool { return c.Status == models.StatusStopped })
-	wait("the resume button", `!!document.querySelector('[data-testid=resume]')`)
-	twoPolls()
-	if err := chromedp.Do(ctx, clickLive(`[data-testid=resume]`)); err != nil {
-		t.Fatal(err)
-	}
+	confirmLate(`[data-testid=resume]`)
 	wait("resuming", `(document.querySelector('[data-testid=stop-state]') || {innerText: ''}).innerText.startsWith('Resuming')`)
 	if got := j.cluster(acc.org.ID, cl.ID); !got.Resuming() {
 		t.Fatalf("resume after two polls: %s, not resuming", got.Status)

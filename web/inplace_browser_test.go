@@ -71,6 +71,10 @@ func TestBrowserResumeRefusalsInPlace(t *testing.T) {
 		); err != nil {
 			t.Fatal(err)
 		}
+		wait("the resume question", `document.getElementById('confirm-dialog').open`)
+		if err := chromedp.Do(ctx, chromedp.Click(`[data-testid=confirm-ok]`)); err != nil {
+			t.Fatal(err)
+		}
 		wait("the refusal on the cluster page", `!!document.querySelector('[data-testid=flash-action]')`)
 		if path := js(`location.pathname`); path != "/clusters/"+broke.ID {
 			t.Errorf("at %d px the refusal left the page on %s", w.width, path)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -194,7 +195,9 @@ func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.
 	if b, ok := h.renders.get(key); ok && shared {
 		return b, key, nil
 	}
-	p.Groups, p.Startable, p.Shown = offerGroupViews(pick.Groups(), f)
+	groups := pick.Groups()
+	p.Groups, p.Startable, p.Shown = offerGroupViews(groups, f)
+	p.QuoteGroups = quoteGroupViews(groups, p.Groups)
 	if at, stale := pick.Freshness(); !at.IsZero() {
 		p.RefreshedAt, p.CatalogStale = at.UTC().Format("2006-01-02 15:04 UTC"), stale
 	}
@@ -216,6 +219,19 @@ func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.
 	return h.renders.put(key, buf.Bytes()), key, nil
 }
 
+// quoteGroupViews is the "Needs a quote" section's groups in their order
+// (models' QuoteRank): views of the same groups, sharing their rows.
+func quoteGroupViews(groups []models.OfferGroup, all []views.OfferGroupView) []views.OfferGroupView {
+	out := make([]views.OfferGroupView, 0, len(groups))
+	for i, g := range groups {
+		if g.QuoteRank >= 0 {
+			out = append(out, all[i])
+		}
+	}
+	slices.SortStableFunc(out, func(a, b views.OfferGroupView) int { return a.QuoteRank - b.QuoteRank })
+	return out
+}
+
 // offerGroupViews points each row at its offer; the rows of every group
 // share one slice. Each group's startable rows come first (models sorts
 // them so); Startable counts them, and the page's.
@@ -235,7 +251,7 @@ func offerGroupViews(groups []models.OfferGroup, f models.OfferFilter) (out []vi
 		}
 		startable += n
 		out = append(out, views.OfferGroupView{Location: g.Location, LocationName: g.LocationName, Nodes: g.Nodes,
-			Offers: rows[start:len(rows):len(rows)], Startable: n})
+			Offers: rows[start:len(rows):len(rows)], Startable: n, QuoteRank: g.QuoteRank})
 	}
 	return out, startable, shown
 }

@@ -354,13 +354,13 @@ func TestOffersSummaryCounts(t *testing.T) {
 		if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=offer-group] [data-testid=offer-row]`); got != "a,c" {
 			t.Errorf("startable rows = %s, want a,c", got)
 		}
-		// Under "Needs a quote", locations keep their order above (those with
-		// startable rows by price, then the others by name).
-		if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=quote-group] [data-testid=offer-row]`); got != "b,d,e" {
-			t.Errorf("rows needing a quote = %s, want b,d,e", got)
+		// Under "Needs a quote", locations are ordered by their best row
+		// there, as the startable ones are (O3): d $1.50, e $1.80, b $2.10.
+		if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=quote-group] [data-testid=offer-row]`); got != "d,e,b" {
+			t.Errorf("rows needing a quote = %s, want d,e,b", got)
 		}
 		// In the one grid the rows needing a quote follow every startable row.
-		if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=offer-row]`); got != "a,c,b,d,e" {
+		if got := rowIDs(d, `[data-testid=offer-grid] [data-testid=offer-row]`); got != "a,c,d,e,b" {
 			t.Errorf("grid order = %s", got)
 		}
 		d.Find(`[data-testid=offer-grid] [data-testid=offer-row]`).Each(func(_ int, r *goquery.Selection) {
@@ -375,7 +375,7 @@ func TestOffersSummaryCounts(t *testing.T) {
 			t.Errorf("the grid's quote heading = %q", got)
 		}
 		fold := d.Find(`[data-testid=needs-quote-cards]`)
-		if _, open := fold.Attr("open"); open || rowIDs(d, `[data-testid=needs-quote-cards] [data-testid=offer-card]`) != "b,d,e" ||
+		if _, open := fold.Attr("open"); open || rowIDs(d, `[data-testid=needs-quote-cards] [data-testid=offer-card]`) != "d,e,b" ||
 			rowIDs(d, `[data-testid=card-group] [data-testid=offer-card]`) != "a,c" {
 			t.Errorf("cards: folded quotes %s (open %v), startable %s", rowIDs(d, `[data-testid=needs-quote-cards] [data-testid=offer-card]`),
 				open, rowIDs(d, `[data-testid=card-group] [data-testid=offer-card]`))

@@ -17,13 +17,13 @@ func parseRecharge(threshold, amount string) (models.Money, models.Money, models
 	fe := models.FieldErrors{}
 	th, err := models.Money(0), error(nil)
 	if threshold != "" {
-		if th, err = models.ParseUSD(threshold); err != nil {
-			fe["threshold"] = "Give an amount in dollars, like \"20.00\"."
+		if th, err = models.ParseTypedUSD(threshold); err != nil {
+			fe["threshold"] = err.Error()
 		}
 	}
-	am, err := models.ParseUSD(amount)
+	am, err := models.ParseTypedUSD(amount)
 	if err != nil {
-		fe["amount"] = "Give an amount in dollars, like \"50.00\"."
+		fe["amount"] = err.Error()
 	}
 	if len(fe) > 0 {
 		return 0, 0, fe

@@ -96,6 +96,10 @@ func TestBrowserStopAndResume(t *testing.T) {
 	if err := chromedp.Do(ctx, clickLive(`[data-testid=resume]`)); err != nil {
 		t.Fatal(err)
 	}
+	wait("the resume question", `document.getElementById('confirm-dialog').open`) // it starts billing (L7)
+	if err := chromedp.Do(ctx, clickLive(`[data-testid=confirm-ok]`)); err != nil {
+		t.Fatal(err)
+	}
 	wait("resuming", `(document.querySelector('[data-testid=stop-state]') || {innerText: ''}).innerText.startsWith('Resuming')`)
 	if got := j.cluster(owner.org.ID, cl.ID); !got.Resuming() {
 		t.Fatalf("the button did not resume: %s", got.Status)

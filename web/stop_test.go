@@ -55,8 +55,8 @@ func TestStopAPI(t *testing.T) {
 		d := doc(t, browser.get("/clusters/"+cl.ID))
 		form := d.Find(`form[action$="/stop"]`)
 		detail, _ := form.Attr("data-confirm-detail")
-		style, _ := form.Attr("data-confirm-style")
-		if form.Find(`[data-testid=stop]`).Length() != 1 || style != "btn-primary" ||
+		style, _ := form.Attr("data-consequence") // not a red destroy: the cluster and its disks stay (views.Changes)
+		if form.Find(`[data-testid=stop]`).Length() != 1 || style != "change" ||
 			!strings.Contains(detail, "Compute billing ($") || !strings.Contains(detail, "Nothing else bills while it is stopped") {
 			t.Fatalf("ready page: stop form %d, style %q, detail %q", form.Length(), style, detail)
 		}

@@ -315,6 +315,9 @@ func (h *handler) createWebhook(c echo.Context) error {
 	}
 	in := models.WebhookInput{URL: trimForm(c, "url"), Description: trimForm(c, "description"), Types: form["types"],
 		Enabled: c.FormValue("enabled") != ""}
+	if c.FormValue("all_types") != "" { // "Every event type", ticked (with or without the page's script)
+		in.Types = models.PublicEventTypes
+	}
 	w, err := h.act(c).CreateWebhook(c.Request().Context(), in)
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {

@@ -120,7 +120,18 @@ function sameSubmitter(submitter, form) {
   var btns = Array.prototype.slice.call(submitButtons(form));
   return btns.filter(function (b) { return id && b.getAttribute("data-testid") === id; })[0] || btns[0] || null;
 }
+// showConsequence styles the dialog for what the form does
+// (views.ConsequenceStyles, rendered in the dialog): the kind's line above
+// the question, its class on the button. A form that names none is taken
+// for the gravest, a destroying one.
+function showConsequence(dlg, ok, kind) {
+  var style = dlg.querySelector('[data-kind="' + (kind || "destroy") + '"]') || dlg.querySelector('[data-kind="destroy"]');
+  dlg.querySelectorAll("[data-kind]").forEach(function (k) { k.hidden = k !== style || !k.textContent; });
+  ok.className = style ? style.getAttribute("data-button") : "btn-danger";
+  dlg.setAttribute("data-consequence", style ? style.getAttribute("data-kind") : "destroy");
+}
 function confirmLost(dlg, ok) {
+  dlg.querySelectorAll("[data-kind]").forEach(function (k) { k.hidden = true; });
   dlg.querySelector("#confirm-title").textContent = "Nothing was sent";
   dlg.querySelector("#confirm-detail").textContent = "The page changed while this question was open and the action is no longer offered here. Reload the page to see where things stand.";
   ok.hidden = true;
@@ -129,15 +140,58 @@ function confirmLost(dlg, ok) {
   dlg.returnValue = "";
   dlg.showModal();
 }
-// A form with data-confirm-over asks only when the number in its
-// data-confirm-field is above that amount (a large top-up), naming it.
+// parseAmount reads a typed dollar amount exactly as the server does
+// (models.ParseTypedUSD, B3): an optional "$", whole dollars plain or
+// grouped by commas in threes, at most two decimals. It answers
+// {cents: n} or {error: the server's own message}. Change both together:
+// one table of inputs tests each.
+var amountProblems = {
+  empty: "Give an amount in dollars, like 25.00.",
+  negative: "Give a positive amount, like 25.00.",
+  cents: "Give at most two decimals (cents), like 12.50.",
+  commas: "Commas separate thousands, like 5,000; cents follow a point, like 5.00.",
+  tooLarge: "That amount is too large."
+};
+function parseAmount(typed) {
+  var s = String(typed).trim();
+  if (s.charAt(0) === "$") s = s.slice(1).trim();
+  if (s.charAt(0) === "-" || s.charAt(0) === "\u2212") return { error: amountProblems.negative };
+  var at = s.indexOf(".");
+  var whole = at < 0 ? s : s.slice(0, at), frac = at < 0 ? "" : s.slice(at + 1);
+  if (whole === "" && frac === "") return { error: amountProblems.empty };
+  if (frac.indexOf(",") >= 0) return { error: amountProblems.commas };
+  if (!/^[0-9]*$/.test(frac)) return { error: amountProblems.empty };
+  if (frac.length > 2) return { error: amountProblems.cents };
+  if (whole.indexOf(",") >= 0) {
+    if (!/^[0-9]{1,3}(,[0-9]{3})+$/.test(whole)) return { error: amountProblems.commas };
+    whole = whole.replace(/,/g, "");
+  }
+  if (!/^[0-9]*$/.test(whole)) return { error: amountProblems.empty };
+  whole = whole.replace(/^0+/, "");
+  if (whole.length > 12) return { error: amountProblems.tooLarge };
+  return { cents: Number(whole + (frac + "00").slice(0, 2)) };
+}
+window.clusterdeckParseAmount = parseAmount;
+// dollars formats cents as the pages do: "$5,000.00".
+function dollars(cents) {
+  var whole = String(Math.floor(cents / 100)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return "$" + whole + "." + String(cents % 100).padStart(2, "0");
+}
+// A form with data-confirm-over asks only when the amount in its
+// data-confirm-field is above that many dollars (a large top-up), naming
+// it. An amount the server would refuse (unreadable, or over
+// data-confirm-max dollars) is not restated: the form goes as typed and the
+// server's answer says what is wrong, beside the field.
 function confirmTitle(form) {
   var over = form.getAttribute("data-confirm-over");
   if (over === null) return form.getAttribute("data-confirm");
   var field = form.elements[form.getAttribute("data-confirm-field") || "amount"];
-  var amount = field ? parseFloat(String(field.value).replace(/[$,\s]/g, "")) : NaN;
-  if (!(amount > parseFloat(over))) return null;
-  return "Add $" + amount.toFixed(2).replace(/\B(?=(\d{3})+(?!\d))/g, ",") + " to the balance?";
+  var a = field ? parseAmount(field.value) : { error: amountProblems.empty };
+  if (a.error !== undefined) return null;
+  var atMost = form.getAttribute("data-confirm-max");
+  if (atMost !== null && a.cents > parseAmount(atMost).cents) return null;
+  if (!(a.cents > parseAmount(over).cents)) return null;
+  return "Add " + dollars(a.cents) + " to the balance?";
 }
 document.addEventListener("submit", function (ev) {
   var form = ev.target;
@@ -155,8 +209,7 @@ document.addEventListener("submit", function (ev) {
   var ok = dlg.querySelector("[data-testid=confirm-ok]");
   ok.hidden = false;
   ok.textContent = form.getAttribute("data-confirm-label") || (submitter && submitter.textContent.trim()) || "Confirm";
-  // Styled by consequence: red unless the form names another style.
-  ok.className = form.getAttribute("data-confirm-style") || "btn-danger";
+  showConsequence(dlg, ok, form.getAttribute("data-consequence"));
   dlg.returnValue = "";
   dlg.onclose = function () {
     // A "close" event is queued, not sent at once: the close of an earlier
@@ -173,6 +226,28 @@ document.addEventListener("submit", function (ev) {
   };
   dlg.showModal();
 }, true);
+
+// A checkbox with data-select-all="NAME" ticks or clears every checkbox
+// named NAME in its form (the webhook form's event types), and follows
+// them: ticked when all are, half when some are.
+function namedBoxes(form, name) {
+  return Array.prototype.filter.call(form.elements, function (b) { return b.type === "checkbox" && b.name === name; });
+}
+document.addEventListener("change", function (ev) {
+  var el = ev.target;
+  if (!(el instanceof HTMLInputElement) || el.type !== "checkbox" || !el.form) return;
+  var group = el.getAttribute("data-select-all");
+  if (group) {
+    namedBoxes(el.form, group).forEach(function (b) { b.checked = el.checked; });
+    return;
+  }
+  var head = Array.prototype.filter.call(el.form.elements, function (b) { return b.getAttribute && b.getAttribute("data-select-all") === el.name; })[0];
+  if (!head) return;
+  var boxes = namedBoxes(el.form, el.name);
+  var ticked = boxes.filter(function (b) { return b.checked; }).length;
+  head.checked = ticked === boxes.length;
+  head.indeterminate = ticked > 0 && ticked < boxes.length;
+});
 
 // Busy feedback: a submitting button is disabled and aria-busy while its
 // request runs (the CSS draws a spinner), and the region an htmx form or
