@@ -115,3 +115,10 @@ func truncate(s string, n int) string {
 func CleanString(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
+
+// JobLastStarted is when the named job's last tick started (zero: never).
+func (s *Store) JobLastStarted(ctx context.Context, name string) (time.Time, error) {
+	var r JobRun
+	err := s.db.WithContext(ctx).Where("name = ?", name).Limit(1).Find(&r).Error
+	return r.StartedAt.UTC(), err
+}
