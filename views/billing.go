@@ -74,6 +74,7 @@ type VolumeLine struct {
 // row of the usage CSV after the cluster.
 type MachineRow struct {
 	Node, MachineHour, Hours, Amount, Status, Intervals string
+	Minutes                                             int64 // billed whole minutes (the CSV's exact column)
 }
 
 // Cells is the row as the page and the CSV show it.
