@@ -264,3 +264,11 @@ document.addEventListener("htmx:afterSwap", function (ev) {
   var a = ev.detail.requestConfig && ev.detail.requestConfig.elt;
   if (a && a.hasAttribute && a.hasAttribute("data-usage-toggle")) a.setAttribute("aria-expanded", "true");
 });
+
+// A refused form answered on its POST URL ([data-replace-url], e.g. the
+// GPU watch's) puts the page's own address back, so a reload or a shared
+// link shows the page, not a POST-only URL.
+(function () {
+  var el = document.querySelector("[data-replace-url]");
+  if (el && history.replaceState) history.replaceState(null, "", el.getAttribute("data-replace-url"));
+})();
