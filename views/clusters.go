@@ -188,6 +188,7 @@ type ClusterView struct {
 	Price        string // whole cluster per hour, locked
 	MachinePrice string
 	ReadyAt      string
+	BillingLabel string // the label of ReadyAt ("" is "Billing since")
 	LastError    string
 	Software     string
 	Created      string
@@ -656,4 +657,12 @@ func verifyStateClass(s string) string {
 		return "text-rose-700 dark:text-rose-400"
 	}
 	return "text-slate-500"
+}
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

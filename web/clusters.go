@@ -641,7 +641,8 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		v.ReadyAt = "not billed until you keep it"
 	}
 	if cl.Status == models.StatusStopped && cl.StoppedAt != nil {
-		v.ReadyAt = "none: stopped " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")
+		v.BillingLabel = "Billing" // not "Billing since": it is not billing
+		v.ReadyAt = "stopped since " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")
 	}
 	v.Stop = stopLine(cl)
 	return v

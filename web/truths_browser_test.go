@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,8 @@ type truthsWorld struct {
 	srv *httptest.Server
 	acc account
 	cl  models.Cluster
+	// stopped is a cluster the balance stopped (B6).
+	stopped models.Cluster
 }
 
 func newTruthsWorld(t *testing.T) *truthsWorld {
@@ -31,7 +34,7 @@ func newTruthsWorld(t *testing.T) *truthsWorld {
 	t.Cleanup(srv.Close)
 	acc := app.signupAccount("truths@example.com", "Truths Lab")
 	cl := makeJoined(t, app, launchFor(t, app, acc, "truths"), true)
-	w := &truthsWorld{t: t, ctx: ctx, app: app, srv: srv, acc: acc, cl: cl}
+	w := &truthsWorld{t: t, ctx: ctx, app: app, srv: srv, acc: acc, cl: cl, stopped: stoppedFor(t, app, acc, "parked")}
 	w.do(chromedp.Navigate(srv.URL+"/login"), chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email), chromedp.SetValue(`#password`, testPassword),
 		chromedp.Click(`#login-form button[type=submit]`))
@@ -103,5 +106,20 @@ func TestBrowserPageTruths(t *testing.T) {
 		w.do(chromedp.Reload())
 		w.wait("the cluster page after a reload", `!!document.querySelector('[data-testid=watch-form]') && location.pathname === '/clusters/`+w.cl.ID+`'`)
 		journeyShot(t, w.ctx, "truths-cluster-"+name)
+
+		// B6: a stopped cluster's page says once why it stopped (its own
+		// note, not also the organisation's banner), and its billing line
+		// reads "Billing: stopped since …", not "Billing since: none".
+		w.do(chromedp.Navigate(w.srv.URL+"/clusters/"+w.stopped.ID), chromedp.WaitVisible(`[data-testid=stop-state]`))
+		if got := w.eval(`String(document.querySelectorAll('[data-testid=stop-banner], [data-testid=stop-state]').length)`); got != "1" {
+			t.Errorf("%s: the stop is said %s times on the cluster's page", name, got)
+		}
+		if got := w.eval(`document.querySelector('[data-testid=ready-at]').previousElementSibling.textContent.trim() + ': ' +
+			document.querySelector('[data-testid=ready-at]').textContent.trim()`); !strings.HasPrefix(got, "Billing: stopped since ") {
+			t.Errorf("%s: billing line %q", name, got)
+		}
+		w.fits("the stopped cluster's page")
+		journeyShot(t, w.ctx, "truths-stopped-"+name)
+		w.do(chromedp.Navigate(w.srv.URL+"/clusters"), chromedp.WaitVisible(`[data-testid=stop-banner]`)) // elsewhere the banner names it
 	}
 }
