@@ -27,7 +27,8 @@ type ClusterRow struct {
 	Shape    string
 	Location string
 	Age      string
-	Price    string
+	Price    string // "$67.20/h" while it can bill, "$0.00 in all" once ended (B1)
+	PriceOf  string // what Price is: "Price / hour" or "Cost"
 	UnderWay bool
 }
 

@@ -37,8 +37,23 @@ func (h *handler) listClusters(c echo.Context) error {
 		pg.HasSSHKeys = len(keys) > 0
 	}
 	now := h.Store.Now()
+	// B1: an ended cluster's row says what it cost, not a price per hour
+	// it no longer pays ($0.00 for one that never came up).
+	cost := map[string]models.Money{}
+	if slices.ContainsFunc(clusters, func(cl models.Cluster) bool { return cl.Status.Terminal() && cl.ReadyAt != nil }) {
+		us, err := h.Store.UsageForOrg(ctx, p.Org.ID, time.Time{})
+		if err != nil {
+			return err
+		}
+		for _, u := range us {
+			cost[u.Cluster.ID] = u.Completed + u.Accumulating
+		}
+	}
 	for _, cl := range clusters {
 		row := clusterRow(cl, now)
+		if cl.Status.Terminal() {
+			row.Price, row.PriceOf = models.USD(cost[cl.ID])+" in all", "Cost"
+		}
 		pg.AnyUnderWay = pg.AnyUnderWay || row.UnderWay
 		pg.Rows = append(pg.Rows, row)
 	}

@@ -24,6 +24,7 @@ type truthsWorld struct {
 	cl  models.Cluster
 	// stopped is a cluster the balance stopped (B6).
 	stopped models.Cluster
+	failed  models.Cluster
 }
 
 func newTruthsWorld(t *testing.T) *truthsWorld {
@@ -35,6 +36,11 @@ func newTruthsWorld(t *testing.T) *truthsWorld {
 	acc := app.signupAccount("truths@example.com", "Truths Lab")
 	cl := makeJoined(t, app, launchFor(t, app, acc, "truths"), true)
 	w := &truthsWorld{t: t, ctx: ctx, app: app, srv: srv, acc: acc, cl: cl, stopped: stoppedFor(t, app, acc, "parked")}
+	w.failed = launchFor(t, app, acc, "never-up") // never came up: nothing billed (B2)
+	if err := app.db.Model(&models.Cluster{}).Where("id = ?", w.failed.ID).Updates(map[string]any{"status": models.StatusFailed,
+		"ended_at": app.clock.Now(), "released_at": app.clock.Now()}).Error; err != nil {
+		t.Fatal(err)
+	}
 	w.do(chromedp.Navigate(srv.URL+"/login"), chromedp.WaitVisible(`#login-form`),
 		chromedp.SetValue(`#email`, acc.user.Email), chromedp.SetValue(`#password`, testPassword),
 		chromedp.Click(`#login-form button[type=submit]`))
@@ -121,5 +127,16 @@ func TestBrowserPageTruths(t *testing.T) {
 		w.fits("the stopped cluster's page")
 		journeyShot(t, w.ctx, "truths-stopped-"+name)
 		w.do(chromedp.Navigate(w.srv.URL+"/clusters"), chromedp.WaitVisible(`[data-testid=stop-banner]`)) // elsewhere the banner names it
+
+		// B1: the clusters list says what an ended cluster cost ($0.00 for
+		// one that never came up), not the price per hour it no longer pays.
+		if got := w.eval(`document.querySelector('#cluster-` + w.failed.ID + ` [data-testid=cluster-price]').innerText.trim()`); !strings.Contains(got, "$0.00 in all") {
+			t.Errorf("%s: the failed cluster's row says %q", name, got)
+		}
+		if got := w.eval(`document.querySelector('#cluster-` + w.cl.ID + ` [data-testid=cluster-price]').innerText.trim()`); !strings.HasSuffix(got, "/h") {
+			t.Errorf("%s: a running cluster's row says %q, want its price per hour", name, got)
+		}
+		w.fits("the clusters list")
+		journeyShot(t, w.ctx, "truths-clusters-"+name)
 	}
 }
