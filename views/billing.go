@@ -43,6 +43,7 @@ type BillingPage struct {
 type TopUpForm struct {
 	Amount   string
 	Problems map[string]string
+	Back     string // the page that sent the buyer here (a quote), returned to after a test-mode top-up
 }
 
 // LedgerRow is one transaction: the same cells as a row of its CSV.

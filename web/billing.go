@@ -98,6 +98,7 @@ func (h *handler) showBilling(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	bp.TopUp.Back = safeNext(c.QueryParam("back")) // L2: a quote's "Add funds" comes back to it
 	return render(c, http.StatusOK, views.BillingPageView(bp))
 }
 
@@ -222,7 +223,7 @@ func (h *handler) addFunds(c echo.Context) error {
 	if h.topUpsOff() {
 		return errTopUpsOff()
 	}
-	form := views.TopUpForm{Amount: trimForm(c, "amount")}
+	form := views.TopUpForm{Amount: trimForm(c, "amount"), Back: safeNext(c.FormValue("back"))}
 	amount, err := models.ParseUSD(strings.TrimPrefix(form.Amount, "$"))
 	if err == nil {
 		var t models.TopUp
@@ -251,7 +252,7 @@ func (h *handler) addFunds(c echo.Context) error {
 func (h *handler) afterTopUp(c echo.Context, t models.TopUp) error {
 	if h.Payments == nil {
 		_ = h.flash(c, views.FlashSuccess, "Test mode: "+models.USD(t.Amount)+" added to the balance. No real money moved.")
-		return redirect(c, "/billing")
+		return redirect(c, orDefault(safeNext(c.FormValue("back")), "/billing")) // L2: back to the quote that sent the buyer
 	}
 	payURL, err := h.checkout(c, t)
 	if err != nil {

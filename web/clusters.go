@@ -197,7 +197,12 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 		lp.Committed = models.PriceUSD(a.Committed) + "/h"
 	}
 	if a.Shortfall() > 0 {
-		lp.Shortfall, lp.TopUpURL = balanceProblem(a), topUpPath
+		// L2: the way to add funds keeps the quote: the billing page links
+		// back to it and a top-up returns there.
+		lp.Shortfall, lp.TopUpURL = balanceProblem(a), topUpPath+"#add-funds"
+		if r := c.Request(); r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/clusters/new") {
+			lp.TopUpURL = topUpPath + "?back=" + url.QueryEscape(r.URL.RequestURI()) + "#add-funds"
+		}
 	}
 	for _, s := range softwareOptions(q.MachineKind) {
 		s.Checked = s.Value == form.Software

@@ -26,3 +26,30 @@ func TestWelcomeFlashSaysTheBalanceAndLinksToFunds(t *testing.T) {
 		}
 	})
 }
+
+// L2: a quote's "Add funds" keeps the quote: the billing page links back
+// to it and a test-mode top-up returns there.
+func TestAddFundsFromAQuoteComesBack(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("poor@example.com", "Poor Lab")
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		c := app.login(acc)
+		quote := "/clusters/new?offer=sim:h100x8&nodes=2"
+		d := doc(t, c.get(quote))
+		href, ok := d.Find(`[data-testid=top-up]`).Attr("href")
+		if !ok || !strings.Contains(href, "back="+url.QueryEscape(quote)) {
+			t.Fatalf("the quote's Add funds is %q, want it to carry the quote", href)
+		}
+		b := doc(t, c.get(strings.TrimSuffix(href, "#add-funds")))
+		if back, _ := b.Find(`[data-testid=top-up-back]`).Attr("href"); back != quote {
+			t.Errorf("the billing page's way back is %q", back)
+		}
+		rec := c.post("/billing/top-ups", url.Values{"amount": {"100"}, "back": {b.Find(`input[name=back]`).AttrOr("value", "")}})
+		if rec.Code != http.StatusSeeOther || location(rec) != quote {
+			t.Errorf("after the top-up: %d to %q, want back to %q", rec.Code, location(rec), quote)
+		}
+		if rec := c.post("/billing/top-ups", url.Values{"amount": {"5"}, "back": {"https://evil.example/"}}); location(rec) != "/billing" {
+			t.Errorf("a foreign back leads to %q", location(rec))
+		}
+	})
+}
