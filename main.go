@@ -259,6 +259,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 	sched := jobs.NewScheduler(store, log)
 	if shared != nil {
 		sched.BeforeTick(shared.load)
+		sched.FollowClock() // the per-minute jobs run when the fake clock moves
 		cloud.BeforeRound = shared.load
 	}
 	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics,

@@ -31,7 +31,8 @@ func newGPUWorld(t *testing.T, db *gorm.DB, nodes int) *gpuWorld {
 
 // minute advances the clock one minute, reports every machine's 8 GPUs at
 // util(rank, minute) with memory and power that move when the GPU works
-// (a stalled collective keeps them flat), and runs the watch job.
+// (a stalled collective keeps them flat), and runs the watch job (unless
+// watch is nil: then a scheduler runs it).
 func (g *gpuWorld) minute(i int, util func(rank, i int) (pct int, flat bool)) {
 	g.t.Helper()
 	ctx := context.Background()
@@ -55,6 +56,9 @@ func (g *gpuWorld) minute(i int, util func(rank, i int) (pct int, flat bool)) {
 		if err := g.store.RecordGPUReport(ctx, g.c, n, models.GPUReport{Samples: samples}); err != nil {
 			g.t.Fatal(err)
 		}
+	}
+	if g.watch == nil {
+		return // a scheduler runs the watch
 	}
 	if err := g.watch.Run(ctx); err != nil {
 		g.t.Fatalf("gpu-watch: %v", err)

@@ -367,7 +367,7 @@ func TestReplaceNodeKeepsRankNameAddressAndBillingLine(t *testing.T) {
 		}
 		ev := h.events(c.ID)
 		for _, want := range []string{"Replacement of node-1 (10.77.0.2) requested", "The replacement machine (the old one is released) of node-1 reserved",
-			"|node-1|agent|", "|node-1|mesh|node-1 reached all 2 peers", "node-1 replaced the machine that was down"} {
+			"|node-1|agent|", "|node-1|mesh|node-1 reached both its peers", "node-1 replaced the machine that was down"} {
 			if !strings.Contains(ev, want) {
 				t.Errorf("events lack %q:\n%s", want, ev)
 			}

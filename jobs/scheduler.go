@@ -58,6 +58,73 @@ type Scheduler struct {
 	stopped bool
 	// timeout gives a tick its deadline (context.WithTimeout on the wall).
 	timeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
+	// follow is set by FollowClock: the jobs whose ticks are a minute or
+	// more apart run on the store's clock (clocked), in the order added.
+	follow  bool
+	clocked []*clockedJob
+	dueMu   sync.Mutex // one RunDue at a time
+}
+
+// clockedJob is a job that follows the store's clock: its schedule and the
+// next time it is due on that clock.
+type clockedJob struct {
+	name  string
+	sched cron.Schedule
+	next  time.Time
+}
+
+// FollowClock makes the jobs added after it whose ticks are a minute or more
+// apart (billing, budgets, the GPU watch, the catalog…) run on the store's
+// clock instead of the wall's: with the development fake clock, moving it
+// N minutes makes those jobs due, and RunDue runs them. Jobs that poll every
+// few seconds (provision, install, mail…) keep their wall-clock ticks, since
+// they wait for agents and providers, not for time to pass. Without a fake
+// clock the store's clock is the wall's and FollowClock is not called.
+func (s *Scheduler) FollowClock() {
+	s.follow = true
+	// Another instance (or POST /dev/clock on one) may move the shared
+	// clock: look every two seconds for jobs that fell due.
+	_, _ = s.cron.AddFunc("@every 2s", func() { _, _ = s.RunDue(s.kickCtx) })
+}
+
+// RunDue runs, once each, the clock-following jobs that fell due on the
+// store's clock since their last tick, in the order they were added, and
+// returns their names. Ticks are coalesced: a move of 30 minutes runs a
+// per-minute job once, at the new time, as cron does after a pause, because
+// every such job works from the time it reads (billing accrues every minute
+// up to now; the GPU watch measures a stall from its first sample). A job
+// another instance already ran for this tick (its last run, recorded on the
+// same clock, is not a whole period ago) is skipped.
+func (s *Scheduler) RunDue(ctx context.Context) ([]string, error) {
+	s.dueMu.Lock()
+	defer s.dueMu.Unlock()
+	if s.before != nil {
+		if err := s.before(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var ran []string
+	var errs []error
+	for _, c := range s.clocked {
+		now := s.store.Now()
+		if now.Before(c.next) {
+			continue
+		}
+		sched := c.sched
+		due := func(ctx context.Context) bool {
+			last, err := s.store.JobLastStarted(ctx, c.name)
+			return err != nil || last.IsZero() || !sched.Next(last).After(now)
+		}
+		c.next = sched.Next(now)
+		ok, err := s.tickIf(ctx, c.name, due)
+		if ok {
+			ran = append(ran, c.name)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	return ran, errors.Join(errs...)
 }
 
 // KickTimeout is a kicked tick's deadline: a customer's action is carried
@@ -109,6 +176,18 @@ func (s *Scheduler) Add(spec string, job Job, timeout time.Duration) error {
 	s.running[job.Name()] = &sync.Mutex{}
 	s.mu.Unlock()
 	s.metrics.scheduled(job.Name())
+	if s.follow {
+		sched, err := cron.ParseStandard(spec)
+		if err != nil {
+			return err
+		}
+		if first := sched.Next(time.Unix(0, 0).UTC()); sched.Next(first).Sub(first) >= time.Minute {
+			s.mu.Lock()
+			s.clocked = append(s.clocked, &clockedJob{name: job.Name(), sched: sched, next: sched.Next(s.store.Now())})
+			s.mu.Unlock()
+			return nil
+		}
+	}
 	_, err := s.cron.AddFunc(spec, func() { _ = s.tick(context.Background(), job.Name()) })
 	return err
 }
@@ -189,6 +268,13 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) error {
 }
 
 func (s *Scheduler) tick(parent context.Context, name string) error {
+	_, err := s.tickIf(parent, name, nil)
+	return err
+}
+
+// tickIf runs one tick under the job's lease when due (nil: always) still
+// holds once the lease is held, and reports whether the job ran.
+func (s *Scheduler) tickIf(parent context.Context, name string, due func(context.Context) bool) (bool, error) {
 	s.mu.Lock()
 	e, running := s.jobs[name], s.running[name]
 	s.mu.Unlock()
@@ -199,12 +285,12 @@ func (s *Scheduler) tick(parent context.Context, name string) error {
 	ok, err := s.store.AcquireLease(ctx, name, s.holder, s.wall(), e.timeout+time.Minute)
 	if err != nil {
 		s.log.Error("job lease", "job", name, "error", err)
-		return err
+		return false, err
 	}
 	if !ok {
 		s.log.Debug("job skipped: another instance holds the lease", "job", name)
 		s.metrics.ran(name, outcomeSkipped, 0)
-		return nil
+		return false, nil
 	}
 	defer func() { _ = s.store.ReleaseLease(context.WithoutCancel(ctx), name, s.holder) }()
 	if s.before != nil {
@@ -212,10 +298,18 @@ func (s *Scheduler) tick(parent context.Context, name string) error {
 			s.log.Warn("job: before tick", "job", name, "error", err)
 		}
 	}
+	if due != nil && !due(ctx) {
+		s.metrics.ran(name, outcomeSkipped, 0)
+		return false, nil
+	}
+	// The run is recorded on the store's clock, the one the job reads, so
+	// /admin/jobs and the next due tick agree with the fake clock in
+	// development; how long it took is measured on the wall.
+	at := s.store.Now()
 	started := time.Now()
 	runErr := e.job.Run(ctx)
 	finished := time.Now()
-	if err := s.store.RecordJobRun(context.WithoutCancel(ctx), name, started.UTC(), finished.UTC(), runErr); err != nil {
+	if err := s.store.RecordJobRun(context.WithoutCancel(ctx), name, at, at.Add(finished.Sub(started)), runErr); err != nil {
 		s.log.Warn("job run record", "job", name, "error", err)
 	}
 	outcome := outcomeOK
@@ -228,7 +322,7 @@ func (s *Scheduler) tick(parent context.Context, name string) error {
 	} else {
 		s.log.Debug("job done", "job", name, "duration", finished.Sub(started))
 	}
-	return runErr
+	return true, runErr
 }
 
 // cronLogger adapts slog for robfig/cron, keeping its chatter at Debug.

@@ -348,10 +348,14 @@ func (s *Store) startOrder(ctx context.Context, c Cluster, n ClusterNode, report
 }
 
 // reachedPeers is the mesh step's message: "node-0 reached its peer." for a
-// two-machine cluster, "node-1 reached all 3 peers." otherwise.
+// two-machine cluster, "node-1 reached both its peers." for three, "node-1
+// reached all 3 peers." otherwise.
 func reachedPeers(name string, peers int) string {
-	if peers == 1 {
+	switch peers {
+	case 1:
 		return name + " reached its peer."
+	case 2:
+		return name + " reached both its peers."
 	}
 	return fmt.Sprintf("%s reached all %d peers.", name, peers)
 }

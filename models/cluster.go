@@ -936,7 +936,7 @@ func (s *Store) MarkJoined(ctx context.Context, id string, n *ClusterNotify) (Cl
 	}
 	if c.Software != "" && c.Software != "none" {
 		ch.event = EventJoinedInstall
-		ch.msg = "Every machine is up and reached every other; billing starts now. Installing " + c.Software + "."
+		ch.msg = "Every machine is up and reached every other; billing starts now. Installing " + c.SoftwareLabel() + "."
 		ch.nodes = func(tx *Store) error {
 			return tx.nodeRows(ctx, id, map[string]any{"status": NodeInstalling, "step": StepSoftware})
 		}

@@ -224,7 +224,7 @@ func (s *Store) MarkMachinesDown(ctx context.Context, c Cluster, downs []DownMac
 		ch.event, ch.notify, ch.kind = EventHealthNoted, nil, "error"
 	} else {
 		set["degraded_from"] = string(c.Status)
-		set["last_error"] = truncate(MachinesDown(strings.Join(names, "; ")).String(), 255)
+		set["last_error"] = truncateWords(MachinesDown(strings.Join(names, "; ")).String(), 255) // the mail quotes it: never cut mid-word
 	}
 	if c.EpisodeStartedAt == nil {
 		set["episode_started_at"], set["episodes"] = s.Now(), c.Episodes+1

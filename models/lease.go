@@ -115,3 +115,25 @@ func truncate(s string, n int) string {
 func CleanString(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
+
+// JobLastStarted is when the named job's last tick started (zero: never).
+func (s *Store) JobLastStarted(ctx context.Context, name string) (time.Time, error) {
+	var r JobRun
+	err := s.db.WithContext(ctx).Where("name = ?", name).Limit(1).Find(&r).Error
+	return r.StartedAt.UTC(), err
+}
+
+// truncateWords is s cut to at most n bytes at a word boundary, ending in
+// an ellipsis when cut (a mail or a page quoting it never stops mid-word).
+func truncateWords(s string, n int) string {
+	s = cleanOutput(s)
+	if len(s) <= n {
+		return s
+	}
+	const ell = "…"
+	cut := truncate(s, n-len(ell))
+	if i := strings.LastIndexAny(cut, " \n\t"); i > len(cut)/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:.—-") + ell
+}

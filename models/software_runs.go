@@ -368,7 +368,7 @@ func (s *Store) RecordSoftwareTaskResult(ctx context.Context, c Cluster, n Clust
 func (s *Store) installOutcome(ctx context.Context, c Cluster, n ClusterNode, t SoftwareTask, rep nodeReport) error {
 	if t.Status == TaskFailed {
 		msg := fmt.Sprintf("%s: installing %s as %s failed (%s). Output:\n%s",
-			n.Name, t.Software, t.Role, attemptLabel(t.Attempt), tailBytes(t.Output, 1500))
+			n.Name, c.SoftwareLabel(), t.Role, attemptLabel(t.Attempt), tailBytes(t.Output, 1500))
 		if err := s.db.WithContext(ctx).Model(&ClusterNode{}).Where("id = ?", n.ID).
 			Update("message", tailBytes(msg, 1000)).Error; err != nil {
 			return err
@@ -511,7 +511,7 @@ func (s *Store) RetryInstall(ctx context.Context, orgID, clusterID, actor string
 			return fmt.Errorf("models: retry install of %s: %w", clusterID, ErrConflict)
 		}
 		msg := fmt.Sprintf("Install retry requested by %s after %s: installing %s again (attempt %d) by %s.",
-			actor, cur.LastError, cur.Software, run.Attempt+1, deadline.Format(time.RFC3339))
+			actor, cur.LastError, cur.SoftwareLabel(), run.Attempt+1, deadline.Format(time.RFC3339))
 		c, err = tx.transition(ctx, clusterID, change{event: EventRetryInstall, step: StepSoftware, msg: msg,
 			set: map[string]any{"last_error": ""}, nodes: func(tx *Store) error {
 				return tx.nodeRows(ctx, clusterID, map[string]any{"step": StepSoftware, "message": ""})

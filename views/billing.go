@@ -43,6 +43,7 @@ type BillingPage struct {
 type TopUpForm struct {
 	Amount   string
 	Problems map[string]string
+	Back     string // the page that sent the buyer here (a quote), returned to after a test-mode top-up
 }
 
 // LedgerRow is one transaction: the same cells as a row of its CSV.
@@ -74,6 +75,7 @@ type VolumeLine struct {
 // row of the usage CSV after the cluster.
 type MachineRow struct {
 	Node, MachineHour, Hours, Amount, Status, Intervals string
+	Minutes                                             int64 // billed whole minutes (the CSV's exact column)
 }
 
 // Cells is the row as the page and the CSV show it.

@@ -27,7 +27,8 @@ type ClusterRow struct {
 	Shape    string
 	Location string
 	Age      string
-	Price    string
+	Price    string // "$67.20/h" while it can bill, "$0.00 in all" once ended (B1)
+	PriceOf  string // what Price is: "Price / hour" or "Cost"
 	UnderWay bool
 }
 
@@ -198,6 +199,7 @@ type ClusterView struct {
 	Price        string // whole cluster per hour, locked
 	MachinePrice string
 	ReadyAt      string
+	BillingLabel string // the label of ReadyAt ("" is "Billing since")
 	LastError    string
 	Software     string
 	Created      string
@@ -666,4 +668,12 @@ func verifyStateClass(s string) string {
 		return "text-rose-700 dark:text-rose-400"
 	}
 	return "text-slate-500"
+}
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

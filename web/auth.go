@@ -309,7 +309,16 @@ func (h *handler) signup(c echo.Context) error {
 	if err := h.startSession(c, u, org.ID, ""); err != nil {
 		return err
 	}
-	_ = h.flash(c, views.FlashSuccess, "Welcome to Clusterdeck. Add an SSH key, then pick an offer.")
+	welcome := views.Flash{Message: "Welcome to Clusterdeck. Add an SSH key, then pick an offer."}
+	if in.InviteToken == "" { // a new organisation starts with nothing to spend (B1, L2)
+		bal, err := h.Store.Balance(ctx, org.ID)
+		if err != nil {
+			return err
+		}
+		welcome = views.Flash{Message: "Welcome to Clusterdeck. Your balance is " + models.USD(bal) +
+			": add funds before you launch, then add an SSH key and pick an offer.", Href: topUpPath + "#add-funds", Action: "Add funds"}
+	}
+	_ = h.flash(c, views.FlashSuccess, encodeFlash(welcome))
 	return redirect(c, orDefault(p.Form.Next, afterLogin))
 }
 

@@ -98,6 +98,7 @@ func (h *handler) showBilling(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	bp.TopUp.Back = safeNext(c.QueryParam("back")) // L2: a quote's "Add funds" comes back to it
 	return render(c, http.StatusOK, views.BillingPageView(bp))
 }
 
@@ -222,7 +223,7 @@ func (h *handler) addFunds(c echo.Context) error {
 	if h.topUpsOff() {
 		return errTopUpsOff()
 	}
-	form := views.TopUpForm{Amount: trimForm(c, "amount")}
+	form := views.TopUpForm{Amount: trimForm(c, "amount"), Back: safeNext(c.FormValue("back"))}
 	amount, err := models.ParseTypedUSD(form.Amount)
 	if err == nil {
 		var t models.TopUp
@@ -251,7 +252,7 @@ func (h *handler) addFunds(c echo.Context) error {
 func (h *handler) afterTopUp(c echo.Context, t models.TopUp) error {
 	if h.Payments == nil {
 		_ = h.flash(c, views.FlashSuccess, "Test mode: "+models.USD(t.Amount)+" added to the balance. No real money moved.")
-		return redirect(c, "/billing")
+		return redirect(c, orDefault(safeNext(c.FormValue("back")), "/billing")) // L2: back to the quote that sent the buyer
 	}
 	payURL, err := h.checkout(c, t)
 	if err != nil {
@@ -297,19 +298,76 @@ func usageLine(l models.ClusterUsage, w models.UsageWindow, open bool) views.Usa
 	return u
 }
 
-// machineRows are a cluster's machines as the page and the usage CSV show them.
+// machineRows are a cluster's machines as the page and the usage CSV show
+// them. Their amounts add up to the line's to the cent (B3): each is
+// rounded to the cent, and the cents the line's own rounding has more or
+// fewer go to the rows that rounding moved least.
 func machineRows(l models.ClusterUsage) []views.MachineRow {
+	amounts := make([]models.Money, len(l.Machines))
+	for i, m := range l.Machines {
+		amounts[i] = m.Completed + m.Accumulating
+	}
+	cents := centsSummingTo(amounts)
 	out := make([]views.MachineRow, 0, len(l.Machines))
-	for _, m := range l.Machines {
+	for i, m := range l.Machines {
 		out = append(out, views.MachineRow{Node: m.Name, MachineHour: models.PriceUSD(m.MachineHour) + "/h",
-			Hours: hours(m.Minutes + m.AccumulatingMinutes), Amount: models.USD(m.Completed + m.Accumulating),
+			Hours: hours(m.Minutes + m.AccumulatingMinutes), Minutes: m.Minutes + m.AccumulatingMinutes,
+			Amount: models.USD(models.Money(cents[i] * centMicros)),
 			Status: titleCase(usageStatus(m.Accumulating)), Intervals: intervalsText(m.Intervals)})
 	}
 	return out
 }
 
+const centMicros = 10_000 // micro-dollars in a cent
+
+// centsSummingTo rounds each amount to cents (half up, as models.USD does)
+// so that they add up to their sum's rounding: the largest-remainder rule,
+// moving a cent at a time on the rows whose rounding it changes least.
+func centsSummingTo(amounts []models.Money) []int64 {
+	round := func(m models.Money) int64 {
+		if m < 0 {
+			return -int64((-m + centMicros/2) / centMicros)
+		}
+		return int64((m + centMicros/2) / centMicros)
+	}
+	var sum models.Money
+	var got int64
+	cents := make([]int64, len(amounts))
+	for i, m := range amounts {
+		sum += m
+		cents[i] = round(m)
+		got += cents[i]
+	}
+	for diff := round(sum) - got; diff != 0; {
+		step := int64(1)
+		if diff < 0 {
+			step = -1
+		}
+		best, bestErr := -1, int64(0)
+		for i, m := range amounts {
+			// how far the row would be from its exact amount after the step
+			e := (cents[i]+step)*centMicros - int64(m)
+			if e < 0 {
+				e = -e
+			}
+			if best < 0 || e <= bestErr { // ties: the later row, so the first keeps its own rounding
+				best, bestErr = i, e
+			}
+		}
+		cents[best] += step
+		diff -= step
+	}
+	return cents
+}
+
 // hours shows whole minutes as hours with two decimals (display only).
 func hours(minutes int64) string { return fmt.Sprintf("%d.%02d", minutes/60, minutes%60*100/60) }
+
+// preciseHours is whole minutes as hours with six decimals, for the usage
+// CSV: hours × the hourly price gives the row's amount to the cent (B3).
+func preciseHours(minutes int64) string {
+	return fmt.Sprintf("%d.%06d", minutes/60, (minutes%60*1_000_000+30)/60)
+}
 
 func intervalsText(ivs []models.MachineInterval) string {
 	parts := make([]string, 0, len(ivs))

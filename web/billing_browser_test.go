@@ -139,13 +139,24 @@ func TestBrowserBillingNewAccount(t *testing.T) {
 		if got := text(`[data-testid=usage-line]`); !strings.Contains(got, "Cluster usage — paid-run") {
 			t.Errorf("usage line %q", got)
 		}
+		// B3: the line shows it opens (a chevron, aria-expanded) and closes again.
+		wait("a closed usage line with its chevron", `(() => { const a = document.querySelector('[data-testid=usage-line-toggle]');
+			const c = document.querySelector('[data-testid=usage-line-chevron]').getBoundingClientRect();
+			return a.getAttribute('aria-expanded') === 'false' && c.width > 0 && c.height > 0 })()`)
 		if err := chromedp.Do(ctx, clickLive(`[data-testid=usage-line-toggle]`)); err != nil {
 			t.Fatal(err)
 		}
 		wait("the per-machine rows", `document.querySelectorAll('[data-testid=machine-row]').length === 2 && location.search === ''`)
+		wait("the line marked open, its chevron turned", `document.querySelector('[data-testid=usage-line-toggle]').getAttribute('aria-expanded') === 'true' &&
+			getComputedStyle(document.querySelector('[data-testid=usage-line-chevron]')).transform !== 'none'`)
 		if got := text(`[data-testid=machine-row]`); !strings.Contains(got, "node-0") || !strings.Contains(got, "running") {
 			t.Errorf("machine row %q", got)
 		}
 		journeyShot(t, ctx, w.name)
+		if err := chromedp.Do(ctx, clickLive(`[data-testid=usage-line-toggle]`)); err != nil {
+			t.Fatal(err)
+		}
+		wait("the line closed again", `document.querySelectorAll('[data-testid=machine-row]').length === 0 &&
+			document.querySelector('[data-testid=usage-line-toggle]').getAttribute('aria-expanded') === 'false'`)
 	}
 }

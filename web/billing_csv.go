@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/csv"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/clusterdeck/clusterdeck/models"
@@ -20,14 +21,17 @@ func (h *handler) usageCSV(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows := [][]string{{"cluster", "node", "price_per_hour", "hours", "amount", "currency", "status", "state_intervals"}}
+	// hours has six decimals and minutes is exact, so price_per_hour ×
+	// hours (or × minutes / 60) gives the amount to the cent (B3).
+	rows := [][]string{{"cluster", "node", "price_per_hour", "hours", "minutes", "amount", "currency", "status", "state_intervals"}}
 	for _, l := range st.lines {
 		for _, r := range machineRows(l) {
-			rows = append(rows, []string{l.Cluster.Name, r.Node, csvNumber(r.MachineHour), r.Hours, csvNumber(r.Amount), csvCurrency, r.Status, r.Intervals})
+			rows = append(rows, []string{l.Cluster.Name, r.Node, csvNumber(r.MachineHour), preciseHours(r.Minutes), strconv.FormatInt(r.Minutes, 10),
+				csvNumber(r.Amount), csvCurrency, r.Status, r.Intervals})
 		}
 	}
 	for _, v := range st.volumes { // V3, X11: a volume's own row, its price per hour in price_per_hour
-		rows = append(rows, []string{"Volume — " + v.Volume.Name, "", csvNumber(models.USD(v.Volume.HourRate())), hours(v.Minutes),
+		rows = append(rows, []string{"Volume — " + v.Volume.Name, "", csvNumber(models.USD(v.Volume.HourRate())), preciseHours(v.Minutes), strconv.FormatInt(v.Minutes, 10),
 			csvNumber(models.USD(v.Total())), csvCurrency, titleCase(usageStatus(v.Accumulating)), ""})
 	}
 	return writeCSV(c, "usage-"+w.Month()+".csv", rows)

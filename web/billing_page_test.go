@@ -87,13 +87,29 @@ func TestBillingPageUsageAndCSV(t *testing.T) {
 		}
 		// Issue 21 item 10: CSV money is a plain number, the currency in
 		// its own column; otherwise the page's cells.
+		// B3: the CSV's hours have six decimals beside the exact minutes
+		// (1.50 h on the page is 1.500000 h, 90 minutes).
 		var wantUsage [][]string
 		for _, r := range opened {
-			wantUsage = append(wantUsage, []string{r[0], strings.TrimSuffix(strings.TrimPrefix(r[1], "$"), "/h"), r[2],
+			wantUsage = append(wantUsage, []string{r[0], strings.TrimSuffix(strings.TrimPrefix(r[1], "$"), "/h"), r[2] + "0000", "90",
 				strings.ReplaceAll(strings.TrimPrefix(r[3], "$"), ",", ""), "USD", r[4], r[5]})
 		}
-		if !reflect.DeepEqual(usage, wantUsage) || usage[0][3] != "29.96" || usage[0][1] != "19.97" {
+		if !reflect.DeepEqual(usage, wantUsage) || usage[0][4] != "29.96" || usage[0][1] != "19.97" {
 			t.Errorf("usage CSV %q, want the page's rows as numbers %q", usage, wantUsage)
+		}
+		// B3: two machines at $29.955 each are a $59.91 line; their rows
+		// add up to it (the second takes the rounding's cent), not to $59.92.
+		line := d.Find(`[data-testid=usage-line] [data-testid=usage-line-amount]`).Text()
+		var sum models.Money
+		for _, r := range opened {
+			m, err := models.ParseUSD(r[3])
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += m
+		}
+		if line == "" || models.USD(sum) != line {
+			t.Errorf("machine rows %q add up to %s, the line says %q", opened, models.USD(sum), line)
 		}
 		page := cells(d, `[data-testid=ledger-row]`)
 		var wantTx [][]string

@@ -37,8 +37,23 @@ func (h *handler) listClusters(c echo.Context) error {
 		pg.HasSSHKeys = len(keys) > 0
 	}
 	now := h.Store.Now()
+	// B1: an ended cluster's row says what it cost, not a price per hour
+	// it no longer pays ($0.00 for one that never came up).
+	cost := map[string]models.Money{}
+	if slices.ContainsFunc(clusters, func(cl models.Cluster) bool { return cl.Status.Terminal() && cl.ReadyAt != nil }) {
+		us, err := h.Store.UsageForOrg(ctx, p.Org.ID, time.Time{})
+		if err != nil {
+			return err
+		}
+		for _, u := range us {
+			cost[u.Cluster.ID] = u.Completed + u.Accumulating
+		}
+	}
 	for _, cl := range clusters {
 		row := clusterRow(cl, now)
+		if cl.Status.Terminal() {
+			row.Price, row.PriceOf = models.USD(cost[cl.ID])+" in all", "Cost"
+		}
 		pg.AnyUnderWay = pg.AnyUnderWay || row.UnderWay
 		pg.Rows = append(pg.Rows, row)
 	}
@@ -182,7 +197,12 @@ func (h *handler) launchPage(c echo.Context, q models.Quote, form views.LaunchFo
 		lp.Committed = models.PriceUSD(a.Committed) + "/h"
 	}
 	if a.Shortfall() > 0 {
-		lp.Shortfall, lp.TopUpURL = balanceProblem(a), topUpPath
+		// L2: the way to add funds keeps the quote: the billing page links
+		// back to it and a top-up returns there.
+		lp.Shortfall, lp.TopUpURL = balanceProblem(a), topUpPath+"#add-funds"
+		if r := c.Request(); r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/clusters/new") {
+			lp.TopUpURL = topUpPath + "?back=" + url.QueryEscape(r.URL.RequestURI()) + "#add-funds"
+		}
 	}
 	for _, s := range softwareOptions(q.MachineKind) {
 		s.Checked = s.Value == form.Software
@@ -644,7 +664,8 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		v.ReadyAt = "not billed until you keep it"
 	}
 	if cl.Status == models.StatusStopped && cl.StoppedAt != nil {
-		v.ReadyAt = "none: stopped " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")
+		v.BillingLabel = "Billing" // not "Billing since": it is not billing
+		v.ReadyAt = "stopped since " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")
 	}
 	v.Stop = stopLine(cl)
 	return v

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -57,6 +58,12 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// ClockFollower is the scheduler whose per-minute jobs follow the fake
+// clock: RunDue runs the ones a move made due and names them.
+type ClockFollower interface {
+	RunDue(ctx context.Context) ([]string, error)
+}
+
 // devClock is GET /dev/clock.
 func (h *handler) devClock(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"now": h.Store.Now(), "fake": h.FakeClock != nil})
@@ -73,6 +80,19 @@ func (h *handler) devAdvanceClock(c echo.Context) error {
 			Message: "minutes must be a whole number from 0 to 10080.", Fields: map[string]string{"minutes": "0 to 10080"}}
 	}
 	now := h.FakeClock.Advance(time.Duration(minutes) * time.Minute)
+	// The jobs that follow the clock (billing, budgets, the GPU watch, the
+	// catalog…) run at once when the move made them due, so a stall or idle
+	// rule is judged on the moved time, not at the wall's next minute.
+	if f, ok := h.Jobs.(ClockFollower); ok {
+		ran, err := f.RunDue(c.Request().Context())
+		if err != nil {
+			h.Log.Warn("jobs due after moving the clock", "error", err)
+		}
+		if ran == nil {
+			ran = []string{}
+		}
+		return c.JSON(http.StatusOK, map[string]any{"now": now, "fake": true, "ran": ran})
+	}
 	// The catalog's prices age with the clock: refresh them at once, so a
 	// newcomer's offers do not vanish as stale after a move (O6).
 	if h.Jobs != nil && minutes > 0 {

@@ -126,7 +126,7 @@ func gpuView(cl models.Cluster, nodes []models.ClusterNode, hour, day models.GPU
 // machineView is one machine's row: utilization (mean over its GPUs) and
 // memory (share of its GPUs' memory in use) per minute, what it is now.
 func machineView(s models.GPUSeries, n models.GPUNodeSeries) views.GPUMachineView {
-	m := views.GPUMachineView{Node: n.Name, GPUs: fmt.Sprintf("%d GPUs", len(n.GPUs)), UtilNow: "–", MemNow: "–", Temp: "– °C", Power: "– W", Errors: "no errors"}
+	m := views.GPUMachineView{Node: n.Name, GPUs: models.Count(len(n.GPUs), "GPU"), UtilNow: "–", MemNow: "–", Temp: "– °C", Power: "– W", Errors: "no errors"}
 	type acc struct{ util, un, used, total float64 }
 	by := map[int64]*acc{}
 	for _, g := range n.GPUs {
@@ -309,7 +309,7 @@ func gpuSummary(s models.GPUSeries) string {
 	if gpus == 0 {
 		return fmt.Sprintf("No GPU telemetry yet from the %d machines.", machines)
 	}
-	out := fmt.Sprintf("%d GPUs on %d of %d machines reporting", gpus, reporting, machines)
+	out := fmt.Sprintf("%s on %d of %d machines reporting", models.Count(gpus, "GPU"), reporting, machines)
 	if utilN > 0 {
 		out += fmt.Sprintf(": %d %% now", (utilSum+utilN/2)/utilN)
 	} else {

@@ -191,6 +191,16 @@ func watchFromForm(c echo.Context) (models.WatchPolicy, models.FieldErrors) {
 	return p, fe
 }
 
+// gpuWatchPage is GET /clusters/{id}/gpu-watch: the form's address
+// reloaded (a refused form is answered there) leads to the cluster's page.
+func (h *handler) gpuWatchPage(c echo.Context) error {
+	cl, err := h.Store.ClusterForOrg(c.Request().Context(), principal(c).Org.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/clusters/"+cl.ID+"#gpu-watch")
+}
+
 // setGPUWatch is POST /clusters/{id}/gpu-watch: the page's form.
 func (h *handler) setGPUWatch(c echo.Context) error {
 	ctx := c.Request().Context()

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -286,4 +287,39 @@ func TestAdminRunJobNow(t *testing.T) {
 			t.Errorf("run now: %d, ran %v", rec.Code, fj.ran)
 		}
 	})
+}
+
+// clockJobs is a scheduler whose per-minute jobs follow the fake clock.
+type clockJobs struct {
+	fakeJobs
+	clock *models.FakeClock
+	at    []time.Time
+}
+
+func (f *clockJobs) RunDue(context.Context) ([]string, error) {
+	f.at = append(f.at, f.clock.Now())
+	return []string{"gpu-watch"}, nil
+}
+
+// OP2, X15: moving the development fake clock runs the jobs the move made
+// due at once, on the moved time, and says which ran.
+func TestDevClockRunsTheDueJobs(t *testing.T) {
+	app := newTestApp(t, openSQLite(t))
+	fj := &clockJobs{clock: app.clock}
+	app.e = New(Deps{
+		Config: Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
+		Store:  app.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FakeClock: app.clock,
+		Static: static.FS, Jobs: fj,
+	})
+	before := app.clock.Now()
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/dev/clock", strings.NewReader("minutes=10"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.RemoteAddr = "127.0.0.1:5555"
+	rec := app.do(req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"ran":["gpu-watch"]`) {
+		t.Fatalf("POST /dev/clock: %d %s", rec.Code, rec.Body)
+	}
+	if len(fj.at) != 1 || !fj.at[0].Equal(before.Add(10*time.Minute)) {
+		t.Fatalf("due jobs ran at %v, want once at %s", fj.at, before.Add(10*time.Minute))
+	}
 }

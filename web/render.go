@@ -75,7 +75,7 @@ func (h *handler) meta(c echo.Context, title string) views.Meta {
 		}
 		h.headerBalance(c, u)
 		if p := principal(c); p != nil && p.Org.ID != "" {
-			m.Stops, _ = h.stopBanners(c.Request().Context(), p.Org.ID, u.CanBilling) // a failed lookup only hides the banner
+			m.Stops, _ = h.stopBanners(c.Request().Context(), p.Org.ID, u.CanBilling, m.Path) // a failed lookup only hides the banner
 		}
 	}
 	m.Flashes = h.takeFlashes(c)

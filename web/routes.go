@@ -181,6 +181,7 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/clusters/:id/logs/panel", h.logPanel)
 	app.POST("/clusters/:id/recovery", h.setRecovery)            // R3
 	app.POST("/clusters/:id/gpu-watch", h.setGPUWatch)           // X15: stall alert and idle rule
+	app.GET("/clusters/:id/gpu-watch", h.gpuWatchPage)           // a reload of a refused form: the cluster's page
 	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
 	app.POST("/clusters/:id/verify", h.verifyAgain)              // issue 24: run verification again
 	app.POST("/clusters/:id/keep", h.keepUnverified)             // issue 24: keep it as it is

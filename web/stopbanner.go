@@ -11,8 +11,10 @@ import (
 // stopBanners announce, on every dashboard page of the organisation, the
 // clusters the budget or the balance stopped and nobody resumed since
 // (B5, B6; issue 21 item 5): one banner per cause, each cluster linked,
-// with the way forward for those who can pay.
-func (h *handler) stopBanners(ctx context.Context, orgID string, canBilling bool) ([]views.StopBanner, error) {
+// with the way forward for those who can pay. A cluster's own page says
+// why it stopped itself, so on that page (path) the banner leaves it out
+// rather than saying it twice.
+func (h *handler) stopBanners(ctx context.Context, orgID string, canBilling bool, path string) ([]views.StopBanner, error) {
 	cs, err := h.Store.EnforcedStops(ctx, orgID)
 	if err != nil || len(cs) == 0 {
 		return nil, err
@@ -21,7 +23,7 @@ func (h *handler) stopBanners(ctx context.Context, orgID string, canBilling bool
 	for _, reason := range []models.StopReason{models.StopByBudget, models.StopByBalance} {
 		var b views.StopBanner
 		for _, c := range cs {
-			if c.StopReason != string(reason) {
+			if c.StopReason != string(reason) || path == "/clusters/"+c.ID {
 				continue
 			}
 			b.Clusters = append(b.Clusters, views.NavItem{Label: c.Name, Href: "/clusters/" + c.ID})

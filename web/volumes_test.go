@@ -274,7 +274,7 @@ func TestVolumeBillingLines(t *testing.T) {
 			t.Errorf("total %v, want clusters %d + volume %d", u["total"], clusters, want)
 		}
 
-		if csv := c.get("/billing/usage.csv").Body.String(); !strings.Contains(csv, "Volume — ckpt,,"+strings.TrimPrefix(models.USD(rate), "$")+",3.00,"+strings.TrimPrefix(models.USD(want), "$")+",USD,") {
+		if csv := c.get("/billing/usage.csv").Body.String(); !strings.Contains(csv, "Volume — ckpt,,"+strings.TrimPrefix(models.USD(rate), "$")+",3.000000,180,"+strings.TrimPrefix(models.USD(want), "$")+",USD,") {
 			t.Errorf("the usage CSV lacks the volume's row:\n%s", csv)
 		}
 		if code, _ := apiJSON(t, app, "DELETE", "/v1/volumes/"+id, tok, ""); code != http.StatusNoContent {

@@ -205,7 +205,7 @@ func (c Cluster) softwareCommands(primaryName string) []Command {
 				Name:  "srun",
 				RunOn: RunOnAnyNode,
 				Text:  fmt.Sprintf("srun --nodes=%d --ntasks-per-node=1 --gpus-per-node=%d nvidia-smi -L", n, g),
-				Note:  fmt.Sprintf("A quick check through Slurm: every node lists its %d GPUs.", g),
+				Note:  "A quick check through Slurm: every node lists its " + itsGPUs(g) + ".",
 			},
 			{
 				Name:  "sbatch",
@@ -266,4 +266,12 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("%d %ses", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// itsGPUs is "GPU" for one, "8 GPUs" for eight (after "lists its").
+func itsGPUs(g int) string {
+	if g == 1 {
+		return "GPU"
+	}
+	return strconv.Itoa(g) + " GPUs"
 }

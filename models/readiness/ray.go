@@ -292,7 +292,7 @@ func raySummary(r Report, st RayStatus, want int) string {
 	}
 	if r.Ready {
 		if st.HasGPUs {
-			live += fmt.Sprintf(", %d GPUs", r.TotalGPUs)
+			live += ", " + gpus(r.TotalGPUs)
 		}
 		return "ready: " + live
 	}

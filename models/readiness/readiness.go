@@ -225,7 +225,7 @@ func summarize(r Report, expected int) string {
 	if r.Ready {
 		s := fmt.Sprintf("ready: %d/%d nodes pass", total, total)
 		if r.TotalGPUs > 0 {
-			s += fmt.Sprintf(", %d GPUs", r.TotalGPUs)
+			s += ", " + gpus(r.TotalGPUs)
 		}
 		return s
 	}
@@ -265,4 +265,12 @@ func listShort(items []string) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:limit], ", "), len(items)-limit)
+}
+
+// gpus is "1 GPU", "16 GPUs".
+func gpus(n int) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return fmt.Sprintf("%d GPUs", n)
 }

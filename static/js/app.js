@@ -324,3 +324,28 @@ function tickQuotes() {
 setInterval(tickQuotes, 1000);
 document.addEventListener("DOMContentLoaded", tickQuotes);
 document.addEventListener("htmx:afterSettle", tickQuotes);
+
+// A usage line ([data-usage-toggle]) opens its machines with htmx and
+// closes them again: aria-expanded says which, and a chevron turns with it.
+document.addEventListener("htmx:beforeRequest", function (ev) {
+  var a = ev.detail.elt;
+  if (!a || !a.hasAttribute || !a.hasAttribute("data-usage-toggle")) return;
+  if (a.getAttribute("aria-expanded") === "true") {
+    ev.preventDefault();
+    var box = document.getElementById(a.getAttribute("aria-controls"));
+    if (box) box.innerHTML = "";
+    a.setAttribute("aria-expanded", "false");
+  }
+});
+document.addEventListener("htmx:afterSwap", function (ev) {
+  var a = ev.detail.requestConfig && ev.detail.requestConfig.elt;
+  if (a && a.hasAttribute && a.hasAttribute("data-usage-toggle")) a.setAttribute("aria-expanded", "true");
+});
+
+// A refused form answered on its POST URL ([data-replace-url], e.g. the
+// GPU watch's) puts the page's own address back, so a reload or a shared
+// link shows the page, not a POST-only URL.
+(function () {
+  var el = document.querySelector("[data-replace-url]");
+  if (el && history.replaceState) history.replaceState(null, "", el.getAttribute("data-replace-url"));
+})();
