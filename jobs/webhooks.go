@@ -177,7 +177,12 @@ func (j *Webhooks) send(ctx context.Context, w models.WebhookEndpoint, d models.
 	h.Set("User-Agent", "Clusterdeck-Webhooks/1")
 	// t= is the wall clock's, never a development server's fake clock: a
 	// receiver checks it against its own clock (README: 300 s tolerance).
-	h.Set("Clusterdeck-Signature", models.WebhookSignature(secrets, time.Now(), body))
+	now := time.Now()
+	h.Set("Clusterdeck-Signature", models.WebhookSignature(secrets, now, body))
+	// The Standard Webhooks form of the same signature, for stock verifiers (X8).
+	h.Set("Webhook-Id", d.EventID)
+	h.Set("Webhook-Timestamp", strconv.FormatInt(now.Unix(), 10))
+	h.Set("Webhook-Signature", models.StandardWebhookSignature(secrets, d.EventID, now, body))
 	h.Set("Idempotency-Key", d.EventID)
 	h.Set("Clusterdeck-Event-Id", d.EventID)
 	h.Set("Clusterdeck-Event-Type", d.Type)
