@@ -24,6 +24,7 @@ require (
 	github.com/stripe/stripe-go/v76 v76.25.0
 	github.com/trustelem/zxcvbn v1.0.1
 	golang.org/x/crypto v0.59.0
+	golang.org/x/term v0.48.0
 	golang.org/x/time v0.15.0
 	gopkg.in/yaml.v3 v3.0.1
 	gorm.io/driver/postgres v1.6.3

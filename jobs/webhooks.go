@@ -45,6 +45,8 @@ type Webhooks struct {
 	// else's events instead of waiting on one tenant's slow receivers
 	// (A4). 0 waits for every endpoint (tests); main sets 2 s.
 	Linger time.Duration
+	// Metrics counts and times every delivery attempt by outcome (nil: not).
+	Metrics *Metrics
 
 	background sync.WaitGroup // sends that outlived their tick
 }
@@ -170,7 +172,9 @@ func (j *Webhooks) send(ctx context.Context, w models.WebhookEndpoint, d models.
 	body := []byte(d.Body)
 	secrets, err := j.Store.WebhookSecrets(w)
 	if err != nil { // never sent unsigned: a failed attempt that says why
-		return models.WebhookResult{Err: err.Error()}
+		r := models.WebhookResult{Err: err.Error()}
+		j.Metrics.webhookSent(r)
+		return r
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
@@ -198,6 +202,7 @@ func (j *Webhooks) send(ctx context.Context, w models.WebhookEndpoint, d models.
 			r.Err = "timed out after " + timeout.String()
 		}
 	}
+	j.Metrics.webhookSent(r)
 	return r
 }
 

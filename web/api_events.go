@@ -84,6 +84,7 @@ func (h *handler) apiEvents(c echo.Context) error {
 	}
 	stream := strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream")
 	if stream || wait > 0 {
+		untimed(c) // lasts as long as the client or the wait
 		release, err := h.streams.acquire(c, principal(c))
 		if err != nil {
 			return err
