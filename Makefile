@@ -81,8 +81,10 @@ test-go:
 test-pg: ## Every test with PostgreSQL at $(PGURL)
 	TEST_DATABASE_URL='$(PGURL)' $(MAKE) test
 
-bench: ## Benchmarks: the offers page at 2,000 offers (server time, bytes allocated, SQL statements per request); one billing pass and one health pass over 10,000 clusters × 8 machines, GPU telemetry's storage per machine-day and heartbeat cost at 1,000 machines, on PostgreSQL at $(PGURL)
-	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench . -benchmem -benchtime=500x -count=3 ./web/
+bench: ## Benchmarks: the offers page at 2,000 offers (server time, bytes allocated, SQL statements per request); one billing pass and one health pass over 10,000 clusters × 8 machines, GPU telemetry's storage per machine-day and heartbeat cost at 1,000 machines, a webhook outbox drain of 10,000 deliveries, on PostgreSQL at $(PGURL); each benchmark has its own count, so it ends in minutes
+	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkOffersPage -benchmem -benchtime=500x -count=3 ./web/
+	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkAgentBinaryDownload -benchmem -benchtime=20x ./web/
+	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkWebhookDrain -benchtime=1x ./web/
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench . -benchmem ./models/
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkHealthPass -benchtime 3x ./jobs/
 
