@@ -77,15 +77,15 @@ func TestEventTypesOneList(t *testing.T) {
 		}
 		return out
 	}
-	if got := strs(s["EventType"].Enum); !slices.Equal(got, models.PublicEventTypes) {
-		t.Errorf("openapi EventType enum %q,\nwant %q", got, models.PublicEventTypes)
+	if got := strs(s["PublicEventType"].Enum); !slices.Equal(got, models.PublicEventTypes) {
+		t.Errorf("openapi PublicEventType enum %q,\nwant %q", got, models.PublicEventTypes)
 	}
 	if got, want := strs(s["Event"].Properties["type"].Enum), append(slices.Clone(models.FeedEventTypes), ""); !slices.Equal(got, want) {
 		t.Errorf("openapi Event.type enum %q,\nwant %q", got, want)
 	}
 	for _, at := range []struct{ schema, prop string }{{"WebhookBody", "types"}, {"Webhook", "types"}, {"WebhookList", "eventTypes"}} {
-		if p := s[at.schema].Properties[at.prop]; p.Items == nil || p.Items.Ref != "#/components/schemas/EventType" {
-			t.Errorf("openapi %s.%s is not a list of EventType", at.schema, at.prop)
+		if p := s[at.schema].Properties[at.prop]; p.Items == nil || p.Items.Ref != "#/components/schemas/PublicEventType" {
+			t.Errorf("openapi %s.%s is not a list of PublicEventType", at.schema, at.prop)
 		}
 	}
 
