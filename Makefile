@@ -8,7 +8,7 @@ PGURL    ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 ADDR     ?= 127.0.0.1:8080
 
 .DEFAULT_GOAL := help
-.PHONY: help run walk build generate css templ check-generated lint test test-go test-pg abuse bench load clean
+.PHONY: help run walk build generate css templ apiclient check-generated lint test test-go test-pg abuse bench load clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -v pgurl='$(PGURL)' 'BEGIN {FS = ":.*## "}; \
@@ -24,7 +24,10 @@ run: build ## Serve with the demo log-in printed once listening (another port: A
 walk: ## Move the fake clock one minute every two seconds, 30 times (a server started with CLUSTERDECK_FAKE_CLOCK=1 make run)
 	@for i in $$(seq 30); do curl -fsS -X POST http://$(ADDR)/dev/clock -d minutes=1 >/dev/null || exit 1; printf '.'; sleep 2; done; echo " 30 minutes later"
 
-generate: templ css ## Regenerate views/*_templ.go and static/css/app.css
+generate: templ css apiclient ## Regenerate views/*_templ.go, static/css/app.css and the generated Go API client
+
+apiclient: ## Regenerate internal/apiclient from static/openapi.json (oapi-codegen, go.mod's tool directive)
+	$(GO) generate ./internal/apiclient/
 
 templ: ## Regenerate views/*_templ.go
 	$(GO) tool templ generate
@@ -37,7 +40,7 @@ css: $(TAILWIND) ## Build static/css/app.css from tailwind.config.js
 	$(TAILWIND) -c tailwind.config.js -i static/css/input.css -o static/css/app.css --minify
 
 check-generated: generate ## Fail if committed generated files are stale
-	@git diff --exit-code --stat -- views static/css/app.css || \
+	@git diff --exit-code --stat -- views static/css/app.css internal/apiclient || \
 		(echo "generated files are stale: run 'make generate' and commit" >&2; exit 1)
 
 lint: ## gofmt, go vet, templ fmt, go mod tidy
@@ -98,8 +101,10 @@ ABUSE := . ./models/ ./models/publicip/ ./web/ ./jobs/ ./internal/cli/
 abuse: ## Only the abuse suite, the TestAbuse… tests of every tenant bound (README, Security); PostgreSQL too when TEST_DATABASE_URL is set
 	$(GO) test $(RACE) -count=1 -run 'TestAbuse' $(ABUSE)
 
-bench: ## Benchmarks: the offers page at 2,000 offers (server time, bytes allocated, SQL statements per request); one billing pass and one health pass over 10,000 clusters × 8 machines, GPU telemetry's storage per machine-day and heartbeat cost at 1,000 machines, on PostgreSQL at $(PGURL)
-	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench . -benchmem -benchtime=500x -count=3 ./web/
+bench: ## Benchmarks: the offers page at 2,000 offers (server time, bytes allocated, SQL statements per request); one billing pass and one health pass over 10,000 clusters × 8 machines, GPU telemetry's storage per machine-day and heartbeat cost at 1,000 machines, a webhook outbox drain of 10,000 deliveries, on PostgreSQL at $(PGURL); each benchmark has its own count, so it ends in minutes
+	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkOffersPage -benchmem -benchtime=500x -count=3 ./web/
+	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkAgentBinaryDownload -benchmem -benchtime=20x ./web/
+	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkWebhookDrain -benchtime=1x ./web/
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench . -benchmem ./models/
 	TEST_DATABASE_URL='$(PGURL)' $(GO) test -run '^$$' -bench BenchmarkHealthPass -benchtime 3x ./jobs/
 

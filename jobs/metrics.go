@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -23,6 +24,37 @@ type Metrics struct {
 	runs           *prometheus.CounterVec
 	durations      *prometheus.HistogramVec
 	providerErrors *prometheus.CounterVec
+	webhookSends   *prometheus.CounterVec
+	webhookLatency *prometheus.HistogramVec
+}
+
+// Webhook delivery outcomes (X8): a 2xx answer, another answer, or none
+// (refused, timed out, or not sent because the secret does not open).
+const (
+	webhookOK        = "ok"
+	webhookHTTPError = "http_error"
+	webhookNoAnswer  = "no_answer"
+)
+
+// webhookOutcome names r's outcome.
+func webhookOutcome(r models.WebhookResult) string {
+	switch {
+	case r.OK():
+		return webhookOK
+	case r.Status != 0:
+		return webhookHTTPError
+	}
+	return webhookNoAnswer
+}
+
+// webhookSent counts one delivery attempt and times it by outcome.
+func (m *Metrics) webhookSent(r models.WebhookResult) {
+	if m == nil {
+		return
+	}
+	o := webhookOutcome(r)
+	m.webhookSends.WithLabelValues(o).Inc()
+	m.webhookLatency.WithLabelValues(o).Observe(r.Duration.Seconds())
 }
 
 // NewMetrics registers the job and provider metrics on reg. The job's
@@ -43,8 +75,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "clusterdeck_provider_errors_total",
 			Help: "Failed provider calls made by the jobs, by provider, operation and error class.",
 		}, []string{"provider", "op", "class"}),
+		webhookSends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "clusterdeck_webhook_deliveries_total",
+			Help: "Webhook delivery attempts this process made, by outcome (ok: a 2xx answer; http_error: another answer; no_answer: refused, timed out or not sent).",
+		}, []string{"outcome"}),
+		webhookLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "clusterdeck_webhook_delivery_duration_seconds",
+			Help:    "Time from sending a webhook delivery to its receiver's answer (or the give-up), by outcome.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2, 5, 10},
+		}, []string{"outcome"}),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.durations, m.providerErrors} {
+	for _, o := range []string{webhookOK, webhookHTTPError, webhookNoAnswer} { // visible at zero
+		m.webhookSends.WithLabelValues(o)
+		m.webhookLatency.WithLabelValues(o)
+	}
+	for _, c := range []prometheus.Collector{m.runs, m.durations, m.providerErrors, m.webhookSends, m.webhookLatency} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

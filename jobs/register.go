@@ -63,7 +63,7 @@ func Register(s *Scheduler, d Deps) error {
 		}
 	}
 	if d.Webhooks != nil {
-		if err := s.Add("@every 5s", &Webhooks{Store: d.Store, Poster: d.Webhooks, BaseURL: d.BaseURL, Linger: 2 * time.Second}, 4*time.Minute); err != nil {
+		if err := s.Add("@every 5s", &Webhooks{Store: d.Store, Poster: d.Webhooks, BaseURL: d.BaseURL, Linger: 2 * time.Second, Metrics: d.Metrics}, 4*time.Minute); err != nil {
 			return fmt.Errorf("jobs: schedule webhooks: %w", err)
 		}
 	}

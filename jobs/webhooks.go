@@ -45,6 +45,8 @@ type Webhooks struct {
 	// else's events instead of waiting on one tenant's slow receivers
 	// (A4). 0 waits for every endpoint (tests); main sets 2 s.
 	Linger time.Duration
+	// Metrics counts and times every delivery attempt by outcome (nil: not).
+	Metrics *Metrics
 
 	background sync.WaitGroup // sends that outlived their tick
 }
@@ -170,14 +172,21 @@ func (j *Webhooks) send(ctx context.Context, w models.WebhookEndpoint, d models.
 	body := []byte(d.Body)
 	secrets, err := j.Store.WebhookSecrets(w)
 	if err != nil { // never sent unsigned: a failed attempt that says why
-		return models.WebhookResult{Err: err.Error()}
+		r := models.WebhookResult{Err: err.Error()}
+		j.Metrics.webhookSent(r)
+		return r
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "Clusterdeck-Webhooks/1")
 	// t= is the wall clock's, never a development server's fake clock: a
 	// receiver checks it against its own clock (README: 300 s tolerance).
-	h.Set("Clusterdeck-Signature", models.WebhookSignature(secrets, time.Now(), body))
+	now := time.Now()
+	h.Set("Clusterdeck-Signature", models.WebhookSignature(secrets, now, body))
+	// The Standard Webhooks form of the same signature, for stock verifiers (X8).
+	h.Set("Webhook-Id", d.EventID)
+	h.Set("Webhook-Timestamp", strconv.FormatInt(now.Unix(), 10))
+	h.Set("Webhook-Signature", models.StandardWebhookSignature(secrets, d.EventID, now, body))
 	h.Set("Idempotency-Key", d.EventID)
 	h.Set("Clusterdeck-Event-Id", d.EventID)
 	h.Set("Clusterdeck-Event-Type", d.Type)
@@ -193,6 +202,7 @@ func (j *Webhooks) send(ctx context.Context, w models.WebhookEndpoint, d models.
 			r.Err = "timed out after " + timeout.String()
 		}
 	}
+	j.Metrics.webhookSent(r)
 	return r
 }
 

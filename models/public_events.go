@@ -1,5 +1,7 @@
 package models
 
+import "strings"
+
 // The public event vocabulary (X8, X16): the names webhooks, the event
 // stream and the CLI give the state changes customers can subscribe to.
 // Every cluster event row records its public type (cluster_events.type)
@@ -36,6 +38,20 @@ var PublicEventTypes = []string{
 	TypeNodeDown, TypeNodeReplaced, TypeNodeJoined, TypeClusterVerifying, TypeNodeVerificationFailed,
 	TypeTopUpCredited, TypeAutoRechargeFailed, TypeBalanceLow, TypeBudgetThreshold,
 }
+
+// FeedEventTypes are the public types the event feed (GET /v1/events, its
+// stream and the MCP tools) carries: every type but billing's, whose events
+// have no cluster row. PublicEventTypes is the one list: the README, the
+// OpenAPI document, the webhook page and the stream are held to it by a test.
+var FeedEventTypes = func() []string {
+	var out []string
+	for _, t := range PublicEventTypes {
+		if !strings.HasPrefix(t, "billing.") {
+			out = append(out, t)
+		}
+	}
+	return out
+}()
 
 // IsPublicEventType reports whether t is in PublicEventTypes.
 func IsPublicEventType(t string) bool {

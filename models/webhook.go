@@ -535,6 +535,29 @@ func (x Actions) RotateWebhookSecret(ctx context.Context, id string, overlap tim
 	return w, err
 }
 
+// StandardWebhookSignature is the webhook-signature header of the
+// Standard Webhooks form (X8), sent beside webhook-id: id and
+// webhook-timestamp: t's unix seconds: "v1,<base64>" per secret, space
+// separated, each the base64 HMAC-SHA256 of "<id>.<unix>.<body>" keyed by
+// the secret's part after "whsec_" read as base64, which is what stock
+// verifiers do with the same "whsec_…" secret (its hex digits are valid
+// base64).
+func StandardWebhookSignature(secrets []string, id string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	var sigs []string
+	for _, sec := range secrets {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(sec, "whsec_"))
+		if err != nil {
+			key = []byte(sec) // never for a secret Clusterdeck made
+		}
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(id + "." + ts + "."))
+		m.Write(body)
+		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	}
+	return strings.Join(sigs, " ")
+}
+
 // WebhookSignature is the Clusterdeck-Signature header of body sent at t:
 // "t=<unix>,v1=<hex>" with one v1 per secret, each the hex HMAC-SHA256 of
 // "<unix>.<body>" (X8). Receivers accept the event when any v1 matches and

@@ -103,6 +103,7 @@ func (h *handler) apiEvents(c echo.Context) error {
 	}
 	stream := strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream")
 	if stream || wait > 0 {
+		untimed(c) // lasts as long as the client or the wait
 		release, err := h.streams.acquire(c, principal(c))
 		if err != nil {
 			return err
@@ -110,7 +111,13 @@ func (h *handler) apiEvents(c echo.Context) error {
 		defer release()
 	}
 	if stream {
-		return h.streamEvents(c, q)
+		named := false
+		if v := c.QueryParam("named"); v != "" {
+			if named, err = strconv.ParseBool(v); err != nil {
+				return invalid(models.FieldErrors{"named": "true or false"})
+			}
+		}
+		return h.streamEvents(c, q, named)
 	}
 	ctx := c.Request().Context()
 	// next is the caller's own position: the last event it gets, else the
@@ -150,12 +157,20 @@ func (h *handler) keepAlive() time.Duration {
 	return 15 * time.Second
 }
 
+// streamRetry is the reconnection delay a stream asks of its client.
+const streamRetry = 5 * time.Second
+
 // streamEvents writes the events after q.After as server-sent events (id:
-// the event's opaque id, event: its public type when it has one, data: the Event
-// as JSON), then the new ones as they are written, with a comment every
-// keepAlive, until the client goes. Each write moves the write deadline
-// on (holdOpen), so the server's timeouts never cut a stream.
-func (h *handler) streamEvents(c echo.Context, q models.EventsQuery) error {
+// the event's opaque id, data: the Event as JSON, whose "type" is its public
+// type), then the new ones as they are written, with a comment every
+// keepAlive, until the client goes. Events are unnamed (the default
+// "message"), so a plain EventSource onmessage gets every one (X16); with
+// named (?named=true) each event with a public type is sent under that name
+// (event: cluster.ready) for addEventListener clients instead. The stream
+// opens with retry: so clients reconnect after streamRetry. Each write moves
+// the write deadline on (holdOpen), so the server's timeouts never cut a
+// stream.
+func (h *handler) streamEvents(c echo.Context, q models.EventsQuery, named bool) error {
 	ctx := c.Request().Context()
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
@@ -163,6 +178,9 @@ func (h *handler) streamEvents(c echo.Context, q models.EventsQuery) error {
 	w.Header().Set("X-Accel-Buffering", "no")
 	holdOpen(c, streamWriteWindow) // a stream outlives the server's timeouts
 	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprintf(w, "retry: %d\n\n", streamRetry.Milliseconds()); err != nil {
+		return nil
+	}
 	w.Flush()
 	heartbeat := time.NewTicker(h.keepAlive())
 	defer heartbeat.Stop()
@@ -180,7 +198,7 @@ func (h *handler) streamEvents(c echo.Context, q models.EventsQuery) error {
 				return nil
 			}
 			name := ""
-			if t := models.PublicEventType(e); t != "" {
+			if t := models.PublicEventType(e); named && t != "" {
 				name = "event: " + t + "\n"
 			}
 			holdOpen(c, streamWriteWindow) // each write gets its own window

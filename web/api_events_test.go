@@ -162,8 +162,15 @@ func TestAPIEventsPaged(t *testing.T) {
 
 // sseEvent is one server-sent event as read off the wire.
 type sseEvent struct {
-	id, name, data string
-	comment        bool
+	id, name, data, retry string
+	comment               bool
+}
+
+// typ is the public type inside the event's data ("" for none).
+func (e sseEvent) typ() string {
+	var v struct{ Type string }
+	_ = json.Unmarshal([]byte(e.data), &v)
+	return v.Type
 }
 
 // readSSE reads a stream's events (and comments) onto a channel.
@@ -177,12 +184,14 @@ func readSSE(resp *http.Response) <-chan sseEvent {
 			line := sc.Text()
 			switch {
 			case line == "":
-				if ev.data != "" || ev.comment {
+				if ev.data != "" || ev.comment || ev.retry != "" {
 					out <- ev
 				}
 				ev = sseEvent{}
 			case strings.HasPrefix(line, ":"):
 				ev.comment = true
+			case strings.HasPrefix(line, "retry: "):
+				ev.retry = line[7:]
 			case strings.HasPrefix(line, "id: "):
 				ev.id = line[4:]
 			case strings.HasPrefix(line, "event: "):
@@ -214,9 +223,9 @@ func TestAPIEventStream(t *testing.T) {
 		srv.Config.WriteTimeout, srv.Config.ReadTimeout = 100*time.Millisecond, 100*time.Millisecond
 		srv.Start()
 		t.Cleanup(srv.Close) // after the streams close (cleanups run last first)
-		open := func(ctx context.Context, lastID string) <-chan sseEvent {
+		open := func(ctx context.Context, lastID string, query ...string) <-chan sseEvent {
 			t.Helper()
-			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/events", nil)
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/events"+strings.Join(query, ""), nil)
 			req.Header.Set("Authorization", "Bearer "+tok)
 			req.Header.Set("Accept", "text/event-stream")
 			if lastID != "" {
@@ -230,7 +239,17 @@ func TestAPIEventStream(t *testing.T) {
 			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 				t.Fatalf("stream: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 			}
-			return readSSE(resp)
+			events := readSSE(resp)
+			// The stream opens with the reconnection delay (X16).
+			select {
+			case ev := <-events:
+				if ev.retry != "5000" || ev.data != "" {
+					t.Fatalf("the stream opened with %+v, not retry: 5000", ev)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("no retry: at the start of the stream")
+			}
+			return events
 		}
 		limit := time.After(30 * time.Second)
 		next := func(events <-chan sseEvent, comments bool) sseEvent {
@@ -241,7 +260,7 @@ func TestAPIEventStream(t *testing.T) {
 					if !ok {
 						t.Fatal("the stream closed")
 					}
-					if ev.comment != comments {
+					if ev.comment != comments || ev.retry != "" {
 						continue
 					}
 					return ev
@@ -256,7 +275,8 @@ func TestAPIEventStream(t *testing.T) {
 		sctx, cancel := context.WithCancel(ctx)
 		events := open(sctx, "")
 		first := next(events, false)
-		if first.name != "cluster.provisioning" || !strings.Contains(first.data, `"cluster":"`+cl.ID+`"`) || !strings.Contains(first.data, `"type":"cluster.provisioning"`) {
+		// Unnamed (the default "message"), so onmessage gets it; the type is in the data.
+		if first.name != "" || first.typ() != "cluster.provisioning" || !strings.Contains(first.data, `"cluster":"`+cl.ID+`"`) || !strings.Contains(first.data, `"type":"cluster.provisioning"`) {
 			t.Fatalf("backlog: %+v", first)
 		}
 		// Quiet: keep-alive comments, each past the 100 ms timeouts.
@@ -266,7 +286,7 @@ func TestAPIEventStream(t *testing.T) {
 		makeJoined(t, app, cl, false)
 		var last sseEvent
 		var ids []string
-		for last.name != "cluster.ready" {
+		for last.typ() != "cluster.ready" {
 			last = next(events, false)
 			ids = append(ids, last.id)
 			if strings.Contains(last.data, "not-yours") {
@@ -298,6 +318,18 @@ func TestAPIEventStream(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("resumed after %s: %v, want %v (before: %v)", last.id, got, want, ids)
+		}
+
+		// ?named=true names each event with a public type by it, for addEventListener clients.
+		named := open(ctx, "", "?named=true")
+		if ev := next(named, false); ev.name != "cluster.provisioning" || ev.typ() != ev.name {
+			t.Errorf("named stream: %+v", ev)
+		}
+		req := httptest.NewRequest("GET", "/v1/events?named=maybe", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Accept", "text/event-stream")
+		if rec := app.do(req); rec.Code != 422 || !strings.Contains(rec.Body.String(), `"named"`) {
+			t.Errorf("named=maybe: %d %s", rec.Code, rec.Body)
 		}
 	})
 }

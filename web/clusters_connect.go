@@ -285,6 +285,7 @@ func (h *handler) streamLogs(c echo.Context, cl models.Cluster, rank int, end st
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	holdOpen(c, streamWriteWindow) // a stream outlives the server's timeouts
+	untimed(c)
 	w.WriteHeader(http.StatusOK)
 	lines, err := h.Store.TailNodeLogs(ctx, cl.OrgID, cl.ID, rank, logsBacklog)
 	if err != nil {

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,8 +14,25 @@ import (
 // newMCP is /mcp's handler (API5): the MCP tools over Streamable HTTP, each
 // a call of this server's own REST API, made in process with the caller's
 // API key, so a tool sees exactly what the API shows that key.
+// A call of wait_for_cluster blocks until the cluster gets there: it is
+// left out of the request-latency histogram (untimed).
 func newMCP(api http.Handler) echo.HandlerFunc {
-	return echo.WrapHandler(mcpserver.Handler(api, mcpserver.BearerKey))
+	serve := echo.WrapHandler(mcpserver.Handler(api, mcpserver.BearerKey))
+	return func(c echo.Context) error {
+		r := c.Request()
+		head, err := io.ReadAll(io.LimitReader(r.Body, mcpserver.MaxMessageBytes+1))
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		if err == nil && bytes.Contains(head, []byte(`"wait_for_cluster"`)) {
+			untimed(c)
+		}
+		return serve(c)
+	}
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // mcpPostOnly answers GET and DELETE /mcp: a stateless endpoint has no

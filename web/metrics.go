@@ -42,6 +42,15 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 var knownMethods = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodPost: true,
 	http.MethodPut: true, http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true}
 
+// untimedKey marks a request the latency histogram leaves out.
+const untimedKey = "metrics.untimed"
+
+// untimed leaves c's request out of the request-latency histogram: an
+// event or log stream, a long poll and an MCP wait last as long as the
+// client or the wait, not as long as the server takes to answer, and
+// would pin every quantile at the top bucket (OP3).
+func untimed(c echo.Context) { c.Set(untimedKey, true) }
+
 // timeRequests observes every answer's latency under its route pattern
 // (echo's c.Path(), so /v1/gpu/clusters/:id is one series whatever the id).
 // Requests no route matched share the route "unmatched".
@@ -49,6 +58,9 @@ func (h *handler) timeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
+		if c.Get(untimedKey) == true {
+			return err
+		}
 		status := c.Response().Status
 		if err != nil {
 			status = classify(err).Status

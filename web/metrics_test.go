@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/api"
+	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/static"
 	"github.com/prometheus/client_golang/prometheus"
@@ -181,4 +184,111 @@ func canonicalLabels(labels string) string {
 	parts := strings.Split(labels, ",")
 	slices.Sort(parts)
 	return strings.Join(parts, ",")
+}
+
+// OP3: event streams, long polls and MCP waits are left out of the
+// request-latency histogram (they last as long as the client, and pinned
+// its quantiles at the top bucket) while plain requests of the same routes
+// count; webhook deliveries are counted and timed by outcome (X8).
+func TestMetricsLeaveOutWaitsAndTimeWebhooks(t *testing.T) {
+	db := openSQLite(t)
+	reg := prometheus.NewRegistry()
+	jm, err := jobs.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := newTestAppWith(t, db, func(d *Deps) { d.Metrics = reg })
+	app.store.WebhookAllowLoopback = true
+	acc := app.signupAccount("waits@example.com", "Waiters")
+	tok := apiKeyFor(t, app, acc)
+	cl := makeJoined(t, app, launchFor(t, app, acc, "waited"), false)
+	srv := httptest.NewServer(app.e)
+	t.Cleanup(srv.Close)
+	t.Cleanup(srv.CloseClientConnections)
+	call := func(method, path, accept, body string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
+		}
+		if accept == "text/event-stream" { // read the first event, then hang up
+			buf := make([]byte, 4096)
+			var got string
+			for !strings.Contains(got, "data: ") {
+				n, err := resp.Body.Read(buf)
+				if err != nil {
+					t.Fatalf("the stream: %v", err)
+				}
+				got += string(buf[:n])
+			}
+			return got
+		}
+		out, _ := io.ReadAll(resp.Body)
+		return string(out)
+	}
+	call("GET", "/v1/events", "application/json", "")        // timed
+	call("GET", "/v1/events?wait=5", "application/json", "") // a long poll (an event is there: it answers at once)
+	call("GET", "/v1/events", "text/event-stream", "")       // a stream
+	if got, _ := sample(scrape(t, app), "clusterdeck_http_request_duration_seconds", `route=/v1/events,method=GET,code=200`); got != 1 {
+		t.Errorf("/v1/events timed %v times, want 1 (the plain page)", got)
+	}
+	call("POST", "/mcp", "application/json, text/event-stream", // timed
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_events","arguments":{}}}`)
+	if out := call("POST", "/mcp", "application/json, text/event-stream",
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait_for_cluster","arguments":{"cluster_id":%q,"timeout_seconds":5}}}`, cl.ID)); !strings.Contains(out, "ready") {
+		t.Fatalf("wait_for_cluster: %s", out)
+	}
+
+	// One delivery attempt of each outcome, then the delivery goes through.
+	rcv := newReceiver(t)
+	var ep api.Webhook
+	app.apiJSON(http.MethodPost, "/v1/webhooks", tok, fmt.Sprintf(`{"url":%q,"types":["cluster.ready"]}`, rcv.url("/m")), http.StatusCreated, &ep)
+	rcv.secrets["/m"] = []string{ep.Secret}
+	app.apiJSON(http.MethodPost, "/v1/webhooks/"+ep.ID+"/test", tok, "", http.StatusAccepted, nil)
+	job := webhookJob(app.store, "metrics")
+	job.Metrics = jm
+	for _, mode := range []string{"fail", "hang", "ok"} {
+		rcv.mode.Store(mode)
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		app.clock.Advance(5 * time.Hour) // past the backoff
+	}
+
+	fams := scrape(t, app)
+	for _, tc := range []struct {
+		name, labels string
+		want         float64
+	}{
+		{"clusterdeck_http_request_duration_seconds", `route=/mcp,method=POST,code=200`, 1},
+		{"clusterdeck_webhook_deliveries_total", `outcome=ok`, 1},
+		{"clusterdeck_webhook_deliveries_total", `outcome=http_error`, 1},
+		{"clusterdeck_webhook_deliveries_total", `outcome=no_answer`, 1},
+		{"clusterdeck_webhook_delivery_duration_seconds", `outcome=ok`, 1},
+		{"clusterdeck_webhook_delivery_duration_seconds", `outcome=http_error`, 1},
+		{"clusterdeck_webhook_delivery_duration_seconds", `outcome=no_answer`, 1},
+	} {
+		if got, ok := sample(fams, tc.name, tc.labels); !ok || got != tc.want {
+			t.Errorf("%s{%s} = %v (present %v), want %v", tc.name, tc.labels, got, ok, tc.want)
+		}
+	}
+	// The timed-out attempt took the sender's timeout: it sits above 0.25 s.
+	for _, m := range fams["clusterdeck_webhook_delivery_duration_seconds"].GetMetric() {
+		if m.GetLabel()[0].GetValue() == "no_answer" && m.GetHistogram().GetSampleSum() < 0.25 {
+			t.Errorf("no_answer took %v s, want the 0.3 s timeout", m.GetHistogram().GetSampleSum())
+		}
+	}
+	if len(rcv.events()) != 1 || len(rcv.problems()) != 0 {
+		t.Errorf("delivered %d, problems %v", len(rcv.events()), rcv.problems())
+	}
 }

@@ -78,7 +78,7 @@ func (v *apiContract) load() error {
 			return
 		}
 		openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.FileBodyDecoder)
-		openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.FileBodyDecoder)
+		// application/yaml: kin-openapi's own YAML decoder, so a kubeconfig is checked as the mapping the document says
 		if v.doc, v.err = openapi3.NewLoader().LoadFromData(data); v.err != nil {
 			return
 		}
@@ -253,6 +253,13 @@ func TestOpenAPISoftwareExchanges(t *testing.T) {
 		rec := app.get("/v1/gpu/clusters/"+cl.ID+"/kubeconfig", "Authorization", "Bearer "+tok)
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), "kind: Config") {
 			t.Errorf("kubeconfig: %d %s", rec.Code, rec.Body)
+		}
+		// The stock generated Go client reads it as the YAML mapping the document says (API1).
+		srv := httptest.NewServer(validating(t, app.e))
+		defer srv.Close()
+		gen := generatedClient(t, srv.URL, tok)
+		if kc, err := gen.GetClusterKubeconfigWithResponse(ctx, cl.ID); err != nil || kc.YAML200 == nil || (*kc.YAML200)["kind"] != "Config" {
+			t.Errorf("the generated client's kubeconfig: %v %+v", err, kc)
 		}
 		if page := browser.get("/clusters/" + cl.ID); !strings.Contains(page.Body.String(), `data-testid="kubeconfig"`) {
 			t.Errorf("cluster page after node-0 reported: no download link")

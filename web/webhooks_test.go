@@ -26,6 +26,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/models/publicip"
 	"github.com/clusterdeck/clusterdeck/providers/webhookout"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // receiver is a real HTTP endpoint on loopback that verifies every
@@ -104,6 +105,11 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "bad signature", http.StatusBadRequest)
 		return
 	}
+	if !verifyStandard(req.Header, body, r.secrets[req.URL.Path]) {
+		r.bad = append(r.bad, "bad webhook-signature on "+req.URL.Path+": "+req.Header.Get("webhook-signature"))
+		http.Error(w, "bad signature", http.StatusBadRequest)
+		return
+	}
 	var ev struct {
 		ID, Type string
 		Data     struct {
@@ -145,6 +151,19 @@ func verifySignature(header string, body []byte, secrets []string) bool {
 			if hmac.Equal([]byte(s), []byte(want)) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// verifyStandard checks the Standard Webhooks headers (webhook-id,
+// webhook-timestamp, webhook-signature) with the stock Go verifier, given
+// the endpoint's "whsec_…" secret as it is shown once (X8).
+func verifyStandard(h http.Header, body []byte, secrets []string) bool {
+	for _, sec := range secrets {
+		wh, err := standardwebhooks.NewWebhook(sec)
+		if err == nil && wh.Verify(body, h) == nil {
+			return true
 		}
 	}
 	return false
@@ -622,14 +641,14 @@ func TestAbuseWebhookSecretsSealed(t *testing.T) {
 		}
 
 		// A row written in clear (before sealing) is sealed at start-up and signs.
-		legacy := "whsec_" + strings.Repeat("L", 43)
+		legacy := "whsec_" + strings.Repeat("4c", 32) // hex, as every secret Clusterdeck made
 		if err := app.db.Exec("UPDATE webhook_endpoints SET secret = ?, prev_secret = '' WHERE id = ?", legacy, ep.ID).Error; err != nil {
 			t.Fatal(err)
 		}
 		if n, err := app.store.SealWebhookSecrets(ctx); err != nil || n != 1 {
 			t.Fatalf("sealed %d, %v; want 1", n, err)
 		}
-		if cur, _ := stored(ep.ID); strings.Contains(cur, "LLLL") {
+		if cur, _ := stored(ep.ID); strings.Contains(cur, strings.Repeat("4c", 8)) {
 			t.Fatalf("still in clear: %q", cur)
 		}
 		if n, err := app.store.SealWebhookSecrets(ctx); err != nil || n != 0 {

@@ -4,16 +4,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/client"
+	"golang.org/x/term"
 )
 
 // topTicker makes the ticks of "clusters top" (tests replace it with their
 // own channel, so a refresh is a send, not a sleep).
+// isTerminal reports whether w is a terminal: only there does top clear
+// the screen between frames.
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 var topTicker = func(d time.Duration) (<-chan time.Time, func()) {
 	t := time.NewTicker(d)
 	return t.C, t.Stop
@@ -38,6 +47,8 @@ func (c *gpuCLI) top(args []string) error {
 	if err != nil {
 		return err
 	}
+	tty := isTerminal(c.stdout)
+	frames := 0
 	frame := func(clear bool) error {
 		m, err := sdk.GPUMetrics(c.ctx, id, *window)
 		if err != nil {
@@ -47,9 +58,13 @@ func (c *gpuCLI) top(args []string) error {
 		if err != nil {
 			return err
 		}
-		if clear {
+		switch {
+		case clear && tty:
 			fmt.Fprint(c.stdout, "\x1b[H\x1b[2J") // home and clear, like top
+		case frames > 0:
+			fmt.Fprintln(c.stdout) // not a terminal (a file, a pipe): frames one after another, no control codes
 		}
+		frames++
 		printTop(c.stdout, m, w)
 		return nil
 	}

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -59,27 +61,60 @@ func TestCLITop(t *testing.T) {
 		}
 
 		ticks := make(chan time.Time)
-		old := topTicker
+		old, oldTTY := topTicker, isTerminal
 		topTicker = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
-		defer func() { topTicker = old }()
-		ctx, cancel := context.WithCancel(context.Background())
-		var buf bytes.Buffer
-		done := make(chan error)
-		go func() { done <- Run(ctx, []string{"clusters", "top", cl.ID}, d.getenv, &buf, &bytes.Buffer{}) }()
-		ticks <- time.Now() // the first frame is drawn before the ticker is read
-		d.clock.Advance(time.Minute)
-		d.reportGPUs(t, cl, 12)
-		ticks <- time.Now()
-		ticks <- time.Now() // the previous frame is written once this send is taken
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
+		defer func() { topTicker, isTerminal = old, oldTTY }()
+		top := func(util int) string {
+			t.Helper()
+			ctx, cancel := context.WithCancel(context.Background())
+			var buf bytes.Buffer
+			done := make(chan error)
+			go func() { done <- Run(ctx, []string{"clusters", "top", cl.ID}, d.getenv, &buf, &bytes.Buffer{}) }()
+			ticks <- time.Now() // the first frame is drawn before the ticker is read
+			d.clock.Advance(time.Minute)
+			d.reportGPUs(t, cl, util)
+			ticks <- time.Now()
+			ticks <- time.Now() // the previous frame is written once this send is taken
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			return buf.String()
 		}
-		frames := strings.Split(buf.String(), "\x1b[H\x1b[2J")
+		// On a terminal each frame clears the screen, like top.
+		isTerminal = func(io.Writer) bool { return true }
+		frames := strings.Split(top(12), "\x1b[H\x1b[2J")
 		if len(frames) < 3 || !strings.Contains(frames[1], "81 % now") || !strings.Contains(frames[len(frames)-1], "12 % now") {
 			t.Fatalf("frames: %q", frames)
 		}
+		// Into a file or a pipe (what isTerminal really says of a buffer):
+		// the frames one after another, no control codes.
+		isTerminal = oldTTY
+		if out := top(34); strings.Contains(out, "\x1b") || !strings.Contains(out, "12 % now") || !strings.Contains(out, "34 % now") {
+			t.Fatalf("not a terminal: %q", out)
+		}
 	})
+}
+
+// isTerminal tells a terminal from a file: a pseudo-terminal's master is
+// one, a regular file and a buffer are not.
+func TestTopIsTerminal(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "top")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) || isTerminal(&bytes.Buffer{}) {
+		t.Error("a file or a buffer taken for a terminal")
+	}
+	pty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("no pseudo-terminal: %v", err)
+	}
+	defer pty.Close()
+	if !isTerminal(pty) {
+		t.Error("a pseudo-terminal not taken for a terminal")
+	}
 }
 
 // X15, issue 26 items 6, 7: "clusters gpu-watch" shows and sets the stall
