@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,10 @@ import (
 )
 
 // reportGPUs stores one minute of samples for each node of cl at util.
+
+// topGlobals serialises the tests that swap topTicker and isTerminal.
+var topGlobals sync.Mutex
+
 func (d *deck) reportGPUs(t *testing.T, cl models.Cluster, util int) {
 	t.Helper()
 	ctx := context.Background()
@@ -60,6 +65,11 @@ func TestCLITop(t *testing.T) {
 			t.Errorf("bad window: %d %s", code, errOut)
 		}
 
+		// topTicker and isTerminal are the package's: the two databases'
+		// runs of this test take turns with them, or one's top would read
+		// the other's ticks and both wait for ever.
+		topGlobals.Lock()
+		defer topGlobals.Unlock()
 		ticks := make(chan time.Time)
 		old, oldTTY := topTicker, isTerminal
 		topTicker = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
@@ -69,12 +79,21 @@ func TestCLITop(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var buf bytes.Buffer
 			done := make(chan error)
-			go func() { done <- Run(ctx, []string{"clusters", "top", cl.ID}, d.getenv, &buf, &bytes.Buffer{}) }()
-			ticks <- time.Now() // the first frame is drawn before the ticker is read
+			var errOut bytes.Buffer
+			go func() { done <- Run(ctx, []string{"clusters", "top", cl.ID}, d.getenv, &buf, &errOut) }()
+			tick := func() {
+				t.Helper()
+				select {
+				case ticks <- time.Now():
+				case err := <-done: // top ended early: say why instead of waiting for ever
+					t.Fatalf("top ended before its next tick: %v\n%s\n%s", err, buf.String(), errOut.String())
+				}
+			}
+			tick() // the first frame is drawn before the ticker is read
 			d.clock.Advance(time.Minute)
 			d.reportGPUs(t, cl, util)
-			ticks <- time.Now()
-			ticks <- time.Now() // the previous frame is written once this send is taken
+			tick()
+			tick() // the previous frame is written once this send is taken
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)
