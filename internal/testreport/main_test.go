@@ -49,15 +49,20 @@ func TestReportNoSkips(t *testing.T) {
 	}
 }
 
-// The closing report names the slowest top-level tests, longest first;
-// subtests are left out (their parent's time holds them).
+// The closing report names the slowest top-level tests, longest first; a
+// test's time is its own or, when larger, its direct subtests' together.
 func TestReportSlowest(t *testing.T) {
 	r := newReport(&strings.Builder{})
 	r.handle(event{Action: "pass", Package: "p", Test: "TestQuick", Elapsed: 0.2})
 	r.handle(event{Action: "fail", Package: "q", Test: "TestLong", Elapsed: 95.5})
 	r.handle(event{Action: "pass", Package: "q", Test: "TestLong/sub", Elapsed: 90})
 	r.handle(event{Action: "pass", Package: "p", Test: "TestMid", Elapsed: 12})
-	want := "slowest tests:\n     95.5s  q TestLong\n     12.0s  p TestMid\n"
+	// Parallel subtests (one per database): the test is their sum.
+	r.handle(event{Action: "pass", Package: "p", Test: "TestEach/sqlite", Elapsed: 30})
+	r.handle(event{Action: "pass", Package: "p", Test: "TestEach/postgres", Elapsed: 40})
+	r.handle(event{Action: "pass", Package: "p", Test: "TestEach/postgres/deeper", Elapsed: 39})
+	r.handle(event{Action: "pass", Package: "p", Test: "TestEach", Elapsed: 0})
+	want := "slowest tests:\n     95.5s  q TestLong\n     70.0s  p TestEach\n"
 	if got := r.slowest(2); got != want {
 		t.Errorf("slowest:\n%s\nwant:\n%s", got, want)
 	}
