@@ -80,30 +80,24 @@ func RenderedMails(ms []models.OutboxMail, err error) ([]models.OutboxMail, erro
 	return out, nil
 }
 
-// clipWords cuts s to at most n characters at the end of a word (a space,
-// or within a long address a '/', '?', '&', '.' or '-'), marking the cut
+// clipWords cuts s to at most n characters at the last end of a word (a
+// space, or within an address a '/', '?', '&', '.' or '-'), marking the cut
 // with "…"; s shorter than n comes back whole.
 func clipWords(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	r := []rune(s)[:n-1]
-	cut := -1
-	for i := len(r) - 1; i > 0 && cut < 0; i-- {
+	cut := len(r) // no word end at all: a hard cut
+	for i := len(r) - 1; i > 0; i-- {
 		if r[i] == ' ' {
 			cut = i
+			break
 		}
-	}
-	if cut < 0 {
-		for i := len(r) - 1; i > 0; i-- {
-			if strings.ContainsRune("/?&.-", r[i]) {
-				cut = i + 1
-				break
-			}
+		if strings.ContainsRune("/?&.-", r[i]) {
+			cut = i + 1
+			break
 		}
-	}
-	if cut < 0 {
-		cut = len(r)
 	}
 	return strings.TrimRight(string(r[:cut]), " ") + "…"
 }
