@@ -264,3 +264,24 @@ func TestUnknownNotificationIsRefused(t *testing.T) {
 		t.Error("kinds are not sorted")
 	}
 }
+
+// The mail job renders each typed mail when it sends it: the ready mail
+// (its own view) and a laid-out one (the balance mail) cost this much.
+func BenchmarkRenderMail(b *testing.B) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, n := range []models.Notification{
+		models.ClusterMail{Topic: models.ClusterMailReady, ClusterID: "cl_1", Name: "train", Shape: "2 × 8 × H100 80GB",
+			Place: "Lambda us-east-1", USDPerHour: 36_900_000, ReadyAt: &at, SSH: "ssh -p 2222 ubuntu@203.0.113.7",
+			Link: "https://deck.example/clusters/cl_1"},
+		models.BalanceMail{Topic: models.BalanceMailLow, Balance: 12_340_000, Burn: 36_900_000, Volumes: 250_000,
+			Grace: time.Hour, TerminateGrace: 72 * time.Hour, StopAt: at, Link: "https://deck.example/billing"},
+	} {
+		b.Run(n.NotificationKind(), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := views.RenderMail(n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
