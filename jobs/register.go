@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -73,6 +74,9 @@ func Register(s *Scheduler, d Deps) error {
 		return fmt.Errorf("jobs: schedule webhook-log-prune: %w", err)
 	}
 	if d.Mailer != nil {
+		if d.RenderMail == nil { // typed notifications would never go out
+			return errors.New("jobs: the mail job needs RenderMail to word typed notifications")
+		}
 		if err := s.Add("@every 5s", &Mail{Store: d.Store, Mailer: d.Mailer, Render: d.RenderMail}, 2*time.Minute); err != nil {
 			return fmt.Errorf("jobs: schedule mail: %w", err)
 		}
