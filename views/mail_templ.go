@@ -93,14 +93,14 @@ func NotificationMail(title string, blocks []mailBlock) templ.Component {
 			ctx = templ.InitializeContext(ctx)
 			for _, b := range blocks {
 				if b.Code {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "<pre data-testid=\"mail-code\" style=\"margin:0 0 16px;padding:12px;background:#f1f5f9;border-radius:6px;font-size:13px;white-space:pre-wrap;word-break:break-all\">")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "<pre data-testid=\"mail-code\" style=\"margin:0 0 16px;padding:12px;background:#f1f5f9;border-radius:6px;font-size:13px;white-space:pre-wrap;overflow-wrap:anywhere\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var5 string
 					templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(b.Text)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/mail.templ`, Line: 25, Col: 172}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/mail.templ`, Line: 25, Col: 174}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 					if templ_7745c5c3_Err != nil {
