@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/domain"
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
 )
 
@@ -353,7 +354,7 @@ func (v *verification) judgeMachine(n models.ClusterNode, t models.VerifyTask) m
 		mv.MaxTempC = max(mv.MaxTempC, g.TemperatureC)
 	}
 	for _, x := range mc.Xids {
-		if _, fatal := nodespec.FatalXID(x.Code); fatal { // the one list, as telemetry and health
+		if _, fatal := domain.FatalXID(x.Code); fatal { // the one list, as telemetry and health
 			bad("kernel log: %s", strings.TrimSuffix(x.Line, "."))
 		}
 	}

@@ -534,3 +534,17 @@ func (g GPUMinutes) Since(from time.Time) GPUMinutes {
 	}
 	return out
 }
+
+// minutes is a duration in words: "1 minute", "45 minutes", "2 h", "2 h 30 min".
+func minutes(d time.Duration) string {
+	m := int(d / time.Minute)
+	switch {
+	case m == 1:
+		return "1 minute"
+	case m < 120:
+		return fmt.Sprintf("%d minutes", m)
+	case m%60 == 0:
+		return fmt.Sprintf("%d h", m/60)
+	}
+	return fmt.Sprintf("%d h %d min", m/60, m%60)
+}

@@ -41,7 +41,7 @@ func CustomerPrice(rate Money, bp MarkupBP) Money {
 }
 
 // withMarkup is o at the rates its customers pay.
-func (o Offer) withMarkup(bp MarkupBP) Offer {
+func withMarkup(o Offer, bp MarkupBP) Offer {
 	o.PerGPUHour = CustomerPrice(o.PerGPUHour, bp)
 	o.DiskGBHour = CustomerPrice(o.DiskGBHour, bp)
 	return o
@@ -131,7 +131,7 @@ func (s *Store) customerPrices(ctx context.Context, offers []Offer) ([]Offer, er
 		return nil, err
 	}
 	for i := range offers {
-		offers[i] = offers[i].withMarkup(m.For(offers[i].Provider))
+		offers[i] = withMarkup(offers[i], m.For(offers[i].Provider))
 	}
 	return offers, nil
 }
@@ -187,4 +187,13 @@ func (x Actions) SetProviderMarkup(ctx context.Context, provider, percent string
 		return x.audit("provider.markup", provider, PercentText(bp)), nil
 	})
 	return bp, err
+}
+
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -30,13 +30,6 @@ import (
 // cluster as it is or terminates it. A ready cluster may run the same
 // checks again ("run verification again"): the same report, no swaps.
 
-// Verification run statuses.
-const (
-	VerifyRunning = "running"
-	VerifyPassed  = "passed"
-	VerifyFailed  = "failed"
-)
-
 // Verification checks (the agent runs "verify:<check>").
 const (
 	CheckMachine = "machine"
@@ -784,12 +777,8 @@ func (x Actions) KeepUnverified(ctx context.Context, clusterID string) (Cluster,
 
 // CanVerifyAgain reports whether "run verification again" applies: ready,
 // not being terminated or stopped, no machine joining.
-func (c Cluster) CanVerifyAgain() bool {
-	return c.Status == StatusReady && c.TerminateRequestedAt == nil && c.StopRequestedAt == nil
-}
+func (c Cluster) CanVerifyAgain() bool { return c.Lifecycle().CanVerifyAgain() }
 
 // CanKeepUnverified reports whether "keep it as it is" applies: degraded
 // by a failed verification, not being terminated.
-func (c Cluster) CanKeepUnverified() bool {
-	return c.Status == StatusDegraded && ParseLastError(c.LastError).Kind == KindVerifyFailed && c.TerminateRequestedAt == nil
-}
+func (c Cluster) CanKeepUnverified() bool { return c.Lifecycle().CanKeepUnverified() }

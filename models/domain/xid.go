@@ -1,4 +1,4 @@
-package nodespec
+package domain
 
 // FatalXIDs are the NVIDIA Xid codes that mean a broken GPU or fabric, the
 // one list verification (the machine check's kernel log), GPU telemetry (a
