@@ -219,7 +219,7 @@ func (v *verification) swapOutcomes() {
 			}
 			switch {
 			case n.JoinKind != "":
-			case n.Status == models.NodeDown:
+			case n.Status.Down():
 				s.Outcome = "failed"
 				v.events = append(v.events, models.VerifyEvent{Kind: "error", Node: n.Name,
 					Message: fmt.Sprintf("The replacement for %s could not join: %s", n.Name, n.Message)})

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
-	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/models/domain"
+	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 	"gorm.io/gorm"
 )

@@ -11,6 +11,7 @@ import (
 
 // The vocabulary's types, under the names the store and its callers use.
 type (
+	CapacityStatus    = domain.CapacityStatus
 	NodeMinute        = domain.NodeMinute
 	NodeSeries        = domain.NodeSeries
 	StallRule         = domain.StallRule
@@ -39,6 +40,12 @@ type (
 
 // The vocabulary's constants.
 const (
+	CapacityNew             = domain.CapacityNew
+	CapacityContacted       = domain.CapacityContacted
+	CapacityQuoted          = domain.CapacityQuoted
+	CapacityWon             = domain.CapacityWon
+	CapacityLost            = domain.CapacityLost
+	WaitingForPeers         = domain.WaitingForPeers
 	DefaultStallMinutes     = domain.DefaultStallMinutes
 	DefaultStallIdleBelow   = domain.DefaultStallIdleBelow
 	DefaultStallBusyAbove   = domain.DefaultStallBusyAbove
@@ -152,6 +159,7 @@ const (
 
 // The vocabulary's tables (the same values, not copies).
 var (
+	CapacityStatuses   = domain.CapacityStatuses
 	ErrorKinds         = domain.ErrorKinds
 	NodeStatusesShown  = domain.NodeStatusesShown
 	Accelerators       = domain.Accelerators

@@ -237,7 +237,7 @@ func (x Actions) SetGPUWatch(ctx context.Context, clusterID string, p WatchPolic
 		if err != nil {
 			return nil, err
 		}
-		if c.Status.Terminal() || c.TerminateRequestedAt != nil {
+		if c.Ending() {
 			return nil, fmt.Errorf("models: cluster %s has ended: %w", c.ID, ErrConflict)
 		}
 		if w, err = tx.gpuWatch(ctx, c); err != nil {

@@ -369,7 +369,7 @@ func (c Cluster) MaySwapNow(run VerifyRun, nodes []ClusterNode, now time.Time) (
 	switch {
 	case run.Rerun:
 		return false, "a verification run again on a ready cluster never swaps machines"
-	case c.Status != StatusVerifying || c.TerminateRequestedAt != nil || c.StopRequestedAt != nil:
+	case !c.Lifecycle().MaySwapDuringVerify():
 		return false, "the cluster is not verifying"
 	case run.Swaps >= run.MaxSwaps:
 		return false, fmt.Sprintf("the %d swap(s) allowed for %d machines are spent", run.MaxSwaps, c.Nodes)
@@ -729,7 +729,7 @@ func (x Actions) VerifyAgain(ctx context.Context, clusterID string, confirmDisru
 		run := VerifyRun{ClusterID: c.ID, OrgID: c.OrgID, Run: 1, Rerun: true, Status: VerifyRunning, Round: 1, MaxSwaps: 0,
 			StartedAt: now, Deadline: now.Add(verifyThresholds.Window), UpdatedAt: now}
 		if len(prev) == 1 {
-			if prev[0].Status == VerifyRunning {
+			if !c.Lifecycle().VerifyAgainOffered(prev[0].Status) {
 				return nil, fmt.Errorf("models: cluster %s is verifying already: %w", c.ID, ErrConflict)
 			}
 			run.Run = prev[0].Run + 1

@@ -34,6 +34,9 @@ func (c Lifecycle) Terminating() bool { return c.TerminateRequestedAt != nil && 
 // but the release may happen to it any more.
 func (c Lifecycle) Ending() bool { return c.Status.Terminal() || c.TerminateRequestedAt != nil }
 
+// TerminateAsked reports a terminate request, carried out or not (L7).
+func (c Lifecycle) TerminateAsked() bool { return c.TerminateRequestedAt != nil }
+
 // CanTerminate reports whether a terminate request would be new (L7):
 // not ended and not already asked for.
 func (c Lifecycle) CanTerminate() bool { return !c.Ending() }
@@ -94,10 +97,20 @@ func (c Lifecycle) Stopping() bool { return c.StopRequestedAt != nil && c.Status
 // volume kept, compute billing ended.
 func (c Lifecycle) Stopped() bool { return c.Status == StatusStopped }
 
-// RestartingAfterStopFailed reports a stopped cluster whose machines a
+// RestoppingAfterFailedResume reports a stopped cluster whose machines a
 // failed resume started and which are being stopped again (B6).
-func (c Lifecycle) RestartingAfterStopFailed() bool {
+func (c Lifecycle) RestoppingAfterFailedResume() bool {
 	return c.Status == StatusStopped && c.StopRequestedAt != nil
+}
+
+// StoppedAtProvider reports a stop in force with its moment known: compute
+// billing ended then (B6).
+func (c Lifecycle) StoppedAtProvider() bool { return c.Status == StatusStopped && c.StoppedAt != nil }
+
+// StopInForceOrAsked reports a cluster stopped or with a stop pending: its
+// stop reason and moment are part of what it says (B5, B6).
+func (c Lifecycle) StopInForceOrAsked() bool {
+	return c.Status == StatusStopped || c.StopRequestedAt != nil
 }
 
 // Resuming reports a stopped cluster whose machines are starting again.
@@ -168,6 +181,33 @@ func (c Lifecycle) MaySwapDuringVerify() bool {
 // BillingHeld reports whether verification holds the cluster's billing (X13).
 func (c Lifecycle) BillingHeld() bool { return c.UnbilledAt != nil }
 
+// InstallUnderWay reports software installing on a cluster nobody is
+// terminating (L5, L6).
+func (c Lifecycle) InstallUnderWay() bool {
+	return c.Status == StatusInstalling && c.TerminateRequestedAt == nil
+}
+
+// EverReady reports a cluster handed over at least once: billing started (L5).
+func (c Lifecycle) EverReady() bool { return c.ReadyAt != nil }
+
+// OnceUp reports a cluster handed over at least once and not ended: the
+// panels about running machines (recovery, GPU telemetry) apply (R3, X15).
+func (c Lifecycle) OnceUp() bool { return !c.Status.Terminal() && c.ReadyAt != nil }
+
+// ProblemShown reports whether the cluster's lastError is shown as its
+// problem (L4, L6, R5, B6): a failed or degraded cluster's, or a stopped
+// one's whose resume failed or was cancelled.
+func (c Lifecycle) ProblemShown() bool {
+	le := c.Problem()
+	switch {
+	case le.Kind == "":
+		return false
+	case c.Status == StatusStopped && (le.Kind == KindResumeFailed || le.Kind == KindResumeCancelled):
+		return true
+	}
+	return c.Status == StatusFailed || c.Status == StatusDegraded
+}
+
 // ---- joins (L10, X5) ----
 
 // Joinable reports whether a machine may join at all: not ended, not
@@ -216,11 +256,27 @@ func (c Lifecycle) Watchable() bool { return !c.Ending() && c.ReadyAt != nil }
 // (X5): down (it left running after admission).
 func (s NodeStatus) Replaceable() bool { return s == NodeDown }
 
+// Down reports a machine that left running after admission (R2).
+func (s NodeStatus) Down() bool { return s == NodeDown }
+
 // Unwell reports a machine down or being restarted by recovery (R2, R3).
 func (s NodeStatus) Unwell() bool { return s == NodeDown || s == NodeRestarting }
 
 // Joining reports an added worker or a replacement taking its own steps (L10, X5).
 func (s NodeStatus) Joining() bool { return s == NodeJoining }
+
+// StepFailed reports a machine that failed its step: it failed its cluster
+// or vanished at the provider (L4).
+func (s NodeStatus) StepFailed() bool { return s == NodeFailed || s == NodeLost }
+
+// TakingSteps reports a machine on its launch or join steps (L4, L10, X5).
+func (s NodeStatus) TakingSteps() bool { return s == NodeProvisioning || s == NodeJoining }
+
+// Installing reports a machine whose software installs (L5).
+func (s NodeStatus) Installing() bool { return s == NodeInstalling }
+
+// SoftwareFailed reports a machine up whose software failed (L6).
+func (s NodeStatus) SoftwareFailed() bool { return s == NodeDegraded }
 
 // Gone reports a machine that failed its cluster, vanished or ended.
 func (s NodeStatus) Gone() bool { return s == NodeFailed || s == NodeLost || s == NodeTerminated }

@@ -24,6 +24,10 @@ const (
 // Terminal reports whether nothing more happens to the cluster.
 func (s ClusterStatus) Terminal() bool { return s == StatusFailed || s == StatusTerminated }
 
+// Failed reports a cluster that never came up whole: released, nothing
+// billed (L4).
+func (s ClusterStatus) Failed() bool { return s == StatusFailed }
+
 // LiveStatuses hold machines (quotas count them, L2).
 var LiveStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusVerifying, StatusReady, StatusDegraded}
 
