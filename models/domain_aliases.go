@@ -36,6 +36,10 @@ type (
 	OutcomeCounts     = domain.OutcomeCounts
 	RingRecord        = domain.RingRecord
 	RingReading       = domain.RingReading
+	VerifyThresholds  = domain.VerifyThresholds
+	MachineVerdict    = domain.MachineVerdict
+	PairVerdict       = domain.PairVerdict
+	MachineCheck      = domain.MachineCheck
 )
 
 // The vocabulary's constants.
@@ -155,27 +159,40 @@ const (
 	OutcomeFailedInstalling = domain.OutcomeFailedInstalling
 	OutcomeFailedVerifying  = domain.OutcomeFailedVerifying
 	OutcomeCancelled        = domain.OutcomeCancelled
+	VerdictPending          = domain.VerdictPending
+	VerdictPassed           = domain.VerdictPassed
+	VerdictFailed           = domain.VerdictFailed
+	VerdictSlow             = domain.VerdictSlow
+	VerdictMeasured         = domain.VerdictMeasured
+	VerdictSwapping         = domain.VerdictSwapping
 )
 
 // The vocabulary's tables (the same values, not copies).
 var (
-	CapacityStatuses   = domain.CapacityStatuses
-	ErrorKinds         = domain.ErrorKinds
-	NodeStatusesShown  = domain.NodeStatusesShown
-	Accelerators       = domain.Accelerators
-	MachineKinds       = domain.MachineKinds
-	Interconnects      = domain.Interconnects
-	GPUCounts          = domain.GPUCounts
-	OfferSorts         = domain.OfferSorts
-	LiveStatuses       = domain.LiveStatuses
-	ProvisionSteps     = domain.ProvisionSteps
-	LiveNodeStatuses   = domain.LiveNodeStatuses
-	ClusterTransitions = domain.ClusterTransitions
-	ClusterStatuses    = domain.ClusterStatuses
-	Events             = domain.Events
-	LaunchOutcomes     = domain.LaunchOutcomes
-	FatalXIDs          = domain.FatalXIDs
+	CapacityStatuses        = domain.CapacityStatuses
+	ErrorKinds              = domain.ErrorKinds
+	NodeStatusesShown       = domain.NodeStatusesShown
+	Accelerators            = domain.Accelerators
+	MachineKinds            = domain.MachineKinds
+	Interconnects           = domain.Interconnects
+	GPUCounts               = domain.GPUCounts
+	OfferSorts              = domain.OfferSorts
+	LiveStatuses            = domain.LiveStatuses
+	ProvisionSteps          = domain.ProvisionSteps
+	LiveNodeStatuses        = domain.LiveNodeStatuses
+	ClusterTransitions      = domain.ClusterTransitions
+	ClusterStatuses         = domain.ClusterStatuses
+	Events                  = domain.Events
+	LaunchOutcomes          = domain.LaunchOutcomes
+	DefaultVerifyThresholds = domain.DefaultVerifyThresholds
+	FatalXIDs               = domain.FatalXIDs
 )
+
+// LoopbackHost is domain.LoopbackHost.
+func LoopbackHost(host string) bool { return domain.LoopbackHost(host) }
+
+// PublicHost is domain.PublicHost.
+func PublicHost(host string) bool { return domain.PublicHost(host) }
 
 // DetectStall is domain.DetectStall.
 func DetectStall(series []domain.NodeSeries, now time.Time, r domain.StallRule) (domain.StallFinding, bool) {
@@ -270,6 +287,21 @@ func StateDiagram() string { return domain.StateDiagram() }
 
 // AppendGBps is domain.AppendGBps.
 func AppendGBps(b []byte, v float64) []byte { return domain.AppendGBps(b, v) }
+
+// JudgeMachine is domain.JudgeMachine.
+func JudgeMachine(in domain.MachineCheck, gpusPerNode int, accelerator string, th domain.VerifyThresholds) domain.MachineVerdict {
+	return domain.JudgeMachine(in, gpusPerNode, accelerator, th)
+}
+
+// JudgePairs is domain.JudgePairs.
+func JudgePairs(pairs []domain.PairVerdict, expected float64, th domain.VerifyThresholds) float64 {
+	return domain.JudgePairs(pairs, expected, th)
+}
+
+// PairCulprit is domain.PairCulprit.
+func PairCulprit(pairs []domain.PairVerdict, names []string, median float64, th domain.VerifyThresholds) (int, int) {
+	return domain.PairCulprit(pairs, names, median, th)
+}
 
 // FatalXID is domain.FatalXID.
 func FatalXID(code int) (string, bool) { return domain.FatalXID(code) }
