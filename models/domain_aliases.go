@@ -26,6 +26,7 @@ type (
 	Offer             = domain.Offer
 	Sellability       = domain.Sellability
 	OfferSort         = domain.OfferSort
+	MarkupBP          = domain.MarkupBP
 	ClusterStatus     = domain.ClusterStatus
 	NodeStatus        = domain.NodeStatus
 	Event             = domain.Event
@@ -90,6 +91,7 @@ const (
 	SortClusterPrice        = domain.SortClusterPrice
 	SortGPUPrice            = domain.SortGPUPrice
 	SortTrackRecord         = domain.SortTrackRecord
+	MaxMarkupBP             = domain.MaxMarkupBP
 	StatusProvisioning      = domain.StatusProvisioning
 	StatusInstalling        = domain.StatusInstalling
 	StatusVerifying         = domain.StatusVerifying
@@ -153,6 +155,7 @@ const (
 	StopByBalance           = domain.StopByBalance
 	StopByBudget            = domain.StopByBudget
 	StopByCustomer          = domain.StopByCustomer
+	StopByIdle              = domain.StopByIdle
 	OutcomeReady            = domain.OutcomeReady
 	OutcomeReadyAfterSwap   = domain.OutcomeReadyAfterSwap
 	OutcomeFailedPlacing    = domain.OutcomeFailedPlacing
@@ -271,6 +274,17 @@ func AppendPrice(dst []byte, m domain.Money) []byte { return domain.AppendPrice(
 
 // PriceUSD is domain.PriceUSD.
 func PriceUSD(m domain.Money) string { return domain.PriceUSD(m) }
+
+// CustomerPrice is domain.CustomerPrice.
+func CustomerPrice(rate domain.Money, bp domain.MarkupBP) domain.Money {
+	return domain.CustomerPrice(rate, bp)
+}
+
+// ParsePercent is domain.ParsePercent.
+func ParsePercent(s string) (domain.MarkupBP, error) { return domain.ParsePercent(s) }
+
+// PercentText is domain.PercentText.
+func PercentText(bp domain.MarkupBP) string { return domain.PercentText(bp) }
 
 // NextStatus is domain.NextStatus.
 func NextStatus(from domain.ClusterStatus, ev domain.Event) (domain.ClusterStatus, bool) {

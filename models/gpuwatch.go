@@ -24,10 +24,6 @@ const (
 	IdleTerminate = "terminate" // mail a warning, then terminate it after the grace (L7)
 )
 
-// StopByIdle is the stop of a cluster whose GPUs sat idle past its opt-in
-// idle rule and grace (issue 26 item 7).
-const StopByIdle StopReason = "idle"
-
 // Watch defaults and bounds.
 const (
 	DefaultIdleBelowPct     = 5

@@ -281,4 +281,7 @@ const (
 	// API, the CLI, MCP): it keeps the disks and the volume, ends compute
 	// billing once every machine is stopped, and Resume starts it again.
 	StopByCustomer StopReason = "customer"
+	// StopByIdle is the stop of a cluster whose GPUs sat idle past its
+	// opt-in idle rule and grace (X15).
+	StopByIdle StopReason = "idle"
 )
