@@ -22,7 +22,7 @@ const (
 	KindRecoveryExhausted  ErrorKind = "recovery_exhausted"  // every recovery attempt spent (R5)
 	KindResumeFailed       ErrorKind = "resume_failed"       // resume_failed:<the launch code>: a resume did not come back (B6, L4)
 	KindResumeCancelled    ErrorKind = "resume_cancelled"    // resume_cancelled:<stop reason>: a stop cancelled a resume (B6)
-	KindVerifyFailed       ErrorKind = "verification_failed" // verification_failed:<node-N|fabric|timeout>: not handed over verified (issue 24)
+	KindVerifyFailed       ErrorKind = "verification_failed" // verification_failed:<node-N|fabric|timeout>: not handed over verified (X13)
 )
 
 // ErrorKinds lists every kind.
@@ -77,7 +77,7 @@ func GPUMismatch(node string) LastError { return LastError{KindGPUMismatch, node
 // RejectedNoCapacity or RejectedValidation.
 func ProviderRejected(reason string) LastError { return LastError{KindProviderRejected, reason} }
 
-// VerificationFailed is a cluster not handed over verified (issue 24):
+// VerificationFailed is a cluster not handed over verified (X13):
 // what is the node that failed, "fabric" or "timeout".
 func VerificationFailed(what string) LastError { return LastError{KindVerifyFailed, what} }
 

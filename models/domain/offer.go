@@ -119,7 +119,7 @@ type OfferSort string
 const (
 	SortClusterPrice OfferSort = "cluster_price" // whole cluster per hour (the default)
 	SortGPUPrice     OfferSort = "gpu_price"     // per GPU-hour (Q3's rate), then whole cluster
-	SortTrackRecord  OfferSort = "track_record"  // launches started of tried (issue 24 item 6), then whole cluster
+	SortTrackRecord  OfferSort = "track_record"  // launches started of tried (X2), then whole cluster
 )
 
 // OfferSorts are the sorts a customer can ask for, the default first.

@@ -13,7 +13,7 @@ type ClusterStatus string
 const (
 	StatusProvisioning ClusterStatus = "provisioning"
 	StatusInstalling   ClusterStatus = "installing"
-	StatusVerifying    ClusterStatus = "verifying" // burn-in before hand-over (issue 24)
+	StatusVerifying    ClusterStatus = "verifying" // burn-in before hand-over (X13)
 	StatusReady        ClusterStatus = "ready"
 	StatusDegraded     ClusterStatus = "degraded"
 	StatusStopped      ClusterStatus = "stopped"
@@ -108,11 +108,11 @@ const (
 	EventResumedDegraded Event = "resumed_degraded" // joined again, its software had not passed its check (B6, L6)
 	EventResumeFailed    Event = "resume_failed"    // a machine did not come back in time; stopped again (B6, L4)
 
-	EventJoinedVerify   Event = "joined_verify"   // every node reached every other, no software: verification runs (issue 24)
-	EventSoftwareVerify Event = "software_verify" // the software passed its check: verification runs (issue 24)
-	EventVerified       Event = "verified"        // every machine and the fabric passed verification: handed over (issue 24)
-	EventVerifyFailed   Event = "verify_failed"   // swaps spent, the fabric failed as a whole, or out of time (issue 24)
-	EventKeepUnverified Event = "keep_unverified" // the customer keeps a cluster that failed verification as it is (issue 24)
+	EventJoinedVerify   Event = "joined_verify"   // every node reached every other, no software: verification runs (X13)
+	EventSoftwareVerify Event = "software_verify" // the software passed its check: verification runs (X13)
+	EventVerified       Event = "verified"        // every machine and the fabric passed verification: handed over (X13)
+	EventVerifyFailed   Event = "verify_failed"   // swaps spent, the fabric failed as a whole, or out of time (X13)
+	EventKeepUnverified Event = "keep_unverified" // the customer keeps a cluster that failed verification as it is (X13)
 	EventResumedVerify  Event = "resumed_verify"  // joined again after a stop during verification: it verifies again (B6, X13)
 )
 
@@ -267,7 +267,7 @@ const (
 	NodeReleased    NodeStatus = "released"    // released with its failed cluster, which it did not fail (L4)
 	NodeTerminating NodeStatus = "terminating" // its cluster is being terminated (L7)
 	NodeDegraded    NodeStatus = "degraded"    // up, but its cluster's software failed to get in place (L6)
-	NodeVerifying   NodeStatus = "verifying"   // up, its GPUs and links being checked before hand-over (issue 24)
+	NodeVerifying   NodeStatus = "verifying"   // up, its GPUs and links being checked before hand-over (X13)
 )
 
 // StopReason says why a cluster is stopped (B5, B6).

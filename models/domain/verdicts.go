@@ -21,7 +21,7 @@ const (
 	VerdictSwapping = "swapping"
 )
 
-// VerifyThresholds are what "passes" means (issue 24 item 2). They are
+// VerifyThresholds are what "passes" means (X13). They are
 // configuration (SetVerifyThresholds; the server reads CLUSTERDECK_VERIFY_*),
 // and the README gives each one's source.
 type VerifyThresholds struct {
