@@ -19,14 +19,12 @@ import (
 // hold on. A software install before verification is billed as usual
 // (L5, L6): the hold covers verification and its swaps only.
 
-func init() {
-	register(Migration{ID: "0996_verify_unbilled", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
-		}
-		return tx.Exec("ALTER TABLE clusters ADD COLUMN unbilled_at " + ts).Error
-	}})
+func up0996VerifyUnbilled(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	return tx.Exec("ALTER TABLE clusters ADD COLUMN unbilled_at " + ts).Error
 }
 
 // BillingHeld reports whether the cluster's billing is held by a

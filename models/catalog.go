@@ -43,13 +43,11 @@ type catalogVersionV0003 struct {
 
 func (catalogVersionV0003) TableName() string { return "catalog_versions" }
 
-func init() {
-	register(Migration{ID: "0003_catalog_version", Up: func(tx *gorm.DB) error {
-		if err := tx.Migrator().CreateTable(&catalogVersionV0003{}); err != nil {
-			return err
-		}
-		return tx.Create(&catalogVersionV0003{ID: catalogVersionRow, Version: 1}).Error
-	}})
+func up0003CatalogVersion(tx *gorm.DB) error {
+	if err := tx.Migrator().CreateTable(&catalogVersionV0003{}); err != nil {
+		return err
+	}
+	return tx.Create(&catalogVersionV0003{ID: catalogVersionRow, Version: 1}).Error
 }
 
 // bumpCatalogVersion marks the catalog changed; call it inside the

@@ -367,13 +367,11 @@ func (clusterV0202) TableName() string      { return "clusters" }
 func (clusterNodeV0202) TableName() string  { return "cluster_nodes" }
 func (clusterEventV0202) TableName() string { return "cluster_events" }
 
-func init() {
-	register(Migration{ID: "0202_clusters", Up: func(tx *gorm.DB) error {
-		if err := tx.Migrator().CreateTable(&clusterV0202{}, &clusterNodeV0202{}, &clusterEventV0202{}); err != nil {
-			return err
-		}
-		return tx.Exec("CREATE UNIQUE INDEX idx_clusters_org_idem ON clusters (org_id, idem_key)").Error
-	}})
+func up0202Clusters(tx *gorm.DB) error {
+	if err := tx.Migrator().CreateTable(&clusterV0202{}, &clusterNodeV0202{}, &clusterEventV0202{}); err != nil {
+		return err
+	}
+	return tx.Exec("CREATE UNIQUE INDEX idx_clusters_org_idem ON clusters (org_id, idem_key)").Error
 }
 
 // ClusterForOrg loads a cluster through its organisation (A3).

@@ -185,55 +185,53 @@ type knownGPU struct {
 	UUID  string `json:"uuid"`
 }
 
-func init() {
-	register(Migration{ID: "0980_gpu_telemetry", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
+func up0980GpuTelemetry(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	point := func(table string) string {
+		return `CREATE TABLE ` + table + ` (
+			cluster_id varchar(32) NOT NULL,
+			rank smallint NOT NULL,
+			gpu smallint NOT NULL,
+			at bigint NOT NULL,
+			n integer NOT NULL,
+			util smallint,
+			mem_used integer,
+			mem_total integer,
+			temp smallint,
+			power integer,
+			sm_clock integer,
+			ecc bigint,
+			throttle bigint,
+			PRIMARY KEY (cluster_id, rank, gpu, at)
+		)`
+	}
+	for _, q := range []string{
+		point("gpu_points"),
+		"CREATE INDEX idx_gpu_points_at ON gpu_points (at)",
+		point("gpu_hours"),
+		"CREATE INDEX idx_gpu_hours_at ON gpu_hours (at)",
+		`CREATE TABLE gpu_machines (
+			cluster_id varchar(32) NOT NULL,
+			rank integer NOT NULL,
+			org_id varchar(32) NOT NULL,
+			gpus text NOT NULL,
+			ecc text NOT NULL,
+			xids text NOT NULL,
+			no_smi varchar(1000) NOT NULL DEFAULT '',
+			last_at ` + ts + `,
+			PRIMARY KEY (cluster_id, rank)
+		)`,
+		"ALTER TABLE cluster_nodes ADD COLUMN hw_fault varchar(1000) NOT NULL DEFAULT ''",
+		"ALTER TABLE cluster_nodes ADD COLUMN hw_fault_at " + ts,
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		point := func(table string) string {
-			return `CREATE TABLE ` + table + ` (
-				cluster_id varchar(32) NOT NULL,
-				rank smallint NOT NULL,
-				gpu smallint NOT NULL,
-				at bigint NOT NULL,
-				n integer NOT NULL,
-				util smallint,
-				mem_used integer,
-				mem_total integer,
-				temp smallint,
-				power integer,
-				sm_clock integer,
-				ecc bigint,
-				throttle bigint,
-				PRIMARY KEY (cluster_id, rank, gpu, at)
-			)`
-		}
-		for _, q := range []string{
-			point("gpu_points"),
-			"CREATE INDEX idx_gpu_points_at ON gpu_points (at)",
-			point("gpu_hours"),
-			"CREATE INDEX idx_gpu_hours_at ON gpu_hours (at)",
-			`CREATE TABLE gpu_machines (
-				cluster_id varchar(32) NOT NULL,
-				rank integer NOT NULL,
-				org_id varchar(32) NOT NULL,
-				gpus text NOT NULL,
-				ecc text NOT NULL,
-				xids text NOT NULL,
-				no_smi varchar(1000) NOT NULL DEFAULT '',
-				last_at ` + ts + `,
-				PRIMARY KEY (cluster_id, rank)
-			)`,
-			"ALTER TABLE cluster_nodes ADD COLUMN hw_fault varchar(1000) NOT NULL DEFAULT ''",
-			"ALTER TABLE cluster_nodes ADD COLUMN hw_fault_at " + ts,
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // ---- writing (one heartbeat) ----

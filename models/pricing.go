@@ -56,16 +56,14 @@ type ProviderSetting struct {
 	UpdatedAt time.Time
 }
 
-func init() {
-	register(Migration{ID: "0600_provider_settings", Up: func(tx *gorm.DB) error {
-		type providerSetting struct {
-			Provider  string `gorm:"primaryKey;size:64"`
-			MarkupBP  int    `gorm:"column:markup_bp"`
-			UpdatedBy string `gorm:"size:300"`
-			UpdatedAt time.Time
-		}
-		return tx.Table("provider_settings").Migrator().CreateTable(&providerSetting{})
-	}})
+func up0600ProviderSettings(tx *gorm.DB) error {
+	type providerSetting struct {
+		Provider  string `gorm:"primaryKey;size:64"`
+		MarkupBP  int    `gorm:"column:markup_bp"`
+		UpdatedBy string `gorm:"size:300"`
+		UpdatedAt time.Time
+	}
+	return tx.Table("provider_settings").Migrator().CreateTable(&providerSetting{})
 }
 
 // Markups is each provider's markup: the environment's (EnvMarkups) first,

@@ -164,15 +164,14 @@ type softwareTask0210 struct {
 
 func (softwareTask0210) TableName() string { return "software_tasks" }
 
-func init() {
-	register(Migration{ID: "0210_software_tasks", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&softwareRun0210{}, &softwareTask0210{})
-	}})
-	// Earlier versions stored a made-up kubeconfig (placeholder CA, derived
-	// token) when node-0 printed none; only node-0's is ever offered now.
-	register(Migration{ID: "0231_drop_generated_kubeconfigs", Up: func(tx *gorm.DB) error {
-		return tx.Exec("UPDATE cluster_software SET kubeconfig = '', kubeconfig_source = '' WHERE kubeconfig_source = 'generated'").Error
-	}})
+func up0210SoftwareTasks(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&softwareRun0210{}, &softwareTask0210{})
+}
+
+// Earlier versions stored a made-up kubeconfig (placeholder CA, derived
+// token) when node-0 printed none; only node-0's is ever offered now.
+func up0231DropGeneratedKubeconfigs(tx *gorm.DB) error {
+	return tx.Exec("UPDATE cluster_software SET kubeconfig = '', kubeconfig_source = '' WHERE kubeconfig_source = 'generated'").Error
 }
 
 // ---- launch validation (S1) ----

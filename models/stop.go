@@ -23,10 +23,6 @@ const (
 	StopByCustomer StopReason = "customer"
 )
 
-func init() {
-	register(Migration{ID: "0700_stop", Up: migrateStop})
-}
-
 // migrateStop adds stop and resume to clusters (the frozen history of
 // 0700, in plain SQL).
 func migrateStop(tx *gorm.DB) error {

@@ -258,13 +258,11 @@ type verifyTask0960 struct {
 
 func (verifyTask0960) TableName() string { return "verify_tasks" }
 
-func init() {
-	register(Migration{ID: "0960_verification", Up: func(tx *gorm.DB) error {
-		if err := tx.Exec("ALTER TABLE clusters ADD COLUMN verify boolean NOT NULL DEFAULT false").Error; err != nil {
-			return err
-		}
-		return tx.Migrator().CreateTable(&verifyRun0960{}, &verifyTask0960{})
-	}})
+func up0960Verification(tx *gorm.DB) error {
+	if err := tx.Exec("ALTER TABLE clusters ADD COLUMN verify boolean NOT NULL DEFAULT false").Error; err != nil {
+		return err
+	}
+	return tx.Migrator().CreateTable(&verifyRun0960{}, &verifyTask0960{})
 }
 
 // ---- the report ----
