@@ -72,7 +72,7 @@ func (s *Store) restartVerification(ctx context.Context, c Cluster) error {
 	}
 	now := s.Now()
 	run := VerifyRun{ClusterID: c.ID, OrgID: c.OrgID, Run: 1, Status: VerifyRunning, Round: 1, MaxSwaps: c.MaxVerifySwaps(),
-		StartedAt: now, Deadline: now.Add(verifyThresholds.Window), UpdatedAt: now}
+		StartedAt: now, Deadline: now.Add(s.settings.Verify.Window), UpdatedAt: now}
 	if len(prev) == 1 {
 		run.Run = prev[0].Run + 1
 		if err := db.Where("cluster_id = ?", c.ID).Delete(&VerifyRun{}).Error; err != nil {

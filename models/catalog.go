@@ -207,12 +207,12 @@ func (s *Store) catalog(ctx context.Context, v int64) (*catalogSnapshot, error) 
 		return s.loadCatalog(ctx, v)
 	}
 	c := s.catalogCache
-	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.DefaultMarkup {
+	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.settings.DefaultMarkup {
 		return snap, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.DefaultMarkup {
+	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.settings.DefaultMarkup {
 		return snap, nil
 	}
 	snap, err := s.loadCatalog(ctx, v)
@@ -237,5 +237,5 @@ func (s *Store) loadCatalog(ctx context.Context, v int64) (*catalogSnapshot, err
 		refreshed[i] = offers[i].RefreshedAt
 	}
 	slices.SortFunc(refreshed, time.Time.Compare)
-	return &catalogSnapshot{version: v, markup: s.DefaultMarkup, offers: offers, refreshed: refreshed}, nil
+	return &catalogSnapshot{version: v, markup: s.settings.DefaultMarkup, offers: offers, refreshed: refreshed}, nil
 }

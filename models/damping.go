@@ -85,7 +85,7 @@ func (s *Store) RepairVerdictFor(nodes []ClusterNode, failing ...string) RepairV
 			unhealthy++
 		}
 	}
-	return DampRepair(machines, unhealthy, s.MaxUnhealthyPercent)
+	return DampRepair(machines, unhealthy, s.settings.MaxUnhealthyPercent)
 }
 
 // MayRepairAutomatically is the one question every automatic repair of a

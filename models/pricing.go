@@ -113,7 +113,7 @@ func (s *Store) Markups(ctx context.Context) (Markups, error) {
 	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
 		return Markups{}, fmt.Errorf("models: markups: %w", err)
 	}
-	m := Markups{Default: s.DefaultMarkup, ByName: make(map[string]MarkupBP, len(rows)), Env: s.EnvMarkups}
+	m := Markups{Default: s.settings.DefaultMarkup, ByName: make(map[string]MarkupBP, len(rows)), Env: s.settings.EnvMarkups}
 	for _, r := range rows {
 		m.ByName[r.Provider] = r.MarkupBP
 	}
@@ -169,7 +169,7 @@ func (x Actions) SetProviderMarkup(ctx context.Context, provider, percent string
 	case provider == "" || len(provider) > 64:
 		return 0, FieldErrors{"provider": "Unknown provider."}
 	}
-	if _, ok := x.s.EnvMarkups[provider]; ok {
+	if _, ok := x.s.settings.EnvMarkups[provider]; ok {
 		return 0, ErrMarkupFromEnv
 	}
 	err = x.do(ctx, func(tx *Store) (*AuditEntry, error) {

@@ -190,7 +190,7 @@ func parseSSHMachine(in SSHMachineInput, taken []string) (SSHMachine, FieldError
 
 // sealMachineKey seals a pasted private key for the machine called name.
 func (s *Store) sealMachineKey(name, key string) (string, error) {
-	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	aead, err := machineKeyAEAD(s.settings.MachineKeySecret)
 	if err != nil {
 		return "", err
 	}
@@ -207,7 +207,7 @@ func (s *Store) SSHMachineKey(m SSHMachine) ([]byte, error) {
 	if m.KeySealed == "" {
 		return nil, nil
 	}
-	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	aead, err := machineKeyAEAD(s.settings.MachineKeySecret)
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ const (
 const VerifyTaskLease = 5 * time.Minute
 
 // VerifyThresholds are what "passes" means (issue 24 item 2). They are
-// configuration (SetVerifyThresholds; the server reads CLUSTERDECK_VERIFY_*),
+// configuration (Settings.Verify; the server reads CLUSTERDECK_VERIFY_*),
 // and the README gives each one's source.
 type VerifyThresholds struct {
 	// RingPercent: the ring all-reduce's bus bandwidth must reach this
@@ -74,11 +74,8 @@ type VerifyThresholds struct {
 // DefaultVerifyThresholds are the thresholds unless configured otherwise.
 var DefaultVerifyThresholds = VerifyThresholds{RingPercent: 85, PairBelowMedianPercent: 10, IdleTempMaxC: 70, Window: ProvisionCap}
 
-var verifyThresholds = DefaultVerifyThresholds
-
-// SetVerifyThresholds sets the thresholds every later verification uses;
-// zero fields keep the default.
-func SetVerifyThresholds(t VerifyThresholds) {
+// withDefaults is t with its zero fields set to DefaultVerifyThresholds'.
+func (t VerifyThresholds) withDefaults() VerifyThresholds {
 	d := DefaultVerifyThresholds
 	if t.RingPercent > 0 {
 		d.RingPercent = t.RingPercent
@@ -92,11 +89,8 @@ func SetVerifyThresholds(t VerifyThresholds) {
 	if t.Window > 0 {
 		d.Window = t.Window
 	}
-	verifyThresholds = d
+	return d
 }
-
-// CurrentVerifyThresholds returns the thresholds in force.
-func CurrentVerifyThresholds() VerifyThresholds { return verifyThresholds }
 
 // Documented durations of each check on a real machine, from which the
 // benchmark derives the time verification adds before hand-over: the
@@ -401,7 +395,7 @@ func (s *Store) VerifyRunFor(ctx context.Context, c Cluster) (VerifyRun, error) 
 	}
 	now := s.Now()
 	run = VerifyRun{ClusterID: c.ID, OrgID: c.OrgID, Run: 1, Status: VerifyRunning, Round: 1, MaxSwaps: c.MaxVerifySwaps(),
-		StartedAt: now, Deadline: now.Add(verifyThresholds.Window), UpdatedAt: now}
+		StartedAt: now, Deadline: now.Add(s.settings.Verify.Window), UpdatedAt: now}
 	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&run).Error; err != nil {
 		return run, err
 	}
@@ -732,7 +726,7 @@ func (x Actions) VerifyAgain(ctx context.Context, clusterID string, confirmDisru
 		}
 		now := tx.Now()
 		run := VerifyRun{ClusterID: c.ID, OrgID: c.OrgID, Run: 1, Rerun: true, Status: VerifyRunning, Round: 1, MaxSwaps: 0,
-			StartedAt: now, Deadline: now.Add(verifyThresholds.Window), UpdatedAt: now}
+			StartedAt: now, Deadline: now.Add(tx.settings.Verify.Window), UpdatedAt: now}
 		if len(prev) == 1 {
 			if prev[0].Status == VerifyRunning {
 				return nil, fmt.Errorf("models: cluster %s is verifying already: %w", c.ID, ErrConflict)

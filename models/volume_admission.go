@@ -33,10 +33,10 @@ func up0921OrgVolumeQuota(tx *gorm.DB) error {
 func (s *Store) VolumeQuota(o Org) (maxVolumes, maxGB int) {
 	maxVolumes, maxGB = o.MaxVolumes, o.MaxVolumeGB
 	if maxVolumes == 0 {
-		maxVolumes = cmpOr(s.DefaultMaxVolumes, DefaultMaxVolumes)
+		maxVolumes = cmpOr(s.settings.DefaultMaxVolumes, DefaultMaxVolumes)
 	}
 	if maxGB == 0 {
-		maxGB = cmpOr(s.DefaultMaxVolumeGB, DefaultMaxVolumeGB)
+		maxGB = cmpOr(s.settings.DefaultMaxVolumeGB, DefaultMaxVolumeGB)
 	}
 	return maxVolumes, maxGB
 }

@@ -91,7 +91,7 @@ func (s *Store) WebhookSecrets(w WebhookEndpoint) ([]string, error) {
 const sealedPrefix = "sealed1:"
 
 func (s *Store) sealWebhookSecret(endpointID, secret string) (string, error) {
-	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	aead, err := machineKeyAEAD(s.settings.MachineKeySecret)
 	if err != nil {
 		return "", errors.New("models: no session encryption key to seal webhook secrets with")
 	}
@@ -107,7 +107,7 @@ func (s *Store) openWebhookSecret(endpointID, sealed string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("models: the signing secret of webhook endpoint %s is not sealed", endpointID)
 	}
-	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	aead, err := machineKeyAEAD(s.settings.MachineKeySecret)
 	if err != nil {
 		return "", errors.New("models: no session encryption key to open webhook secrets with")
 	}
@@ -285,7 +285,7 @@ func isLoopbackHost(h string) bool {
 // WebhookProblems validates in (A4).
 func (s *Store) WebhookProblems(in WebhookInput) FieldErrors {
 	fe := FieldErrors{}
-	if p := WebhookURLProblem(strings.TrimSpace(in.URL), s.WebhookAllowLoopback); p != "" {
+	if p := WebhookURLProblem(strings.TrimSpace(in.URL), s.settings.WebhookAllowLoopback); p != "" {
 		fe["url"] = p
 	}
 	if len(in.Types) == 0 {
