@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -462,13 +461,9 @@ func (s *Store) AddJoinTasks(ctx context.Context, c Cluster, n ClusterNode, task
 		}
 		now := tx.Now()
 		for _, nt := range tasks {
-			payload, err := json.Marshal(nt.Payload)
-			if err != nil {
-				return err
-			}
 			t := SoftwareTask{ID: NewID("tk"), ClusterID: c.ID, OrgID: c.OrgID, Attempt: -n.JoinSeq, Kind: nt.Kind,
 				Rank: nt.Rank, Seq: max(nt.Seq, 1), Software: c.Software, Role: nt.Role, Status: TaskPending,
-				Payload: string(payload), CreatedAt: now}
+				Payload: JSONOf(nt.Payload), CreatedAt: now}
 			if err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&t).Error; err != nil {
 				return fmt.Errorf("models: plan join %s task for node-%d: %w", nt.Kind, nt.Rank, err)
 			}

@@ -166,7 +166,7 @@ type VerifyRun struct {
 	StartedAt  time.Time
 	Deadline   time.Time
 	FinishedAt *time.Time
-	Report     string `gorm:"type:text"` // VerifyReport as JSON
+	Report     JSON[VerifyReport] `gorm:"type:text"`
 	UpdatedAt  time.Time
 }
 
@@ -175,19 +175,19 @@ func (VerifyRun) TableName() string { return "cluster_verifications" }
 
 // VerifyTask is one check on one node for one run and round.
 type VerifyTask struct {
-	ID         string `gorm:"primaryKey;size:32"` // "vt_…"
-	ClusterID  string `gorm:"size:32;uniqueIndex:idx_verify_tasks_slot,priority:1"`
-	OrgID      string `gorm:"size:32"`
-	Run        int    `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:2"`
-	Round      int    `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:3"`
-	Check      string `gorm:"column:check_kind;size:16;uniqueIndex:idx_verify_tasks_slot,priority:4"`
-	Rank       int    `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:5"`
-	Peer       int    `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:6"` // the pair's other rank; -1 otherwise
-	MachineID  string `gorm:"size:191"`                                     // the provider's machine id of Rank when planned
-	Status     string `gorm:"size:8;index"`
-	Env        string `gorm:"size:1000"` // JSON map exported before the script
-	Script     string `gorm:"type:text"`
-	Output     string `gorm:"type:text"`
+	ID         string                  `gorm:"primaryKey;size:32"` // "vt_…"
+	ClusterID  string                  `gorm:"size:32;uniqueIndex:idx_verify_tasks_slot,priority:1"`
+	OrgID      string                  `gorm:"size:32"`
+	Run        int                     `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:2"`
+	Round      int                     `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:3"`
+	Check      string                  `gorm:"column:check_kind;size:16;uniqueIndex:idx_verify_tasks_slot,priority:4"`
+	Rank       int                     `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:5"`
+	Peer       int                     `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:6"` // the pair's other rank; -1 otherwise
+	MachineID  string                  `gorm:"size:191"`                                     // the provider's machine id of Rank when planned
+	Status     string                  `gorm:"size:8;index"`
+	Env        JSON[map[string]string] `gorm:"size:1000"` // exported before the script
+	Script     string                  `gorm:"type:text"`
+	Output     string                  `gorm:"type:text"`
 	CreatedAt  time.Time
 	SentAt     *time.Time
 	FinishedAt *time.Time
@@ -204,9 +204,7 @@ func (t VerifyTask) Node() string { return fmt.Sprintf("node-%d", t.Rank) }
 
 // EnvMap decodes the task's environment.
 func (t VerifyTask) EnvMap() map[string]string {
-	var m map[string]string
-	_ = json.Unmarshal([]byte(t.Env), &m)
-	return m
+	return t.Env.V
 }
 
 // IsVerifyTask reports whether an agent's task id is a verification check's.
@@ -349,8 +347,7 @@ type SwapRecord struct {
 
 // Report decodes the run's report.
 func (r VerifyRun) ReportOf() VerifyReport {
-	var rep VerifyReport
-	_ = json.Unmarshal([]byte(r.Report), &rep)
+	rep := r.Report.V
 	if rep.Run == 0 {
 		rep = VerifyReport{Run: r.Run, Rerun: r.Rerun, Status: r.Status, StartedAt: r.StartedAt, MaxSwaps: r.MaxSwaps}
 	}
@@ -457,9 +454,8 @@ func (s *Store) AddVerifyTasks(ctx context.Context, c Cluster, run VerifyRun, ta
 		}
 		now := tx.Now()
 		for _, nt := range tasks {
-			env, _ := json.Marshal(nt.Env)
 			t := VerifyTask{ID: NewID("vt"), ClusterID: c.ID, OrgID: c.OrgID, Run: run.Run, Round: run.Round, Check: nt.Check,
-				Rank: nt.Rank, Peer: nt.Peer, MachineID: nt.MachineID, Status: TaskPending, Env: string(env), Script: nt.Script, CreatedAt: now}
+				Rank: nt.Rank, Peer: nt.Peer, MachineID: nt.MachineID, Status: TaskPending, Env: JSONOf(nt.Env), Script: nt.Script, CreatedAt: now}
 			if err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&t).Error; err != nil {
 				return fmt.Errorf("models: plan %s check for node-%d: %w", nt.Check, nt.Rank, err)
 			}
