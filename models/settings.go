@@ -70,6 +70,6 @@ func (s Settings) fixed() Settings {
 	return s
 }
 
-// Settings are the store's settings. The value is a copy: changing it
-// changes nothing (treat its maps and bytes as read-only).
-func (s *Store) Settings() Settings { return s.settings }
+// Settings are the store's settings, a copy (maps and bytes included):
+// changing it changes nothing in the store.
+func (s *Store) Settings() Settings { return s.settings.fixed() }
