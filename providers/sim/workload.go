@@ -188,3 +188,23 @@ func (p *process) Poll() ([]string, *providers.Exit) {
 	}
 	return out, nil
 }
+
+var _ providers.Stopper = (*process)(nil)
+
+// Stop plays a run's warned stop (X17): the command gets SIGUSR1 and then
+// SIGTERM at once on the machine's clock; it ends with 143 and prints
+// nothing more.
+func (p *process) Stop() {
+	c := p.e.c
+	var err error
+	if err = p.e.enter(context.Background()); err != nil {
+		return // the machine is gone: the next Poll ends the command
+	}
+	defer c.close(&err)
+	if p.done {
+		return
+	}
+	now := c.now()
+	p.lines = nil
+	p.end = &providers.Exit{Code: 143, At: now, Err: "stopped (SIGUSR1, then SIGTERM)"}
+}
