@@ -71,6 +71,7 @@ const (
 	MaxRestartBudget     = 100
 	MaxRunOffers         = 8
 	MaxRunSubmitsPerHour = 60 // submissions per organisation per hour
+	RunStallMinutes      = 4  // a run's cluster's stall rule: a hang is named within 5 minutes
 	// WarnLead is how long before a planned stop the ranks are warned
 	// (SIGUSR1, then SIGTERM at the stop) and the hook called, where the
 	// cause allows it.
@@ -374,7 +375,10 @@ func (x Actions) SubmitRun(ctx context.Context, sp RunSpec) (Run, bool, error) {
 	if sp.IdemKey != "" {
 		idem = "run:" + sp.IdemKey
 	}
-	in := LaunchInput{QuoteID: q.ID, SSHKeyIDs: sp.SSHKeyIDs, Verify: verify, IdemKey: idem, RequestHash: sp.hash(),
+	// A hang must be named within five minutes (X17): the stall rule holds four.
+	watch := DefaultWatchPolicy()
+	watch.StallMinutes = RunStallMinutes
+	in := LaunchInput{QuoteID: q.ID, SSHKeyIDs: sp.SSHKeyIDs, Verify: verify, IdemKey: idem, RequestHash: sp.hash(), Watch: &watch,
 		Workload: Workload{Name: name, Software: "none", Image: sp.Image, StartCommand: sp.Command, Env: env}}
 	c, created, err := x.Launch(ctx, in)
 	if err != nil {
