@@ -520,6 +520,21 @@ func (s *Store) ActiveRuns(ctx context.Context) ([]Run, error) {
 	return out, err
 }
 
+// ClustersWithRuns reports which of the clusters carry an active run.
+func (s *Store) ClustersWithRuns(ctx context.Context, clusterIDs []string) (map[string]bool, error) {
+	var ids []string
+	if len(clusterIDs) == 0 {
+		return map[string]bool{}, nil
+	}
+	err := s.db.WithContext(ctx).Model(&Run{}).Where("cluster_id IN ? AND status NOT IN ?", clusterIDs,
+		[]RunStatus{RunFinished, RunFailed}).Pluck("cluster_id", &ids).Error
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, err
+}
+
 func (s *Store) runForCluster(ctx context.Context, clusterID string) (Run, error) {
 	var r Run
 	err := s.db.WithContext(ctx).Where("cluster_id = ?", clusterID).Take(&r).Error

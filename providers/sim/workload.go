@@ -249,6 +249,9 @@ func (p *process) startTraining(args string, t time.Time) {
 		p.end = &providers.Exit{Code: 2, At: t}
 		return
 	}
+	if p.e == nil {
+		return // replayed for the GPU samples: it trains until it ends or is stopped
+	}
 	c := p.e.c
 	if c.ckpt == nil {
 		c.ckpt = map[string]int{}
