@@ -342,7 +342,7 @@ func (x Actions) SubmitRun(ctx context.Context, sp RunSpec) (Run, bool, error) {
 		}
 		if len(cs) == 1 {
 			if cs[0].RequestHash != sp.hash() {
-				return Run{}, false, fmt.Errorf("models: idempotency key used with another body: %w", ErrConflict)
+				return Run{}, false, ErrIdempotencyMismatch
 			}
 			r, err := x.s.runForCluster(ctx, cs[0].ID)
 			return r, false, err

@@ -201,6 +201,9 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/volumes/:id/grow", h.apiGrowVolume)
 	api.DELETE("/volumes/:id", h.apiDeleteVolume)
 
+	api.POST("/runs", h.apiSubmitRun) // X17: runs that heal themselves
+	api.GET("/runs", h.apiListRuns)
+	api.GET("/runs/:id", h.apiGetRun)
 	api.POST("/gpu/clusters/quote", h.apiQuote)
 	api.POST("/gpu/clusters", h.apiLaunch)
 	api.GET("/gpu/clusters", h.apiListClusters)
