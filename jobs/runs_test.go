@@ -24,8 +24,10 @@ type runWorld struct {
 	runs   *jobs.Runs
 }
 
-func newRunWorld(t testing.TB, db *gorm.DB) *runWorld {
-	w := newWorld(t, db)
+func newRunWorld(t testing.TB, db *gorm.DB) *runWorld { return newRunWorldOn(t, db, testCloud) }
+
+func newRunWorldOn(t testing.TB, db *gorm.DB, cloud string) *runWorld {
+	w := newWorldOn(t, db, cloud)
 	return &runWorld{world: w, health: &jobs.Health{Store: w.store, Providers: providers.Registry{"sim": w.cloud}},
 		watch: &jobs.GPUWatch{Store: w.store}, runs: &jobs.Runs{Store: w.store}}
 }
