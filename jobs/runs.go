@@ -27,6 +27,9 @@ import (
 type Runs struct {
 	Store *models.Store
 	Mail  *models.ClusterNotify // the degraded mail of a hang marked down; nil = none
+	// BalanceGrace is the balance enforcement's grace (B6): a stop for the
+	// balance comes this long after it ran out; 0 = models.DefaultBalanceGrace.
+	BalanceGrace time.Duration
 	// RankFailGrace is how long a rank's non-zero exit waits for the
 	// health job to name a machine before it counts on its own; 0 = 2 min.
 	RankFailGrace time.Duration
@@ -91,8 +94,25 @@ func (j *Runs) launching(ctx context.Context, r models.Run, c models.Cluster, no
 	return err
 }
 
-// running watches for a machine down or hung and for the finish rule.
+// running watches for a planned stop, a machine down or hung, and the finish rule.
 func (j *Runs) running(ctx context.Context, r models.Run, c models.Cluster, nodes []models.ClusterNode) error {
+	if c.StopRequestedAt != nil || c.Status == models.StatusStopped {
+		// A planned stop (B5, B6): the ranks resume when the cluster runs again.
+		_, err := j.Store.MarkRunInterrupted(ctx, r, models.Interruption{Cause: models.CausePlanned, Node: "every machine", Rank: -1,
+			Message: "the cluster is stopped (" + c.StopReason + "): " + c.StopDetail, FailedAt: coalesce(c.StopRequestedAt, j.Store.Now()),
+			Warned: r.WarnedAt != nil})
+		return err
+	}
+	if r.WarnedAt == nil {
+		at, err := j.Store.BalanceStopAt(ctx, r.OrgID, j.BalanceGrace)
+		if err != nil {
+			return err
+		}
+		if at != nil && !j.Store.Now().Before(at.Add(-models.WarnLead)) {
+			_, err = j.Store.MarkRunWarned(ctx, r, "the balance ran out; the cluster stops at "+at.Format("15:04 UTC")+" unless it is topped up")
+			return err
+		}
+	}
 	if in, ok, err := j.trouble(ctx, c, nodes); err != nil || ok {
 		if err != nil {
 			return err
@@ -133,6 +153,13 @@ func (j *Runs) running(ctx context.Context, r models.Run, c models.Cluster, node
 	_, err = j.Store.MarkRunInterrupted(ctx, r, models.Interruption{Cause: models.CauseRankFailed, Node: failed.Node, Rank: failed.Rank,
 		Message: fmt.Sprintf("rank %d exited with code %d on a healthy cluster %s", failed.Rank, code, failed.Error), FailedAt: *failed.EndedAt})
 	return err
+}
+
+func coalesce(t *time.Time, def time.Time) time.Time {
+	if t != nil {
+		return *t
+	}
+	return def
 }
 
 // trouble is the first machine that stops the ranks: one the health job

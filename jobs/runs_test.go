@@ -214,3 +214,70 @@ func TestRunFailsWhenItsRestartBudgetIsSpent(t *testing.T) {
 		}
 	})
 }
+
+// X17, B6: a stop for the balance is known ahead (the grace after the
+// balance ran out): two minutes before it every rank is warned (the
+// agent sends SIGUSR1; the training program checkpoints), then the stop
+// interrupts the run as planned and warned, and the ranks resume with the
+// resume command once the cluster runs again.
+func TestRunWarnsRanksBeforeABalanceStop(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newRunWorld(t, db)
+		ctx := context.Background()
+		r := w.submit(trainSpec(2, 600))
+		for i := 0; i < 60 && w.run(r.ID).Status == models.RunLaunching; i++ {
+			w.step(30 * time.Second)
+		}
+		w.step(10 * time.Minute)
+		if w.run(r.ID).WarnedAt != nil {
+			t.Fatal("warned without a stop coming")
+		}
+		exhausted := w.clock.Now().Add(-models.DefaultBalanceGrace + 90*time.Second) // the stop comes in 90 s
+		if err := db.Create(&models.BalanceEpisode{OrgID: w.org.ID, StartedAt: exhausted, ExhaustedAt: &exhausted, UpdatedAt: exhausted}).Error; err != nil {
+			t.Fatal(err)
+		}
+		w.step(10 * time.Second) // the runs job warns
+		w.step(10 * time.Second) // the agents take the warning with their heartbeat
+		if got := w.run(r.ID); got.WarnedAt == nil || got.Status != models.RunRunning || !strings.Contains(got.WarnReason, "balance ran out") {
+			t.Fatalf("run %+v", got)
+		}
+		for rank := range 2 {
+			lines, err := w.store.NodeLogs(ctx, w.org.ID, r.ClusterID, rank, 0, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			warned := 0
+			for _, l := range lines {
+				if strings.Contains(l.Text, "SIGUSR1 to the start command so it checkpoints") {
+					warned++
+				}
+			}
+			if warned != 1 {
+				t.Errorf("node-%d warned %d times, want once", rank, warned)
+			}
+		}
+		c := w.cluster(r.ClusterID)
+		if _, err := w.store.RequestStop(ctx, w.org.ID, c.ID, models.StopByBalance, "the balance ran out"); err != nil {
+			t.Fatal(err)
+		}
+		w.step(15 * time.Second)
+		got := w.run(r.ID)
+		ints, _ := w.store.RunInterruptions(ctx, w.org.ID, r.ID)
+		if got.Status != models.RunRecovering || len(ints) != 1 || ints[0].Cause != models.CausePlanned || !ints[0].Warned {
+			t.Fatalf("run %s, interruptions %+v\n%s", got.Status, ints, w.events(c.ID))
+		}
+		for i := 0; i < 20 && w.cluster(c.ID).Status != models.StatusStopped; i++ {
+			w.step(15 * time.Second)
+		}
+		db.Where("org_id = ?", w.org.ID).Delete(&models.BalanceEpisode{}) // topped up
+		if _, err := w.store.RequestResume(ctx, w.org.ID, c.ID, "ada@example.com"); err != nil {
+			t.Fatalf("resume: %v (%s)", err, w.cluster(c.ID).Status)
+		}
+		for i := 0; i < 60 && w.run(r.ID).Status != models.RunRunning; i++ {
+			w.step(30 * time.Second)
+		}
+		if got := w.run(r.ID); got.Status != models.RunRunning || got.Generation != 1 || got.WarnedAt != nil {
+			t.Fatalf("after the resume: %s gen %d (%s)\n%s", got.Status, got.Generation, got.Message, w.events(c.ID))
+		}
+	})
+}

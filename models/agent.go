@@ -246,6 +246,7 @@ type StartOrder struct {
 	Generation int
 	Script     string
 	Stop       bool // stop the command of Generation and start nothing
+	Warn       bool // SIGUSR1 to the command of Generation: a planned stop comes (X17)
 }
 
 // HeartbeatOrders is what the node is to do next: at most one task (its
@@ -347,6 +348,9 @@ func (s *Store) startOrder(ctx context.Context, c Cluster, n ClusterNode, report
 			return &StartOrder{Stop: true, Generation: run.Generation}, nil
 		}
 		return nil, nil
+	}
+	if hasRun && run.Status == RunRunning && run.WarnedAt != nil && running && reportedGen == run.Generation {
+		return &StartOrder{Warn: true, Generation: run.Generation}, nil // X17: at least two minutes ahead
 	}
 	if c.Status != StatusReady {
 		return nil, nil

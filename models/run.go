@@ -108,6 +108,8 @@ type Run struct {
 	HookURL           string `gorm:"size:500"` // called before a planned stop; "" = none
 
 	GenerationAt      *time.Time // the current generation's start order
+	WarnedAt          *time.Time // the ranks were warned of a planned stop (SIGUSR1); nil = not
+	WarnReason        string     `gorm:"size:255"`
 	RanksStartedAt    *time.Time // the first generation's ranks all ran
 	ProductiveSeconds int64      // closed running stretches less their lost work
 	EndedAt           *time.Time
@@ -171,6 +173,8 @@ func init() {
 			Generation        int
 			HookURL           string `gorm:"size:500"`
 			GenerationAt      *time.Time
+			WarnedAt          *time.Time
+			WarnReason        string `gorm:"size:255"`
 			RanksStartedAt    *time.Time
 			ProductiveSeconds int64
 			EndedAt           *time.Time
@@ -579,7 +583,10 @@ func (s *Store) runChange(ctx context.Context, r Run, next RunStatus, typ, msg s
 		if set == nil {
 			set = map[string]any{}
 		}
-		set["status"], set["message"], set["updated_at"] = next, truncate(msg, 1000), tx.Now()
+		set["status"], set["updated_at"] = next, tx.Now()
+		if msg != "" {
+			set["message"] = truncate(msg, 1000)
+		}
 		res := tx.db.WithContext(ctx).Model(&Run{}).Where("id = ? AND status = ? AND generation = ?", r.ID, r.Status, r.Generation).Updates(set)
 		if res.Error != nil {
 			return res.Error
@@ -682,9 +689,6 @@ func (s *Store) MarkRunInterrupted(ctx context.Context, r Run, in Interruption) 
 		ran = int64(in.FailedAt.Sub(*r.GenerationAt) / time.Second)
 	}
 	lost := min(ran, int64(r.CheckpointSeconds))
-	if in.Warned {
-		lost = 0 // a warned stop checkpoints first: at most one step plus the write, reported by the run
-	}
 	msg := fmt.Sprintf("%s (%s) stopped the ranks: %s. Detected %s after it failed; about %s of work since the last checkpoint is lost.",
 		in.Node, in.Cause, in.Message, now.Sub(in.FailedAt).Round(time.Second), (time.Duration(lost) * time.Second).String())
 	return s.runChange(ctx, r, RunRecovering, TypeRunInterrupted, msg,
@@ -692,6 +696,36 @@ func (s *Store) MarkRunInterrupted(ctx context.Context, r Run, in Interruption) 
 			return tx.db.WithContext(ctx).Create(&RunInterruption{RunID: r.ID, OrgID: r.OrgID, Cause: in.Cause, Node: in.Node, Rank: in.Rank,
 				Message: truncate(in.Message, 1000), FailedAt: in.FailedAt, DetectedAt: now, LostSeconds: lost, Warned: in.Warned}).Error
 		})
+}
+
+// MarkRunWarned records that the ranks are warned of a planned stop: the
+// agents send SIGUSR1 with their next heartbeat (X17).
+func (s *Store) MarkRunWarned(ctx context.Context, r Run, why string) (Run, error) {
+	return s.runChange(ctx, r, r.Status, "", "", map[string]any{"warned_at": s.Now(), "warn_reason": truncate(why, 255)}, func(tx *Store) error {
+		c, err := tx.ClusterByID(ctx, r.ClusterID)
+		if err != nil {
+			return err
+		}
+		return tx.addEvent(ctx, c, c.Status, "info", "", "run", r.ID+": every rank is warned (SIGUSR1) of a planned stop: "+why)
+	})
+}
+
+// BalanceStopAt is when the organisation's clusters are stopped for the
+// balance (B6) if nothing is paid: the exhausted balance's grace end; nil
+// when no stop is coming.
+func (s *Store) BalanceStopAt(ctx context.Context, orgID string, grace time.Duration) (*time.Time, error) {
+	var eps []BalanceEpisode
+	if err := s.db.WithContext(ctx).Where("org_id = ?", orgID).Limit(1).Find(&eps).Error; err != nil {
+		return nil, err
+	}
+	if len(eps) == 0 || eps[0].ExhaustedAt == nil || eps[0].StoppedAt != nil {
+		return nil, nil
+	}
+	if grace <= 0 {
+		grace = DefaultBalanceGrace
+	}
+	at := eps[0].ExhaustedAt.Add(grace)
+	return &at, nil
 }
 
 // MarkRunReplacing notes that the interrupted machine is being replaced.
@@ -706,7 +740,7 @@ func (s *Store) MarkRunResumed(ctx context.Context, r Run) (Run, error) {
 	now := s.Now()
 	msg := fmt.Sprintf("Every rank restarts with the resume command (restart %d of %d).", r.Restarts+1, r.RestartBudget)
 	return s.runChange(ctx, r, RunRunning, TypeRunResumed, msg,
-		map[string]any{"generation": r.Generation + 1, "restarts": r.Restarts + 1, "generation_at": now}, func(tx *Store) error {
+		map[string]any{"generation": r.Generation + 1, "restarts": r.Restarts + 1, "generation_at": now, "warned_at": nil, "warn_reason": ""}, func(tx *Store) error {
 			return tx.db.WithContext(ctx).Model(&RunInterruption{}).Where("run_id = ? AND resumed_at IS NULL", r.ID).
 				Update("resumed_at", now).Error
 		})

@@ -65,6 +65,12 @@ type Stopper interface {
 	Stop()
 }
 
+// Warner is a Process that can be warned of a planned stop (X17): it gets
+// SIGUSR1 and goes on running, so it can checkpoint.
+type Warner interface {
+	Warn()
+}
+
 // Starter is an Executor that can start a long-running command and follow
 // it (the real shell and the simulated machines both are).
 type Starter interface {

@@ -48,7 +48,7 @@ func heartbeatResponse(node models.ClusterNode, o models.HeartbeatOrders) agenta
 	}
 	if s := o.Start; s != nil {
 		resp.Start = &agentapi.StartOrder{User: s.User, Env: s.Env, Publish: s.Publish, Mounts: agentMountsOf(s.Mounts),
-			Generation: s.Generation, Script: s.Script, Stop: s.Stop}
+			Generation: s.Generation, Script: s.Script, Stop: s.Stop, Warn: s.Warn}
 	}
 	return resp
 }

@@ -249,6 +249,9 @@ type StartOrder struct {
 	Generation int    `json:"generation,omitempty"`
 	Script     string `json:"script,omitempty"`
 	Stop       bool   `json:"stop,omitempty"`
+	// Warn: a planned stop comes in at least two minutes; send the
+	// command of Generation SIGUSR1 now so it checkpoints (X17).
+	Warn bool `json:"warn,omitempty"`
 }
 
 // Mounts is what the agent mounts before the workload starts (V4): it runs

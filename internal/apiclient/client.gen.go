@@ -1448,6 +1448,9 @@ type AgentStartOrder struct {
 
 	// User Examples: ubuntu
 	User string `json:"user"`
+
+	// Warn A run's (X17): a planned stop comes in at least two minutes; send the command of `generation` SIGUSR1 so it checkpoints.
+	Warn *bool `json:"warn,omitempty"`
 }
 
 // AgentStartState The start command this boot's agent started (N3). Sent with every heartbeat once started; `none` when the machine has no start command (its ports are open).

@@ -82,6 +82,14 @@ type shellProcess struct {
 	grace     time.Duration // between SIGUSR1 and SIGTERM; 0 = none
 }
 
+// Warn is X17's warning of a planned stop: SIGUSR1 to the command's
+// process group; it goes on running.
+func (p *shellProcess) Warn() {
+	if p.pgid > 0 && !p.done {
+		_ = syscall.Kill(-p.pgid, syscall.SIGUSR1)
+	}
+}
+
 // Stop is X17's warned stop: SIGUSR1 to the command's process group (the
 // command checkpoints), then after the grace SIGTERM.
 func (p *shellProcess) Stop() {

@@ -35,6 +35,7 @@ type starter struct {
 	done    bool                // the order was carried out
 	proc    providers.Process
 	state   *agentapi.StartState
+	warned  int // the generation (+1) a planned stop's SIGUSR1 went to; 0 = none
 }
 
 // report is the state to send with the next heartbeat (nil before the start).
@@ -140,6 +141,14 @@ func (a *Agent) runOrder(ctx context.Context, o agentapi.StartOrder) {
 		cur = a.start.state.Generation
 	}
 	switch {
+	case o.Warn && o.Generation == cur:
+		if a.start.warned != cur+1 && a.start.proc != nil {
+			a.start.warned = cur + 1
+			if wp, ok := a.start.proc.(providers.Warner); ok {
+				a.Log("a planned stop comes: SIGUSR1 to the start command so it checkpoints")
+				wp.Warn()
+			}
+		}
 	case o.Stop && o.Generation >= cur:
 		a.stopCommand("the run stops its ranks while a machine is replaced")
 	case !o.Stop && o.Generation > cur:

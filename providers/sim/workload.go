@@ -304,3 +304,17 @@ func (c *Cloud) Checkpoint(groupOrVolume, dir string) int {
 	defer c.mu.Unlock()
 	return c.ckpt[groupOrVolume+":"+dir]
 }
+
+var _ providers.Warner = (*process)(nil)
+
+// Warn plays SIGUSR1 before a planned stop (X17): the training program
+// checkpoints the last finished step now and goes on.
+func (p *process) Warn() {
+	c := p.e.c
+	var err error
+	if err = p.e.enter(context.Background()); err != nil {
+		return
+	}
+	defer c.close(&err)
+	p.checkpoint(c.now())
+}
