@@ -111,3 +111,46 @@ func TestAPIRuns(t *testing.T) {
 		}
 	})
 }
+
+// X17 on the dashboard: /runs lists the organisation's runs with status
+// and ETTR; /runs/{id} shows the bill and each interruption; another
+// organisation's run is 404 (A3).
+func TestRunPages(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		acc := app.signupAccount("p@example.com", "Page Labs")
+		tok := apiKeyFor(t, app, acc)
+		other := app.signupAccount("q@example.com", "Other Labs")
+		launchFor(t, app, acc, "seed")
+		if rec := app.login(acc).get("/runs"); rec.Code != 200 || doc(t, rec).Find(`[data-testid=runs-empty]`).Length() != 1 {
+			t.Fatalf("empty list: %d", rec.Code)
+		}
+		code, r := apiJSON(t, app, "POST", "/v1/runs", tok,
+			`{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"volumeGb":100,"command":"python train.py","resumeCommand":"python train.py --resume latest","checkpointDir":"ckpt"}`)
+		if code != http.StatusCreated {
+			t.Fatalf("submit: %d %v", code, r)
+		}
+		id := r["id"].(string)
+		now := app.store.Now()
+		if err := app.db.Create(&models.RunInterruption{RunID: id, OrgID: acc.org.ID, Cause: models.CauseMachineDead, Node: "node-1", Rank: 1,
+			Message: "terminated at the provider", FailedAt: now.Add(-50e9), DetectedAt: now, LostSeconds: 42, Replaced: true}).Error; err != nil {
+			t.Fatal(err)
+		}
+		rec := app.login(acc).get("/runs")
+		d := doc(t, rec)
+		if rec.Code != 200 || d.Find(`[data-testid=run-row]`).Length() != 1 || d.Find(`[data-testid=run-row] a[href="/runs/`+id+`"]`).Length() != 1 ||
+			strings.TrimSpace(d.Find(`[data-testid=run-status]`).Text()) != "launching" {
+			t.Fatalf("list: %d\n%s", rec.Code, rec.Body)
+		}
+		rec = app.login(acc).get("/runs/" + id)
+		d = doc(t, rec)
+		ints := d.Find(`[data-testid=run-interruption]`)
+		if rec.Code != 200 || ints.Length() != 1 || ints.AttrOr("data-cause", "") != "machine_dead" ||
+			!strings.Contains(ints.Text(), "Detected after 50s") || !strings.Contains(ints.Text(), "42s of work lost") ||
+			d.Find(`[data-testid=run-ettr]`).Length() != 1 || !strings.Contains(d.Find(`[data-testid=run-command]`).Text(), "--resume latest") {
+			t.Fatalf("page: %d\n%s", rec.Code, rec.Body)
+		}
+		if rec := app.login(other).get("/runs/" + id); rec.Code != http.StatusNotFound {
+			t.Errorf("another org's run page: %d", rec.Code)
+		}
+	})
+}

@@ -170,6 +170,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.GET("/events", h.apiEvents) // issue 25 item 5: the environment's events after a cursor, paged or streamed
 
 	// Clusters (issues 4 and 5): pages, then the API (quote, launch, lifecycle).
+	app.GET("/runs", h.listRuns)    // X17
+	app.GET("/runs/:id", h.showRun) // X17
 	app.GET("/clusters", h.listClusters)
 	app.GET("/clusters/new", h.newCluster)
 	app.POST("/clusters", h.createCluster)
