@@ -54,9 +54,13 @@ func (h *handler) apiSubmitRun(c echo.Context) error {
 
 // apiGetRun is GET /v1/runs/{id}, through the caller's organisation (A3).
 func (h *handler) apiGetRun(c echo.Context) error {
-	r, err := h.Store.RunForOrg(c.Request().Context(), principal(c).Org.ID, c.Param("id"))
+	p := principal(c)
+	r, err := h.Store.RunForOrg(c.Request().Context(), p.Org.ID, c.Param("id"))
 	if err != nil {
 		return err
+	}
+	if err := checkKeyEnv(p, r.EnvID, r.ID); err != nil {
+		return err // A3: a key sees its own environment's runs only
 	}
 	j, err := h.runJSON(c, r)
 	if err != nil {
@@ -71,6 +75,7 @@ func (h *handler) apiListRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	rs = inKeyEnv(principal(c), rs, func(r models.Run) string { return r.EnvID })
 	out := api.RunList{Runs: []api.Run{}}
 	for _, r := range rs {
 		j, err := h.runJSON(c, r)
