@@ -89,9 +89,17 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 	if err != nil {
 		return err
 	}
-	runs, err := j.Store.ClustersWithRuns(ctx, ids)
-	if err != nil {
-		return err
+	// Which clusters carry a run (X17: a shorter hold) is read only when
+	// a machine is unwell, so a healthy fleet still costs two reads.
+	var runs map[string]bool
+	runHold := func(id string) (bool, error) {
+		if runs == nil {
+			var err error
+			if runs, err = j.Store.ClustersWithRuns(ctx, ids); err != nil {
+				return false, err
+			}
+		}
+		return runs[id], nil
 	}
 	groups, described, errs := j.describe(ctx, cs)
 	now := j.Store.Now()
@@ -133,7 +141,9 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 			// sighting, so nothing (a "not found" answer included) is
 			// declared before a later pass confirms it.
 			hold := orDefault(j.UnhealthyAfter, DefaultUnhealthyAfter)
-			if runs[c.ID] {
+			if run, err := runHold(c.ID); err != nil {
+				return err
+			} else if run {
 				hold = min(hold, orDefault(j.RunUnhealthyAfter, DefaultRunUnhealthyAfter))
 			}
 			if now.Sub(since) >= hold &&
