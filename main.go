@@ -95,6 +95,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cmd == "gpu" { // the API's client: no database, no server config
 		return cli.Run(ctx, args, getenv, stdout, stderr)
 	}
+	if cmd == "run" { // X17: `clusterdeck run -f train.yaml` is `gpu runs submit -f train.yaml`
+		return cli.Run(ctx, append([]string{"runs", "submit"}, args...), getenv, stdout, stderr)
+	}
 	if cmd == "mcp" { // the API's tools for an agent, over stdio: a client too
 		return mcpserver.Command(ctx, args, getenv, os.Stdin, nopCloser{stdout}, stderr)
 	}

@@ -17,7 +17,10 @@ import (
 const (
 	DefaultHeartbeatLate  = 3 * time.Minute
 	DefaultUnhealthyAfter = time.Minute
-	healthBatch           = 1000
+	// DefaultRunUnhealthyAfter is a run's hold: still confirmed by a
+	// second pass, so nothing is declared on one answer (X17).
+	DefaultRunUnhealthyAfter = 30 * time.Second
+	healthBatch              = 1000
 )
 
 // Health is R1–R2: it checks every admitted machine of every live cluster
@@ -32,7 +35,11 @@ type Health struct {
 	Verify         *Verify               // a machine down mid-verification is swapped or named here (X13); nil = a plain Verify
 	HeartbeatLate  time.Duration         // 0 = DefaultHeartbeatLate
 	UnhealthyAfter time.Duration         // 0 = DefaultUnhealthyAfter
-	Batch          int                   // clusters per batch; 0 = 1000
+	// RunUnhealthyAfter is the hold for a cluster that carries a run
+	// (X17): a dead machine is named within a minute (two passes 30 s
+	// apart); 0 = DefaultRunUnhealthyAfter.
+	RunUnhealthyAfter time.Duration
+	Batch             int // clusters per batch; 0 = 1000
 }
 
 // Name implements Job.
@@ -82,6 +89,18 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 	if err != nil {
 		return err
 	}
+	// Which clusters carry a run (X17: a shorter hold) is read only when
+	// a machine is unwell, so a healthy fleet still costs two reads.
+	var runs map[string]bool
+	runHold := func(id string) (bool, error) {
+		if runs == nil {
+			var err error
+			if runs, err = j.Store.ClustersWithRuns(ctx, ids); err != nil {
+				return false, err
+			}
+		}
+		return runs[id], nil
+	}
 	groups, described, errs := j.describe(ctx, cs)
 	now := j.Store.Now()
 	var marks models.HealthMarks
@@ -121,7 +140,13 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 			// The hold time is positive and its clock starts at the first
 			// sighting, so nothing (a "not found" answer included) is
 			// declared before a later pass confirms it.
-			if now.Sub(since) >= orDefault(j.UnhealthyAfter, DefaultUnhealthyAfter) &&
+			hold := orDefault(j.UnhealthyAfter, DefaultUnhealthyAfter)
+			if run, err := runHold(c.ID); err != nil {
+				return err
+			} else if run {
+				hold = min(hold, orDefault(j.RunUnhealthyAfter, DefaultRunUnhealthyAfter))
+			}
+			if now.Sub(since) >= hold &&
 				!n.Status.Unwell() {
 				v.downs = append(v.downs, models.DownMachine{Rank: n.Rank, Name: n.Name, Seen: seen, Evidence: evidence})
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -233,6 +234,13 @@ type StartOrder struct {
 	Env     map[string]string
 	Publish bool
 	Mounts  *NodeMounts
+	// Generation and Script are a run's (X17): past generation 0 the agent
+	// stops the ranks' command (SIGUSR1, then SIGTERM) and starts Script,
+	// the resume command, in Env.
+	Generation int
+	Script     string
+	Stop       bool // stop the command of Generation and start nothing
+	Warn       bool // SIGUSR1 to the command of Generation: a planned stop comes (X17)
 }
 
 // HeartbeatOrders is what the node is to do next: at most one task (its
@@ -251,6 +259,11 @@ type HeartbeatOrders struct {
 // start command.
 func (s *Store) Heartbeat(ctx context.Context, c Cluster, n ClusterNode, r HeartbeatReport) (HeartbeatOrders, error) {
 	startReported := r.Start != nil // the start order is sent until the agent reports
+	var reportedGen int
+	var reportedRunning bool
+	if r.Start != nil {
+		reportedGen, reportedRunning = r.Start.Generation, r.Start.State == StartRunning
+	}
 	if r.Start != nil && r.Start.State == StartNone {
 		r.Start = nil // no start command: nothing to keep
 	}
@@ -293,7 +306,7 @@ func (s *Store) Heartbeat(ctx context.Context, c Cluster, n ClusterNode, r Heart
 			}
 		}
 		var err error
-		if o.Start, err = tx.startOrder(ctx, c, n, startReported); err != nil {
+		if o.Start, err = tx.startOrder(ctx, c, n, startReported, reportedGen, reportedRunning); err != nil {
 			return err
 		}
 		if o.Task, err = tx.NextSoftwareTask(ctx, c, n); err == nil && o.Task == nil {
@@ -314,8 +327,29 @@ func (s *Store) Heartbeat(ctx context.Context, c Cluster, n ClusterNode, r Heart
 // startOrder is node n's start order: nil before the cluster is ready,
 // for a machine still joining, and once the agent reported its start
 // command.
-func (s *Store) startOrder(ctx context.Context, c Cluster, n ClusterNode, reported bool) (*StartOrder, error) {
-	if reported || c.Status != StatusReady || n.Status == NodeJoining {
+func (s *Store) startOrder(ctx context.Context, c Cluster, n ClusterNode, reported bool, reportedGen int, running bool) (*StartOrder, error) {
+	if n.Status == NodeJoining {
+		return nil, nil
+	}
+	run, hasRun, err := s.runStartOrder(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	if hasRun && run.Status == RunRecovering {
+		// X17: the ranks stop while a machine is replaced; an agent still
+		// running the command is told to stop it (SIGUSR1, then SIGTERM).
+		if running && reportedGen <= run.Generation {
+			return &StartOrder{Stop: true, Generation: run.Generation}, nil
+		}
+		return nil, nil
+	}
+	if hasRun && run.Status == RunRunning && run.WarnedAt != nil && running && reportedGen == run.Generation {
+		return &StartOrder{Warn: true, Generation: run.Generation}, nil // X17: at least two minutes ahead
+	}
+	if c.Status != StatusReady {
+		return nil, nil
+	}
+	if reported && (!hasRun || reportedGen >= run.Generation) {
 		return nil, nil
 	}
 	nodes, err := s.NodesFor(ctx, c.ID)
@@ -337,6 +371,16 @@ func (s *Store) startOrder(ctx context.Context, c Cluster, n ClusterNode, report
 	}
 	if m, ok := plan.ForNode(nodes, n.Rank, spec.Hostfile()); ok {
 		o.Mounts = &m
+	}
+	if hasRun && run.Generation > 0 {
+		o.Generation, o.Script = run.Generation, run.ResumeCommand
+		if o.Script == "" {
+			o.Script = run.Command
+		}
+		for k, v := range run.ResumeEnv() {
+			o.Env[k] = v
+		}
+		o.Env[AttemptEnv] = strconv.Itoa(run.Generation)
 	}
 	return o, nil
 }

@@ -84,6 +84,7 @@ var migrations = []Migration{
 	{ID: "1010_cluster_billed_price", Up: up1010ClusterBilledPrice},
 	{ID: "1030_handed_over", Up: up1030HandedOver},
 	{ID: "1080_mail_outbox_kind", Up: up1080MailOutboxKind},
+	{ID: "1100_runs", Up: up1100Runs},
 }
 
 // Migrations returns every migration in the order Migrate applies them.

@@ -35,6 +35,9 @@ type NodeStart struct {
 	EndedAt    *time.Time
 	Error      string `gorm:"size:1000"`
 	ReportedAt time.Time
+	// Generation is the run's start generation the agent ran (X17); 0
+	// for a cluster without a run; added by 1100_runs.
+	Generation int `gorm:"not null;default:0"`
 }
 
 // TableName keeps the table name short and explicit.
@@ -67,6 +70,8 @@ type StartReport struct {
 	ExitCode  *int
 	EndedAt   *time.Time
 	Error     string
+	// Generation is the run's start generation it ran (X17); 0 without a run.
+	Generation int
 }
 
 // Validate refuses a report the server cannot show.
@@ -148,9 +153,10 @@ func (s *Store) RecordStart(ctx context.Context, c Cluster, n ClusterNode, r Sta
 	r.StartedAt, r.EndedAt = reportStamps(r.StartedAt, r.EndedAt)
 	return s.Tx(ctx, func(tx *Store) error {
 		row := NodeStart{ClusterID: c.ID, Rank: n.Rank, OrgID: c.OrgID, Node: n.Name, State: r.State,
-			StartedAt: r.StartedAt, ExitCode: r.ExitCode, EndedAt: r.EndedAt, Error: truncate(r.Error, 1000), ReportedAt: tx.Now()}
+			StartedAt: r.StartedAt, ExitCode: r.ExitCode, EndedAt: r.EndedAt, Error: truncate(r.Error, 1000), ReportedAt: tx.Now(),
+			Generation: r.Generation}
 		old, wrote, err := recordNewest(ctx, tx, c.ID, n.Rank, row,
-			[]string{"state", "started_at", "exit_code", "ended_at", "error", "reported_at"})
+			[]string{"state", "started_at", "exit_code", "ended_at", "error", "reported_at", "generation"})
 		if err != nil || !wrote {
 			return err
 		}

@@ -24,6 +24,11 @@ const (
 	TypeNodeJoined               = "node.joined"                // an added worker joined (L10)
 	TypeNodeVerificationFailed   = "node.verification_failed"   // a machine failed verification before hand-over; the message names its machine id (issue 24)
 	TypeClusterVerifying         = "cluster.verifying"          // every node up (and its software ready): verification before hand-over runs (issue 24)
+	TypeRunStarted               = "run.started"                // a run's ranks started on its verified cluster (X17)
+	TypeRunInterrupted           = "run.interrupted"            // a machine died, hung or erred (or a planned stop came): the ranks stopped (X17)
+	TypeRunResumed               = "run.resumed"                // every rank restarted with the resume command (X17)
+	TypeRunFinished              = "run.finished"               // the finish rule held; the machines are released (X17)
+	TypeRunFailed                = "run.failed"                 // the run cannot go on (restart budget spent, launch failed); checkpoints kept (X17)
 	TypeTopUpCredited            = "billing.topup_credited"     // a top-up was credited to the balance (B4)
 	TypeAutoRechargeFailed       = "billing.auto_recharge_failed"
 	TypeBalanceLow               = "billing.balance_low"      // the balance runs low or ran out (B6)
@@ -36,6 +41,7 @@ var PublicEventTypes = []string{
 	TypeClusterProvisioning, TypeClusterInstalling, TypeClusterReady, TypeClusterDegraded, TypeClusterHealthy,
 	TypeClusterRecoveryExhausted, TypeClusterStopped, TypeClusterResumed, TypeClusterTerminated, TypeClusterFailed,
 	TypeNodeDown, TypeNodeReplaced, TypeNodeJoined, TypeClusterVerifying, TypeNodeVerificationFailed,
+	TypeRunStarted, TypeRunInterrupted, TypeRunResumed, TypeRunFinished, TypeRunFailed,
 	TypeTopUpCredited, TypeAutoRechargeFailed, TypeBalanceLow, TypeBudgetThreshold,
 }
 

@@ -58,6 +58,19 @@ type Process interface {
 	Poll() (lines []string, exit *Exit)
 }
 
+// Stopper is a Process that can be stopped (X17): it warns the command
+// with SIGUSR1 so it can checkpoint, then ends it with SIGTERM; the next
+// Poll returns how it ended.
+type Stopper interface {
+	Stop()
+}
+
+// Warner is a Process that can be warned of a planned stop (X17): it gets
+// SIGUSR1 and goes on running, so it can checkpoint.
+type Warner interface {
+	Warn()
+}
+
 // Starter is an Executor that can start a long-running command and follow
 // it (the real shell and the simulated machines both are).
 type Starter interface {

@@ -13,7 +13,8 @@ import (
 func heartbeatReport(req agentapi.HeartbeatRequest) models.HeartbeatReport {
 	var r models.HeartbeatReport
 	if st := req.Start; st != nil {
-		r.Start = &models.StartReport{State: st.State, StartedAt: st.StartedAt, ExitCode: st.ExitCode, EndedAt: st.EndedAt, Error: st.Error}
+		r.Start = &models.StartReport{State: st.State, StartedAt: st.StartedAt, ExitCode: st.ExitCode, EndedAt: st.EndedAt, Error: st.Error,
+			Generation: st.Generation}
 	}
 	if st := req.Mounts; st != nil {
 		r.Mounts = &models.MountsReport{State: st.State, StartedAt: st.StartedAt, EndedAt: st.EndedAt, Error: st.Error}
@@ -46,7 +47,8 @@ func heartbeatResponse(node models.ClusterNode, o models.HeartbeatOrders) agenta
 		resp.Task = &agentapi.Task{ID: o.NCCL.TaskID, Kind: agentapi.TaskNCCL, Software: agentapi.NCCLSoftware, Role: node.Name, Script: o.NCCL.Script}
 	}
 	if s := o.Start; s != nil {
-		resp.Start = &agentapi.StartOrder{User: s.User, Env: s.Env, Publish: s.Publish, Mounts: agentMountsOf(s.Mounts)}
+		resp.Start = &agentapi.StartOrder{User: s.User, Env: s.Env, Publish: s.Publish, Mounts: agentMountsOf(s.Mounts),
+			Generation: s.Generation, Script: s.Script, Stop: s.Stop, Warn: s.Warn}
 	}
 	return resp
 }

@@ -33,6 +33,7 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		"MachineUsage": api.MachineUsage{}, "StateInterval": api.StateInterval{},
 		"Volume": api.Volume{}, "VolumeBody": api.VolumeBody{}, "VolumeGrowBody": api.VolumeGrowBody{}, "VolumeList": api.VolumeList{},
 		"VolumeUsage": api.VolumeUsage{}, "ClusterVolume": api.ClusterVolume{}, "Mount": api.Mount{},
+		"RunBody": api.RunBody{}, "Run": api.Run{}, "RunBill": api.RunBill{}, "RunInterruption": api.RunInterruption{}, "RunList": api.RunList{},
 		"BudgetBody": api.BudgetBody{}, "Budgets": api.Budgets{}, "Budget": api.Budget{}, "ClusterRunOut": api.ClusterRunOut{},
 
 		"AgentClaimRequest": agentapi.ClaimRequest{}, "AgentClaim": agentapi.ClaimResponse{},

@@ -170,6 +170,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.GET("/events", h.apiEvents) // issue 25 item 5: the environment's events after a cursor, paged or streamed
 
 	// Clusters (issues 4 and 5): pages, then the API (quote, launch, lifecycle).
+	app.GET("/runs", h.listRuns)    // X17
+	app.GET("/runs/:id", h.showRun) // X17
 	app.GET("/clusters", h.listClusters)
 	app.GET("/clusters/new", h.newCluster)
 	app.POST("/clusters", h.createCluster)
@@ -201,6 +203,9 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/volumes/:id/grow", h.apiGrowVolume)
 	api.DELETE("/volumes/:id", h.apiDeleteVolume)
 
+	api.POST("/runs", h.apiSubmitRun) // X17: runs that heal themselves
+	api.GET("/runs", h.apiListRuns)
+	api.GET("/runs/:id", h.apiGetRun)
 	api.POST("/gpu/clusters/quote", h.apiQuote)
 	api.POST("/gpu/clusters", h.apiLaunch)
 	api.GET("/gpu/clusters", h.apiListClusters)

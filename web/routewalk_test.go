@@ -292,6 +292,8 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/v1/webhooks/:id/deliveries":                           webhookA,
 	"/v1/webhooks/:id/deliveries/:delivery/redeliver":       webhookA,
 	"/v1/volumes/:id/grow":                                  volumeA,
+	"/runs/:id":                                             runA,
+	"/v1/runs/:id":                                          runA,
 	"/clusters/:id/resume":                                  clusterA,
 	"/v1/gpu/clusters/:id/resume":                           clusterA,
 	"/clusters/:id/stop":                                    clusterA,
@@ -325,6 +327,21 @@ func quoteRequestA(f *walkFixture) map[string]string {
 func defaultEnvA(f *walkFixture) map[string]string { return map[string]string{"envId": f.A.env.ID} }
 
 func clusterA(f *walkFixture) map[string]string { return map[string]string{"id": f.clusterA.ID} }
+
+// runA is a run of A's on A's cluster (X17).
+func runA(f *walkFixture) map[string]string {
+	var rs []models.Run
+	f.app.db.Where("org_id = ?", f.A.org.ID).Limit(1).Find(&rs)
+	if len(rs) == 1 {
+		return map[string]string{"id": rs[0].ID}
+	}
+	r := models.Run{ID: models.NewID("run"), OrgID: f.A.org.ID, EnvID: f.clusterA.EnvID, Name: "walk", Status: models.RunRunning,
+		ClusterID: f.clusterA.ID, Nodes: f.clusterA.Nodes, FinishRule: models.FinishAllRanks, CreatedAt: f.app.store.Now()}
+	if err := f.app.db.Create(&r).Error; err != nil {
+		f.t.Fatal(err)
+	}
+	return map[string]string{"id": r.ID}
+}
 
 // walkStateful lists GET routes whose answer to A depends on the cluster's
 // state, so the positive control does not apply (B still gets 404).

@@ -225,6 +225,9 @@ type StartState struct {
 	ExitCode  *int       `json:"exitCode,omitempty"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
 	Error     string     `json:"error,omitempty"`
+	// Generation is the run's start generation this command is (X17); 0
+	// for the first start and for clusters without a run.
+	Generation int `json:"generation,omitempty"`
 }
 
 // StartOrder tells the agent the cluster is ready (every machine joined and
@@ -239,6 +242,16 @@ type StartOrder struct {
 	// Mounts is V4's folders for this node; nil when it gets none (a
 	// container without a volume).
 	Mounts *Mounts `json:"mounts,omitempty"`
+	// A run's orders (X17). Generation past the agent's: stop the running
+	// command (SIGUSR1, then SIGTERM after the grace) and start Script,
+	// the resume command, in Env. Stop: stop the command of Generation and
+	// start nothing (a machine is being replaced).
+	Generation int    `json:"generation,omitempty"`
+	Script     string `json:"script,omitempty"`
+	Stop       bool   `json:"stop,omitempty"`
+	// Warn: a planned stop comes in at least two minutes; send the
+	// command of Generation SIGUSR1 now so it checkpoints (X17).
+	Warn bool `json:"warn,omitempty"`
 }
 
 // Mounts is what the agent mounts before the workload starts (V4): it runs

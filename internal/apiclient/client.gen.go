@@ -311,6 +311,11 @@ const (
 	EventTypeNodeJoined               EventType = "node.joined"
 	EventTypeNodeReplaced             EventType = "node.replaced"
 	EventTypeNodeVerificationFailed   EventType = "node.verification_failed"
+	EventTypeRunFailed                EventType = "run.failed"
+	EventTypeRunFinished              EventType = "run.finished"
+	EventTypeRunInterrupted           EventType = "run.interrupted"
+	EventTypeRunResumed               EventType = "run.resumed"
+	EventTypeRunStarted               EventType = "run.started"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -347,6 +352,16 @@ func (e EventType) Valid() bool {
 	case EventTypeNodeReplaced:
 		return true
 	case EventTypeNodeVerificationFailed:
+		return true
+	case EventTypeRunFailed:
+		return true
+	case EventTypeRunFinished:
+		return true
+	case EventTypeRunInterrupted:
+		return true
+	case EventTypeRunResumed:
+		return true
+	case EventTypeRunStarted:
 		return true
 	default:
 		return false
@@ -716,6 +731,11 @@ const (
 	PublicEventTypeNodeJoined                PublicEventType = "node.joined"
 	PublicEventTypeNodeReplaced              PublicEventType = "node.replaced"
 	PublicEventTypeNodeVerificationFailed    PublicEventType = "node.verification_failed"
+	PublicEventTypeRunFailed                 PublicEventType = "run.failed"
+	PublicEventTypeRunFinished               PublicEventType = "run.finished"
+	PublicEventTypeRunInterrupted            PublicEventType = "run.interrupted"
+	PublicEventTypeRunResumed                PublicEventType = "run.resumed"
+	PublicEventTypeRunStarted                PublicEventType = "run.started"
 )
 
 // Valid indicates whether the value is a known member of the PublicEventType enum.
@@ -758,6 +778,16 @@ func (e PublicEventType) Valid() bool {
 	case PublicEventTypeNodeReplaced:
 		return true
 	case PublicEventTypeNodeVerificationFailed:
+		return true
+	case PublicEventTypeRunFailed:
+		return true
+	case PublicEventTypeRunFinished:
+		return true
+	case PublicEventTypeRunInterrupted:
+		return true
+	case PublicEventTypeRunResumed:
+		return true
+	case PublicEventTypeRunStarted:
 		return true
 	default:
 		return false
@@ -863,6 +893,96 @@ func (e RecoveryPolicyMode) Valid() bool {
 	case RecoveryPolicyModeOff:
 		return true
 	case RecoveryPolicyModeRestart:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunFinishRule.
+const (
+	RunFinishRuleAll   RunFinishRule = "all"
+	RunFinishRuleRank0 RunFinishRule = "rank0"
+)
+
+// Valid indicates whether the value is a known member of the RunFinishRule enum.
+func (e RunFinishRule) Valid() bool {
+	switch e {
+	case RunFinishRuleAll:
+		return true
+	case RunFinishRuleRank0:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunStatus.
+const (
+	RunStatusFailed     RunStatus = "failed"
+	RunStatusFinished   RunStatus = "finished"
+	RunStatusLaunching  RunStatus = "launching"
+	RunStatusRecovering RunStatus = "recovering"
+	RunStatusRunning    RunStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the RunStatus enum.
+func (e RunStatus) Valid() bool {
+	switch e {
+	case RunStatusFailed:
+		return true
+	case RunStatusFinished:
+		return true
+	case RunStatusLaunching:
+		return true
+	case RunStatusRecovering:
+		return true
+	case RunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunBodyFinishRule.
+const (
+	RunBodyFinishRuleAll   RunBodyFinishRule = "all"
+	RunBodyFinishRuleRank0 RunBodyFinishRule = "rank0"
+)
+
+// Valid indicates whether the value is a known member of the RunBodyFinishRule enum.
+func (e RunBodyFinishRule) Valid() bool {
+	switch e {
+	case RunBodyFinishRuleAll:
+		return true
+	case RunBodyFinishRuleRank0:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunInterruptionCause.
+const (
+	FatalXid    RunInterruptionCause = "fatal_xid"
+	Hang        RunInterruptionCause = "hang"
+	MachineDead RunInterruptionCause = "machine_dead"
+	Planned     RunInterruptionCause = "planned"
+	RankFailed  RunInterruptionCause = "rank_failed"
+)
+
+// Valid indicates whether the value is a known member of the RunInterruptionCause enum.
+func (e RunInterruptionCause) Valid() bool {
+	switch e {
+	case FatalXid:
+		return true
+	case Hang:
+		return true
+	case MachineDead:
+		return true
+	case Planned:
+		return true
+	case RankFailed:
 		return true
 	default:
 		return false
@@ -1315,12 +1435,22 @@ type AgentStartOrder struct {
 	// Env The node env: N2's variables and the user's.
 	Env map[string]string `json:"env"`
 
+	// Generation A run's (X17): past the agent's, stop the command (SIGUSR1, then SIGTERM) and start `script`, the resume command.
+	Generation *int `json:"generation,omitempty"`
+
 	// Mounts V4, before the workload: on vm and bare_metal (`shared`) node-0 exports /shared over NFS to `clients` with the hostfile in it and every other node mounts it from `head`; the `volume` is attached to node-0, synced into its `path` (/shared/volume) and back, or on a container mounted at its `path` (/volume) on node-0 only. Absent when the node gets neither.
 	Mounts  *AgentMounts `json:"mounts,omitempty"`
 	Publish bool         `json:"publish"`
+	Script  *string      `json:"script,omitempty"`
+
+	// Stop A run's (X17): stop the command of `generation` and start nothing while a machine is replaced.
+	Stop *bool `json:"stop,omitempty"`
 
 	// User Examples: ubuntu
 	User string `json:"user"`
+
+	// Warn A run's (X17): a planned stop comes in at least two minutes; send the command of `generation` SIGUSR1 so it checkpoints.
+	Warn *bool `json:"warn,omitempty"`
 }
 
 // AgentStartState The start command this boot's agent started (N3). Sent with every heartbeat once started; `none` when the machine has no start command (its ports are open).
@@ -1329,9 +1459,12 @@ type AgentStartState struct {
 	Error   *string    `json:"error,omitempty"`
 
 	// ExitCode With `exited` and `failed` (-1).
-	ExitCode  *int                 `json:"exitCode,omitempty"`
-	StartedAt time.Time            `json:"startedAt"`
-	State     AgentStartStateState `json:"state"`
+	ExitCode *int `json:"exitCode,omitempty"`
+
+	// Generation A run's start generation this command is (X17); absent for the first.
+	Generation *int                 `json:"generation,omitempty"`
+	StartedAt  time.Time            `json:"startedAt"`
+	State      AgentStartStateState `json:"state"`
 }
 
 // AgentStartStateState defines model for AgentStartState.State.
@@ -2710,6 +2843,126 @@ type ReplacePreview struct {
 	UsdPerMachineHour string `json:"usdPerMachineHour"`
 }
 
+// Run A run (X17) with its bill and interruptions.
+type Run struct {
+	Accelerator string `json:"accelerator"`
+
+	// Bill Effective training time (X17): machine-minutes paid since hand-over (unbilled replacement gaps excluded), minutes the ranks trained less the work lost since the last checkpoint, and their ratio to the minutes since hand-over.
+	Bill           RunBill           `json:"bill"`
+	CheckpointDir  string            `json:"checkpointDir"`
+	ClusterId      string            `json:"clusterId"`
+	Command        string            `json:"command"`
+	CreatedAt      time.Time         `json:"createdAt"`
+	EndedAt        *time.Time        `json:"endedAt,omitempty"`
+	FinishRule     RunFinishRule     `json:"finishRule"`
+	GpusPerNode    int               `json:"gpusPerNode"`
+	Id             string            `json:"id"`
+	Image          *string           `json:"image,omitempty"`
+	Interruptions  []RunInterruption `json:"interruptions"`
+	Message        string            `json:"message"`
+	Name           string            `json:"name"`
+	Nodes          int               `json:"nodes"`
+	OfferId        string            `json:"offerId"`
+	QuoteId        string            `json:"quoteId"`
+	RanksStartedAt *time.Time        `json:"ranksStartedAt,omitempty"`
+	RestartBudget  int               `json:"restartBudget"`
+	Restarts       int               `json:"restarts"`
+	ResumeCommand  *string           `json:"resumeCommand,omitempty"`
+	Status         RunStatus         `json:"status"`
+
+	// UsdPerHour The locked price of the whole cluster.
+	UsdPerHour string `json:"usdPerHour"`
+}
+
+// RunFinishRule defines model for Run.FinishRule.
+type RunFinishRule string
+
+// RunStatus defines model for Run.Status.
+type RunStatus string
+
+// RunBill Effective training time (X17): machine-minutes paid since hand-over (unbilled replacement gaps excluded), minutes the ranks trained less the work lost since the last checkpoint, and their ratio to the minutes since hand-over.
+type RunBill struct {
+	// EttrPercent Examples: 97.4
+	EttrPercent        string `json:"ettrPercent"`
+	LostMinutes        int    `json:"lostMinutes"`
+	PaidMachineMinutes int    `json:"paidMachineMinutes"`
+	ProductiveMinutes  int    `json:"productiveMinutes"`
+	WallMinutes        int    `json:"wallMinutes"`
+}
+
+// RunBody A run (X17): a shape, or `offers` under `maxHourlyPrice`; the command every rank runs and the volume with its checkpoint directory.
+type RunBody struct {
+	// Accelerator Examples: H100_80GB
+	Accelerator *string `json:"accelerator,omitempty"`
+
+	// CheckpointDir A directory on the volume; every rank gets its path as CLUSTERDECK_CHECKPOINT_DIR.
+	//
+	// Examples: ckpt
+	CheckpointDir string `json:"checkpointDir"`
+
+	// CheckpointSeconds How often the command checkpoints (the bound on lost work); default 600.
+	CheckpointSeconds *int               `json:"checkpointSeconds,omitempty"`
+	Command           string             `json:"command"`
+	Env               *map[string]string `json:"env,omitempty"`
+	FinishRule        *RunBodyFinishRule `json:"finishRule,omitempty"`
+	GpusPerNode       *int               `json:"gpusPerNode,omitempty"`
+
+	// HookUrl Called before a planned stop.
+	HookUrl  *string `json:"hookUrl,omitempty"`
+	Image    *string `json:"image,omitempty"`
+	Location *string `json:"location,omitempty"`
+
+	// MaxHourlyPrice The whole cluster's price ceiling per hour, decimal dollars.
+	MaxHourlyPrice *string `json:"maxHourlyPrice,omitempty"`
+	Name           *string `json:"name,omitempty"`
+	Nodes          int     `json:"nodes"`
+
+	// Offers Acceptable offers, tried in order; needs `maxHourlyPrice`.
+	Offers *[]string `json:"offers,omitempty"`
+
+	// RestartBudget Restarts allowed; default 3.
+	RestartBudget *int `json:"restartBudget,omitempty"`
+
+	// ResumeCommand What every rank runs after a restart; default the command again (CLUSTERDECK_RUN_ATTEMPT counts the starts).
+	ResumeCommand *string            `json:"resumeCommand,omitempty"`
+	ResumeEnv     *map[string]string `json:"resumeEnv,omitempty"`
+	SshKeyIds     *[]string          `json:"sshKeyIds,omitempty"`
+
+	// Verify Verification before hand-over (X13); default true.
+	Verify *bool `json:"verify,omitempty"`
+
+	// VolumeGb A new volume of this size (or `volumeId`).
+	VolumeGb *int    `json:"volumeGb,omitempty"`
+	VolumeId *string `json:"volumeId,omitempty"`
+}
+
+// RunBodyFinishRule defines model for RunBody.FinishRule.
+type RunBodyFinishRule string
+
+// RunInterruption One stop of the ranks: its cause, when the machine was last known well and when it was detected, how long until every rank resumed, and the work lost since the last checkpoint.
+type RunInterruption struct {
+	Cause            RunInterruptionCause `json:"cause"`
+	CheckpointLanded *bool                `json:"checkpointLanded,omitempty"`
+	DetectedAt       time.Time            `json:"detectedAt"`
+	DetectionSeconds int                  `json:"detectionSeconds"`
+	FailedAt         time.Time            `json:"failedAt"`
+	LostSeconds      int                  `json:"lostSeconds"`
+	Message          string               `json:"message"`
+	Node             string               `json:"node"`
+	Replaced         bool                 `json:"replaced"`
+	ResumeSeconds    *int                 `json:"resumeSeconds,omitempty"`
+	ResumedAt        *time.Time           `json:"resumedAt,omitempty"`
+	Warned           bool                 `json:"warned"`
+}
+
+// RunInterruptionCause defines model for RunInterruption.Cause.
+type RunInterruptionCause string
+
+// RunList defines model for RunList.
+type RunList struct {
+	Runs []Run `json:"runs"`
+}
+
 // Shape The shape that was asked for (Q4).
 type Shape struct {
 	Accelerator      string  `json:"accelerator"`
@@ -3143,6 +3396,9 @@ type IdempotencyKey = string
 // QuoteRequestID Examples: qr_0123456789abcdef
 type QuoteRequestID = string
 
+// RunID Examples: run_0123456789abcdef
+type RunID = string
+
 // VolumeID Examples: vol_0123456789abcdef
 type VolumeID = string
 
@@ -3325,6 +3581,12 @@ type CreateQuoteRequestParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// SubmitRunParams defines parameters for SubmitRun.
+type SubmitRunParams struct {
+	// IdempotencyKey Makes the call safe to retry (L1): the same key with the same body returns what the first call created (200); with a different body, `409 idempotency_key_reused`. Keys are per organisation, separately for launches and quote requests.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // AgentCheckinJSONRequestBody defines body for AgentCheckin for application/json ContentType.
 type AgentCheckinJSONRequestBody = AgentCheckinRequest
 
@@ -3372,6 +3634,9 @@ type VerifyClusterAgainJSONRequestBody = VerifyAgainBody
 
 // CreateQuoteRequestJSONRequestBody defines body for CreateQuoteRequest for application/json ContentType.
 type CreateQuoteRequestJSONRequestBody = QuoteRequestBody
+
+// SubmitRunJSONRequestBody defines body for SubmitRun for application/json ContentType.
+type SubmitRunJSONRequestBody = RunBody
 
 // CreateVolumeJSONRequestBody defines body for CreateVolume for application/json ContentType.
 type CreateVolumeJSONRequestBody = VolumeBody
@@ -4332,6 +4597,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/quote-requests/{id} (the `GetQuoteRequest` operationId).
 	GetQuoteRequest(ctx context.Context, id QuoteRequestID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRuns The organisation's runs (X17)
+	//
+	// Every run of the organisation, newest first (at most 200), each with its bill: paid machine-minutes, productive minutes, ETTR and every interruption.
+	//
+	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
+	ListRuns(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitRunWithBody Submit a run that heals itself (X17)
+	//
+	// Quotes and locks the price for the shape (or the first of `offers` that fits under `maxHourlyPrice`), launches the cluster all or nothing with verification before hand-over, and starts every rank with the node contract (N1–N6) and `CLUSTERDECK_CHECKPOINT_DIR` (the `checkpointDir` on the volume) in its env. A machine that dies, hangs or reports a fatal XID is replaced alone and every rank restarts with `resumeCommand`, at most `restartBudget` times. The run ends when the command exits 0 on every rank (`finishRule` `all`) or on rank 0 (`rank0`), and its machines are released; a spent budget fails it and keeps the checkpoints. At most 10 active runs per organisation and 60 submissions per hour (`429 rate_limited`). Field problems: `command`, `env`, `checkpointDir`, `volumeGb`, `restartBudget`, `finishRule`, `hookUrl`, `offers`, `maxHourlyPrice` and the shape's.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
+	SubmitRunWithBody(ctx context.Context, params *SubmitRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitRun Submit a run that heals itself (X17)
+	//
+	// Quotes and locks the price for the shape (or the first of `offers` that fits under `maxHourlyPrice`), launches the cluster all or nothing with verification before hand-over, and starts every rank with the node contract (N1–N6) and `CLUSTERDECK_CHECKPOINT_DIR` (the `checkpointDir` on the volume) in its env. A machine that dies, hangs or reports a fatal XID is replaced alone and every rank restarts with `resumeCommand`, at most `restartBudget` times. The run ends when the command exits 0 on every rank (`finishRule` `all`) or on rank 0 (`rank0`), and its machines are released; a spent budget fails it and keeps the checkpoints. At most 10 active runs per organisation and 60 submissions per hour (`429 rate_limited`). Field problems: `command`, `env`, `checkpointDir`, `volumeGb`, `restartBudget`, `finishRule`, `hookUrl`, `offers`, `maxHourlyPrice` and the shape's.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
+	SubmitRun(ctx context.Context, params *SubmitRunParams, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRun One run with its bill and interruptions (X17)
+	//
+	// Corresponds with GET /v1/runs/{id} (the `GetRun` operationId).
+	GetRun(ctx context.Context, id RunID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListVolumes The environment's volumes (V1)
 	//
@@ -5490,6 +5785,76 @@ func (c *Client) CreateQuoteRequest(ctx context.Context, params *CreateQuoteRequ
 // Corresponds with GET /v1/quote-requests/{id} (the `GetQuoteRequest` operationId).
 func (c *Client) GetQuoteRequest(ctx context.Context, id QuoteRequestID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetQuoteRequestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRuns The organisation's runs (X17)
+//
+// Every run of the organisation, newest first (at most 200), each with its bill: paid machine-minutes, productive minutes, ETTR and every interruption.
+//
+// Corresponds with GET /v1/runs (the `ListRuns` operationId).
+func (c *Client) ListRuns(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRunsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitRunWithBody Submit a run that heals itself (X17)
+//
+// Quotes and locks the price for the shape (or the first of `offers` that fits under `maxHourlyPrice`), launches the cluster all or nothing with verification before hand-over, and starts every rank with the node contract (N1–N6) and `CLUSTERDECK_CHECKPOINT_DIR` (the `checkpointDir` on the volume) in its env. A machine that dies, hangs or reports a fatal XID is replaced alone and every rank restarts with `resumeCommand`, at most `restartBudget` times. The run ends when the command exits 0 on every rank (`finishRule` `all`) or on rank 0 (`rank0`), and its machines are released; a spent budget fails it and keeps the checkpoints. At most 10 active runs per organisation and 60 submissions per hour (`429 rate_limited`). Field problems: `command`, `env`, `checkpointDir`, `volumeGb`, `restartBudget`, `finishRule`, `hookUrl`, `offers`, `maxHourlyPrice` and the shape's.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
+func (c *Client) SubmitRunWithBody(ctx context.Context, params *SubmitRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitRunRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitRun Submit a run that heals itself (X17)
+//
+// Quotes and locks the price for the shape (or the first of `offers` that fits under `maxHourlyPrice`), launches the cluster all or nothing with verification before hand-over, and starts every rank with the node contract (N1–N6) and `CLUSTERDECK_CHECKPOINT_DIR` (the `checkpointDir` on the volume) in its env. A machine that dies, hangs or reports a fatal XID is replaced alone and every rank restarts with `resumeCommand`, at most `restartBudget` times. The run ends when the command exits 0 on every rank (`finishRule` `all`) or on rank 0 (`rank0`), and its machines are released; a spent budget fails it and keeps the checkpoints. At most 10 active runs per organisation and 60 submissions per hour (`429 rate_limited`). Field problems: `command`, `env`, `checkpointDir`, `volumeGb`, `restartBudget`, `finishRule`, `hookUrl`, `offers`, `maxHourlyPrice` and the shape's.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
+func (c *Client) SubmitRun(ctx context.Context, params *SubmitRunParams, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitRunRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRun One run with its bill and interruptions (X17)
+//
+// Corresponds with GET /v1/runs/{id} (the `GetRun` operationId).
+func (c *Client) GetRun(ctx context.Context, id RunID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7632,6 +7997,122 @@ func NewGetQuoteRequestRequest(server string, id QuoteRequestID) (*http.Request,
 	return req, nil
 }
 
+// NewListRunsRequest constructs an http.Request for the ListRuns method
+func NewListRunsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSubmitRunRequest calls the generic SubmitRun builder with application/json body
+func NewSubmitRunRequest(server string, params *SubmitRunParams, body SubmitRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSubmitRunRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSubmitRunRequestWithBody constructs an http.Request for the SubmitRun method, with any body, and a specified content type
+func NewSubmitRunRequestWithBody(server string, params *SubmitRunParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetRunRequest constructs an http.Request for the GetRun method
+func NewGetRunRequest(server string, id RunID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListVolumesRequest constructs an http.Request for the ListVolumes method
 func NewListVolumesRequest(server string) (*http.Request, error) {
 	var err error
@@ -8692,6 +9173,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/quote-requests/{id} (the `GetQuoteRequest` operationId).
 	GetQuoteRequestWithResponse(ctx context.Context, id QuoteRequestID, reqEditors ...RequestEditorFn) (*GetQuoteRequestResponse, error)
+
+	// ListRunsWithResponse The organisation's runs (X17)
+	//
+	// Every run of the organisation, newest first (at most 200), each with its bill: paid machine-minutes, productive minutes, ETTR and every interruption.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
+	ListRunsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRunsResponse, error)
+
+	// SubmitRunWithBodyWithResponse Submit a run that heals itself (X17)
+	//
+	// Quotes and locks the price for the shape (or the first of `offers` that fits under `maxHourlyPrice`), launches the cluster all or nothing with verification before hand-over, and starts every rank with the node contract (N1–N6) and `CLUSTERDECK_CHECKPOINT_DIR` (the `checkpointDir` on the volume) in its env. A machine that dies, hangs or reports a fatal XID is replaced alone and every rank restarts with `resumeCommand`, at most `restartBudget` times. The run ends when the command exits 0 on every rank (`finishRule` `all`) or on rank 0 (`rank0`), and its machines are released; a spent budget fails it and keeps the checkpoints. At most 10 active runs per organisation and 60 submissions per hour (`429 rate_limited`). Field problems: `command`, `env`, `checkpointDir`, `volumeGb`, `restartBudget`, `finishRule`, `hookUrl`, `offers`, `maxHourlyPrice` and the shape's.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
+	SubmitRunWithBodyWithResponse(ctx context.Context, params *SubmitRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error)
+
+	// SubmitRunWithResponse Submit a run that heals itself (X17)
+	//
+	// Quotes and locks the price for the shape (or the first of `offers` that fits under `maxHourlyPrice`), launches the cluster all or nothing with verification before hand-over, and starts every rank with the node contract (N1–N6) and `CLUSTERDECK_CHECKPOINT_DIR` (the `checkpointDir` on the volume) in its env. A machine that dies, hangs or reports a fatal XID is replaced alone and every rank restarts with `resumeCommand`, at most `restartBudget` times. The run ends when the command exits 0 on every rank (`finishRule` `all`) or on rank 0 (`rank0`), and its machines are released; a spent budget fails it and keeps the checkpoints. At most 10 active runs per organisation and 60 submissions per hour (`429 rate_limited`). Field problems: `command`, `env`, `checkpointDir`, `volumeGb`, `restartBudget`, `finishRule`, `hookUrl`, `offers`, `maxHourlyPrice` and the shape's.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
+	SubmitRunWithResponse(ctx context.Context, params *SubmitRunParams, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error)
+
+	// GetRunWithResponse One run with its bill and interruptions (X17)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id} (the `GetRun` operationId).
+	GetRunWithResponse(ctx context.Context, id RunID, reqEditors ...RequestEditorFn) (*GetRunResponse, error)
 
 	// ListVolumesWithResponse The environment's volumes (V1)
 	//
@@ -12488,6 +13003,290 @@ func (r GetQuoteRequestResponse) ContentType() string {
 	return ""
 }
 
+// ListRunsResponse401Headers the declared response headers of an HTTP 401 response for ListRuns
+type ListRunsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListRunsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRunsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRunsResponse) GetJSON200() *RunList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListRunsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListRunsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListRunsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListRunsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRunsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRunsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRunsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRunsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SubmitRunResponse401Headers the declared response headers of an HTTP 401 response for SubmitRun
+type SubmitRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type SubmitRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Run
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Run
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *InsufficientBalance
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *QuotaExceeded
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *LaunchConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SubmitRunResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SubmitRunResponse) GetJSON200() *Run {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r SubmitRunResponse) GetJSON201() *Run {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SubmitRunResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SubmitRunResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r SubmitRunResponse) GetJSON402() *InsufficientBalance {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SubmitRunResponse) GetJSON403() *QuotaExceeded {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SubmitRunResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SubmitRunResponse) GetJSON409() *LaunchConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SubmitRunResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SubmitRunResponse) GetJSON422() *ValidationFailed {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SubmitRunResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SubmitRunResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SubmitRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SubmitRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SubmitRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SubmitRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRunResponse401Headers the declared response headers of an HTTP 401 response for GetRun
+type GetRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Run
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRunResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRunResponse) GetJSON200() *Run {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetRunResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetRunResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetRunResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetRunResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetRunResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListVolumesResponse401Headers the declared response headers of an HTTP 401 response for ListVolumes
 type ListVolumesResponse401Headers struct {
 	WWWAuthenticate *string
@@ -14459,6 +15258,64 @@ func (c *ClientWithResponses) GetQuoteRequestWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseGetQuoteRequestResponse(rsp)
+}
+
+// ListRunsWithResponse The organisation's runs (X17)
+//
+// Every run of the organisation, newest first (at most 200), each with its bill: paid machine-minutes, productive minutes, ETTR and every interruption.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs (the `ListRuns` operationId).
+func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRunsResponse, error) {
+	rsp, err := c.ListRuns(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRunsResponse(rsp)
+}
+
+// SubmitRunWithBodyWithResponse Submit a run that heals itself (X17)
+//
+// Quotes and locks the price for the shape (or the first of `offers` that fits under `maxHourlyPrice`), launches the cluster all or nothing with verification before hand-over, and starts every rank with the node contract (N1–N6) and `CLUSTERDECK_CHECKPOINT_DIR` (the `checkpointDir` on the volume) in its env. A machine that dies, hangs or reports a fatal XID is replaced alone and every rank restarts with `resumeCommand`, at most `restartBudget` times. The run ends when the command exits 0 on every rank (`finishRule` `all`) or on rank 0 (`rank0`), and its machines are released; a spent budget fails it and keeps the checkpoints. At most 10 active runs per organisation and 60 submissions per hour (`429 rate_limited`). Field problems: `command`, `env`, `checkpointDir`, `volumeGb`, `restartBudget`, `finishRule`, `hookUrl`, `offers`, `maxHourlyPrice` and the shape's.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
+func (c *ClientWithResponses) SubmitRunWithBodyWithResponse(ctx context.Context, params *SubmitRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error) {
+	rsp, err := c.SubmitRunWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitRunResponse(rsp)
+}
+
+// SubmitRunWithResponse Submit a run that heals itself (X17)
+//
+// Quotes and locks the price for the shape (or the first of `offers` that fits under `maxHourlyPrice`), launches the cluster all or nothing with verification before hand-over, and starts every rank with the node contract (N1–N6) and `CLUSTERDECK_CHECKPOINT_DIR` (the `checkpointDir` on the volume) in its env. A machine that dies, hangs or reports a fatal XID is replaced alone and every rank restarts with `resumeCommand`, at most `restartBudget` times. The run ends when the command exits 0 on every rank (`finishRule` `all`) or on rank 0 (`rank0`), and its machines are released; a spent budget fails it and keeps the checkpoints. At most 10 active runs per organisation and 60 submissions per hour (`429 rate_limited`). Field problems: `command`, `env`, `checkpointDir`, `volumeGb`, `restartBudget`, `finishRule`, `hookUrl`, `offers`, `maxHourlyPrice` and the shape's.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
+func (c *ClientWithResponses) SubmitRunWithResponse(ctx context.Context, params *SubmitRunParams, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error) {
+	rsp, err := c.SubmitRun(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitRunResponse(rsp)
+}
+
+// GetRunWithResponse One run with its bill and interruptions (X17)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id} (the `GetRun` operationId).
+func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, id RunID, reqEditors ...RequestEditorFn) (*GetRunResponse, error) {
+	rsp, err := c.GetRun(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunResponse(rsp)
 }
 
 // ListVolumesWithResponse The environment's volumes (V1)
@@ -17957,6 +18814,263 @@ func ParseGetQuoteRequestResponse(rsp *http.Response) (*GetQuoteRequestResponse,
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetQuoteRequestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListRunsResponse parses an HTTP response from a ListRunsWithResponse call
+func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRunsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListRunsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSubmitRunResponse parses an HTTP response from a SubmitRunWithResponse call
+func ParseSubmitRunResponse(rsp *http.Response) (*SubmitRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SubmitRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest InsufficientBalance
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest QuotaExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest LaunchConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SubmitRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRunResponse parses an HTTP response from a GetRunWithResponse call
+func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRunResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

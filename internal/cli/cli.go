@@ -179,6 +179,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return c.fail(c.webhooks(rest))
 	case "events":
 		return c.fail(c.events(rest))
+	case "runs", "run":
+		return c.fail(c.runs(rest)) // X17
 	default:
 		return c.fail(usageError(fmt.Sprintf("unknown command %q", cmd)))
 	}

@@ -25,25 +25,26 @@ func TestToolsListed(t *testing.T) {
 			"list_offers": {readOnly: true}, "list_clusters": {readOnly: true}, "get_cluster": {readOnly: true},
 			"cluster_connections": {readOnly: true}, "cluster_logs": {readOnly: true},
 			"quote_cluster": {}, "request_quote": {},
-			"launch_cluster":      {idempotent: true},
-			"terminate_cluster":   {destructive: true, idempotent: true},
-			"set_recovery":        {idempotent: true},                 // R3: the same policy twice is one policy
-			"recover_cluster":     {},                                 // R5: each call asks for one more attempt
-			"add_worker":          {},                                 // L10: each call asks for one more machine
-			"resume_cluster":      {idempotent: true},                 // B6: asking again while it resumes changes nothing
-			"stop_cluster":        {idempotent: true},                 // B6: asking again while it stops changes nothing
-			"get_balance":         {readOnly: true, idempotent: true}, // B1
-			"billing_usage":       {readOnly: true},                   // B3
-			"list_volumes":        {readOnly: true},                   // V1
-			"create_volume":       {},                                 // V2
-			"delete_volume":       {destructive: true},                // V3
-			"wait_for_cluster":    {readOnly: true},                   // issue 25 item 6: blocks until a status
-			"list_events":         {readOnly: true},                   // issue 25 item 6: the feed after a cursor
-			"cluster_gpu_metrics": {readOnly: true},                   // X15: what the GPUs are doing
-			"set_gpu_watch":       {idempotent: true},                 // X15: the same settings twice are one setting
-			"get_verification":    {readOnly: true},                   // issue 24: the hand-over report
-			"verify_cluster":      {},                                 // issue 24: each call runs the checks again
-			"keep_cluster":        {idempotent: true},                 // issue 24: keeping it twice keeps it
+			"launch_cluster":    {idempotent: true},
+			"terminate_cluster": {destructive: true, idempotent: true},
+			"set_recovery":      {idempotent: true},                                                // R3: the same policy twice is one policy
+			"recover_cluster":   {},                                                                // R5: each call asks for one more attempt
+			"add_worker":        {},                                                                // L10: each call asks for one more machine
+			"resume_cluster":    {idempotent: true},                                                // B6: asking again while it resumes changes nothing
+			"stop_cluster":      {idempotent: true},                                                // B6: asking again while it stops changes nothing
+			"get_balance":       {readOnly: true, idempotent: true},                                // B1
+			"billing_usage":     {readOnly: true},                                                  // B3
+			"list_volumes":      {readOnly: true},                                                  // V1
+			"create_volume":     {},                                                                // V2
+			"delete_volume":     {destructive: true},                                               // V3
+			"wait_for_cluster":  {readOnly: true},                                                  // issue 25 item 6: blocks until a status
+			"submit_run":        {}, "get_run": {readOnly: true}, "wait_for_run": {readOnly: true}, // X17
+			"list_events":         {readOnly: true},   // issue 25 item 6: the feed after a cursor
+			"cluster_gpu_metrics": {readOnly: true},   // X15: what the GPUs are doing
+			"set_gpu_watch":       {idempotent: true}, // X15: the same settings twice are one setting
+			"get_verification":    {readOnly: true},   // issue 24: the hand-over report
+			"verify_cluster":      {},                 // issue 24: each call runs the checks again
+			"keep_cluster":        {idempotent: true}, // issue 24: keeping it twice keeps it
 		}
 		for _, w := range ways {
 			cs := mustConnect(t, w, d, d.key)

@@ -28,6 +28,10 @@ func (s ClusterStatus) Terminal() bool { return s == StatusFailed || s == Status
 // billed (L4).
 func (s ClusterStatus) Failed() bool { return s == StatusFailed }
 
+// Ready reports a cluster handed over and whole: its workload (a run's
+// ranks) may start (L3, X17).
+func (s ClusterStatus) Ready() bool { return s == StatusReady }
+
 // LiveStatuses hold machines (quotas count them, L2).
 var LiveStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusVerifying, StatusReady, StatusDegraded}
 

@@ -16,6 +16,7 @@ type Shell struct {
 	DialTimeout time.Duration // 0 = 3 s
 	StepTimeout time.Duration // 0 = 30 min
 	RunDir      string        // "" = /run/clusterdeck: the start command's output and exit code
+	StopGrace   time.Duration // a run's stop: SIGUSR1, then SIGTERM this much later (X17); 0 = 30 s
 }
 
 // Reach dials addr (an IP, or IP:port) on the private network.

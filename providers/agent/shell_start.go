@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
@@ -42,7 +43,7 @@ func (s Shell) Start(ctx context.Context, cmd providers.Command) (providers.Proc
 	}
 	logPath := filepath.Join(dir, cmd.Step+".log")
 	exitPath := filepath.Join(dir, cmd.Step+".exit")
-	p := &shellProcess{log: logPath, exit: exitPath}
+	p := &shellProcess{log: logPath, exit: exitPath, grace: s.StopGrace}
 	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, os.ErrExist) {
 		return p, nil // started earlier in this boot: follow it
@@ -57,6 +58,7 @@ func (s Shell) Start(ctx context.Context, cmd providers.Command) (providers.Proc
 	}
 	c := exec.Command("bash", "-c", inner+"\necho $? > "+shellQuote(exitPath+".tmp")+" && mv "+shellQuote(exitPath+".tmp")+" "+shellQuote(exitPath))
 	c.Stdout, c.Stderr = out, out
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group: a run's stop signals every process of it (X17)
 	c.Env = os.Environ()
 	for k, v := range cmd.Env {
 		c.Env = append(c.Env, k+"="+v)
@@ -65,6 +67,7 @@ func (s Shell) Start(ctx context.Context, cmd providers.Command) (providers.Proc
 		_ = os.Remove(logPath)
 		return nil, err
 	}
+	p.pgid = c.Process.Pid
 	go func() { _ = c.Wait() }() // reap it; the exit file says how it ended
 	return p, nil
 }
@@ -75,6 +78,30 @@ type shellProcess struct {
 	offset    int64
 	partial   string
 	done      bool
+	pgid      int           // its process group; 0 when followed from an earlier agent
+	grace     time.Duration // between SIGUSR1 and SIGTERM; 0 = none
+}
+
+// Warn is X17's warning of a planned stop: SIGUSR1 to the command's
+// process group; it goes on running.
+func (p *shellProcess) Warn() {
+	if p.pgid > 0 && !p.done {
+		_ = syscall.Kill(-p.pgid, syscall.SIGUSR1)
+	}
+}
+
+// Stop is X17's warned stop: SIGUSR1 to the command's process group (the
+// command checkpoints), then after the grace SIGTERM.
+func (p *shellProcess) Stop() {
+	if p.pgid <= 0 || p.done {
+		return
+	}
+	_ = syscall.Kill(-p.pgid, syscall.SIGUSR1)
+	grace, pgid := p.grace, p.pgid
+	if grace <= 0 {
+		grace = 30 * time.Second
+	}
+	time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGTERM) }) // the agent's loop goes on meanwhile
 }
 
 // Poll reads the log's new complete lines and, once the exit file is

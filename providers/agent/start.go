@@ -35,6 +35,7 @@ type starter struct {
 	done    bool                // the order was carried out
 	proc    providers.Process
 	state   *agentapi.StartState
+	warned  int // the generation (+1) a planned stop's SIGUSR1 went to; 0 = none
 }
 
 // report is the state to send with the next heartbeat (nil before the start).
@@ -50,7 +51,11 @@ func (s *starter) report() *agentapi.StartState {
 // beside the loop, and the rest waits for its end (continueWorkload).
 func (a *Agent) startWorkload(ctx context.Context, o agentapi.StartOrder) {
 	if a.start.ordered {
+		a.runOrder(ctx, o) // X17: a run's stop or restart
 		return
+	}
+	if o.Stop {
+		return // nothing runs yet in this boot: nothing to stop
 	}
 	a.start.ordered, a.start.order = true, o
 	if o.Mounts != nil {
@@ -86,11 +91,18 @@ func (a *Agent) continueWorkload(ctx context.Context) {
 		return
 	}
 	now := a.cfg.Now().UTC()
-	a.start.state = &agentapi.StartState{State: agentapi.StartRunning, StartedAt: now}
+	a.start.state = &agentapi.StartState{State: agentapi.StartRunning, StartedAt: now, Generation: o.Generation}
 	if m := a.mounts.state; m != nil && m.State == agentapi.MountsFailed {
 		a.startFailed("not started: the mounts failed (" + m.Error + ")")
 		return
 	}
+	a.launch(ctx, o)
+}
+
+// launch starts the start command of order o (the resume command of a
+// run's later generation, X17) and follows it.
+func (a *Agent) launch(ctx context.Context, o agentapi.StartOrder) {
+	w := a.cfg.Workload
 	env := maps.Clone(w.Env)
 	if env == nil {
 		env = map[string]string{}
@@ -101,7 +113,11 @@ func (a *Agent) continueWorkload(ctx context.Context) {
 		a.startFailed("this machine cannot start long-running commands")
 		return
 	}
-	proc, err := st.Start(ctx, providers.Command{Step: StartStep, Script: w.StartCommand, User: o.User, Env: env})
+	script, step := w.StartCommand, StartStep
+	if o.Generation > 0 {
+		script, step = o.Script, StartStep+"-"+strconv.Itoa(o.Generation)
+	}
+	proc, err := st.Start(ctx, providers.Command{Step: step, Script: script, User: o.User, Env: env})
 	if err != nil {
 		a.startFailed(err.Error())
 		return
@@ -109,6 +125,57 @@ func (a *Agent) continueWorkload(ctx context.Context) {
 	a.start.proc = proc
 	a.Log("start command started as %s", o.User)
 	a.followStart()
+}
+
+// runOrder carries out a run's order after the first start (X17): Stop
+// stops the running command; a later generation stops it and starts the
+// resume command. Every stop warns first: SIGUSR1, then SIGTERM
+// (providers.Stopper); a machine that cannot signal only loses the
+// process. An order for the generation running already changes nothing.
+func (a *Agent) runOrder(ctx context.Context, o agentapi.StartOrder) {
+	if !a.start.done {
+		return
+	}
+	cur := 0
+	if a.start.state != nil {
+		cur = a.start.state.Generation
+	}
+	switch {
+	case o.Warn && o.Generation == cur:
+		if a.start.warned != cur+1 && a.start.proc != nil {
+			a.start.warned = cur + 1
+			if wp, ok := a.start.proc.(providers.Warner); ok {
+				a.Log("a planned stop comes: SIGUSR1 to the start command so it checkpoints")
+				wp.Warn()
+			}
+		}
+	case o.Stop && o.Generation >= cur:
+		a.stopCommand("the run stops its ranks while a machine is replaced")
+	case !o.Stop && o.Generation > cur:
+		a.stopCommand("the run restarts its ranks with the resume command")
+		a.start.order = o
+		now := a.cfg.Now().UTC()
+		a.start.state = &agentapi.StartState{State: agentapi.StartRunning, StartedAt: now, Generation: o.Generation}
+		a.launch(ctx, o)
+	}
+}
+
+// stopCommand stops the running start command, if any, and records its end.
+func (a *Agent) stopCommand(why string) {
+	if a.start.proc == nil {
+		return
+	}
+	if sp, ok := a.start.proc.(providers.Stopper); ok {
+		a.Log("%s: SIGUSR1, then SIGTERM to the start command", why)
+		sp.Stop()
+	}
+	a.followStart()
+	if a.start.proc != nil { // it did not end: forget it
+		a.start.proc = nil
+		code, now := -1, a.cfg.Now().UTC()
+		s := a.start.state
+		s.State, s.ExitCode, s.EndedAt, s.Error = agentapi.StartFailed, &code, &now, "stopped: "+why
+	}
 }
 
 // runStep runs one workload step; its output and failure go to the log.

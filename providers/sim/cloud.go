@@ -31,6 +31,7 @@ type Cloud struct {
 	groups map[string]*group      // live or terminated, by group name
 	gens   map[string]int         // placements made per group name
 	faults []*activeFault         // injection order
+	ckpt   map[string]int         // the training program's checkpoints (X17), in this process only
 
 	stepMu sync.Mutex           // serialises StepAgents
 	every  time.Duration        // Run's interval (0: not running); the agent lease lasts 7½ of them (leaseFor)

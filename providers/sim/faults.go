@@ -487,3 +487,23 @@ func (c *Cloud) takeDescribeDelay() time.Duration {
 	}
 	return 0
 }
+
+// KillNow makes machine index of a group vanish now (NodeTerminated), as a
+// "dies" fault would: a test's or a benchmark's fault on its own clock
+// (X17). It reports whether there was such a machine, running.
+func (c *Cloud) KillNow(groupName string, index int) (ok bool, err error) {
+	if err = c.open(context.Background()); err != nil {
+		return false, err
+	}
+	defer c.close(&err)
+	g, found := c.groups[groupName]
+	if !found || index < 0 || index >= len(g.nodes) {
+		return false, nil
+	}
+	n, now := g.nodes[index], c.now()
+	if st, _ := n.state(now); st != providers.NodeRunning {
+		return false, nil
+	}
+	n.dies, n.dieAfter = true, now.Sub(n.bootAt)
+	return true, nil
+}

@@ -63,7 +63,7 @@ func (n *node) workloadRunning(now time.Time) bool {
 	boot := n.bootStart()
 	for i := len(n.ran) - 1; i >= 0; i-- {
 		r := n.ran[i]
-		if r.Step != "start" {
+		if r.Step != "start" && !strings.HasPrefix(r.Step, "start-") { // start-N: a run's restart (X17)
 			continue
 		}
 		if r.At.Before(boot) {
