@@ -33,8 +33,13 @@ type PrivateOffer struct {
 	Nodes        int
 	MachineHour  Money     `gorm:"column:machine_hour"` // price per machine-hour, whole cents
 	ValidUntil   time.Time // exclusive
-	CreatedBy    string    `gorm:"size:300"`
-	CreatedAt    time.Time
+	// StartAt and TermHours date the offer (X18): booked as a reservation
+	// from StartAt for TermHours; nil/0 = launch now (X9). Added by
+	// 1201_private_offer_terms.
+	StartAt   *time.Time
+	TermHours int    `gorm:"not null;default:0"`
+	CreatedBy string `gorm:"size:300"`
+	CreatedAt time.Time
 }
 
 func init() {
