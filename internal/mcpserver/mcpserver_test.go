@@ -44,6 +44,11 @@ func TestToolsListed(t *testing.T) {
 			"get_verification":    {readOnly: true},                   // issue 24: the hand-over report
 			"verify_cluster":      {},                                 // issue 24: each call runs the checks again
 			"keep_cluster":        {idempotent: true},                 // issue 24: keeping it twice keeps it
+			"offer_availability":  {readOnly: true},                   // X18: the calendar
+			"reserve_capacity":    {},                                 // X18: each call without a key books again
+			"list_reservations":   {readOnly: true},                   // X18
+			"get_reservation":     {readOnly: true},                   // X18
+			"cancel_reservation":  {destructive: true},                // X18: the refund follows the terms
 		}
 		for _, w := range ways {
 			cs := mustConnect(t, w, d, d.key)
