@@ -424,3 +424,71 @@ func TestReservationIdempotencyBoundsAndBadInput(t *testing.T) {
 		}
 	})
 }
+
+// X18, X9, RQ2: the large deal closes. A request for 128 × 8 H100 from a
+// date becomes a dated private offer of 128 machines on held capacity
+// (refused beyond what the source backs, when it is made); it cannot be
+// launched now (no_capacity private_offer_dated, not a provider
+// validation), it is booked from its start at its private price, the
+// request is won, and the booking is on the request's trail; a second
+// booking the stock cannot back is no_capacity.
+func TestLargePrivateDealIsBookedAhead(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := rsvEnv(t, db, 180)
+		if err := db.Model(&models.Org{}).Where("id = ?", e.org.ID).Updates(map[string]any{"max_machines": 512, "max_gpus": 4096}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.Deposit(ctx, e.org.ID, 900_000*models.Micro, "dep-big", "test"); err != nil {
+			t.Fatal(err)
+		}
+		in := validCapacityInput("", "usr_t")
+		in.Nodes = 128
+		req, err := e.actions().RequestCapacity(ctx, in, notify)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.actions().SetQuoteRequestStatus(ctx, req.ID, "quoted", "", notify); err != nil {
+			t.Fatal(err)
+		}
+		start := t0.AddDate(0, 0, 35).Truncate(24 * time.Hour)
+		offerIn := models.PrivateOfferInput{RequestID: req.ID, OfferID: "ssh:rack-a", Nodes: 300, Price: "15.00", ValidUntil: "2026-12-20",
+			StartAt: start.Format(time.DateOnly), TermDays: 28}
+		if _, err := e.actions().CreatePrivateOffer(ctx, offerIn, notify); !hasField(err, "nodes") {
+			t.Fatalf("300 machines on a source of 180: %v", err)
+		}
+		offerIn.Nodes = 128
+		undated := offerIn
+		undated.StartAt, undated.TermDays = "", 0
+		if _, err := e.actions().CreatePrivateOffer(ctx, undated, notify); !hasField(err, "nodes") {
+			t.Fatalf("an undated offer beyond 64: %v", err)
+		}
+		po, err := e.actions().CreatePrivateOffer(ctx, offerIn, notify)
+		if err != nil || po.Nodes != 128 || po.StartAt == nil || !po.StartAt.Equal(start) || po.TermHours != 28*24 {
+			t.Fatalf("dated offer: %+v %v", po, err)
+		}
+		var nc *models.NoCapacityError
+		if _, err := e.s.CreateQuote(ctx, e.org.ID, e.env.ID, po.Request()); !errors.As(err, &nc) || nc.Reason != models.PrivateOfferDated {
+			t.Fatalf("launching a dated offer now: %v", err)
+		}
+		r, created, err := e.actions().Book(ctx, models.ReservationInput{PrivateOfferID: po.ID, StartAt: start.Format(time.RFC3339), DurationHours: 28 * 24}, notifyAll)
+		if err != nil || !created || r.Nodes != 128 || r.MachineHour != 15*models.Micro || r.RequestID != req.ID || r.Source != models.SourceHeld {
+			t.Fatalf("booking the private offer: %+v %v", r, err)
+		}
+		if r.Total() != 128*15*models.Micro*28*24 {
+			t.Fatalf("total %d", r.Total())
+		}
+		got, err := e.s.QuoteRequestForOrg(ctx, e.org.ID, req.ID)
+		if err != nil || got.Status != models.CapacityWon {
+			t.Fatalf("request after booking: %s %v", got.Status, err)
+		}
+		trail, err := e.s.ReservationsForRequest(ctx, req.ID)
+		if err != nil || len(trail) != 1 || trail[0].ID != r.ID {
+			t.Fatalf("the request's trail: %+v %v", trail, err)
+		}
+		if _, _, err := e.actions().Book(ctx, models.ReservationInput{OfferID: "ssh:rack-a", Nodes: 64,
+			StartAt: start.Add(48 * time.Hour).Format(time.RFC3339), DurationHours: 24}, notifyAll); !errors.As(err, &nc) || nc.Reason != models.NotInStockReason {
+			t.Fatalf("a booking the held machines cannot back: %v", err)
+		}
+	})
+}
