@@ -69,17 +69,24 @@ func (h *handler) apiCreateReservation(c echo.Context) error {
 	if len(key) > 191 {
 		return invalid(models.FieldErrors{"Idempotency-Key": "at most 191 characters"})
 	}
-	if b.OfferID == "" && b.PrivateOfferID == "" {
-		return invalid(models.FieldErrors{"offerId": "send an offerId (or a privateOfferId)"})
-	}
 	sum := sha256.Sum256(raw)
 	in := models.ReservationInput{OfferID: b.OfferID, PrivateOfferID: b.PrivateOfferID, Nodes: b.Nodes, StartAt: b.StartAt,
 		DurationHours: b.DurationHours, Preview: b.Preview, IdemKey: key, RequestHash: hex.EncodeToString(sum[:])}
-	if b.FromClusterID != "" {
-		if _, err := h.Store.ClusterForOrg(ctx, principal(c).Org.ID, b.FromClusterID); err != nil {
+	if b.FromClusterID != "" { // reserve the same shape again: the cluster's offer and size unless sent
+		cl, err := h.Store.ClusterForOrg(ctx, principal(c).Org.ID, b.FromClusterID)
+		if err != nil {
 			return invalid(models.FieldErrors{"fromClusterId": "unknown cluster of your organisation"})
 		}
-		in.FromClusterID = b.FromClusterID
+		in.FromClusterID = cl.ID
+		if in.OfferID == "" && in.PrivateOfferID == "" {
+			in.OfferID = cl.OfferID
+		}
+		if in.Nodes == 0 {
+			in.Nodes = cl.Nodes
+		}
+	}
+	if in.OfferID == "" && in.PrivateOfferID == "" {
+		return invalid(models.FieldErrors{"offerId": "send an offerId (or a privateOfferId, or a fromClusterId)"})
 	}
 	r, created, err := h.act(c).Book(ctx, in, h.reservationNotify())
 	if err != nil {

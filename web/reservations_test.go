@@ -108,3 +108,27 @@ func TestReservationAPIJourney(t *testing.T) {
 		}
 	})
 }
+
+// X18: reserve the same shape again from a finished cluster: fromClusterId
+// alone books its offer at its size; another organisation's cluster is a
+// field problem.
+func TestReserveTheSameShapeAgain(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		a := app.signupAccount("ada@example.com", "Ada Labs")
+		b := app.signupAccount("bo@example.org", "Bo Corp")
+		keyA, keyB := apiKeyFor(t, app, a), apiKeyFor(t, app, b)
+		cl := launchFor(t, app, a, "pretrain")
+		if err := app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Update("status", models.StatusTerminated).Error; err != nil {
+			t.Fatal(err)
+		}
+		start := app.clock.Now().Add(3 * 24 * time.Hour).Truncate(time.Hour).Format(time.RFC3339)
+		body := `{"fromClusterId":"` + cl.ID + `","startAt":"` + start + `","durationHours":8}`
+		code, r := apiJSON(t, app, "POST", "/v1/reservations", keyA, body)
+		if code != 201 || r["offerId"] != cl.OfferID || r["nodes"] != float64(cl.Nodes) || r["gpusPerNode"] != float64(cl.GPUsPerNode) {
+			t.Fatalf("reserve again: %d %v", code, r)
+		}
+		if code, e := apiJSON(t, app, "POST", "/v1/reservations", keyB, body); code != 422 || errCode(e) != "validation_failed" {
+			t.Fatalf("another organisation's cluster: %d %v", code, e)
+		}
+	})
+}
