@@ -2,6 +2,9 @@ package web
 
 import (
 	"context"
+	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,6 +132,58 @@ func TestReserveTheSameShapeAgain(t *testing.T) {
 		}
 		if code, e := apiJSON(t, app, "POST", "/v1/reservations", keyB, body); code != 422 || errCode(e) != "validation_failed" {
 			t.Fatalf("another organisation's cluster: %d %v", code, e)
+		}
+	})
+}
+
+// X18, RQ2: the large deal as the operator makes it on the admin page: a
+// dated private offer beyond 64 machines is refused past what the source
+// backs and made within it; the customer books it through the API at the
+// private price; the operator's page shows the booking on the request's
+// trail.
+func TestDatedPrivateOfferFromAdminToBooking(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		ctx := context.Background()
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(150)))
+		cust := app.signupAccount("ada@example.com", "Ada Labs")
+		if err := app.db.Model(&models.Org{}).Where("id = ?", cust.org.ID).Updates(map[string]any{"max_machines": 512, "max_gpus": 4096}).Error; err != nil {
+			t.Fatal(err)
+		}
+		app.store.Deposit(ctx, cust.org.ID, 200_000*models.Micro, "dep", "test")
+		tok := apiKeyFor(t, app, cust)
+		oc := operatorFor(t, app, app.signupAccount("op@deck.example", "Deck Ops"))
+		code, qr := apiJSON(t, app, "POST", "/v1/quote-requests", tok,
+			`{"accelerator":"H100_80GB","nodes":128,"gpusPerNode":8,"fabric":"infiniband","startDate":"2027-01-04","durationDays":28}`)
+		if code != 201 {
+			t.Fatalf("quote request: %d %v", code, qr)
+		}
+		id := qr["id"].(string)
+		if rec := oc.post("/admin/quote-requests/"+id+"/status", url.Values{"status": {"quoted"}}); rec.Code != http.StatusSeeOther {
+			t.Fatalf("mark quoted: %d", rec.Code)
+		}
+		start := app.clock.Now().AddDate(0, 0, 30).Truncate(24 * time.Hour)
+		form := url.Values{"offer_id": {"sim:h100x8"}, "nodes": {"200"}, "price": {"15.00"}, "valid_until": {start.AddDate(0, 0, -2).Format(time.DateOnly)},
+			"start_at": {start.Format(time.DateOnly)}, "term_days": {"28"}}
+		if rec := oc.post("/admin/quote-requests/"+id+"/private-offers", form); rec.Code != http.StatusUnprocessableEntity ||
+			!strings.Contains(rec.Body.String(), "can back 150 machines") {
+			t.Fatalf("200 machines on 150: %d", rec.Code)
+		}
+		form.Set("nodes", "128")
+		if rec := oc.post("/admin/quote-requests/"+id+"/private-offers", form); rec.Code != http.StatusSeeOther {
+			t.Fatalf("make the dated offer: %d %s", rec.Code, rec.Body)
+		}
+		var po models.PrivateOffer
+		if err := app.db.Take(&po).Error; err != nil || po.Nodes != 128 || po.StartAt == nil || po.TermHours != 28*24 {
+			t.Fatalf("private offer %+v %v", po, err)
+		}
+		code, r := apiJSON(t, app, "POST", "/v1/reservations", tok,
+			`{"privateOfferId":"`+po.ID+`","startAt":"`+start.Format(time.RFC3339)+`","durationHours":672}`)
+		if code != 201 || r["nodes"] != float64(128) || r["usdPerMachineHour"] != "15.00" || r["quoteRequestId"] != id {
+			t.Fatalf("booking the dated offer: %d %v", code, r)
+		}
+		d := doc(t, oc.get("/admin/quote-requests/"+id+"/private-offer"))
+		if row := d.Find(`[data-testid=request-booking]`); row.Length() != 1 || row.AttrOr("data-reservation", "") != r["id"] {
+			t.Errorf("the operator's trail: %q", row.Text())
 		}
 	})
 }
