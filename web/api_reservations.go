@@ -11,6 +11,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 )
 
@@ -209,4 +210,53 @@ func (h *handler) apiOfferAvailability(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, toAvailabilityJSON(cal, nodes))
+}
+
+// reservationRow is the views' plain row of a reservation.
+func reservationRow(r models.Reservation) views.ReservationRow {
+	const at = "2006-01-02 15:04 UTC"
+	t := r.Terms()
+	row := views.ReservationRow{ID: r.ID, Status: strings.ReplaceAll(r.Status, "_", " "), Shape: r.Shape(), Offer: r.OfferID,
+		Start: r.StartAt.UTC().Format(at), End: r.EndAt.UTC().Format(at), Term: models.Count(r.Hours(), "hour"),
+		Price: models.PriceUSD(r.ClusterHour()) + "/h (" + models.USD(r.MachineHour) + " per machine-hour)", Total: models.USD(r.Total()),
+		Deposit: models.USD(r.Deposit), FullRefundUntil: t.FullRefundUntil.UTC().Format(at), HalfRefundUntil: t.HalfRefundUntil.UTC().Format(at),
+		LaunchAt: t.LaunchAt.UTC().Format(at), Source: t.Source, SourceText: t.SourceText, Cluster: r.ClusterID}
+	if r.HandedOverAt != nil {
+		row.HandedOver, row.LateCredit = r.HandedOverAt.UTC().Format(at), models.USD(r.LateCredit)
+	}
+	if r.Status == models.ReservationCancelled || r.Status == models.ReservationFailed {
+		row.Refund = models.USD(r.Refund)
+	}
+	return row
+}
+
+// listReservations is GET /reservations: the organisation's bookings.
+func (h *handler) listReservations(c echo.Context) error {
+	rs, err := h.Store.ReservationsForOrg(c.Request().Context(), principal(c).Org.ID)
+	if err != nil {
+		return err
+	}
+	p := views.ReservationsPage{Meta: h.meta(c, "Reservations")}
+	for _, r := range rs {
+		p.Rows = append(p.Rows, reservationRow(r))
+	}
+	return render(c, http.StatusOK, views.ReservationsView(p))
+}
+
+// showReservation is GET /reservations/{id}: terms and trail.
+func (h *handler) showReservation(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := h.Store.ReservationForOrg(ctx, principal(c).Org.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	trail, err := h.Store.ReservationTrail(ctx, r.OrgID, r.ID)
+	if err != nil {
+		return err
+	}
+	p := views.ReservationPage{Meta: h.meta(c, "Reservation "+r.ID), R: reservationRow(r)}
+	for _, e := range trail {
+		p.Trail = append(p.Trail, views.ReservationEventRow{At: e.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), Type: e.Type, Message: e.Message})
+	}
+	return render(c, http.StatusOK, views.ReservationView(p))
 }

@@ -99,6 +99,17 @@ func TestReservationAPIJourney(t *testing.T) {
 		if code != 200 || len(got["events"].([]any)) != 2 {
 			t.Fatalf("get: %d %v", code, got)
 		}
+		// The pages: the list and the detail with its terms and trail (views get plain rows).
+		if row := doc(t, app.login(a).get("/reservations")).Find(`[data-testid=reservation-row]`); row.Length() != 1 || row.AttrOr("data-reservation", "") != id {
+			t.Errorf("reservations page: %q", row.Text())
+		}
+		dp := doc(t, app.login(a).get("/reservations/"+id))
+		if dp.Find(`[data-testid=reservation-event]`).Length() != 2 || !strings.Contains(dp.Find(`[data-testid=reservation-terms]`).Text(), "Full refund until") {
+			t.Errorf("reservation page: %q", dp.Find(`main`).Text())
+		}
+		if rec := app.login(b).get("/reservations/" + id); rec.Code != http.StatusNotFound {
+			t.Errorf("B's session reads A's reservation page: %d", rec.Code)
+		}
 		code, cancelled := apiJSON(t, app, "POST", "/v1/reservations/"+id+"/cancel", keyA, "")
 		if code != 200 || cancelled["status"] != "cancelled" || cancelled["refund"] != terms["deposit"] {
 			t.Fatalf("cancel: %d %v", code, cancelled)

@@ -138,6 +138,8 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/quote-requests/new", h.newQuoteRequest)
 	app.POST("/quote-requests", h.createQuoteRequest)
 	app.GET("/quote-requests/:id", h.showQuoteRequest)
+	app.GET("/reservations", h.listReservations) // X18
+	app.GET("/reservations/:id", h.showReservation)
 	api.POST("/quote-requests", h.apiCreateQuoteRequest)
 	api.GET("/quote-requests", h.apiListQuoteRequests)
 	api.GET("/quote-requests/:id", h.apiGetQuoteRequest)

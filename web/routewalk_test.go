@@ -259,7 +259,8 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/v1/gpu/clusters/:id/retry-install":       clusterA,
 	"/quote-requests/:id":                      quoteRequestA,
 	"/v1/quote-requests/:id":                   quoteRequestA,
-	"/v1/reservations/:id":                     reservationA, // X18
+	"/reservations/:id":                        reservationA, // X18
+	"/v1/reservations/:id":                     reservationA,
 	"/v1/reservations/:id/cancel":              reservationA,
 	"/admin/quote-requests/:id/status":         quoteRequestA,
 	"/admin/quote-requests/:id/private-offer":  quoteRequestA,
