@@ -782,3 +782,93 @@ type VerificationSwap struct {
 	Outcome      string    `json:"outcome"` // joining, joined or failed
 	NewMachineID string    `json:"newMachineId,omitempty"`
 }
+
+// ReservationBody is POST /v1/reservations (X18): an offer (or the
+// organisation's private offer) at a size, from a start on a whole hour for
+// a whole number of hours. preview prices it and states its terms without
+// booking.
+type ReservationBody struct {
+	OfferID        string `json:"offerId,omitempty"`
+	PrivateOfferID string `json:"privateOfferId,omitempty"`
+	Nodes          int    `json:"nodes,omitempty"`
+	StartAt        string `json:"startAt"`
+	DurationHours  int    `json:"durationHours"`
+	FromClusterID  string `json:"fromClusterId,omitempty"`
+	Preview        bool   `json:"preview,omitempty"`
+}
+
+// ReservationChangeBody is PATCH /v1/reservations/{id}: a new start and term
+// within the change window, at the locked price.
+type ReservationChangeBody struct {
+	StartAt       string `json:"startAt"`
+	DurationHours int    `json:"durationHours"`
+}
+
+// ReservationTerms are the windows and money stated before booking.
+type ReservationTerms struct {
+	FullRefundUntil time.Time `json:"fullRefundUntil"`
+	HalfRefundUntil time.Time `json:"halfRefundUntil"`
+	ChangeUntil     time.Time `json:"changeUntil"`
+	LaunchAt        time.Time `json:"launchAt"`
+	Deposit         string    `json:"deposit"`
+	Total           string    `json:"total"`
+	Source          string    `json:"source"`
+	SourceText      string    `json:"sourceText"`
+}
+
+// ReservationEvent is one step of a reservation's trail.
+type ReservationEvent struct {
+	Type      string    `json:"type"`
+	Message   string    `json:"message"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Reservation is one booking and where it stands.
+type Reservation struct {
+	ID                string             `json:"id"`
+	Status            string             `json:"status"`
+	OfferID           string             `json:"offerId"`
+	PrivateOfferID    string             `json:"privateOfferId"`
+	QuoteRequestID    string             `json:"quoteRequestId"`
+	Provider          string             `json:"provider"`
+	Location          string             `json:"location"`
+	Accelerator       string             `json:"accelerator"`
+	Nodes             int                `json:"nodes"`
+	GPUsPerNode       int                `json:"gpusPerNode"`
+	StartAt           time.Time          `json:"startAt"`
+	EndAt             time.Time          `json:"endAt"`
+	DurationHours     int                `json:"durationHours"`
+	USDPerMachineHour string             `json:"usdPerMachineHour"`
+	USDPerHour        string             `json:"usdPerHour"`
+	Terms             ReservationTerms   `json:"terms"`
+	ClusterID         string             `json:"clusterId"`
+	HandedOverAt      *time.Time         `json:"handedOverAt"`
+	LateCredit        string             `json:"lateCredit"`
+	Refund            string             `json:"refund"`
+	LastError         string             `json:"lastError"`
+	Events            []ReservationEvent `json:"events"`
+	CreatedAt         time.Time          `json:"createdAt"`
+}
+
+// ReservationList is GET /v1/reservations.
+type ReservationList struct {
+	Reservations []Reservation `json:"reservations"`
+}
+
+// AvailabilityDay is one day of an offer's calendar.
+type AvailabilityDay struct {
+	Date     string `json:"date"`
+	Free     int    `json:"free"`
+	Bookable bool   `json:"bookable"`
+}
+
+// Availability is GET /v1/gpu/offers/{id}/availability (X18).
+type Availability struct {
+	OfferID           string            `json:"offerId"`
+	Nodes             int               `json:"nodes"`
+	Source            string            `json:"source"`
+	SourceText        string            `json:"sourceText"`
+	LeadMinutes       int               `json:"leadMinutes"`
+	USDPerMachineHour string            `json:"usdPerMachineHour"`
+	Days              []AvailabilityDay `json:"days"`
+}

@@ -54,6 +54,7 @@ func Register(s *Scheduler, d Deps) error {
 		{"@every 1m", &Budgets{Store: d.Store, BaseURL: d.BaseURL}, 50 * time.Second},
 		{"@every 1m", &GPUWatch{Store: d.Store, Mail: mail}, 50 * time.Second}, // X15: stalls and idle GPUs
 		{"@every 10s", &Runs{Store: d.Store, Mail: mail}, time.Minute},         // X17: runs that heal themselves
+		{"@every 30s", &Reservations{Store: d.Store, Mail: mail}, time.Minute}, // X18: launch ahead, hand over, release
 	} {
 		if err := s.Add(e.spec, e.job, e.timeout); err != nil {
 			return fmt.Errorf("jobs: schedule %s: %w", e.job.Name(), err)

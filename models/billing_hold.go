@@ -37,11 +37,14 @@ func (c Cluster) BillingHeld() bool { return c.Lifecycle().BillingHeld() }
 // now for every machine. Nothing when no hold is on.
 func (s *Store) endBillingHold(ctx context.Context, id string) error {
 	var held []Cluster
-	if err := s.db.WithContext(ctx).Select("id, unbilled_at").Where("id = ? AND unbilled_at IS NOT NULL", id).Limit(1).Find(&held).Error; err != nil {
+	if err := s.db.WithContext(ctx).Select("id, unbilled_at, reservation_id").Where("id = ? AND unbilled_at IS NOT NULL", id).Limit(1).Find(&held).Error; err != nil {
 		return fmt.Errorf("models: billing hold of %s: %w", id, err)
 	}
 	if len(held) == 0 {
 		return nil
+	}
+	if early, err := s.beforeReservedStart(ctx, held[0].ReservationID); err != nil || early {
+		return err // X18: a reserved cluster ready early is held until its start; the reservations job hands it over
 	}
 	if _, err := s.MeterCluster(ctx, id); err != nil {
 		return err

@@ -106,6 +106,9 @@ type Cluster struct {
 	// SSH) could work from here, so the GPU watch's idle and stall clocks
 	// count from here (X15); added by 1030.
 	HandedOverAt *time.Time
+	// ReservationID is the booking the cluster delivers (X18); added by
+	// 1200_reservations.
+	ReservationID string `gorm:"size:32;not null;default:''"`
 
 	CreatedAt time.Time
 	UpdatedAt time.Time

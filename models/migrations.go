@@ -85,6 +85,8 @@ var migrations = []Migration{
 	{ID: "1030_handed_over", Up: up1030HandedOver},
 	{ID: "1080_mail_outbox_kind", Up: up1080MailOutboxKind},
 	{ID: "1100_runs", Up: up1100Runs},
+	{ID: "1200_reservations", Up: up1200Reservations},
+	{ID: "1201_private_offer_terms", Up: up1201PrivateOfferTerms},
 }
 
 // Migrations returns every migration in the order Migrate applies them.

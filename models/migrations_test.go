@@ -20,6 +20,7 @@ var allModels = []any{
 	&models.AuditRecord{}, &models.OutboxMail{},
 	&models.GPUWatch{},                       // gpuwatch.go (issue 26 items 6, 7)
 	&models.Run{}, &models.RunInterruption{}, // run.go (X17)
+	&models.Reservation{}, &models.ReservationEvent{}, // reservation.go (X18)
 	&models.Offer{}, &models.CatalogVersion{}, &models.JobLease{}, &models.JobRun{},
 	&models.LedgerEntry{}, &models.Quote{},
 	&models.Cluster{}, &models.ClusterNode{}, &models.ClusterEvent{}, &models.NodeLogLine{},

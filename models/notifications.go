@@ -23,6 +23,7 @@ const (
 	KindQuoteSalesMail      = "quote_sales"
 	KindQuoteStatusMail     = "quote_status"
 	KindPrivateOfferMail    = "private_offer"
+	KindReservationMail     = "reservation"
 )
 
 var notificationKinds = map[string]func([]byte) (Notification, error){
@@ -42,6 +43,7 @@ var notificationKinds = map[string]func([]byte) (Notification, error){
 	KindQuoteSalesMail:      decoder[QuoteSalesMail](),
 	KindQuoteStatusMail:     decoder[QuoteStatusMail](),
 	KindPrivateOfferMail:    decoder[PrivateOfferMail](),
+	KindReservationMail:     decoder[ReservationMail](),
 }
 
 // Cluster mail topics: which outcome a ClusterMail announces (E1, R2, R5, B6).
@@ -275,13 +277,17 @@ type PrivateOfferMail struct {
 	MachineHour  Money     `json:"machineHour"`
 	ValidUntil   time.Time `json:"validUntil"`
 	Link         string    `json:"link"` // the launch page at the locked price
+	// StartAt and TermHours date the offer (X18): it is booked as a
+	// reservation, not launched now.
+	StartAt   *time.Time `json:"startAt,omitempty"`
+	TermHours int        `json:"termHours,omitempty"`
 }
 
 // Offer is the private offer again, for its ClusterHour and ValidThrough.
 func (p PrivateOfferMail) Offer() PrivateOffer {
 	return PrivateOffer{ID: p.OfferID, RequestID: p.RequestID, Accelerator: p.Accelerator, Nodes: p.Nodes,
 		GPUsPerNode: p.GPUsPerNode, Location: p.Location, LocationName: p.LocationName, Interconnect: p.Interconnect,
-		MachineHour: p.MachineHour, ValidUntil: p.ValidUntil}
+		MachineHour: p.MachineHour, ValidUntil: p.ValidUntil, StartAt: p.StartAt, TermHours: p.TermHours}
 }
 
 func (ClusterMail) NotificationKind() string         { return KindClusterMail }
@@ -300,3 +306,16 @@ func (QuoteReceivedMail) NotificationKind() string   { return KindQuoteReceivedM
 func (QuoteSalesMail) NotificationKind() string      { return KindQuoteSalesMail }
 func (QuoteStatusMail) NotificationKind() string     { return KindQuoteStatusMail }
 func (PrivateOfferMail) NotificationKind() string    { return KindPrivateOfferMail }
+func (ReservationMail) NotificationKind() string     { return KindReservationMail }
+
+// ReservationMail is a step of a reservation's life (X18): booked,
+// cancelled, handed over, ending, ended, failed. Message is the step's line
+// on the reservation's trail.
+type ReservationMail struct {
+	ReservationID string    `json:"reservationId"`
+	What          string    `json:"what"` // booked, cancelled, handed-over, ending-N, ended, failed
+	Shape         string    `json:"shape"`
+	EndAt         time.Time `json:"endAt"`
+	Message       string    `json:"message"`
+	Link          string    `json:"link"` // the reservation's page
+}

@@ -33,8 +33,13 @@ type PrivateOffer struct {
 	Nodes        int
 	MachineHour  Money     `gorm:"column:machine_hour"` // price per machine-hour, whole cents
 	ValidUntil   time.Time // exclusive
-	CreatedBy    string    `gorm:"size:300"`
-	CreatedAt    time.Time
+	// StartAt and TermHours date the offer (X18): booked as a reservation
+	// from StartAt for TermHours; nil/0 = launch now (X9). Added by
+	// 1201_private_offer_terms.
+	StartAt   *time.Time
+	TermHours int    `gorm:"not null;default:0"`
+	CreatedBy string `gorm:"size:300"`
+	CreatedAt time.Time
 }
 
 func up0601PrivateOffers(tx *gorm.DB) error {
@@ -95,6 +100,12 @@ type PrivateOfferInput struct {
 	Nodes      int
 	Price      string
 	ValidUntil string
+	// StartAt and TermDays date the offer (X18): booked as a reservation
+	// from StartAt ("2027-01-04" at 00:00 UTC, or "2027-01-04T09:00")
+	// for TermDays days, up to CapacityMaxNodes machines where its source
+	// backs them; empty launches now (X9, at most MaxNodes).
+	StartAt  string
+	TermDays int
 }
 
 // CreatePrivateOffer is X9: an operator turns a quoted capacity request into
@@ -126,7 +137,7 @@ func (x Actions) CreatePrivateOffer(ctx context.Context, in PrivateOfferInput, n
 		if err := tx.Notify(ctx, "private-offer:"+po.ID, to, PrivateOfferMail{ContactName: r.ContactName, RequestID: r.ID,
 			OfferID: po.ID, Accelerator: po.Accelerator, Nodes: po.Nodes, GPUsPerNode: po.GPUsPerNode, Location: po.Location,
 			LocationName: po.LocationName, Interconnect: po.Interconnect, MachineHour: po.MachineHour, ValidUntil: po.ValidUntil,
-			Link: n.BaseURL + po.LaunchPath()}); err != nil {
+			Link: n.BaseURL + po.LaunchPath(), StartAt: po.StartAt, TermHours: po.TermHours}); err != nil {
 			return nil, err
 		}
 		e := x.a.entry("private_offer.create", po.ID, r.ID+": "+po.shape()+" at $"+DecimalUSD(po.MachineHour)+"/machine-h until "+po.ValidThrough())
@@ -145,8 +156,30 @@ func (s *Store) validPrivateOffer(ctx context.Context, r QuoteRequest, in Privat
 	} else if err != nil {
 		return PrivateOffer{}, err
 	}
-	if in.Nodes < MinNodes || in.Nodes > MaxNodes {
-		fe["nodes"] = fmt.Sprintf("A cluster has %d to %d machines.", MinNodes, MaxNodes)
+	var startAt *time.Time
+	if v := strings.TrimSpace(in.StartAt); v != "" {
+		t, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			t, err = time.Parse("2006-01-02T15:04", v)
+		}
+		switch {
+		case err != nil || !t.Equal(t.Truncate(time.Hour)):
+			fe["start_at"] = "Enter the start like 2027-01-04 or 2027-01-04T09:00 (UTC, on the hour)."
+		case t.Before(s.Now().Add(ReservationLead(o.BootSeconds))) || t.After(s.Now().AddDate(0, 0, ReservationHorizonDays)):
+			fe["start_at"] = fmt.Sprintf("Start after the launch lead and within %d days.", ReservationHorizonDays)
+		default:
+			startAt = &t
+		}
+		if in.TermDays < 1 || in.TermDays*24 > ReservationMaxHours {
+			fe["term_days"] = fmt.Sprintf("A term of 1 to %d days.", ReservationMaxHours/24)
+		}
+	}
+	maxNodes := MaxNodes
+	if strings.TrimSpace(in.StartAt) != "" {
+		maxNodes = CapacityMaxNodes // X18: a dated offer is booked ahead; its source must back the size
+	}
+	if in.Nodes < MinNodes || in.Nodes > maxNodes {
+		fe["nodes"] = fmt.Sprintf("A cluster has %d to %d machines.", MinNodes, maxNodes)
 	}
 	price, err := ParseUSD(in.Price)
 	switch {
@@ -167,13 +200,52 @@ func (s *Store) validPrivateOffer(ctx context.Context, r QuoteRequest, in Privat
 	case day.After(today.AddDate(0, 0, CapacityMaxLeadDays)):
 		fe["valid_until"] = "Pick a day within two years."
 	}
+	if startAt != nil && len(fe) == 0 && !day.AddDate(0, 0, 1).Before(*startAt) {
+		fe["valid_until"] = "A dated offer is booked before it starts: pick a day before the start."
+	}
 	if len(fe) > 0 {
 		return PrivateOffer{}, fe
 	}
-	return PrivateOffer{ID: NewID("po"), OrgID: r.OrgID, RequestID: r.ID, OfferID: o.ID, Provider: o.Provider,
+	po := PrivateOffer{ID: NewID("po"), OrgID: r.OrgID, RequestID: r.ID, OfferID: o.ID, Provider: o.Provider,
 		Location: o.Location, LocationName: o.LocationName, Accelerator: o.Accelerator, Interconnect: o.Interconnect,
 		MachineKind: o.MachineKind, GPUsPerNode: o.GPUsPerNode, Nodes: in.Nodes, MachineHour: price,
-		ValidUntil: day.AddDate(0, 0, 1), CreatedAt: s.Now()}, nil
+		ValidUntil: day.AddDate(0, 0, 1), StartAt: startAt, TermHours: in.TermDays * 24, CreatedAt: s.Now()}
+	if err := s.privateStock(ctx, o, po); err != nil {
+		return PrivateOffer{}, err
+	}
+	return po, nil
+}
+
+// privateStock checks, when the offer is made, that its source can back
+// it (X18): a dated offer on every day of its term (the calendar), an
+// undated one from what the offer has free now. It is checked again at
+// booking or launch.
+func (s *Store) privateStock(ctx context.Context, o Offer, po PrivateOffer) error {
+	if po.StartAt != nil {
+		r := Reservation{OfferID: o.ID, PrivateOfferID: po.ID, Nodes: po.Nodes, StartAt: *po.StartAt,
+			EndAt: po.StartAt.Add(time.Duration(po.TermHours) * time.Hour), LeadSeconds: int(ReservationLead(o.BootSeconds) / time.Second)}
+		var nc *NoCapacityError
+		if err := s.backed(ctx, o, r, ""); errors.As(err, &nc) {
+			free := 0
+			if nc.Free != nil {
+				free = *nc.Free
+			}
+			return FieldErrors{"nodes": fmt.Sprintf("Its source (%s) can back %d machines on some day of that term, not %d.", CapacitySource(o), free, po.Nodes)}
+		} else if err != nil {
+			return err
+		}
+		return nil
+	}
+	offers, err := s.withHolds(ctx, []Offer{o})
+	if err != nil {
+		return err
+	}
+	if free := offers[0]; free.NodesAvailable != nil && *free.NodesAvailable < po.Nodes {
+		return FieldErrors{"nodes": fmt.Sprintf("The offer has %d machines free now, not %d: make a smaller offer, or date it so it is booked ahead.", *free.NodesAvailable, po.Nodes)}
+	} else if free.NodesAvailable == nil && po.Nodes > UncountedMaxNodes {
+		return FieldErrors{"nodes": fmt.Sprintf("The offer does not count its machines: at most %d now, or date it so it is booked ahead.", UncountedMaxNodes)}
+	}
+	return nil
 }
 
 func (p PrivateOffer) shape() string {
@@ -215,6 +287,8 @@ func (s *Store) privateOffer(ctx context.Context, orgID string, r ShapeQuery) (O
 	switch {
 	case !p.Live(s.Now()):
 		return Offer{}, &NoCapacityError{Reason: PrivateOfferExpired, Shape: r}
+	case p.StartAt != nil:
+		return Offer{}, &NoCapacityError{Reason: PrivateOfferDated, Shape: r}
 	case r.Accelerator != p.Accelerator || r.Nodes != p.Nodes || r.GPUsPerNode != p.GPUsPerNode ||
 		(r.OfferID != "" && r.OfferID != p.OfferID) || (r.Location != "" && r.Location != p.Location):
 		return Offer{}, &NoCapacityError{Reason: "private_offer_shape", Shape: r}
@@ -236,6 +310,10 @@ func (s *Store) privateOffer(ctx context.Context, orgID string, r ShapeQuery) (O
 
 // PrivateOfferExpired is a quote or launch of a private offer past its day.
 const PrivateOfferExpired = "private_offer_expired"
+
+// PrivateOfferDated is a launch now of a private offer with a start date:
+// it is booked as a reservation (X18).
+const PrivateOfferDated = "private_offer_dated"
 
 // privateValidUntil is when r's private offer ends (zero when r has none).
 func (s *Store) privateValidUntil(ctx context.Context, orgID string, r ShapeQuery) (time.Time, error) {

@@ -34,6 +34,15 @@ const (
 	TypeBalanceLow               = "billing.balance_low"      // the balance runs low or ran out (B6)
 	TypeBudgetThreshold          = "billing.budget_threshold" // an environment's budget reached 50, 80 or 100 % (X6)
 	TypeTest                     = "webhook.test"             // sent by "Send test event"; never subscribed to
+
+	TypeReservationBooked     = "reservation.booked"      // a booking was accepted and its deposit taken (X18)
+	TypeReservationChanged    = "reservation.changed"     // its start or term was changed within the change window
+	TypeReservationCancelled  = "reservation.cancelled"   // cancelled before the start; the refund follows the terms
+	TypeReservationLaunched   = "reservation.launched"    // its cluster was launched ahead of the start
+	TypeReservationHandedOver = "reservation.handed_over" // the cluster is ready and the term bills; late hours credited
+	TypeReservationEnding     = "reservation.ending"      // the term ends in a day, or in an hour
+	TypeReservationEnded      = "reservation.ended"       // the term ended; the machines are released
+	TypeReservationFailed     = "reservation.failed"      // the source could not deliver; the deposit refunded
 )
 
 // PublicEventTypes lists every public type, in the order pages show them.
@@ -43,16 +52,19 @@ var PublicEventTypes = []string{
 	TypeNodeDown, TypeNodeReplaced, TypeNodeJoined, TypeClusterVerifying, TypeNodeVerificationFailed,
 	TypeRunStarted, TypeRunInterrupted, TypeRunResumed, TypeRunFinished, TypeRunFailed,
 	TypeTopUpCredited, TypeAutoRechargeFailed, TypeBalanceLow, TypeBudgetThreshold,
+	TypeReservationBooked, TypeReservationChanged, TypeReservationCancelled, TypeReservationLaunched,
+	TypeReservationHandedOver, TypeReservationEnding, TypeReservationEnded, TypeReservationFailed,
 }
 
 // FeedEventTypes are the public types the event feed (GET /v1/events, its
-// stream and the MCP tools) carries: every type but billing's, whose events
-// have no cluster row. PublicEventTypes is the one list: the README, the
+// stream and the MCP tools) carries: every type but billing's and
+// reservations', whose events have no cluster row (reservations keep their
+// own trail, GET /v1/reservations/{id}). PublicEventTypes is the one list: the README, the
 // OpenAPI document, the webhook page and the stream are held to it by a test.
 var FeedEventTypes = func() []string {
 	var out []string
 	for _, t := range PublicEventTypes {
-		if !strings.HasPrefix(t, "billing.") {
+		if !strings.HasPrefix(t, "billing.") && !strings.HasPrefix(t, "reservation.") {
 			out = append(out, t)
 		}
 	}

@@ -41,8 +41,12 @@ func (r ShapeQuery) Validate() FieldErrors {
 	if !slices.Contains(Accelerators, r.Accelerator) {
 		fe["accelerator"] = "choose one of " + strings.Join(Accelerators, ", ")
 	}
-	if r.Nodes < MinNodes || r.Nodes > MaxNodes {
-		fe["nodes"] = fmt.Sprintf("a cluster has %d to %d machines", MinNodes, MaxNodes)
+	maxNodes := MaxNodes
+	if r.PrivateOfferID != "" {
+		maxNodes = CapacityMaxNodes // X18: a private offer's own size decides (privateOffer), not the self-serve bound
+	}
+	if r.Nodes < MinNodes || r.Nodes > maxNodes {
+		fe["nodes"] = fmt.Sprintf("a cluster has %d to %d machines", MinNodes, maxNodes)
 	}
 	if r.GPUsPerNode < 1 || r.GPUsPerNode > 8 {
 		fe["gpusPerNode"] = "1 to 8 GPUs per machine"
@@ -82,6 +86,8 @@ func (e *NoCapacityError) Advice() []string {
 		return []string{"Try another number of GPUs per machine (1, 2, 4 or 8).", "Try another location."}
 	case "above_max_hourly_price":
 		return []string{"Raise the price ceiling.", "Try fewer GPUs per machine.", "Try fewer machines."}
+	case PrivateOfferDated:
+		return []string{"This private offer starts on a date: book it as a reservation from its start (POST /v1/reservations with its privateOfferId)."}
 	case PrivateOfferExpired:
 		return []string{"This private offer has expired.", "Request a new quote for reserved capacity."}
 	case "private_offer_shape":

@@ -91,7 +91,15 @@ func (s *Store) reserveStock(ctx context.Context, q Quote) (Offer, error) {
 	if err != nil {
 		return o, err
 	}
-	if free := offerLess(o, held[o.ID]); *free.NodesAvailable < q.Nodes {
+	free := offerLess(o, held[o.ID])
+	if CapacitySource(o) == SourceHeld { // X18: held machines booked ahead are not for on-demand launches
+		peak, err := s.bookedPeak(ctx, o.ID)
+		if err != nil {
+			return o, err
+		}
+		free = offerLess(free, peak)
+	}
+	if *free.NodesAvailable < q.Nodes {
 		return o, &NoCapacityError{Reason: NotInStockReason, Shape: q.Request(), Free: free.NodesAvailable}
 	}
 	return o, nil

@@ -209,6 +209,8 @@ func mailLinks(n models.Notification) []string {
 		return []string{m.Link}
 	case models.PrivateOfferMail:
 		return []string{m.Link}
+	case models.ReservationMail:
+		return []string{m.Link}
 	}
 	return nil
 }

@@ -151,6 +151,16 @@ func TestEveryNotificationRenders(t *testing.T) {
 			ValidUntil: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), Link: base + "/clusters/new?private=po_1"},
 			subject: "Your private offer for 4 × 8 × H100 80GB is ready", want: []string{"$18.40 per machine-hour", "$73.60/h", "2026-12-31", "po_1"},
 			links: []string{base + "/clusters/new?private=po_1"}},
+		{name: "reservation ready", n: models.ReservationMail{ReservationID: "rsv_1", What: "handed-over", Shape: "4 × 8 × H100 80GB",
+			EndAt: time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC), Message: "Handed over verified at 2027-01-04 00:00 UTC; billing starts now.",
+			Link: base + "/reservations/rsv_1"},
+			subject: "Reservation rsv_1 is ready: 4 × 8 × H100 80GB", want: []string{"Handed over verified", "billing starts now"},
+			links: []string{base + "/reservations/rsv_1"}},
+		{name: "reservation ending", n: models.ReservationMail{ReservationID: "rsv_1", What: "ending-2", Shape: "4 × 8 × H100 80GB",
+			EndAt: time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC), Message: "The term ends in an hour; the machines are released then.",
+			Link: base + "/reservations/rsv_1"},
+			subject: "Reservation rsv_1 ends 2027-02-01T00:00:00Z", want: []string{"ends in an hour"},
+			links: []string{base + "/reservations/rsv_1"}},
 	}
 
 	covered := map[string]bool{}

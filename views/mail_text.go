@@ -75,12 +75,13 @@ func mailText(n models.Notification) (subject, text string, ok bool) {
 		return "Your quote request for " + r.Shape() + " is now " + string(m.Status),
 			"Hello " + m.ContactName + ",\n\n" + models.CapacityStatusText(m.Status) + "\n\n" + quoteSummary(r) +
 				"\nFollow it here:\n" + m.Link + "\n", true
+	case models.ReservationMail:
+		return reservationSubject(m), m.Message + "\n\n" + m.Link + "\n", true
 	case models.PrivateOfferMail:
 		p := m.Offer()
 		return "Your private offer for " + offerShape(p) + " is ready",
 			"Hello " + m.ContactName + ",\n\nAs agreed for your quote request " + m.RequestID + ", this offer is reserved for " +
-				"your organisation:\n\n" + offerSummary(p) + "\nLaunch your private offer, until the end of " + p.ValidThrough() + " UTC:\n" +
-				m.Link + "\n\nIt is also marked as yours on the offers page, and the API takes it as privateOfferId " +
+				"your organisation:\n\n" + offerSummary(p) + "\n" + offerHow(p, m.Link) + "\n\nIt is also marked as yours on the offers page, and the API takes it as privateOfferId " +
 				p.ID + ".\n", true
 	}
 	return "", "", false
@@ -381,7 +382,27 @@ func offerSummary(p models.PrivateOffer) string {
 		"  Shape:    " + offerShape(p) + "\n" +
 		"  Where:    " + oneLine(p.LocationName) + " (" + p.Location + "), " + models.FabricText(p.Interconnect) + "\n" +
 		"  Price:    " + models.USD(p.MachineHour) + " per machine-hour, " + models.USD(p.ClusterHour()) + "/h for the cluster\n" +
-		"  Valid:    through " + p.ValidThrough() + " (UTC)\n"
+		"  Valid:    through " + p.ValidThrough() + " (UTC)\n" + offerDates(p)
+}
+
+// offerHow says how to take the offer: launch it now, or book a dated one
+// as a reservation (X9, X18).
+func offerHow(p models.PrivateOffer, link string) string {
+	if p.StartAt == nil {
+		return "Launch your private offer, until the end of " + p.ValidThrough() + " UTC:\n" + link
+	}
+	return "Book it, until the end of " + p.ValidThrough() + " UTC, as a reservation from " + p.StartAt.UTC().Format(time.RFC3339) +
+		" for " + strconv.Itoa(p.TermHours/24) + " days (POST /v1/reservations with privateOfferId " + p.ID +
+		", or the reserve_capacity tool); its machines are launched ahead, verified and handed over at the start."
+}
+
+// offerDates is a dated offer's start and term line (X18), "" otherwise.
+func offerDates(p models.PrivateOffer) string {
+	if p.StartAt == nil {
+		return ""
+	}
+	return "  Reserved: from " + p.StartAt.UTC().Format(time.RFC3339) + " for " + strconv.Itoa(p.TermHours/24) + " days (" +
+		models.USD(p.MachineHour*models.Money(p.Nodes)*models.Money(p.TermHours)) + " for the term)\n"
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -398,4 +419,24 @@ func prefixed(prefix, s string) string {
 		return ""
 	}
 	return prefix + s
+}
+
+// reservationSubject is a reservation mail's subject by its step (X18).
+func reservationSubject(m models.ReservationMail) string {
+	id := "Reservation " + m.ReservationID
+	switch {
+	case m.What == "booked":
+		return id + " booked: " + m.Shape
+	case m.What == "cancelled":
+		return id + " cancelled"
+	case m.What == "handed-over":
+		return id + " is ready: " + m.Shape
+	case m.What == "ended":
+		return id + " ended"
+	case strings.HasPrefix(m.What, "ending"):
+		return id + " ends " + m.EndAt.UTC().Format(time.RFC3339)
+	case m.What == "failed":
+		return id + " could not be delivered"
+	}
+	return id + ": " + m.Shape
 }

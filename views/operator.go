@@ -97,8 +97,14 @@ type AdminPrivateOfferPage struct {
 	Quoted   bool
 	Offers   []CatalogChoice // the catalog's offers of the request's accelerator
 	Made     []PrivateOfferRow
+	Bookings []AdminBookingRow // X18: the reservations booked from this request's private offers
 	Form     PrivateOfferForm
 	Problems map[string]string
+}
+
+// AdminBookingRow is one booking on a request's trail (X18).
+type AdminBookingRow struct {
+	ID, Status, Shape, Start, Term, Total, Trail string
 }
 
 // CatalogChoice is one catalog offer an operator can make private.
@@ -109,6 +115,7 @@ type CatalogChoice struct {
 // PrivateOfferForm is the private offer as typed.
 type PrivateOfferForm struct {
 	OfferID, Nodes, Price, ValidUntil string
+	StartAt, TermDays                 string // X18: a dated offer, booked ahead; empty launches now
 }
 
 // PrivateOfferRow is a private offer as its organisation's picker (and the

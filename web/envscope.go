@@ -30,6 +30,12 @@ func (h *handler) keyEnvScope(c echo.Context) error {
 			return err
 		}
 		env = cl.EnvID
+	case strings.HasPrefix(path, "/v1/reservations/:id"): // X18
+		r, err := h.Store.ReservationForOrg(ctx, p.Org.ID, id)
+		if err != nil {
+			return err
+		}
+		env = r.EnvID
 	case strings.HasPrefix(path, "/v1/quote-requests/:id"):
 		r, err := h.Store.QuoteRequestForOrg(ctx, p.Org.ID, id)
 		if err != nil {

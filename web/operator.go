@@ -402,6 +402,22 @@ func (h *handler) privateOfferPage(c echo.Context, form views.PrivateOfferForm, 
 	for _, po := range made {
 		p.Made = append(p.Made, privateOfferRow(po, po.MachineHour))
 	}
+	bookings, err := h.Store.ReservationsForRequest(ctx, r.ID)
+	if err != nil {
+		return views.AdminPrivateOfferPage{}, err
+	}
+	for _, b := range bookings { // X18: the request's trail, as the customer sees it
+		trail, err := h.Store.ReservationTrail(ctx, b.OrgID, b.ID)
+		if err != nil {
+			return views.AdminPrivateOfferPage{}, err
+		}
+		last := ""
+		if len(trail) > 0 {
+			last = trail[len(trail)-1].Message
+		}
+		p.Bookings = append(p.Bookings, views.AdminBookingRow{ID: b.ID, Status: b.Status, Shape: b.Shape(),
+			Start: b.StartAt.UTC().Format("2006-01-02 15:04 UTC"), Term: models.Count(b.Hours(), "hour"), Total: models.USD(b.Total()), Trail: last})
+	}
 	return p, nil
 }
 
@@ -432,10 +448,11 @@ func (h *handler) showPrivateOfferForm(c echo.Context) error {
 // offer, the customer's mail and the audit entry in one use case (X9).
 func (h *handler) createPrivateOffer(c echo.Context) error {
 	form := views.PrivateOfferForm{OfferID: trimForm(c, "offer_id"), Nodes: trimForm(c, "nodes"),
-		Price: trimForm(c, "price"), ValidUntil: trimForm(c, "valid_until")}
+		Price: trimForm(c, "price"), ValidUntil: trimForm(c, "valid_until"), StartAt: trimForm(c, "start_at"), TermDays: trimForm(c, "term_days")}
 	nodes, _ := strconv.Atoi(form.Nodes)
+	termDays, _ := strconv.Atoi(form.TermDays)
 	po, err := h.act(c).CreatePrivateOffer(c.Request().Context(), models.PrivateOfferInput{RequestID: c.Param("id"),
-		OfferID: form.OfferID, Nodes: nodes, Price: form.Price, ValidUntil: form.ValidUntil}, h.capacityNotify())
+		OfferID: form.OfferID, Nodes: nodes, Price: form.Price, ValidUntil: form.ValidUntil, StartAt: form.StartAt, TermDays: termDays}, h.capacityNotify())
 	var fe models.FieldErrors
 	if errors.As(err, &fe) {
 		p, perr := h.privateOfferPage(c, form, fe)

@@ -50,6 +50,7 @@ func (h *handler) routes(e *echo.Echo) {
 
 	// Public REST API v1 (an API key is optional there).
 	public.GET("/gpu/offers", h.apiListOffers, h.optionalAPI)
+	public.GET("/gpu/offers/:id/availability", h.apiOfferAvailability, h.optionalAPI) // X18: the calendar
 	public.GET("/openapi.json", h.openAPI) // API1: the document describing every /v1 route
 
 	// The agent binary for the machines' start-up scripts (OP1): public,
@@ -137,9 +138,16 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/quote-requests/new", h.newQuoteRequest)
 	app.POST("/quote-requests", h.createQuoteRequest)
 	app.GET("/quote-requests/:id", h.showQuoteRequest)
+	app.GET("/reservations", h.listReservations) // X18
+	app.GET("/reservations/:id", h.showReservation)
 	api.POST("/quote-requests", h.apiCreateQuoteRequest)
 	api.GET("/quote-requests", h.apiListQuoteRequests)
 	api.GET("/quote-requests/:id", h.apiGetQuoteRequest)
+	api.POST("/reservations", h.apiCreateReservation) // X18: reserved capacity
+	api.GET("/reservations", h.apiListReservations)
+	api.GET("/reservations/:id", h.apiGetReservation)
+	api.PATCH("/reservations/:id", h.apiChangeReservation)
+	api.POST("/reservations/:id/cancel", h.apiCancelReservation)
 
 	// Operators only (`clusterdeck admin grant EMAIL`).
 	admin := app.Group("/admin", h.requireOperator)

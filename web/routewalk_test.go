@@ -183,21 +183,22 @@ func walkRoutes(t walkT, f *walkFixture) int {
 // walkPublic lists routes anyone may use signed out. Everything else must
 // refuse a signed-out visitor.
 var walkPublic = map[string]bool{
-	"/":                      true,
-	"/healthz":               true,
-	"/readyz":                true,
-	"/metrics":               true, // loopback or METRICS_TOKEN only: TestMetrics
-	"/static*":               true,
-	"/offers":                true,
-	"/signup":                true,
-	"/login":                 true,
-	"/logout":                true,
-	"/invites/:token":        true, // the token is the capability (see walkCapability)
-	"/forgot-password":       true,
-	"/reset-password/:token": true, // the token is the capability
-	"/v1/gpu/offers":         true,
-	"/v1/openapi.json":       true,
-	"/agent/:version/:file":  true, // the agent binary, public: TestAgentBinary
+	"/":                               true,
+	"/healthz":                        true,
+	"/readyz":                         true,
+	"/metrics":                        true, // loopback or METRICS_TOKEN only: TestMetrics
+	"/static*":                        true,
+	"/offers":                         true,
+	"/signup":                         true,
+	"/login":                          true,
+	"/logout":                         true,
+	"/invites/:token":                 true, // the token is the capability (see walkCapability)
+	"/forgot-password":                true,
+	"/reset-password/:token":          true, // the token is the capability
+	"/v1/gpu/offers":                  true,
+	"/v1/gpu/offers/:id/availability": true, // X18: the calendar, like the offers
+	"/v1/openapi.json":                true,
+	"/agent/:version/:file":           true, // the agent binary, public: TestAgentBinary
 }
 
 // walkCapability lists routes whose parameter is a secret token rather than
@@ -213,13 +214,14 @@ var walkCapability = map[string]bool{
 // walkExempt lists routes outside org scoping, with the reason. /dev/… routes
 // (development tools, never registered in production) are exempt as a group.
 var walkExempt = map[string]string{
-	"/webhooks/stripe":      "signature-verified, not org-scoped: TestStripeWebhook",
-	"/v1/agent/claim":       "bootstrap-token protocol, not org-scoped: TestAgentClaim",
-	"/v1/agent/checkin":     "node-token protocol, not org-scoped: TestAgentAuth and jobs' TestTaskProtocol",
-	"/v1/agent/peers":       "node-token protocol, not org-scoped: TestAgentAuth",
-	"/v1/agent/heartbeat":   "node-token protocol, not org-scoped: TestAgentAuth",
-	"/v1/agent/logs":        "node-token protocol, not org-scoped: TestAgentAuth",
-	"/v1/agent/tasks/:task": "node-token protocol, not org-scoped: TestAgentAuth and jobs' TestTaskProtocol",
+	"/webhooks/stripe":                "signature-verified, not org-scoped: TestStripeWebhook",
+	"/v1/agent/claim":                 "bootstrap-token protocol, not org-scoped: TestAgentClaim",
+	"/v1/gpu/offers/:id/availability": "the public catalog's calendar, not org-scoped: TestReservationAPIJourney",
+	"/v1/agent/checkin":               "node-token protocol, not org-scoped: TestAgentAuth and jobs' TestTaskProtocol",
+	"/v1/agent/peers":                 "node-token protocol, not org-scoped: TestAgentAuth",
+	"/v1/agent/heartbeat":             "node-token protocol, not org-scoped: TestAgentAuth",
+	"/v1/agent/logs":                  "node-token protocol, not org-scoped: TestAgentAuth",
+	"/v1/agent/tasks/:task":           "node-token protocol, not org-scoped: TestAgentAuth and jobs' TestTaskProtocol",
 }
 
 // walkParams gives, per route pattern, the path values pointing at org A's
@@ -257,6 +259,9 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/v1/gpu/clusters/:id/retry-install":       clusterA,
 	"/quote-requests/:id":                      quoteRequestA,
 	"/v1/quote-requests/:id":                   quoteRequestA,
+	"/reservations/:id":                        reservationA, // X18
+	"/v1/reservations/:id":                     reservationA,
+	"/v1/reservations/:id/cancel":              reservationA,
 	"/admin/quote-requests/:id/status":         quoteRequestA,
 	"/admin/quote-requests/:id/private-offer":  quoteRequestA,
 	"/admin/quote-requests/:id/private-offers": quoteRequestA,
@@ -318,6 +323,10 @@ func webhookA(f *walkFixture) map[string]string {
 	return map[string]string{"id": f.webhookA.ID, "delivery": strconv.FormatInt(f.webhookDeliveryA, 10)}
 }
 
+func reservationA(f *walkFixture) map[string]string {
+	return map[string]string{"id": f.reservationA.ID}
+}
+
 func quoteRequestA(f *walkFixture) map[string]string {
 	return map[string]string{"id": f.quoteRequestA.ID}
 }
@@ -373,6 +382,7 @@ type walkFixture struct {
 
 	quoteRequestA models.QuoteRequest
 	volumeA       models.Volume
+	reservationA  models.Reservation
 
 	webhookA         models.WebhookEndpoint
 	webhookDeliveryA int64
@@ -422,6 +432,14 @@ func newWalkFixture(t *testing.T, app *testApp) *walkFixture {
 		t.Fatal(err)
 	}
 	ownerA := app.store.As(models.Actor{OrgID: f.A.org.ID, EnvID: f.A.env.ID, UserID: f.A.user.ID, Role: models.RoleOwner, Name: f.A.user.Email})
+	now := app.store.Now()
+	f.reservationA = models.Reservation{ID: models.NewID("rsv"), OrgID: f.A.org.ID, EnvID: f.A.env.ID, OfferID: f.clusterA.OfferID,
+		Accelerator: f.clusterA.Accelerator, GPUsPerNode: f.clusterA.GPUsPerNode, Nodes: 2, MachineHour: f.clusterA.MachineHour,
+		Source: models.SourceBestEffort, StartAt: now.Add(30 * 24 * time.Hour).Truncate(time.Hour), EndAt: now.Add(31 * 24 * time.Hour).Truncate(time.Hour),
+		LeadSeconds: 3600, Deposit: 10 * models.Micro, Status: models.ReservationBooked, CreatedBy: "alice@alphacorpzq.example", CreatedAt: now, UpdatedAt: now}
+	if err := app.store.DB().Create(&f.reservationA).Error; err != nil {
+		t.Fatal(err)
+	}
 	if f.webhookA, err = ownerA.CreateWebhook(ctx, models.WebhookInput{URL: "https://alphacorpzq.example/hooks",
 		Description: "alphacorpzq alerts", Types: []string{models.TypeClusterReady}, Enabled: true}); err != nil {
 		t.Fatal(err)

@@ -176,6 +176,27 @@ func (e AgentTaskResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for AvailabilitySource.
+const (
+	AvailabilitySourceBestEffort          AvailabilitySource = "best_effort"
+	AvailabilitySourceHeld                AvailabilitySource = "held"
+	AvailabilitySourceUpstreamReservation AvailabilitySource = "upstream_reservation"
+)
+
+// Valid indicates whether the value is a known member of the AvailabilitySource enum.
+func (e AvailabilitySource) Valid() bool {
+	switch e {
+	case AvailabilitySourceBestEffort:
+		return true
+	case AvailabilitySourceHeld:
+		return true
+	case AvailabilitySourceUpstreamReservation:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BudgetAlerts.
 const (
 	N100 BudgetAlerts = 100
@@ -731,6 +752,14 @@ const (
 	PublicEventTypeNodeJoined                PublicEventType = "node.joined"
 	PublicEventTypeNodeReplaced              PublicEventType = "node.replaced"
 	PublicEventTypeNodeVerificationFailed    PublicEventType = "node.verification_failed"
+	PublicEventTypeReservationBooked         PublicEventType = "reservation.booked"
+	PublicEventTypeReservationCancelled      PublicEventType = "reservation.cancelled"
+	PublicEventTypeReservationChanged        PublicEventType = "reservation.changed"
+	PublicEventTypeReservationEnded          PublicEventType = "reservation.ended"
+	PublicEventTypeReservationEnding         PublicEventType = "reservation.ending"
+	PublicEventTypeReservationFailed         PublicEventType = "reservation.failed"
+	PublicEventTypeReservationHandedOver     PublicEventType = "reservation.handed_over"
+	PublicEventTypeReservationLaunched       PublicEventType = "reservation.launched"
 	PublicEventTypeRunFailed                 PublicEventType = "run.failed"
 	PublicEventTypeRunFinished               PublicEventType = "run.finished"
 	PublicEventTypeRunInterrupted            PublicEventType = "run.interrupted"
@@ -778,6 +807,22 @@ func (e PublicEventType) Valid() bool {
 	case PublicEventTypeNodeReplaced:
 		return true
 	case PublicEventTypeNodeVerificationFailed:
+		return true
+	case PublicEventTypeReservationBooked:
+		return true
+	case PublicEventTypeReservationCancelled:
+		return true
+	case PublicEventTypeReservationChanged:
+		return true
+	case PublicEventTypeReservationEnded:
+		return true
+	case PublicEventTypeReservationEnding:
+		return true
+	case PublicEventTypeReservationFailed:
+		return true
+	case PublicEventTypeReservationHandedOver:
+		return true
+	case PublicEventTypeReservationLaunched:
 		return true
 	case PublicEventTypeRunFailed:
 		return true
@@ -893,6 +938,60 @@ func (e RecoveryPolicyMode) Valid() bool {
 	case RecoveryPolicyModeOff:
 		return true
 	case RecoveryPolicyModeRestart:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReservationStatus.
+const (
+	ReservationStatusBooked     ReservationStatus = "booked"
+	ReservationStatusCancelled  ReservationStatus = "cancelled"
+	ReservationStatusEnded      ReservationStatus = "ended"
+	ReservationStatusFailed     ReservationStatus = "failed"
+	ReservationStatusHandedOver ReservationStatus = "handed_over"
+	ReservationStatusLaunching  ReservationStatus = "launching"
+	ReservationStatusPreview    ReservationStatus = "preview"
+)
+
+// Valid indicates whether the value is a known member of the ReservationStatus enum.
+func (e ReservationStatus) Valid() bool {
+	switch e {
+	case ReservationStatusBooked:
+		return true
+	case ReservationStatusCancelled:
+		return true
+	case ReservationStatusEnded:
+		return true
+	case ReservationStatusFailed:
+		return true
+	case ReservationStatusHandedOver:
+		return true
+	case ReservationStatusLaunching:
+		return true
+	case ReservationStatusPreview:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReservationTermsSource.
+const (
+	ReservationTermsSourceBestEffort          ReservationTermsSource = "best_effort"
+	ReservationTermsSourceHeld                ReservationTermsSource = "held"
+	ReservationTermsSourceUpstreamReservation ReservationTermsSource = "upstream_reservation"
+)
+
+// Valid indicates whether the value is a known member of the ReservationTermsSource enum.
+func (e ReservationTermsSource) Valid() bool {
+	switch e {
+	case ReservationTermsSourceBestEffort:
+		return true
+	case ReservationTermsSourceHeld:
+		return true
+	case ReservationTermsSourceUpstreamReservation:
 		return true
 	default:
 		return false
@@ -1554,6 +1653,31 @@ type AutoRechargeBody struct {
 
 	// Threshold Dollars: charge when the balance drops below this.
 	Threshold string `json:"threshold"`
+}
+
+// Availability defines model for Availability.
+type Availability struct {
+	Days        []AvailabilityDay  `json:"days"`
+	LeadMinutes int                `json:"leadMinutes"`
+	Nodes       int                `json:"nodes"`
+	OfferId     string             `json:"offerId"`
+	Source      AvailabilitySource `json:"source"`
+	SourceText  string             `json:"sourceText"`
+
+	// UsdPerMachineHour Dollars as a decimal string, exact to the micro-dollar (Q6).
+	//
+	// Examples: 39.94, 0.0001
+	UsdPerMachineHour Money `json:"usdPerMachineHour"`
+}
+
+// AvailabilitySource defines model for Availability.Source.
+type AvailabilitySource string
+
+// AvailabilityDay defines model for AvailabilityDay.
+type AvailabilityDay struct {
+	Bookable bool               `json:"bookable"`
+	Date     openapi_types.Date `json:"date"`
+	Free     int                `json:"free"`
 }
 
 // BillingBalance defines model for BillingBalance.
@@ -2843,6 +2967,123 @@ type ReplacePreview struct {
 	UsdPerMachineHour string `json:"usdPerMachineHour"`
 }
 
+// Reservation defines model for Reservation.
+type Reservation struct {
+	Accelerator   string             `json:"accelerator"`
+	ClusterId     string             `json:"clusterId"`
+	CreatedAt     time.Time          `json:"createdAt"`
+	DurationHours int                `json:"durationHours"`
+	EndAt         time.Time          `json:"endAt"`
+	Events        []ReservationEvent `json:"events"`
+	GpusPerNode   int                `json:"gpusPerNode"`
+	HandedOverAt  *time.Time         `json:"handedOverAt"`
+	Id            string             `json:"id"`
+	LastError     string             `json:"lastError"`
+
+	// LateCredit Dollars as a decimal string, exact to the micro-dollar (Q6).
+	//
+	// Examples: 39.94, 0.0001
+	LateCredit     Money  `json:"lateCredit"`
+	Location       string `json:"location"`
+	Nodes          int    `json:"nodes"`
+	OfferId        string `json:"offerId"`
+	PrivateOfferId string `json:"privateOfferId"`
+	Provider       string `json:"provider"`
+	QuoteRequestId string `json:"quoteRequestId"`
+
+	// Refund Dollars as a decimal string, exact to the micro-dollar (Q6).
+	//
+	// Examples: 39.94, 0.0001
+	Refund  Money             `json:"refund"`
+	StartAt time.Time         `json:"startAt"`
+	Status  ReservationStatus `json:"status"`
+	Terms   ReservationTerms  `json:"terms"`
+
+	// UsdPerHour Dollars as a decimal string, exact to the micro-dollar (Q6).
+	//
+	// Examples: 39.94, 0.0001
+	UsdPerHour Money `json:"usdPerHour"`
+
+	// UsdPerMachineHour Dollars as a decimal string, exact to the micro-dollar (Q6).
+	//
+	// Examples: 39.94, 0.0001
+	UsdPerMachineHour Money `json:"usdPerMachineHour"`
+}
+
+// ReservationStatus defines model for Reservation.Status.
+type ReservationStatus string
+
+// ReservationBody defines model for ReservationBody.
+type ReservationBody struct {
+	DurationHours int `json:"durationHours"`
+
+	// FromClusterId Reserve the same shape again: the cluster it repeats.
+	FromClusterId *string `json:"fromClusterId,omitempty"`
+
+	// Nodes Machines: 2 to 64 on a public offer; a private offer's own size (up to 512).
+	Nodes *int `json:"nodes,omitempty"`
+
+	// OfferId The offer to book (or send privateOfferId).
+	OfferId *string `json:"offerId,omitempty"`
+
+	// Preview Price it and state its terms; nothing is booked or charged.
+	Preview *bool `json:"preview,omitempty"`
+
+	// PrivateOfferId The organisation's private offer: its offer, size, price and (when it has them) start and term.
+	PrivateOfferId *string `json:"privateOfferId,omitempty"`
+
+	// StartAt On a whole hour, after the offer's launch lead and within 120 days.
+	StartAt time.Time `json:"startAt"`
+}
+
+// ReservationChangeBody defines model for ReservationChangeBody.
+type ReservationChangeBody struct {
+	DurationHours int       `json:"durationHours"`
+	StartAt       time.Time `json:"startAt"`
+}
+
+// ReservationEvent defines model for ReservationEvent.
+type ReservationEvent struct {
+	CreatedAt time.Time `json:"createdAt"`
+	Message   string    `json:"message"`
+	Type      string    `json:"type"`
+}
+
+// ReservationList defines model for ReservationList.
+type ReservationList struct {
+	Reservations []Reservation `json:"reservations"`
+}
+
+// ReservationTerms defines model for ReservationTerms.
+type ReservationTerms struct {
+	// ChangeUntil The start and the term can be changed until this.
+	ChangeUntil time.Time `json:"changeUntil"`
+
+	// Deposit Dollars as a decimal string, exact to the micro-dollar (Q6).
+	//
+	// Examples: 39.94, 0.0001
+	Deposit Money `json:"deposit"`
+
+	// FullRefundUntil Cancel before this: the whole deposit is refunded.
+	FullRefundUntil time.Time `json:"fullRefundUntil"`
+
+	// HalfRefundUntil Cancel before this: half of the deposit is refunded; later, none.
+	HalfRefundUntil time.Time `json:"halfRefundUntil"`
+
+	// LaunchAt When the cluster is launched, so it is verified and ready at the start.
+	LaunchAt   time.Time              `json:"launchAt"`
+	Source     ReservationTermsSource `json:"source"`
+	SourceText string                 `json:"sourceText"`
+
+	// Total Dollars as a decimal string, exact to the micro-dollar (Q6).
+	//
+	// Examples: 39.94, 0.0001
+	Total Money `json:"total"`
+}
+
+// ReservationTermsSource defines model for ReservationTerms.Source.
+type ReservationTermsSource string
+
 // Run A run (X17) with its bill and interruptions.
 type Run struct {
 	Accelerator string `json:"accelerator"`
@@ -3393,8 +3634,14 @@ type EnvironmentID = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// OfferID defines model for OfferID.
+type OfferID = string
+
 // QuoteRequestID Examples: qr_0123456789abcdef
 type QuoteRequestID = string
+
+// ReservationID Examples: rsv_0123456789abcdef
+type ReservationID = string
 
 // RunID Examples: run_0123456789abcdef
 type RunID = string
@@ -3575,8 +3822,20 @@ type ListOffersParamsGpusPerNode1 string
 // ListOffersParamsSort defines parameters for ListOffers.
 type ListOffersParamsSort string
 
+// GetOfferAvailabilityParams defines parameters for GetOfferAvailability.
+type GetOfferAvailabilityParams struct {
+	Nodes *int `form:"nodes,omitempty" json:"nodes,omitempty"`
+	Days  *int `form:"days,omitempty" json:"days,omitempty"`
+}
+
 // CreateQuoteRequestParams defines parameters for CreateQuoteRequest.
 type CreateQuoteRequestParams struct {
+	// IdempotencyKey Makes the call safe to retry (L1): the same key with the same body returns what the first call created (200); with a different body, `409 idempotency_key_reused`. Keys are per organisation, separately for launches and quote requests.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateReservationParams defines parameters for CreateReservation.
+type CreateReservationParams struct {
 	// IdempotencyKey Makes the call safe to retry (L1): the same key with the same body returns what the first call created (200); with a different body, `409 idempotency_key_reused`. Keys are per organisation, separately for launches and quote requests.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -3634,6 +3893,12 @@ type VerifyClusterAgainJSONRequestBody = VerifyAgainBody
 
 // CreateQuoteRequestJSONRequestBody defines body for CreateQuoteRequest for application/json ContentType.
 type CreateQuoteRequestJSONRequestBody = QuoteRequestBody
+
+// CreateReservationJSONRequestBody defines body for CreateReservation for application/json ContentType.
+type CreateReservationJSONRequestBody = ReservationBody
+
+// ChangeReservationJSONRequestBody defines body for ChangeReservation for application/json ContentType.
+type ChangeReservationJSONRequestBody = ReservationChangeBody
 
 // SubmitRunJSONRequestBody defines body for SubmitRun for application/json ContentType.
 type SubmitRunJSONRequestBody = RunBody
@@ -4560,6 +4825,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/gpu/offers (the `ListOffers` operationId).
 	ListOffers(ctx context.Context, params *ListOffersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetOfferAvailability An offer's availability calendar, up to 120 days ahead (X18)
+	//
+	// Machines bookable on each day (UTC) and whether `nodes` of them are, with the offer's capacity source and its promise. No API key needed.
+	//
+	// Corresponds with GET /v1/gpu/offers/{id}/availability (the `GetOfferAvailability` operationId).
+	GetOfferAvailability(ctx context.Context, id OfferID, params *GetOfferAvailabilityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMe The organisation, environment and role the credentials act as
 	//
 	// Corresponds with GET /v1/me (the `GetMe` operationId).
@@ -4597,6 +4869,53 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/quote-requests/{id} (the `GetQuoteRequest` operationId).
 	GetQuoteRequest(ctx context.Context, id QuoteRequestID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListReservations The organisation's reservations
+	//
+	// Corresponds with GET /v1/reservations (the `ListReservations` operationId).
+	ListReservations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateReservationWithBody Book reserved capacity (X18)
+	//
+	// Books an offer (or the organisation's private offer) at a size from `startAt` for `durationHours`, at the price per machine-hour of now, locked. The deposit (10 % of the term's price, at least one cluster-hour) is taken from the balance; it is credited back at hand-over and the machines then bill as they run. `preview: true` answers the price and terms without booking. The offer's capacity source must back every day: otherwise 409 `no_capacity`. An organisation holds at most 20 open reservations and books at most 30 an hour (429 `too_many_reservations`). Send an `Idempotency-Key` to make retries safe.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/reservations (the `CreateReservation` operationId).
+	CreateReservationWithBody(ctx context.Context, params *CreateReservationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateReservation Book reserved capacity (X18)
+	//
+	// Books an offer (or the organisation's private offer) at a size from `startAt` for `durationHours`, at the price per machine-hour of now, locked. The deposit (10 % of the term's price, at least one cluster-hour) is taken from the balance; it is credited back at hand-over and the machines then bill as they run. `preview: true` answers the price and terms without booking. The offer's capacity source must back every day: otherwise 409 `no_capacity`. An organisation holds at most 20 open reservations and books at most 30 an hour (429 `too_many_reservations`). Send an `Idempotency-Key` to make retries safe.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/reservations (the `CreateReservation` operationId).
+	CreateReservation(ctx context.Context, params *CreateReservationParams, body CreateReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetReservation One reservation, its terms and its trail
+	//
+	// Corresponds with GET /v1/reservations/{id} (the `GetReservation` operationId).
+	GetReservation(ctx context.Context, id ReservationID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ChangeReservationWithBody Change the start and the term within the change window
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/reservations/{id} (the `ChangeReservation` operationId).
+	ChangeReservationWithBody(ctx context.Context, id ReservationID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ChangeReservation Change the start and the term within the change window
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/reservations/{id} (the `ChangeReservation` operationId).
+	ChangeReservation(ctx context.Context, id ReservationID, body ChangeReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelReservation Cancel before the start; the deposit refunded by the terms
+	//
+	// Corresponds with POST /v1/reservations/{id}/cancel (the `CancelReservation` operationId).
+	CancelReservation(ctx context.Context, id ReservationID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns The organisation's runs (X17)
 	//
@@ -5697,6 +6016,23 @@ func (c *Client) ListOffers(ctx context.Context, params *ListOffersParams, reqEd
 	return c.Client.Do(req)
 }
 
+// GetOfferAvailability An offer's availability calendar, up to 120 days ahead (X18)
+//
+// Machines bookable on each day (UTC) and whether `nodes` of them are, with the offer's capacity source and its promise. No API key needed.
+//
+// Corresponds with GET /v1/gpu/offers/{id}/availability (the `GetOfferAvailability` operationId).
+func (c *Client) GetOfferAvailability(ctx context.Context, id OfferID, params *GetOfferAvailabilityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOfferAvailabilityRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMe The organisation, environment and role the credentials act as
 //
 // Corresponds with GET /v1/me (the `GetMe` operationId).
@@ -5785,6 +6121,123 @@ func (c *Client) CreateQuoteRequest(ctx context.Context, params *CreateQuoteRequ
 // Corresponds with GET /v1/quote-requests/{id} (the `GetQuoteRequest` operationId).
 func (c *Client) GetQuoteRequest(ctx context.Context, id QuoteRequestID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetQuoteRequestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListReservations The organisation's reservations
+//
+// Corresponds with GET /v1/reservations (the `ListReservations` operationId).
+func (c *Client) ListReservations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListReservationsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateReservationWithBody Book reserved capacity (X18)
+//
+// Books an offer (or the organisation's private offer) at a size from `startAt` for `durationHours`, at the price per machine-hour of now, locked. The deposit (10 % of the term's price, at least one cluster-hour) is taken from the balance; it is credited back at hand-over and the machines then bill as they run. `preview: true` answers the price and terms without booking. The offer's capacity source must back every day: otherwise 409 `no_capacity`. An organisation holds at most 20 open reservations and books at most 30 an hour (429 `too_many_reservations`). Send an `Idempotency-Key` to make retries safe.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/reservations (the `CreateReservation` operationId).
+func (c *Client) CreateReservationWithBody(ctx context.Context, params *CreateReservationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateReservationRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateReservation Book reserved capacity (X18)
+//
+// Books an offer (or the organisation's private offer) at a size from `startAt` for `durationHours`, at the price per machine-hour of now, locked. The deposit (10 % of the term's price, at least one cluster-hour) is taken from the balance; it is credited back at hand-over and the machines then bill as they run. `preview: true` answers the price and terms without booking. The offer's capacity source must back every day: otherwise 409 `no_capacity`. An organisation holds at most 20 open reservations and books at most 30 an hour (429 `too_many_reservations`). Send an `Idempotency-Key` to make retries safe.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/reservations (the `CreateReservation` operationId).
+func (c *Client) CreateReservation(ctx context.Context, params *CreateReservationParams, body CreateReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateReservationRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetReservation One reservation, its terms and its trail
+//
+// Corresponds with GET /v1/reservations/{id} (the `GetReservation` operationId).
+func (c *Client) GetReservation(ctx context.Context, id ReservationID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReservationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ChangeReservationWithBody Change the start and the term within the change window
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/reservations/{id} (the `ChangeReservation` operationId).
+func (c *Client) ChangeReservationWithBody(ctx context.Context, id ReservationID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChangeReservationRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ChangeReservation Change the start and the term within the change window
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/reservations/{id} (the `ChangeReservation` operationId).
+func (c *Client) ChangeReservation(ctx context.Context, id ReservationID, body ChangeReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChangeReservationRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelReservation Cancel before the start; the deposit refunded by the terms
+//
+// Corresponds with POST /v1/reservations/{id}/cancel (the `CancelReservation` operationId).
+func (c *Client) CancelReservation(ctx context.Context, id ReservationID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelReservationRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7827,6 +8280,79 @@ func NewListOffersRequest(server string, params *ListOffersParams) (*http.Reques
 	return req, nil
 }
 
+// NewGetOfferAvailabilityRequest constructs an http.Request for the GetOfferAvailability method
+func NewGetOfferAvailabilityRequest(server string, id OfferID, params *GetOfferAvailabilityParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/gpu/offers/%s/availability", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Nodes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "nodes", *params.Nodes, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Days != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "days", *params.Days, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetMeRequest constructs an http.Request for the GetMe method
 func NewGetMeRequest(server string) (*http.Request, error) {
 	var err error
@@ -7990,6 +8516,203 @@ func NewGetQuoteRequestRequest(server string, id QuoteRequestID) (*http.Request,
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListReservationsRequest constructs an http.Request for the ListReservations method
+func NewListReservationsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reservations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateReservationRequest calls the generic CreateReservation builder with application/json body
+func NewCreateReservationRequest(server string, params *CreateReservationParams, body CreateReservationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateReservationRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateReservationRequestWithBody constructs an http.Request for the CreateReservation method, with any body, and a specified content type
+func NewCreateReservationRequestWithBody(server string, params *CreateReservationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reservations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetReservationRequest constructs an http.Request for the GetReservation method
+func NewGetReservationRequest(server string, id ReservationID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reservations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewChangeReservationRequest calls the generic ChangeReservation builder with application/json body
+func NewChangeReservationRequest(server string, id ReservationID, body ChangeReservationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewChangeReservationRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewChangeReservationRequestWithBody constructs an http.Request for the ChangeReservation method, with any body, and a specified content type
+func NewChangeReservationRequestWithBody(server string, id ReservationID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reservations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCancelReservationRequest constructs an http.Request for the CancelReservation method
+func NewCancelReservationRequest(server string, id ReservationID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reservations/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -9128,6 +9851,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/gpu/offers (the `ListOffers` operationId).
 	ListOffersWithResponse(ctx context.Context, params *ListOffersParams, reqEditors ...RequestEditorFn) (*ListOffersResponse, error)
 
+	// GetOfferAvailabilityWithResponse An offer's availability calendar, up to 120 days ahead (X18)
+	//
+	// Machines bookable on each day (UTC) and whether `nodes` of them are, with the offer's capacity source and its promise. No API key needed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/gpu/offers/{id}/availability (the `GetOfferAvailability` operationId).
+	GetOfferAvailabilityWithResponse(ctx context.Context, id OfferID, params *GetOfferAvailabilityParams, reqEditors ...RequestEditorFn) (*GetOfferAvailabilityResponse, error)
+
 	// GetMeWithResponse The organisation, environment and role the credentials act as
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9173,6 +9905,59 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/quote-requests/{id} (the `GetQuoteRequest` operationId).
 	GetQuoteRequestWithResponse(ctx context.Context, id QuoteRequestID, reqEditors ...RequestEditorFn) (*GetQuoteRequestResponse, error)
+
+	// ListReservationsWithResponse The organisation's reservations
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/reservations (the `ListReservations` operationId).
+	ListReservationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListReservationsResponse, error)
+
+	// CreateReservationWithBodyWithResponse Book reserved capacity (X18)
+	//
+	// Books an offer (or the organisation's private offer) at a size from `startAt` for `durationHours`, at the price per machine-hour of now, locked. The deposit (10 % of the term's price, at least one cluster-hour) is taken from the balance; it is credited back at hand-over and the machines then bill as they run. `preview: true` answers the price and terms without booking. The offer's capacity source must back every day: otherwise 409 `no_capacity`. An organisation holds at most 20 open reservations and books at most 30 an hour (429 `too_many_reservations`). Send an `Idempotency-Key` to make retries safe.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reservations (the `CreateReservation` operationId).
+	CreateReservationWithBodyWithResponse(ctx context.Context, params *CreateReservationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateReservationResponse, error)
+
+	// CreateReservationWithResponse Book reserved capacity (X18)
+	//
+	// Books an offer (or the organisation's private offer) at a size from `startAt` for `durationHours`, at the price per machine-hour of now, locked. The deposit (10 % of the term's price, at least one cluster-hour) is taken from the balance; it is credited back at hand-over and the machines then bill as they run. `preview: true` answers the price and terms without booking. The offer's capacity source must back every day: otherwise 409 `no_capacity`. An organisation holds at most 20 open reservations and books at most 30 an hour (429 `too_many_reservations`). Send an `Idempotency-Key` to make retries safe.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reservations (the `CreateReservation` operationId).
+	CreateReservationWithResponse(ctx context.Context, params *CreateReservationParams, body CreateReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateReservationResponse, error)
+
+	// GetReservationWithResponse One reservation, its terms and its trail
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/reservations/{id} (the `GetReservation` operationId).
+	GetReservationWithResponse(ctx context.Context, id ReservationID, reqEditors ...RequestEditorFn) (*GetReservationResponse, error)
+
+	// ChangeReservationWithBodyWithResponse Change the start and the term within the change window
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/reservations/{id} (the `ChangeReservation` operationId).
+	ChangeReservationWithBodyWithResponse(ctx context.Context, id ReservationID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeReservationResponse, error)
+
+	// ChangeReservationWithResponse Change the start and the term within the change window
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/reservations/{id} (the `ChangeReservation` operationId).
+	ChangeReservationWithResponse(ctx context.Context, id ReservationID, body ChangeReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeReservationResponse, error)
+
+	// CancelReservationWithResponse Cancel before the start; the deposit refunded by the terms
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reservations/{id}/cancel (the `CancelReservation` operationId).
+	CancelReservationWithResponse(ctx context.Context, id ReservationID, reqEditors ...RequestEditorFn) (*CancelReservationResponse, error)
 
 	// ListRunsWithResponse The organisation's runs (X17)
 	//
@@ -12595,6 +13380,96 @@ func (r ListOffersResponse) ContentType() string {
 	return ""
 }
 
+// GetOfferAvailabilityResponse401Headers the declared response headers of an HTTP 401 response for GetOfferAvailability
+type GetOfferAvailabilityResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetOfferAvailabilityResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Availability
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOfferAvailabilityResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOfferAvailabilityResponse) GetJSON200() *Availability {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOfferAvailabilityResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOfferAvailabilityResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetOfferAvailabilityResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetOfferAvailabilityResponse) GetJSON422() *ValidationFailed {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOfferAvailabilityResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetOfferAvailabilityResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOfferAvailabilityResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOfferAvailabilityResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOfferAvailabilityResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOfferAvailabilityResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMeResponse401Headers the declared response headers of an HTTP 401 response for GetMe
 type GetMeResponse401Headers struct {
 	WWWAuthenticate *string
@@ -12997,6 +13872,477 @@ func (r GetQuoteRequestResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetQuoteRequestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListReservationsResponse401Headers the declared response headers of an HTTP 401 response for ListReservations
+type ListReservationsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListReservationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReservationList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListReservationsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListReservationsResponse) GetJSON200() *ReservationList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListReservationsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListReservationsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListReservationsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListReservationsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListReservationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListReservationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListReservationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListReservationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateReservationResponse401Headers the declared response headers of an HTTP 401 response for CreateReservation
+type CreateReservationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateReservationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Reservation
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Reservation
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *InsufficientBalance
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *QuotaExceeded
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *LaunchConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateReservationResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateReservationResponse) GetJSON200() *Reservation {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateReservationResponse) GetJSON201() *Reservation {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateReservationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateReservationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r CreateReservationResponse) GetJSON402() *InsufficientBalance {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateReservationResponse) GetJSON403() *QuotaExceeded {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateReservationResponse) GetJSON409() *LaunchConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateReservationResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateReservationResponse) GetJSON422() *ValidationFailed {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateReservationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateReservationResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateReservationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateReservationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateReservationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateReservationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetReservationResponse401Headers the declared response headers of an HTTP 401 response for GetReservation
+type GetReservationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetReservationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Reservation
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetReservationResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReservationResponse) GetJSON200() *Reservation {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetReservationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetReservationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetReservationResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetReservationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetReservationResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReservationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReservationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReservationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReservationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ChangeReservationResponse401Headers the declared response headers of an HTTP 401 response for ChangeReservation
+type ChangeReservationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ChangeReservationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Reservation
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChangeReservationResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ChangeReservationResponse) GetJSON200() *Reservation {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ChangeReservationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ChangeReservationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ChangeReservationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ChangeReservationResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ChangeReservationResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ChangeReservationResponse) GetJSON422() *ValidationFailed {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ChangeReservationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ChangeReservationResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ChangeReservationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ChangeReservationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ChangeReservationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ChangeReservationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelReservationResponse401Headers the declared response headers of an HTTP 401 response for CancelReservation
+type CancelReservationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CancelReservationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Reservation
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelReservationResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelReservationResponse) GetJSON200() *Reservation {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelReservationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelReservationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CancelReservationResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CancelReservationResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelReservationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelReservationResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelReservationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelReservationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelReservationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelReservationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15178,6 +16524,21 @@ func (c *ClientWithResponses) ListOffersWithResponse(ctx context.Context, params
 	return ParseListOffersResponse(rsp)
 }
 
+// GetOfferAvailabilityWithResponse An offer's availability calendar, up to 120 days ahead (X18)
+//
+// Machines bookable on each day (UTC) and whether `nodes` of them are, with the offer's capacity source and its promise. No API key needed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/gpu/offers/{id}/availability (the `GetOfferAvailability` operationId).
+func (c *ClientWithResponses) GetOfferAvailabilityWithResponse(ctx context.Context, id OfferID, params *GetOfferAvailabilityParams, reqEditors ...RequestEditorFn) (*GetOfferAvailabilityResponse, error) {
+	rsp, err := c.GetOfferAvailability(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOfferAvailabilityResponse(rsp)
+}
+
 // GetMeWithResponse The organisation, environment and role the credentials act as
 //
 // Returns a wrapper object for the known response body format(s).
@@ -15258,6 +16619,101 @@ func (c *ClientWithResponses) GetQuoteRequestWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseGetQuoteRequestResponse(rsp)
+}
+
+// ListReservationsWithResponse The organisation's reservations
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/reservations (the `ListReservations` operationId).
+func (c *ClientWithResponses) ListReservationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListReservationsResponse, error) {
+	rsp, err := c.ListReservations(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListReservationsResponse(rsp)
+}
+
+// CreateReservationWithBodyWithResponse Book reserved capacity (X18)
+//
+// Books an offer (or the organisation's private offer) at a size from `startAt` for `durationHours`, at the price per machine-hour of now, locked. The deposit (10 % of the term's price, at least one cluster-hour) is taken from the balance; it is credited back at hand-over and the machines then bill as they run. `preview: true` answers the price and terms without booking. The offer's capacity source must back every day: otherwise 409 `no_capacity`. An organisation holds at most 20 open reservations and books at most 30 an hour (429 `too_many_reservations`). Send an `Idempotency-Key` to make retries safe.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reservations (the `CreateReservation` operationId).
+func (c *ClientWithResponses) CreateReservationWithBodyWithResponse(ctx context.Context, params *CreateReservationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateReservationResponse, error) {
+	rsp, err := c.CreateReservationWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateReservationResponse(rsp)
+}
+
+// CreateReservationWithResponse Book reserved capacity (X18)
+//
+// Books an offer (or the organisation's private offer) at a size from `startAt` for `durationHours`, at the price per machine-hour of now, locked. The deposit (10 % of the term's price, at least one cluster-hour) is taken from the balance; it is credited back at hand-over and the machines then bill as they run. `preview: true` answers the price and terms without booking. The offer's capacity source must back every day: otherwise 409 `no_capacity`. An organisation holds at most 20 open reservations and books at most 30 an hour (429 `too_many_reservations`). Send an `Idempotency-Key` to make retries safe.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reservations (the `CreateReservation` operationId).
+func (c *ClientWithResponses) CreateReservationWithResponse(ctx context.Context, params *CreateReservationParams, body CreateReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateReservationResponse, error) {
+	rsp, err := c.CreateReservation(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateReservationResponse(rsp)
+}
+
+// GetReservationWithResponse One reservation, its terms and its trail
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/reservations/{id} (the `GetReservation` operationId).
+func (c *ClientWithResponses) GetReservationWithResponse(ctx context.Context, id ReservationID, reqEditors ...RequestEditorFn) (*GetReservationResponse, error) {
+	rsp, err := c.GetReservation(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReservationResponse(rsp)
+}
+
+// ChangeReservationWithBodyWithResponse Change the start and the term within the change window
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/reservations/{id} (the `ChangeReservation` operationId).
+func (c *ClientWithResponses) ChangeReservationWithBodyWithResponse(ctx context.Context, id ReservationID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeReservationResponse, error) {
+	rsp, err := c.ChangeReservationWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseChangeReservationResponse(rsp)
+}
+
+// ChangeReservationWithResponse Change the start and the term within the change window
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/reservations/{id} (the `ChangeReservation` operationId).
+func (c *ClientWithResponses) ChangeReservationWithResponse(ctx context.Context, id ReservationID, body ChangeReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeReservationResponse, error) {
+	rsp, err := c.ChangeReservation(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseChangeReservationResponse(rsp)
+}
+
+// CancelReservationWithResponse Cancel before the start; the deposit refunded by the terms
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reservations/{id}/cancel (the `CancelReservation` operationId).
+func (c *ClientWithResponses) CancelReservationWithResponse(ctx context.Context, id ReservationID, reqEditors ...RequestEditorFn) (*CancelReservationResponse, error) {
+	rsp, err := c.CancelReservation(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelReservationResponse(rsp)
 }
 
 // ListRunsWithResponse The organisation's runs (X17)
@@ -18470,6 +19926,87 @@ func ParseListOffersResponse(rsp *http.Response) (*ListOffersResponse, error) {
 	return response, nil
 }
 
+// ParseGetOfferAvailabilityResponse parses an HTTP response from a GetOfferAvailabilityWithResponse call
+func ParseGetOfferAvailabilityResponse(rsp *http.Response) (*GetOfferAvailabilityResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOfferAvailabilityResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Availability
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetOfferAvailabilityResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetMeResponse parses an HTTP response from a GetMeWithResponse call
 func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -18814,6 +20351,432 @@ func ParseGetQuoteRequestResponse(rsp *http.Response) (*GetQuoteRequestResponse,
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetQuoteRequestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListReservationsResponse parses an HTTP response from a ListReservationsWithResponse call
+func ParseListReservationsResponse(rsp *http.Response) (*ListReservationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListReservationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReservationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListReservationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateReservationResponse parses an HTTP response from a CreateReservationWithResponse call
+func ParseCreateReservationResponse(rsp *http.Response) (*CreateReservationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateReservationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Reservation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Reservation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest InsufficientBalance
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest QuotaExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest LaunchConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateReservationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetReservationResponse parses an HTTP response from a GetReservationWithResponse call
+func ParseGetReservationResponse(rsp *http.Response) (*GetReservationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReservationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Reservation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetReservationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseChangeReservationResponse parses an HTTP response from a ChangeReservationWithResponse call
+func ParseChangeReservationResponse(rsp *http.Response) (*ChangeReservationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ChangeReservationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Reservation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChangeReservationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelReservationResponse parses an HTTP response from a CancelReservationWithResponse call
+func ParseCancelReservationResponse(rsp *http.Response) (*CancelReservationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelReservationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Reservation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelReservationResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -52,6 +52,9 @@ Usage:
   clusterdeck gpu volumes get ID
   clusterdeck gpu volumes grow ID --size-gb GB
   clusterdeck gpu volumes delete ID
+  clusterdeck gpu reservations availability OFFER_ID [--nodes N] [--days D]
+  clusterdeck gpu reservations book --offer-id ID --nodes N --start-at RFC3339 --hours H [--preview]
+  clusterdeck gpu reservations list | get ID | cancel ID
   clusterdeck gpu clusters stop ID [--wait [--timeout 30m]]
   clusterdeck gpu clusters resume ID [--wait [--timeout 30m]]
   clusterdeck gpu events [--after N] [--cluster ID] [--follow]
@@ -175,6 +178,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return c.fail(c.billing(rest))
 	case "volumes", "volume":
 		return c.fail(c.volumes(rest))
+	case "reservations", "reservation": // X18
+		return c.fail(c.reservations(rest))
 	case "webhooks", "webhook":
 		return c.fail(c.webhooks(rest))
 	case "events":

@@ -64,7 +64,7 @@ func (t *tools) all() []func(*mcp.Server) {
 		t.listOffers, t.quoteCluster, t.launchCluster, t.listClusters, t.getCluster,
 		t.clusterConnections, t.clusterLogs, t.terminateCluster, t.requestQuote, t.setRecovery, t.recoverCluster, t.verificationTools, t.addWorker,
 		t.stopCluster, t.resumeCluster, t.getBalance, t.billingUsage, t.listVolumes, t.createVolume, t.deleteVolume,
-		t.waitForCluster, t.listEvents, t.clusterGPUMetrics, t.setGPUWatch, t.runTools,
+		t.waitForCluster, t.listEvents, t.clusterGPUMetrics, t.setGPUWatch, t.runTools, t.reservationTools,
 	}
 }
 

@@ -39,12 +39,17 @@ func TestToolsListed(t *testing.T) {
 			"delete_volume":     {destructive: true},                                               // V3
 			"wait_for_cluster":  {readOnly: true},                                                  // issue 25 item 6: blocks until a status
 			"submit_run":        {}, "get_run": {readOnly: true}, "wait_for_run": {readOnly: true}, // X17
-			"list_events":         {readOnly: true},   // issue 25 item 6: the feed after a cursor
-			"cluster_gpu_metrics": {readOnly: true},   // X15: what the GPUs are doing
-			"set_gpu_watch":       {idempotent: true}, // X15: the same settings twice are one setting
-			"get_verification":    {readOnly: true},   // issue 24: the hand-over report
-			"verify_cluster":      {},                 // issue 24: each call runs the checks again
-			"keep_cluster":        {idempotent: true}, // issue 24: keeping it twice keeps it
+			"list_events":         {readOnly: true},    // issue 25 item 6: the feed after a cursor
+			"cluster_gpu_metrics": {readOnly: true},    // X15: what the GPUs are doing
+			"set_gpu_watch":       {idempotent: true},  // X15: the same settings twice are one setting
+			"get_verification":    {readOnly: true},    // issue 24: the hand-over report
+			"verify_cluster":      {},                  // issue 24: each call runs the checks again
+			"keep_cluster":        {idempotent: true},  // issue 24: keeping it twice keeps it
+			"offer_availability":  {readOnly: true},    // X18: the calendar
+			"reserve_capacity":    {},                  // X18: each call without a key books again
+			"list_reservations":   {readOnly: true},    // X18
+			"get_reservation":     {readOnly: true},    // X18
+			"cancel_reservation":  {destructive: true}, // X18: the refund follows the terms
 		}
 		for _, w := range ways {
 			cs := mustConnect(t, w, d, d.key)
