@@ -380,9 +380,9 @@ func TestClusterTransitionTableShape(t *testing.T) {
 	}
 }
 
-// The README's state diagram is the table's (L8).
-func TestReadmeStateDiagramMatchesTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// docs/architecture.md's state diagram is the table's (L8).
+func TestArchitectureStateDiagramMatchesTable(t *testing.T) {
+	readme, err := os.ReadFile("../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,10 +390,10 @@ func TestReadmeStateDiagramMatchesTable(t *testing.T) {
 	_, rest, ok := strings.Cut(string(readme), begin)
 	got, _, ok2 := strings.Cut(rest, end)
 	if !ok || !ok2 {
-		t.Fatalf("README.md has no state diagram between %q and %q", begin, end)
+		t.Fatalf("docs/architecture.md has no state diagram between %q and %q", begin, end)
 	}
 	if want := models.StateDiagram(); got != want {
-		t.Errorf("README.md's state diagram differs from models.ClusterTransitions; put this between the markers:\n%s", want)
+		t.Errorf("docs/architecture.md's state diagram differs from models.ClusterTransitions; put this between the markers:\n%s", want)
 	}
 }
 
