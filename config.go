@@ -19,7 +19,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/web"
 )
 
-// config is every setting, read once from the environment (see README).
+// config is every setting, read once from the environment (see docs/operating.md).
 type config struct {
 	Addr        string // ADDR: listen address (default 127.0.0.1:8080)
 	DatabaseURL string // DATABASE_URL: postgres://… ; unset → SQLite file under DataDir

@@ -41,7 +41,7 @@ var PublicEventTypes = []string{
 
 // FeedEventTypes are the public types the event feed (GET /v1/events, its
 // stream and the MCP tools) carries: every type but billing's, whose events
-// have no cluster row. PublicEventTypes is the one list: the README, the
+// have no cluster row. PublicEventTypes is the one list: docs/api.md, the
 // OpenAPI document, the webhook page and the stream are held to it by a test.
 var FeedEventTypes = func() []string {
 	var out []string

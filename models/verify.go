@@ -50,7 +50,7 @@ const VerifyTaskLease = 5 * time.Minute
 
 // VerifyThresholds are what "passes" means (issue 24 item 2). They are
 // configuration (SetVerifyThresholds; the server reads CLUSTERDECK_VERIFY_*),
-// and the README gives each one's source.
+// and docs/clusters.md gives each one's source.
 type VerifyThresholds struct {
 	// RingPercent: the ring all-reduce's bus bandwidth must reach this
 	// share of what a healthy ring reaches on the machines' NICs
