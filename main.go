@@ -25,6 +25,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/static"
+	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/clusterdeck/clusterdeck/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -262,7 +263,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 		sched.FollowClock() // the per-minute jobs run when the fake clock moves
 		cloud.BeforeRound = shared.load
 	}
-	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
+	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, RenderMail: views.RenderOutbox, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
 		Charger: jobsCharger(cfg), Webhooks: webhookPoster(cfg), HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter,
 		BalanceGrace: cfg.BalanceGrace, TerminateGrace: cfg.TerminateGrace}); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/providers/fakekit"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -48,6 +49,10 @@ func TestProvisionBilledAboveLaunchCost(t *testing.T) {
 		}
 		var mails []models.OutboxMail
 		if err := db.Where("to_addr = ?", ops.Email).Find(&mails).Error; err != nil {
+			t.Fatal(err)
+		}
+		mails, err = views.RenderedMails(mails, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if len(mails) != 1 || !strings.Contains(mails[0].Text, "27.92") || !strings.Contains(mails[0].Text, "23.92") {

@@ -8,13 +8,14 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
 // stoppedMails are the queued "clusters stopped" budget mails.
 func (w *budgetWorld) stoppedMails() []models.OutboxMail {
 	w.t.Helper()
-	ms, err := w.store.OutboxMails(context.Background(), 1000)
+	ms, err := views.RenderedMails(w.store.OutboxMails(context.Background(), 1000))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -84,6 +85,10 @@ func TestBalanceRunsUntilMatchesTheMail(t *testing.T) {
 		e.step(0)
 		var low models.OutboxMail
 		if err := db.Where("idempotency_key LIKE ?", "balance-low:%").Take(&low).Error; err != nil {
+			t.Fatal(err)
+		}
+		low, err := views.RenderOutbox(low)
+		if err != nil {
 			t.Fatal(err)
 		}
 		o, err := e.store.BudgetOverviewFor(ctx, e.org.ID)

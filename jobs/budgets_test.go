@@ -16,6 +16,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -100,7 +101,7 @@ func (w *budgetWorld) atTwice(t time.Time) {
 // budgetMails are the queued budget mails as "recipient|subject", sorted.
 func (w *budgetWorld) budgetMails() []string {
 	w.t.Helper()
-	ms, err := w.store.OutboxMails(context.Background(), 1000)
+	ms, err := views.RenderedMails(w.store.OutboxMails(context.Background(), 1000))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func (w *budgetWorld) budgetMails() []string {
 
 func (w *budgetWorld) mailTo(to, subjectPart string) models.OutboxMail {
 	w.t.Helper()
-	ms, _ := w.store.OutboxMails(context.Background(), 1000)
+	ms, _ := views.RenderedMails(w.store.OutboxMails(context.Background(), 1000))
 	for _, m := range ms {
 		if m.To == to && strings.Contains(m.Subject, subjectPart) {
 			return m

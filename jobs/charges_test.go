@@ -8,6 +8,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -109,7 +110,7 @@ func (w *rechargeWorld) charges() []models.Charge {
 
 func (w *rechargeWorld) mails() []models.OutboxMail {
 	w.t.Helper()
-	ms, err := w.store.OutboxMails(context.Background(), 100)
+	ms, err := views.RenderedMails(w.store.OutboxMails(context.Background(), 100))
 	if err != nil {
 		w.t.Fatal(err)
 	}

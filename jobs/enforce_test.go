@@ -9,6 +9,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/jobs"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -149,6 +150,10 @@ func TestBalanceGraceStopTerminate(t *testing.T) {
 		}
 		var stoppedMail models.OutboxMail
 		if err := db.Where("idempotency_key LIKE ?", "balance-stopped:%").Take(&stoppedMail).Error; err != nil {
+			t.Fatal(err)
+		}
+		stoppedMail, err := views.RenderOutbox(stoppedMail)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if stoppedMail.To != "owner@acme.example" || !strings.Contains(stoppedMail.Text, "being stopped: "+c.Name+".") ||

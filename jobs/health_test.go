@@ -12,6 +12,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -96,7 +97,7 @@ func (h *healthWorld) setPolicy(maxAttempts, cooldown int) {
 // mails lists the queued subjects that contain sub.
 func (h *healthWorld) mails(sub string) []string {
 	h.t.Helper()
-	all, err := h.store.OutboxMails(context.Background(), 200)
+	all, err := views.RenderedMails(h.store.OutboxMails(context.Background(), 200))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -35,6 +35,11 @@ type Mailer interface {
 type Mail struct {
 	Store  *models.Store
 	Mailer Mailer
+	// Render words a typed notification (views.RenderOutbox, wired by
+	// main): it fills the row's Subject, Text and HTML. A row queued with
+	// its words (Kind "") is sent as stored and needs no Render; a typed
+	// row without Render, or that fails to render, is a failed attempt.
+	Render func(models.OutboxMail) (models.OutboxMail, error)
 	Holder string        // claim owner, for debugging (defaults to "mail")
 	Batch  int           // mails per tick (default 50)
 	Each   time.Duration // timeout per mail (default 30s)
@@ -65,9 +70,12 @@ func (j *Mail) Run(ctx context.Context) error {
 	}
 	var errs []error
 	for _, m := range mails {
-		sctx, cancel := context.WithTimeout(ctx, each)
-		sendErr := j.Mailer.Send(sctx, Message{Key: m.Key, To: m.To, Subject: m.Subject, Text: m.Text, HTML: m.HTML})
-		cancel()
+		msg, sendErr := j.message(m)
+		if sendErr == nil {
+			sctx, cancel := context.WithTimeout(ctx, each)
+			sendErr = j.Mailer.Send(sctx, msg)
+			cancel()
+		}
 		if sendErr != nil {
 			errs = append(errs, fmt.Errorf("mail %s to %s: %w", m.ID, m.To, sendErr))
 			if err := j.Store.MarkMailFailed(context.WithoutCancel(ctx), m, sendErr); err != nil {
@@ -80,4 +88,20 @@ func (j *Mail) Run(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// message is the row as sent: rendered from its notification when typed,
+// as stored otherwise (rows queued before typed notifications too).
+func (j *Mail) message(m models.OutboxMail) (Message, error) {
+	if m.Kind != "" {
+		if j.Render == nil {
+			return Message{}, fmt.Errorf("no renderer for notification kind %q", m.Kind)
+		}
+		r, err := j.Render(m)
+		if err != nil {
+			return Message{}, fmt.Errorf("render: %w", err)
+		}
+		m = r
+	}
+	return Message{Key: m.Key, To: m.To, Subject: m.Subject, Text: m.Text, HTML: m.HTML}, nil
 }

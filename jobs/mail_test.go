@@ -13,6 +13,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/providers"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -53,7 +54,11 @@ func TestMailJobSendsTheOutboxOnce(t *testing.T) {
 		store := models.NewStore(db, clock)
 		mailer := &fakeMailer{}
 		sched := NewScheduler(store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err := Register(sched, Deps{Store: store, Providers: providers.Registry{}, Mailer: mailer}); err != nil {
+		if err := Register(sched, Deps{Store: store, Providers: providers.Registry{}, Mailer: mailer}); err == nil {
+			t.Fatal("a mail job without a renderer for typed notifications was scheduled")
+		}
+		sched = NewScheduler(store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err := Register(sched, Deps{Store: store, Providers: providers.Registry{}, Mailer: mailer, RenderMail: views.RenderOutbox}); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Contains(sched.Names(), "mail") {

@@ -14,6 +14,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/providers/mail"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
+	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/emersion/go-smtp"
 	"gorm.io/gorm"
 )
@@ -107,7 +108,7 @@ func TestClusterMailsThroughOutboxAndSMTP(t *testing.T) {
 			t.Fatalf("status %s", c.Status)
 		}
 
-		queued, err := w.store.OutboxMails(ctx, 100)
+		queued, err := views.RenderedMails(w.store.OutboxMails(ctx, 100))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +129,7 @@ func TestClusterMailsThroughOutboxAndSMTP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		job := &jobs.Mail{Store: w.store, Mailer: smtpMailer{sender}}
+		job := &jobs.Mail{Store: w.store, Mailer: smtpMailer{sender}, Render: views.RenderOutbox}
 		for range 2 {
 			if err := job.Run(ctx); err != nil {
 				t.Fatal(err)

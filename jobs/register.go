@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,11 +13,13 @@ import (
 type Deps struct {
 	Store     *models.Store
 	Providers providers.Registry
-	Mailer    Mailer        // nil: mails stay queued in the outbox (no "mail" job)
-	BaseURL   string        // the server's public URL: agents call it, mails link to it
-	Metrics   *Metrics      // nil: no job or provider metrics
-	Charger   Charger       // nil: no auto-recharge ("charges" job)
-	Webhooks  WebhookPoster // nil: webhook deliveries stay queued (no "webhooks" job)
+	Mailer    Mailer // nil: mails stay queued in the outbox (no "mail" job)
+	// RenderMail words typed notifications for the mail job (views.RenderOutbox).
+	RenderMail func(models.OutboxMail) (models.OutboxMail, error)
+	BaseURL    string        // the server's public URL: agents call it, mails link to it
+	Metrics    *Metrics      // nil: no job or provider metrics
+	Charger    Charger       // nil: no auto-recharge ("charges" job)
+	Webhooks   WebhookPoster // nil: webhook deliveries stay queued (no "webhooks" job)
 
 	HeartbeatLate  time.Duration // an agent is late after this long without a heartbeat (R1); 0 = 3m
 	UnhealthyAfter time.Duration // a machine's condition must hold this long (R1); 0 = 1m
@@ -71,7 +74,10 @@ func Register(s *Scheduler, d Deps) error {
 		return fmt.Errorf("jobs: schedule webhook-log-prune: %w", err)
 	}
 	if d.Mailer != nil {
-		if err := s.Add("@every 5s", &Mail{Store: d.Store, Mailer: d.Mailer}, 2*time.Minute); err != nil {
+		if d.RenderMail == nil { // typed notifications would never go out
+			return errors.New("jobs: the mail job needs RenderMail to word typed notifications")
+		}
+		if err := s.Add("@every 5s", &Mail{Store: d.Store, Mailer: d.Mailer, Render: d.RenderMail}, 2*time.Minute); err != nil {
 			return fmt.Errorf("jobs: schedule mail: %w", err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 	"github.com/clusterdeck/clusterdeck/providers"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -72,7 +73,7 @@ func TestVerifySwapForgetsTheOldMachine(t *testing.T) {
 		if ev := w.events(c.ID); strings.Contains(ev, "vanished") || strings.Contains(ev, "GPU hardware error") {
 			t.Errorf("a phantom GPU fault after the swap:\n%s", ev)
 		}
-		mails, err := w.store.OutboxMails(ctx, 200)
+		mails, err := views.RenderedMails(w.store.OutboxMails(ctx, 200))
 		if err != nil {
 			t.Fatal(err)
 		}

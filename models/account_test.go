@@ -14,6 +14,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/crypto/ssh"
 	"gorm.io/gorm"
@@ -591,7 +592,7 @@ func TestMailOutbox(t *testing.T) {
 				t.Errorf("bad mail accepted: %+v", bad)
 			}
 		}
-		all, _ := s.OutboxMails(ctx, 10)
+		all, _ := views.RenderedMails(s.OutboxMails(ctx, 10))
 		if len(all) != 1 {
 			t.Fatalf("outbox has %d mails, want 1", len(all))
 		}
@@ -647,7 +648,7 @@ func TestMailOutbox(t *testing.T) {
 			s.MarkMailFailed(ctx, c[0], errors.New("550 no such user"))
 			clock.Advance(2 * time.Hour)
 		}
-		all, _ = s.OutboxMails(ctx, 10)
+		all, _ = views.RenderedMails(s.OutboxMails(ctx, 10))
 		if all[0].Key != "doomed" || all[0].Status() != "failed" {
 			t.Errorf("after %d failures: %+v", models.MaxMailAttempts, all[0])
 		}

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"fmt"
 
 	"gorm.io/gorm"
 )
@@ -57,12 +56,10 @@ func (s *Store) RecordBilledPrice(ctx context.Context, c Cluster, billed Money) 
 		if err := tx.db.WithContext(ctx).Where("is_operator = ?", true).Order("id").Find(&ops).Error; err != nil {
 			return err
 		}
-		text := fmt.Sprintf("%s bills $%s per machine-hour for cluster %s (%s, %d machines of %s), above the $%s it cost when launched.\n\n"+
-			"The customer still pays the locked $%s per machine-hour. The cluster is listed on /admin/prices.\n",
-			c.Provider, DecimalUSD(billed), c.ID, c.OrgID, c.Nodes, c.OfferID, DecimalUSD(c.UpstreamMachineHour), DecimalUSD(c.MachineHour))
+		mail := PriceAboveMail{Provider: c.Provider, ClusterID: c.ID, OrgID: c.OrgID, Nodes: c.Nodes, OfferID: c.OfferID,
+			Billed: billed, Upstream: c.UpstreamMachineHour, Locked: c.MachineHour}
 		for _, u := range ops {
-			if err := tx.EnqueueMail(ctx, Mail{Key: "price-above:" + c.ID + ":" + u.ID, To: u.Email,
-				Subject: fmt.Sprintf("%s bills above the launch cost for cluster %s", c.Provider, c.ID), Text: text}); err != nil {
+			if err := tx.Notify(ctx, "price-above:"+c.ID+":"+u.ID, u.Email, mail); err != nil {
 				return err
 			}
 		}

@@ -232,42 +232,18 @@ func (s *Store) mailBudgetStopped(ctx context.Context, b Budget, m envMoney, w U
 	if err != nil {
 		return err
 	}
-	members, err := s.Members(ctx, b.OrgID)
+	to, err := s.managers(ctx, b.OrgID)
 	if err != nil {
 		return err
 	}
-	subject, text := BudgetStoppedText(env.Name, b.Amount, m.spend, w.Month(), stopped, now, baseURL)
-	for _, mem := range members {
-		if !mem.Role.CanManage() {
-			continue
-		}
-		mail := Mail{Key: fmt.Sprintf("budget-stopped:%s:%s:%d:%d:%s", b.EnvID, w.Month(), b.Amount, now.Unix(), shortHash(mem.Email)),
-			To: strings.TrimSpace(mem.Email), Subject: subject, Text: text}
-		if mail.check() != nil {
-			continue
-		}
-		if err := s.EnqueueMail(ctx, mail); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// BudgetStoppedText is the mail sent when a reached budget stops clusters.
-func BudgetStoppedText(envName string, budget, spend Money, month string, stopped []Cluster, at time.Time, baseURL string) (subject, text string) {
 	names := make([]string, 0, len(stopped))
 	for _, c := range stopped {
 		names = append(names, c.Name)
 	}
 	slices.Sort(names)
-	subject = fmt.Sprintf("Clusters stopped in environment %s by its monthly budget", envName)
-	var body strings.Builder
-	fmt.Fprintf(&body, "Your environment %s has spent %s this month (%s), reaching its budget of %s.\n\n", envName, USD(spend), month, USD(budget))
-	fmt.Fprintf(&body, "These clusters were stopped at %s: %s. Their machines are stopped at the provider and compute billing ends; "+
-		"nothing is deleted, and volumes are kept and keep billing.\n\n", at.UTC().Format("2006-01-02 15:04 UTC"), strings.Join(names, ", "))
-	body.WriteString("Raise the budget, then resume each cluster from its page.\n")
-	fmt.Fprintf(&body, "\nBudgets: %s\n", strings.TrimRight(baseURL, "/")+"/billing#budgets")
-	return subject, body.String()
+	mail := BudgetStoppedMail{EnvName: env.Name, Month: w.Month(), Budget: b.Amount, Spend: m.spend, Stopped: names,
+		At: now.UTC(), Link: strings.TrimRight(baseURL, "/") + "/billing#budgets"}
+	return s.notifyEach(ctx, fmt.Sprintf("budget-stopped:%s:%s:%d:%d", b.EnvID, w.Month(), b.Amount, now.Unix()), to, mail)
 }
 
 // mailBudgetAlert queues the alert's mail to the organisation's owners and
@@ -278,68 +254,29 @@ func (s *Store) mailBudgetAlert(ctx context.Context, b Budget, a BudgetAlert, m 
 	if err != nil {
 		return err
 	}
-	members, err := s.Members(ctx, b.OrgID)
+	to, err := s.managers(ctx, b.OrgID)
 	if err != nil {
 		return err
 	}
-	subject, text := BudgetAlertText(env.Name, a, m.live, baseURL)
-	for _, mem := range members {
-		if !mem.Role.CanManage() {
-			continue
-		}
-		mail := Mail{Key: fmt.Sprintf("budget:%s:%s:%d:%d:%s", a.EnvID, a.Month, a.Percent, a.Budget, shortHash(mem.Email)),
-			To: strings.TrimSpace(mem.Email), Subject: subject, Text: text}
-		if mail.check() != nil {
-			continue
-		}
-		if err := s.EnqueueMail(ctx, mail); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.notifyEach(ctx, fmt.Sprintf("budget:%s:%s:%d:%d", a.EnvID, a.Month, a.Percent, a.Budget), to,
+		budgetAlertMail(env.Name, a, m.live, baseURL))
 }
 
-// BudgetAlertText is an alert's mail: the spend against the budget, the
+// budgetAlertMail is an alert's data: the spend against the budget, the
 // forecast at the current burn (X6) and, at 100 %, which clusters are
 // stopped and when.
-func BudgetAlertText(envName string, a BudgetAlert, live []Cluster, baseURL string) (subject, text string) {
-	link := strings.TrimRight(baseURL, "/") + "/billing#budgets"
-	var body strings.Builder
+func budgetAlertMail(envName string, a BudgetAlert, live []Cluster, baseURL string) BudgetAlertMail {
+	m := BudgetAlertMail{EnvName: envName, Month: a.Month, Percent: a.Percent, Spend: a.Spend, Budget: a.Budget, Burn: a.Burn,
+		ForecastAt: a.ForecastAt, Link: strings.TrimRight(baseURL, "/") + "/billing#budgets"}
 	if a.Percent >= 100 {
-		subject = fmt.Sprintf("Budget of environment %s reached: %s of %s", envName, USD(a.Spend), USD(a.Budget))
-		fmt.Fprintf(&body, "Your environment %s has spent %s this month (%s), reaching its budget of %s.\n\n",
-			envName, USD(a.Spend), a.Month, USD(a.Budget))
-		names := make([]string, 0, len(live))
 		for _, c := range live {
-			names = append(names, c.Name)
+			m.Running = append(m.Running, c.Name)
 		}
-		slices.Sort(names)
-		when := "now"
+		slices.Sort(m.Running)
 		if a.EnforceAt != nil && a.EnforceAt.After(a.CreatedAt) {
-			when = "at " + a.EnforceAt.UTC().Format("2006-01-02 15:04 UTC")
+			at := a.EnforceAt.UTC()
+			m.StopAt = &at
 		}
-		if len(names) == 0 {
-			body.WriteString("Nothing runs in it now.\n")
-		} else {
-			fmt.Fprintf(&body, "Its running clusters (%s) are stopped %s: compute billing ends, volumes keep billing.\n",
-				strings.Join(names, ", "), when)
-		}
-		body.WriteString("Raise the budget to keep them running, or to resume them afterwards.\n")
-	} else {
-		subject = fmt.Sprintf("Budget of environment %s: %d%% used (%s of %s)", envName, a.Percent, USD(a.Spend), USD(a.Budget))
-		fmt.Fprintf(&body, "Your environment %s has spent %s of its %s budget this month (%s): %d%% or more.\n\n",
-			envName, USD(a.Spend), USD(a.Budget), a.Month, a.Percent)
-		switch {
-		case a.Burn <= 0:
-			body.WriteString("Nothing runs in it now, so its spend stays where it is.\n")
-		case a.ForecastAt == nil:
-			fmt.Fprintf(&body, "At the current burn of %s/h it will not reach the budget this month.\n", USD(a.Burn))
-		default:
-			fmt.Fprintf(&body, "At the current burn of %s/h it reaches the budget at %s.\n", USD(a.Burn),
-				a.ForecastAt.UTC().Format("2006-01-02 15:04 UTC"))
-		}
-		body.WriteString("When the budget is reached, the environment's running clusters are stopped (compute billing ends); raise the budget to avoid it.\n")
 	}
-	fmt.Fprintf(&body, "\nBudgets: %s\n", link)
-	return subject, body.String()
+	return m
 }

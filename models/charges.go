@@ -140,30 +140,14 @@ func (s *Store) mailChargeFailed(ctx context.Context, c Charge) error {
 	if err != nil {
 		return err
 	}
-	subject, text := ChargeFailedText(c)
+	mail := ChargeFailedMail{ChargeID: c.ID, Amount: c.Amount, FailureCode: c.FailureCode, AuthenticationRequired: c.AuthenticationRequired()}
 	for _, m := range members {
 		if !m.Role.CanManage() {
 			continue
 		}
-		err := s.EnqueueMail(ctx, Mail{Key: "charge-failed:" + c.ID + ":" + strings.ToLower(m.Email), To: m.Email,
-			Subject: subject, Text: text})
-		if err != nil {
+		if err := s.Notify(ctx, "charge-failed:"+c.ID+":"+strings.ToLower(m.Email), m.Email, mail); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// ChargeFailedText is the failed charge's headline and explanation, for the
-// mail and the banner alike.
-func ChargeFailedText(c Charge) (subject, text string) {
-	if c.AuthenticationRequired() {
-		subject = "Auto-recharge of " + USD(c.Amount) + " needs your bank's confirmation"
-		text = "Your bank asked to confirm the auto-recharge of " + USD(c.Amount) + " with you, so nothing was charged. "
-	} else {
-		subject = "Auto-recharge of " + USD(c.Amount) + " was declined"
-		text = "Your card declined the auto-recharge of " + USD(c.Amount) + " (" + c.FailureCode + "). "
-	}
-	text += "Auto-recharge is paused and will not try again until you add funds with a card or re-enable it on the billing page."
-	return subject, text
 }

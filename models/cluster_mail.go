@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"html"
 	"strings"
 )
 
@@ -27,33 +26,22 @@ func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluste
 	if n == nil {
 		return nil
 	}
-	var ssh string
-	if c.Status == StatusReady && topic == "" { // the ready mail says how to connect
+	mail, ok := clusterMailOf(c, n.BaseURL, topic)
+	if !ok {
+		return nil
+	}
+	if mail.Topic == ClusterMailReady { // the ready mail says how to connect
 		nodes, err := s.NodesFor(ctx, c.ID)
 		if err != nil {
 			return err
 		}
-		ssh = ClusterSpec(c, nodes, Offer{}).PrimarySSH().Command
-	}
-	subject, body, ok := clusterMailText(c, n.BaseURL, topic, ssh)
-	if !ok {
-		return nil
+		mail.SSH = ClusterSpec(c, nodes, Offer{}).PrimarySSH().Command
 	}
 	verified, err := s.verificationLine(ctx, c, topic)
 	if err != nil {
 		return err
 	}
-	if verified != "" {
-		body = strings.Replace(body, "\n\n", "\n\n"+verified+"\n\n", 1)
-	}
-	var htmlBody string
-	if c.Status == StatusReady && topic == "" {
-		htmlBody = readyMailHTML(c, n.BaseURL, ssh)
-		if verified != "" {
-			htmlBody = strings.Replace(htmlBody, `<p style="margin:16px 0 0;`, `<p style="margin:16px 0 0;font-size:13px;color:#0f172a">`+
-				html.EscapeString(verified)+`</p><p style="margin:16px 0 0;`, 1)
-		}
-	}
+	mail.Verification = verified
 	to, err := s.clusterMailRecipients(ctx, c)
 	if err != nil {
 		return err
@@ -65,17 +53,51 @@ func (s *Store) queueClusterMail(ctx context.Context, n *ClusterNotify, c Cluste
 	case KindRecoveryExhausted, KindNodeDown:
 		topic = string(k)
 	}
-	for _, addr := range to {
-		m := Mail{Key: fmt.Sprintf("cluster-%s:%s:%d:%s", topic, c.ID, attempt, shortHash(addr)),
-			To: strings.TrimSpace(addr), Subject: subject, Text: body, HTML: htmlBody}
-		if m.check() != nil {
-			continue
+	return s.notifyEach(ctx, fmt.Sprintf("cluster-%s:%s:%d", topic, c.ID, attempt), to, mail)
+}
+
+// clusterMailOf decides which outcome c's mail announces (E1, R2, R5, B6)
+// and gathers its data; false when the change mails nothing.
+func clusterMailOf(c Cluster, baseURL, topic string) (ClusterMail, bool) {
+	m := ClusterMail{ClusterID: c.ID, Name: c.Name, Shape: c.ShapeLabel(), Place: c.PlaceLabel(), USDPerHour: c.USDPerHour,
+		ReadyAt: c.ReadyAt, LastError: c.LastError, Link: strings.TrimRight(baseURL, "/") + "/clusters/" + c.ID}
+	if topic == "resumed" {
+		switch c.Status {
+		case StatusReady:
+			m.Topic = ClusterMailResumed
+		case StatusDegraded:
+			m.Topic = ClusterMailResumedDegraded
+		default:
+			return m, false
 		}
-		if err := s.EnqueueMail(ctx, m); err != nil {
-			return err
-		}
+		return m, true
 	}
-	return nil
+	switch c.Status {
+	case StatusReady:
+		m.Topic = ClusterMailReady
+		if topic == "healthy" {
+			m.Topic = ClusterMailHealthy
+		}
+	case StatusFailed:
+		m.Topic = ClusterMailFailed
+	case StatusDegraded:
+		p := c.Problem()
+		switch {
+		case p.Kind == KindRecoveryExhausted:
+			m.Topic = ClusterMailRecoveryExhausted
+		case p.Kind == KindNodeDown:
+			pol := c.Policy()
+			m.Topic, m.Detail = ClusterMailNodeDown, p.Detail
+			m.AutoRecover, m.RecoverAttempts, m.RecoverCooldown = pol.Mode == RecoveryRestart, pol.MaxAttempts, pol.CooldownMinutes
+		case ParseLastError(c.LastError).Kind == KindVerifyFailed:
+			m.Topic = ClusterMailVerifyFailed
+		default:
+			m.Topic = ClusterMailDegraded
+		}
+	default:
+		return m, false
+	}
+	return m, true
 }
 
 // clusterMailRecipients are the owners and admins and the launching user, once each.
@@ -101,119 +123,9 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// clusterMailText is the outcome mail's subject and plain-text body; ssh is
-// node-0's SSH command for the ready mail ("" when it has none).
-func clusterMailText(c Cluster, baseURL, topic, ssh string) (subject, body string, ok bool) {
-	link := strings.TrimRight(baseURL, "/") + "/clusters/" + c.ID
-	shape := c.ShapeLabel() + " in " + c.PlaceLabel()
-	since := "now"
-	if c.ReadyAt != nil {
-		since = "at " + c.ReadyAt.Format("2006-01-02 15:04 MST")
-	}
-	if topic == "resumed" {
-		return resumedMailText(c, shape, link)
-	}
-	switch c.Status {
-	case StatusReady:
-		if topic == "healthy" {
-			return fmt.Sprintf("Cluster %s is healthy again", c.Name),
-				fmt.Sprintf("Every machine of your cluster %s (%s) is running again; the cluster is ready.\n\n"+
-					"Billing continued throughout at %s per hour.\n\nDetails: %s\n", c.Name, shape, USD(c.USDPerHour), link), true
-		}
-		connect := ""
-		if ssh != "" {
-			connect = "Log in to node-0:\n\n    " + ssh + "\n\n"
-		}
-		return fmt.Sprintf("Cluster %s is ready", c.Name),
-			fmt.Sprintf("Your cluster %s (%s) is ready: every machine is up and joined.\n\n"+
-				"%s"+
-				"Billing started %s for all machines at %s per hour.\n"+
-				"Ready means infrastructure readiness only; run your own application check before sending traffic.\n\n"+
-				"Every node's SSH command, the hostfile and ready-made launch commands: %s\n", c.Name, shape, connect, since, USD(c.USDPerHour), link), true
-	case StatusFailed:
-		return fmt.Sprintf("Cluster %s failed to start", c.Name),
-			fmt.Sprintf("Your cluster %s (%s) did not come up whole: %s.\n\n"+
-				"Every machine was released and nothing was billed. Nothing is retried without you.\n"+
-				"See what happened and what can start now: %s\n", c.Name, shape, c.LastError, link), true
-	case StatusDegraded:
-		if text, ok := healthMailText(c, shape, link); ok {
-			return fmt.Sprintf(text[0], c.Name), text[1], true
-		}
-		if ParseLastError(c.LastError).Kind == KindVerifyFailed {
-			return fmt.Sprintf("Cluster %s failed verification", c.Name),
-				fmt.Sprintf("Your cluster %s (%s) did not pass verification before hand-over: %s.\n\n"+
-					"The machines stay up and billing continues at %s per hour. Read the report, then keep the cluster as it is or terminate it: %s\n",
-					c.Name, shape, c.LastError, USD(c.USDPerHour), link), true
-		}
-		return fmt.Sprintf("Cluster %s is degraded", c.Name),
-			fmt.Sprintf("Your cluster %s (%s) is degraded: %s.\n\n"+
-				"The machines stay up and billing continues. Retry the install or terminate: %s\n", c.Name, shape, c.LastError, link), true
-	}
-	return "", "", false
-}
-
-// readyMailHTML is the ready mail's HTML part: what is ready, node-0's SSH
-// command to copy, and a button to the cluster page. Inline styles only
-// (mail clients drop style sheets); every value is escaped.
-func readyMailHTML(c Cluster, baseURL, ssh string) string {
-	link := strings.TrimRight(baseURL, "/") + "/clusters/" + c.ID
-	esc := html.EscapeString
-	var b strings.Builder
-	b.WriteString(`<!DOCTYPE html><html><body style="margin:0;padding:24px;background:#f8fafc;font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;color:#0f172a">`)
-	b.WriteString(`<div style="max-width:560px;margin:0 auto;background:#ffffff;border:1px solid #e2e8f0;border-radius:8px;padding:24px">`)
-	fmt.Fprintf(&b, `<h1 style="margin:0 0 8px;font-size:20px">Cluster %s is ready</h1>`, esc(c.Name))
-	fmt.Fprintf(&b, `<p style="margin:0 0 16px;font-size:14px;color:#475569">%s in %s · every machine is up and joined · billing started at %s per hour.</p>`,
-		esc(c.ShapeLabel()), esc(c.PlaceLabel()), esc(USD(c.USDPerHour)))
-	if ssh != "" {
-		b.WriteString(`<p style="margin:0 0 4px;font-size:12px;font-weight:600;color:#475569">Log in to node-0</p>`)
-		fmt.Fprintf(&b, `<pre style="margin:0 0 16px;padding:12px;background:#0f172a;color:#f1f5f9;border-radius:6px;font-size:13px;white-space:pre-wrap;word-break:break-all">%s</pre>`, esc(ssh))
-	}
-	fmt.Fprintf(&b, `<a href="%s" style="display:inline-block;padding:10px 16px;background:#4f46e5;color:#ffffff;text-decoration:none;border-radius:6px;font-weight:600;font-size:14px">Open %s</a>`,
-		esc(link), esc(c.Name))
-	b.WriteString(`<p style="margin:16px 0 0;font-size:12px;color:#64748b">Ready means infrastructure readiness only; run your own application check before sending traffic.</p>`)
-	b.WriteString(`</div></body></html>`)
-	return b.String()
-}
-
-// healthMailText is the degraded and recovery-exhausted mails of R2 and R5:
-// the subject (with %s for the name) and the body.
-func healthMailText(c Cluster, shape, link string) ([2]string, bool) {
-	p := c.Problem()
-	switch p.Kind {
-	case KindRecoveryExhausted:
-		return [2]string{"Recovery of cluster %s gave up",
-			fmt.Sprintf("Every recovery attempt for your cluster %s (%s) is spent and a machine is still down.\n\n"+
-				"The cluster stays degraded and billing continues at %s per hour. Terminate it, or try recover now: %s\n",
-				c.Name, shape, USD(c.USDPerHour), link)}, true
-	case KindNodeDown:
-		return [2]string{"Cluster %s is degraded: a machine is down",
-			fmt.Sprintf("A machine of your cluster %s (%s) left running: %s.\n\n"+
-				"The other machines stay up and billing continues at %s per hour. %s\n"+
-				"See the machine's status, recover now or terminate: %s\n",
-				c.Name, shape, p.Detail, USD(c.USDPerHour), c.recoveryLine(), link)}, true
-	}
-	return [2]string{}, false
-}
-
-// resumedMailText is the mail of a resume that brought every machine back (B6).
-func resumedMailText(c Cluster, shape, link string) (subject, body string, ok bool) {
-	switch c.Status {
-	case StatusReady:
-		return fmt.Sprintf("Cluster %s is running again", c.Name),
-			fmt.Sprintf("Every machine of your cluster %s (%s) started again and joined; the cluster is ready.\n\n"+
-				"Billing restarted now for all machines at %s per hour.\n\nConnect: %s\n", c.Name, shape, USD(c.USDPerHour), link), true
-	case StatusDegraded:
-		return fmt.Sprintf("Cluster %s is running again, degraded", c.Name),
-			fmt.Sprintf("Every machine of your cluster %s (%s) started again and joined, but its software had not passed "+
-				"its check before the stop (%s).\n\nBilling restarted now at %s per hour. Retry the install or terminate: %s\n",
-				c.Name, shape, c.LastError, USD(c.USDPerHour), link), true
-	}
-	return "", "", false
-}
-
-// verificationLine summarises the hand-over report for the ready mail, or
-// for the degraded mail of a failed verification (issue 24 item 4); "" for
-// a cluster launched without verification and for other mails.
+// verificationLine is the hand-over report's summary for the ready mail, or
+// for the degraded mail of a failed verification; "" for a cluster launched
+// without verification and for other mails.
 func (s *Store) verificationLine(ctx context.Context, c Cluster, topic string) (string, error) {
 	if !c.Verify || topic != "" {
 		return "", nil
@@ -225,8 +137,5 @@ func (s *Store) verificationLine(ctx context.Context, c Cluster, topic string) (
 	if err != nil || run == nil {
 		return "", err
 	}
-	if sum := run.ReportOf().Summary; sum != "" {
-		return "Verification: " + sum, nil
-	}
-	return "", nil
+	return run.ReportOf().Summary, nil
 }

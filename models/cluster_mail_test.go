@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -52,7 +53,7 @@ func TestClusterMailsCommitWithTheirTransition(t *testing.T) {
 		}
 		degrade(2)
 
-		mails, err := e.s.OutboxMails(ctx, 100)
+		mails, err := views.RenderedMails(e.s.OutboxMails(ctx, 100))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +109,7 @@ func TestReadyMailAndEventsUseDisplayNames(t *testing.T) {
 		if _, err := e.s.MarkJoined(ctx, c.ID, notifyAll); err != nil {
 			t.Fatal(err)
 		}
-		mails, err := e.s.OutboxMails(ctx, 10)
+		mails, err := views.RenderedMails(e.s.OutboxMails(ctx, 10))
 		if err != nil || len(mails) != 1 {
 			t.Fatalf("mails %d %v", len(mails), err)
 		}

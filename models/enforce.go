@@ -146,7 +146,7 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 			ep = BalanceEpisode{OrgID: orgID, StartedAt: now}
 		}
 		if ep.LowMailedAt == nil {
-			if err := tx.mailBalance(ctx, orgID, ep, "low", balanceLowText(bal, burn, vols, p, balanceStopTime(ep, bal, burn, now, p))); err != nil {
+			if err := tx.mailBalance(ctx, orgID, ep, BalanceMail{Topic: BalanceMailLow, Balance: bal, Burn: burn, Volumes: vols, StopAt: balanceStopTime(ep, bal, burn, now, p).UTC()}, p); err != nil {
 				return err
 			}
 			if err := tx.queueOrgWebhooks(ctx, orgID, "", TypeBalanceLow, fmt.Sprintf("%s:%d", orgID, ep.StartedAt.Unix()), // X8
@@ -167,7 +167,7 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 			}
 			ep.StoppedAt = &now
 			if len(res.Stopped) > 0 {
-				if err := tx.mailBalance(ctx, orgID, ep, "stopped", balanceStoppedText(res.Stopped, bal, vols, p)); err != nil {
+				if err := tx.mailBalance(ctx, orgID, ep, BalanceMail{Topic: BalanceMailStopped, Balance: bal, Volumes: vols, Clusters: res.Stopped}, p); err != nil {
 					return err
 				}
 			}
@@ -178,7 +178,7 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 			}
 			ep.TerminatedAt = &now
 			if len(res.Terminated) > 0 {
-				if err := tx.mailBalance(ctx, orgID, ep, "terminated", balanceTerminatedText(res.Terminated, bal, vols, p)); err != nil {
+				if err := tx.mailBalance(ctx, orgID, ep, BalanceMail{Topic: BalanceMailTerminated, Balance: bal, Volumes: vols, Clusters: res.Terminated}, p); err != nil {
 					return err
 				}
 			}
@@ -233,28 +233,14 @@ func (s *Store) terminateForBalance(ctx context.Context, orgID string) ([]string
 
 // mailBalance queues one enforcement mail to every owner and admin, once
 // per episode and topic (E1, E2).
-func (s *Store) mailBalance(ctx context.Context, orgID string, ep BalanceEpisode, topic string, text [2]string) error {
-	members, err := s.Members(ctx, orgID)
+func (s *Store) mailBalance(ctx context.Context, orgID string, ep BalanceEpisode, mail BalanceMail, p EnforcePolicy) error {
+	to, err := s.managers(ctx, orgID)
 	if err != nil {
 		return err
 	}
-	for _, m := range members {
-		if !m.Role.CanManage() {
-			continue
-		}
-		mail := Mail{Key: fmt.Sprintf("balance-%s:%s:%d:%s", topic, orgID, ep.StartedAt.Unix(), shortHash(m.Email)),
-			To: strings.TrimSpace(m.Email), Subject: text[0], Text: text[1]}
-		if mail.check() != nil {
-			continue
-		}
-		if err := s.EnqueueMail(ctx, mail); err != nil {
-			return err
-		}
-	}
-	return nil
+	mail.Grace, mail.TerminateGrace, mail.Link = p.grace(), p.terminateGrace(), strings.TrimRight(p.BaseURL, "/")+"/billing"
+	return s.notifyEach(ctx, fmt.Sprintf("balance-%s:%s:%d", mail.Topic, orgID, ep.StartedAt.Unix()), to, mail)
 }
-
-func billingLink(p EnforcePolicy) string { return strings.TrimRight(p.BaseURL, "/") + "/billing" }
 
 // balanceStopTime is when, at the current burn, the balance's grace ends
 // and the running clusters are stopped (B6): the moment the balance is
@@ -270,49 +256,6 @@ func balanceStopTime(ep BalanceEpisode, bal, burn Money, now time.Time, p Enforc
 		}
 	}
 	return now.Add(p.grace())
-}
-
-func balanceLowText(bal, burn, vols Money, p EnforcePolicy, stopAt time.Time) [2]string {
-	when := " If nothing changes, they are stopped at " + stopAt.UTC().Format("2006-01-02 15:04 UTC") + "."
-	if bal <= 0 {
-		return [2]string{"Your Clusterdeck balance has run out",
-			fmt.Sprintf("Your balance is %s while your clusters and volumes burn %s per hour.\n\n"+
-				"Add funds within %s or every running cluster is stopped (compute billing ends, nothing is deleted); "+
-				"unpaid %s after the stop, the clusters are terminated.%s%s\n\nAdd funds: %s\n",
-				USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), when, volumesKept(vols), billingLink(p))}
-	}
-	return [2]string{"Your Clusterdeck balance is running low",
-		fmt.Sprintf("Your balance of %s will not cover the next hour of your running clusters and volumes (%s per hour).\n\n"+
-			"When it runs out, every running cluster is stopped after %s unless you add funds; "+
-			"unpaid %s after the stop, the clusters are terminated.%s%s\n\nAdd funds: %s\n",
-			USD(bal), USD(burn), spell(p.grace()), spell(p.terminateGrace()), when, volumesKept(vols), billingLink(p))}
-}
-
-func balanceStoppedText(names []string, bal, vols Money, p EnforcePolicy) [2]string {
-	return [2]string{"Your clusters are being stopped: the balance ran out",
-		fmt.Sprintf("Your balance (%s) ran out and was not topped up within %s, so these clusters are being stopped: %s.\n\n"+
-			"Their machines are stopped at the provider and compute billing ends; nothing is deleted. Add funds, then "+
-			"resume each cluster from its page. Unpaid %s from now, they are terminated.%s\n\nAdd funds: %s\n",
-			USD(bal), spell(p.grace()), strings.Join(names, ", "), spell(p.terminateGrace()), volumesKept(vols), billingLink(p))}
-}
-
-func balanceTerminatedText(names []string, bal, vols Money, p EnforcePolicy) [2]string {
-	return [2]string{"Your stopped clusters were terminated: the balance stayed unpaid",
-		fmt.Sprintf("Your balance (%s) stayed unpaid for %s after your clusters were stopped, so these clusters are "+
-			"terminated: %s.\n\nTheir machines are released and billing for them has ended.%s\n\nBilling: %s\n",
-			USD(bal), spell(p.terminateGrace()), strings.Join(names, ", "), volumesKept(vols), billingLink(p))}
-}
-
-// volumesKept is what the balance mails say of volumes (issue 20 item 7):
-// they are customer data, so an unpaid balance never deletes them; they
-// keep billing until their owner deletes them.
-func volumesKept(vols Money) string {
-	if vols <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("\n\nYour volumes are kept: Clusterdeck never deletes a volume for an unpaid balance. "+
-		"They keep billing (%s per hour) until you delete them, and the balance goes further below zero meanwhile; "+
-		"delete the ones you no longer need on the Volumes page.", USD(vols))
 }
 
 // volumeBurn is the hourly rate of the organisation's live volumes.

@@ -353,14 +353,8 @@ func (s *Store) NoteStall(ctx context.Context, n *ClusterNotify, wc WatchedClust
 		if err := tx.addEvent(ctx, c, c.Status, "warning", node, "gpu", "GPU stall: "+f.Message); err != nil {
 			return err
 		}
-		link := mailLink(n, c)
-		body := fmt.Sprintf("The GPUs of your cluster %s (%s) look stalled:\n\n    %s\n\n"+
-			"A job whose ranks wait on one another this way usually hangs in a collective (NCCL) on the machines named, "+
-			"while billing continues at %s per hour. Look at their logs and GPU charts: %s\n\n"+
-			"You get this once per stall. Change how long a stall must last, or switch these alerts off, on the cluster page.\n",
-			c.Name, c.ShapeLabel(), f.Message, USD(c.USDPerHour), link)
 		return tx.queueWatchMail(ctx, n, c, fmt.Sprintf("gpu-stall:%s:%d", c.ID, since.Unix()),
-			fmt.Sprintf("Cluster %s: %s", c.Name, strings.TrimSuffix(f.Message, ".")), body)
+			GPUStallMail{ClusterID: c.ID, Name: c.Name, Shape: c.ShapeLabel(), USDPerHour: c.USDPerHour, Message: f.Message, Link: mailLink(n, c)})
 	})
 }
 
@@ -439,27 +433,21 @@ func (s *Store) NoteIdle(ctx context.Context, n *ClusterNotify, wc WatchedCluste
 func (s *Store) idleMail(ctx context.Context, n *ClusterNotify, c Cluster, p WatchPolicy, since, now time.Time) error {
 	idle := minutes(now.Sub(since))
 	what := "Nothing else happens: this cluster's idle rule only mails."
-	subject := fmt.Sprintf("Cluster %s has been idle for %s", c.Name, idle)
+	actAt := now.Add(time.Duration(p.IdleGraceMinutes) * time.Minute)
 	if p.IdleAction != IdleMail {
-		at := now.Add(time.Duration(p.IdleGraceMinutes) * time.Minute).Format("15:04 MST, 2 Jan")
 		verb := "stopped (compute billing ends; resume starts every machine again)"
 		if p.IdleAction == IdleTerminate {
 			verb = "terminated (every machine released; it cannot be started again)"
 		}
-		what = fmt.Sprintf("Unless a GPU gets to work before %s, the cluster will be %s, as its idle rule asks.", at, verb)
-		subject = fmt.Sprintf("Cluster %s is idle and will be stopped at %s", c.Name, at)
-		if p.IdleAction == IdleTerminate {
-			subject = fmt.Sprintf("Cluster %s is idle and will be terminated at %s", c.Name, at)
-		}
+		what = fmt.Sprintf("Unless a GPU gets to work before %s, the cluster will be %s, as its idle rule asks.", actAt.Format("15:04 MST, 2 Jan"), verb)
 	}
 	msg := fmt.Sprintf("Every GPU has been below %d %% for %s. %s", p.IdleBelowPct, idle, what)
 	if err := s.addEvent(ctx, c, c.Status, "warning", "", "gpu", "Idle: "+msg); err != nil {
 		return err
 	}
-	body := fmt.Sprintf("Every GPU of your cluster %s (%s) has been below %d %% utilization since %s (%s), "+
-		"while billing continues at %s per hour.\n\n%s\n\nChange or switch off the idle rule on the cluster page: %s\n",
-		c.Name, c.ShapeLabel(), p.IdleBelowPct, since.Format("15:04 MST, 2 Jan"), idle, USD(c.USDPerHour), what, mailLink(n, c))
-	return s.queueWatchMail(ctx, n, c, fmt.Sprintf("gpu-idle:%s:%d", c.ID, since.Unix()), subject, body)
+	return s.queueWatchMail(ctx, n, c, fmt.Sprintf("gpu-idle:%s:%d", c.ID, since.Unix()), GPUIdleMail{
+		ClusterID: c.ID, Name: c.Name, Shape: c.ShapeLabel(), USDPerHour: c.USDPerHour, BelowPct: p.IdleBelowPct,
+		Since: since, IdleMinutes: int(now.Sub(since) / time.Minute), Action: p.IdleAction, ActAt: actAt, Link: mailLink(n, c)})
 }
 
 func mailLink(n *ClusterNotify, c Cluster) string {
@@ -472,7 +460,7 @@ func mailLink(n *ClusterNotify, c Cluster) string {
 
 // queueWatchMail queues one watch mail to the cluster's recipients (E2),
 // keyed so a retried tick queues it once.
-func (s *Store) queueWatchMail(ctx context.Context, n *ClusterNotify, c Cluster, key, subject, body string) error {
+func (s *Store) queueWatchMail(ctx context.Context, n *ClusterNotify, c Cluster, key string, mail Notification) error {
 	if n == nil {
 		return nil
 	}
@@ -480,16 +468,7 @@ func (s *Store) queueWatchMail(ctx context.Context, n *ClusterNotify, c Cluster,
 	if err != nil {
 		return err
 	}
-	for _, addr := range to {
-		m := Mail{Key: key + ":" + shortHash(addr), To: strings.TrimSpace(addr), Subject: subject, Text: body}
-		if m.check() != nil {
-			continue
-		}
-		if err := s.EnqueueMail(ctx, m); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.notifyEach(ctx, key, to, mail)
 }
 
 func init() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -16,6 +17,10 @@ func watchMails(t *testing.T, e *launchEnv, prefix string) []models.OutboxMail {
 	t.Helper()
 	var out []models.OutboxMail
 	if err := e.db.Where("idempotency_key LIKE ?", prefix+"%").Order("created_at, id").Find(&out).Error; err != nil {
+		t.Fatal(err)
+	}
+	out, err := views.RenderedMails(out, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out

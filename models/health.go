@@ -104,16 +104,6 @@ func (c Cluster) Recovery() Recovery {
 	return r
 }
 
-// recoveryLine tells a mail what happens next.
-func (c Cluster) recoveryLine() string {
-	p := c.Policy()
-	if p.Mode != RecoveryRestart {
-		return "Automatic recovery is off for this cluster: nothing else happens until you act."
-	}
-	return fmt.Sprintf("Automatic recovery restarts the machines that are down, one by one, up to %d times, %d minutes apart.",
-		p.MaxAttempts, p.CooldownMinutes)
-}
-
 // RecoveryDue reports whether the recovery job should make an attempt now:
 // "recover now" was asked, or the policy allows one and its cooldown is over.
 func (c Cluster) RecoveryDue(now time.Time) bool {

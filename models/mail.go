@@ -12,9 +12,10 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// Mail is an email to send (E2). Key is its idempotency key (e.g.
-// "cluster-ready:<id>"): enqueueing the same key twice stores one mail. HTML
-// is optional.
+// Mail is an email with its words already written (E2), for EnqueueMail.
+// Key is its idempotency key (e.g. "cluster-ready:<id>"): enqueueing the
+// same key twice stores one mail. HTML is optional. Product mails are typed
+// notifications instead (Notify); this stays for mails not yet typed.
 type Mail struct {
 	Key, To, Subject, Text string
 	HTML                   string
@@ -26,12 +27,17 @@ type Mail struct {
 // and marking sent retries the send once the claim expires; the sender uses
 // the key as the Message-ID so receivers can drop that duplicate.
 type OutboxMail struct {
-	ID            string `gorm:"primaryKey;size:32"`
-	Key           string `gorm:"column:idempotency_key;size:191;uniqueIndex"`
-	To            string `gorm:"column:to_addr;size:254"`
-	Subject       string `gorm:"size:300"`
-	Text          string `gorm:"column:text_body"`
-	HTML          string `gorm:"column:html_body"`
+	ID      string `gorm:"primaryKey;size:32"`
+	Key     string `gorm:"column:idempotency_key;size:191;uniqueIndex"`
+	To      string `gorm:"column:to_addr;size:254"`
+	Subject string `gorm:"size:300"`
+	Text    string `gorm:"column:text_body"`
+	HTML    string `gorm:"column:html_body"`
+	// Kind and Data are a typed notification (Notify), rendered by views
+	// when sent; Kind is "" for a mail queued with its words (EnqueueMail,
+	// and every row queued before typed notifications), sent as stored.
+	Kind          string `gorm:"size:64"`
+	Data          string
 	CreatedAt     time.Time
 	Attempts      int
 	NextAttemptAt time.Time
@@ -96,8 +102,10 @@ func mailBackoff(attempts int) time.Duration {
 	return min(time.Minute<<min(max(attempts-1, 0), 6), time.Hour)
 }
 
-// EnqueueMail queues a mail. Inside Store.Tx it commits with the change that
-// caused it. The same Key twice stores one mail (the second is a no-op).
+// EnqueueMail queues a mail whose words are written (the outbox's format
+// before typed notifications; the mail job sends it as stored). Inside
+// Store.Tx it commits with the change that caused it. The same Key twice
+// stores one mail (the second is a no-op). New mails use Notify.
 func (s *Store) EnqueueMail(ctx context.Context, m Mail) error {
 	m.Key = strings.TrimSpace(m.Key)
 	m.To = strings.TrimSpace(m.To)

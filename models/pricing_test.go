@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -162,6 +163,9 @@ func TestPrivateOffer(t *testing.T) {
 		}
 		var mails []models.OutboxMail
 		db.Where("idempotency_key = ?", "private-offer:"+po.ID).Find(&mails)
+		if mails, err = views.RenderedMails(mails, nil); err != nil {
+			t.Fatal(err)
+		}
 		if len(mails) != 1 || !strings.Contains(mails[0].Text, po.ID) || !strings.Contains(mails[0].Text, "$18.40 per machine-hour") {
 			t.Errorf("customer mail %+v", mails)
 		}

@@ -125,12 +125,10 @@ func (x Actions) CreatePrivateOffer(ctx context.Context, in PrivateOfferInput, n
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.EnqueueMail(ctx, Mail{Key: "private-offer:" + po.ID, To: to,
-			Subject: "Your private offer for " + po.shape() + " is ready",
-			Text: "Hello " + r.ContactName + ",\n\nAs agreed for your quote request " + r.ID + ", this offer is reserved for " +
-				"your organisation:\n\n" + po.summary() + "\nLaunch your private offer, until the end of " + po.ValidThrough() + " UTC:\n" +
-				n.BaseURL + po.LaunchPath() + "\n\nIt is also marked as yours on the offers page, and the API takes it as privateOfferId " +
-				po.ID + ".\n"}); err != nil {
+		if err := tx.Notify(ctx, "private-offer:"+po.ID, to, PrivateOfferMail{ContactName: r.ContactName, RequestID: r.ID,
+			OfferID: po.ID, Accelerator: po.Accelerator, Nodes: po.Nodes, GPUsPerNode: po.GPUsPerNode, Location: po.Location,
+			LocationName: po.LocationName, Interconnect: po.Interconnect, MachineHour: po.MachineHour, ValidUntil: po.ValidUntil,
+			Link: n.BaseURL + po.LaunchPath()}); err != nil {
 			return nil, err
 		}
 		e := x.a.entry("private_offer.create", po.ID, r.ID+": "+po.shape()+" at $"+DecimalUSD(po.MachineHour)+"/machine-h until "+po.ValidThrough())
@@ -182,14 +180,6 @@ func (s *Store) validPrivateOffer(ctx context.Context, r QuoteRequest, in Privat
 
 func (p PrivateOffer) shape() string {
 	return fmt.Sprintf("%d × %d × %s", p.Nodes, p.GPUsPerNode, strings.ReplaceAll(p.Accelerator, "_", " "))
-}
-
-func (p PrivateOffer) summary() string {
-	return "  Offer:    " + p.ID + "\n" +
-		"  Shape:    " + p.shape() + "\n" +
-		"  Where:    " + oneLine(p.LocationName) + " (" + p.Location + "), " + FabricText(p.Interconnect) + "\n" +
-		"  Price:    " + USD(p.MachineHour) + " per machine-hour, " + USD(p.ClusterHour()) + "/h for the cluster\n" +
-		"  Valid:    through " + p.ValidThrough() + " (UTC)\n"
 }
 
 // PrivateOffersFor lists the organisation's private offers that are still

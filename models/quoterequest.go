@@ -380,19 +380,14 @@ func (s *Store) createQuoteRequest(ctx context.Context, in QuoteRequestInput, n 
 		if err != nil {
 			return err
 		}
-		link := n.BaseURL + "/quote-requests/" + r.ID
-		if err := tx.EnqueueMail(ctx, Mail{Key: "capacity-request:" + r.ID + ":received", To: to,
-			Subject: "We received your quote request for " + r.Shape(),
-			Text: "Hello " + r.ContactName + ",\n\nThank you: we received your request for reserved capacity.\n\n" +
-				capacitySummary(r) + "\nOur sales team replies within one business day, to " + r.ContactEmail +
-				". Follow its status here:\n" + link + "\n"}); err != nil {
+		q := mailQuoteRequest(r)
+		if err := tx.Notify(ctx, "capacity-request:"+r.ID+":received", to, QuoteReceivedMail{ContactName: r.ContactName,
+			ContactEmail: r.ContactEmail, Request: q, Link: n.BaseURL + "/quote-requests/" + r.ID}); err != nil {
 			return err
 		}
-		if err := tx.EnqueueMail(ctx, Mail{Key: "capacity-request:" + r.ID + ":sales", To: n.sales(),
-			Subject: "Quote request " + r.ID + ": " + r.Shape() + " for " + oneLine(org.Name),
-			Text: "A new quote request from " + org.Name + " (" + org.ID + "), sent by " + r.Requester + ".\n\n" +
-				capacitySummary(r) + "\nContact: " + r.ContactName + " <" + r.ContactEmail + ">" + phoneSuffix(r.ContactPhone) +
-				"\n\nNotes:\n" + orNone(r.Notes) + "\n\nAnswer it in the inbox:\n" + n.BaseURL + "/admin/quote-requests?status=new\n"}); err != nil {
+		if err := tx.Notify(ctx, "capacity-request:"+r.ID+":sales", n.sales(), QuoteSalesMail{OrgID: org.ID, OrgName: org.Name,
+			Requester: r.Requester, ContactName: r.ContactName, ContactEmail: r.ContactEmail, ContactPhone: r.ContactPhone,
+			Notes: r.Notes, Request: q, Link: n.BaseURL + "/admin/quote-requests?status=new"}); err != nil {
 			return err
 		}
 		who.OrgID, who.Action, who.Target, who.Detail = r.OrgID, "quote_request.create", r.ID, r.Shape()
@@ -448,40 +443,6 @@ func (s *Store) capacityCustomer(ctx context.Context, r QuoteRequest) (string, e
 	}
 	return r.ContactEmail, nil
 }
-
-func capacitySummary(r QuoteRequest) string {
-	budget := "not given"
-	if r.BudgetPerHour > 0 {
-		budget = USD(r.BudgetPerHour) + "/h for the whole cluster"
-	}
-	loc := r.Location
-	if loc == "" {
-		loc = "anywhere"
-	}
-	return "  Request:  " + r.ID + "\n" +
-		"  Shape:    " + r.Shape() + "\n" +
-		"  Fabric:   " + FabricText(r.Fabric) + "\n" +
-		"  Location: " + oneLine(loc) + "\n" +
-		"  Start:    " + r.StartDay() + ", for " + r.DurationText() + "\n" +
-		"  Budget:   " + budget + "\n"
-}
-
-func phoneSuffix(p string) string {
-	if p == "" {
-		return ""
-	}
-	return ", " + p
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-// oneLine keeps a value fit for a mail subject.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // QuoteRequests lists the org's requests, newest first.
 func (s *Store) QuoteRequests(ctx context.Context, orgID string) ([]QuoteRequest, error) {
@@ -601,10 +562,8 @@ func (s *Store) SetQuoteRequestStatus(ctx context.Context, id, status, note stri
 		if err != nil {
 			return err
 		}
-		return tx.EnqueueMail(ctx, Mail{Key: "capacity-request:" + r.ID + ":status:" + strconv.Itoa(r.StatusVersion), To: to,
-			Subject: "Your quote request for " + r.Shape() + " is now " + status,
-			Text: "Hello " + r.ContactName + ",\n\n" + capacityStatusText(r.Status) + "\n\n" + capacitySummary(r) +
-				"\nFollow it here:\n" + n.BaseURL + "/quote-requests/" + r.ID + "\n"})
+		return tx.Notify(ctx, "capacity-request:"+r.ID+":status:"+strconv.Itoa(r.StatusVersion), to, QuoteStatusMail{
+			ContactName: r.ContactName, Status: r.Status, Request: mailQuoteRequest(r), Link: n.BaseURL + "/quote-requests/" + r.ID})
 	})
 	if err != nil {
 		return QuoteRequest{}, false, err

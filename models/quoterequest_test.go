@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -23,7 +24,7 @@ var notify = models.CapacityNotify{BaseURL: "https://deck.example", SalesEmail: 
 
 func capacityMails(t *testing.T, s *models.Store) map[string]models.OutboxMail {
 	t.Helper()
-	all, err := s.OutboxMails(context.Background(), 1000)
+	all, err := views.RenderedMails(s.OutboxMails(context.Background(), 1000))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,18 +85,12 @@ func (s *Store) RequestPasswordReset(ctx context.Context, email, ip, baseURL str
 		if err := tx.db.WithContext(ctx).Create(&r).Error; err != nil {
 			return fmt.Errorf("models: password reset: %w", err)
 		}
-		if err := tx.EnqueueMail(ctx, resetMail(u, r, baseURL+"/reset-password/"+token)); err != nil {
+		if err := tx.Notify(ctx, "password-reset:"+r.ID, u.Email, PasswordResetMail{Name: u.Name, ExpiresAt: r.ExpiresAt.UTC(), Link: baseURL + "/reset-password/" + token}); err != nil {
 			return err
 		}
 		return tx.auditUser(ctx, u, AuditEntry{Action: "user.password_reset_request", Target: u.Email, IP: ip,
 			Detail: "link mailed, valid until " + r.ExpiresAt.UTC().Format("15:04 MST")})
 	})
-}
-
-func resetMail(u User, r PasswordReset, link string) Mail {
-	return Mail{Key: "password-reset:" + r.ID, To: u.Email, Subject: "Reset your Clusterdeck password",
-		Text: fmt.Sprintf("Hello %s,\n\nSomeone (hopefully you) asked to reset the password of your Clusterdeck account.\n\nChoose a new password here (the link works once, until %s):\n%s\n\nIf you did not ask, ignore this mail: your password stays as it is.\n",
-			u.Name, r.ExpiresAt.UTC().Format("2006-01-02 15:04")+" UTC", link)}
 }
 
 // retireResets ends every unused link of the user.
@@ -169,8 +163,7 @@ func (s *Store) ResetPassword(ctx context.Context, token, password, ip string, r
 			detail += fmt.Sprintf(", and the %d API keys they created revoked", len(keys))
 			keys = nil
 		}
-		if err := tx.EnqueueMail(ctx, Mail{Key: "password-changed:" + r.ID, To: u.Email, Subject: "Your Clusterdeck password was changed",
-			Text: passwordChangedText(u, ip, revokeKeys, keys)}); err != nil {
+		if err := tx.Notify(ctx, "password-changed:"+r.ID, u.Email, passwordChangedMail(u, ip, revokeKeys, keys)); err != nil {
 			return err
 		}
 		return tx.auditUser(ctx, u, AuditEntry{Action: "user.password_reset", Target: u.Email, IP: ip, Detail: detail})
@@ -184,13 +177,6 @@ func (s *Store) ResetPassword(ctx context.Context, token, password, ip string, r
 func (s *Store) PrunePasswordResets(ctx context.Context) (int64, error) {
 	res := s.db.WithContext(ctx).Where("expires_at < ?", s.Now().Add(-24*time.Hour)).Delete(&PasswordReset{})
 	return res.RowsAffected, res.Error
-}
-
-func orUnknown(ip string) string {
-	if ip == "" {
-		return "an unknown address"
-	}
-	return ip
 }
 
 // auditUser records e, done by u, in each of u's organisations' logs (a
@@ -251,28 +237,13 @@ func (s *Store) revokeKeysOf(ctx context.Context, u User, keys []liveKey, ip str
 	return nil
 }
 
-// passwordChangedText is the notice after a reset: what ended, and the API
+// passwordChangedMail is the notice after a reset: what ended, and the API
 // keys that still work (name, prefix and where; never a secret), since a
 // reset alone does not end them.
-func passwordChangedText(u User, ip string, revoked bool, live []liveKey) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Hello %s,\n\nThe password of your Clusterdeck account was just changed through a reset link (from %s), and every session was logged out.\n", u.Name, orUnknown(ip))
-	switch {
-	case revoked:
-		b.WriteString("Every API key you created was revoked with it: programs using them (the CLI, scripts, MCP clients) need new keys.\n")
-	case len(live) == 0:
-		b.WriteString("You have no API keys.\n")
-	default:
-		b.WriteString("\nThese API keys you created still work (a reset does not end them):\n")
-		for _, k := range live {
-			env := k.EnvName
-			if env == "" {
-				env = "?"
-			}
-			fmt.Fprintf(&b, "- %s (%s…), organisation %s, environment %s\n", k.Name, k.Prefix, k.OrgName, env)
-		}
-		b.WriteString("Revoke any you do not recognise under Settings → API keys.\n")
+func passwordChangedMail(u User, ip string, revoked bool, live []liveKey) PasswordChangedMail {
+	m := PasswordChangedMail{Name: u.Name, IP: ip, Revoked: revoked}
+	for _, k := range live {
+		m.Keys = append(m.Keys, MailAPIKeys{Name: k.Name, Prefix: k.Prefix, OrgName: k.OrgName, EnvName: k.EnvName})
 	}
-	b.WriteString("\nIf this was not you, reset it again at once, revoke your API keys, and tell your organisation's owner.\n")
-	return b.String()
+	return m
 }

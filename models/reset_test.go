@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -26,7 +27,7 @@ func TestPasswordResetSingleUseAndPruned(t *testing.T) {
 		if err := s.RequestPasswordReset(ctx, "ada@example.com", "192.0.2.1", "http://x"); err != nil {
 			t.Fatal(err)
 		}
-		mails, err := s.OutboxMails(ctx, 10)
+		mails, err := views.RenderedMails(s.OutboxMails(ctx, 10))
 		if err != nil {
 			t.Fatal(err)
 		}

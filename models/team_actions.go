@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"fmt"
 )
 
 // InviteInput is an invitation to the actor's organisation. BaseURL is
@@ -26,19 +25,13 @@ func (x Actions) Invite(ctx context.Context, in InviteInput) (Invite, error) {
 		if inv, token, err = tx.CreateInvite(ctx, x.a.OrgID, x.a.Role, x.a.UserID, in.Email, in.Role); err != nil {
 			return nil, err
 		}
-		if err := tx.EnqueueMail(ctx, inviteMail(x.a.Name, org.Name, inv, in.BaseURL+"/invites/"+token)); err != nil {
+		if err := tx.Notify(ctx, "invite:"+inv.ID, inv.Email, InviteMail{Inviter: x.a.Name, OrgName: org.Name, Role: inv.Role,
+			ExpiresAt: inv.ExpiresAt.UTC(), Link: in.BaseURL + "/invites/" + token}); err != nil {
 			return nil, err
 		}
 		return x.audit("member.invite", inv.Email, "role "+string(inv.Role)), nil
 	})
 	return inv, err
-}
-
-func inviteMail(inviter, orgName string, inv Invite, link string) Mail {
-	return Mail{Key: "invite:" + inv.ID, To: inv.Email,
-		Subject: inviter + " invited you to " + orgName + " on Clusterdeck",
-		Text: fmt.Sprintf("Hello,\n\n%s invited you to join %s on Clusterdeck as %s.\n\nOpen this link to accept (it works until %s):\n%s\n\nIf you did not expect this, ignore this mail.\n",
-			inviter, orgName, inv.Role, inv.ExpiresAt.UTC().Format("2006-01-02 15:04")+" UTC", link)}
 }
 
 // RevokeInvite cancels one of the organisation's pending invitations.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
+	"github.com/clusterdeck/clusterdeck/views"
 	"gorm.io/gorm"
 )
 
@@ -57,7 +58,7 @@ func TestBalanceEnforcementMailsAndKeepsVolumes(t *testing.T) {
 		if !res.Warned || res.Balance >= 0 {
 			t.Fatalf("no warning once the balance ran out: %+v", res)
 		}
-		mails, err := e.s.OutboxMails(ctx, 10)
+		mails, err := views.RenderedMails(e.s.OutboxMails(ctx, 10))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -424,26 +424,10 @@ func (s *Store) RecordWebhookAttempt(ctx context.Context, w WebhookEndpoint, d W
 }
 
 func (s *Store) mailWebhookPaused(ctx context.Context, w WebhookEndpoint, reason, baseURL string) error {
-	members, err := s.Members(ctx, w.OrgID)
+	to, err := s.managers(ctx, w.OrgID)
 	if err != nil {
 		return err
 	}
-	link := strings.TrimRight(baseURL, "/") + "/settings/webhooks"
-	for _, m := range members {
-		if !m.Role.CanManage() {
-			continue
-		}
-		mail := Mail{Key: fmt.Sprintf("webhook-paused:%s:%d:%s", w.ID, w.FailingSince.Unix(), shortHash(m.Email)),
-			To: strings.TrimSpace(m.Email), Subject: "Webhook endpoint paused: " + truncateRunes(w.URL, 120),
-			Text: fmt.Sprintf("Clusterdeck paused the webhook endpoint %s (%s). %s\n\n"+
-				"Its events are kept: fix the receiver, then enable the endpoint again and they are sent in order.\n\n%s\n",
-				w.URL, w.ID, reason, link)}
-		if mail.check() != nil {
-			continue
-		}
-		if err := s.EnqueueMail(ctx, mail); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.notifyEach(ctx, fmt.Sprintf("webhook-paused:%s:%d", w.ID, w.FailingSince.Unix()), to, WebhookPausedMail{
+		EndpointID: w.ID, URL: w.URL, Reason: reason, Link: strings.TrimRight(baseURL, "/") + "/settings/webhooks"})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/crypto/ssh"
 )
@@ -706,7 +707,7 @@ func TestInviteFlowThroughTheOutbox(t *testing.T) {
 		if rec := oc.post("/settings/team/invites", url.Values{"email": {"New@Example.com"}, "role": {"admin"}}); rec.Code != 303 {
 			t.Fatalf("invite: %d %s", rec.Code, rec.Body)
 		}
-		mails, _ := app.store.OutboxMails(ctx, 10)
+		mails, _ := views.RenderedMails(app.store.OutboxMails(ctx, 10))
 		if len(mails) != 1 || mails[0].To != "new@example.com" || !strings.Contains(mails[0].Subject, "Acme") {
 			t.Fatalf("outbox = %+v", mails)
 		}
@@ -761,7 +762,7 @@ func TestInviteFlowThroughTheOutbox(t *testing.T) {
 		// An existing user accepts while signed in, only with the invited address.
 		existing := app.signupAccount("old@example.com", "Old Co")
 		oc.post("/settings/team/invites", url.Values{"email": {"old@example.com"}, "role": {"member"}})
-		mails, _ = app.store.OutboxMails(ctx, 10)
+		mails, _ = views.RenderedMails(app.store.OutboxMails(ctx, 10))
 		var tok2 string
 		for _, m := range mails {
 			if m.To == "old@example.com" {

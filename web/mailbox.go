@@ -22,6 +22,16 @@ func mailRow(m models.OutboxMail) views.MailRow {
 	return r
 }
 
+// rendered is m as the mail job sends it; a notification that cannot be
+// rendered shows why instead of its subject.
+func rendered(m models.OutboxMail) models.OutboxMail {
+	r, err := views.RenderOutbox(m)
+	if err != nil {
+		r.Subject = "(cannot render: " + err.Error() + ")"
+	}
+	return r
+}
+
 // devMailbox is GET /dev/mailbox.
 func (h *handler) devMailbox(c echo.Context) error {
 	mails, err := h.Store.OutboxMails(c.Request().Context(), 200)
@@ -30,7 +40,7 @@ func (h *handler) devMailbox(c echo.Context) error {
 	}
 	p := views.MailboxPage{Meta: h.meta(c, "Mailbox"), SMTP: h.Config.SMTP}
 	for _, m := range mails {
-		p.Mails = append(p.Mails, mailRow(m))
+		p.Mails = append(p.Mails, mailRow(rendered(m)))
 	}
 	return page(c, http.StatusOK, views.MailboxPageView(p), views.MailboxPageView(p))
 }
@@ -41,6 +51,7 @@ func (h *handler) devMail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	m = rendered(m)
 	p := views.MailPage{Meta: h.meta(c, m.Subject), Mail: mailRow(m), Text: m.Text, HTML: m.HTML}
 	return page(c, http.StatusOK, views.MailPageView(p), views.MailPageView(p))
 }

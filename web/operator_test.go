@@ -13,6 +13,7 @@ import (
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/static"
+	"github.com/clusterdeck/clusterdeck/views"
 )
 
 // operatorFor makes acc a site operator and logs them in.
@@ -139,6 +140,8 @@ func TestPrivateOfferFromInboxToLaunch(t *testing.T) {
 		var mail models.OutboxMail
 		if err := app.db.Where("idempotency_key = ? AND to_addr = ?", "private-offer:"+po.ID, "ada@example.com").Take(&mail).Error; err != nil {
 			t.Errorf("no mail to the customer: %v", err)
+		} else if mail, err = views.RenderOutbox(mail); err != nil {
+			t.Error(err)
 		} else if !strings.Contains(mail.Text, "Launch your private offer") || !strings.Contains(mail.Text, "/clusters/new?private="+po.ID) {
 			t.Errorf("the mail does not link the private offer's launch:\n%s", mail.Text)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
 )
 
 // unsafeInName is what a screenshot's file name does not keep of a path.
@@ -140,7 +141,7 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 		"/admin/orgs/" + acc.org.ID + "/balance", "/admin/providers", "/admin/payments", "/admin/machines", "/admin/jobs", "/admin/audit", "/admin/leaks",
 		"/admin/prices", "/dev/mailbox",
 	}
-	mails, err := app.store.OutboxMails(bg, 1)
+	mails, err := views.RenderedMails(app.store.OutboxMails(bg, 1))
 	if err != nil || len(mails) == 0 {
 		t.Fatalf("no mail in the outbox to show (%v)", err)
 	}

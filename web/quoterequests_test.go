@@ -10,13 +10,14 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
 )
 
 // quoteRequestMails lists the outbox's quote-request mails by key, failing
 // on a key queued twice.
 func quoteRequestMails(t *testing.T, app *testApp) map[string]models.OutboxMail {
 	t.Helper()
-	all, err := app.store.OutboxMails(context.Background(), 1000)
+	all, err := views.RenderedMails(app.store.OutboxMails(context.Background(), 1000))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func (h *handler) chargeBanner(ctx context.Context, orgID string) (*views.Charge
 	if err != nil || ch == nil {
 		return nil, err
 	}
-	headline, text := models.ChargeFailedText(*ch)
+	headline, text := views.ChargeFailedText(ch.Amount, ch.FailureCode, ch.AuthenticationRequired())
 	return &views.ChargeBanner{Headline: headline, Text: text}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/views"
 )
 
 var resetLinkRE = regexp.MustCompile(`http://127\.0\.0\.1(/reset-password/[A-Za-z0-9]+)`)
@@ -67,7 +68,7 @@ func TestPasswordResetThroughTheMailbox(t *testing.T) {
 		visitor := app.client()
 		resetMails := func() int {
 			t.Helper()
-			mails, err := app.store.OutboxMails(ctx, 100)
+			mails, err := views.RenderedMails(app.store.OutboxMails(ctx, 100))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +150,7 @@ func TestPasswordResetThroughTheMailbox(t *testing.T) {
 		if rec := visitor.post(path, url.Values{"new_password": {"yet another password"}, "confirm_password": {"yet another password"}}); rec.Code != http.StatusNotFound {
 			t.Errorf("used link posted again: %d", rec.Code)
 		}
-		mails, _ := app.store.OutboxMails(ctx, 100)
+		mails, _ := views.RenderedMails(app.store.OutboxMails(ctx, 100))
 		notice := false
 		for _, m := range mails {
 			notice = notice || (m.To == "ada@example.com" && strings.Contains(m.Subject, "password was changed"))
@@ -200,14 +201,14 @@ func TestPasswordResetThrottled(t *testing.T) {
 				t.Fatalf("request %d: %d", i+1, rec.Code)
 			}
 		}
-		mails, _ := app.store.OutboxMails(context.Background(), 100)
+		mails, _ := views.RenderedMails(app.store.OutboxMails(context.Background(), 100))
 		before := len(mails)
 		rec := visitor.post("/forgot-password", url.Values{"email": {"ada@example.com"}})
 		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" ||
 			doc(t, rec).Find(`[data-testid=reset-blocked]`).Length() != 1 {
 			t.Fatalf("request past the limit: %d (Retry-After %q)", rec.Code, rec.Header().Get("Retry-After"))
 		}
-		if mails, _ = app.store.OutboxMails(context.Background(), 100); len(mails) != before {
+		if mails, _ = views.RenderedMails(app.store.OutboxMails(context.Background(), 100)); len(mails) != before {
 			t.Error("a throttled request mailed a link")
 		}
 		// Unknown addresses are throttled the same way (no probing for accounts).
@@ -252,7 +253,7 @@ func TestPasswordResetOffersToRevokeAPIKeys(t *testing.T) {
 		}
 		notice := func() string {
 			t.Helper()
-			mails, err := app.store.OutboxMails(ctx, 100)
+			mails, err := views.RenderedMails(app.store.OutboxMails(ctx, 100))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -464,7 +464,7 @@ func TestWebhooksPausedAfterThreeDaysAndOwnersMailed(t *testing.T) {
 			t.Fatalf("endpoint after three failing days: enabled=%v reason=%q", cur.Enabled, cur.PausedReason)
 		}
 		var mails []models.OutboxMail
-		if err := app.db.Where("subject LIKE ?", "Webhook endpoint paused%").Find(&mails).Error; err != nil {
+		if err := app.db.Where("kind = ?", models.KindWebhookPausedMail).Find(&mails).Error; err != nil {
 			t.Fatal(err)
 		}
 		if len(mails) != 1 || mails[0].To != owner.user.Email {
