@@ -92,22 +92,22 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 	}
 	var verdicts []verdict
 	for _, c := range cs {
-		if !described[c.Provider] || c.TerminateRequestedAt != nil {
+		if !described[c.Provider] || c.Lifecycle().TerminateAsked() {
 			continue // unknown this pass: decide nothing on it
 		}
 		g, found := groups[c.GroupName()]
 		v := verdict{c: c, well: true}
 		for _, n := range nodes[c.ID] {
-			if n.Status == models.NodeJoining {
+			if n.Status.Joining() {
 				v.well = false // an added or replacement machine: the join job follows it (L10, X5)
 				continue
 			}
-			if n.MeshAt == nil || n.Status == models.NodeFailed || n.Status == models.NodeLost || n.Status == models.NodeTerminated {
+			if n.MeshAt == nil || n.Status.Gone() {
 				continue // not admitted, or ended
 			}
 			seen, evidence := j.observe(c, n, g, found, now)
 			if seen == "" {
-				if n.DownSince != nil || n.Status == models.NodeDown || n.Status == models.NodeRestarting {
+				if n.DownSince != nil || n.Status.Unwell() {
 					marks.Well = append(marks.Well, n.ID)
 				}
 				continue
@@ -122,7 +122,7 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 			// sighting, so nothing (a "not found" answer included) is
 			// declared before a later pass confirms it.
 			if now.Sub(since) >= orDefault(j.UnhealthyAfter, DefaultUnhealthyAfter) &&
-				n.Status != models.NodeDown && n.Status != models.NodeRestarting {
+				!n.Status.Unwell() {
 				v.downs = append(v.downs, models.DownMachine{Rank: n.Rank, Name: n.Name, Seen: seen, Evidence: evidence})
 			}
 		}
@@ -134,7 +134,7 @@ func (j *Health) pass(ctx context.Context, cs []models.Cluster) error {
 	for _, v := range verdicts {
 		var err error
 		switch {
-		case len(v.downs) > 0 && v.c.Status == models.StatusVerifying:
+		case len(v.downs) > 0 && v.c.Lifecycle().Verifying():
 			err = j.verifier().MachinesDown(ctx, v.c, v.downs) // X13: swapped or named now, not at the window's end
 		case len(v.downs) > 0:
 			_, err = j.Store.MarkMachinesDown(ctx, v.c, v.downs, j.Mail)
@@ -191,7 +191,7 @@ func (j *Health) verifier() *Verify {
 // hardware error is its to report), and an agent running a check answers
 // late: it is silent only past a check's lease (X13).
 func (j *Health) observe(c models.Cluster, n models.ClusterNode, g providers.Group, found bool, now time.Time) (string, string) {
-	verifying := c.Status == models.StatusVerifying
+	verifying := c.Lifecycle().Verifying()
 	seen := j.observeProvider(n, g, found)
 	if seen != "" {
 		return seen, models.EvidenceProvider

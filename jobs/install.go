@@ -43,7 +43,7 @@ func (j *Install) Run(ctx context.Context) error {
 	}
 	var errs []error
 	for _, c := range clusters {
-		if c.TerminateRequestedAt != nil {
+		if c.Lifecycle().TerminateAsked() {
 			continue
 		}
 		if err := j.advance(ctx, c); err != nil && !errors.Is(err, models.ErrConflict) {

@@ -49,7 +49,7 @@ func (j *Join) advance(ctx context.Context, c models.Cluster, n models.ClusterNo
 	if err != nil {
 		return j.fail(ctx, nil, c, n, "reserved", "The provider of this offer is no longer enabled.")
 	}
-	if c.StopRequestedAt != nil { // B6: the stop waits for this machine to be released, then stops the others
+	if c.Lifecycle().StopAsked() { // B6: the stop waits for this machine to be released, then stops the others
 		return j.fail(ctx, p, c, n, n.Step, fmt.Sprintf("The cluster is being stopped (%s): %s is released without joining; add or replace it again once the cluster runs.",
 			stopReason(c), n.Name))
 	}
@@ -116,7 +116,7 @@ func (j *Join) node(ctx context.Context, n models.ClusterNode) (models.ClusterNo
 
 // place reserves the machine (L10: the next rank; X5: the same rank).
 func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster, n models.ClusterNode) error {
-	if n.JoinRequestedAt != nil && j.Store.Now().After(n.JoinRequestedAt.Add(c.Cap())) {
+	if c.JoinPlacementLate(n, j.Store.Now()) {
 		return j.fail(ctx, nil, c, n, "reserved", "The provider did not accept the placement in time.")
 	}
 	vol, err := j.Store.VolumeOfCluster(ctx, c)
@@ -135,7 +135,7 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 	if req.Avoid, err = j.Store.QuarantinedMachines(ctx, c.Provider); err != nil {
 		return err // lemons are never placed again (issue 24 item 7)
 	}
-	if c.Status == models.StatusVerifying && n.JoinKind == models.JoinReplace && n.ProviderNodeID != "" {
+	if c.Lifecycle().Verifying() && n.JoinKind == models.JoinReplace && n.ProviderNodeID != "" {
 		// A swap before hand-over (issue 24): the machine that failed
 		// verification still runs; it is released first, never billed.
 		if err := p.ReleaseNode(ctx, c.GroupName(), n.ProviderNodeID); err != nil && !errors.Is(err, providers.ErrNotFound) {
@@ -212,7 +212,7 @@ func (j *Join) install(ctx context.Context, p providers.Provider, c models.Clust
 	var todo []models.NewSoftwareTask
 	done := true
 	for _, m := range nodes {
-		if m.Status == models.NodeDown || m.Status == models.NodeRestarting {
+		if m.Status.Unwell() {
 			continue // not up: it installs again when it comes back
 		}
 		t, planned := installs[m.Rank]
@@ -272,7 +272,7 @@ func (j *Join) joined(ctx context.Context, c models.Cluster, n models.ClusterNod
 	what := "joined the cluster"
 	if n.JoinKind == models.JoinReplace {
 		what = "replaced the machine that was down (same name and address)"
-		if c.Status == models.StatusVerifying {
+		if c.Lifecycle().Verifying() {
 			what = "replaced the machine that failed verification (same name and address)"
 		}
 	}

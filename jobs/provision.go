@@ -50,7 +50,7 @@ func (j *Provision) Run(ctx context.Context) error {
 	// Every cluster of the tick shares one listing per cloud account (R1).
 	tick := providers.WithMemo(ctx)
 	for _, c := range starting {
-		if c.TerminateRequestedAt == nil {
+		if !c.Lifecycle().TerminateAsked() {
 			collect(c, j.advance(tick, c))
 		}
 	}
@@ -254,7 +254,7 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 	if err != nil {
 		return err
 	}
-	if now.TerminateRequestedAt != nil || now.Status.Terminal() {
+	if now.Ending() {
 		if err := p.TerminateGroup(ctx, c.GroupName()); err != nil {
 			return fmt.Errorf("release the machines a terminate overtook: %w", err)
 		}

@@ -40,7 +40,7 @@ func (j *Recovery) Run(ctx context.Context) error {
 	for _, c := range cs {
 		var err error
 		switch {
-		case c.StopRequestedAt != nil:
+		case c.Lifecycle().StopAsked():
 			// being stopped (B6): its machines go down on purpose
 		case c.RecoveryDue(now):
 			err = j.attemptUnlessDamped(ctx, c)
@@ -61,7 +61,7 @@ func (j *Recovery) attemptUnlessDamped(ctx context.Context, c models.Cluster) er
 	if err != nil {
 		return err
 	}
-	if !v.Allowed && c.RecoverRequestedAt == nil {
+	if !v.Allowed && !c.Lifecycle().RecoverAsked() {
 		return nil
 	}
 	return j.attempt(ctx, c)
@@ -82,7 +82,7 @@ func (j *Recovery) attempt(ctx context.Context, c models.Cluster) error {
 	}
 	var outcomes []models.MachineOutcome
 	for _, n := range nodes {
-		if n.Status != models.NodeDown && n.Status != models.NodeRestarting {
+		if !n.Status.Unwell() {
 			continue
 		}
 		o := models.MachineOutcome{Node: n.Name, Outcome: models.OutcomeRestarted}

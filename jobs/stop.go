@@ -104,7 +104,7 @@ func (j *Stop) stop(ctx context.Context, c models.Cluster) error {
 			}
 		}
 	}
-	if c.Status == models.StatusStopped {
+	if c.Lifecycle().Stopped() {
 		_, err = j.Store.MarkMachinesStopped(ctx, c.ID)
 	} else {
 		_, err = j.Store.MarkStopped(ctx, c.ID)
@@ -139,7 +139,7 @@ func (j *Stop) resume(ctx context.Context, c models.Cluster) error {
 		byIndex[pn.Index] = pn
 	}
 	for _, n := range nodes {
-		if n.Status != models.NodeProvisioning {
+		if !n.Status.Placing() {
 			continue
 		}
 		pn, ok := byIndex[n.Rank]
@@ -176,7 +176,7 @@ func (j *Stop) resume(ctx context.Context, c models.Cluster) error {
 		return err
 	}
 	for _, n := range nodes {
-		if n.Status == models.NodeProvisioning && n.MeshAt == nil {
+		if n.Status.Placing() && n.MeshAt == nil {
 			return nil
 		}
 	}
@@ -193,7 +193,7 @@ func (j *Stop) checkDeadlines(ctx context.Context, c models.Cluster) (bool, erro
 	}
 	now := j.Store.Now()
 	for _, n := range nodes {
-		if n.Status != models.NodeProvisioning || n.Step == "done" {
+		if !n.Status.Placing() || n.Step == "done" {
 			continue
 		}
 		if deadline := c.StepDeadline(n.Step); now.After(deadline) {
@@ -228,7 +228,7 @@ func (j *Stop) failResume(ctx context.Context, c models.Cluster, lastError model
 // ahead where the provider says it cannot stop; this covers a group the
 // provider manages whole, known only once asked).
 func (j *Stop) terminateInstead(ctx context.Context, c models.Cluster) error {
-	if models.StopReason(c.StopReason) == models.StopByCustomer && c.Status != models.StatusStopped {
+	if c.Lifecycle().CustomerStopPending() {
 		return j.Store.CancelCustomerStop(ctx, c, c.Provider+" refused to stop these machines.")
 	}
 	_, err := j.Store.RequestTerminate(ctx, c.OrgID, c.ID,

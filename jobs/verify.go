@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/domain"
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
 )
 
@@ -132,7 +132,7 @@ func (j *Verify) decide(ctx context.Context, v *verification) error {
 		return j.plan(ctx, v)
 	}
 	culprit := v.slowPairCulprit()
-	ringOK := v.rep.Ring != nil && v.rep.Ring.Status == "passed"
+	ringOK := v.rep.Ring != nil && v.rep.Ring.Status == domain.VerdictPassed
 	switch {
 	case culprit >= 0 && !v.run.Rerun:
 		return j.swapOrFail(ctx, v, culprit, fmt.Sprintf("the link of node-%d is slow: %s", culprit, v.slowPairs(culprit)))
@@ -164,7 +164,7 @@ func (j *Verify) swapOrFail(ctx context.Context, v *verification, rank int, why 
 		// machines, and no swap is made.
 		var failing []string
 		for _, m := range v.rep.Machines {
-			if m.Status == "failed" {
+			if m.Status == domain.VerdictFailed {
 				failing = append(failing, m.Node)
 			}
 		}
@@ -218,7 +218,7 @@ func (v *verification) swapOutcomes() {
 			}
 			switch {
 			case n.JoinKind != "":
-			case n.Status == models.NodeDown:
+			case n.Status.Down():
 				s.Outcome = "failed"
 				v.events = append(v.events, models.VerifyEvent{Kind: "error", Node: n.Name,
 					Message: fmt.Sprintf("The replacement for %s could not join: %s", n.Name, n.Message)})
@@ -235,9 +235,9 @@ func (v *verification) machines() (bool, []models.MachineVerdict) {
 	done := true
 	var failed []models.MachineVerdict
 	for _, n := range v.all {
-		mv := models.MachineVerdict{Node: n.Name, Rank: n.Rank, MachineID: n.ProviderNodeID, Status: "pending", Errors: []string{}}
+		mv := models.MachineVerdict{Node: n.Name, Rank: n.Rank, MachineID: n.ProviderNodeID, Status: domain.VerdictPending, Errors: []string{}}
 		if n.JoinKind != "" {
-			mv.Status, mv.GPUs = "swapping", "a replacement machine is joining"
+			mv.Status, mv.GPUs = domain.VerdictSwapping, "a replacement machine is joining"
 			v.rep.Machines = append(v.rep.Machines, mv)
 			continue
 		}
@@ -251,7 +251,7 @@ func (v *verification) machines() (bool, []models.MachineVerdict) {
 			done = false
 		default:
 			mv = v.judgeMachine(n, *t)
-			if mv.Status == "failed" {
+			if mv.Status == domain.VerdictFailed {
 				failed = append(failed, mv)
 			}
 		}
@@ -274,7 +274,7 @@ func (v *verification) machineTask(n models.ClusterNode) *models.VerifyTask {
 
 // noteMachine writes an event when a machine's verdict is new.
 func (v *verification) noteMachine(mv models.MachineVerdict) {
-	if mv.Status != "passed" && mv.Status != "failed" {
+	if mv.Status != domain.VerdictPassed && mv.Status != domain.VerdictFailed {
 		return
 	}
 	for _, p := range v.prev.Machines {
@@ -282,7 +282,7 @@ func (v *verification) noteMachine(mv models.MachineVerdict) {
 			return
 		}
 	}
-	if mv.Status == "passed" {
+	if mv.Status == domain.VerdictPassed {
 		v.events = append(v.events, models.VerifyEvent{Kind: "step", Node: mv.Node,
 			Message: fmt.Sprintf("%s passed the machine check: %s; %s.", mv.Node, mv.GPUs, stressLine(mv))})
 		return
@@ -309,65 +309,11 @@ func stressLine(mv models.MachineVerdict) string {
 }
 
 // judgeMachine reads one machine check against the offer and thresholds
-// (issue 24 item 2).
+// (X13): domain.JudgeMachine.
 func (v *verification) judgeMachine(n models.ClusterNode, t models.VerifyTask) models.MachineVerdict {
-	mv := models.MachineVerdict{Node: n.Name, Rank: n.Rank, MachineID: n.ProviderNodeID, Status: "passed", Errors: []string{}}
-	mc := nodespec.ParseMachineCheck(t.Output)
-	bad := func(format string, args ...any) { mv.Errors = append(mv.Errors, fmt.Sprintf(format, args...)) }
-	if t.Status == models.TaskFailed && mc.Stress.Tool == "" {
-		bad("the check did not run: %s", brief(t.Output))
-	}
-	if mc.SMIErr != nil {
-		bad("nvidia-smi -q could not be read: %v", mc.SMIErr)
-	}
-	gpus := make([]nodespec.GPU, len(mc.SMI.GPUs))
-	for i, g := range mc.SMI.GPUs {
-		gpus[i] = nodespec.GPU{Index: i, Name: g.Name, MemoryTotalMiB: g.MemoryTotalMiB, DriverVersion: mc.SMI.Driver}
-	}
-	mv.GPUs = nodespec.SummarizeGPUs(gpus)
-	if len(gpus) != v.c.GPUsPerNode {
-		bad("%d GPUs, the offer promises %d × %s", len(gpus), v.c.GPUsPerNode, strings.ReplaceAll(v.c.Accelerator, "_", " "))
-	}
-	for i, g := range mc.SMI.GPUs {
-		if !nodespec.IsAccelerator(gpus[i], v.c.Accelerator) {
-			bad("GPU %d is %s, the offer promises %s", i, g.Name, strings.ReplaceAll(v.c.Accelerator, "_", " "))
-		}
-		if g.VolatileUncorrectable > 0 {
-			bad("GPU %d: %d uncorrectable ECC errors since boot", i, g.VolatileUncorrectable)
-		}
-		if g.RemapFailure {
-			bad("GPU %d: a row remapping failed", i)
-		}
-		if g.RemapPending {
-			bad("GPU %d: a row remap is pending (the GPU needs a reset)", i)
-		}
-		if g.RetiredPagesPending {
-			bad("GPU %d: a page retirement is pending", i)
-		}
-		if g.WidthMax > 0 && g.WidthCurrent > 0 && g.WidthCurrent < g.WidthMax {
-			bad("GPU %d: PCIe link runs x%d of x%d", i, g.WidthCurrent, g.WidthMax)
-		}
-		if g.TemperatureC > v.th.IdleTempMaxC {
-			bad("GPU %d: %d °C at idle (more than %d °C)", i, g.TemperatureC, v.th.IdleTempMaxC)
-		}
-		mv.MaxTempC = max(mv.MaxTempC, g.TemperatureC)
-	}
-	for _, x := range mc.Xids {
-		if _, fatal := nodespec.FatalXID(x.Code); fatal { // the one list, as telemetry and health
-			bad("kernel log: %s", strings.TrimSuffix(x.Line, "."))
-		}
-	}
-	mv.Stress, mv.StressPassed, mv.StressDetail = mc.Stress.Tool, mc.Stress.Passed, mc.Stress.Detail
-	switch {
-	case mc.Stress.Tool == "":
-		mv.Stress = "not run"
-	case !mc.Stress.Passed:
-		bad("%s failed: %s", mc.Stress.Tool, mc.Stress.Detail)
-	}
-	if len(mv.Errors) > 0 {
-		mv.Status = "failed"
-	}
-	return mv
+	return domain.JudgeMachine(domain.MachineCheck{Node: n.Name, Rank: n.Rank, MachineID: n.ProviderNodeID,
+		Failed: t.Status == models.TaskFailed, Output: t.Output, Brief: brief(t.Output)},
+		v.c.GPUsPerNode, v.c.Accelerator, v.th)
 }
 
 func (v *verification) machineFailure(mv models.MachineVerdict) string {
@@ -379,7 +325,7 @@ func (v *verification) machineFailure(mv models.MachineVerdict) string {
 // encrypted overlay's floor (nodespec.ReadRing; X13).
 func (v *verification) ring() bool {
 	judged := v.spec.JudgeRing(0, v.th.RingPercent)
-	r := &models.RingVerdict{Status: "pending", ThresholdPercent: v.th.RingPercent, ExpectedBusBW: judged.ExpectedBusBW,
+	r := &models.RingVerdict{Status: domain.VerdictPending, ThresholdPercent: v.th.RingPercent, ExpectedBusBW: judged.ExpectedBusBW,
 		LineRateGBps: judged.LineRateGBps, FloorBusBW: judged.FloorBusBW, Overlay: v.spec.Overlay()}
 	v.rep.Ring = r
 	t := v.roundTask(models.CheckRing, 0, -1)
@@ -395,21 +341,21 @@ func (v *verification) ring() bool {
 	var what string
 	switch {
 	case t.Status == models.TaskFailed || err != nil:
-		r.Status, r.Detail = "failed", "the all-reduce did not complete"
+		r.Status, r.Detail = domain.VerdictFailed, "the all-reduce did not complete"
 		if err != nil {
 			r.Detail += ": " + err.Error()
 		}
 		what = r.Detail
 	default:
 		r.BusBW, r.Percent = reading.BusBW, reading.Percent
-		r.Status, what = "passed", reading.Why
+		r.Status, what = domain.VerdictPassed, reading.Why
 		if !reading.Passed {
-			r.Status = "failed"
+			r.Status = domain.VerdictFailed
 		}
 	}
 	if v.prev.Ring == nil || v.prev.Ring.Status != r.Status || v.prev.Ring.BusBW != r.BusBW {
 		kind := "step"
-		if r.Status == "failed" {
+		if r.Status == domain.VerdictFailed {
 			kind = "error"
 		}
 		v.events = append(v.events, models.VerifyEvent{Kind: kind, Node: "node-0", Message: fmt.Sprintf(
@@ -464,7 +410,7 @@ func (v *verification) pairs() bool {
 		waveDone := true
 		for _, p := range wave {
 			a, b := v.nodes[p[0]], v.nodes[p[1]]
-			pv := models.PairVerdict{A: a.Name, B: b.Name, Status: "pending"}
+			pv := models.PairVerdict{A: a.Name, B: b.Name, Status: domain.VerdictPending}
 			t := v.roundTask(models.CheckPair, a.Rank, b.Rank)
 			switch {
 			case t == nil:
@@ -477,10 +423,10 @@ func (v *verification) pairs() bool {
 			default:
 				res, err := nodespec.ParseAllReduce(t.Output)
 				if t.Status == models.TaskFailed || err != nil {
-					pv.Status, pv.Detail = "failed", "the pair's all-reduce did not complete"
+					pv.Status, pv.Detail = domain.VerdictFailed, "the pair's all-reduce did not complete"
 				} else {
 					row := res.Largest()
-					pv.BusBW, pv.Status = max(row.OutOfPlace.BusBW, row.InPlace.BusBW), "measured"
+					pv.BusBW, pv.Status = max(row.OutOfPlace.BusBW, row.InPlace.BusBW), domain.VerdictMeasured
 				}
 			}
 			v.rep.Pairs = append(v.rep.Pairs, pv)
@@ -497,7 +443,7 @@ func (v *verification) pairs() bool {
 	if len(waves) > 0 && !slices.EqualFunc(v.prev.Pairs, v.rep.Pairs, func(a, b models.PairVerdict) bool { return a == b }) {
 		var slow []string
 		for _, p := range v.rep.Pairs {
-			if p.Status == "slow" || p.Status == "failed" {
+			if p.Status == domain.VerdictSlow || p.Status == domain.VerdictFailed {
 				slow = append(slow, fmt.Sprintf("%s–%s %.1f GB/s", p.A, p.B, p.BusBW))
 			}
 		}
@@ -513,96 +459,14 @@ func (v *verification) pairs() bool {
 	return true
 }
 
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
-}
-
-// judgePairs marks each measured pair passed or slow and returns the
-// median pair. A pair is slow below RingPercent of what a pair allows
-// (expected, GB/s) — the rule that holds at any machine count: with three
-// pairs the slow value can be the median itself — or more than
-// PairBelowMedianPercent below the median (one link slower than its peers
-// on a fabric that reads below its expected value).
+// judgePairs is domain.JudgePairs at the thresholds th.
 func judgePairs(pairs []models.PairVerdict, expected float64, th models.VerifyThresholds) float64 {
-	var bws []float64
-	for _, p := range pairs {
-		if p.Status == "measured" {
-			bws = append(bws, p.BusBW)
-		}
-	}
-	if len(bws) == 0 {
-		return 0
-	}
-	sort.Float64s(bws)
-	med := median(bws)
-	floor := expected * float64(th.RingPercent) / 100
-	medFloor := med * float64(100-th.PairBelowMedianPercent) / 100
-	for i := range pairs {
-		p := &pairs[i]
-		if p.Status != "measured" {
-			continue
-		}
-		p.Status = "passed"
-		var why []string
-		if expected > 0 && p.BusBW < floor {
-			why = append(why, fmt.Sprintf("%.0f %% of the %.1f GB/s a pair allows (at least %d %% required)", 100*p.BusBW/expected, expected, th.RingPercent))
-		}
-		if p.BusBW < medFloor {
-			why = append(why, fmt.Sprintf("%.0f %% below the median pair", 100*(1-p.BusBW/med)))
-		}
-		if len(why) > 0 {
-			p.Status, p.Detail = "slow", strings.Join(why, "; ")
-		}
-	}
-	return med
+	return domain.JudgePairs(pairs, expected, th)
 }
 
-// pairCulprit is the machine on the slow link: the one in the most slow
-// (or failed) pairs, the higher rank on a tie (node-0 holds the head and
-// the volume), and how many; -1 when no pair is slow. When every pair is
-// slow (the fabric reads below what it allows), only the pairs more than
-// PairBelowMedianPercent below the median (or failed) count: none, or
-// all, is the fabric as a whole, not one machine. names are the
-// machines' names by rank; median is the median pair.
+// pairCulprit is domain.PairCulprit at the thresholds th.
 func pairCulprit(pairs []models.PairVerdict, names []string, median float64, th models.VerifyThresholds) (int, int) {
-	bad := func(p models.PairVerdict) bool { return p.Status == "slow" || p.Status == "failed" }
-	n := 0
-	for _, p := range pairs {
-		if bad(p) {
-			n++
-		}
-	}
-	if n == len(pairs) {
-		floor := median * float64(100-th.PairBelowMedianPercent) / 100
-		bad = func(p models.PairVerdict) bool { return p.Status == "failed" || p.BusBW < floor }
-		n = 0
-		for _, p := range pairs {
-			if bad(p) {
-				n++
-			}
-		}
-	}
-	if n == 0 || n == len(pairs) {
-		return -1, 0
-	}
-	count := map[string]int{}
-	for _, p := range pairs {
-		if bad(p) {
-			count[p.A]++
-			count[p.B]++
-		}
-	}
-	best, rank := 0, -1
-	for r, name := range names {
-		if c := count[name]; c > 0 && c >= best {
-			best, rank = c, r
-		}
-	}
-	return rank, best
+	return domain.PairCulprit(pairs, names, median, th)
 }
 
 // slowPairCulprit is pairCulprit of this round, with its event.
@@ -627,7 +491,7 @@ func (v *verification) slowPairs(rank int) string {
 	name := fmt.Sprintf("node-%d", rank)
 	var out []string
 	for _, p := range v.rep.Pairs {
-		if (p.A == name || p.B == name) && (p.Status == "slow" || p.Status == "failed") {
+		if (p.A == name || p.B == name) && (p.Status == domain.VerdictSlow || p.Status == domain.VerdictFailed) {
 			what := fmt.Sprintf("%s–%s %.1f GB/s", p.A, p.B, p.BusBW)
 			if p.Detail != "" {
 				what += " (" + p.Detail + ")"
@@ -651,12 +515,12 @@ func (v *verification) machineID(rank int) string {
 func (v *verification) progress() string {
 	passed := 0
 	for _, m := range v.rep.Machines {
-		if m.Status == "passed" {
+		if m.Status == domain.VerdictPassed {
 			passed++
 		}
 	}
 	s := fmt.Sprintf("Verifying: %d of %d machines passed their check", passed, len(v.all))
-	if r := v.rep.Ring; r != nil && r.Status != "pending" {
+	if r := v.rep.Ring; r != nil && r.Status != domain.VerdictPending {
 		s += fmt.Sprintf("; ring %s GB/s (%d %%)", nodespec.GBps(r.BusBW), r.Percent)
 	}
 	if n := len(v.rep.Swaps); n > 0 {
@@ -680,7 +544,7 @@ func (v *verification) summary(lead string) string {
 		b.WriteString(".")
 	} else {
 		b.WriteString(strings.TrimSpace(lead))
-		if r := v.rep.Ring; r != nil && r.Status != "pending" {
+		if r := v.rep.Ring; r != nil && r.Status != domain.VerdictPending {
 			b.WriteString(" Ring all-reduce: " + r.Measured() + ".")
 		}
 	}

@@ -19,7 +19,7 @@ func (j *Verify) MachinesDown(ctx context.Context, c models.Cluster, downs []mod
 		return nil
 	}
 	c, err := j.Store.ClusterByID(ctx, c.ID) // a health pass reads a few columns only
-	if err != nil || c.Status != models.StatusVerifying {
+	if err != nil || !c.Lifecycle().Verifying() {
 		return err
 	}
 	v, err := j.load(ctx, c)

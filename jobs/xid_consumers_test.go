@@ -7,19 +7,19 @@ import (
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/domain"
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
-	"github.com/clusterdeck/clusterdeck/models/nodespec"
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 	"gorm.io/gorm"
 )
 
 // R1, X13: GPU telemetry and health judge a kernel log's Xid by the one
-// list (nodespec.FatalXIDs) the machine check uses: Xid 61, which only the
+// list (domain.FatalXIDs) the machine check uses: Xid 61, which only the
 // machine check used to count, leaves the machine well; Xid 94, on the
 // list, makes it down.
 func TestXIDsFollowTheOneListInTelemetryAndHealth(t *testing.T) {
 	for _, code := range []int{61, 94} {
-		_, fatal := nodespec.FatalXID(code)
+		_, fatal := domain.FatalXID(code)
 		t.Run("xid "+map[bool]string{true: "fatal", false: "not fatal"}[fatal], func(t *testing.T) {
 			modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 				h := newHealthWorld(t, db)

@@ -38,7 +38,7 @@ func (s *Store) AdmissionFor(ctx context.Context, orgID string, usdPerHour Money
 	balance := f.Balance()
 	var committed Money
 	err = s.db.WithContext(ctx).Model(&Cluster{}).Select("COALESCE(SUM(usd_per_hour), 0)").
-		Where("org_id = ? AND (status IN ? OR (status = ? AND resume_requested_at IS NOT NULL))", orgID, liveStatuses, StatusStopped).
+		Where("org_id = ? AND (status IN ? OR (status = ? AND resume_requested_at IS NOT NULL))", orgID, LiveStatuses, StatusStopped).
 		Scan(&committed).Error
 	if err != nil {
 		return Admission{}, fmt.Errorf("models: committed hour of %s: %w", orgID, err)
@@ -50,7 +50,7 @@ func (s *Store) AdmissionFor(ctx context.Context, orgID string, usdPerHour Money
 	err = s.db.WithContext(ctx).Model(&Volume{}).Select("COALESCE(SUM(size_gb * gb_hour), 0)").
 		Where("org_id = ? AND deleted_at IS NULL", orgID).
 		Where("NOT EXISTS (SELECT 1 FROM clusters WHERE clusters.id = volumes.cluster_id AND clusters.volume_id = volumes.id AND "+
-			"(clusters.status IN ? OR (clusters.status = ? AND clusters.resume_requested_at IS NOT NULL)))", liveStatuses, StatusStopped).
+			"(clusters.status IN ? OR (clusters.status = ? AND clusters.resume_requested_at IS NOT NULL)))", LiveStatuses, StatusStopped).
 		Scan(&volumes).Error
 	if err != nil {
 		return Admission{}, fmt.Errorf("models: committed hour of %s's volumes: %w", orgID, err)

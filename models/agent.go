@@ -50,10 +50,6 @@ func (s *Store) AgentCheckIn(ctx context.Context, c Cluster, n ClusterNode, priv
 	return s.NodesFor(ctx, c.ID)
 }
 
-// WaitingForPeers starts a node's message while the peers it needs have
-// not joined the private network yet: the page shows it as a wait.
-const WaitingForPeers = "Waiting for "
-
 // ReportPeers is step (c): the node reports which peers it reached on the
 // private network. When it reached every other node the step is done;
 // otherwise the unreachable peers are kept on the node for the events.

@@ -31,7 +31,7 @@ func init() {
 
 // BillingHeld reports whether the cluster's billing is held by a
 // verification before hand-over (X13).
-func (c Cluster) BillingHeld() bool { return c.UnbilledAt != nil }
+func (c Cluster) BillingHeld() bool { return c.Lifecycle().BillingHeld() }
 
 // endBillingHold ends cluster id's hold at hand-over, in the transition's
 // transaction: the held run's closed usage is written first (an install

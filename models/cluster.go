@@ -16,42 +16,6 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// ClusterStatus is the cluster's lifecycle state (L8).
-type ClusterStatus string
-
-// Statuses (L8). The API may call ready "running".
-const (
-	StatusProvisioning ClusterStatus = "provisioning"
-	StatusInstalling   ClusterStatus = "installing"
-	StatusVerifying    ClusterStatus = "verifying" // burn-in before hand-over (issue 24)
-	StatusReady        ClusterStatus = "ready"
-	StatusDegraded     ClusterStatus = "degraded"
-	StatusStopped      ClusterStatus = "stopped"
-	StatusFailed       ClusterStatus = "failed"
-	StatusTerminated   ClusterStatus = "terminated"
-)
-
-// Terminal reports whether nothing more happens to the cluster.
-func (s ClusterStatus) Terminal() bool { return s == StatusFailed || s == StatusTerminated }
-
-// liveStatuses hold machines (quotas count them, L2).
-var liveStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusVerifying, StatusReady, StatusDegraded}
-
-// Provisioning steps every node goes through (L4, L11), in order.
-const (
-	StepRunning  = "running"  // (a) the machine is running
-	StepAgent    = "agent"    // (b) the cluster agent checked in
-	StepMesh     = "mesh"     // (c) the node reached every other node
-	StepSoftware = "software" // the chosen software passed its check (S2)
-)
-
-// ProvisionSteps lists the steps whose deadlines fail a starting cluster.
-var ProvisionSteps = []string{StepRunning, StepAgent, StepMesh}
-
-// ProvisionCap is L4's limit: nothing waits past it, except kinds known to
-// boot slowly, whose cap stretches to twice their boot time plus five minutes.
-const ProvisionCap = 25 * time.Minute
-
 // Cluster is 2–64 identical machines launched, billed and terminated as one.
 type Cluster struct {
 	ID           string        `gorm:"primaryKey;size:32"`
@@ -633,7 +597,7 @@ func (s *Store) UsageInUse(ctx context.Context, orgID string) (machines, gpus in
 	}
 	err = s.db.WithContext(ctx).Model(&Cluster{}).
 		Select("COALESCE(SUM(nodes), 0) AS machines, COALESCE(SUM(nodes * gpus_per_node), 0) AS gpus").
-		Where("org_id = ? AND (status IN ? OR (status = ? AND resume_requested_at IS NOT NULL))", orgID, liveStatuses, StatusStopped).
+		Where("org_id = ? AND (status IN ? OR (status = ? AND resume_requested_at IS NOT NULL))", orgID, LiveStatuses, StatusStopped).
 		Scan(&row).Error
 	return row.Machines, row.GPUs, err
 }
@@ -855,7 +819,7 @@ func (s *Store) MarkNodeStep(ctx context.Context, clusterID string, rank int, st
 	var changed bool
 	err := s.Tx(ctx, func(tx *Store) error {
 		res := tx.db.WithContext(ctx).Model(&ClusterNode{}).
-			Where("cluster_id = ? AND rank = ? AND "+col+" IS NULL AND status IN ?", clusterID, rank, liveNodeStatuses).
+			Where("cluster_id = ? AND rank = ? AND "+col+" IS NULL AND status IN ?", clusterID, rank, LiveNodeStatuses).
 			Updates(map[string]any{col: tx.Now(), "step": next})
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
@@ -909,7 +873,7 @@ func (s *Store) FailCluster(ctx context.Context, id string, lastError LastError,
 // cluster stays as it ended.
 func (s *Store) MarkNodeLost(ctx context.Context, clusterID string, rank int, msg string) error {
 	return s.nodeRows(ctx, clusterID, map[string]any{"status": NodeLost, "message": truncate(msg, 1000)},
-		"rank = ? AND status IN ?", rank, liveNodeStatuses)
+		"rank = ? AND status IN ?", rank, LiveNodeStatuses)
 }
 
 // MarkJoined is L5: every machine is up and reached every other. readyAt is

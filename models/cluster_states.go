@@ -1,279 +1,61 @@
 package models
 
-import (
-	"fmt"
-	"strings"
-)
-
-// NodeStatus is one machine's state inside its cluster.
-type NodeStatus string
-
-// Node statuses. A node is provisioning until it joined, installing while
-// its cluster's software installs, then ready; down when it left running
-// after admission and restarting while recovery brings it back; it ends
-// failed (the node that failed its cluster) or terminated with its
-// cluster, or lost when it vanished at the provider first.
-const (
-	NodeProvisioning NodeStatus = "provisioning"
-	NodeReady        NodeStatus = "ready"
-	NodeFailed       NodeStatus = "failed"
-	NodeTerminated   NodeStatus = "terminated"
-	NodeLost         NodeStatus = "lost"
-	NodeInstalling   NodeStatus = "installing" // up and joined; its software installs (L5)
-	NodeDown         NodeStatus = "down"       // left running after admission (R2)
-	NodeRestarting   NodeStatus = "restarting" // a recovery attempt restarted it (R3)
-	NodeJoining      NodeStatus = "joining"    // an added worker or a replacement taking its steps (L10, X5)
-	NodeStopped      NodeStatus = "stopped"    // stopped at the provider with its cluster (B6)
-)
-
-// liveNodeStatuses are the nodes still taking steps.
-var liveNodeStatuses = []NodeStatus{NodeProvisioning, NodeInstalling, NodeReady, NodeJoining}
-
-// Event is what moves a cluster (L8). Every change of a cluster's status,
-// and every change that only the current status allows, names its event;
-// ClusterTransitions says from which statuses it is legal and where it leads.
-type Event string
-
-// Events, in the order a cluster meets them.
-const (
-	EventPlaced             Event = "placed"              // every machine reserved at once (L3)
-	EventJoined             Event = "joined"              // every node reached every other, no software (L5)
-	EventJoinedInstall      Event = "joined_install"      // every node reached every other, software to install (L5, S1)
-	EventSoftwareReady      Event = "software_ready"      // the software passed its check on every node (L5, S2)
-	EventDegrade            Event = "degrade"             // the software failed or missed its window (L6)
-	EventRetryInstall       Event = "retry_install"       // the customer retries a failed install (L6)
-	EventFail               Event = "fail"                // a late step, a lost machine or a provider refusal (L4)
-	EventReleased           Event = "released"            // the provider confirmed a failed cluster's machines released (L4)
-	EventTerminateRequested Event = "terminate_requested" // the customer asks to terminate (L7)
-	EventTerminated         Event = "terminated"          // every machine released after a terminate request (L7)
-
-	EventMachineDown       Event = "machine_down"       // a machine left running after admission (R2)
-	EventHealthNoted       Event = "health_noted"       // machines down or healthy again in a cluster that stays degraded (R2)
-	EventHealthy           Event = "healthy"            // every machine healthy again (R2)
-	EventHealthyInstall    Event = "healthy_install"    // every machine healthy again; the install goes on (R2, L6)
-	EventRecoveryAttempt   Event = "recovery_attempt"   // one recovery attempt made (R3, R5)
-	EventRecoveryExhausted Event = "recovery_exhausted" // every attempt spent, still unhealthy (R5)
-
-	EventWorkerRequested  Event = "worker_requested"  // one more machine admitted for a ready cluster (L10)
-	EventReplaceRequested Event = "replace_requested" // a new machine asked for in a down one's place (X5)
-	EventNodeJoined       Event = "node_joined"       // the added or replacement machine joined (L10, X5)
-	EventNodeJoinFailed   Event = "node_join_failed"  // it could not be placed or join: only it is released (L10, X5)
-
-	EventStopRequested   Event = "stop_requested"   // the balance or a budget asks to stop (B5, B6)
-	EventStopped         Event = "stopped"          // every machine stopped at the provider; compute billing ends (B6)
-	EventMachinesStopped Event = "machines_stopped" // the machines a failed resume started are stopped again (B6)
-	EventResumeRequested Event = "resume_requested" // the customer resumes a stopped cluster (B6)
-	EventResumed         Event = "resumed"          // every machine joined again; billing restarts (B6)
-	EventResumedDegraded Event = "resumed_degraded" // joined again, its software had not passed its check (B6, L6)
-	EventResumeFailed    Event = "resume_failed"    // a machine did not come back in time; stopped again (B6, L4)
-
-	EventJoinedVerify   Event = "joined_verify"   // every node reached every other, no software: verification runs (issue 24)
-	EventSoftwareVerify Event = "software_verify" // the software passed its check: verification runs (issue 24)
-	EventVerified       Event = "verified"        // every machine and the fabric passed verification: handed over (issue 24)
-	EventVerifyFailed   Event = "verify_failed"   // swaps spent, the fabric failed as a whole, or out of time (issue 24)
-	EventKeepUnverified Event = "keep_unverified" // the customer keeps a cluster that failed verification as it is (issue 24)
-	EventResumedVerify  Event = "resumed_verify"  // joined again after a stop during verification: it verifies again (B6, X13)
-)
-
-// ClusterTransition is one legal move: an event in status From leads to To.
-type ClusterTransition struct {
-	From  ClusterStatus
-	Event Event
-	To    ClusterStatus
-}
-
-// ClusterTransitions is the cluster state machine: every legal (status,
-// event) pair and the status it leads to. Anything not listed is refused
-// with ErrConflict by the one compare-and-swap (Store.transition). An event
-// either leads to one status from wherever it is legal or keeps the status
-// it finds, so the swap is one UPDATE.
-var ClusterTransitions = []ClusterTransition{
-	{StatusProvisioning, EventPlaced, StatusProvisioning},
-	{StatusProvisioning, EventJoined, StatusReady},
-	{StatusProvisioning, EventJoinedInstall, StatusInstalling},
-	{StatusProvisioning, EventFail, StatusFailed},
-	{StatusInstalling, EventSoftwareReady, StatusReady},
-	{StatusInstalling, EventDegrade, StatusDegraded},
-	{StatusDegraded, EventRetryInstall, StatusInstalling},
-	{StatusFailed, EventReleased, StatusFailed},
-
-	{StatusProvisioning, EventJoinedVerify, StatusVerifying},
-	{StatusInstalling, EventSoftwareVerify, StatusVerifying},
-	{StatusVerifying, EventVerified, StatusReady},
-	{StatusVerifying, EventVerifyFailed, StatusDegraded},
-	{StatusDegraded, EventKeepUnverified, StatusReady},
-	{StatusVerifying, EventReplaceRequested, StatusVerifying},
-	{StatusVerifying, EventNodeJoined, StatusVerifying},
-	{StatusVerifying, EventNodeJoinFailed, StatusVerifying},
-	{StatusVerifying, EventTerminateRequested, StatusVerifying},
-	{StatusVerifying, EventStopRequested, StatusVerifying},
-	{StatusVerifying, EventStopped, StatusStopped},
-	{StatusVerifying, EventTerminated, StatusTerminated},
-
-	{StatusReady, EventMachineDown, StatusDegraded},
-	{StatusInstalling, EventMachineDown, StatusDegraded},
-	{StatusDegraded, EventHealthNoted, StatusDegraded},
-	{StatusDegraded, EventHealthy, StatusReady},
-	{StatusDegraded, EventHealthyInstall, StatusInstalling},
-	{StatusDegraded, EventRecoveryAttempt, StatusDegraded},
-	{StatusDegraded, EventRecoveryExhausted, StatusDegraded},
-
-	{StatusReady, EventWorkerRequested, StatusReady},
-	{StatusReady, EventReplaceRequested, StatusReady},
-	{StatusDegraded, EventReplaceRequested, StatusDegraded},
-	{StatusReady, EventNodeJoined, StatusReady},
-	{StatusDegraded, EventNodeJoined, StatusDegraded},
-	{StatusReady, EventNodeJoinFailed, StatusReady},
-	{StatusDegraded, EventNodeJoinFailed, StatusDegraded},
-
-	{StatusProvisioning, EventTerminateRequested, StatusProvisioning},
-	{StatusInstalling, EventTerminateRequested, StatusInstalling},
-	{StatusReady, EventTerminateRequested, StatusReady},
-	{StatusDegraded, EventTerminateRequested, StatusDegraded},
-	{StatusStopped, EventTerminateRequested, StatusStopped},
-
-	{StatusProvisioning, EventStopRequested, StatusProvisioning},
-	{StatusInstalling, EventStopRequested, StatusInstalling},
-	{StatusReady, EventStopRequested, StatusReady},
-	{StatusDegraded, EventStopRequested, StatusDegraded},
-	{StatusInstalling, EventStopped, StatusStopped},
-	{StatusReady, EventStopped, StatusStopped},
-	{StatusDegraded, EventStopped, StatusStopped},
-	{StatusStopped, EventMachinesStopped, StatusStopped},
-	{StatusStopped, EventResumeRequested, StatusStopped},
-	{StatusStopped, EventResumed, StatusReady},
-	{StatusStopped, EventResumedDegraded, StatusDegraded},
-	{StatusStopped, EventResumeFailed, StatusStopped},
-	{StatusStopped, EventResumedVerify, StatusVerifying},
-
-	{StatusProvisioning, EventTerminated, StatusTerminated},
-	{StatusInstalling, EventTerminated, StatusTerminated},
-	{StatusReady, EventTerminated, StatusTerminated},
-	{StatusDegraded, EventTerminated, StatusTerminated},
-	{StatusStopped, EventTerminated, StatusTerminated},
-}
-
-// ClusterStatuses lists every status (L8).
-var ClusterStatuses = []ClusterStatus{StatusProvisioning, StatusInstalling, StatusVerifying, StatusReady, StatusDegraded,
-	StatusStopped, StatusFailed, StatusTerminated}
-
-// Events lists every event.
-var Events = []Event{EventPlaced, EventJoined, EventJoinedInstall, EventSoftwareReady, EventDegrade,
-	EventRetryInstall, EventFail, EventReleased, EventTerminateRequested, EventTerminated,
-	EventMachineDown, EventHealthNoted, EventHealthy, EventHealthyInstall, EventRecoveryAttempt, EventRecoveryExhausted,
-	EventWorkerRequested, EventReplaceRequested, EventNodeJoined, EventNodeJoinFailed,
-	EventStopRequested, EventStopped, EventMachinesStopped, EventResumeRequested, EventResumed, EventResumedDegraded, EventResumeFailed,
-	EventJoinedVerify, EventSoftwareVerify, EventVerified, EventVerifyFailed, EventKeepUnverified, EventResumedVerify}
-
-// NextStatus is where ev leads from status from, and whether it is legal there.
-func NextStatus(from ClusterStatus, ev Event) (ClusterStatus, bool) {
-	for _, t := range ClusterTransitions {
-		if t.From == from && t.Event == ev {
-			return t.To, true
-		}
-	}
-	return "", false
-}
-
-// eventMove is the statuses ev is legal from and the one it leads to; to
-// is "" for an event that keeps whichever status the cluster has.
-func eventMove(ev Event) (from []ClusterStatus, to ClusterStatus, err error) {
-	keeps, moves := 0, map[ClusterStatus]bool{}
-	for _, t := range ClusterTransitions {
-		if t.Event != ev {
-			continue
-		}
-		from = append(from, t.From)
-		if t.To == t.From {
-			keeps++
-		} else {
-			moves[t.To], to = true, t.To
-		}
-	}
-	switch {
-	case len(from) == 0:
-		return nil, "", fmt.Errorf("models: unknown event %q", ev)
-	case keeps > 0 && len(moves) > 0, len(moves) > 1:
-		return nil, "", fmt.Errorf("models: event %s must lead to one status or keep the status", ev)
-	}
-	return from, to, nil
-}
-
-// StateDiagram renders the status changes of ClusterTransitions as a
-// Mermaid state diagram (docs/architecture.md shows it; a test keeps them equal).
-// Events that keep the status are left out: they change no arrow.
-func StateDiagram() string {
-	var b strings.Builder
-	b.WriteString("```mermaid\nstateDiagram-v2\n")
-	b.WriteString("    [*] --> provisioning: launch\n")
-	for _, t := range ClusterTransitions {
-		if t.From != t.To {
-			fmt.Fprintf(&b, "    %s --> %s: %s\n", t.From, t.To, t.Event)
-		}
-	}
-	for _, s := range ClusterStatuses {
-		if s.Terminal() {
-			fmt.Fprintf(&b, "    %s --> [*]\n", s)
-		}
-	}
-	b.WriteString("```\n")
-	return b.String()
-}
+import "github.com/clusterdeck/clusterdeck/models/domain"
 
 // ---- what may happen now (L6, L7, R3, R5, B6) ----
 //
-// Each "can X now" and "is anything under way" is decided here once: the
-// use case that guards the action and the page that offers its button ask
-// the same method, so they cannot disagree.
+// Each "can X now" and "is anything under way" is decided once, in
+// domain.Lifecycle: the use case that guards the action and the page that
+// offers its button ask the same method, so they cannot disagree. The
+// methods below are the store's Cluster handing the question on.
+
+// Lifecycle is the part of c every "can X now" decision reads.
+func (c Cluster) Lifecycle() domain.Lifecycle {
+	return domain.Lifecycle{Status: c.Status, Nodes: c.Nodes, LastError: c.LastError, ReadyAt: c.ReadyAt,
+		TerminateRequestedAt: c.TerminateRequestedAt, StopRequestedAt: c.StopRequestedAt,
+		ResumeRequestedAt: c.ResumeRequestedAt, RecoverRequestedAt: c.RecoverRequestedAt,
+		EpisodeStartedAt: c.EpisodeStartedAt, StopReason: StopReason(c.StopReason),
+		StoppedFrom: ClusterStatus(c.StoppedFrom), StoppedAt: c.StoppedAt, UnbilledAt: c.UnbilledAt}
+}
 
 // Terminating reports a terminate request not yet carried out (L7).
-func (c Cluster) Terminating() bool { return c.TerminateRequestedAt != nil && !c.Status.Terminal() }
+func (c Cluster) Terminating() bool { return c.Lifecycle().Terminating() }
 
 // Ending reports a cluster that ended or is being terminated (L7): nothing
 // but the release may happen to it any more.
-func (c Cluster) Ending() bool { return c.Status.Terminal() || c.TerminateRequestedAt != nil }
+func (c Cluster) Ending() bool { return c.Lifecycle().Ending() }
 
 // CanTerminate reports whether a terminate request would be new (L7):
 // not ended and not already asked for.
-func (c Cluster) CanTerminate() bool { return !c.Ending() }
+func (c Cluster) CanTerminate() bool { return c.Lifecycle().CanTerminate() }
 
 // Connectable reports whether the cluster's machines are up to be reached
 // (L9): ready, installing or degraded, and not being terminated.
-func (c Cluster) Connectable() bool {
-	switch c.Status {
-	case StatusReady, StatusInstalling, StatusVerifying, StatusDegraded:
-		return c.TerminateRequestedAt == nil
-	}
-	return false
-}
+func (c Cluster) Connectable() bool { return c.Lifecycle().Connectable() }
 
 // CanRetryInstall reports whether "retry install" applies (L6): degraded
 // by its software, not being terminated.
-func (c Cluster) CanRetryInstall() bool {
-	return c.Status == StatusDegraded && SoftwareFailure(c.LastError) && c.TerminateRequestedAt == nil
-}
+func (c Cluster) CanRetryInstall() bool { return c.Lifecycle().CanRetryInstall() }
 
 // CanRecoverNow reports whether "recover now" applies (R5): degraded with
 // a machine down, not being terminated.
-func (c Cluster) CanRecoverNow() bool {
-	return c.Status == StatusDegraded && c.EpisodeStartedAt != nil && c.TerminateRequestedAt == nil
-}
+func (c Cluster) CanRecoverNow() bool { return c.Lifecycle().CanRecoverNow() }
 
 // CanSetRecovery reports whether the recovery policy may change (R3): not
 // ended and not being terminated.
-func (c Cluster) CanSetRecovery() bool { return !c.Ending() }
+func (c Cluster) CanSetRecovery() bool { return c.Lifecycle().CanSetRecovery() }
 
 // CanResume reports whether the resume button applies (B6); see Resumable.
-func (c Cluster) CanResume() bool { return c.Resumable() }
+func (c Cluster) CanResume() bool { return c.Lifecycle().CanResume() }
 
 // UnderWay reports whether anything is changing on its own, so a page
 // showing the cluster keeps polling: it starts or installs (L4, L5), or a
 // terminate, stop or resume is being carried out (L7, B6), including the
 // stop of the machines a failed resume started.
-func (c Cluster) UnderWay() bool {
-	if c.Status.Terminal() {
-		return false
-	}
-	return c.Status == StatusProvisioning || c.Status == StatusInstalling || c.Status == StatusVerifying ||
-		c.TerminateRequestedAt != nil || c.StopRequestedAt != nil || c.Resuming()
+func (c Cluster) UnderWay() bool { return c.Lifecycle().UnderWay() }
+
+// eventMove is the statuses ev is legal from and the one it leads to; to
+// is "" for an event that keeps whichever status the cluster has.
+func eventMove(ev Event) (from []ClusterStatus, to ClusterStatus, err error) {
+	return domain.EventMove(ev)
 }

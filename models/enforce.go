@@ -194,7 +194,7 @@ func (s *Store) EnforceBalance(ctx context.Context, orgID string, p EnforcePolic
 func (s *Store) stopForBalance(ctx context.Context, orgID string, exhausted time.Time, p EnforcePolicy) ([]string, error) {
 	var cs []Cluster
 	err := s.db.WithContext(ctx).Where("org_id = ? AND status IN ? AND stop_requested_at IS NULL AND terminate_requested_at IS NULL",
-		orgID, liveStatuses).Order("created_at, id").Find(&cs).Error
+		orgID, LiveStatuses).Order("created_at, id").Find(&cs).Error
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (s *Store) stopForBalance(ctx context.Context, orgID string, exhausted time
 func (s *Store) terminateForBalance(ctx context.Context, orgID string) ([]string, error) {
 	var cs []Cluster
 	err := s.db.WithContext(ctx).Where("org_id = ? AND stop_reason = ? AND terminate_requested_at IS NULL AND status IN ?",
-		orgID, string(StopByBalance), append([]ClusterStatus{StatusStopped}, liveStatuses...)).Order("created_at, id").Find(&cs).Error
+		orgID, string(StopByBalance), append([]ClusterStatus{StatusStopped}, LiveStatuses...)).Order("created_at, id").Find(&cs).Error
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clusterdeck/clusterdeck/models/nodespec"
+	"github.com/clusterdeck/clusterdeck/models/domain"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -385,7 +385,7 @@ func (m *GPUMachine) apply(r GPUReport) string {
 
 	for _, x := range r.XIDs {
 		xids = append(xids, XIDLine{At: x.At.UTC(), Code: x.Code, Text: truncate(x.Text, MaxXIDLineLen)})
-		if why, fatal := nodespec.FatalXID(x.Code); fatal {
+		if why, fatal := domain.FatalXID(x.Code); fatal {
 			faults = append(faults, fmt.Sprintf("XID %d (%s): %s", x.Code, why, strings.TrimSpace(truncate(x.Text, 300))))
 		}
 	}
@@ -453,12 +453,6 @@ func gpuKey(index int, uuid string) string {
 	}
 	return fmt.Sprintf("#%d", index)
 }
-
-// FatalXIDs are the XID codes that mean a broken GPU or fabric: a machine
-// whose kernel log reports one is unwell (R1) until it is restarted or
-// replaced. The one list, with its source, is nodespec.FatalXIDs:
-// verification and health judge by it too.
-var FatalXIDs = nodespec.FatalXIDs
 
 // ---- reading ----
 
@@ -671,7 +665,7 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 	// down or released machine's last sample is history, not now.
 	running := map[int]bool{}
 	for _, n := range nodes {
-		running[n.Rank] = c.Status != StatusStopped && !c.Status.Terminal() && GPUsRunning(n.Status)
+		running[n.Rank] = c.Status != StatusStopped && !c.Status.Terminal() && n.Status.GPUsRunning()
 	}
 	for _, p := range latest {
 		if ns := byRank[p.Rank]; ns != nil && isReal(p.Rank, p.GPU) && running[p.Rank] {
@@ -683,17 +677,6 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 		slices.SortFunc(out.Nodes[i].GPUs, func(a, b GPUSeriesGPU) int { return a.Index - b.Index })
 	}
 	return out, nil
-}
-
-// GPUsRunning reports whether a node in status st has GPUs at work now
-// (up and not stopped, down, restarting or released); the others' last
-// figures are shown as last seen, never as now.
-func GPUsRunning(st NodeStatus) bool {
-	switch st {
-	case NodeProvisioning, NodeInstalling, NodeReady, NodeJoining:
-		return true
-	}
-	return false
 }
 
 // gpuBucketsSQL averages a cluster's minute points into step-second
@@ -833,3 +816,7 @@ func FleetGPUUsage(us []ClusterGPUUsage) (gpus, clusters int, utilPct float64) {
 	}
 	return gpus, len(us), utilPct
 }
+
+// GPUsRunning is NodeStatus.GPUsRunning (domain): whether a node in status
+// st has GPUs at work now.
+func GPUsRunning(st NodeStatus) bool { return st.GPUsRunning() }

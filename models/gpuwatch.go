@@ -24,10 +24,6 @@ const (
 	IdleTerminate = "terminate" // mail a warning, then terminate it after the grace (L7)
 )
 
-// StopByIdle is the stop of a cluster whose GPUs sat idle past its opt-in
-// idle rule and grace (issue 26 item 7).
-const StopByIdle StopReason = "idle"
-
 // Watch defaults and bounds.
 const (
 	DefaultIdleBelowPct     = 5
@@ -237,7 +233,7 @@ func (x Actions) SetGPUWatch(ctx context.Context, clusterID string, p WatchPolic
 		if err != nil {
 			return nil, err
 		}
-		if c.Status.Terminal() || c.TerminateRequestedAt != nil {
+		if c.Ending() {
 			return nil, fmt.Errorf("models: cluster %s has ended: %w", c.ID, ErrConflict)
 		}
 		if w, err = tx.gpuWatch(ctx, c); err != nil {
@@ -512,4 +508,18 @@ func (g GPUMinutes) Since(from time.Time) GPUMinutes {
 		out.Nodes[i] = n
 	}
 	return out
+}
+
+// minutes is a duration in words: "1 minute", "45 minutes", "2 h", "2 h 30 min".
+func minutes(d time.Duration) string {
+	m := int(d / time.Minute)
+	switch {
+	case m == 1:
+		return "1 minute"
+	case m < 120:
+		return fmt.Sprintf("%d minutes", m)
+	case m%60 == 0:
+		return fmt.Sprintf("%d h", m/60)
+	}
+	return fmt.Sprintf("%d h %d min", m/60, m%60)
 }

@@ -84,6 +84,12 @@ func init() {
 // the locked rate (Q2), shown before the customer confirms.
 func (c Cluster) JoinPrice() Money { return c.MachineHour }
 
+// JoinPlacementLate reports whether joining machine n waited longer than
+// the cluster's cap for the provider to accept its placement (L4, L10, X5).
+func (c Cluster) JoinPlacementLate(n ClusterNode, now time.Time) bool {
+	return n.JoinRequestedAt != nil && now.After(n.JoinRequestedAt.Add(c.Cap()))
+}
+
 // joining reports the cluster's node that is joining now, if any.
 func (s *Store) joining(ctx context.Context, clusterID string) (*ClusterNode, error) {
 	var n ClusterNode
@@ -104,10 +110,10 @@ func (x Actions) lockedJoinable(ctx context.Context, tx *Store, clusterID string
 	if err != nil {
 		return c, err
 	}
-	if c.Status.Terminal() || c.TerminateRequestedAt != nil {
+	if c.Ending() {
 		return c, fmt.Errorf("models: cluster %s has ended: %w", c.ID, ErrConflict)
 	}
-	if c.StopRequestedAt != nil {
+	if c.Lifecycle().StopAsked() {
 		return c, ErrJoinStopping // B6: a stop under way is not undone by a new machine
 	}
 	if j, err := tx.joining(ctx, c.ID); err != nil || j != nil {
@@ -133,7 +139,7 @@ func (x Actions) AddWorker(ctx context.Context, clusterID string) (Cluster, Clus
 		if c, err = x.lockedJoinable(ctx, tx, clusterID); err != nil {
 			return nil, err
 		}
-		if c.Status != StatusReady {
+		if !c.Lifecycle().AcceptsWorker() {
 			return nil, ErrNotJoinable
 		}
 		if c.Nodes+1 > MaxNodes {
@@ -219,14 +225,14 @@ func (x Actions) ReplaceNode(ctx context.Context, clusterID string, rank int) (C
 		if c, err = x.lockedJoinable(ctx, tx, clusterID); err != nil {
 			return nil, err
 		}
-		if c.Status != StatusReady && c.Status != StatusDegraded {
+		if !c.Lifecycle().AcceptsReplacement() {
 			return nil, ErrNotReplaceable
 		}
 		err = tx.db.WithContext(ctx).Where("cluster_id = ? AND rank = ?", c.ID, rank).Take(&n).Error
 		if err != nil {
 			return nil, notFound(err, fmt.Sprintf("node-%d", rank))
 		}
-		if n.Status != NodeDown {
+		if !n.Status.Replaceable() {
 			return nil, ErrNotReplaceable
 		}
 		now := tx.Now()

@@ -125,7 +125,7 @@ func endpointOf(ip string, port int) string {
 // liveStatus reports whether the node holds its address: a node lost,
 // terminated or released gives it up.
 func (n ClusterNode) liveStatus() bool {
-	for _, s := range liveNodeStatuses {
+	for _, s := range LiveNodeStatuses {
 		if n.Status == s {
 			return true
 		}

@@ -19,22 +19,6 @@ import (
 // (sales) rather than by the picker; ShapeQuery, by contrast, is the shape
 // a locked price is computed for (Q1).
 
-// CapacityStatus is where sales is with a request (RQ2).
-type CapacityStatus string
-
-// Capacity request statuses. Operators may set any of them at any time: the
-// inbox is a tracker, not a state machine.
-const (
-	CapacityNew       CapacityStatus = "new"
-	CapacityContacted CapacityStatus = "contacted"
-	CapacityQuoted    CapacityStatus = "quoted"
-	CapacityWon       CapacityStatus = "won"
-	CapacityLost      CapacityStatus = "lost"
-)
-
-// CapacityStatuses lists the statuses in their natural order.
-var CapacityStatuses = []CapacityStatus{CapacityNew, CapacityContacted, CapacityQuoted, CapacityWon, CapacityLost}
-
 // ValidCapacityStatus reports whether s is one of CapacityStatuses.
 func ValidCapacityStatus(s string) bool { return slices.Contains(CapacityStatuses, CapacityStatus(s)) }
 

@@ -469,16 +469,6 @@ func (s *Store) DegradeSoftware(ctx context.Context, clusterID string, attempt i
 	return c, err
 }
 
-// SoftwareFailure reports whether lastError is a software failure that
-// RetryInstall can act on (L6), as opposed to a lost node (R2).
-func SoftwareFailure(lastError string) bool {
-	switch ParseLastError(lastError).Kind {
-	case KindInstallFailed, KindCheckFailed, KindInstallInterrupted: // interrupted: a stop cut the install off (B6)
-		return true
-	}
-	return false
-}
-
 // RetryInstall is the customer's "retry install" (L6): a cluster degraded
 // by its software goes degraded → installing with a new attempt and a new
 // window from now. Every node installs again (the scripts are safe to run

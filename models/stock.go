@@ -53,13 +53,13 @@ func (s *Store) withHolds(ctx context.Context, offers []Offer) ([]Offer, error) 
 		return nil, err
 	}
 	for i := range offers {
-		offers[i] = offers[i].less(held[offers[i].ID])
+		offers[i] = offerLess(offers[i], held[offers[i].ID])
 	}
 	return offers, nil
 }
 
 // less is the offer with n of its counted machines taken.
-func (o Offer) less(n int) Offer {
+func offerLess(o Offer, n int) Offer {
 	if o.NodesAvailable == nil || n == 0 {
 		return o
 	}
@@ -91,7 +91,7 @@ func (s *Store) reserveStock(ctx context.Context, q Quote) (Offer, error) {
 	if err != nil {
 		return o, err
 	}
-	if free := o.less(held[o.ID]); *free.NodesAvailable < q.Nodes {
+	if free := offerLess(o, held[o.ID]); *free.NodesAvailable < q.Nodes {
 		return o, &NoCapacityError{Reason: NotInStockReason, Shape: q.Request(), Free: free.NodesAvailable}
 	}
 	return o, nil

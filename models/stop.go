@@ -10,19 +10,6 @@ import (
 	"gorm.io/gorm"
 )
 
-// StopReason says why a cluster is stopped (B5, B6).
-type StopReason string
-
-// Stop reasons.
-const (
-	StopByBalance StopReason = "balance" // the balance ran out and its grace passed (B6)
-	StopByBudget  StopReason = "budget"  // the environment's monthly budget was reached (B5)
-	// StopByCustomer is a stop a member asked for (Stop on the page, the
-	// API, the CLI, MCP): it keeps the disks and the volume, ends compute
-	// billing once every machine is stopped, and Resume starts it again.
-	StopByCustomer StopReason = "customer"
-)
-
 func init() {
 	register(Migration{ID: "0700_stop", Up: migrateStop})
 }
@@ -54,20 +41,18 @@ func migrateStop(tx *gorm.DB) error {
 
 // Stopping reports a stop requested and not yet carried out (the status
 // stays until every machine is stopped at the provider).
-func (c Cluster) Stopping() bool { return c.StopRequestedAt != nil && c.Status != StatusStopped }
+func (c Cluster) Stopping() bool { return c.Lifecycle().Stopping() }
 
 // Resuming reports a stopped cluster whose machines are starting again.
-func (c Cluster) Resuming() bool { return c.Status == StatusStopped && c.ResumeRequestedAt != nil }
+func (c Cluster) Resuming() bool { return c.Lifecycle().Resuming() }
 
 // Starting reports a cluster whose machines take the launch steps (L4):
 // provisioning, or resuming from a stop with the same steps and deadlines.
-func (c Cluster) Starting() bool { return c.Status == StatusProvisioning || c.Resuming() }
+func (c Cluster) Starting() bool { return c.Lifecycle().Starting() }
 
 // Resumable reports whether the resume button applies: stopped, nothing
 // under way.
-func (c Cluster) Resumable() bool {
-	return c.Status == StatusStopped && c.ResumeRequestedAt == nil && c.StopRequestedAt == nil && c.TerminateRequestedAt == nil
-}
+func (c Cluster) Resumable() bool { return c.Lifecycle().Resumable() }
 
 // billAnchor is the start of the cluster's current billed run: readyAt, or
 // the moment every machine joined again after the last resume (B2).
@@ -376,7 +361,7 @@ func (s *Store) EnforcedStops(ctx context.Context, orgID string) ([]Cluster, err
 	var cs []Cluster
 	err := s.db.WithContext(ctx).Where("org_id = ? AND stop_reason IN ? AND terminate_requested_at IS NULL AND resume_requested_at IS NULL AND "+
 		"(status = ? OR (status IN ? AND stop_requested_at IS NOT NULL))",
-		orgID, []string{string(StopByBudget), string(StopByBalance)}, StatusStopped, liveStatuses).
+		orgID, []string{string(StopByBudget), string(StopByBalance)}, StatusStopped, LiveStatuses).
 		Order("stop_requested_at, id").Limit(50).Find(&cs).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: enforced stops of %s: %w", orgID, err)
@@ -403,10 +388,7 @@ func (e *StopUnsupportedError) Error() string {
 // Stoppable reports whether the customer's Stop applies: ready or degraded
 // (handed over), nothing stopping, resuming or ending. A cluster still
 // starting is terminated instead, or stopped once it is ready.
-func (c Cluster) Stoppable() bool {
-	return (c.Status == StatusReady || c.Status == StatusDegraded) && c.StopRequestedAt == nil &&
-		c.TerminateRequestedAt == nil && c.ResumeRequestedAt == nil
-}
+func (c Cluster) Stoppable() bool { return c.Lifecycle().Stoppable() }
 
 // RequestCustomerStop is the customer's stop (B6's machinery with reason
 // customer): refused with a *StopUnsupportedError where the provider

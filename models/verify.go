@@ -30,13 +30,6 @@ import (
 // cluster as it is or terminates it. A ready cluster may run the same
 // checks again ("run verification again"): the same report, no swaps.
 
-// Verification run statuses.
-const (
-	VerifyRunning = "running"
-	VerifyPassed  = "passed"
-	VerifyFailed  = "failed"
-)
-
 // Verification checks (the agent runs "verify:<check>").
 const (
 	CheckMachine = "machine"
@@ -47,32 +40,6 @@ const (
 // VerifyTaskLease is how long a handed-out check may stay unanswered
 // before it is handed out again (the agent restarted).
 const VerifyTaskLease = 5 * time.Minute
-
-// VerifyThresholds are what "passes" means (issue 24 item 2). They are
-// configuration (SetVerifyThresholds; the server reads CLUSTERDECK_VERIFY_*),
-// and docs/clusters.md gives each one's source.
-type VerifyThresholds struct {
-	// RingPercent: the ring all-reduce's bus bandwidth must reach this
-	// share of what a healthy ring reaches on the machines' NICs
-	// (nodespec.RingExpectedBusBW: NICs × line rate × 0.94, at any machine
-	// count). Healthy rings measure 46–48 GB/s per 400G NIC, 98–102 % of
-	// it; the half-speed RoCE fabric of NVIDIA/nccl issue 2409, 57–61 %.
-	// On the encrypted overlay the ring is held to a floor instead
-	// (nodespec.OverlayFloorGBps).
-	RingPercent int
-	// PairBelowMedianPercent: no pair may be further than this below the
-	// median pair (the one slow link).
-	PairBelowMedianPercent int
-	// IdleTempMaxC: a GPU at idle above this is failing its cooling (idle
-	// data-centre GPUs read 25–45 °C; their slowdown temperature is 85–90 °C).
-	IdleTempMaxC int
-	// Window: the verification ends within it (L4's 25-minute cap); a
-	// swap extends it to the swap's time plus Cluster.SwapWindow.
-	Window time.Duration
-}
-
-// DefaultVerifyThresholds are the thresholds unless configured otherwise.
-var DefaultVerifyThresholds = VerifyThresholds{RingPercent: 85, PairBelowMedianPercent: 10, IdleTempMaxC: 70, Window: ProvisionCap}
 
 var verifyThresholds = DefaultVerifyThresholds
 
@@ -293,20 +260,6 @@ type ReportThresholds struct {
 	IdleTempMaxC           int `json:"idleTempMaxC"`
 }
 
-// MachineVerdict is one machine's check.
-type MachineVerdict struct {
-	Node         string   `json:"node"`
-	Rank         int      `json:"rank"`
-	MachineID    string   `json:"machineId,omitempty"`
-	Status       string   `json:"status"` // pending, passed, failed
-	GPUs         string   `json:"gpus"`
-	Errors       []string `json:"errors"`
-	Stress       string   `json:"stress"` // the tool, or "skipped"
-	StressPassed bool     `json:"stressPassed"`
-	StressDetail string   `json:"stressDetail,omitempty"`
-	MaxTempC     int      `json:"maxTempC,omitempty"`
-}
-
 // RingVerdict is the all-reduce across every machine.
 type RingVerdict struct {
 	Status        string  `json:"status"` // pending, passed, failed
@@ -334,15 +287,6 @@ func (r RingVerdict) Measured() string {
 	}
 	return fmt.Sprintf("%s GB/s, %d %% of the %s GB/s a healthy ring reaches on the NICs (%d %% of their line rate; at least %d %% required)",
 		nodespec.GBps(r.BusBW), r.Percent, nodespec.GBps(r.ExpectedBusBW), int(math.Floor(100*r.BusBW/r.LineRateGBps)), r.ThresholdPercent)
-}
-
-// PairVerdict is one pair's all-reduce.
-type PairVerdict struct {
-	A      string  `json:"a"`
-	B      string  `json:"b"`
-	Status string  `json:"status"` // pending, passed, slow, failed
-	BusBW  float64 `json:"busBwGBps"`
-	Detail string  `json:"detail,omitempty"`
 }
 
 // SwapRecord is one machine swapped before hand-over.
@@ -376,7 +320,7 @@ func (c Cluster) MaySwapNow(run VerifyRun, nodes []ClusterNode, now time.Time) (
 	switch {
 	case run.Rerun:
 		return false, "a verification run again on a ready cluster never swaps machines"
-	case c.Status != StatusVerifying || c.TerminateRequestedAt != nil || c.StopRequestedAt != nil:
+	case !c.Lifecycle().MaySwapDuringVerify():
 		return false, "the cluster is not verifying"
 	case run.Swaps >= run.MaxSwaps:
 		return false, fmt.Sprintf("the %d swap(s) allowed for %d machines are spent", run.MaxSwaps, c.Nodes)
@@ -736,7 +680,7 @@ func (x Actions) VerifyAgain(ctx context.Context, clusterID string, confirmDisru
 		run := VerifyRun{ClusterID: c.ID, OrgID: c.OrgID, Run: 1, Rerun: true, Status: VerifyRunning, Round: 1, MaxSwaps: 0,
 			StartedAt: now, Deadline: now.Add(verifyThresholds.Window), UpdatedAt: now}
 		if len(prev) == 1 {
-			if prev[0].Status == VerifyRunning {
+			if !c.Lifecycle().VerifyAgainOffered(prev[0].Status) {
 				return nil, fmt.Errorf("models: cluster %s is verifying already: %w", c.ID, ErrConflict)
 			}
 			run.Run = prev[0].Run + 1
@@ -784,12 +728,8 @@ func (x Actions) KeepUnverified(ctx context.Context, clusterID string) (Cluster,
 
 // CanVerifyAgain reports whether "run verification again" applies: ready,
 // not being terminated or stopped, no machine joining.
-func (c Cluster) CanVerifyAgain() bool {
-	return c.Status == StatusReady && c.TerminateRequestedAt == nil && c.StopRequestedAt == nil
-}
+func (c Cluster) CanVerifyAgain() bool { return c.Lifecycle().CanVerifyAgain() }
 
 // CanKeepUnverified reports whether "keep it as it is" applies: degraded
 // by a failed verification, not being terminated.
-func (c Cluster) CanKeepUnverified() bool {
-	return c.Status == StatusDegraded && ParseLastError(c.LastError).Kind == KindVerifyFailed && c.TerminateRequestedAt == nil
-}
+func (c Cluster) CanKeepUnverified() bool { return c.Lifecycle().CanKeepUnverified() }

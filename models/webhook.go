@@ -9,14 +9,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/clusterdeck/clusterdeck/models/publicip"
+	"github.com/clusterdeck/clusterdeck/models/domain"
 	"gorm.io/gorm"
 )
 
@@ -260,7 +259,7 @@ func WebhookURLProblem(raw string, allowLoopback bool) string {
 	case u.Fragment != "":
 		return "The URL must not have a #fragment."
 	}
-	loop := isLoopbackHost(u.Hostname())
+	loop := domain.LoopbackHost(u.Hostname())
 	if u.Scheme == "http" && !(allowLoopback && loop) {
 		if allowLoopback {
 			return "Use https:// (plain http only to this machine: localhost or 127.0.0.1)."
@@ -268,19 +267,11 @@ func WebhookURLProblem(raw string, allowLoopback bool) string {
 		return "Use https://: events are signed, but their content is private."
 	}
 	if !allowLoopback {
-		if ip := net.ParseIP(u.Hostname()); loop || (ip != nil && !publicip.PublicIP(ip)) {
+		if !domain.PublicHost(u.Hostname()) {
 			return "The URL must reach a public address, not a private, loopback or link-local one."
 		}
 	}
 	return ""
-}
-
-func isLoopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // WebhookProblems validates in (A4).

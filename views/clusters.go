@@ -8,7 +8,7 @@ import (
 
 	"github.com/a-h/templ"
 
-	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/domain"
 )
 
 // ClustersPage is /clusters.
@@ -215,7 +215,7 @@ type ClusterView struct {
 type NodeView struct {
 	Name    string
 	Rank    int
-	Status  string // derived from the cluster's status and the node's step (models.ShownNodeStatus)
+	Status  string // derived from the cluster's status and the node's step (domain.ShownNodeStatus)
 	Detail  string // what it is doing while the cluster starts, or why it failed
 	Address string
 	GPUs    string // what nvidia-smi showed at check-in
@@ -302,52 +302,52 @@ type CommandView struct {
 
 func statusClass(s string) string {
 	switch s {
-	case string(models.StatusProvisioning):
+	case string(domain.StatusProvisioning):
 		return "inline-flex items-center gap-1.5 rounded-full bg-sky-50 px-2 py-0.5 text-xs font-medium text-sky-800 ring-1 ring-sky-200 dark:bg-sky-950 dark:text-sky-200 dark:ring-sky-800"
-	case string(models.StatusInstalling), string(models.StatusVerifying):
+	case string(domain.StatusInstalling), string(domain.StatusVerifying):
 		return "inline-flex items-center gap-1.5 rounded-full bg-indigo-50 px-2 py-0.5 text-xs font-medium text-indigo-800 ring-1 ring-indigo-200 dark:bg-indigo-950 dark:text-indigo-200 dark:ring-indigo-800"
-	case string(models.StatusReady), "running":
+	case string(domain.StatusReady), "running":
 		return "inline-flex items-center gap-1.5 rounded-full bg-green-50 px-2 py-0.5 text-xs font-medium text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
-	case string(models.StatusDegraded):
+	case string(domain.StatusDegraded):
 		return "inline-flex items-center gap-1.5 rounded-full bg-amber-50 px-2 py-0.5 text-xs font-medium text-amber-900 ring-1 ring-amber-200 dark:bg-amber-950 dark:text-amber-200 dark:ring-amber-800"
-	case string(models.StatusFailed):
+	case string(domain.StatusFailed):
 		return "inline-flex items-center gap-1.5 rounded-full bg-red-50 px-2 py-0.5 text-xs font-medium text-red-800 ring-1 ring-red-200 dark:bg-red-950 dark:text-red-200 dark:ring-red-800"
-	case string(models.CapacityNew): // quote requests (RQ2)
+	case string(domain.CapacityNew): // quote requests (RQ2)
 		return "inline-flex items-center gap-1.5 rounded-full bg-sky-50 px-2 py-0.5 text-xs font-medium text-sky-800 ring-1 ring-sky-200 dark:bg-sky-950 dark:text-sky-200 dark:ring-sky-800"
-	case string(models.CapacityContacted):
+	case string(domain.CapacityContacted):
 		return "inline-flex items-center gap-1.5 rounded-full bg-indigo-50 px-2 py-0.5 text-xs font-medium text-indigo-800 ring-1 ring-indigo-200 dark:bg-indigo-950 dark:text-indigo-200 dark:ring-indigo-800"
-	case string(models.CapacityQuoted):
+	case string(domain.CapacityQuoted):
 		return "inline-flex items-center gap-1.5 rounded-full bg-violet-50 px-2 py-0.5 text-xs font-medium text-violet-800 ring-1 ring-violet-200 dark:bg-violet-950 dark:text-violet-200 dark:ring-violet-800"
-	case string(models.CapacityWon):
+	case string(domain.CapacityWon):
 		return "inline-flex items-center gap-1.5 rounded-full bg-green-50 px-2 py-0.5 text-xs font-medium text-green-800 ring-1 ring-green-200 dark:bg-green-950 dark:text-green-200 dark:ring-green-800"
 	case TerminatingBadge:
 		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-700 ring-1 ring-slate-300 dark:bg-slate-800 dark:text-slate-300 dark:ring-slate-600"
-	case string(models.StatusTerminated):
+	case string(domain.StatusTerminated):
 		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-500 line-through ring-1 ring-slate-200 dark:bg-slate-800 dark:text-slate-400 dark:ring-slate-700"
-	default: // models.StatusStopped
+	default: // domain.StatusStopped
 		return "inline-flex items-center gap-1.5 rounded-full bg-slate-100 px-2 py-0.5 text-xs font-medium text-slate-700 ring-1 ring-slate-200 dark:bg-slate-800 dark:text-slate-300 dark:ring-slate-700"
 	}
 }
 
 func dotClass(s string) string {
 	switch s {
-	case string(models.StatusProvisioning):
+	case string(domain.StatusProvisioning):
 		return "h-1.5 w-1.5 rounded-full bg-sky-500 animate-pulse"
-	case string(models.StatusInstalling), string(models.StatusVerifying):
+	case string(domain.StatusInstalling), string(domain.StatusVerifying):
 		return "h-1.5 w-1.5 rounded-full bg-indigo-500 animate-pulse"
-	case string(models.StatusReady), "running":
+	case string(domain.StatusReady), "running":
 		return "h-1.5 w-1.5 rounded-full bg-green-500"
-	case string(models.StatusDegraded):
+	case string(domain.StatusDegraded):
 		return "h-1.5 w-1.5 rounded-full bg-amber-500"
-	case string(models.StatusFailed):
+	case string(domain.StatusFailed):
 		return "h-1.5 w-1.5 rounded-full bg-red-500"
-	case string(models.CapacityNew):
+	case string(domain.CapacityNew):
 		return "h-1.5 w-1.5 rounded-full bg-sky-500"
-	case string(models.CapacityContacted):
+	case string(domain.CapacityContacted):
 		return "h-1.5 w-1.5 rounded-full bg-indigo-500"
-	case string(models.CapacityQuoted):
+	case string(domain.CapacityQuoted):
 		return "h-1.5 w-1.5 rounded-full bg-violet-500"
-	case string(models.CapacityWon):
+	case string(domain.CapacityWon):
 		return "h-1.5 w-1.5 rounded-full bg-green-500"
 	case TerminatingBadge:
 		return "h-1.5 w-1.5 rounded-full bg-slate-500 animate-pulse"
@@ -543,7 +543,7 @@ func tabClass(current bool) string {
 // problemClass colours the error banner: red for a failed cluster, amber
 // for a degraded one.
 func problemClass(tone string) string {
-	if tone == string(models.StatusFailed) {
+	if tone == string(domain.StatusFailed) {
 		return "mb-4 rounded-md bg-red-50 p-3 text-sm text-red-900 ring-1 ring-red-200 dark:bg-red-950 dark:text-red-100 dark:ring-red-900"
 	}
 	return "mb-4 rounded-md bg-amber-50 p-3 text-sm text-amber-900 ring-1 ring-amber-200 dark:bg-amber-950 dark:text-amber-100 dark:ring-amber-900"
@@ -553,26 +553,26 @@ func problemClass(tone string) string {
 // vocabulary, UI.md): the words a cluster also has take its colours.
 func nodeStatusClass(s string) string {
 	switch s {
-	case string(models.NodeDown), string(models.NodeDegraded):
-		return statusClass(string(models.StatusDegraded))
-	case string(models.NodeRestarting):
-		return statusClass(string(models.StatusProvisioning))
-	case string(models.NodeLost):
-		return statusClass(string(models.StatusFailed))
-	case string(models.NodeReleased), string(models.NodeTerminating):
-		return statusClass(string(models.StatusStopped))
+	case string(domain.NodeDown), string(domain.NodeDegraded):
+		return statusClass(string(domain.StatusDegraded))
+	case string(domain.NodeRestarting):
+		return statusClass(string(domain.StatusProvisioning))
+	case string(domain.NodeLost):
+		return statusClass(string(domain.StatusFailed))
+	case string(domain.NodeReleased), string(domain.NodeTerminating):
+		return statusClass(string(domain.StatusStopped))
 	}
 	return statusClass(s)
 }
 
 func nodeDotClass(s string) string {
 	switch s {
-	case string(models.NodeDown), string(models.NodeDegraded):
-		return dotClass(string(models.StatusDegraded))
-	case string(models.NodeRestarting):
-		return dotClass(string(models.StatusProvisioning))
-	case string(models.NodeLost):
-		return dotClass(string(models.StatusFailed))
+	case string(domain.NodeDown), string(domain.NodeDegraded):
+		return dotClass(string(domain.StatusDegraded))
+	case string(domain.NodeRestarting):
+		return dotClass(string(domain.StatusProvisioning))
+	case string(domain.NodeLost):
+		return dotClass(string(domain.StatusFailed))
 	}
 	return dotClass(s)
 }
@@ -587,10 +587,11 @@ func TabHref(id, tab string) string {
 
 // connectUnavailable says why there is nothing to connect to yet, or any more.
 func connectUnavailable(p ClusterPage) string {
+	st := domain.ClusterStatus(p.C.Status)
 	switch {
-	case p.C.Terminating || p.C.Status == string(models.StatusTerminated):
+	case p.C.Terminating || st.Terminal() && !st.Failed():
 		return "The cluster is terminated or terminating: its machines are released, so there is nothing to connect to."
-	case p.C.Status == string(models.StatusFailed):
+	case st.Failed():
 		return "The cluster failed to start and its machines were released, so there is nothing to connect to."
 	}
 	return "SSH commands, the environment and launcher recipes appear here once every machine is up and has joined."
@@ -614,8 +615,8 @@ const (
 )
 
 // isWaiting is a node message that says the node waits for a peer to come
-// up (models.WaitingForPeers): shown as a wait, not as a warning.
-func isWaiting(msg string) bool { return strings.HasPrefix(msg, models.WaitingForPeers) }
+// up (domain.WaitingForPeers): shown as a wait, not as a warning.
+func isWaiting(msg string) bool { return strings.HasPrefix(msg, domain.WaitingForPeers) }
 
 func nodeMessageClass(msg string) string {
 	if isWaiting(msg) {

@@ -55,7 +55,7 @@ type OfferForm struct {
 	GPUs         string
 	MaxPrice     string
 	Community    bool
-	Sort         string // models.OfferSort; "" reads as cluster price
+	Sort         string // domain.OfferSort; "" reads as cluster price
 }
 
 // AnyGPUs is the GPUs-per-machine choice of every size: absent, the page

@@ -7,14 +7,14 @@ import (
 	"sync"
 
 	"github.com/a-h/templ"
-	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/domain"
 )
 
 // OfferRow is one offer at the requested node count. It points into the
 // picker's answer rather than copying text: a page at catalog scale has
 // hundreds of rows (issue 13).
 type OfferRow struct {
-	Offer *models.Offer // after holds (models' stock.go)
+	Offer *domain.Offer // after holds (models' stock.go)
 	Nodes int
 	// Volume is the volume the picker is pinned to (V2): Launch carries it.
 	Volume string
@@ -53,12 +53,12 @@ const (
 	chipNoStock   = "chip-out"
 )
 
-// ChipClass is the class of a size chip that reads sell (models.Sellability).
+// ChipClass is the class of a size chip that reads sell (domain.Sellability).
 func ChipClass(sell string) string {
 	switch sell {
-	case string(models.Startable):
+	case string(domain.Startable):
 		return chipStartable
-	case string(models.ReservedAhead):
+	case string(domain.ReservedAhead):
 		return chipReserved
 	}
 	return chipNoStock
@@ -71,9 +71,9 @@ const RowDimmed = "row-dim"
 // appendOfferRow is one <tr> of the grid's six fixed columns: the machine
 // (shape, interconnect, kind, community warning), $/GPU-h, $/machine-h,
 // $/cluster-h, what the location has free with the standard sizes (O4), and
-// the action. Prices are exact (models.AppendPrice), so the cluster's is the
+// the action. Prices are exact (domain.AppendPrice), so the cluster's is the
 // machine's × machines as shown (O7).
-func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
+func appendOfferRow(b []byte, o *domain.Offer, n int, volume string) []byte {
 	sell := string(o.SellFor(n))
 	b = append(b, `<tr id="offer-`...)
 	b = appendEscaped(b, o.ID)
@@ -81,7 +81,7 @@ func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 	b = appendEscaped(b, o.ID)
 	b = append(b, `" data-sell="`...)
 	b = appendEscaped(b, sell)
-	if sell != string(models.Startable) {
+	if sell != string(domain.Startable) {
 		b = append(b, `" class="`+RowDimmed...)
 	}
 	b = append(b, `"><td class="cell"><span class="block font-medium">`...)
@@ -96,11 +96,11 @@ func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 		b = append(b, `<span class="mt-1 inline-block rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100" title="Community host: keep secrets off it" data-testid="community-warning">community · keep secrets off</span>`...)
 	}
 	b = append(b, `</td><td class="cell num" data-testid="gpu-price">`...)
-	b = models.AppendPrice(b, o.PerGPUHour)
+	b = domain.AppendPrice(b, o.PerGPUHour)
 	b = append(b, `</td><td class="cell num" data-testid="machine-price">`...)
-	b = models.AppendPrice(b, o.MachineHour())
+	b = domain.AppendPrice(b, o.MachineHour())
 	b = append(b, `</td><td class="cell num font-semibold" data-testid="cluster-price">`...)
-	b = models.AppendPrice(b, o.ClusterHour(n))
+	b = domain.AppendPrice(b, o.ClusterHour(n))
 	b = append(b, `</td><td class="cell"><span class="block text-xs" data-testid="nodes-available">`...)
 	b = appendAvailability(b, o)
 	b = append(b, `</span>`...)
@@ -116,7 +116,7 @@ func appendOfferRow(b []byte, o *models.Offer, n int, volume string) []byte {
 // launches it is the <summary> of a <details> that opens, by a tap as by a
 // click, on every outcome, the times to ready, the ring's median and worst
 // beside the line rate, and the machine failures.
-func appendTrack(b []byte, r *models.TrackRecord, n int, tag string) []byte {
+func appendTrack(b []byte, r *domain.TrackRecord, n int, tag string) []byte {
 	if r == nil || r.Launches == 0 {
 		b = append(append(append(b, '<'), tag...), ` class="track">`...)
 		b = r.AppendSummary(b)
@@ -146,12 +146,12 @@ func appendTrack(b []byte, r *models.TrackRecord, n int, tag string) []byte {
 		key, label string
 		n          int
 	}{
-		{models.OutcomeReady, "ready", o.Ready}, {models.OutcomeReadyAfterSwap, "ready after a swap", o.ReadyAfterSwap},
-		{models.OutcomeFailedPlacing, "failed placing", o.FailedPlacing}, {models.OutcomeFailedInstalling, "failed installing", o.FailedInstalling},
-		{models.OutcomeFailedVerifying, "failed verifying", o.FailedVerifying},
-		{models.OutcomeCancelled, "cancelled before hand-over", o.Cancelled}, {"under_way", "under way", o.UnderWay},
+		{domain.OutcomeReady, "ready", o.Ready}, {domain.OutcomeReadyAfterSwap, "ready after a swap", o.ReadyAfterSwap},
+		{domain.OutcomeFailedPlacing, "failed placing", o.FailedPlacing}, {domain.OutcomeFailedInstalling, "failed installing", o.FailedInstalling},
+		{domain.OutcomeFailedVerifying, "failed verifying", o.FailedVerifying},
+		{domain.OutcomeCancelled, "cancelled before hand-over", o.Cancelled}, {"under_way", "under way", o.UnderWay},
 	} {
-		if c.n == 0 && (c.key == models.OutcomeCancelled || c.key == "under_way") {
+		if c.n == 0 && (c.key == domain.OutcomeCancelled || c.key == "under_way") {
 			continue
 		}
 		b = append(b, `<li data-outcome="`...)
@@ -199,17 +199,17 @@ func appendTrack(b []byte, r *models.TrackRecord, n int, tag string) []byte {
 
 // appendReading is "368 GB/s, 92 % of the 400 GB/s line rate", or the
 // GB/s alone for an Ethernet overlay.
-func appendReading(b []byte, r models.RingReading) []byte {
-	b = models.AppendGBps(b, r.GBps)
+func appendReading(b []byte, r domain.RingReading) []byte {
+	b = domain.AppendGBps(b, r.GBps)
 	if p, ok := r.Percent(); ok {
 		b = append(strconv.AppendInt(append(b, ", "...), int64(p), 10), " % of the "...)
-		b = append(models.AppendGBps(b, r.LineRateGBps), " line rate"...)
+		b = append(domain.AppendGBps(b, r.LineRateGBps), " line rate"...)
 	}
 	return b
 }
 
 // appendChips is the standard sizes, each as the location sells it (O4).
-func appendChips(b []byte, o *models.Offer) []byte {
+func appendChips(b []byte, o *domain.Offer) []byte {
 	b = append(b, `<span class="mt-1 flex flex-wrap gap-1" aria-label="Sizes">`...)
 	for _, size := range sizeChips {
 		s := string(o.SellFor(size))
@@ -241,15 +241,15 @@ func appendShape(b []byte, nodes, gpus int, accel string) []byte {
 // that agree with the action (O2, O4): a counted location says how many are
 // free and so how many can start; one that only says whether it has any
 // starts up to 8 and takes the rest on request.
-func appendAvailability(b []byte, o *models.Offer) []byte {
+func appendAvailability(b []byte, o *domain.Offer) []byte {
 	switch {
 	case o.NodesAvailable != nil && *o.NodesAvailable > 0:
 		b = append(strconv.AppendInt(b, int64(*o.NodesAvailable), 10), " free here — up to "...)
 		return appendMachines(b, o.MaxNodes())
 	case o.NodesAvailable == nil && o.Available:
 		b = append(b, "in stock — up to "...)
-		b = appendMachines(b, models.UncountedMaxNodes)
-		return strconv.AppendInt(append(b, "; available on request above "...), models.UncountedMaxNodes, 10)
+		b = appendMachines(b, domain.UncountedMaxNodes)
+		return strconv.AppendInt(append(b, "; available on request above "...), domain.UncountedMaxNodes, 10)
 	}
 	return append(b, "none free here — on request"...)
 }
@@ -304,8 +304,8 @@ func appendQueryEscaped(b []byte, s string) []byte {
 // appendAction is the row's or card's action: Launch at this size, or what
 // the location says and Request a quote. prefix tells the card's test ids
 // ("card-") from the table's ("").
-func appendAction(b []byte, o *models.Offer, n int, sell, prefix, volume string) []byte {
-	if sell == string(models.Startable) {
+func appendAction(b []byte, o *domain.Offer, n int, sell, prefix, volume string) []byte {
+	if sell == string(domain.Startable) {
 		b = append(b, `<a href="/clusters/new?nodes=`...)
 		b = strconv.AppendInt(b, int64(n), 10)
 		b = append(b, `&amp;offer=`...)
@@ -357,10 +357,10 @@ func OfferCards(rows []OfferRow) templ.Component {
 	})
 }
 
-func appendOfferCard(b []byte, o *models.Offer, n int, volume string) []byte {
+func appendOfferCard(b []byte, o *domain.Offer, n int, volume string) []byte {
 	sell := string(o.SellFor(n))
 	b = append(b, `<li class="flex items-start gap-3 px-3 py-3`...)
-	if sell != string(models.Startable) {
+	if sell != string(domain.Startable) {
 		b = append(b, ` `+RowDimmed...)
 	}
 	b = append(b, `" data-testid="offer-card" data-card-offer-id="`...)
@@ -379,11 +379,11 @@ func appendOfferCard(b []byte, o *models.Offer, n int, volume string) []byte {
 		b = append(b, `<p class="mt-1"><span class="rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900 dark:bg-amber-900 dark:text-amber-100">community · keep secrets off</span></p>`...)
 	}
 	b = append(b, `<p class="mt-1 tabular-nums"><span class="font-semibold" data-testid="card-cluster-price">`...)
-	b = append(models.AppendPrice(b, o.ClusterHour(n)), "/cluster-h"...)
+	b = append(domain.AppendPrice(b, o.ClusterHour(n)), "/cluster-h"...)
 	b = append(b, `</span> <span class="block text-xs text-slate-500"><span class="whitespace-nowrap" data-testid="card-machine-price">`...)
-	b = append(models.AppendPrice(b, o.MachineHour()), "/machine-h"...)
+	b = append(domain.AppendPrice(b, o.MachineHour()), "/machine-h"...)
 	b = append(b, `</span> · <span class="whitespace-nowrap" data-testid="card-gpu-price">`...)
-	b = append(models.AppendPrice(b, o.PerGPUHour), "/GPU-h"...)
+	b = append(domain.AppendPrice(b, o.PerGPUHour), "/GPU-h"...)
 	b = append(b, `</span></span></p><p class="mt-1 text-xs" data-testid="card-nodes-available">`...)
 	b = appendAvailability(b, o)
 	b = append(b, `</p>`...)

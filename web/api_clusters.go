@@ -202,7 +202,7 @@ func toClusterJSON(cl models.Cluster, nodes []models.ClusterNode, events []model
 	}
 	if !cl.Status.Terminal() { // B6: the stop and resume under way, or the stop in force
 		j.StopRequestedAt, j.ResumeRequestedAt = cl.StopRequestedAt, cl.ResumeRequestedAt
-		if cl.Status == models.StatusStopped || cl.StopRequestedAt != nil {
+		if cl.Lifecycle().StopInForceOrAsked() {
 			j.StopReason, j.StoppedAt = cl.StopReason, cl.StoppedAt
 		}
 	}

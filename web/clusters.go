@@ -521,7 +521,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	for _, t := range views.ClusterTabs {
 		cp.Tabs = append(cp.Tabs, views.TabView{ID: t, Label: tabLabels[t], Href: views.TabHref(cl.ID, t), Current: t == cp.Tab})
 	}
-	if cl.Status == models.StatusInstalling && cl.TerminateRequestedAt == nil {
+	if cl.Lifecycle().InstallUnderWay() {
 		run, err := h.Store.SoftwareRunStarted(ctx, cl.OrgID, cl.ID)
 		if err != nil {
 			return cp, err
@@ -530,7 +530,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 	} else {
 		cp.Progress = progressView(cl, nodes, nil, now)
 	}
-	if cl.Status == models.StatusFailed {
+	if cl.Status.Failed() {
 		cp.Alternatives, err = h.alternatives(c, cl)
 		if err != nil {
 			return cp, err
@@ -584,7 +584,7 @@ func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterP
 		}
 		cp.Verification.Disruption = cl.VerifyDisruption(running)
 	}
-	if cl.Status == models.StatusVerifying && cp.Progress != nil {
+	if cl.Lifecycle().Verifying() && cp.Progress != nil {
 		verifyProgress(cp.Progress, run, now)
 	}
 	return cp, nil
@@ -655,15 +655,15 @@ func clusterView(cl models.Cluster) views.ClusterView {
 		}
 	}
 	switch { // X13: verification and its swaps are not billed
-	case cl.UnbilledAt == nil:
+	case !cl.BillingHeld():
 	case cl.Ending():
 		v.ReadyAt = "not billed since " + cl.UnbilledAt.Format("15:04:05 MST, 2 Jan")
-	case cl.Status == models.StatusVerifying || models.ClusterStatus(cl.StoppedFrom) == models.StatusVerifying:
+	case cl.Lifecycle().VerifyingOrStoppedVerifying():
 		v.ReadyAt = "at hand-over (verification is not billed)"
 	default:
 		v.ReadyAt = "not billed until you keep it"
 	}
-	if cl.Status == models.StatusStopped && cl.StoppedAt != nil {
+	if cl.Lifecycle().StoppedAtProvider() {
 		v.BillingLabel = "Billing" // not "Billing since": it is not billing
 		v.ReadyAt = "stopped since " + cl.StoppedAt.Format("15:04:05 MST, 2 Jan")
 	}
@@ -689,16 +689,16 @@ func stopLine(cl models.Cluster) string {
 		return ""
 	case cl.Resuming():
 		return "Resuming: every machine is starting again with the launch's step deadlines, all or nothing. Billing restarts when all of them have joined."
-	case cl.Status == models.StatusStopped && cl.StopRequestedAt != nil:
+	case cl.Lifecycle().RestoppingAfterFailedResume():
 		return "Stopped. The machines a failed resume started are being stopped again; resume once they are."
-	case cl.Status == models.StatusStopped:
+	case cl.Lifecycle().Stopped():
 		at := ""
 		if cl.StoppedAt != nil {
 			at = " at " + cl.StoppedAt.Format("15:04 MST, 2 Jan")
 		}
 		return "Stopped" + at + why + ": every machine is stopped at the provider and compute billing ended; nothing is deleted. " +
 			"Resume starts every machine again (it needs the balance a launch needs; add funds on the billing page)."
-	case cl.StopRequestedAt != nil:
+	case cl.Stopping():
 		return "Stopping" + why + ": every machine is being stopped at the provider; compute billing ends when they are."
 	}
 	return ""
@@ -712,7 +712,7 @@ func nodeView(cl models.Cluster, n models.ClusterNode) views.NodeView {
 	shown := models.ShownNodeStatus(cl, n)
 	nv := views.NodeView{Name: n.Name, Rank: n.Rank, Status: string(shown), Detail: nodeDetail(cl, n, shown),
 		Address: n.PrivateIP, Message: n.Message}
-	placed, joining := cl.PlacedAt, n.Status == models.NodeJoining
+	placed, joining := cl.PlacedAt, n.Status.Joining()
 	if joining && n.JoinPlacedAt == nil {
 		// A replacement not placed yet: the row still holds the old
 		// machine's steps, which are not this machine's (X5, X13).
@@ -733,9 +733,9 @@ func nodeView(cl models.Cluster, n models.ClusterNode) views.NodeView {
 		switch {
 		case stamp[step] != nil:
 			sv.State, sv.At = "done", clock(stamp[step])
-		case n.Step == step && (shown == models.NodeFailed || shown == models.NodeLost):
+		case n.Step == step && shown.StepFailed():
 			sv.State = "failed"
-		case n.Step == step && (shown == models.NodeProvisioning || shown == models.NodeJoining) && !deadline.IsZero():
+		case n.Step == step && shown.TakingSteps() && !deadline.IsZero():
 			sv.State = "active"
 			sv.Deadline = "gives up at " + deadline.Format("15:04:05")
 		}
@@ -746,9 +746,9 @@ func nodeView(cl models.Cluster, n models.ClusterNode) views.NodeView {
 		switch {
 		case n.SoftwareAt != nil:
 			sv.State, sv.At = "done", clock(n.SoftwareAt)
-		case shown == models.NodeInstalling || shown == models.NodeJoining && n.MeshAt != nil:
+		case shown.Installing() || shown.Joining() && n.MeshAt != nil:
 			sv.State = "active"
-		case shown == models.NodeDegraded:
+		case shown.SoftwareFailed():
 			sv.State = "failed"
 		}
 		nv.Steps = append(nv.Steps, sv)

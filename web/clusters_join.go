@@ -16,7 +16,8 @@ import (
 // down machine (L10, X5), with the machine-hour price, while nothing joins;
 // it marks the replaceable rows of views.
 func joinView(cl models.Cluster, nodes []models.ClusterNode, rows []views.NodeView) *views.JoinView {
-	if cl.Status.Terminal() || cl.TerminateRequestedAt != nil || cl.ReadyAt == nil || cl.StopRequestedAt != nil || cl.Status == models.StatusStopped {
+	lc := cl.Lifecycle()
+	if !lc.JoinsOffered() {
 		return nil
 	}
 	v := &views.JoinView{MachineHour: models.PriceUSD(cl.JoinPrice()) + "/h", NextNode: fmt.Sprintf("node-%d", cl.Nodes)}
@@ -25,10 +26,10 @@ func joinView(cl models.Cluster, nodes []models.ClusterNode, rows []views.NodeVi
 			v.Joining = n.Name
 		}
 	}
-	v.CanAdd = cl.Status == models.StatusReady && v.Joining == "" && cl.Nodes < models.MaxNodes
+	v.CanAdd = lc.CanAddWorker() && v.Joining == ""
 	for i := range rows {
 		for _, n := range nodes {
-			if n.Rank == rows[i].Rank && n.Status == models.NodeDown && v.Joining == "" {
+			if n.Rank == rows[i].Rank && lc.CanReplace(n.Status) && v.Joining == "" {
 				rows[i].CanReplace = true
 			}
 		}
@@ -110,7 +111,7 @@ func (h *handler) replacePreview(c echo.Context, rank int) (api.ReplacePreview, 
 		if n.Rank != rank {
 			continue
 		}
-		if n.Status != models.NodeDown {
+		if !cl.Lifecycle().CanReplace(n.Status) {
 			return api.ReplacePreview{}, joinError(models.ErrNotReplaceable)
 		}
 		price := models.DecimalUSD(cl.JoinPrice())

@@ -27,7 +27,7 @@ func toRecoveryJSON(r models.Recovery) api.Recovery {
 // recoveryView is the recovery panel and its form (problems set after a
 // refused form).
 func recoveryView(cl models.Cluster, now time.Time, problems map[string]string) *views.RecoveryView {
-	if cl.Status.Terminal() || cl.ReadyAt == nil {
+	if !cl.Lifecycle().OnceUp() {
 		return nil
 	}
 	r, form := cl.Recovery(), cl.PolicyForm()

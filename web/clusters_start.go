@@ -37,7 +37,7 @@ const startUnknown = "unknown"
 // machineRuns reports whether node n's machine runs now (its cluster is
 // neither stopped nor ended, and it is up).
 func machineRuns(cl models.Cluster, n models.ClusterNode) bool {
-	return cl.Status != models.StatusStopped && !cl.Status.Terminal() && models.GPUsRunning(n.Status)
+	return cl.Lifecycle().GPUsAtWork() && n.Status.GPUsRunning()
 }
 
 // startJSON is a node's start command for the API; nil when the cluster has none.

@@ -59,16 +59,12 @@ func nodeNamed(nodes []models.ClusterNode, st ...models.NodeStatus) string {
 // kind (models.ErrorKinds); a test holds that every kind has its own words.
 func problemView(cl models.Cluster, nodes []models.ClusterNode) *views.ProblemView {
 	le := cl.Problem()
-	switch {
-	case le.Kind == "":
-		return nil
-	case cl.Status == models.StatusStopped && (le.Kind == models.KindResumeFailed || le.Kind == models.KindResumeCancelled):
-	case cl.Status != models.StatusFailed && cl.Status != models.StatusDegraded:
+	if !cl.Lifecycle().ProblemShown() {
 		return nil
 	}
 	p := &views.ProblemView{Code: cl.LastError, Tone: string(cl.Status)}
 	p.Sentence, p.Advice = problemWords(cl, le, nodes)
-	if cl.TerminateRequestedAt != nil {
+	if cl.Lifecycle().TerminateAsked() {
 		p.Advice = "Terminating: every machine is being released and billing has stopped."
 	}
 	return p
@@ -167,7 +163,7 @@ func problemWords(cl models.Cluster, le models.LastError, nodes []models.Cluster
 		return "The resume was cancelled" + why + "; every machine is stopped again.", stopped
 	}
 	// A code that names no declared kind (stored before kinds were typed).
-	if cl.Status == models.StatusFailed {
+	if cl.Status.Failed() {
 		return "The cluster did not come up whole; " + releasedNothingBilled + ".", failedAdvice(0)
 	}
 	return "The cluster is degraded.", "The machines stay up and billing continues at " + rate + ". Terminate the cluster to stop billing."
@@ -187,7 +183,7 @@ var phases = map[string]phase{
 // as secondary text when the cluster gives up (L4, L11). nil once it is
 // not starting.
 func progressView(cl models.Cluster, nodes []models.ClusterNode, run *models.SoftwareRun, now time.Time) *views.ProgressView {
-	if cl.TerminateRequestedAt != nil {
+	if cl.Ending() {
 		return nil
 	}
 	machines := fmt.Sprintf("%d machines", cl.Nodes)

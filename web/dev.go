@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/clusterdeck/clusterdeck/models/domain"
 	"github.com/labstack/echo/v4"
 )
 
@@ -46,17 +45,7 @@ func localOnly(next echo.HandlerFunc) echo.HandlerFunc {
 
 // loopbackHost reports whether a Host header (with or without a port) names
 // this machine: localhost, 127.0.0.0/8 or ::1.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func loopbackHost(host string) bool { return domain.LoopbackHost(host) }
 
 // ClockFollower is the scheduler whose per-minute jobs follow the fake
 // clock: RunDue runs the ones a move made due and names them.

@@ -21,7 +21,7 @@ func (h *handler) decorateGPU(c echo.Context, cl models.Cluster, cp *views.Clust
 		return err
 	}
 	cp.Watch = watchView(cl, w, nil)
-	if cl.Status.Terminal() || cl.ReadyAt == nil {
+	if !cl.Lifecycle().OnceUp() {
 		return nil
 	}
 	ctx := c.Request().Context()
@@ -91,7 +91,7 @@ func gpuView(cl models.Cluster, nodes []models.ClusterNode, hour, day models.GPU
 	if hok {
 		last := cuPoints[len(cuPoints)-1].At
 		switch {
-		case cl.Status == models.StatusStopped || cl.Status.Terminal():
+		case !cl.Lifecycle().GPUsAtWork():
 			g.HourNow = pct(hnow) + " last seen " + last.Format("15:04")
 		case hour.To.Sub(last) > models.GPUNowWithin:
 			g.HourNow = pct(hnow) + " last seen " + last.Format("15:04")
@@ -109,13 +109,13 @@ func gpuView(cl models.Cluster, nodes []models.ClusterNode, hour, day models.GPU
 	shown := map[int]models.NodeStatus{}
 	for _, n := range nodes {
 		shown[n.Rank] = models.ShownNodeStatus(cl, n)
-		if cl.Status != models.StatusStopped && !cl.Status.Terminal() && !models.GPUsRunning(n.Status) {
+		if cl.Lifecycle().GPUsAtWork() && !n.Status.GPUsRunning() {
 			shown[n.Rank] = n.Status // down, restarting or stopped while the cluster runs
 		}
 	}
 	for _, n := range hour.Nodes {
 		m := machineView(hour, n)
-		if st, ok := shown[n.Rank]; ok && (cl.Status == models.StatusStopped || cl.Status.Terminal() || !models.GPUsRunning(st)) {
+		if st, ok := shown[n.Rank]; ok && (!cl.Lifecycle().GPUsAtWork() || !st.GPUsRunning()) {
 			lastSeen(&m, n, st)
 		}
 		g.Machines = append(g.Machines, m)

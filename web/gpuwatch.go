@@ -146,7 +146,7 @@ func watchError(err error) error {
 // watchView is the page's GPU watch panel and form; nil once the cluster
 // ended or before it is up.
 func watchView(cl models.Cluster, w models.GPUWatch, problems map[string]string) *views.WatchView {
-	if cl.Status.Terminal() || cl.TerminateRequestedAt != nil || cl.ReadyAt == nil {
+	if !cl.Lifecycle().Watchable() {
 		return nil
 	}
 	p := w.Policy()

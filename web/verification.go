@@ -125,7 +125,7 @@ func verificationView(cl models.Cluster, run *models.VerifyRun) *views.Verificat
 	rep := run.ReportOf()
 	v := &views.VerificationView{Status: run.Status, Title: "Verification before hand-over", Summary: rep.Summary,
 		SwapsUsed: fmt.Sprintf("%d of %d used", len(rep.Swaps), run.MaxSwaps),
-		CanRerun:  cl.CanVerifyAgain() && run.Status != models.VerifyRunning, CanKeep: cl.CanKeepUnverified()}
+		CanRerun:  cl.Lifecycle().VerifyAgainOffered(run.Status), CanKeep: cl.CanKeepUnverified()}
 	if run.Rerun {
 		v.Title = fmt.Sprintf("Verification run %d (nothing swapped)", run.Run)
 		v.SwapsUsed = "none on a run again"

@@ -390,7 +390,7 @@ func (h *handler) storageView(c echo.Context, cl models.Cluster) (*views.Storage
 			st.VolumeNote = "deleted since"
 		case cl.Status.Terminal():
 			st.VolumeNote = "kept after terminate: it bills until you delete it"
-		case cl.Status == models.StatusStopped: // B6: still attached, still billing
+		case cl.Lifecycle().Stopped(): // B6: still attached, still billing
 			st.VolumeNote = strconv.Itoa(vol.SizeGB) + " GB, kept while this cluster is stopped and after terminate; it bills meanwhile and cannot be grown or deleted until the cluster ends"
 		default:
 			st.VolumeNote = strconv.Itoa(vol.SizeGB) + " GB, kept after terminate; it cannot be grown or deleted while this cluster runs"

@@ -1,4 +1,4 @@
-package nodespec
+package domain
 
 // FatalXIDs are the NVIDIA Xid codes that mean a broken GPU or fabric, the
 // one list verification (the machine check's kernel log), GPU telemetry (a
@@ -9,7 +9,9 @@ package nodespec
 // (ECC, row remapping, NVLink, the GPU falling off the bus, GSP). Codes an
 // application causes (13 graphics engine exception, 31 MMU fault, 43 GPU
 // stopped processing, 45 preemptive cleanup; the catalogue's RESTART_APP)
-// and every code not listed say nothing about the machine.
+// and every code not listed say nothing about the machine. The simulator's
+// kernel-log words (providers/sim) print only codes of this list, with the
+// same meaning (TestSimulatedXIDsAreOnTheFatalList).
 var FatalXIDs = map[int]string{
 	48:  "double-bit ECC error",
 	63:  "ECC page retirement or row remapping recording event",

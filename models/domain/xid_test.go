@@ -1,4 +1,4 @@
-package nodespec
+package domain
 
 import (
 	"maps"

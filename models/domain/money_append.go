@@ -1,9 +1,9 @@
-package models
+package domain
 
 import "strconv"
 
 // AppendUSD appends USD(m) to dst without allocating on its own: pages that
-// print hundreds of prices format them into one buffer (issue 13).
+// print hundreds of prices format them into one buffer (Q6).
 func AppendUSD(dst []byte, m Money) []byte {
 	if m < 0 {
 		dst = append(dst, '-')

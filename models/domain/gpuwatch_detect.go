@@ -1,4 +1,4 @@
-package models
+package domain
 
 import (
 	"fmt"
@@ -8,8 +8,7 @@ import (
 	"time"
 )
 
-// The pure rules that read a cluster's GPU telemetry (X15, issue 26 items
-// 6 and 7): which machines stand apart in a stall, and how long every GPU
+// The pure rules that read a cluster's GPU telemetry (X15): which machines stand apart in a stall, and how long every GPU
 // has been idle. They take per-machine series and the moment to judge at;
 // they read nothing and write nothing, so tables test them.
 
