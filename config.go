@@ -97,6 +97,29 @@ type config struct {
 	TerminateGrace time.Duration // BALANCE_TERMINATE_GRACE: stopped by the balance and unpaid this long, they are terminated (default 72h)
 }
 
+// settings are the domain's settings from the environment and flags, the one
+// value the store, the jobs and the web read, built before anything starts.
+// stopRefusals come from the providers (B6).
+func (c config) settings(stopRefusals map[string]string) models.Settings {
+	return models.Settings{
+		DefaultMarkup:        c.DefaultMarkup,
+		EnvMarkups:           c.Markups,
+		MachineKeySecret:     machineKeySecret(c.SessionEncKey),
+		BalanceGrace:         c.BalanceGrace, // the pages' "runs until" is when the balance job stops (B6)
+		TerminateGrace:       c.TerminateGrace,
+		HeartbeatLate:        c.HeartbeatLate,
+		UnhealthyAfter:       c.UnhealthyAfter,
+		Limits:               models.MoneyLimits{MaxTopUp: c.MaxTopUp, MaxAdjustment: c.MaxAdjustment},
+		DefaultMaxVolumes:    c.DefaultMaxVolumes,
+		DefaultMaxVolumeGB:   c.DefaultMaxVolumeGB,
+		WebhookAllowLoopback: !c.Production,  // X8: http to loopback receivers in development only
+		MaxUnhealthyPercent:  c.MaxUnhealthy, // health damping
+		StopRefusals:         stopRefusals,
+		Verify:               c.Verify,
+		WebhookClusterView:   web.WebhookClusterView, // X8: webhook events carry the cluster as the API shows it
+	}
+}
+
 func (c config) SQLitePath() string { return filepath.Join(c.DataDir, "clusterdeck.db") }
 
 func loadConfig(getenv func(string) string) (config, error) {

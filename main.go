@@ -228,27 +228,18 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 		clock = fake
 		log.Warn("fake clock enabled: move time with POST /dev/clock", "now", fake.Now())
 	}
-	store := models.NewStore(db, clock)
-	store.DefaultMarkup = cfg.DefaultMarkup
-	models.SetVerifyThresholds(cfg.Verify) // issue 24
-	store.EnvMarkups = cfg.Markups
-	store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+	cloud, err := buildProviders(cfg, clock, db, instanceName())
+	if err != nil {
+		return err
+	}
+	// One Settings, fixed before the jobs and the web start: nothing is
+	// assigned into the store after this line.
+	store := models.NewStoreWith(db, clock, cfg.settings(cloud.Registry.StopRefusals()))
 	if n, err := store.SealWebhookSecrets(ctx); err != nil {
 		return fmt.Errorf("seal webhook secrets: %w", err)
 	} else if n > 0 {
 		log.Info("sealed webhook signing secrets stored in clear", "endpoints", n)
 	}
-	store.WebhookAllowLoopback = !cfg.Production // X8: http to loopback receivers in development only
-	store.Limits = models.MoneyLimits{MaxTopUp: cfg.MaxTopUp, MaxAdjustment: cfg.MaxAdjustment}
-	store.BalanceGrace = cfg.BalanceGrace // the pages' "runs until" is when the balance job stops (B6)
-	store.DefaultMaxVolumes, store.DefaultMaxVolumeGB = cfg.DefaultMaxVolumes, cfg.DefaultMaxVolumeGB
-	store.MaxUnhealthyPercent = cfg.MaxUnhealthy // health damping (issue 24 item 5)
-
-	cloud, err := buildProviders(cfg, clock, db, instanceName())
-	if err != nil {
-		return err
-	}
-	store.StopRefusals = cloud.Registry.StopRefusals() // B6: Stop refused ahead where machines cannot stop
 	mailer, err := buildMailer(cfg, clock, log)
 	if err != nil {
 		return err
@@ -264,8 +255,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 		cloud.BeforeRound = shared.load
 	}
 	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, RenderMail: views.RenderOutbox, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
-		Charger: jobsCharger(cfg), Webhooks: webhookPoster(cfg), HeartbeatLate: cfg.HeartbeatLate, UnhealthyAfter: cfg.UnhealthyAfter,
-		BalanceGrace: cfg.BalanceGrace, TerminateGrace: cfg.TerminateGrace}); err != nil {
+		Charger: jobsCharger(cfg), Webhooks: webhookPoster(cfg)}); err != nil {
 		return err
 	}
 	// Fill the catalog before the first page view, then keep it fresh.

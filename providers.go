@@ -120,8 +120,7 @@ func buildProviders(cfg config, clock models.Clock, db *gorm.DB, instance string
 			}
 			sc := sshprov.Config{Machines: machines, StatePath: state}
 			if db != nil {
-				store := models.NewStore(db, clock)
-				store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+				store := models.NewStoreWith(db, clock, models.Settings{MachineKeySecret: machineKeySecret(cfg.SessionEncKey)})
 				sc.Source = sshMachineSource(store)
 			}
 			p, err := sshprov.New(sc)

@@ -62,8 +62,7 @@ func TestSSHProviderReadsDBMachines(t *testing.T) {
 			t.Fatalf("file only: %+v %v", offers, err)
 		}
 
-		store := models.NewStore(db, models.RealClock{})
-		store.MachineKeySecret = machineKeySecret(cfg.SessionEncKey)
+		store := models.NewStoreWith(db, models.RealClock{}, cfg.settings(nil))
 		op := store.As(models.Actor{OrgID: "org_ops", Name: "op@deck.example"})
 		key := testPrivateKey(t)
 		if _, err := op.AddSSHMachine(ctx, models.SSHMachineInput{Name: "desk-1", Host: "192.0.2.20", Port: "2222", User: "ubuntu",
@@ -93,8 +92,7 @@ func TestSSHProviderReadsDBMachines(t *testing.T) {
 			t.Errorf("the provider's view of it: %+v %v", ms, err)
 		}
 		// Another secret does not open the key: the machine is left out, not sold with a broken key.
-		other := models.NewStore(db, models.RealClock{})
-		other.MachineKeySecret = machineKeySecret([]byte("another session encryption key!!"))
+		other := models.NewStoreWith(db, models.RealClock{}, models.Settings{MachineKeySecret: machineKeySecret([]byte("another session encryption key!!"))})
 		if ms, err := sshMachineSource(other)(ctx); err != nil || len(ms) != 0 {
 			t.Errorf("a key sealed under another secret: %+v %v", ms, err)
 		}

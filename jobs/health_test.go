@@ -28,7 +28,13 @@ type healthWorld struct {
 
 func newHealthWorld(t *testing.T, db *gorm.DB) *healthWorld {
 	t.Helper()
-	h := newHealthWorldWith(t, db, 3, "none")
+	return newHealthWorldSet(t, db, models.Settings{})
+}
+
+// newHealthWorldSet is newHealthWorld with the store built with set.
+func newHealthWorldSet(t *testing.T, db *gorm.DB, set models.Settings) *healthWorld {
+	t.Helper()
+	h := newHealthWorldOn(t, db, 3, "none", set)
 	if c := h.cluster(h.c.ID); c.Status != models.StatusReady {
 		t.Fatalf("setup: status %s\n%s", c.Status, h.events(c.ID))
 	}
@@ -39,7 +45,13 @@ func newHealthWorld(t *testing.T, db *gorm.DB) *healthWorld {
 // six minutes.
 func newHealthWorldWith(t *testing.T, db *gorm.DB, nodes int, software string) *healthWorld {
 	t.Helper()
-	w := newWorld(t, db)
+	return newHealthWorldOn(t, db, nodes, software, models.Settings{})
+}
+
+// newHealthWorldOn is newHealthWorldWith with the store built with set.
+func newHealthWorldOn(t *testing.T, db *gorm.DB, nodes int, software string, set models.Settings) *healthWorld {
+	t.Helper()
+	w := newWorldOnSet(t, db, testCloud, set)
 	owner := models.User{ID: models.NewID("usr"), Email: "owner@acme.example", CreatedAt: start}
 	if err := db.Create(&owner).Error; err != nil {
 		t.Fatal(err)
@@ -214,8 +226,7 @@ func TestHealthNoFlappingBelowThreshold(t *testing.T) {
 // episode with every attempt available again.
 func TestRecoveryRestartsOneByOneAndResets(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
-		h := newHealthWorld(t, db)
-		h.store.MaxUnhealthyPercent = 70 // two of three down stays repairable here (damping has its own test)
+		h := newHealthWorldSet(t, db, models.Settings{MaxUnhealthyPercent: 70}) // two of three down stays repairable here (damping has its own test)
 		h.setPolicy(3, 5)
 		h.inject(sim.FaultGoesDown, 2)
 		h.inject(sim.FaultGoesDown, 0)
@@ -306,8 +317,7 @@ func TestRecoveryCooldownBoundAndExhausted(t *testing.T) {
 // resolves on the rest.
 func TestRecoverySkipsUnrecoverable(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
-		h := newHealthWorld(t, db)
-		h.store.MaxUnhealthyPercent = 70 // two of three down stays repairable here (damping has its own test)
+		h := newHealthWorldSet(t, db, models.Settings{MaxUnhealthyPercent: 70}) // two of three down stays repairable here (damping has its own test)
 		h.setPolicy(3, 5)
 		h.inject(sim.FaultUnrecoverable, 0)
 		h.inject(sim.FaultGoesDown, 2)

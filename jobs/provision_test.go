@@ -75,9 +75,18 @@ func newWorld(t testing.TB, db *gorm.DB) *world {
 // newWorldOn is newWorld on another simulated cloud.
 func newWorldOn(t testing.TB, db *gorm.DB, cloudConfig string) *world {
 	t.Helper()
+	return newWorldOnSet(t, db, cloudConfig, models.Settings{})
+}
+
+// newWorldOnSet is newWorldOn with the store built with set.
+func newWorldOnSet(t testing.TB, db *gorm.DB, cloudConfig string, set models.Settings) *world {
+	t.Helper()
 	ctx := context.Background()
 	clock := models.NewFakeClock(start)
-	store := models.NewStore(db, clock)
+	if set.WebhookClusterView == nil {
+		set.WebhookClusterView = web.WebhookClusterView // as main sets it
+	}
+	store := models.NewStoreWith(db, clock, set)
 	srv := httptest.NewServer(web.New(web.Deps{Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Config: web.Config{SessionAuthKey: make([]byte, 64), SessionEncKey: make([]byte, 32)}}))
 	t.Cleanup(srv.Close)

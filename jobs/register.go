@@ -20,11 +20,8 @@ type Deps struct {
 	Metrics    *Metrics      // nil: no job or provider metrics
 	Charger    Charger       // nil: no auto-recharge ("charges" job)
 	Webhooks   WebhookPoster // nil: webhook deliveries stay queued (no "webhooks" job)
-
-	HeartbeatLate  time.Duration // an agent is late after this long without a heartbeat (R1); 0 = 3m
-	UnhealthyAfter time.Duration // a machine's condition must hold this long (R1); 0 = 1m
-	BalanceGrace   time.Duration // an exhausted balance stops the clusters after this long (B6); 0 = 1h
-	TerminateGrace time.Duration // stopped and unpaid this long, they are terminated (B6); 0 = 72h
+	// The jobs' settings (grace periods, health timings, verification
+	// thresholds) are the Store's: models.Settings, fixed before start.
 }
 
 // Register adds every job. Like web/routes.go for URLs, this is the one place
@@ -33,6 +30,7 @@ type Deps struct {
 func Register(s *Scheduler, d Deps) error {
 	s.metrics = d.Metrics
 	d.Providers = d.Metrics.instrument(d.Providers)
+	set := d.Store.Settings()
 	mail := &models.ClusterNotify{BaseURL: d.BaseURL}
 	verify := &Verify{Store: d.Store, Mail: mail}
 	for _, e := range []entry{
@@ -45,13 +43,13 @@ func Register(s *Scheduler, d Deps) error {
 		{"@every 5s", verify, 30 * time.Second},
 		{"@every 5s", &Join{Store: d.Store, Providers: d.Providers, ServerURL: d.BaseURL}, 2 * time.Minute},
 		{"@every 30s", &Health{Store: d.Store, Providers: d.Providers, Mail: mail, Verify: verify,
-			HeartbeatLate: d.HeartbeatLate, UnhealthyAfter: d.UnhealthyAfter}, 2 * time.Minute},
+			HeartbeatLate: set.HeartbeatLate, UnhealthyAfter: set.UnhealthyAfter}, 2 * time.Minute},
 		{"@every 30s", &Recovery{Store: d.Store, Providers: d.Providers, Mail: mail}, 2 * time.Minute},
 		{"@every 10m", &Reconcile{Store: d.Store, Providers: d.Providers}, 5 * time.Minute},
 		{"@every 30s", &NCCLCheck{Store: d.Store}, 30 * time.Second},
 		{"@every 1m", &Billing{Store: d.Store}, 50 * time.Second},
 		{"@every 5s", &Stop{Store: d.Store, Providers: d.Providers, Mail: mail}, 2 * time.Minute},
-		{"@every 1m", &BalanceEnforcement{Store: d.Store, Grace: d.BalanceGrace, TerminateGrace: d.TerminateGrace,
+		{"@every 1m", &BalanceEnforcement{Store: d.Store, Grace: set.BalanceGrace, TerminateGrace: set.TerminateGrace,
 			BaseURL: d.BaseURL}, 50 * time.Second},
 		{"@every 1m", &Budgets{Store: d.Store, BaseURL: d.BaseURL}, 50 * time.Second},
 		{"@every 1m", &GPUWatch{Store: d.Store, Mail: mail}, 50 * time.Second}, // X15: stalls and idle GPUs

@@ -50,10 +50,12 @@ type Scheduler struct {
 	metrics *Metrics // nil: not instrumented
 	before  func(context.Context) error
 	wall    func() time.Time // leases run on real time (time.Now), whatever the store's clock
-	// kicked are the ticks Kick started; Stop cancels and waits for them
-	// like the scheduled ones (stopped refuses new ones).
-	kicked  sync.WaitGroup
-	kickCtx context.Context
+	// kicked are the ticks Kick started; Stop waits for them like the
+	// scheduled ones (stopped refuses new ones).
+	kicked sync.WaitGroup
+	// ticks is the context of every scheduled, kicked and clock-following
+	// tick; Stop cancels it, so a running tick sees the shutdown.
+	ticks   context.Context
 	cancel  context.CancelFunc
 	stopped bool
 	// timeout gives a tick its deadline (context.WithTimeout on the wall).
@@ -84,7 +86,7 @@ func (s *Scheduler) FollowClock() {
 	s.follow = true
 	// Another instance (or POST /dev/clock on one) may move the shared
 	// clock: look every two seconds for jobs that fell due.
-	_, _ = s.cron.AddFunc("@every 2s", func() { _, _ = s.RunDue(s.kickCtx) })
+	_, _ = s.cron.AddFunc("@every 2s", func() { _, _ = s.RunDue(s.ticks) })
 }
 
 // RunDue runs, once each, the clock-following jobs that fell due on the
@@ -152,9 +154,9 @@ func (s *Scheduler) BeforeTick(f func(context.Context) error) { s.before = f }
 func NewScheduler(store *models.Store, log *slog.Logger) *Scheduler {
 	host, _ := os.Hostname()
 	cl := cronLogger{log}
-	kickCtx, cancel := context.WithCancel(context.Background())
+	ticks, cancel := context.WithCancel(context.Background())
 	return &Scheduler{
-		kickCtx: kickCtx,
+		ticks:   ticks,
 		cancel:  cancel,
 		store:   store,
 		log:     log,
@@ -188,7 +190,7 @@ func (s *Scheduler) Add(spec string, job Job, timeout time.Duration) error {
 			return nil
 		}
 	}
-	_, err := s.cron.AddFunc(spec, func() { _ = s.tick(context.Background(), job.Name()) })
+	_, err := s.cron.AddFunc(spec, func() { _ = s.tick(s.ticks, job.Name()) })
 	return err
 }
 
@@ -214,12 +216,15 @@ func (s *Scheduler) Schedule(name string) string {
 // Start begins ticking.
 func (s *Scheduler) Start() { s.cron.Start() }
 
-// Stop waits for running ticks, scheduled or kicked, up to ctx's deadline;
-// no tick starts after it.
+// Stop is the shutdown: no tick starts after it, the running ones, scheduled
+// or kicked, see their context cancelled (a job stops between steps and its
+// transaction rolls back; every job is idempotent, so the next start picks
+// up where it left), and Stop waits for them up to ctx's deadline.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
+	s.cancel()
 	done := make(chan struct{})
 	go func() {
 		<-s.cron.Stop().Done()
@@ -230,15 +235,14 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		s.cancel() // kicked ticks give up; the caller is out of time
 		return fmt.Errorf("jobs: stop: %w", ctx.Err())
 	}
 }
 
 // Kick runs one tick of the named job soon, in the background, so a
 // customer's action is carried out without waiting for the next scheduled
-// tick. The tick belongs to the scheduler: Stop waits for it (or cancels
-// it when out of time) and no kick starts once Stop was called. An unknown
+// tick. The tick belongs to the scheduler: Stop cancels and waits for it,
+// and no kick starts once Stop was called. An unknown
 // job is ignored.
 func (s *Scheduler) Kick(name string) {
 	s.mu.Lock()
@@ -249,7 +253,7 @@ func (s *Scheduler) Kick(name string) {
 	s.kicked.Add(1)
 	go func() {
 		defer s.kicked.Done()
-		ctx, cancel := s.timeout(s.kickCtx, KickTimeout)
+		ctx, cancel := s.timeout(s.ticks, KickTimeout)
 		defer cancel()
 		_ = s.tick(ctx, name)
 	}()

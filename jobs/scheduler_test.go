@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -20,6 +21,7 @@ type heldJob struct {
 	runs    atomic.Int64
 	started chan struct{}
 	release chan struct{}
+	deaf    bool // waits for release only, not for its context to end
 }
 
 func (j *heldJob) Name() string { return "held" }
@@ -27,6 +29,10 @@ func (j *heldJob) Name() string { return "held" }
 func (j *heldJob) Run(ctx context.Context) error {
 	if j.runs.Add(1) == 1 {
 		close(j.started)
+		if j.deaf {
+			<-j.release
+			return nil
+		}
 		select {
 		case <-j.release:
 		case <-ctx.Done():
@@ -180,13 +186,14 @@ func TestSchedulerTicksOfOneJobNeverOverlapInProcess(t *testing.T) {
 	})
 }
 
-// A kicked tick belongs to the scheduler (issue 22 item 4): Stop waits for
-// one under way, and once Stop was called no kick starts another.
+// A kicked tick belongs to the scheduler: Stop waits for one under way
+// (this one does not listen to its context), and once Stop was called no
+// kick starts another (OP4).
 func TestSchedulerKickStopsWithIt(t *testing.T) {
 	db := modelstest.Open(t, "sqlite")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := jobs.NewScheduler(models.NewStore(db, nil), log)
-	job := &heldJob{started: make(chan struct{}), release: make(chan struct{})}
+	job := &heldJob{started: make(chan struct{}), release: make(chan struct{}), deaf: true}
 	if err := s.Add("@every 1h", job, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -212,4 +219,54 @@ func TestSchedulerKickStopsWithIt(t *testing.T) {
 	if s.Stop(context.Background()); job.runs.Load() != 1 {
 		t.Errorf("the job ran %d times; a kick after Stop must not run it", job.runs.Load())
 	}
+}
+
+// cancelSeen is a job whose tick runs until its context ends and records why.
+type cancelSeen struct {
+	started chan struct{}
+	saw     chan error
+}
+
+func (cancelSeen) Name() string { return "cancel-seen" }
+func (j cancelSeen) Run(ctx context.Context) error {
+	close(j.started)
+	<-ctx.Done()
+	j.saw <- ctx.Err()
+	return ctx.Err()
+}
+
+// The shutdown cancels the ticks (OP4): a tick under way sees its context
+// cancelled when Stop is called, and Stop returns cleanly once it ended,
+// well before its own deadline.
+func TestSchedulerStopCancelsARunningTick(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		s := jobs.NewScheduler(models.NewStore(db, nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		job := cancelSeen{started: make(chan struct{}), saw: make(chan error, 1)}
+		if err := s.Add("@every 1h", job, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		s.Kick(job.Name())
+		select {
+		case <-job.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the tick never ran")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a failure only
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Fatalf("Stop: %v; want a clean stop once the cancelled tick ended", err)
+		}
+		select {
+		case err := <-job.saw:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("the tick saw %v; want context.Canceled", err)
+			}
+		default:
+			t.Fatal("Stop returned but the running tick never saw its context end")
+		}
+		if ctx.Err() != nil {
+			t.Error("Stop ran into its deadline: the tick was not cancelled")
+		}
+	})
 }

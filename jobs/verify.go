@@ -86,7 +86,7 @@ func (j *Verify) load(ctx context.Context, c models.Cluster) (*verification, err
 	if err != nil {
 		return nil, err
 	}
-	v := &verification{c: c, run: run, all: all, tasks: tasks, th: models.CurrentVerifyThresholds(), prev: run.ReportOf()}
+	v := &verification{c: c, run: run, all: all, tasks: tasks, th: j.Store.Settings().Verify, prev: run.ReportOf()}
 	for _, n := range all {
 		if n.JoinKind == "" {
 			v.nodes = append(v.nodes, n)

@@ -125,7 +125,7 @@ func TestVerifySwapOnBareMetalGetsItsWindow(t *testing.T) {
 			t.Fatalf("swaps %+v", rep.Swaps)
 		}
 		want := rep.Swaps[0].At.Add(c.SwapWindow())
-		if !run.Deadline.Equal(want) || !run.Deadline.After(run.StartedAt.Add(models.CurrentVerifyThresholds().Window)) {
+		if !run.Deadline.Equal(want) || !run.Deadline.After(run.StartedAt.Add(models.DefaultVerifyThresholds.Window)) {
 			t.Errorf("deadline %s, want the swap's time plus its window, %s", run.Deadline, want)
 		}
 	})

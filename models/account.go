@@ -106,12 +106,11 @@ func (userV0100) TableName() string        { return "users" }
 func (membershipV0100) TableName() string  { return "memberships" }
 func (environmentV0100) TableName() string { return "environments" }
 
-func init() {
-	register(Migration{ID: "0100_accounts", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&orgV0100{}, &userV0100{}, &membershipV0100{}, &environmentV0100{})
-	}})
-	// Environment names are unique inside their organisation.
-	register(Migration{ID: "0101_environment_names", Up: func(tx *gorm.DB) error {
-		return tx.Exec("CREATE UNIQUE INDEX idx_environments_org_name ON environments (org_id, name)").Error
-	}})
+func up0100Accounts(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&orgV0100{}, &userV0100{}, &membershipV0100{}, &environmentV0100{})
+}
+
+// Environment names are unique inside their organisation.
+func up0101EnvironmentNames(tx *gorm.DB) error {
+	return tx.Exec("CREATE UNIQUE INDEX idx_environments_org_name ON environments (org_id, name)").Error
 }

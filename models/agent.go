@@ -147,10 +147,8 @@ type (
 
 func (nodeLogLineV0203) TableName() string { return "node_log_lines" }
 
-func init() {
-	register(Migration{ID: "0203_node_logs", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&nodeLogLineV0203{})
-	}})
+func up0203NodeLogs(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&nodeLogLineV0203{})
 }
 
 // LogInput is a line as shipped by an agent.

@@ -39,22 +39,20 @@ type APIKey struct {
 	RevokedAt  *time.Time
 }
 
-func init() {
-	register(Migration{ID: "0105_api_keys", Up: func(tx *gorm.DB) error {
-		type apiKey struct {
-			ID         string `gorm:"primaryKey;size:32"`
-			OrgID      string `gorm:"size:32;index:idx_api_keys_org_id"`
-			EnvID      string `gorm:"column:env_id;size:32"`
-			Name       string `gorm:"size:100"`
-			Prefix     string `gorm:"size:16"`
-			Hash       string `gorm:"size:64;uniqueIndex:idx_api_keys_hash"`
-			CreatedBy  string `gorm:"size:32"`
-			CreatedAt  time.Time
-			LastUsedAt *time.Time
-			RevokedAt  *time.Time
-		}
-		return tx.Table("api_keys").Migrator().CreateTable(&apiKey{})
-	}})
+func up0105ApiKeys(tx *gorm.DB) error {
+	type apiKey struct {
+		ID         string `gorm:"primaryKey;size:32"`
+		OrgID      string `gorm:"size:32;index:idx_api_keys_org_id"`
+		EnvID      string `gorm:"column:env_id;size:32"`
+		Name       string `gorm:"size:100"`
+		Prefix     string `gorm:"size:16"`
+		Hash       string `gorm:"size:64;uniqueIndex:idx_api_keys_hash"`
+		CreatedBy  string `gorm:"size:32"`
+		CreatedAt  time.Time
+		LastUsedAt *time.Time
+		RevokedAt  *time.Time
+	}
+	return tx.Table("api_keys").Migrator().CreateTable(&apiKey{})
 }
 
 // ErrBadAPIKey is a malformed, unknown or revoked API key.

@@ -33,24 +33,22 @@ type AuditRecord struct {
 // TableName keeps the table's name short and singular in meaning.
 func (AuditRecord) TableName() string { return "audit_log" }
 
-func init() {
-	register(Migration{ID: "0106_audit_log", Up: func(tx *gorm.DB) error {
-		type auditRecord struct {
-			Seq       int64  `gorm:"primaryKey;autoIncrement"`
-			OrgID     string `gorm:"size:32"`
-			UserID    string `gorm:"size:32"`
-			Actor     string `gorm:"size:300"`
-			Action    string `gorm:"size:64"`
-			Target    string `gorm:"size:300"`
-			IP        string `gorm:"column:ip;size:64"`
-			Detail    string `gorm:"size:1000"`
-			CreatedAt time.Time
-		}
-		if err := tx.Table("audit_log").Migrator().CreateTable(&auditRecord{}); err != nil {
-			return err
-		}
-		return tx.Exec("CREATE INDEX idx_audit_log_org ON audit_log (org_id, seq)").Error
-	}})
+func up0106AuditLog(tx *gorm.DB) error {
+	type auditRecord struct {
+		Seq       int64  `gorm:"primaryKey;autoIncrement"`
+		OrgID     string `gorm:"size:32"`
+		UserID    string `gorm:"size:32"`
+		Actor     string `gorm:"size:300"`
+		Action    string `gorm:"size:64"`
+		Target    string `gorm:"size:300"`
+		IP        string `gorm:"column:ip;size:64"`
+		Detail    string `gorm:"size:1000"`
+		CreatedAt time.Time
+	}
+	if err := tx.Table("audit_log").Migrator().CreateTable(&auditRecord{}); err != nil {
+		return err
+	}
+	return tx.Exec("CREATE INDEX idx_audit_log_org ON audit_log (org_id, seq)").Error
 }
 
 // AuditLog writes an entry. It uses the store's handle, so inside Store.Tx

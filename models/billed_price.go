@@ -99,21 +99,19 @@ func (s *Store) LiveBilledAbove(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-func init() {
-	register(Migration{ID: "1010_cluster_billed_price", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
+func up1010ClusterBilledPrice(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	for _, q := range []string{
+		"ALTER TABLE clusters ADD COLUMN upstream_machine_hour bigint NOT NULL DEFAULT 0",
+		"ALTER TABLE clusters ADD COLUMN billed_machine_hour bigint NOT NULL DEFAULT 0",
+		"ALTER TABLE clusters ADD COLUMN price_above_at " + ts,
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		for _, q := range []string{
-			"ALTER TABLE clusters ADD COLUMN upstream_machine_hour bigint NOT NULL DEFAULT 0",
-			"ALTER TABLE clusters ADD COLUMN billed_machine_hour bigint NOT NULL DEFAULT 0",
-			"ALTER TABLE clusters ADD COLUMN price_above_at " + ts,
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }

@@ -19,14 +19,12 @@ import (
 // hold on. A software install before verification is billed as usual
 // (L5, L6): the hold covers verification and its swaps only.
 
-func init() {
-	register(Migration{ID: "0996_verify_unbilled", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
-		}
-		return tx.Exec("ALTER TABLE clusters ADD COLUMN unbilled_at " + ts).Error
-	}})
+func up0996VerifyUnbilled(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	return tx.Exec("ALTER TABLE clusters ADD COLUMN unbilled_at " + ts).Error
 }
 
 // BillingHeld reports whether the cluster's billing is held by a
@@ -74,7 +72,7 @@ func (s *Store) restartVerification(ctx context.Context, c Cluster) error {
 	}
 	now := s.Now()
 	run := VerifyRun{ClusterID: c.ID, OrgID: c.OrgID, Run: 1, Status: VerifyRunning, Round: 1, MaxSwaps: c.MaxVerifySwaps(),
-		StartedAt: now, Deadline: now.Add(verifyThresholds.Window), UpdatedAt: now}
+		StartedAt: now, Deadline: now.Add(s.settings.Verify.Window), UpdatedAt: now}
 	if len(prev) == 1 {
 		run.Run = prev[0].Run + 1
 		if err := db.Where("cluster_id = ?", c.ID).Delete(&VerifyRun{}).Error; err != nil {

@@ -31,22 +31,20 @@ var (
 	ErrRankClaimed = errors.New("models: the rank was claimed by another machine")
 )
 
-func init() {
-	register(Migration{ID: "0870_node_claims", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
+func up0870NodeClaims(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	for _, q := range []string{
+		"ALTER TABLE cluster_nodes ADD COLUMN claimed_by varchar(128) NOT NULL DEFAULT ''",
+		"ALTER TABLE cluster_nodes ADD COLUMN claimed_at " + ts,
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		for _, q := range []string{
-			"ALTER TABLE cluster_nodes ADD COLUMN claimed_by varchar(128) NOT NULL DEFAULT ''",
-			"ALTER TABLE cluster_nodes ADD COLUMN claimed_at " + ts,
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // BootstrapToken is the cluster's bootstrap credential: it names the

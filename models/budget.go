@@ -56,30 +56,28 @@ type BudgetAlert struct {
 	EnforcedAt *time.Time // 100 % only: when that was done
 }
 
-func init() {
-	register(Migration{ID: "0720_budgets", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
+func up0720Budgets(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	for _, q := range []string{
+		"CREATE TABLE budgets (env_id varchar(32) PRIMARY KEY, org_id varchar(32) NOT NULL, amount bigint NOT NULL, " +
+			"updated_by varchar(191) NOT NULL DEFAULT '', updated_at " + ts + " NOT NULL)",
+		"CREATE INDEX idx_budgets_org ON budgets (org_id)",
+		"CREATE TABLE budget_alerts (id varchar(32) PRIMARY KEY, org_id varchar(32) NOT NULL, env_id varchar(32) NOT NULL, " +
+			"month varchar(7) NOT NULL, percent integer NOT NULL, budget bigint NOT NULL, spend bigint NOT NULL, " +
+			"burn bigint NOT NULL, forecast_at " + ts + ", mailed boolean NOT NULL DEFAULT false, created_at " + ts + " NOT NULL, " +
+			"enforce_at " + ts + ", enforced_at " + ts + ")",
+		// Once per month per budget, whatever runs the job.
+		"CREATE UNIQUE INDEX idx_budget_alerts_once ON budget_alerts (env_id, month, percent, budget)",
+		"CREATE INDEX idx_budget_alerts_org ON budget_alerts (org_id, month)",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		for _, q := range []string{
-			"CREATE TABLE budgets (env_id varchar(32) PRIMARY KEY, org_id varchar(32) NOT NULL, amount bigint NOT NULL, " +
-				"updated_by varchar(191) NOT NULL DEFAULT '', updated_at " + ts + " NOT NULL)",
-			"CREATE INDEX idx_budgets_org ON budgets (org_id)",
-			"CREATE TABLE budget_alerts (id varchar(32) PRIMARY KEY, org_id varchar(32) NOT NULL, env_id varchar(32) NOT NULL, " +
-				"month varchar(7) NOT NULL, percent integer NOT NULL, budget bigint NOT NULL, spend bigint NOT NULL, " +
-				"burn bigint NOT NULL, forecast_at " + ts + ", mailed boolean NOT NULL DEFAULT false, created_at " + ts + " NOT NULL, " +
-				"enforce_at " + ts + ", enforced_at " + ts + ")",
-			// Once per month per budget, whatever runs the job.
-			"CREATE UNIQUE INDEX idx_budget_alerts_once ON budget_alerts (env_id, month, percent, budget)",
-			"CREATE INDEX idx_budget_alerts_org ON budget_alerts (org_id, month)",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // BudgetProblems validates a monthly budget: more than zero, in whole

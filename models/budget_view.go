@@ -123,7 +123,7 @@ func (s *Store) BudgetOverviewFor(ctx context.Context, orgID string) (BudgetOver
 // the current burn (B6; issue 21 item 5): the moment it is exhausted (or
 // was, for an episode under way) plus the grace. nil: nothing burns.
 func (s *Store) balanceStopAt(ctx context.Context, orgID string, o BudgetOverview, now time.Time) (*time.Time, error) {
-	grace := s.BalanceGrace
+	grace := s.settings.BalanceGrace
 	if grace <= 0 {
 		grace = DefaultBalanceGrace
 	}

@@ -43,13 +43,11 @@ type catalogVersionV0003 struct {
 
 func (catalogVersionV0003) TableName() string { return "catalog_versions" }
 
-func init() {
-	register(Migration{ID: "0003_catalog_version", Up: func(tx *gorm.DB) error {
-		if err := tx.Migrator().CreateTable(&catalogVersionV0003{}); err != nil {
-			return err
-		}
-		return tx.Create(&catalogVersionV0003{ID: catalogVersionRow, Version: 1}).Error
-	}})
+func up0003CatalogVersion(tx *gorm.DB) error {
+	if err := tx.Migrator().CreateTable(&catalogVersionV0003{}); err != nil {
+		return err
+	}
+	return tx.Create(&catalogVersionV0003{ID: catalogVersionRow, Version: 1}).Error
 }
 
 // bumpCatalogVersion marks the catalog changed; call it inside the
@@ -209,12 +207,12 @@ func (s *Store) catalog(ctx context.Context, v int64) (*catalogSnapshot, error) 
 		return s.loadCatalog(ctx, v)
 	}
 	c := s.catalogCache
-	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.DefaultMarkup {
+	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.settings.DefaultMarkup {
 		return snap, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.DefaultMarkup {
+	if snap := c.snap.Load(); snap != nil && snap.version == v && snap.markup == s.settings.DefaultMarkup {
 		return snap, nil
 	}
 	snap, err := s.loadCatalog(ctx, v)
@@ -239,5 +237,5 @@ func (s *Store) loadCatalog(ctx context.Context, v int64) (*catalogSnapshot, err
 		refreshed[i] = offers[i].RefreshedAt
 	}
 	slices.SortFunc(refreshed, time.Time.Compare)
-	return &catalogSnapshot{version: v, markup: s.DefaultMarkup, offers: offers, refreshed: refreshed}, nil
+	return &catalogSnapshot{version: v, markup: s.settings.DefaultMarkup, offers: offers, refreshed: refreshed}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,12 +54,12 @@ type Cluster struct {
 	Verify              bool   // verification before hand-over (issue 24); added by 0960_verification
 	Gateway             string `gorm:"size:255"`
 
-	Software     string `gorm:"size:16"`
-	Image        string `gorm:"size:255"`
-	StartCommand string `gorm:"size:4000"`
-	EnvJSON      string `gorm:"column:env_json;type:text"`      // the user's env, identical on every node (N3)
-	PortsJSON    string `gorm:"column:ports_json;size:1000"`    // open ports
-	SSHKeysJSON  string `gorm:"column:ssh_keys_json;type:text"` // public keys installed on every node
+	Software     string                  `gorm:"size:16"`
+	Image        string                  `gorm:"size:255"`
+	StartCommand string                  `gorm:"size:4000"`
+	EnvJSON      JSON[map[string]string] `gorm:"column:env_json;type:text"`      // the user's env, identical on every node (N3)
+	PortsJSON    JSON[[]int]             `gorm:"column:ports_json;size:1000"`    // open ports
+	SSHKeysJSON  JSON[[]string]          `gorm:"column:ssh_keys_json;type:text"` // public keys installed on every node
 
 	IdemKey     *string `gorm:"size:191"` // unique per org and environment, with the request hash (L1)
 	RequestHash string  `gorm:"size:64"`
@@ -85,11 +84,11 @@ type Cluster struct {
 	EpisodeStartedAt        *time.Time // the open episode; nil = healthy
 	RecoveryAttempts        int        // attempts used in the open episode
 	RecoveryLastAt          *time.Time
-	RecoveryNextAt          *time.Time // cooldown: no automatic attempt before
-	RecoveryOutcome         string     `gorm:"type:text"` // JSON []MachineOutcome of the last attempt
-	RecoverRequestedAt      *time.Time // "recover now" waiting for the recovery job
-	Joins                   int        // machines that joined or tried to join after ready (join.go)
-	DampedAt                *time.Time // automatic repair paused: too many machines unhealthy at once (damping.go); added by 0965
+	RecoveryNextAt          *time.Time             // cooldown: no automatic attempt before
+	RecoveryOutcome         JSON[[]MachineOutcome] `gorm:"type:text"` // the last attempt's outcomes
+	RecoverRequestedAt      *time.Time             // "recover now" waiting for the recovery job
+	Joins                   int                    // machines that joined or tried to join after ready (join.go)
+	DampedAt                *time.Time             // automatic repair paused: too many machines unhealthy at once (damping.go); added by 0965
 
 	// Stop and resume (B5, B6; see stop.go).
 	StopRequestedAt   *time.Time // a stop to carry out (or machines to stop again after a failed resume)
@@ -114,24 +113,17 @@ type Cluster struct {
 
 // Env decodes the user's environment.
 func (c Cluster) Env() map[string]string {
-	m := map[string]string{}
-	_ = json.Unmarshal([]byte(c.EnvJSON), &m)
-	return m
+	if c.EnvJSON.V == nil {
+		return map[string]string{}
+	}
+	return c.EnvJSON.V
 }
 
 // Ports decodes the open ports.
-func (c Cluster) Ports() []int {
-	var p []int
-	_ = json.Unmarshal([]byte(c.PortsJSON), &p)
-	return p
-}
+func (c Cluster) Ports() []int { return c.PortsJSON.V }
 
 // SSHKeys decodes the public keys.
-func (c Cluster) SSHKeys() []string {
-	var k []string
-	_ = json.Unmarshal([]byte(c.SSHKeysJSON), &k)
-	return k
-}
+func (c Cluster) SSHKeys() []string { return c.SSHKeysJSON.V }
 
 // BootTime is the machine kind's typical boot time.
 func (c Cluster) BootTime() time.Duration { return time.Duration(c.BootSeconds) * time.Second }
@@ -331,13 +323,11 @@ func (clusterV0202) TableName() string      { return "clusters" }
 func (clusterNodeV0202) TableName() string  { return "cluster_nodes" }
 func (clusterEventV0202) TableName() string { return "cluster_events" }
 
-func init() {
-	register(Migration{ID: "0202_clusters", Up: func(tx *gorm.DB) error {
-		if err := tx.Migrator().CreateTable(&clusterV0202{}, &clusterNodeV0202{}, &clusterEventV0202{}); err != nil {
-			return err
-		}
-		return tx.Exec("CREATE UNIQUE INDEX idx_clusters_org_idem ON clusters (org_id, idem_key)").Error
-	}})
+func up0202Clusters(tx *gorm.DB) error {
+	if err := tx.Migrator().CreateTable(&clusterV0202{}, &clusterNodeV0202{}, &clusterEventV0202{}); err != nil {
+		return err
+	}
+	return tx.Exec("CREATE UNIQUE INDEX idx_clusters_org_idem ON clusters (org_id, idem_key)").Error
 }
 
 // ClusterForOrg loads a cluster through its organisation (A3).
@@ -682,9 +672,6 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 }
 
 func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Offer) (Cluster, error) {
-	envJSON, _ := json.Marshal(p.Env)
-	portsJSON, _ := json.Marshal(p.Ports)
-	keysJSON, _ := json.Marshal(p.SSHKeys)
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return Cluster{}, err
@@ -697,7 +684,7 @@ func (s *Store) insertCluster(ctx context.Context, p LaunchParams, q Quote, o Of
 		Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, VolumeGB: q.VolumeGB, USDPerHour: q.USDPerHour,
 		MachineHour: q.MachineHour(), UpstreamMachineHour: o.MachineHour(), BootSeconds: o.BootSeconds, PublicIPs: o.PublicIPs, Gateway: o.Gateway,
 		Software: p.Software, Image: p.Image, StartCommand: p.StartCommand,
-		EnvJSON: string(envJSON), PortsJSON: string(portsJSON), SSHKeysJSON: string(keysJSON),
+		EnvJSON: JSONOf(p.Env), PortsJSON: JSONOf(p.Ports), SSHKeysJSON: JSONOf(p.SSHKeys),
 		Verify: p.Verify, RequestHash: p.RequestHash, AgentSecret: hex.EncodeToString(secret), CreatedBy: p.Actor,
 		CreatedAt: now, UpdatedAt: now,
 	}

@@ -46,6 +46,12 @@ func newLaunchEnv(t *testing.T, db *gorm.DB, deposit models.Money) *launchEnv {
 	return e
 }
 
+// restartWith is the server started again with other settings on the same
+// database and clock: the env's store is a new one built with set.
+func (e *launchEnv) restartWith(set models.Settings) {
+	e.s = models.NewStoreWith(e.db, e.s.Clock, set)
+}
+
 func (e *launchEnv) quote(t *testing.T, r models.ShapeQuery) models.Quote {
 	t.Helper()
 	q, err := e.s.CreateQuote(context.Background(), e.org.ID, e.env.ID, r)

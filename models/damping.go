@@ -85,7 +85,7 @@ func (s *Store) RepairVerdictFor(nodes []ClusterNode, failing ...string) RepairV
 			unhealthy++
 		}
 	}
-	return DampRepair(machines, unhealthy, s.MaxUnhealthyPercent)
+	return DampRepair(machines, unhealthy, s.settings.MaxUnhealthyPercent)
 }
 
 // MayRepairAutomatically is the one question every automatic repair of a
@@ -143,12 +143,10 @@ func (c Cluster) Damped() (bool, time.Time) {
 	return true, *c.DampedAt
 }
 
-func init() {
-	register(Migration{ID: "0965_health_damping", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
-		}
-		return tx.Exec("ALTER TABLE clusters ADD COLUMN damped_at " + ts).Error
-	}})
+func up0965HealthDamping(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	return tx.Exec("ALTER TABLE clusters ADD COLUMN damped_at " + ts).Error
 }

@@ -18,16 +18,14 @@ const (
 	DefaultTerminateGrace = 72 * time.Hour
 )
 
-func init() {
-	register(Migration{ID: "0701_balance_episodes", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
-		}
-		return tx.Exec("CREATE TABLE balance_episodes (org_id varchar(32) PRIMARY KEY, started_at " + ts + " NOT NULL, " +
-			"low_mailed_at " + ts + ", exhausted_at " + ts + ", stopped_at " + ts + ", terminated_at " + ts + ", " +
-			"updated_at " + ts + " NOT NULL)").Error
-	}})
+func up0701BalanceEpisodes(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	return tx.Exec("CREATE TABLE balance_episodes (org_id varchar(32) PRIMARY KEY, started_at " + ts + " NOT NULL, " +
+		"low_mailed_at " + ts + ", exhausted_at " + ts + ", stopped_at " + ts + ", terminated_at " + ts + ", " +
+		"updated_at " + ts + " NOT NULL)").Error
 }
 
 // BalanceEpisode is one organisation's stretch of a balance that does not

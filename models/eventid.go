@@ -33,7 +33,7 @@ var eventIDEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").Wit
 
 // eventIDKey is the AES-128 key of public event ids.
 func (s *Store) eventIDKey() []byte {
-	secret := s.MachineKeySecret
+	secret := s.settings.MachineKeySecret
 	if len(secret) == 0 {
 		secret = eventIDFallbackKey
 	}

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -166,13 +165,13 @@ func (GPUHour) TableName() string { return "gpu_hours" }
 
 // GPUMachine is one machine's GPU state as its reports left it.
 type GPUMachine struct {
-	ClusterID string `gorm:"primaryKey;size:32"`
-	Rank      int    `gorm:"primaryKey;autoIncrement:false"`
-	OrgID     string `gorm:"size:32;not null"`
-	GPUs      string `gorm:"column:gpus;type:text;not null"` // JSON [{index, uuid}], as last seen
-	ECC       string `gorm:"column:ecc;type:text;not null"`  // JSON {uuid: uncorrectable count}
-	XIDs      string `gorm:"column:xids;type:text;not null"` // JSON []XIDLine, newest last, at most 20
-	NoSMI     string `gorm:"column:no_smi;size:1000;not null"`
+	ClusterID string                 `gorm:"primaryKey;size:32"`
+	Rank      int                    `gorm:"primaryKey;autoIncrement:false"`
+	OrgID     string                 `gorm:"size:32;not null"`
+	GPUs      JSON[[]knownGPU]       `gorm:"column:gpus;type:text;not null"` // [{index, uuid}], as last seen
+	ECC       JSON[map[string]int64] `gorm:"column:ecc;type:text;not null"`  // {uuid: uncorrectable count}
+	XIDs      JSON[[]XIDLine]        `gorm:"column:xids;type:text;not null"` // newest last, at most 20
+	NoSMI     string                 `gorm:"column:no_smi;size:1000;not null"`
 	LastAt    *time.Time
 }
 
@@ -185,55 +184,53 @@ type knownGPU struct {
 	UUID  string `json:"uuid"`
 }
 
-func init() {
-	register(Migration{ID: "0980_gpu_telemetry", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
+func up0980GpuTelemetry(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	point := func(table string) string {
+		return `CREATE TABLE ` + table + ` (
+			cluster_id varchar(32) NOT NULL,
+			rank smallint NOT NULL,
+			gpu smallint NOT NULL,
+			at bigint NOT NULL,
+			n integer NOT NULL,
+			util smallint,
+			mem_used integer,
+			mem_total integer,
+			temp smallint,
+			power integer,
+			sm_clock integer,
+			ecc bigint,
+			throttle bigint,
+			PRIMARY KEY (cluster_id, rank, gpu, at)
+		)`
+	}
+	for _, q := range []string{
+		point("gpu_points"),
+		"CREATE INDEX idx_gpu_points_at ON gpu_points (at)",
+		point("gpu_hours"),
+		"CREATE INDEX idx_gpu_hours_at ON gpu_hours (at)",
+		`CREATE TABLE gpu_machines (
+			cluster_id varchar(32) NOT NULL,
+			rank integer NOT NULL,
+			org_id varchar(32) NOT NULL,
+			gpus text NOT NULL,
+			ecc text NOT NULL,
+			xids text NOT NULL,
+			no_smi varchar(1000) NOT NULL DEFAULT '',
+			last_at ` + ts + `,
+			PRIMARY KEY (cluster_id, rank)
+		)`,
+		"ALTER TABLE cluster_nodes ADD COLUMN hw_fault varchar(1000) NOT NULL DEFAULT ''",
+		"ALTER TABLE cluster_nodes ADD COLUMN hw_fault_at " + ts,
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		point := func(table string) string {
-			return `CREATE TABLE ` + table + ` (
-				cluster_id varchar(32) NOT NULL,
-				rank smallint NOT NULL,
-				gpu smallint NOT NULL,
-				at bigint NOT NULL,
-				n integer NOT NULL,
-				util smallint,
-				mem_used integer,
-				mem_total integer,
-				temp smallint,
-				power integer,
-				sm_clock integer,
-				ecc bigint,
-				throttle bigint,
-				PRIMARY KEY (cluster_id, rank, gpu, at)
-			)`
-		}
-		for _, q := range []string{
-			point("gpu_points"),
-			"CREATE INDEX idx_gpu_points_at ON gpu_points (at)",
-			point("gpu_hours"),
-			"CREATE INDEX idx_gpu_hours_at ON gpu_hours (at)",
-			`CREATE TABLE gpu_machines (
-				cluster_id varchar(32) NOT NULL,
-				rank integer NOT NULL,
-				org_id varchar(32) NOT NULL,
-				gpus text NOT NULL,
-				ecc text NOT NULL,
-				xids text NOT NULL,
-				no_smi varchar(1000) NOT NULL DEFAULT '',
-				last_at ` + ts + `,
-				PRIMARY KEY (cluster_id, rank)
-			)`,
-			"ALTER TABLE cluster_nodes ADD COLUMN hw_fault varchar(1000) NOT NULL DEFAULT ''",
-			"ALTER TABLE cluster_nodes ADD COLUMN hw_fault_at " + ts,
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // ---- writing (one heartbeat) ----
@@ -269,7 +266,7 @@ func (s *Store) RecordGPUReport(ctx context.Context, c Cluster, n ClusterNode, r
 		return err
 	}
 	if fresh {
-		m = GPUMachine{ClusterID: c.ID, Rank: n.Rank, OrgID: c.OrgID, GPUs: "[]", ECC: "{}", XIDs: "[]"}
+		m = GPUMachine{ClusterID: c.ID, Rank: n.Rank, OrgID: c.OrgID, GPUs: JSONOf([]knownGPU{}), ECC: JSONOf(map[string]int64{}), XIDs: JSONOf([]XIDLine{})}
 	}
 	fault := m.apply(r)
 	if r.NoSMI != "" {
@@ -375,12 +372,10 @@ func mergeAssignments() map[string]any {
 // apply folds a report into the machine's state and returns the hardware
 // fault it reveals, "" when none.
 func (m *GPUMachine) apply(r GPUReport) string {
-	var known []knownGPU
-	_ = json.Unmarshal([]byte(m.GPUs), &known)
-	ecc := map[string]int64{}
-	_ = json.Unmarshal([]byte(m.ECC), &ecc)
-	var xids []XIDLine
-	_ = json.Unmarshal([]byte(m.XIDs), &xids)
+	known, ecc, xids := m.GPUs.V, m.ECC.V, m.XIDs.V
+	if ecc == nil {
+		ecc = map[string]int64{}
+	}
 	var faults []string
 
 	for _, x := range r.XIDs {
@@ -437,12 +432,7 @@ func (m *GPUMachine) apply(r GPUReport) string {
 		}
 		known = now
 	}
-	raw, _ := json.Marshal(known)
-	m.GPUs = string(raw)
-	raw, _ = json.Marshal(ecc)
-	m.ECC = string(raw)
-	raw, _ = json.Marshal(xids)
-	m.XIDs = string(raw)
+	m.GPUs, m.ECC, m.XIDs = JSONOf(known), JSONOf(ecc), JSONOf(xids)
 	slices.Sort(faults)
 	return strings.Join(slices.Compact(faults), "; ")
 }
@@ -646,10 +636,10 @@ func (s *Store) GPUSeriesByID(ctx context.Context, clusterID string, w GPUWindow
 			continue
 		}
 		ns.NoSMI, ns.LastAt = m.NoSMI, m.LastAt
-		_ = json.Unmarshal([]byte(m.XIDs), &ns.XIDs)
-		var known []knownGPU
-		_ = json.Unmarshal([]byte(m.GPUs), &known)
-		for _, k := range known {
+		if m.XIDs.V != nil {
+			ns.XIDs = m.XIDs.V
+		}
+		for _, k := range m.GPUs.V {
 			if isReal(m.Rank, k.Index) {
 				gpuOf(ns, k.Index).UUID = k.UUID
 			}

@@ -48,10 +48,8 @@ type nodeGPUCheck0220 struct {
 
 func (nodeGPUCheck0220) TableName() string { return "node_gpu_checks" }
 
-func init() {
-	register(Migration{ID: "0220_node_gpu_checks", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&nodeGPUCheck0220{})
-	}})
+func up0220NodeGpuChecks(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&nodeGPUCheck0220{})
 }
 
 // checkNodeGPUs reads what node n's nvidia-smi printed against the

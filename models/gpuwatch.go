@@ -63,39 +63,37 @@ type GPUWatch struct {
 // TableName implements gorm's Tabler.
 func (GPUWatch) TableName() string { return "cluster_gpu_watches" }
 
-func init() {
-	register(Migration{ID: "0985_gpu_watch", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
+func up0985GpuWatch(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	for _, q := range []string{
+		`CREATE TABLE cluster_gpu_watches (
+			cluster_id varchar(32) PRIMARY KEY,
+			org_id varchar(32) NOT NULL,
+			stall_off boolean NOT NULL DEFAULT false,
+			stall_minutes integer NOT NULL DEFAULT 0,
+			idle_on boolean NOT NULL DEFAULT false,
+			idle_below_pct integer NOT NULL DEFAULT 0,
+			idle_hours integer NOT NULL DEFAULT 0,
+			idle_action varchar(16) NOT NULL DEFAULT '',
+			idle_grace_minutes integer NOT NULL DEFAULT 0,
+			stall_key varchar(1000) NOT NULL DEFAULT '',
+			stall_since ` + ts + `,
+			stall_message varchar(1000) NOT NULL DEFAULT '',
+			idle_since ` + ts + `,
+			idle_mailed_at ` + ts + `,
+			idle_acted_at ` + ts + `,
+			updated_at ` + ts + ` NOT NULL
+		)`,
+		"CREATE INDEX idx_cluster_gpu_watches_org_id ON cluster_gpu_watches (org_id)",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		for _, q := range []string{
-			`CREATE TABLE cluster_gpu_watches (
-				cluster_id varchar(32) PRIMARY KEY,
-				org_id varchar(32) NOT NULL,
-				stall_off boolean NOT NULL DEFAULT false,
-				stall_minutes integer NOT NULL DEFAULT 0,
-				idle_on boolean NOT NULL DEFAULT false,
-				idle_below_pct integer NOT NULL DEFAULT 0,
-				idle_hours integer NOT NULL DEFAULT 0,
-				idle_action varchar(16) NOT NULL DEFAULT '',
-				idle_grace_minutes integer NOT NULL DEFAULT 0,
-				stall_key varchar(1000) NOT NULL DEFAULT '',
-				stall_since ` + ts + `,
-				stall_message varchar(1000) NOT NULL DEFAULT '',
-				idle_since ` + ts + `,
-				idle_mailed_at ` + ts + `,
-				idle_acted_at ` + ts + `,
-				updated_at ` + ts + ` NOT NULL
-			)`,
-			"CREATE INDEX idx_cluster_gpu_watches_org_id ON cluster_gpu_watches (org_id)",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // WatchPolicy is what a customer sets: the stall alert and the idle rule.
@@ -467,19 +465,17 @@ func (s *Store) queueWatchMail(ctx context.Context, n *ClusterNotify, c Cluster,
 	return s.notifyEach(ctx, key, to, mail)
 }
 
-func init() {
-	// X15: the watch's clocks count from the hand-over. Clusters running
-	// when this ships count from their billed run's start.
-	register(Migration{ID: "1030_handed_over", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
-		}
-		if err := tx.Exec("ALTER TABLE clusters ADD COLUMN handed_over_at " + ts).Error; err != nil {
-			return err
-		}
-		return tx.Exec("UPDATE clusters SET handed_over_at = COALESCE(bill_from, ready_at) WHERE status IN ('ready', 'degraded')").Error
-	}})
+// X15: the watch's clocks count from the hand-over. Clusters running
+// when this ships count from their billed run's start.
+func up1030HandedOver(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	if err := tx.Exec("ALTER TABLE clusters ADD COLUMN handed_over_at " + ts).Error; err != nil {
+		return err
+	}
+	return tx.Exec("UPDATE clusters SET handed_over_at = COALESCE(bill_from, ready_at) WHERE status IN ('ready', 'degraded')").Error
 }
 
 // WatchFrom is where the GPU watch's idle and stall clocks start for c

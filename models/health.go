@@ -100,7 +100,7 @@ func (c Cluster) Recovery() Recovery {
 	r := Recovery{RecoveryPolicy: c.Policy(), EpisodeStartedAt: c.EpisodeStartedAt, AttemptsUsed: c.RecoveryAttempts,
 		LastAttemptAt: c.RecoveryLastAt, NextAttemptAt: c.RecoveryNextAt, Requested: c.RecoverRequestedAt != nil,
 		Exhausted: c.Problem().Kind == KindRecoveryExhausted}
-	_ = json.Unmarshal([]byte(c.RecoveryOutcome), &r.Outcomes)
+	r.Outcomes = c.RecoveryOutcome.V
 	return r
 }
 

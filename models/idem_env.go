@@ -7,18 +7,16 @@ import "gorm.io/gorm"
 // replaying the same key and body makes its own launch (or quote request)
 // instead of answering with an object it cannot see (issue 20 item 8).
 // Keys are unique per organisation, environment and key.
-func init() {
-	register(Migration{ID: "0920_idem_keys_per_env", Up: func(tx *gorm.DB) error {
-		for _, q := range []string{
-			"DROP INDEX idx_clusters_org_idem",
-			"CREATE UNIQUE INDEX idx_clusters_env_idem ON clusters (org_id, env_id, idem_key)",
-			"DROP INDEX idx_capacity_requests_idem",
-			"CREATE UNIQUE INDEX idx_capacity_requests_env_idem ON capacity_requests (org_id, env_id, idem_key)",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
+func up0920IdemKeysPerEnv(tx *gorm.DB) error {
+	for _, q := range []string{
+		"DROP INDEX idx_clusters_org_idem",
+		"CREATE UNIQUE INDEX idx_clusters_env_idem ON clusters (org_id, env_id, idem_key)",
+		"DROP INDEX idx_capacity_requests_idem",
+		"CREATE UNIQUE INDEX idx_capacity_requests_env_idem ON capacity_requests (org_id, env_id, idem_key)",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		return nil
-	}})
+	}
+	return nil
 }

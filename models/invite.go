@@ -30,22 +30,20 @@ type Invite struct {
 	RevokedAt  *time.Time
 }
 
-func init() {
-	register(Migration{ID: "0102_invites", Up: func(tx *gorm.DB) error {
-		type invite struct {
-			ID         string `gorm:"primaryKey;size:32"`
-			OrgID      string `gorm:"size:32;index:idx_invites_org_id"`
-			Email      string `gorm:"size:254"`
-			Role       string `gorm:"size:16"`
-			TokenHash  string `gorm:"size:64;uniqueIndex:idx_invites_token_hash"`
-			InvitedBy  string `gorm:"size:32"`
-			CreatedAt  time.Time
-			ExpiresAt  time.Time
-			AcceptedAt *time.Time
-			RevokedAt  *time.Time
-		}
-		return tx.Table("invites").Migrator().CreateTable(&invite{})
-	}})
+func up0102Invites(tx *gorm.DB) error {
+	type invite struct {
+		ID         string `gorm:"primaryKey;size:32"`
+		OrgID      string `gorm:"size:32;index:idx_invites_org_id"`
+		Email      string `gorm:"size:254"`
+		Role       string `gorm:"size:16"`
+		TokenHash  string `gorm:"size:64;uniqueIndex:idx_invites_token_hash"`
+		InvitedBy  string `gorm:"size:32"`
+		CreatedAt  time.Time
+		ExpiresAt  time.Time
+		AcceptedAt *time.Time
+		RevokedAt  *time.Time
+	}
+	return tx.Table("invites").Migrator().CreateTable(&invite{})
 }
 
 // Pending reports whether the invite can still be accepted at now.

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -55,29 +54,27 @@ type BillingGap struct {
 // TableName keeps the table name explicit.
 func (BillingGap) TableName() string { return "node_billing_gaps" }
 
-func init() {
-	register(Migration{ID: "0740_node_join", Up: func(tx *gorm.DB) error {
-		ts, serial := "datetime", "INTEGER PRIMARY KEY AUTOINCREMENT"
-		if tx.Dialector.Name() == "postgres" {
-			ts, serial = "timestamptz", "BIGSERIAL PRIMARY KEY"
+func up0740NodeJoin(tx *gorm.DB) error {
+	ts, serial := "datetime", "INTEGER PRIMARY KEY AUTOINCREMENT"
+	if tx.Dialector.Name() == "postgres" {
+		ts, serial = "timestamptz", "BIGSERIAL PRIMARY KEY"
+	}
+	for _, q := range []string{
+		"ALTER TABLE cluster_nodes ADD COLUMN join_kind varchar(16) NOT NULL DEFAULT ''",
+		"ALTER TABLE cluster_nodes ADD COLUMN join_seq integer NOT NULL DEFAULT 0",
+		"ALTER TABLE cluster_nodes ADD COLUMN join_requested_at " + ts,
+		"ALTER TABLE cluster_nodes ADD COLUMN join_placed_at " + ts,
+		"ALTER TABLE cluster_nodes ADD COLUMN token_gen integer NOT NULL DEFAULT 0",
+		"ALTER TABLE clusters ADD COLUMN joins integer NOT NULL DEFAULT 0",
+		"CREATE TABLE node_billing_gaps (id " + serial + ", cluster_id varchar(32) NOT NULL, node_id varchar(32) NOT NULL, " +
+			"started_at " + ts + " NOT NULL, ended_at " + ts + ")",
+		"CREATE INDEX idx_node_billing_gaps_cluster ON node_billing_gaps (cluster_id)",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		for _, q := range []string{
-			"ALTER TABLE cluster_nodes ADD COLUMN join_kind varchar(16) NOT NULL DEFAULT ''",
-			"ALTER TABLE cluster_nodes ADD COLUMN join_seq integer NOT NULL DEFAULT 0",
-			"ALTER TABLE cluster_nodes ADD COLUMN join_requested_at " + ts,
-			"ALTER TABLE cluster_nodes ADD COLUMN join_placed_at " + ts,
-			"ALTER TABLE cluster_nodes ADD COLUMN token_gen integer NOT NULL DEFAULT 0",
-			"ALTER TABLE clusters ADD COLUMN joins integer NOT NULL DEFAULT 0",
-			"CREATE TABLE node_billing_gaps (id " + serial + ", cluster_id varchar(32) NOT NULL, node_id varchar(32) NOT NULL, " +
-				"started_at " + ts + " NOT NULL, ended_at " + ts + ")",
-			"CREATE INDEX idx_node_billing_gaps_cluster ON node_billing_gaps (cluster_id)",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // JoinPrice is what one more machine of the cluster costs: its share of
@@ -470,13 +467,9 @@ func (s *Store) AddJoinTasks(ctx context.Context, c Cluster, n ClusterNode, task
 		}
 		now := tx.Now()
 		for _, nt := range tasks {
-			payload, err := json.Marshal(nt.Payload)
-			if err != nil {
-				return err
-			}
 			t := SoftwareTask{ID: NewID("tk"), ClusterID: c.ID, OrgID: c.OrgID, Attempt: -n.JoinSeq, Kind: nt.Kind,
 				Rank: nt.Rank, Seq: max(nt.Seq, 1), Software: c.Software, Role: nt.Role, Status: TaskPending,
-				Payload: string(payload), CreatedAt: now}
+				Payload: JSONOf(nt.Payload), CreatedAt: now}
 			if err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&t).Error; err != nil {
 				return fmt.Errorf("models: plan join %s task for node-%d: %w", nt.Kind, nt.Rank, err)
 			}

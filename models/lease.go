@@ -50,10 +50,8 @@ type (
 func (jobLeaseV0002) TableName() string { return "job_leases" }
 func (jobRunV0002) TableName() string   { return "job_runs" }
 
-func init() {
-	register(Migration{ID: "0002_job_leases", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&jobLeaseV0002{}, &jobRunV0002{})
-	}})
+func up0002JobLeases(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&jobLeaseV0002{}, &jobRunV0002{})
 }
 
 // AcquireLease takes the lease for name until now+ttl when it is free or

@@ -60,10 +60,8 @@ type (
 
 func (ledgerEntryV0200) TableName() string { return "ledger_entries" }
 
-func init() {
-	register(Migration{ID: "0200_ledger", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&ledgerEntryV0200{})
-	}})
+func up0200Ledger(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&ledgerEntryV0200{})
 }
 
 // AddLedgerEntry appends e unless an entry with its IdemKey exists. It reports

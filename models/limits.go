@@ -33,16 +33,16 @@ type MoneyLimits struct {
 
 // TopUpLimit is the largest top-up (and auto-recharge amount) accepted.
 func (s *Store) TopUpLimit() Money {
-	if s.Limits.MaxTopUp > 0 {
-		return s.Limits.MaxTopUp
+	if s.settings.Limits.MaxTopUp > 0 {
+		return s.settings.Limits.MaxTopUp
 	}
 	return DefaultMaxTopUp
 }
 
 // AdjustmentLimit is the largest operator adjustment accepted, either sign.
 func (s *Store) AdjustmentLimit() Money {
-	if s.Limits.MaxAdjustment > 0 {
-		return s.Limits.MaxAdjustment
+	if s.settings.Limits.MaxAdjustment > 0 {
+		return s.settings.Limits.MaxAdjustment
 	}
 	return DefaultMaxAdjustment
 }

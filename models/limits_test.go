@@ -30,7 +30,8 @@ func TestMoneyLimits(t *testing.T) {
 			t.Errorf("a top-up of the default maximum: %v", err)
 		}
 
-		e.s.Limits = models.MoneyLimits{MaxTopUp: 100 * models.Micro, MaxAdjustment: 500 * models.Micro}
+		e.restartWith(models.Settings{Limits: models.MoneyLimits{MaxTopUp: 100 * models.Micro, MaxAdjustment: 500 * models.Micro}})
+		owner = e.s.As(models.Actor{OrgID: e.org.ID, UserID: "usr_o", Name: "o@example.com", Role: models.RoleOwner})
 		before, _ := e.s.Balance(ctx, e.org.ID)
 		if _, err := owner.RequestTopUp(ctx, 100*models.Micro+10_000, true); !hasField(err, "amount") ||
 			!strings.Contains(err.Error(), "$100.00") {

@@ -52,30 +52,28 @@ type OutboxMail struct {
 // TableName is the outbox table.
 func (OutboxMail) TableName() string { return "mail_outbox" }
 
-func init() {
-	register(Migration{ID: "0107_mail_outbox", Up: func(tx *gorm.DB) error {
-		type outboxMail struct {
-			ID            string `gorm:"primaryKey;size:32"`
-			Key           string `gorm:"column:idempotency_key;size:191;uniqueIndex:idx_mail_outbox_key"`
-			To            string `gorm:"column:to_addr;size:254"`
-			Subject       string `gorm:"size:300"`
-			Text          string `gorm:"column:text_body"`
-			HTML          string `gorm:"column:html_body"`
-			CreatedAt     time.Time
-			Attempts      int
-			NextAttemptAt time.Time
-			ClaimedBy     string `gorm:"size:64"`
-			ClaimedUntil  *time.Time
-			SentAt        *time.Time
-			FailedAt      *time.Time
-			Transport     string `gorm:"size:32"`
-			LastError     string `gorm:"size:1000"`
-		}
-		if err := tx.Table("mail_outbox").Migrator().CreateTable(&outboxMail{}); err != nil {
-			return err
-		}
-		return tx.Exec("CREATE INDEX idx_mail_outbox_due ON mail_outbox (sent_at, failed_at, next_attempt_at)").Error
-	}})
+func up0107MailOutbox(tx *gorm.DB) error {
+	type outboxMail struct {
+		ID            string `gorm:"primaryKey;size:32"`
+		Key           string `gorm:"column:idempotency_key;size:191;uniqueIndex:idx_mail_outbox_key"`
+		To            string `gorm:"column:to_addr;size:254"`
+		Subject       string `gorm:"size:300"`
+		Text          string `gorm:"column:text_body"`
+		HTML          string `gorm:"column:html_body"`
+		CreatedAt     time.Time
+		Attempts      int
+		NextAttemptAt time.Time
+		ClaimedBy     string `gorm:"size:64"`
+		ClaimedUntil  *time.Time
+		SentAt        *time.Time
+		FailedAt      *time.Time
+		Transport     string `gorm:"size:32"`
+		LastError     string `gorm:"size:1000"`
+	}
+	if err := tx.Table("mail_outbox").Migrator().CreateTable(&outboxMail{}); err != nil {
+		return err
+	}
+	return tx.Exec("CREATE INDEX idx_mail_outbox_due ON mail_outbox (sent_at, failed_at, next_attempt_at)").Error
 }
 
 // Status is the mail's state for people: pending, sent, failed.

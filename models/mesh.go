@@ -24,10 +24,8 @@ import (
 // would let the mesh check pass on a machine reaching itself.
 var ErrAddressTaken = errors.New("models: another node of the cluster has this address")
 
-func init() {
-	register(Migration{ID: "0871_node_mesh_port", Up: func(tx *gorm.DB) error {
-		return tx.Exec("ALTER TABLE cluster_nodes ADD COLUMN mesh_port integer NOT NULL DEFAULT 0").Error
-	}})
+func up0871NodeMeshPort(tx *gorm.DB) error {
+	return tx.Exec("ALTER TABLE cluster_nodes ADD COLUMN mesh_port integer NOT NULL DEFAULT 0").Error
 }
 
 // MeshEndpoint is what a peer's reach check dials for n: its private

@@ -74,10 +74,8 @@ type nccl0221 struct {
 
 func (nccl0221) TableName() string { return "cluster_nccl_checks" }
 
-func init() {
-	register(Migration{ID: "0221_cluster_nccl_checks", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&nccl0221{})
-	}})
+func up0221ClusterNcclChecks(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&nccl0221{})
 }
 
 // PlanNCCLCheck plans a ready cluster's NCCL check, once: a cluster that

@@ -37,21 +37,19 @@ type NodeMount struct {
 // TableName keeps the table name short and explicit.
 func (NodeMount) TableName() string { return "node_mounts" }
 
-func init() {
-	register(Migration{ID: "0761_node_mounts", Up: func(tx *gorm.DB) error {
-		type nodeMount struct {
-			ClusterID  string `gorm:"primaryKey;size:32"`
-			Rank       int    `gorm:"primaryKey;autoIncrement:false"`
-			OrgID      string `gorm:"size:32;index"`
-			Node       string `gorm:"size:32"`
-			State      string `gorm:"size:16"`
-			StartedAt  time.Time
-			EndedAt    *time.Time
-			Error      string `gorm:"size:1000"`
-			ReportedAt time.Time
-		}
-		return tx.Table("node_mounts").Migrator().CreateTable(&nodeMount{})
-	}})
+func up0761NodeMounts(tx *gorm.DB) error {
+	type nodeMount struct {
+		ClusterID  string `gorm:"primaryKey;size:32"`
+		Rank       int    `gorm:"primaryKey;autoIncrement:false"`
+		OrgID      string `gorm:"size:32;index"`
+		Node       string `gorm:"size:32"`
+		State      string `gorm:"size:16"`
+		StartedAt  time.Time
+		EndedAt    *time.Time
+		Error      string `gorm:"size:1000"`
+		ReportedAt time.Time
+	}
+	return tx.Table("node_mounts").Migrator().CreateTable(&nodeMount{})
 }
 
 // MountsReport is what an agent reports of its mounts step.

@@ -56,10 +56,8 @@ type nodeStart0230 struct {
 
 func (nodeStart0230) TableName() string { return "node_starts" }
 
-func init() {
-	register(Migration{ID: "0230_node_starts", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&nodeStart0230{})
-	}})
+func up0230NodeStarts(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&nodeStart0230{})
 }
 
 // StartReport is what an agent reports of its start command.

@@ -129,14 +129,12 @@ func (s *Store) managers(ctx context.Context, orgID string) ([]string, error) {
 	return to, nil
 }
 
-func init() {
-	// E2: the outbox stores a typed notification (kind and its JSON data),
-	// rendered when sent. Rows queued before keep their kind empty and are
-	// sent with the subject and bodies stored in them.
-	register(Migration{ID: "1080_mail_outbox_kind", Up: func(tx *gorm.DB) error {
-		if err := tx.Exec("ALTER TABLE mail_outbox ADD COLUMN kind VARCHAR(64) NOT NULL DEFAULT ''").Error; err != nil {
-			return err
-		}
-		return tx.Exec("ALTER TABLE mail_outbox ADD COLUMN data TEXT NOT NULL DEFAULT ''").Error
-	}})
+// up1080MailOutboxKind: the outbox stores a typed notification (kind and
+// its JSON data), rendered when sent (E2). Rows queued before keep their
+// kind empty and are sent with the subject and bodies stored in them.
+func up1080MailOutboxKind(tx *gorm.DB) error {
+	if err := tx.Exec("ALTER TABLE mail_outbox ADD COLUMN kind VARCHAR(64) NOT NULL DEFAULT ''").Error; err != nil {
+		return err
+	}
+	return tx.Exec("ALTER TABLE mail_outbox ADD COLUMN data TEXT NOT NULL DEFAULT ''").Error
 }

@@ -43,10 +43,8 @@ type (
 
 func (offerV0001) TableName() string { return "offers" }
 
-func init() {
-	register(Migration{ID: "0001_offers", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&offerV0001{})
-	}})
+func up0001Offers(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&offerV0001{})
 }
 
 // ReplaceOffers stores one provider's catalog as seen at now: rows are

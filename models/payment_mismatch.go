@@ -42,28 +42,26 @@ type WebhookVersion struct {
 	ReceivedAt time.Time
 }
 
-func init() {
-	register(Migration{ID: "0910_payment_mismatches", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
+func up0910PaymentMismatches(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	for _, q := range []string{
+		"CREATE TABLE payment_mismatches (id varchar(32) PRIMARY KEY, event_id varchar(255) NOT NULL, " +
+			"event_type varchar(64) NOT NULL, org_id varchar(32) NOT NULL DEFAULT '', top_up_id varchar(64) NOT NULL DEFAULT '', " +
+			"charge_id varchar(64) NOT NULL DEFAULT '', object_id varchar(255) NOT NULL DEFAULT '', amount bigint NOT NULL DEFAULT 0, " +
+			"currency varchar(16) NOT NULL DEFAULT '', reason varchar(500) NOT NULL, created_at " + ts + " NOT NULL)",
+		"CREATE INDEX idx_payment_mismatches_created ON payment_mismatches (created_at)",
+		// The endpoint's API version, per event: the operator's page
+		// says when it is not the one stripe-go speaks.
+		"ALTER TABLE payment_events ADD COLUMN api_version varchar(64) NOT NULL DEFAULT ''",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		for _, q := range []string{
-			"CREATE TABLE payment_mismatches (id varchar(32) PRIMARY KEY, event_id varchar(255) NOT NULL, " +
-				"event_type varchar(64) NOT NULL, org_id varchar(32) NOT NULL DEFAULT '', top_up_id varchar(64) NOT NULL DEFAULT '', " +
-				"charge_id varchar(64) NOT NULL DEFAULT '', object_id varchar(255) NOT NULL DEFAULT '', amount bigint NOT NULL DEFAULT 0, " +
-				"currency varchar(16) NOT NULL DEFAULT '', reason varchar(500) NOT NULL, created_at " + ts + " NOT NULL)",
-			"CREATE INDEX idx_payment_mismatches_created ON payment_mismatches (created_at)",
-			// The endpoint's API version, per event: the operator's page
-			// says when it is not the one stripe-go speaks.
-			"ALTER TABLE payment_events ADD COLUMN api_version varchar(64) NOT NULL DEFAULT ''",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // recordMismatch writes ev's mismatch in the caller's transaction.

@@ -29,16 +29,14 @@ type ProviderSetting struct {
 	UpdatedAt time.Time
 }
 
-func init() {
-	register(Migration{ID: "0600_provider_settings", Up: func(tx *gorm.DB) error {
-		type providerSetting struct {
-			Provider  string `gorm:"primaryKey;size:64"`
-			MarkupBP  int    `gorm:"column:markup_bp"`
-			UpdatedBy string `gorm:"size:300"`
-			UpdatedAt time.Time
-		}
-		return tx.Table("provider_settings").Migrator().CreateTable(&providerSetting{})
-	}})
+func up0600ProviderSettings(tx *gorm.DB) error {
+	type providerSetting struct {
+		Provider  string `gorm:"primaryKey;size:64"`
+		MarkupBP  int    `gorm:"column:markup_bp"`
+		UpdatedBy string `gorm:"size:300"`
+		UpdatedAt time.Time
+	}
+	return tx.Table("provider_settings").Migrator().CreateTable(&providerSetting{})
 }
 
 // Markups is each provider's markup: the environment's (EnvMarkups) first,
@@ -88,7 +86,7 @@ func (s *Store) Markups(ctx context.Context) (Markups, error) {
 	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
 		return Markups{}, fmt.Errorf("models: markups: %w", err)
 	}
-	m := Markups{Default: s.DefaultMarkup, ByName: make(map[string]MarkupBP, len(rows)), Env: s.EnvMarkups}
+	m := Markups{Default: s.settings.DefaultMarkup, ByName: make(map[string]MarkupBP, len(rows)), Env: s.settings.EnvMarkups}
 	for _, r := range rows {
 		m.ByName[r.Provider] = r.MarkupBP
 	}
@@ -125,7 +123,7 @@ func (x Actions) SetProviderMarkup(ctx context.Context, provider, percent string
 	case provider == "" || len(provider) > 64:
 		return 0, FieldErrors{"provider": "Unknown provider."}
 	}
-	if _, ok := x.s.EnvMarkups[provider]; ok {
+	if _, ok := x.s.settings.EnvMarkups[provider]; ok {
 		return 0, ErrMarkupFromEnv
 	}
 	err = x.do(ctx, func(tx *Store) (*AuditEntry, error) {

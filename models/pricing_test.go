@@ -58,7 +58,7 @@ func TestMarkupIdenticalInPickerQuoteAndLedger(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newLaunchEnv(t, db, 10_000*models.Micro)
-		e.s.DefaultMarkup = 500 // 5 % from the configuration
+		e.restartWith(models.Settings{DefaultMarkup: 500}) // 5 % from the configuration
 		op := e.actions()
 		if _, err := op.SetProviderMarkup(ctx, "sim", "12.5"); err != nil {
 			t.Fatal(err)
@@ -275,7 +275,7 @@ func TestMarkupChangeReachesPickerAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		set := pick("12.5 % set", 2_587_500, 113)
-		e.s.DefaultMarkup = 1000 // the configuration's default; sim keeps its own setting
+		e.restartWith(models.Settings{DefaultMarkup: 1000}) // the configuration's default; sim keeps its own setting
 		sameSet := pick("default changed, sim set", 2_587_500, 113)
 		if _, err := e.actions().SetProviderMarkup(ctx, "sim", "0"); err != nil {
 			t.Fatal(err)

@@ -37,31 +37,29 @@ type PrivateOffer struct {
 	CreatedAt    time.Time
 }
 
-func init() {
-	register(Migration{ID: "0601_private_offers", Up: func(tx *gorm.DB) error {
-		type privateOffer struct {
-			ID           string `gorm:"primaryKey;size:32"`
-			OrgID        string `gorm:"size:32;index"`
-			RequestID    string `gorm:"size:32"`
-			OfferID      string `gorm:"size:191"`
-			Provider     string `gorm:"size:64"`
-			Location     string `gorm:"size:128"`
-			LocationName string `gorm:"size:191"`
-			Accelerator  string `gorm:"size:64"`
-			Interconnect string `gorm:"size:32"`
-			MachineKind  string `gorm:"size:32"`
-			GPUsPerNode  int    `gorm:"column:gpus_per_node"`
-			Nodes        int
-			MachineHour  int64 `gorm:"column:machine_hour"`
-			ValidUntil   time.Time
-			CreatedBy    string `gorm:"size:300"`
-			CreatedAt    time.Time
-		}
-		if err := tx.Table("private_offers").Migrator().CreateTable(&privateOffer{}); err != nil {
-			return err
-		}
-		return tx.Exec("ALTER TABLE quotes ADD COLUMN private_offer_id VARCHAR(32) NOT NULL DEFAULT ''").Error
-	}})
+func up0601PrivateOffers(tx *gorm.DB) error {
+	type privateOffer struct {
+		ID           string `gorm:"primaryKey;size:32"`
+		OrgID        string `gorm:"size:32;index"`
+		RequestID    string `gorm:"size:32"`
+		OfferID      string `gorm:"size:191"`
+		Provider     string `gorm:"size:64"`
+		Location     string `gorm:"size:128"`
+		LocationName string `gorm:"size:191"`
+		Accelerator  string `gorm:"size:64"`
+		Interconnect string `gorm:"size:32"`
+		MachineKind  string `gorm:"size:32"`
+		GPUsPerNode  int    `gorm:"column:gpus_per_node"`
+		Nodes        int
+		MachineHour  int64 `gorm:"column:machine_hour"`
+		ValidUntil   time.Time
+		CreatedBy    string `gorm:"size:300"`
+		CreatedAt    time.Time
+	}
+	if err := tx.Table("private_offers").Migrator().CreateTable(&privateOffer{}); err != nil {
+		return err
+	}
+	return tx.Exec("ALTER TABLE quotes ADD COLUMN private_offer_id VARCHAR(32) NOT NULL DEFAULT ''").Error
 }
 
 // ClusterHour is the whole cluster's price per hour.

@@ -161,10 +161,8 @@ type (
 
 func (quoteV0201) TableName() string { return "quotes" }
 
-func init() {
-	register(Migration{ID: "0201_quotes", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&quoteV0201{})
-	}})
+func up0201Quotes(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&quoteV0201{})
 }
 
 // LineItem is one part of a price (Q2): GPUs, root disks, volume.

@@ -77,55 +77,51 @@ type QuoteRequest struct {
 // predates the type's name.
 func (QuoteRequest) TableName() string { return "capacity_requests" }
 
-func init() {
-	register(Migration{ID: "0300_capacity_requests", Up: func(tx *gorm.DB) error {
-		type capacityRequest struct {
-			ID            string `gorm:"primaryKey;size:32"`
-			OrgID         string `gorm:"size:32"`
-			EnvID         string `gorm:"size:32"`
-			UserID        string `gorm:"size:32"`
-			Requester     string `gorm:"size:300"`
-			Accelerator   string `gorm:"size:64"`
-			Nodes         int
-			GPUsPerNode   int    `gorm:"column:gpus_per_node"`
-			Fabric        string `gorm:"size:32"`
-			Location      string `gorm:"size:128"`
-			StartDate     time.Time
-			DurationDays  int
-			BudgetPerHour int64  `gorm:"column:budget_per_hour"`
-			ContactName   string `gorm:"size:191"`
-			ContactEmail  string `gorm:"size:254"`
-			ContactPhone  string `gorm:"size:32"`
-			Notes         string `gorm:"size:8000"`
-			Status        string `gorm:"size:16"`
-			StatusVersion int
-			OperatorNote  string `gorm:"size:4000"`
-			CreatedAt     time.Time
-			UpdatedAt     time.Time
-		}
-		if err := tx.Table("capacity_requests").Migrator().CreateTable(&capacityRequest{}); err != nil {
-			return err
-		}
-		if err := tx.Exec("CREATE INDEX idx_capacity_requests_org ON capacity_requests (org_id, created_at)").Error; err != nil {
-			return err
-		}
-		return tx.Exec("CREATE INDEX idx_capacity_requests_status ON capacity_requests (status, created_at)").Error
-	}})
+func up0300CapacityRequests(tx *gorm.DB) error {
+	type capacityRequest struct {
+		ID            string `gorm:"primaryKey;size:32"`
+		OrgID         string `gorm:"size:32"`
+		EnvID         string `gorm:"size:32"`
+		UserID        string `gorm:"size:32"`
+		Requester     string `gorm:"size:300"`
+		Accelerator   string `gorm:"size:64"`
+		Nodes         int
+		GPUsPerNode   int    `gorm:"column:gpus_per_node"`
+		Fabric        string `gorm:"size:32"`
+		Location      string `gorm:"size:128"`
+		StartDate     time.Time
+		DurationDays  int
+		BudgetPerHour int64  `gorm:"column:budget_per_hour"`
+		ContactName   string `gorm:"size:191"`
+		ContactEmail  string `gorm:"size:254"`
+		ContactPhone  string `gorm:"size:32"`
+		Notes         string `gorm:"size:8000"`
+		Status        string `gorm:"size:16"`
+		StatusVersion int
+		OperatorNote  string `gorm:"size:4000"`
+		CreatedAt     time.Time
+		UpdatedAt     time.Time
+	}
+	if err := tx.Table("capacity_requests").Migrator().CreateTable(&capacityRequest{}); err != nil {
+		return err
+	}
+	if err := tx.Exec("CREATE INDEX idx_capacity_requests_org ON capacity_requests (org_id, created_at)").Error; err != nil {
+		return err
+	}
+	return tx.Exec("CREATE INDEX idx_capacity_requests_status ON capacity_requests (status, created_at)").Error
 }
 
-func init() {
-	register(Migration{ID: "0602_capacity_request_idempotency", Up: func(tx *gorm.DB) error {
-		for _, q := range []string{
-			"ALTER TABLE capacity_requests ADD COLUMN idem_key VARCHAR(191)",
-			"ALTER TABLE capacity_requests ADD COLUMN request_hash VARCHAR(64) NOT NULL DEFAULT ''",
-			"CREATE UNIQUE INDEX idx_capacity_requests_idem ON capacity_requests (org_id, idem_key)",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
+func up0602CapacityRequestIdempotency(tx *gorm.DB) error {
+	for _, q := range []string{
+		"ALTER TABLE capacity_requests ADD COLUMN idem_key VARCHAR(191)",
+		"ALTER TABLE capacity_requests ADD COLUMN request_hash VARCHAR(64) NOT NULL DEFAULT ''",
+		"CREATE UNIQUE INDEX idx_capacity_requests_idem ON capacity_requests (org_id, idem_key)",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // Shape is "128 × 8 × H100 80GB".

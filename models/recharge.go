@@ -58,30 +58,28 @@ func (c Charge) IdempotencyKey() string { return "charge:" + c.ID }
 // AuthenticationRequired is true when the bank wants the cardholder.
 func (c Charge) AuthenticationRequired() bool { return c.FailureCode == "authentication_required" }
 
-func init() {
-	register(Migration{ID: "0410_auto_recharge", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
+func up0410AutoRecharge(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	for _, q := range []string{
+		"CREATE TABLE auto_recharges (org_id varchar(32) PRIMARY KEY, enabled boolean NOT NULL DEFAULT false, " +
+			"threshold bigint NOT NULL DEFAULT 0, amount bigint NOT NULL DEFAULT 0, customer_id varchar(255) NOT NULL DEFAULT '', " +
+			"payment_method_id varchar(255) NOT NULL DEFAULT '', paused_by varchar(32) NOT NULL DEFAULT '', updated_at " + ts + " NOT NULL)",
+		"CREATE TABLE charges (id varchar(32) PRIMARY KEY, org_id varchar(32) NOT NULL, amount bigint NOT NULL, " +
+			"status varchar(16) NOT NULL, customer_id varchar(255) NOT NULL, payment_method_id varchar(255) NOT NULL, " +
+			"payment_intent_id varchar(255) NOT NULL DEFAULT '', failure_code varchar(64) NOT NULL DEFAULT '', " +
+			"message varchar(500) NOT NULL DEFAULT '', created_at " + ts + " NOT NULL, settled_at " + ts + ")",
+		"CREATE INDEX idx_charges_org ON charges (org_id)",
+		// At most one charge in flight per organisation, whatever runs the job.
+		"CREATE UNIQUE INDEX idx_charges_one_pending ON charges (org_id) WHERE status = 'pending'",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		for _, q := range []string{
-			"CREATE TABLE auto_recharges (org_id varchar(32) PRIMARY KEY, enabled boolean NOT NULL DEFAULT false, " +
-				"threshold bigint NOT NULL DEFAULT 0, amount bigint NOT NULL DEFAULT 0, customer_id varchar(255) NOT NULL DEFAULT '', " +
-				"payment_method_id varchar(255) NOT NULL DEFAULT '', paused_by varchar(32) NOT NULL DEFAULT '', updated_at " + ts + " NOT NULL)",
-			"CREATE TABLE charges (id varchar(32) PRIMARY KEY, org_id varchar(32) NOT NULL, amount bigint NOT NULL, " +
-				"status varchar(16) NOT NULL, customer_id varchar(255) NOT NULL, payment_method_id varchar(255) NOT NULL, " +
-				"payment_intent_id varchar(255) NOT NULL DEFAULT '', failure_code varchar(64) NOT NULL DEFAULT '', " +
-				"message varchar(500) NOT NULL DEFAULT '', created_at " + ts + " NOT NULL, settled_at " + ts + ")",
-			"CREATE INDEX idx_charges_org ON charges (org_id)",
-			// At most one charge in flight per organisation, whatever runs the job.
-			"CREATE UNIQUE INDEX idx_charges_one_pending ON charges (org_id) WHERE status = 'pending'",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // AutoRechargeFor is the organisation's setting; the zero value (disabled,

@@ -27,19 +27,17 @@ type PasswordReset struct {
 	UsedAt    *time.Time // used, or retired by a newer link or a reset
 }
 
-func init() {
-	register(Migration{ID: "0780_password_resets", Up: func(tx *gorm.DB) error {
-		type passwordReset struct {
-			ID        string `gorm:"primaryKey;size:32"`
-			UserID    string `gorm:"size:32;index:idx_password_resets_user_id"`
-			TokenHash string `gorm:"size:64;uniqueIndex:idx_password_resets_token_hash"`
-			IP        string `gorm:"column:ip;size:64"`
-			CreatedAt time.Time
-			ExpiresAt time.Time
-			UsedAt    *time.Time
-		}
-		return tx.Table("password_resets").Migrator().CreateTable(&passwordReset{})
-	}})
+func up0780PasswordResets(tx *gorm.DB) error {
+	type passwordReset struct {
+		ID        string `gorm:"primaryKey;size:32"`
+		UserID    string `gorm:"size:32;index:idx_password_resets_user_id"`
+		TokenHash string `gorm:"size:64;uniqueIndex:idx_password_resets_token_hash"`
+		IP        string `gorm:"column:ip;size:64"`
+		CreatedAt time.Time
+		ExpiresAt time.Time
+		UsedAt    *time.Time
+	}
+	return tx.Table("password_resets").Migrator().CreateTable(&passwordReset{})
 }
 
 // Throttles for asking for reset links (issue 13: throttled like log-in,

@@ -19,16 +19,14 @@ type EndedSession struct {
 	ExpiresAt time.Time `gorm:"index"`
 }
 
-func init() {
-	register(Migration{ID: "0110_ended_sessions", Up: func(tx *gorm.DB) error {
-		type endedSession struct {
-			SessionID string `gorm:"primaryKey;size:64"`
-			UserID    string `gorm:"size:32;index"`
-			EndedAt   time.Time
-			ExpiresAt time.Time `gorm:"index"`
-		}
-		return tx.Table("ended_sessions").Migrator().CreateTable(&endedSession{})
-	}})
+func up0110EndedSessions(tx *gorm.DB) error {
+	type endedSession struct {
+		SessionID string `gorm:"primaryKey;size:64"`
+		UserID    string `gorm:"size:32;index"`
+		EndedAt   time.Time
+		ExpiresAt time.Time `gorm:"index"`
+	}
+	return tx.Table("ended_sessions").Migrator().CreateTable(&endedSession{})
 }
 
 // EndSession records that the session sid of userID was logged out; its

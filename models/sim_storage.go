@@ -22,13 +22,11 @@ type simCloudV0970 struct {
 
 func (simCloudV0970) TableName() string { return "sim_clouds" }
 
-func init() {
-	register(Migration{ID: "0970_sim_clouds", Up: func(tx *gorm.DB) error {
-		// Earlier versions of the simulated cloud created the same table
-		// themselves: keep a database that already has it.
-		if tx.Migrator().HasTable(&simCloudV0970{}) {
-			return nil
-		}
-		return tx.Migrator().CreateTable(&simCloudV0970{})
-	}})
+func up0970SimClouds(tx *gorm.DB) error {
+	// Earlier versions of the simulated cloud created the same table
+	// themselves: keep a database that already has it.
+	if tx.Migrator().HasTable(&simCloudV0970{}) {
+		return nil
+	}
+	return tx.Migrator().CreateTable(&simCloudV0970{})
 }

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,19 +86,19 @@ func (SoftwareRun) TableName() string { return "cluster_software" }
 // SoftwareTask is one install or check on one node, for one attempt.
 // Installs have Seq 1; checks count up within their attempt.
 type SoftwareTask struct {
-	ID         string `gorm:"primaryKey;size:32"`
-	ClusterID  string `gorm:"size:32;uniqueIndex:idx_software_tasks_slot,priority:1"`
-	OrgID      string `gorm:"size:32;index"`
-	Attempt    int    `gorm:"uniqueIndex:idx_software_tasks_slot,priority:2"`
-	Kind       string `gorm:"size:16;uniqueIndex:idx_software_tasks_slot,priority:3"`
-	Rank       int    `gorm:"uniqueIndex:idx_software_tasks_slot,priority:4"`
-	Seq        int    `gorm:"uniqueIndex:idx_software_tasks_slot,priority:5"`
-	Software   string `gorm:"size:16"`
-	Role       string `gorm:"size:32"`
-	Status     string `gorm:"size:8;index"`
-	Payload    string `gorm:"type:text"` // TaskPayload as JSON
-	Output     string `gorm:"type:text"` // bounded, see MaxInstallOutput
-	Summary    string `gorm:"size:1000"` // a check's verdict, once judged
+	ID         string            `gorm:"primaryKey;size:32"`
+	ClusterID  string            `gorm:"size:32;uniqueIndex:idx_software_tasks_slot,priority:1"`
+	OrgID      string            `gorm:"size:32;index"`
+	Attempt    int               `gorm:"uniqueIndex:idx_software_tasks_slot,priority:2"`
+	Kind       string            `gorm:"size:16;uniqueIndex:idx_software_tasks_slot,priority:3"`
+	Rank       int               `gorm:"uniqueIndex:idx_software_tasks_slot,priority:4"`
+	Seq        int               `gorm:"uniqueIndex:idx_software_tasks_slot,priority:5"`
+	Software   string            `gorm:"size:16"`
+	Role       string            `gorm:"size:32"`
+	Status     string            `gorm:"size:8;index"`
+	Payload    JSON[TaskPayload] `gorm:"type:text"`
+	Output     string            `gorm:"type:text"` // bounded, see MaxInstallOutput
+	Summary    string            `gorm:"size:1000"` // a check's verdict, once judged
 	CreatedAt  time.Time
 	SentAt     *time.Time
 	FinishedAt *time.Time
@@ -113,11 +112,7 @@ type TaskPayload struct {
 }
 
 // Decode reads the task's payload.
-func (t SoftwareTask) Decode() TaskPayload {
-	var p TaskPayload
-	_ = json.Unmarshal([]byte(t.Payload), &p)
-	return p
-}
+func (t SoftwareTask) Decode() TaskPayload { return t.Payload.V }
 
 // Finished reports whether the agent answered.
 func (t SoftwareTask) Finished() bool { return t.Status == TaskOK || t.Status == TaskFailed }
@@ -164,15 +159,14 @@ type softwareTask0210 struct {
 
 func (softwareTask0210) TableName() string { return "software_tasks" }
 
-func init() {
-	register(Migration{ID: "0210_software_tasks", Up: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&softwareRun0210{}, &softwareTask0210{})
-	}})
-	// Earlier versions stored a made-up kubeconfig (placeholder CA, derived
-	// token) when node-0 printed none; only node-0's is ever offered now.
-	register(Migration{ID: "0231_drop_generated_kubeconfigs", Up: func(tx *gorm.DB) error {
-		return tx.Exec("UPDATE cluster_software SET kubeconfig = '', kubeconfig_source = '' WHERE kubeconfig_source = 'generated'").Error
-	}})
+func up0210SoftwareTasks(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&softwareRun0210{}, &softwareTask0210{})
+}
+
+// Earlier versions stored a made-up kubeconfig (placeholder CA, derived
+// token) when node-0 printed none; only node-0's is ever offered now.
+func up0231DropGeneratedKubeconfigs(tx *gorm.DB) error {
+	return tx.Exec("UPDATE cluster_software SET kubeconfig = '', kubeconfig_source = '' WHERE kubeconfig_source = 'generated'").Error
 }
 
 // ---- launch validation (S1) ----
@@ -260,13 +254,9 @@ func (s *Store) AddSoftwareTasks(ctx context.Context, c Cluster, attempt int, ta
 		}
 		now := tx.Now()
 		for _, nt := range tasks {
-			payload, err := json.Marshal(nt.Payload)
-			if err != nil {
-				return err
-			}
 			t := SoftwareTask{ID: NewID("tk"), ClusterID: c.ID, OrgID: c.OrgID, Attempt: attempt, Kind: nt.Kind,
 				Rank: nt.Rank, Seq: max(nt.Seq, 1), Software: c.Software, Role: nt.Role, Status: TaskPending,
-				Payload: string(payload), CreatedAt: now}
+				Payload: JSONOf(nt.Payload), CreatedAt: now}
 			if err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&t).Error; err != nil {
 				return fmt.Errorf("models: plan %s task for node-%d: %w", nt.Kind, nt.Rank, err)
 			}

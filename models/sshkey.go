@@ -24,22 +24,20 @@ type SSHKey struct {
 	CreatedAt   time.Time
 }
 
-func init() {
-	register(Migration{ID: "0104_ssh_keys", Up: func(tx *gorm.DB) error {
-		type sshKey struct {
-			ID          string `gorm:"primaryKey;size:32"`
-			UserID      string `gorm:"size:32;index:idx_ssh_keys_user_id"`
-			OrgID       string `gorm:"size:32;index:idx_ssh_keys_org_id"`
-			Name        string `gorm:"size:100"`
-			PublicKey   string `gorm:"size:16000"`
-			Fingerprint string `gorm:"size:100"`
-			CreatedAt   time.Time
-		}
-		if err := tx.Table("ssh_keys").Migrator().CreateTable(&sshKey{}); err != nil {
-			return err
-		}
-		return tx.Exec("CREATE UNIQUE INDEX idx_ssh_keys_owner_fingerprint ON ssh_keys (org_id, user_id, fingerprint)").Error
-	}})
+func up0104SshKeys(tx *gorm.DB) error {
+	type sshKey struct {
+		ID          string `gorm:"primaryKey;size:32"`
+		UserID      string `gorm:"size:32;index:idx_ssh_keys_user_id"`
+		OrgID       string `gorm:"size:32;index:idx_ssh_keys_org_id"`
+		Name        string `gorm:"size:100"`
+		PublicKey   string `gorm:"size:16000"`
+		Fingerprint string `gorm:"size:100"`
+		CreatedAt   time.Time
+	}
+	if err := tx.Table("ssh_keys").Migrator().CreateTable(&sshKey{}); err != nil {
+		return err
+	}
+	return tx.Exec("CREATE UNIQUE INDEX idx_ssh_keys_owner_fingerprint ON ssh_keys (org_id, user_id, fingerprint)").Error
 }
 
 // sshKeyTypes are the public key algorithms we accept: no DSA, no

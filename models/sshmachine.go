@@ -46,30 +46,28 @@ type SSHMachine struct {
 	CreatedAt    time.Time
 }
 
-func init() {
-	register(Migration{ID: "0880_ssh_machines", Up: func(tx *gorm.DB) error {
-		type sshMachine struct {
-			ID           string `gorm:"primaryKey;size:32"`
-			Name         string `gorm:"size:63;uniqueIndex:idx_ssh_machines_name"`
-			Host         string `gorm:"size:255"`
-			Port         int
-			User         string `gorm:"column:ssh_user;size:32"`
-			KeyPath      string `gorm:"size:1000"`
-			KeySealed    string `gorm:"type:text"`
-			HostKey      string `gorm:"size:2000"`
-			GPUs         int    `gorm:"column:gpus"`
-			Accelerator  string `gorm:"size:64"`
-			VCPUs        int    `gorm:"column:vcpus"`
-			MemoryGB     int    `gorm:"column:memory_gb"`
-			RootDiskGB   int    `gorm:"column:root_disk_gb"`
-			Location     string `gorm:"size:64"`
-			LocationName string `gorm:"size:191"`
-			PricePerHour int64  `gorm:"column:price_per_hour"`
-			CreatedBy    string `gorm:"size:300"`
-			CreatedAt    time.Time
-		}
-		return tx.Table("ssh_machines").Migrator().CreateTable(&sshMachine{})
-	}})
+func up0880SshMachines(tx *gorm.DB) error {
+	type sshMachine struct {
+		ID           string `gorm:"primaryKey;size:32"`
+		Name         string `gorm:"size:63;uniqueIndex:idx_ssh_machines_name"`
+		Host         string `gorm:"size:255"`
+		Port         int
+		User         string `gorm:"column:ssh_user;size:32"`
+		KeyPath      string `gorm:"size:1000"`
+		KeySealed    string `gorm:"type:text"`
+		HostKey      string `gorm:"size:2000"`
+		GPUs         int    `gorm:"column:gpus"`
+		Accelerator  string `gorm:"size:64"`
+		VCPUs        int    `gorm:"column:vcpus"`
+		MemoryGB     int    `gorm:"column:memory_gb"`
+		RootDiskGB   int    `gorm:"column:root_disk_gb"`
+		Location     string `gorm:"size:64"`
+		LocationName string `gorm:"size:191"`
+		PricePerHour int64  `gorm:"column:price_per_hour"`
+		CreatedBy    string `gorm:"size:300"`
+		CreatedAt    time.Time
+	}
+	return tx.Table("ssh_machines").Migrator().CreateTable(&sshMachine{})
 }
 
 // SSHProvider is the ssh provider's name, on its offers and clusters.
@@ -192,7 +190,7 @@ func parseSSHMachine(in SSHMachineInput, taken []string) (SSHMachine, FieldError
 
 // sealMachineKey seals a pasted private key for the machine called name.
 func (s *Store) sealMachineKey(name, key string) (string, error) {
-	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	aead, err := machineKeyAEAD(s.settings.MachineKeySecret)
 	if err != nil {
 		return "", err
 	}
@@ -209,7 +207,7 @@ func (s *Store) SSHMachineKey(m SSHMachine) ([]byte, error) {
 	if m.KeySealed == "" {
 		return nil, nil
 	}
-	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	aead, err := machineKeyAEAD(s.settings.MachineKeySecret)
 	if err != nil {
 		return nil, err
 	}

@@ -10,10 +10,6 @@ import (
 	"gorm.io/gorm"
 )
 
-func init() {
-	register(Migration{ID: "0700_stop", Up: migrateStop})
-}
-
 // migrateStop adds stop and resume to clusters (the frozen history of
 // 0700, in plain SQL).
 func migrateStop(tx *gorm.DB) error {
@@ -371,8 +367,8 @@ func (s *Store) EnforcedStops(ctx context.Context, orgID string) ([]Cluster, err
 
 // StopRefusal is why the machines of a cluster on this provider can never
 // be stopped and started again ("" = they can): the provider's own
-// sentence, set at start-up from the provider registry (Store.StopRefusals).
-func (s *Store) StopRefusal(provider string) string { return s.StopRefusals[provider] }
+// sentence, set at start-up from the provider registry (Settings.StopRefusals).
+func (s *Store) StopRefusal(provider string) string { return s.settings.StopRefusals[provider] }
 
 // StopUnsupportedError refuses a customer's stop on a provider that cannot
 // stop machines (the API's 409 stop_unsupported): terminate is the way to

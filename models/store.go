@@ -27,50 +27,20 @@ type Store struct {
 	db           *gorm.DB
 	Clock        Clock
 	catalogCache *catalogCache // the picker's catalog snapshot (catalog.go); nil inside a transaction
-	// DefaultMarkup is the markup of providers the operator has not set one
-	// for (DEFAULT_MARKUP_PERCENT; see pricing.go).
-	DefaultMarkup MarkupBP
-	// EnvMarkups are the markups the environment sets (<P>_MARKUP_PERCENT),
-	// by provider: they win over the operator's setting, which the
-	// providers page then cannot change. Set once at start-up.
-	EnvMarkups map[string]MarkupBP
-	// MachineKeySecret seals the private keys pasted for SSH machines
-	// (sshmachine.go): 32 bytes from the configuration, never stored.
-	MachineKeySecret []byte
-	// BalanceGrace is how long an exhausted balance runs before its
-	// clusters are stopped (BALANCE_GRACE; 0: DefaultBalanceGrace), for the
-	// pages' "runs until" (B6). The balance job gets it too.
-	BalanceGrace time.Duration
-	// Limits bound the amounts of top-ups, auto-recharges and operator
-	// adjustments (B9; limits.go). Set once at start-up.
-	Limits MoneyLimits
-	// DefaultMaxVolumes and DefaultMaxVolumeGB are the volume quota of an
-	// organisation the operator has not set one for (DEFAULT_MAX_VOLUMES,
-	// DEFAULT_MAX_VOLUME_GB; 0: DefaultMaxVolumes, DefaultMaxVolumeGB).
-	DefaultMaxVolumes, DefaultMaxVolumeGB int
-	// WebhookAllowLoopback lets webhook endpoints use plain http to this
-	// machine (development and tests; never in production, X8).
-	WebhookAllowLoopback bool
-	// WebhookClusterView renders a cluster as the API shows it, for the
-	// data of its webhook events; web sets it (models cannot import the
-	// API's types). Nil: a short summary of the cluster row.
-	WebhookClusterView func(ctx context.Context, tx *Store, c Cluster) (any, error)
-	// MaxUnhealthyPercent is health damping's share (damping.go;
-	// HEALTH_MAX_UNHEALTHY_PERCENT); 0 = DefaultMaxUnhealthyPercent.
-	MaxUnhealthyPercent int
-	// StopRefusals says, per provider name, why its machines can never be
-	// stopped and started again (the customer's Stop is refused there);
-	// a provider not named can stop them. Set at start-up from the
-	// providers that say so.
-	StopRefusals map[string]string
+	settings     Settings      // fixed at construction (settings.go)
 }
 
-// NewStore wraps an opened, migrated database. A nil clock means real time.
-func NewStore(db *gorm.DB, clock Clock) *Store {
+// NewStore wraps an opened, migrated database with default settings. A nil
+// clock means real time.
+func NewStore(db *gorm.DB, clock Clock) *Store { return NewStoreWith(db, clock, Settings{}) }
+
+// NewStoreWith is NewStore with the given settings, fixed for the Store's
+// life and every transaction's.
+func NewStoreWith(db *gorm.DB, clock Clock, settings Settings) *Store {
 	if clock == nil {
 		clock = RealClock{}
 	}
-	return &Store{db: db, Clock: clock, catalogCache: newCatalogCache(db)}
+	return &Store{db: db, Clock: clock, catalogCache: newCatalogCache(db), settings: settings.fixed()}
 }
 
 // DB exposes the handle for the rare caller that needs it (health checks, tests).
@@ -82,10 +52,9 @@ func (s *Store) Now() time.Time { return s.Clock.Now().UTC() }
 // Tx runs fn in one transaction on a Store bound to it.
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, Clock: s.Clock, DefaultMarkup: s.DefaultMarkup, EnvMarkups: s.EnvMarkups, MachineKeySecret: s.MachineKeySecret,
-			Limits: s.Limits, BalanceGrace: s.BalanceGrace, DefaultMaxVolumes: s.DefaultMaxVolumes, DefaultMaxVolumeGB: s.DefaultMaxVolumeGB,
-			WebhookAllowLoopback: s.WebhookAllowLoopback, WebhookClusterView: s.WebhookClusterView,
-			MaxUnhealthyPercent: s.MaxUnhealthyPercent, StopRefusals: s.StopRefusals})
+		inTx := *s // the same clock and settings, bound to the transaction
+		inTx.db, inTx.catalogCache = tx, nil
+		return fn(&inTx)
 	})
 }
 

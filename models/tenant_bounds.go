@@ -25,23 +25,21 @@ import (
 // The agent samples every 30 s: two a minute, a restart a third.
 const MaxSamplesPerGPUMinute = 4
 
-func init() {
-	register(Migration{ID: "0993_tenant_bounds", Up: func(tx *gorm.DB) error {
-		for _, q := range []string{
-			"ALTER TABLE node_gpu_checks ADD COLUMN gpu_indexes varchar(400) NOT NULL DEFAULT ''",
-			// Which evidence a machine fault rests on and whose cluster it
-			// was on (fault_evidence.go); counted = it is in the track
-			// record and the lemon count. Faults from before are counted.
-			"ALTER TABLE machine_faults ADD COLUMN org_id varchar(32) NOT NULL DEFAULT ''",
-			"ALTER TABLE machine_faults ADD COLUMN evidence varchar(16) NOT NULL DEFAULT ''",
-			"ALTER TABLE machine_faults ADD COLUMN counted boolean NOT NULL DEFAULT true",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
+func up0993TenantBounds(tx *gorm.DB) error {
+	for _, q := range []string{
+		"ALTER TABLE node_gpu_checks ADD COLUMN gpu_indexes varchar(400) NOT NULL DEFAULT ''",
+		// Which evidence a machine fault rests on and whose cluster it
+		// was on (fault_evidence.go); counted = it is in the track
+		// record and the lemon count. Faults from before are counted.
+		"ALTER TABLE machine_faults ADD COLUMN org_id varchar(32) NOT NULL DEFAULT ''",
+		"ALTER TABLE machine_faults ADD COLUMN evidence varchar(16) NOT NULL DEFAULT ''",
+		"ALTER TABLE machine_faults ADD COLUMN counted boolean NOT NULL DEFAULT true",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // smiIndexes is the GPU indexes nvidia-smi's check-in output lists,

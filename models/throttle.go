@@ -20,16 +20,14 @@ type LoginThrottle struct {
 	BlockedUntil  time.Time
 }
 
-func init() {
-	register(Migration{ID: "0103_login_throttles", Up: func(tx *gorm.DB) error {
-		type throttle struct {
-			Key           string `gorm:"primaryKey;size:320"`
-			Failures      int
-			LastFailureAt time.Time
-			BlockedUntil  time.Time
-		}
-		return tx.Table("login_throttles").Migrator().CreateTable(&throttle{})
-	}})
+func up0103LoginThrottles(tx *gorm.DB) error {
+	type throttle struct {
+		Key           string `gorm:"primaryKey;size:320"`
+		Failures      int
+		LastFailureAt time.Time
+		BlockedUntil  time.Time
+	}
+	return tx.Table("login_throttles").Migrator().CreateTable(&throttle{})
 }
 
 // ThrottlePolicy says how failures for one kind of key are slowed, then

@@ -76,25 +76,23 @@ type PaymentEvent struct {
 	Message         string
 }
 
-func init() {
-	register(Migration{ID: "0401_top_ups", Up: func(tx *gorm.DB) error {
-		ts := "datetime"
-		if tx.Dialector.Name() == "postgres" {
-			ts = "timestamptz"
+func up0401TopUps(tx *gorm.DB) error {
+	ts := "datetime"
+	if tx.Dialector.Name() == "postgres" {
+		ts = "timestamptz"
+	}
+	for _, q := range []string{
+		"CREATE TABLE top_ups (id varchar(32) PRIMARY KEY, org_id varchar(32) NOT NULL, amount bigint NOT NULL, " +
+			"status varchar(16) NOT NULL, test_mode boolean NOT NULL DEFAULT false, session_id varchar(255) NOT NULL DEFAULT '', " +
+			"created_by varchar(191) NOT NULL DEFAULT '', created_at " + ts + " NOT NULL, completed_at " + ts + ")",
+		"CREATE INDEX idx_top_ups_org ON top_ups (org_id)",
+		"CREATE TABLE payment_events (id varchar(255) PRIMARY KEY, type varchar(64) NOT NULL, received_at " + ts + " NOT NULL)",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		for _, q := range []string{
-			"CREATE TABLE top_ups (id varchar(32) PRIMARY KEY, org_id varchar(32) NOT NULL, amount bigint NOT NULL, " +
-				"status varchar(16) NOT NULL, test_mode boolean NOT NULL DEFAULT false, session_id varchar(255) NOT NULL DEFAULT '', " +
-				"created_by varchar(191) NOT NULL DEFAULT '', created_at " + ts + " NOT NULL, completed_at " + ts + ")",
-			"CREATE INDEX idx_top_ups_org ON top_ups (org_id)",
-			"CREATE TABLE payment_events (id varchar(255) PRIMARY KEY, type varchar(64) NOT NULL, received_at " + ts + " NOT NULL)",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // CreateTopUp records a pending top-up of at least $5 and at most the

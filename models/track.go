@@ -110,51 +110,47 @@ type MachineQuarantine struct {
 // TableName keeps the table name explicit.
 func (MachineQuarantine) TableName() string { return "machine_quarantines" }
 
-func init() {
-	register(Migration{ID: "0966_machine_track", Up: func(tx *gorm.DB) error {
-		ts, serial := "datetime", "INTEGER PRIMARY KEY AUTOINCREMENT"
-		if tx.Dialector.Name() == "postgres" {
-			ts, serial = "timestamptz", "BIGSERIAL PRIMARY KEY"
+func up0966MachineTrack(tx *gorm.DB) error {
+	ts, serial := "datetime", "INTEGER PRIMARY KEY AUTOINCREMENT"
+	if tx.Dialector.Name() == "postgres" {
+		ts, serial = "timestamptz", "BIGSERIAL PRIMARY KEY"
+	}
+	for _, q := range []string{
+		"ALTER TABLE cluster_nodes ADD COLUMN machine_host varchar(191) NOT NULL DEFAULT ''",
+		"CREATE TABLE launch_records (cluster_id varchar(32) PRIMARY KEY, provider varchar(64) NOT NULL DEFAULT '', " +
+			"offer_id varchar(191) NOT NULL DEFAULT '', nodes integer NOT NULL DEFAULT 0, launched_at " + ts + " NOT NULL, " +
+			"tried integer NOT NULL DEFAULT 0, started integer NOT NULL DEFAULT 0, ready_seconds integer, ready_unix bigint, " +
+			"ended_unix bigint, verify_failures integer NOT NULL DEFAULT 0, machine_failures integer NOT NULL DEFAULT 0)",
+		"CREATE INDEX idx_launch_records_launched_at ON launch_records (launched_at)",
+		"CREATE TABLE machine_faults (id " + serial + ", provider varchar(64) NOT NULL DEFAULT '', machine varchar(191) NOT NULL DEFAULT '', " +
+			"cluster_id varchar(32) NOT NULL DEFAULT '', node varchar(32) NOT NULL DEFAULT '', kind varchar(16) NOT NULL DEFAULT '', " +
+			"at " + ts + " NOT NULL, detail varchar(255) NOT NULL DEFAULT '', repaired_at " + ts + ", repair_seconds integer)",
+		"CREATE INDEX idx_machine_faults_machine ON machine_faults (provider, machine)",
+		"CREATE INDEX idx_machine_faults_cluster_id ON machine_faults (cluster_id)",
+		"CREATE TABLE machine_quarantines (id " + serial + ", provider varchar(64) NOT NULL DEFAULT '', machine varchar(191) NOT NULL DEFAULT '', " +
+			"quarantined_at " + ts + " NOT NULL, reason varchar(255) NOT NULL DEFAULT '', released_at " + ts + ", " +
+			"released_by varchar(191) NOT NULL DEFAULT '')",
+		"CREATE INDEX idx_machine_quarantines_machine ON machine_quarantines (provider, machine)",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		for _, q := range []string{
-			"ALTER TABLE cluster_nodes ADD COLUMN machine_host varchar(191) NOT NULL DEFAULT ''",
-			"CREATE TABLE launch_records (cluster_id varchar(32) PRIMARY KEY, provider varchar(64) NOT NULL DEFAULT '', " +
-				"offer_id varchar(191) NOT NULL DEFAULT '', nodes integer NOT NULL DEFAULT 0, launched_at " + ts + " NOT NULL, " +
-				"tried integer NOT NULL DEFAULT 0, started integer NOT NULL DEFAULT 0, ready_seconds integer, ready_unix bigint, " +
-				"ended_unix bigint, verify_failures integer NOT NULL DEFAULT 0, machine_failures integer NOT NULL DEFAULT 0)",
-			"CREATE INDEX idx_launch_records_launched_at ON launch_records (launched_at)",
-			"CREATE TABLE machine_faults (id " + serial + ", provider varchar(64) NOT NULL DEFAULT '', machine varchar(191) NOT NULL DEFAULT '', " +
-				"cluster_id varchar(32) NOT NULL DEFAULT '', node varchar(32) NOT NULL DEFAULT '', kind varchar(16) NOT NULL DEFAULT '', " +
-				"at " + ts + " NOT NULL, detail varchar(255) NOT NULL DEFAULT '', repaired_at " + ts + ", repair_seconds integer)",
-			"CREATE INDEX idx_machine_faults_machine ON machine_faults (provider, machine)",
-			"CREATE INDEX idx_machine_faults_cluster_id ON machine_faults (cluster_id)",
-			"CREATE TABLE machine_quarantines (id " + serial + ", provider varchar(64) NOT NULL DEFAULT '', machine varchar(191) NOT NULL DEFAULT '', " +
-				"quarantined_at " + ts + " NOT NULL, reason varchar(255) NOT NULL DEFAULT '', released_at " + ts + ", " +
-				"released_by varchar(191) NOT NULL DEFAULT '')",
-			"CREATE INDEX idx_machine_quarantines_machine ON machine_quarantines (provider, machine)",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
-func init() {
-	register(Migration{ID: "0992_launch_outcomes", Up: func(tx *gorm.DB) error {
-		for _, q := range []string{
-			"ALTER TABLE launch_records ADD COLUMN outcome varchar(24) NOT NULL DEFAULT ''",
-			"ALTER TABLE launch_records ADD COLUMN swaps integer NOT NULL DEFAULT 0",
-			"ALTER TABLE launch_records ADD COLUMN ring_mbps integer",
-			"ALTER TABLE launch_records ADD COLUMN line_rate_mbps integer NOT NULL DEFAULT 0",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
+func up0992LaunchOutcomes(tx *gorm.DB) error {
+	for _, q := range []string{
+		"ALTER TABLE launch_records ADD COLUMN outcome varchar(24) NOT NULL DEFAULT ''",
+		"ALTER TABLE launch_records ADD COLUMN swaps integer NOT NULL DEFAULT 0",
+		"ALTER TABLE launch_records ADD COLUMN ring_mbps integer",
+		"ALTER TABLE launch_records ADD COLUMN line_rate_mbps integer NOT NULL DEFAULT 0",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		return backfillLaunchOutcomes(tx)
-	}})
+	}
+	return backfillLaunchOutcomes(tx)
 }
 
 // backfillLaunchOutcomes gives every cluster launched before records were

@@ -23,10 +23,6 @@ var (
 	meterChunkArrays = 10_000
 )
 
-func init() {
-	register(Migration{ID: "0400_usage", Up: migrateUsage})
-}
-
 // migrateUsage adds what metering needs in plain SQL (the frozen history of
 // 0400): the machine and period on ledger entries, how far each cluster's
 // usage is written, and per-machine state intervals (X7).

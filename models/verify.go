@@ -41,30 +41,6 @@ const (
 // before it is handed out again (the agent restarted).
 const VerifyTaskLease = 5 * time.Minute
 
-var verifyThresholds = DefaultVerifyThresholds
-
-// SetVerifyThresholds sets the thresholds every later verification uses;
-// zero fields keep the default.
-func SetVerifyThresholds(t VerifyThresholds) {
-	d := DefaultVerifyThresholds
-	if t.RingPercent > 0 {
-		d.RingPercent = t.RingPercent
-	}
-	if t.PairBelowMedianPercent > 0 {
-		d.PairBelowMedianPercent = t.PairBelowMedianPercent
-	}
-	if t.IdleTempMaxC > 0 {
-		d.IdleTempMaxC = t.IdleTempMaxC
-	}
-	if t.Window > 0 {
-		d.Window = t.Window
-	}
-	verifyThresholds = d
-}
-
-// CurrentVerifyThresholds returns the thresholds in force.
-func CurrentVerifyThresholds() VerifyThresholds { return verifyThresholds }
-
 // Documented durations of each check on a real machine, from which the
 // benchmark derives the time verification adds before hand-over: the
 // machine check (nvidia-smi -q, the kernel log, dcgmi diag -r 1 — DCGM
@@ -139,7 +115,7 @@ type VerifyRun struct {
 	StartedAt  time.Time
 	Deadline   time.Time
 	FinishedAt *time.Time
-	Report     string `gorm:"type:text"` // VerifyReport as JSON
+	Report     JSON[VerifyReport] `gorm:"type:text"`
 	UpdatedAt  time.Time
 }
 
@@ -148,19 +124,19 @@ func (VerifyRun) TableName() string { return "cluster_verifications" }
 
 // VerifyTask is one check on one node for one run and round.
 type VerifyTask struct {
-	ID         string `gorm:"primaryKey;size:32"` // "vt_…"
-	ClusterID  string `gorm:"size:32;uniqueIndex:idx_verify_tasks_slot,priority:1"`
-	OrgID      string `gorm:"size:32"`
-	Run        int    `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:2"`
-	Round      int    `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:3"`
-	Check      string `gorm:"column:check_kind;size:16;uniqueIndex:idx_verify_tasks_slot,priority:4"`
-	Rank       int    `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:5"`
-	Peer       int    `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:6"` // the pair's other rank; -1 otherwise
-	MachineID  string `gorm:"size:191"`                                     // the provider's machine id of Rank when planned
-	Status     string `gorm:"size:8;index"`
-	Env        string `gorm:"size:1000"` // JSON map exported before the script
-	Script     string `gorm:"type:text"`
-	Output     string `gorm:"type:text"`
+	ID         string                  `gorm:"primaryKey;size:32"` // "vt_…"
+	ClusterID  string                  `gorm:"size:32;uniqueIndex:idx_verify_tasks_slot,priority:1"`
+	OrgID      string                  `gorm:"size:32"`
+	Run        int                     `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:2"`
+	Round      int                     `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:3"`
+	Check      string                  `gorm:"column:check_kind;size:16;uniqueIndex:idx_verify_tasks_slot,priority:4"`
+	Rank       int                     `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:5"`
+	Peer       int                     `gorm:"uniqueIndex:idx_verify_tasks_slot,priority:6"` // the pair's other rank; -1 otherwise
+	MachineID  string                  `gorm:"size:191"`                                     // the provider's machine id of Rank when planned
+	Status     string                  `gorm:"size:8;index"`
+	Env        JSON[map[string]string] `gorm:"size:1000"` // exported before the script
+	Script     string                  `gorm:"type:text"`
+	Output     string                  `gorm:"type:text"`
 	CreatedAt  time.Time
 	SentAt     *time.Time
 	FinishedAt *time.Time
@@ -177,9 +153,7 @@ func (t VerifyTask) Node() string { return fmt.Sprintf("node-%d", t.Rank) }
 
 // EnvMap decodes the task's environment.
 func (t VerifyTask) EnvMap() map[string]string {
-	var m map[string]string
-	_ = json.Unmarshal([]byte(t.Env), &m)
-	return m
+	return t.Env.V
 }
 
 // IsVerifyTask reports whether an agent's task id is a verification check's.
@@ -225,13 +199,11 @@ type verifyTask0960 struct {
 
 func (verifyTask0960) TableName() string { return "verify_tasks" }
 
-func init() {
-	register(Migration{ID: "0960_verification", Up: func(tx *gorm.DB) error {
-		if err := tx.Exec("ALTER TABLE clusters ADD COLUMN verify boolean NOT NULL DEFAULT false").Error; err != nil {
-			return err
-		}
-		return tx.Migrator().CreateTable(&verifyRun0960{}, &verifyTask0960{})
-	}})
+func up0960Verification(tx *gorm.DB) error {
+	if err := tx.Exec("ALTER TABLE clusters ADD COLUMN verify boolean NOT NULL DEFAULT false").Error; err != nil {
+		return err
+	}
+	return tx.Migrator().CreateTable(&verifyRun0960{}, &verifyTask0960{})
 }
 
 // ---- the report ----
@@ -301,8 +273,7 @@ type SwapRecord struct {
 
 // Report decodes the run's report.
 func (r VerifyRun) ReportOf() VerifyReport {
-	var rep VerifyReport
-	_ = json.Unmarshal([]byte(r.Report), &rep)
+	rep := r.Report.V
 	if rep.Run == 0 {
 		rep = VerifyReport{Run: r.Run, Rerun: r.Rerun, Status: r.Status, StartedAt: r.StartedAt, MaxSwaps: r.MaxSwaps}
 	}
@@ -347,7 +318,7 @@ func (s *Store) VerifyRunFor(ctx context.Context, c Cluster) (VerifyRun, error) 
 	}
 	now := s.Now()
 	run = VerifyRun{ClusterID: c.ID, OrgID: c.OrgID, Run: 1, Status: VerifyRunning, Round: 1, MaxSwaps: c.MaxVerifySwaps(),
-		StartedAt: now, Deadline: now.Add(verifyThresholds.Window), UpdatedAt: now}
+		StartedAt: now, Deadline: now.Add(s.settings.Verify.Window), UpdatedAt: now}
 	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&run).Error; err != nil {
 		return run, err
 	}
@@ -409,9 +380,8 @@ func (s *Store) AddVerifyTasks(ctx context.Context, c Cluster, run VerifyRun, ta
 		}
 		now := tx.Now()
 		for _, nt := range tasks {
-			env, _ := json.Marshal(nt.Env)
 			t := VerifyTask{ID: NewID("vt"), ClusterID: c.ID, OrgID: c.OrgID, Run: run.Run, Round: run.Round, Check: nt.Check,
-				Rank: nt.Rank, Peer: nt.Peer, MachineID: nt.MachineID, Status: TaskPending, Env: string(env), Script: nt.Script, CreatedAt: now}
+				Rank: nt.Rank, Peer: nt.Peer, MachineID: nt.MachineID, Status: TaskPending, Env: JSONOf(nt.Env), Script: nt.Script, CreatedAt: now}
 			if err := tx.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&t).Error; err != nil {
 				return fmt.Errorf("models: plan %s check for node-%d: %w", nt.Check, nt.Rank, err)
 			}
@@ -678,7 +648,7 @@ func (x Actions) VerifyAgain(ctx context.Context, clusterID string, confirmDisru
 		}
 		now := tx.Now()
 		run := VerifyRun{ClusterID: c.ID, OrgID: c.OrgID, Run: 1, Rerun: true, Status: VerifyRunning, Round: 1, MaxSwaps: 0,
-			StartedAt: now, Deadline: now.Add(verifyThresholds.Window), UpdatedAt: now}
+			StartedAt: now, Deadline: now.Add(tx.settings.Verify.Window), UpdatedAt: now}
 		if len(prev) == 1 {
 			if !c.Lifecycle().VerifyAgainOffered(prev[0].Status) {
 				return nil, fmt.Errorf("models: cluster %s is verifying already: %w", c.ID, ErrConflict)

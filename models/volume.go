@@ -53,42 +53,40 @@ func (v Volume) HourRate() Money { return Money(v.SizeGB) * v.GBHour }
 // so its usage keys read "usage:vol:<id>:<period start>" (B1).
 func (v Volume) UsageRef() string { return "vol:" + v.ID }
 
-func init() {
-	register(Migration{ID: "0760_volumes", Up: func(tx *gorm.DB) error {
-		type volume struct {
-			ID           string `gorm:"primaryKey;size:32"`
-			OrgID        string `gorm:"size:32;index"`
-			EnvID        string `gorm:"size:32;index"`
-			Name         string `gorm:"size:63"`
-			Provider     string `gorm:"size:64"`
-			Location     string `gorm:"size:128"`
-			LocationName string `gorm:"size:191"`
-			SizeGB       int    `gorm:"column:size_gb"`
-			GBHour       int64  `gorm:"column:gb_hour"`
-			ClusterID    string `gorm:"size:32"`
-			CreatedWith  string `gorm:"size:32"`
-			CreatedBy    string `gorm:"size:191"`
-			SizeSince    time.Time
-			BilledUntil  *time.Time
-			DeletedAt    *time.Time
-			CreatedAt    time.Time
-			UpdatedAt    time.Time
-		}
-		if err := tx.Table("volumes").Migrator().CreateTable(&volume{}); err != nil {
+func up0760Volumes(tx *gorm.DB) error {
+	type volume struct {
+		ID           string `gorm:"primaryKey;size:32"`
+		OrgID        string `gorm:"size:32;index"`
+		EnvID        string `gorm:"size:32;index"`
+		Name         string `gorm:"size:63"`
+		Provider     string `gorm:"size:64"`
+		Location     string `gorm:"size:128"`
+		LocationName string `gorm:"size:191"`
+		SizeGB       int    `gorm:"column:size_gb"`
+		GBHour       int64  `gorm:"column:gb_hour"`
+		ClusterID    string `gorm:"size:32"`
+		CreatedWith  string `gorm:"size:32"`
+		CreatedBy    string `gorm:"size:191"`
+		SizeSince    time.Time
+		BilledUntil  *time.Time
+		DeletedAt    *time.Time
+		CreatedAt    time.Time
+		UpdatedAt    time.Time
+	}
+	if err := tx.Table("volumes").Migrator().CreateTable(&volume{}); err != nil {
+		return err
+	}
+	for _, q := range []string{
+		// V1: a cluster has at most one volume.
+		"CREATE UNIQUE INDEX idx_volumes_cluster ON volumes (cluster_id) WHERE cluster_id <> ''",
+		"ALTER TABLE quotes ADD COLUMN volume_id varchar(32) NOT NULL DEFAULT ''",
+		"ALTER TABLE clusters ADD COLUMN volume_id varchar(32) NOT NULL DEFAULT ''",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
 			return err
 		}
-		for _, q := range []string{
-			// V1: a cluster has at most one volume.
-			"CREATE UNIQUE INDEX idx_volumes_cluster ON volumes (cluster_id) WHERE cluster_id <> ''",
-			"ALTER TABLE quotes ADD COLUMN volume_id varchar(32) NOT NULL DEFAULT ''",
-			"ALTER TABLE clusters ADD COLUMN volume_id varchar(32) NOT NULL DEFAULT ''",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // VolumeInput is a volume to create (the form's and the API's fields).

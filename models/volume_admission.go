@@ -17,28 +17,26 @@ const (
 	DefaultMaxVolumeGB = 100_000
 )
 
-func init() {
-	register(Migration{ID: "0921_org_volume_quota", Up: func(tx *gorm.DB) error {
-		for _, q := range []string{
-			"ALTER TABLE orgs ADD COLUMN max_volumes integer NOT NULL DEFAULT 0",
-			"ALTER TABLE orgs ADD COLUMN max_volume_gb integer NOT NULL DEFAULT 0",
-		} {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
+func up0921OrgVolumeQuota(tx *gorm.DB) error {
+	for _, q := range []string{
+		"ALTER TABLE orgs ADD COLUMN max_volumes integer NOT NULL DEFAULT 0",
+		"ALTER TABLE orgs ADD COLUMN max_volume_gb integer NOT NULL DEFAULT 0",
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
 		}
-		return nil
-	}})
+	}
+	return nil
 }
 
 // VolumeQuota is o's volume limits with the deployment's defaults applied.
 func (s *Store) VolumeQuota(o Org) (maxVolumes, maxGB int) {
 	maxVolumes, maxGB = o.MaxVolumes, o.MaxVolumeGB
 	if maxVolumes == 0 {
-		maxVolumes = cmpOr(s.DefaultMaxVolumes, DefaultMaxVolumes)
+		maxVolumes = cmpOr(s.settings.DefaultMaxVolumes, DefaultMaxVolumes)
 	}
 	if maxGB == 0 {
-		maxGB = cmpOr(s.DefaultMaxVolumeGB, DefaultMaxVolumeGB)
+		maxGB = cmpOr(s.settings.DefaultMaxVolumeGB, DefaultMaxVolumeGB)
 	}
 	return maxVolumes, maxGB
 }

@@ -90,7 +90,7 @@ func (s *Store) WebhookSecrets(w WebhookEndpoint) ([]string, error) {
 const sealedPrefix = "sealed1:"
 
 func (s *Store) sealWebhookSecret(endpointID, secret string) (string, error) {
-	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	aead, err := machineKeyAEAD(s.settings.MachineKeySecret)
 	if err != nil {
 		return "", errors.New("models: no session encryption key to seal webhook secrets with")
 	}
@@ -106,7 +106,7 @@ func (s *Store) openWebhookSecret(endpointID, sealed string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("models: the signing secret of webhook endpoint %s is not sealed", endpointID)
 	}
-	aead, err := machineKeyAEAD(s.MachineKeySecret)
+	aead, err := machineKeyAEAD(s.settings.MachineKeySecret)
 	if err != nil {
 		return "", errors.New("models: no session encryption key to open webhook secrets with")
 	}
@@ -159,79 +159,78 @@ const (
 	WebhookMaxOverlap     = 7 * 24 * time.Hour
 )
 
-func init() {
-	register(Migration{ID: "0995_webhook_secrets_sealed", Up: func(tx *gorm.DB) error {
-		// Signing secrets are stored sealed (A5): room for the nonce, the
-		// tag and base64. SQLite does not bound varchar; the server seals
-		// the rows written before at start-up (SealWebhookSecrets), since
-		// a migration has no key.
-		if tx.Dialector.Name() != "postgres" {
-			return nil
-		}
-		return tx.Exec("ALTER TABLE webhook_endpoints ALTER COLUMN secret TYPE varchar(255), ALTER COLUMN prev_secret TYPE varchar(255)").Error
-	}})
-	register(Migration{ID: "0950_webhooks", Up: func(tx *gorm.DB) error {
-		type webhookEndpoint struct {
-			ID              string `gorm:"primaryKey;size:32"`
-			OrgID           string `gorm:"size:32;index:idx_webhook_endpoints_org"`
-			EnvID           string `gorm:"size:32;index:idx_webhook_endpoints_env"`
-			URL             string `gorm:"column:url;size:2000"`
-			Description     string `gorm:"size:200"`
-			Types           string `gorm:"size:1000"`
-			Enabled         bool
-			PausedReason    string `gorm:"size:255"`
-			Secret          string `gorm:"size:80"`
-			PrevSecret      string `gorm:"size:80"`
-			PrevSecretUntil *time.Time
-			FailingSince    *time.Time
-			ClaimedBy       string `gorm:"size:64"`
-			ClaimedUntil    *time.Time
-			CreatedBy       string `gorm:"size:191"`
-			CreatedAt       time.Time
-			UpdatedAt       time.Time
-		}
-		type webhookDelivery struct {
-			ID            int64  `gorm:"primaryKey;autoIncrement"`
-			EndpointID    string `gorm:"size:32;uniqueIndex:idx_webhook_deliveries_event,priority:1;index:idx_webhook_deliveries_due,priority:1"`
-			OrgID         string `gorm:"size:32"`
-			EnvID         string `gorm:"size:32"`
-			EventID       string `gorm:"size:40;uniqueIndex:idx_webhook_deliveries_event,priority:2"`
-			Type          string `gorm:"size:40"`
-			ClusterID     string `gorm:"size:32"`
-			Body          string `gorm:"type:text"`
-			CreatedAt     time.Time
-			Attempts      int
-			NextAttemptAt time.Time
-			DeliveredAt   *time.Time `gorm:"index:idx_webhook_deliveries_due,priority:2"`
-			FailedAt      *time.Time
-			LastStatus    int
-			LastError     string `gorm:"size:1000"`
-		}
-		type webhookAttempt struct {
-			ID         int64  `gorm:"primaryKey;autoIncrement"`
-			DeliveryID int64  `gorm:"index"`
-			EndpointID string `gorm:"size:32;index:idx_webhook_attempts_endpoint,priority:1"`
-			OrgID      string `gorm:"size:32"`
-			EventID    string `gorm:"size:40"`
-			Type       string `gorm:"size:40"`
-			Attempt    int
-			At         time.Time `gorm:"index:idx_webhook_attempts_endpoint,priority:2"`
-			Status     int
-			DurationMS int64  `gorm:"column:duration_ms"`
-			Excerpt    string `gorm:"size:1000"`
-			Error      string `gorm:"size:500"`
-		}
-		if err := tx.Table("webhook_endpoints").Migrator().CreateTable(&webhookEndpoint{}); err != nil {
-			return err
-		}
-		if err := tx.Table("webhook_deliveries").Migrator().CreateTable(&webhookDelivery{}); err != nil {
-			return err
-		}
-		if err := tx.Table("webhook_attempts").Migrator().CreateTable(&webhookAttempt{}); err != nil {
-			return err
-		}
-		return tx.Exec("ALTER TABLE cluster_events ADD COLUMN type VARCHAR(40) NOT NULL DEFAULT ''").Error
-	}})
+func up0995WebhookSecretsSealed(tx *gorm.DB) error {
+	// Signing secrets are stored sealed (A5): room for the nonce, the
+	// tag and base64. SQLite does not bound varchar; the server seals
+	// the rows written before at start-up (SealWebhookSecrets), since
+	// a migration has no key.
+	if tx.Dialector.Name() != "postgres" {
+		return nil
+	}
+	return tx.Exec("ALTER TABLE webhook_endpoints ALTER COLUMN secret TYPE varchar(255), ALTER COLUMN prev_secret TYPE varchar(255)").Error
+}
+
+func up0950Webhooks(tx *gorm.DB) error {
+	type webhookEndpoint struct {
+		ID              string `gorm:"primaryKey;size:32"`
+		OrgID           string `gorm:"size:32;index:idx_webhook_endpoints_org"`
+		EnvID           string `gorm:"size:32;index:idx_webhook_endpoints_env"`
+		URL             string `gorm:"column:url;size:2000"`
+		Description     string `gorm:"size:200"`
+		Types           string `gorm:"size:1000"`
+		Enabled         bool
+		PausedReason    string `gorm:"size:255"`
+		Secret          string `gorm:"size:80"`
+		PrevSecret      string `gorm:"size:80"`
+		PrevSecretUntil *time.Time
+		FailingSince    *time.Time
+		ClaimedBy       string `gorm:"size:64"`
+		ClaimedUntil    *time.Time
+		CreatedBy       string `gorm:"size:191"`
+		CreatedAt       time.Time
+		UpdatedAt       time.Time
+	}
+	type webhookDelivery struct {
+		ID            int64  `gorm:"primaryKey;autoIncrement"`
+		EndpointID    string `gorm:"size:32;uniqueIndex:idx_webhook_deliveries_event,priority:1;index:idx_webhook_deliveries_due,priority:1"`
+		OrgID         string `gorm:"size:32"`
+		EnvID         string `gorm:"size:32"`
+		EventID       string `gorm:"size:40;uniqueIndex:idx_webhook_deliveries_event,priority:2"`
+		Type          string `gorm:"size:40"`
+		ClusterID     string `gorm:"size:32"`
+		Body          string `gorm:"type:text"`
+		CreatedAt     time.Time
+		Attempts      int
+		NextAttemptAt time.Time
+		DeliveredAt   *time.Time `gorm:"index:idx_webhook_deliveries_due,priority:2"`
+		FailedAt      *time.Time
+		LastStatus    int
+		LastError     string `gorm:"size:1000"`
+	}
+	type webhookAttempt struct {
+		ID         int64  `gorm:"primaryKey;autoIncrement"`
+		DeliveryID int64  `gorm:"index"`
+		EndpointID string `gorm:"size:32;index:idx_webhook_attempts_endpoint,priority:1"`
+		OrgID      string `gorm:"size:32"`
+		EventID    string `gorm:"size:40"`
+		Type       string `gorm:"size:40"`
+		Attempt    int
+		At         time.Time `gorm:"index:idx_webhook_attempts_endpoint,priority:2"`
+		Status     int
+		DurationMS int64  `gorm:"column:duration_ms"`
+		Excerpt    string `gorm:"size:1000"`
+		Error      string `gorm:"size:500"`
+	}
+	if err := tx.Table("webhook_endpoints").Migrator().CreateTable(&webhookEndpoint{}); err != nil {
+		return err
+	}
+	if err := tx.Table("webhook_deliveries").Migrator().CreateTable(&webhookDelivery{}); err != nil {
+		return err
+	}
+	if err := tx.Table("webhook_attempts").Migrator().CreateTable(&webhookAttempt{}); err != nil {
+		return err
+	}
+	return tx.Exec("ALTER TABLE cluster_events ADD COLUMN type VARCHAR(40) NOT NULL DEFAULT ''").Error
 }
 
 // WebhookInput is an endpoint as a person sets it.
@@ -277,7 +276,7 @@ func WebhookURLProblem(raw string, allowLoopback bool) string {
 // WebhookProblems validates in (A4).
 func (s *Store) WebhookProblems(in WebhookInput) FieldErrors {
 	fe := FieldErrors{}
-	if p := WebhookURLProblem(strings.TrimSpace(in.URL), s.WebhookAllowLoopback); p != "" {
+	if p := WebhookURLProblem(strings.TrimSpace(in.URL), s.settings.WebhookAllowLoopback); p != "" {
 		fe["url"] = p
 	}
 	if len(in.Types) == 0 {

@@ -85,8 +85,8 @@ func (s *Store) queueClusterWebhooks(ctx context.Context, c Cluster, e ClusterEv
 		return err
 	}
 	var view any = map[string]any{"id": c.ID, "name": c.Name, "status": string(c.Status), "nodeCount": c.Nodes}
-	if s.WebhookClusterView != nil {
-		if view, err = s.WebhookClusterView(ctx, s, c); err != nil {
+	if s.settings.WebhookClusterView != nil {
+		if view, err = s.settings.WebhookClusterView(ctx, s, c); err != nil {
 			return fmt.Errorf("models: webhook view of %s: %w", c.ID, err)
 		}
 	}

@@ -34,17 +34,35 @@ type testApp struct {
 	h     *handler // the server's handler: its in-memory bounds, for tests that look at them
 }
 
-func newTestApp(t testing.TB, db *gorm.DB) *testApp { return newTestAppWith(t, db, nil) }
+func newTestApp(t testing.TB, db *gorm.DB) *testApp { return newTestAppSet(t, db, nil, nil) }
 
-// newTestAppWith is newTestApp with edit applied to the store and the
-// web layer's dependencies before the server is built.
+// newTestAppWith is newTestApp with edit applied to the web layer's
+// dependencies before the server is built.
 func newTestAppWith(t testing.TB, db *gorm.DB, edit func(*Deps)) *testApp {
+	return newTestAppSet(t, db, nil, edit)
+}
+
+// testSettings are the store's settings in tests, as main builds them.
+func testSettings() models.Settings {
+	return models.Settings{
+		MachineKeySecret:   []byte(strings.Repeat("s", 32)), // seals webhook secrets, as main sets it from SESSION_ENC_KEY
+		WebhookClusterView: WebhookClusterView,
+	}
+}
+
+// newTestAppSet is newTestApp with set applied to the store's settings
+// before the store is built (they are fixed from then on) and edit to the
+// web layer's dependencies before the server is built.
+func newTestAppSet(t testing.TB, db *gorm.DB, set func(*models.Settings), edit func(*Deps)) *testApp {
 	t.Helper()
 	counter := &sqlCounter{}
 	db = db.Session(&gorm.Session{Logger: counter})
 	clock := models.NewFakeClock(testNow)
-	store := models.NewStore(db, clock)
-	store.MachineKeySecret = []byte(strings.Repeat("s", 32)) // seals webhook secrets, as main sets it from SESSION_ENC_KEY
+	settings := testSettings()
+	if set != nil {
+		set(&settings)
+	}
+	store := models.NewStoreWith(db, clock, settings)
 	d := Deps{
 		Config: Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
 		Store:  store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FakeClock: clock,
@@ -62,6 +80,15 @@ func newTestAppWith(t testing.TB, db *gorm.DB, edit func(*Deps)) *testApp {
 func eachApp(t *testing.T, fn func(t *testing.T, app *testApp)) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newTestApp(t, db)) })
 }
+
+// eachAppSet is eachApp with set applied to the store's settings.
+func eachAppSet(t *testing.T, set func(*models.Settings), fn func(t *testing.T, app *testApp)) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newTestAppSet(t, db, set, nil)) })
+}
+
+// loopbackWebhooks lets webhook endpoints on this machine be used, as a
+// development server does (X8).
+func loopbackWebhooks(s *models.Settings) { s.WebhookAllowLoopback = true }
 
 // do serves req; /v1 exchanges are checked against the OpenAPI document.
 func (a *testApp) do(req *http.Request) *httptest.ResponseRecorder {

@@ -25,9 +25,10 @@ import (
 func TestBrowserAdminMachines(t *testing.T) {
 	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
-	app := newTestAppWith(t, openSQLite(t), func(d *Deps) {
-		d.Store.MachineKeySecret = bytes.Repeat([]byte{9}, 32)
-		d.Store.EnvMarkups = map[string]models.MarkupBP{"ssh": 1000}
+	app := newTestAppSet(t, openSQLite(t), func(s *models.Settings) {
+		s.MachineKeySecret = bytes.Repeat([]byte{9}, 32)
+		s.EnvMarkups = map[string]models.MarkupBP{"ssh": 1000}
+	}, func(d *Deps) {
 		d.Config.Providers = []string{"ssh"}
 		d.Config.SSHMachinesFile = "/etc/clusterdeck/machines.yaml"
 		d.Config.SSHFileMachines = []models.SSHMachine{{Name: "rack1-gpu-a", Host: "192.0.2.10", Port: 22, User: "root",

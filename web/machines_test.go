@@ -37,8 +37,7 @@ func pastedKey(t *testing.T) string {
 // audited. Non-operators get 403. On SQLite and PostgreSQL.
 func TestAdminMachines(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
-		app := newTestAppWith(t, db, func(d *Deps) {
-			d.Store.MachineKeySecret = bytes.Repeat([]byte{7}, 32)
+		app := newTestAppSet(t, db, func(s *models.Settings) { s.MachineKeySecret = bytes.Repeat([]byte{7}, 32) }, func(d *Deps) {
 			d.Config.Providers = []string{"sim", "ssh"}
 			d.Config.SSHMachinesFile = "/etc/clusterdeck/machines.yaml"
 			d.Config.SSHFileMachines = []models.SSHMachine{{Name: "rack-a", Host: "192.0.2.10", Port: 22, User: "root",
@@ -163,14 +162,14 @@ func TestAdminMachines(t *testing.T) {
 
 // Without ssh in PROVIDERS the page says the machines are not sold.
 func TestAdminMachinesProviderOff(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
+	noSecret := func(s *models.Settings) { s.MachineKeySecret = nil } // no secret configured
+	eachAppSet(t, noSecret, func(t *testing.T, app *testApp) {
 		oc := operatorFor(t, app, app.signupAccount("op@deck.example", "Deck Ops"))
 		d := doc(t, oc.get("/admin/machines"))
 		if d.Find(`[data-testid=ssh-disabled]`).Length() != 1 || d.Find(`[data-testid=no-machines]`).Length() != 1 {
 			t.Errorf("page: %s", d.Find(`[data-testid=admin-machines-page]`).Text())
 		}
 		// No secret configured: a pasted key is refused, a key path works.
-		app.store.MachineKeySecret = nil
 		rec := oc.post("/admin/machines", url.Values{"name": {"desk-1"}, "host": {"h"}, "private_key": {pastedKey(t)}, "location": {"office"}, "price": {"1"}})
 		if rec.Code != 422 || !strings.Contains(doc(t, rec).Find(`[data-testid=problem-key]`).Text(), "key path") {
 			t.Errorf("a pasted key without a secret: %d", rec.Code)

@@ -197,8 +197,7 @@ func TestMetricsLeaveOutWaitsAndTimeWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := newTestAppWith(t, db, func(d *Deps) { d.Metrics = reg })
-	app.store.WebhookAllowLoopback = true
+	app := newTestAppSet(t, db, loopbackWebhooks, func(d *Deps) { d.Metrics = reg })
 	acc := app.signupAccount("waits@example.com", "Waiters")
 	tok := apiKeyFor(t, app, acc)
 	cl := makeJoined(t, app, launchFor(t, app, acc, "waited"), false)

@@ -30,7 +30,7 @@ func (h *handler) adminProviders(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := views.AdminProvidersPage{Meta: h.meta(c, "Providers"), Rows: rows, DefaultMarkup: models.PercentText(h.Store.DefaultMarkup)}
+	p := views.AdminProvidersPage{Meta: h.meta(c, "Providers"), Rows: rows, DefaultMarkup: models.PercentText(h.Store.Settings().DefaultMarkup)}
 	return render(c, http.StatusOK, views.AdminProvidersView(p))
 }
 
@@ -153,7 +153,7 @@ func (h *handler) setProviderMarkup(c echo.Context) error {
 	if errors.As(err, &fe) {
 		row.Problems = fe
 		p := views.AdminProvidersPage{Meta: h.meta(c, "Providers"), Rows: []views.AdminProviderRow{row},
-			DefaultMarkup: models.PercentText(h.Store.DefaultMarkup)}
+			DefaultMarkup: models.PercentText(h.Store.Settings().DefaultMarkup)}
 		return page(c, http.StatusUnprocessableEntity, views.AdminProvidersView(p), views.AdminProviderRowView(p.Meta.CSRF, row))
 	}
 	if err != nil {

@@ -21,8 +21,7 @@ import (
 func TestProvidersPageShowsConfiguration(t *testing.T) {
 	const secret = "secret_lambda_key_never_shown"
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
-		app := newTestAppWith(t, db, func(d *Deps) {
-			d.Store.EnvMarkups = map[string]models.MarkupBP{"lambda": 1250}
+		app := newTestAppSet(t, db, func(s *models.Settings) { s.EnvMarkups = map[string]models.MarkupBP{"lambda": 1250} }, func(d *Deps) {
 			d.Config.Providers = []string{"sim", "lambda"}
 			d.Config.ProviderSettings = map[string]ProviderSetting{
 				"lambda": {KeyVar: "LAMBDA_API_KEY", KeySet: true, RegionsVar: "LAMBDA_REGIONS", Regions: []string{"us-east-1", "us-west-1"}, MarkupVar: "LAMBDA_MARKUP_PERCENT"},

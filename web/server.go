@@ -139,6 +139,14 @@ type handler struct {
 	heartbeats      *heartbeatLimiter
 }
 
+// WebhookClusterView is the cluster as the API shows it, for the data of its
+// webhook events (X8): main puts it in the store's models.Settings, since
+// models cannot import the API's types. New writes nothing into the Store:
+// its settings are fixed before the jobs start.
+func WebhookClusterView(ctx context.Context, tx *models.Store, c models.Cluster) (any, error) {
+	return clusterAPIView(ctx, tx, c, false)
+}
+
 // New builds the echo server with every route.
 func New(d Deps) *echo.Echo {
 	e, _ := newServer(d)
@@ -152,11 +160,6 @@ func newServer(d Deps) (*echo.Echo, *handler) {
 	}
 	if d.Metrics == nil {
 		d.Metrics = prometheus.NewRegistry()
-	}
-	if d.Store != nil && d.Store.WebhookClusterView == nil { // X8: webhook events carry the cluster as the API shows it
-		d.Store.WebhookClusterView = func(ctx context.Context, tx *models.Store, c models.Cluster) (any, error) {
-			return clusterAPIView(ctx, tx, c, false)
-		}
 	}
 	h := &handler{Deps: d, sessions: newSessionStore(d.Config), renders: newRenderCache(renderCacheBudget), streams: newStreamLimits()}
 	if d.Store != nil {

@@ -23,7 +23,9 @@ import (
 func TestBrowserStopStaleAndIdleClock(t *testing.T) {
 	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
-	app := newTestAppWith(t, openSQLite(t), nil)
+	app := newTestAppSet(t, openSQLite(t), func(s *models.Settings) {
+		s.StopRefusals = map[string]string{"lambda": "Lambda cannot stop a machine and start it again: terminate the cluster to end its billing."}
+	}, nil)
 	srv := httptest.NewServer(app.e)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { _ = chromedp.Cancel(ctx) }) // the page's polling would hold the server open
@@ -35,7 +37,6 @@ func TestBrowserStopStaleAndIdleClock(t *testing.T) {
 	clusters := map[int64]models.Cluster{1440: staleCluster(t, app, acc, "wide-run"), 390: staleCluster(t, app, acc, "phone-run")}
 	cannot := staleCluster(t, app, acc, "lambda-run")
 	app.db.Model(&models.Cluster{}).Where("id = ?", cannot.ID).Update("provider", "lambda")
-	app.store.StopRefusals = map[string]string{"lambda": "Lambda cannot stop a machine and start it again: terminate the cluster to end its billing."}
 	// idle-run: its GPUs idle for 30 minutes, of which the first 20 before
 	// the hand-over (installing, verifying).
 	idle := reportingCluster(t, app, acc, "idle-run", 0, 30)

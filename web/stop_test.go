@@ -44,7 +44,10 @@ func stopCase(t *testing.T, f *useCaseFixture) (func() int, func() bool) {
 // cannot stop machines the page shows Stop off with the provider's reason
 // and the API answers 409 stop_unsupported with it, changing nothing.
 func TestStopAPI(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
+	lambdaCannotStop := func(s *models.Settings) { // as main sets it from the providers (B6)
+		s.StopRefusals = map[string]string{"lambda": "Lambda cannot stop a machine and start it again: terminate the cluster to end its billing."}
+	}
+	eachAppSet(t, lambdaCannotStop, func(t *testing.T, app *testApp) {
 		ctx := context.Background()
 		owner := app.signupAccount("owner@example.com", "Acme")
 		tok := apiKeyFor(t, app, owner)
@@ -105,8 +108,9 @@ func TestStopAPI(t *testing.T) {
 		}
 
 		lambda := readyFor(t, app, owner, "on-lambda")
-		app.store.StopRefusals = map[string]string{lambda.Provider: "Lambda cannot stop a machine and start it again: terminate the cluster to end its billing."}
-		t.Cleanup(func() { app.store.StopRefusals = nil })
+		if err := app.db.Model(&models.Cluster{}).Where("id = ?", lambda.ID).Update("provider", "lambda").Error; err != nil {
+			t.Fatal(err)
+		}
 		d = doc(t, browser.get("/clusters/"+lambda.ID))
 		btn := d.Find(`button[data-testid=stop]`)
 		if _, off := btn.Attr("disabled"); !off || d.Find(`form[action$="/stop"]`).Length() != 0 ||

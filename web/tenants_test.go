@@ -247,9 +247,8 @@ func TestVolumesPassLaunchAdmission(t *testing.T) {
 // set), sets it there (audited), and 0 restores the default; a launch that
 // creates a volume is held to it too.
 func TestOperatorSetsVolumeQuota(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
+	eachAppSet(t, func(s *models.Settings) { s.DefaultMaxVolumes, s.DefaultMaxVolumeGB = 7, 700 }, func(t *testing.T, app *testApp) {
 		ctx := context.Background()
-		app.store.DefaultMaxVolumes, app.store.DefaultMaxVolumeGB = 7, 700
 		cust := app.signupAccount("cust@example.com", "Customer")
 		oc := operatorFor(t, app, app.signupAccount("op@deck.example", "Deck Ops"))
 		row := doc(t, oc.get("/admin")).Find(`#org-` + cust.org.ID)

@@ -86,7 +86,9 @@ func TestTopUpMaximum(t *testing.T) {
 		if l := label(); !strings.Contains(l, "$50,000.00") {
 			t.Errorf("form label %q does not show the default maximum", l)
 		}
-		app.store.Limits.MaxTopUp = 100 * models.Micro
+		// The server restarted with MAX_TOP_UP_USD=100 on the same database.
+		app = newTestAppSet(t, app.db, func(s *models.Settings) { s.Limits.MaxTopUp = 100 * models.Micro }, nil)
+		c = app.login(acc)
 		if l := label(); !strings.Contains(l, "$100.00") {
 			t.Errorf("form label %q does not show MAX_TOP_UP_USD", l)
 		}

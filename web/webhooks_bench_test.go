@@ -21,8 +21,7 @@ func BenchmarkWebhookDrain(b *testing.B) {
 	for _, dialect := range modelstest.Dialects {
 		b.Run(dialect, func(b *testing.B) {
 			db := modelstest.Open(b, dialect)
-			app := newTestApp(b, db)
-			app.store.WebhookAllowLoopback = true
+			app := newTestAppSet(b, db, loopbackWebhooks, nil)
 			owner := app.signupAccount("owner@example.com", "Bench Inc")
 			ctx := context.Background()
 			rcv := newReceiver(b)

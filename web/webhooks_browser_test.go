@@ -18,8 +18,7 @@ import (
 func TestBrowserWebhookJourney(t *testing.T) {
 	t.Parallel() // see newBrowser
 	ctx := newBrowserFor(t, 2*time.Minute)
-	app := newTestApp(t, openSQLite(t))
-	app.store.WebhookAllowLoopback = true
+	app := newTestAppSet(t, openSQLite(t), loopbackWebhooks, nil)
 	srv := httptest.NewServer(app.e)
 	defer srv.Close()
 	acc := app.signupAccount("wanda@hooks.example.com", "Hook Research")

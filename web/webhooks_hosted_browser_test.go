@@ -22,8 +22,7 @@ import (
 func TestBrowserWebhooksForAHostedCustomer(t *testing.T) {
 	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
-	app := newTestApp(t, openSQLite(t))
-	app.store.WebhookAllowLoopback = true
+	app := newTestAppSet(t, openSQLite(t), loopbackWebhooks, nil)
 	srv := httptest.NewServer(app.e)
 	t.Cleanup(srv.Close)
 	owner := app.signupAccount("hosted@example.com", "Hosted")

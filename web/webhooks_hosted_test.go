@@ -29,8 +29,7 @@ import (
 // the form and the API, and a PATCH onto another endpoint's URL too;
 // another environment may use it.
 func TestWebhookURLOncePerEnvironment(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		ctx := context.Background()
 		owner := app.signupAccount("once@example.com", "Once")
 		key := apiKeyFor(t, app, owner)
@@ -86,8 +85,7 @@ func TestWebhookURLOncePerEnvironment(t *testing.T) {
 // not retried, and does not make the endpoint "failing" — only real
 // deliveries do.
 func TestWebhookFailedTestIsNotFailing(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		ctx := context.Background()
 		owner := app.signupAccount("tests@example.com", "Testers")
 		key := apiKeyFor(t, app, owner)

@@ -261,8 +261,7 @@ func drain(t testing.TB, store *models.Store, clock *models.FakeClock, rounds in
 // no other, each signature valid, in order per cluster; another
 // environment's endpoint gets nothing.
 func TestWebhooksDeliverEveryEventSignedInOrder(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
 		key := apiKeyFor(t, app, owner)
 		rcv := newReceiver(t)
@@ -316,8 +315,7 @@ func TestWebhooksDeliverEveryEventSignedInOrder(t *testing.T) {
 			t.Fatalf("accepted while failing: %+v", got)
 		}
 		// 3. The server restarts (new app and job on the same database) and the receiver recovers.
-		app2 := newTestApp(t, app.db)
-		app2.store.WebhookAllowLoopback = true
+		app2 := newTestAppSet(t, app.db, loopbackWebhooks, nil)
 		app2.clock.Set(app.clock.Now().Add(time.Hour))
 		rcv.mode.Store("ok")
 		drain(t, app2.store, app2.clock, 20, webhookJob(app2.store, "two"))
@@ -359,8 +357,7 @@ func TestWebhooksDeliverEveryEventSignedInOrder(t *testing.T) {
 // so no endpoint ever has two requests in flight, every event arrives once
 // and in order per cluster (X8).
 func TestWebhooksTwoInstancesNeverSendTwiceAtOnce(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
 		rcv := newReceiver(t)
 		rcv.delay = 5 * time.Millisecond
@@ -379,9 +376,7 @@ func TestWebhooksTwoInstancesNeverSendTwiceAtOnce(t *testing.T) {
 			lifecycle(t, app.store, cl)
 			clusters = append(clusters, cl)
 		}
-		second := models.NewStore(modelstest.SecondInstance(t, app.db), app.clock)
-		second.WebhookAllowLoopback = true
-		second.MachineKeySecret = app.store.MachineKeySecret
+		second := models.NewStoreWith(modelstest.SecondInstance(t, app.db), app.clock, app.store.Settings())
 		one, two := webhookJob(app.store, "one"), webhookJob(second, "two")
 		one.Batch, two.Batch = 2, 2 // many small rounds: many chances to collide
 		var wg sync.WaitGroup
@@ -435,8 +430,7 @@ func TestWebhooksTwoInstancesNeverSendTwiceAtOnce(t *testing.T) {
 // mailed once; members are not (X8, E2). Enabling it again sends what
 // waited.
 func TestWebhooksPausedAfterThreeDaysAndOwnersMailed(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
 		member := app.joinAccount(owner, "member@example.com", models.RoleMember)
 		rcv := newReceiver(t)
@@ -504,8 +498,7 @@ func TestWebhooksPausedAfterThreeDaysAndOwnersMailed(t *testing.T) {
 // redeliver, delete; members are refused, another environment's key sees
 // 404, bad input is a 422 that changes nothing (X8, A3, A4).
 func TestWebhooksAPI(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
 		member := app.joinAccount(owner, "member@example.com", models.RoleMember)
 		key, memberKey := apiKeyFor(t, app, owner), apiKeyFor(t, app, member)
@@ -606,8 +599,7 @@ func TestWebhooksAPI(t *testing.T) {
 // under another key a delivery is never sent unsigned: the attempt fails
 // and says why.
 func TestAbuseWebhookSecretsSealed(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
 		key := apiKeyFor(t, app, owner)
 		rcv := newReceiver(t)
@@ -662,8 +654,9 @@ func TestAbuseWebhookSecretsSealed(t *testing.T) {
 		}
 
 		// Under another key nothing is sent unsigned.
-		other := models.NewStore(app.db, app.clock)
-		other.MachineKeySecret = []byte(strings.Repeat("x", 32))
+		otherSettings := app.store.Settings()
+		otherSettings.MachineKeySecret = []byte(strings.Repeat("x", 32))
+		other := models.NewStoreWith(app.db, app.clock, otherSettings)
 		app.apiJSON(http.MethodPost, "/v1/webhooks/"+ep.ID+"/test", key, "", http.StatusAccepted, nil)
 		if err := webhookJob(other, "other").Run(ctx); err != nil {
 			t.Fatal(err)
@@ -685,8 +678,7 @@ func TestAbuseWebhookSecretsSealed(t *testing.T) {
 // rate-limited per endpoint and per organisation with 429 and Retry-After;
 // an overlap out of range is refused and the secret is unchanged (A4, X8).
 func TestAbuseWebhookLimitsHoldUnderConcurrency(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
 		key := apiKeyFor(t, app, owner)
 		ctx := context.Background()
@@ -814,8 +806,7 @@ func TestAbuseWebhookLimitsHoldUnderConcurrency(t *testing.T) {
 // hang (A4, X8). The slow receivers block until the test lets them go, so
 // nothing here depends on how fast the machine is.
 func TestAbuseWebhooksOneTenantCannotHoldUpAnother(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		slowOrg := app.signupAccount("slow@example.com", "Slow Inc")
 		fastOrg := app.signupAccount("fast@example.com", "Fast Inc")
 		slowKey, fastKey := apiKeyFor(t, app, slowOrg), apiKeyFor(t, app, fastOrg)
@@ -890,8 +881,7 @@ func (p *holdingPoster) Post(ctx context.Context, url string, h http.Header, bod
 // clock, ten hours ahead, does not leak into the signature's t=: receivers
 // check it against their own clock with a 300 s tolerance (X8).
 func TestWebhookSignatureCarriesTheWallClock(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
 		key := apiKeyFor(t, app, owner)
 		var stamp atomic.Int64
@@ -940,8 +930,7 @@ func TestWebhookEventTypesCoverTheLifecycle(t *testing.T) {
 // event fails, its later events wait (in order per cluster), and another
 // cluster's events are not held up (X8).
 func TestWebhooksWaitForAnEarlierEventOfTheCluster(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
 		rcv := newReceiver(t)
 		ctx := context.Background()
@@ -987,8 +976,7 @@ func TestWebhooksWaitForAnEarlierEventOfTheCluster(t *testing.T) {
 // event for the organisation's endpoints that want it (every environment),
 // sent with the top-up; an endpoint that did not choose it gets nothing (X8, B4).
 func TestWebhooksBillingEvents(t *testing.T) {
-	eachApp(t, func(t *testing.T, app *testApp) {
-		app.store.WebhookAllowLoopback = true
+	eachAppSet(t, loopbackWebhooks, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Hooks Inc")
 		rcv := newReceiver(t)
 		ctx := context.Background()

@@ -48,12 +48,27 @@ func cliOffer(id, loc string, gpus int, perGPU models.Money, avail *int) models.
 	}
 }
 
-func newDeck(t *testing.T, db *gorm.DB) *deck {
+// deckSettings are the store's settings, as main builds them, with set
+// applied (nil: none).
+func deckSettings(set func(*models.Settings)) models.Settings {
+	s := models.Settings{
+		MachineKeySecret:   []byte(strings.Repeat("s", 32)), // seals webhook secrets, as main sets it
+		WebhookClusterView: web.WebhookClusterView,
+	}
+	if set != nil {
+		set(&s)
+	}
+	return s
+}
+
+func newDeck(t *testing.T, db *gorm.DB) *deck { return newDeckSet(t, db, nil) }
+
+// newDeckSet is newDeck with set applied to the store's settings.
+func newDeckSet(t *testing.T, db *gorm.DB, set func(*models.Settings)) *deck {
 	t.Helper()
 	ctx := context.Background()
 	clock := models.NewFakeClock(time.Now().UTC().Truncate(time.Second))
-	store := models.NewStore(db, clock)
-	store.MachineKeySecret = []byte(strings.Repeat("s", 32)) // seals webhook secrets, as main sets it
+	store := models.NewStoreWith(db, clock, deckSettings(set))
 	e := web.New(web.Deps{
 		Config: web.Config{BaseURL: "http://127.0.0.1", SessionAuthKey: []byte(strings.Repeat("k", 64)), SessionEncKey: []byte(strings.Repeat("e", 32))},
 		Store:  store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Static: static.FS, FakeClock: clock,
@@ -93,6 +108,11 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 // eachDeck runs fn on SQLite and, with TEST_DATABASE_URL, on PostgreSQL.
 func eachDeck(t *testing.T, fn func(t *testing.T, d *deck)) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newDeck(t, db)) })
+}
+
+// eachDeckSet is eachDeck with set applied to the store's settings.
+func eachDeckSet(t *testing.T, set func(*models.Settings), fn func(t *testing.T, d *deck)) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newDeckSet(t, db, set)) })
 }
 
 // eachDeckInTurn is eachDeck with the two runs one after the other, for a

@@ -73,7 +73,10 @@ func TestCLIResume(t *testing.T) {
 // cannot stop machines it is refused with the provider's reason and
 // nothing changes.
 func TestCLIStop(t *testing.T) {
-	eachDeck(t, func(t *testing.T, d *deck) {
+	lambdaCannotStop := func(s *models.Settings) { // as main sets it from the providers (B6)
+		s.StopRefusals = map[string]string{"lambda": "This cloud cannot stop a machine: terminate the cluster to end its billing."}
+	}
+	eachDeckSet(t, lambdaCannotStop, func(t *testing.T, d *deck) {
 		ctx := context.Background()
 		cl := d.launch(t, "pausable")
 		d.join(t, cl.ID, 2)
@@ -92,8 +95,9 @@ func TestCLIStop(t *testing.T) {
 
 		other := d.launch(t, "unstoppable")
 		d.join(t, other.ID, 2)
-		d.store.StopRefusals = map[string]string{other.Provider: "This cloud cannot stop a machine: terminate the cluster to end its billing."}
-		t.Cleanup(func() { d.store.StopRefusals = nil })
+		if err := d.store.DB().Model(&models.Cluster{}).Where("id = ?", other.ID).Update("provider", "lambda").Error; err != nil {
+			t.Fatal(err)
+		}
 		if _, errOut, code := d.gpu(t, "clusters", "stop", other.ID); code == 0 || !strings.Contains(errOut, "stop_unsupported") ||
 			!strings.Contains(errOut, "cannot stop a machine") {
 			t.Fatalf("stop where machines cannot stop: exit %d %s", code, errOut)

@@ -4,14 +4,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/clusterdeck/clusterdeck/models"
 )
 
 // X8, API3: "webhooks create/list/get/update/rotate-secret/test/deliveries/
 // redeliver/delete" over the real API; the secret is printed once; a bad
 // type is the API's field error (exit 1) and creates nothing.
 func TestCLIWebhooks(t *testing.T) {
-	eachDeck(t, func(t *testing.T, d *deck) {
-		d.store.WebhookAllowLoopback = true
+	eachDeckSet(t, func(s *models.Settings) { s.WebhookAllowLoopback = true }, func(t *testing.T, d *deck) {
 		out, errOut, code := d.gpu(t, "webhooks", "list")
 		if code != 0 || !strings.Contains(out, "No webhook endpoints") || !strings.Contains(out, "cluster.ready") {
 			t.Fatalf("empty list: %d %s %s", code, out, errOut)

@@ -84,7 +84,7 @@ func run(ctx context.Context, out io.Writer, l load, catalogSize int) error {
 	if _, err := models.Migrate(ctx, db); err != nil {
 		return err
 	}
-	store := models.NewStore(db, nil)
+	store := models.NewStoreWith(db, nil, models.Settings{WebhookClusterView: web.WebhookClusterView}) // as main builds it
 	catalog := &jobs.Catalog{Store: store, Providers: providers.Registry{"sim": sim.New(sim.DefaultConfig())}}
 	if err := catalog.Run(ctx); err != nil {
 		return err

@@ -70,11 +70,26 @@ type acct struct {
 	keyID string
 }
 
-func newDeck(t *testing.T, db *gorm.DB) *deck {
+// deckSettings are the store's settings, as main builds them, with set
+// applied (nil: none).
+func deckSettings(set func(*models.Settings)) models.Settings {
+	s := models.Settings{
+		MachineKeySecret:   []byte(strings.Repeat("s", 32)), // seals webhook secrets, as main sets it
+		WebhookClusterView: web.WebhookClusterView,
+	}
+	if set != nil {
+		set(&s)
+	}
+	return s
+}
+
+func newDeck(t *testing.T, db *gorm.DB) *deck { return newDeckSet(t, db, nil) }
+
+// newDeckSet is newDeck with set applied to the store's settings.
+func newDeckSet(t *testing.T, db *gorm.DB, set func(*models.Settings)) *deck {
 	t.Helper()
 	clock := models.NewFakeClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	store := models.NewStore(db, clock)
-	store.MachineKeySecret = []byte(strings.Repeat("s", 32)) // seals webhook secrets, as main sets it
+	store := models.NewStoreWith(db, clock, deckSettings(set))
 	// The event feed looks for new rows every 5 ms, not every second: a
 	// wait_for_cluster call sees each event as the test writes it.
 	srv := httptest.NewServer(web.New(web.Deps{Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Static: static.FS,
@@ -104,6 +119,11 @@ func newDeck(t *testing.T, db *gorm.DB) *deck {
 // eachDeck runs fn on SQLite and, with TEST_DATABASE_URL, on PostgreSQL.
 func eachDeck(t *testing.T, fn func(t *testing.T, d *deck)) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newDeck(t, db)) })
+}
+
+// eachDeckSet is eachDeck with set applied to the store's settings.
+func eachDeckSet(t *testing.T, set func(*models.Settings), fn func(t *testing.T, d *deck)) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, newDeckSet(t, db, set)) })
 }
 
 // signup makes an organisation with dollars of balance and an API key.

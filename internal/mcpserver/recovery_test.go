@@ -149,7 +149,10 @@ func TestResumeTool(t *testing.T) {
 // provider's reason where machines cannot stop, and is not found for
 // another organisation; resume_cluster then starts it again.
 func TestStopTool(t *testing.T) {
-	eachDeck(t, func(t *testing.T, d *deck) {
+	lambdaCannotStop := func(s *models.Settings) { // as main sets it from the providers (B6)
+		s.StopRefusals = map[string]string{"lambda": "This cloud cannot stop a machine: terminate the cluster to end its billing."}
+	}
+	eachDeckSet(t, lambdaCannotStop, func(t *testing.T, d *deck) {
 		ctx := context.Background()
 		cs := mustConnect(t, ways[0], d, d.key)
 		id := d.readyCluster(cs, "stop-me")
@@ -173,9 +176,10 @@ func TestStopTool(t *testing.T) {
 		if r := ok(t, cs, "resume_cluster", map[string]any{"cluster_id": id}); r.data["resumeRequestedAt"] == nil {
 			t.Fatalf("resume_cluster after stop_cluster: %s", r.text)
 		}
-		d.store.StopRefusals = map[string]string{"sim": "This cloud cannot stop a machine: terminate the cluster to end its billing."}
-		t.Cleanup(func() { d.store.StopRefusals = nil })
 		other := d.readyCluster(cs, "cannot-stop")
+		if err := d.store.DB().Model(&models.Cluster{}).Where("id = ?", other).Update("provider", "lambda").Error; err != nil {
+			t.Fatal(err)
+		}
 		refused(t, cs, "stop_cluster", map[string]any{"cluster_id": other}, "stop_unsupported", "cannot stop a machine")
 		if cl, _ := d.store.ClusterByID(ctx, other); cl.StopRequestedAt != nil {
 			t.Fatal("a refused stop changed the cluster")

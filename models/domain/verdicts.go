@@ -22,7 +22,7 @@ const (
 )
 
 // VerifyThresholds are what "passes" means (X13). They are
-// configuration (SetVerifyThresholds; the server reads CLUSTERDECK_VERIFY_*),
+// configuration (Settings.Verify; the server reads CLUSTERDECK_VERIFY_*),
 // and docs/clusters.md gives each one's source.
 type VerifyThresholds struct {
 	// RingPercent: the ring all-reduce's bus bandwidth must reach this
@@ -46,6 +46,24 @@ type VerifyThresholds struct {
 
 // DefaultVerifyThresholds are the thresholds unless configured otherwise.
 var DefaultVerifyThresholds = VerifyThresholds{RingPercent: 85, PairBelowMedianPercent: 10, IdleTempMaxC: 70, Window: ProvisionCap}
+
+// WithDefaults is t with its zero fields set to DefaultVerifyThresholds'.
+func (t VerifyThresholds) WithDefaults() VerifyThresholds {
+	d := DefaultVerifyThresholds
+	if t.RingPercent > 0 {
+		d.RingPercent = t.RingPercent
+	}
+	if t.PairBelowMedianPercent > 0 {
+		d.PairBelowMedianPercent = t.PairBelowMedianPercent
+	}
+	if t.IdleTempMaxC > 0 {
+		d.IdleTempMaxC = t.IdleTempMaxC
+	}
+	if t.Window > 0 {
+		d.Window = t.Window
+	}
+	return d
+}
 
 // MachineVerdict is one machine's check.
 type MachineVerdict struct {
