@@ -80,7 +80,7 @@ type config struct {
 	DefaultMaxGPUs     int // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
 	DefaultMaxVolumes  int // DEFAULT_MAX_VOLUMES: live volumes of an organisation without its own quota (default 20)
 	DefaultMaxVolumeGB int // DEFAULT_MAX_VOLUME_GB: GB of live volumes together, likewise (default 100000)
-	// Verification before hand-over (issue 24): VERIFY_RING_PERCENT (85),
+	// Verification before hand-over (X13): VERIFY_RING_PERCENT (85),
 	// VERIFY_PAIR_BELOW_MEDIAN_PERCENT (10), VERIFY_IDLE_TEMP_MAX_C (70).
 	Verify        models.VerifyThresholds
 	DefaultMarkup int // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)

@@ -10,7 +10,7 @@ import (
 )
 
 // docs/architecture.md's Layout block names every package directory of the tree and
-// every scheduled job, and nothing that is gone (issue 22 item 9).
+// every scheduled job, and nothing that is gone.
 func TestArchitectureLayout(t *testing.T) {
 	readme, err := os.ReadFile("docs/architecture.md")
 	if err != nil {

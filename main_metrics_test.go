@@ -31,7 +31,7 @@ func (downCloud) ListOffers(context.Context) ([]providers.Offer, error) {
 	return nil, &providers.Error{Class: providers.ErrTransient, Provider: "down", Op: "ListOffers", Message: "503"}
 }
 
-// OP3 (issue 20 item 14): the whole /metrics of a server, as main wires
+// OP3: the whole /metrics of a server, as main wires
 // it, is valid text exposition in which no metric carries Prometheus's own
 // target labels (job, instance: a real scrape renames them exported_…), and
 // every query of docs/operating.md's Metrics section names metrics and labels that
@@ -57,7 +57,7 @@ func TestOperatingMetricQueriesMatchTheExposition(t *testing.T) {
 	if _, err := store.Deposit(ctx, "org_x", 25*models.Micro, "dep", "test"); err != nil {
 		t.Fatal(err)
 	}
-	util, used, total := 80, 40000, 81559 // a running cluster's GPU reported this minute (issue 26)
+	util, used, total := 80, 40000, 81559 // a running cluster's GPU reported this minute (X15)
 	if err := store.DB().Create(&models.GPUPoint{ClusterID: "cl_x", At: store.Now().Unix() / 60 * 60, N: 1,
 		Util: &util, MemUsed: &used, MemTotal: &total}).Error; err != nil {
 		t.Fatal(err)

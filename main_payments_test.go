@@ -61,7 +61,7 @@ func TestStripeForWebPaymentIntentEvents(t *testing.T) {
 	}
 }
 
-// B4, issue 20 item 4: docs/operating.md's webhook set-up line names every event
+// B4: docs/operating.md's webhook set-up line names every event
 // the ledger acts on, so an operator subscribes the endpoint to each.
 func TestOperatingListsWebhookEvents(t *testing.T) {
 	readme, err := os.ReadFile("docs/operating.md")

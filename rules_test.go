@@ -14,7 +14,7 @@ import (
 )
 
 // citation is one parenthesised group of the code that cites rules only,
-// e.g. "(L4)", "(OP1, X5)", "(issue 23, OP1, L3–L4)"; tagPart is one of its
+// e.g. "(L4)", "(OP1, X5)", "(OP1, L3–L4)"; tagPart is one of its
 // rule tags (a range names both ends).
 var (
 	citation = regexp.MustCompile(`\(([^()\n]{1,200})\)`)
@@ -24,7 +24,7 @@ var (
 )
 
 // Every rule tag the code cites is defined in docs/rules.md, and every file
-// that page names as a rule's home exists (issue 22 item 8).
+// that page names as a rule's home exists.
 func TestRuleTagsAreDefined(t *testing.T) {
 	doc, err := os.ReadFile("docs/rules.md")
 	if err != nil {
@@ -113,7 +113,7 @@ func citedTags(src string) []string {
 }
 
 func TestCitedTags(t *testing.T) {
-	got := strings.Join(citedTags("a (L4) b (OP1, X5) c (issue 23, OP1, L3–L4) d (B1–B7) e (24 GB PCIe) f (A10 and more)"), " ")
+	got := strings.Join(citedTags("a (L4) b (OP1, X5) c (OP1, L3–L4) d (B1–B7) e (24 GB PCIe) f (A10 and more)"), " ")
 	if want := "L4 OP1 X5 OP1 L3 L4 B1 B7"; got != want {
 		t.Fatalf("citedTags = %q, want %q", got, want)
 	}

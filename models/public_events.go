@@ -22,8 +22,8 @@ const (
 	TypeNodeDown                 = "node.down"                  // one more machine down in a degraded cluster
 	TypeNodeReplaced             = "node.replaced"              // a replacement machine joined in a down one's place (X5)
 	TypeNodeJoined               = "node.joined"                // an added worker joined (L10)
-	TypeNodeVerificationFailed   = "node.verification_failed"   // a machine failed verification before hand-over; the message names its machine id (issue 24)
-	TypeClusterVerifying         = "cluster.verifying"          // every node up (and its software ready): verification before hand-over runs (issue 24)
+	TypeNodeVerificationFailed   = "node.verification_failed"   // a machine failed verification before hand-over; the message names its machine id (X13)
+	TypeClusterVerifying         = "cluster.verifying"          // every node up (and its software ready): verification before hand-over runs (X13)
 	TypeTopUpCredited            = "billing.topup_credited"     // a top-up was credited to the balance (B4)
 	TypeAutoRechargeFailed       = "billing.auto_recharge_failed"
 	TypeBalanceLow               = "billing.balance_low"      // the balance runs low or ran out (B6)

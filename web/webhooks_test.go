@@ -255,7 +255,7 @@ func drain(t testing.TB, store *models.Store, clock *models.FakeClock, rounds in
 	t.Fatalf("deliveries still pending after %d rounds", rounds)
 }
 
-// TestWebhooksDeliverEveryEventSignedInOrder is issue 25's proof (X8): a
+// TestWebhooksDeliverEveryEventSignedInOrder is the proof of X8: a
 // receiver on loopback that fails, then times out, then recovers — across
 // a restart of the server — gets every event of the configured types and
 // no other, each signature valid, in order per cluster; another
