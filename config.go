@@ -19,7 +19,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/web"
 )
 
-// config is every setting, read once from the environment (see README).
+// config is every setting, read once from the environment (see docs/operating.md).
 type config struct {
 	Addr        string // ADDR: listen address (default 127.0.0.1:8080)
 	DatabaseURL string // DATABASE_URL: postgres://… ; unset → SQLite file under DataDir
@@ -80,7 +80,7 @@ type config struct {
 	DefaultMaxGPUs     int // DEFAULT_MAX_GPUS: quota of a new organisation (default 512)
 	DefaultMaxVolumes  int // DEFAULT_MAX_VOLUMES: live volumes of an organisation without its own quota (default 20)
 	DefaultMaxVolumeGB int // DEFAULT_MAX_VOLUME_GB: GB of live volumes together, likewise (default 100000)
-	// Verification before hand-over (issue 24): VERIFY_RING_PERCENT (85),
+	// Verification before hand-over (X13): VERIFY_RING_PERCENT (85),
 	// VERIFY_PAIR_BELOW_MEDIAN_PERCENT (10), VERIFY_IDLE_TEMP_MAX_C (70).
 	Verify        models.VerifyThresholds
 	DefaultMarkup int // DEFAULT_MARKUP_PERCENT: markup on providers without their own (basis points; default 0)

@@ -20,7 +20,7 @@ func prodEnv(t *testing.T, kv map[string]string) map[string]string {
 	return env
 }
 
-// OP5, B7, B9 (issue 20 item 1): production refuses to serve with payments
+// OP5, B7, B9: production refuses to serve with payments
 // in test mode, saying why and what to set, before it opens anything;
 // INVOICE_ONLY=1 is the explicit way to run without a payment provider,
 // and start-up then warns that self-service top-ups are off.
@@ -70,7 +70,7 @@ func TestProductionRefusesTestModePayments(t *testing.T) {
 	}
 }
 
-// OP5 (issue 20 item 13): production says at start-up what /metrics and
+// OP5: production says at start-up what /metrics and
 // the client address will be without METRICS_TOKEN or TRUSTED_PROXIES.
 func TestProductionStartupWarnings(t *testing.T) {
 	get := func(env map[string]string) func(string) string { return func(k string) string { return env[k] } }
@@ -91,7 +91,7 @@ func TestProductionStartupWarnings(t *testing.T) {
 	}
 }
 
-// B9 (issue 20 item 2): MAX_TOP_UP_USD and MAX_ADJUSTMENT_USD default to
+// B9: MAX_TOP_UP_USD and MAX_ADJUSTMENT_USD default to
 // $50,000 and $1,000,000; a top-up maximum is at most what Stripe accepts.
 func TestMoneyLimitsConfig(t *testing.T) {
 	get := func(env map[string]string) func(string) string { return func(k string) string { return env[k] } }

@@ -196,7 +196,7 @@ func TestProviderMarkupConfig(t *testing.T) {
 	}
 }
 
-// MCP_ALLOWED_ORIGINS (issue 20 item 11): a comma list of origins,
+// MCP_ALLOWED_ORIGINS (API5): a comma list of origins,
 // normalised; anything else refuses to start naming the variable.
 func TestMCPAllowedOriginsConfig(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }

@@ -12,7 +12,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 )
 
-// The development fake clock lives in the database (issue 10): a restart
+// The development fake clock lives in the database (OP4): a restart
 // does not move it back, and a move made through one instance's request
 // is what the other instance reads on its next request or tick.
 func TestSharedFakeClock(t *testing.T) {

@@ -1,6 +1,6 @@
 package main
 
-// Several instances and restarts (OP4, issue 10): real `clusterdeck serve`
+// Several instances and restarts (OP4): real `clusterdeck serve`
 // processes on one database, driven through /dev/clock and
 // /dev/jobs/{name}/run on either of them. The jobs also tick on their own
 // schedules in both processes meanwhile, which is the point: each tick runs
@@ -286,7 +286,7 @@ func TestTwoInstancesBehaveAsOne(t *testing.T) {
 	b.stop(t)
 }
 
-// Issue 10: the server killed (SIGKILL) while a cluster is provisioning and
+// OP4: the server killed (SIGKILL) while a cluster is provisioning and
 // again while it recovers loses nothing: started again on the same database
 // the cluster reaches ready, then recovers, and after terminate no machine
 // is left at the simulated cloud.
@@ -331,7 +331,7 @@ func (s *server) kill(t *testing.T) {
 	<-s.done
 }
 
-// Issue 10: SIGTERM lets the request in flight and the job tick it runs
+// OP4: SIGTERM lets the request in flight and the job tick it runs
 // finish before the process exits. A reconcile tick held three seconds by
 // a slow describe call is under way when the signal comes: the request
 // still gets its answer, the tick's run is recorded as finished after the

@@ -9,17 +9,17 @@ import (
 	"testing"
 )
 
-// README's Layout block names every package directory of the tree and
-// every scheduled job, and nothing that is gone (issue 22 item 9).
-func TestReadmeLayout(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+// docs/architecture.md's Layout block names every package directory of the tree and
+// every scheduled job, and nothing that is gone.
+func TestArchitectureLayout(t *testing.T) {
+	readme, err := os.ReadFile("docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(readme), "## Layout\n\n```\n")
 	block, _, ok2 := strings.Cut(rest, "```\n")
 	if !ok || !ok2 {
-		t.Fatal("README has no Layout block")
+		t.Fatal("docs/architecture.md has no Layout block")
 	}
 	named := map[string]bool{}
 	top := ""
@@ -56,7 +56,7 @@ func TestReadmeLayout(t *testing.T) {
 		dir := filepath.Dir(path)
 		if strings.HasSuffix(path, ".go") && dir != "." && !named[dir] {
 			named[dir] = true // report once
-			t.Errorf("package directory %s/ is missing from README's Layout", dir)
+			t.Errorf("package directory %s/ is missing from docs/architecture.md's Layout", dir)
 		}
 		return nil
 	})
@@ -75,7 +75,7 @@ func TestReadmeLayout(t *testing.T) {
 		for _, m := range names.FindAllStringSubmatch(string(src), -1) {
 			seen++
 			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(m[1]) + `\b`).MatchString(jobsLine) {
-				t.Errorf("job %q (%s) is missing from README's Layout", m[1], f)
+				t.Errorf("job %q (%s) is missing from docs/architecture.md's Layout", m[1], f)
 			}
 		}
 	}

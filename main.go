@@ -49,7 +49,7 @@ Usage:
   clusterdeck version     the version and commit this binary was built from
   clusterdeck help        this text; clusterdeck COMMAND --help for one command
 
-Configuration comes from environment variables; see README.md.
+Configuration comes from environment variables; see docs/operating.md.
 `
 
 func main() {

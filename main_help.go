@@ -18,7 +18,7 @@ var commandHelp = map[string]string{
 
 Serve the dashboard, the REST API and the jobs on $ADDR (default 127.0.0.1:8080),
 applying pending database migrations first. Configuration comes from environment
-variables (ADDR, DATABASE_URL, DATA_DIR, BASE_URL, ...; see README.md). SIGINT or
+variables (ADDR, DATABASE_URL, DATA_DIR, BASE_URL, ...; see docs/operating.md). SIGINT or
 SIGTERM shuts it down gracefully.
 
 --demo (development only; make run uses it) makes the demo organisation ready first,

@@ -9,7 +9,7 @@ import (
 )
 
 // Every command answers --help with its usage and exit status 0, and does
-// nothing else: no database, no keys, no server (issue 8).
+// nothing else: no database, no keys, no server.
 func TestCommandHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "--help"}, {"demo", "--help"}, {"migrate", "--help"}, {"migrate", "-h"},

@@ -61,10 +61,10 @@ func TestStripeForWebPaymentIntentEvents(t *testing.T) {
 	}
 }
 
-// B4, issue 20 item 4: the README's webhook set-up line names every event
+// B4: docs/operating.md's webhook set-up line names every event
 // the ledger acts on, so an operator subscribes the endpoint to each.
-func TestReadmeListsWebhookEvents(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+func TestOperatingListsWebhookEvents(t *testing.T) {
+	readme, err := os.ReadFile("docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestReadmeListsWebhookEvents(t *testing.T) {
 	}
 	for _, ev := range payments.WebhookEvents {
 		if !strings.Contains(line, "`"+ev+"`") {
-			t.Errorf("README's STRIPE_WEBHOOK_SECRET line does not name %s: %q", ev, line)
+			t.Errorf("docs/operating.md's STRIPE_WEBHOOK_SECRET line does not name %s: %q", ev, line)
 		}
 	}
 }

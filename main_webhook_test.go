@@ -21,7 +21,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// The webhook's whole path (B4, B9, issue 20 items 3–6): events signed as
+// The webhook's whole path (B4, B9): events signed as
 // Stripe signs them (stripe-go's webhook test helpers), posted to the real
 // router, verified and decoded by the real Stripe adapter, applied to a real
 // database.
@@ -150,7 +150,7 @@ func session(org string, tu models.TopUp, paymentStatus string, cents int64, cur
 		"metadata": map[string]string{"org_id": org, "top_up_id": tu.ID}}
 }
 
-// B9, issue 20 item 3: a top-up is credited exactly its recorded amount,
+// B9: a top-up is credited exactly its recorded amount,
 // only when the event's session, currency and amount are the top-up's.
 // Anything else answers 200 (Stripe must not retry it), credits nothing,
 // leaves the top-up pending and is recorded with its reason.
@@ -197,7 +197,7 @@ func TestWebhookCreditsOnlyTheRecordedPayment(t *testing.T) {
 	})
 }
 
-// B4, issue 20 item 4: a delayed payment method completes the session
+// B4: a delayed payment method completes the session
 // unpaid, which credits nothing; async_payment_succeeded then credits once
 // (exactly the recorded amount), and async_payment_failed marks the top-up
 // failed, crediting nothing.
@@ -251,7 +251,7 @@ func TestWebhookDelayedPayments(t *testing.T) {
 	})
 }
 
-// B4, B9, issue 20 item 5: an auto-recharge's PaymentIntent events, in
+// B4, B9: an auto-recharge's PaymentIntent events, in
 // every order Stripe may deliver them (processing or requires_action, then
 // payment_failed and succeeded, any permutation): the charge follows what
 // Stripe allows (a success wins whenever it comes and credits once; a
@@ -343,7 +343,7 @@ func TestWebhookChargeEventsInAnyOrder(t *testing.T) {
 	})
 }
 
-// B4, issue 20 item 6: an endpoint created on another API version is not
+// B4: an endpoint created on another API version is not
 // answered 400 on every event: its events are read for the fields used and
 // credit as any other; the version is logged once (and the operator's
 // payments page shows it, see web's TestAdminPaymentsPage).

@@ -14,7 +14,7 @@ import (
 // listens, set apart from the logs, with the way to the admin pages, which
 // the demo user reaches in development; with the fake clock, moving time
 // refreshes the catalog, so a newcomer's offers do not vanish as stale
-// (issue 21 items 7 and 11).
+// (O6).
 func TestServeDemo(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,6 +1,6 @@
 package main
 
-// Smoke tests of the real binary (issue 8): `clusterdeck serve` started as a
+// Smoke tests of the real binary: `clusterdeck serve` started as a
 // process on a free port, and `clusterdeck agent` run against it. They need
 // only Go, so they never skip; their PostgreSQL runs follow TEST_DATABASE_URL
 // (required under CI=true) like every database test.

@@ -166,7 +166,7 @@ type LaunchBody struct {
 	// GPUWatch sets the stall alert and the opt-in idle rule at launch
 	// (X15); absent: stall alerts after 10 minutes, no idle rule.
 	GPUWatch *GPUWatchBody `json:"gpuWatch,omitempty"`
-	// Verify: verification before hand-over (issue 24); omitted = true.
+	// Verify: verification before hand-over (X13); omitted = true.
 	Verify *bool `json:"verify,omitempty"`
 }
 
@@ -702,7 +702,7 @@ type EventList struct {
 	HasMore bool    `json:"hasMore"`
 }
 
-// Verification is the hand-over report (issue 24): every machine's check,
+// Verification is the hand-over report (X13): every machine's check,
 // VerifyAgainRequest is the body of POST /v1/gpu/clusters/{id}/verify: the
 // customer confirms that verification takes every GPU of the cluster for
 // minutes, disrupting what runs there (X13). Without it: 422

@@ -116,7 +116,7 @@ func (c *Client) Recover(ctx context.Context, id string, opts ...Option) (api.Cl
 	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/recover", nil, nil, opts)
 }
 
-// VerifyAgain is POST /v1/gpu/clusters/{id}/verify (issue 24): the
+// VerifyAgain is POST /v1/gpu/clusters/{id}/verify (X13): the
 // hand-over's verification runs again on a ready cluster; nothing is
 // swapped. confirmDisruption says the customer accepts that the checks
 // take every GPU meanwhile; without it the server answers 422
@@ -125,7 +125,7 @@ func (c *Client) VerifyAgain(ctx context.Context, id string, confirmDisruption b
 	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/verify", api.VerifyAgainRequest{ConfirmDisruption: confirmDisruption}, nil, opts)
 }
 
-// KeepUnverified is POST /v1/gpu/clusters/{id}/keep (issue 24): a cluster
+// KeepUnverified is POST /v1/gpu/clusters/{id}/keep (X13): a cluster
 // that failed verification is kept as it is (degraded → ready).
 func (c *Client) KeepUnverified(ctx context.Context, id string, opts ...Option) (api.Cluster, error) {
 	return c.cluster(ctx, http.MethodPost, clusterPath(id)+"/keep", nil, nil, opts)

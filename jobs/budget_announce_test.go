@@ -28,7 +28,7 @@ func (w *budgetWorld) stoppedMails() []models.OutboxMail {
 	return out
 }
 
-// B5, X6, issue 21 item 5: a reached budget is announced when it is
+// B5, X6, B6: a reached budget is announced when it is
 // enforced, not only when it is reached: while the warning window runs the
 // cluster's "runs until" is the enforcement time the 100 % mail names, and
 // nothing says "stopped"; when the window has passed and the cluster is
@@ -72,7 +72,7 @@ func TestBudgetStopAnnouncedWhenItHappens(t *testing.T) {
 	})
 }
 
-// B6, X6, issue 21 item 5: the balance's "runs until" on the billing page
+// B6, X6: the balance's "runs until" on the billing page
 // (and the API) is when the clusters are stopped — the run-out plus the
 // grace — and the low-balance mail names that same moment; once exhausted
 // it stays at the exhaustion plus the grace, and the cluster is stopped

@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Issue 26 item 5, R1, R3: an XID that means a broken GPU makes the
+// X15, R1, R3: an XID that means a broken GPU makes the
 // machine down like a silent agent, with the error in the event and the
 // cluster's last error; the restart policy restarts it, the reboot clears
 // the fault, and the cluster is ready again.
@@ -47,7 +47,7 @@ func TestXIDMakesMachineDownAndRestartBringsItBack(t *testing.T) {
 	})
 }
 
-// Issue 26 item 5, R1: a new uncorrectable ECC error and a GPU vanishing
+// X15, R1: a new uncorrectable ECC error and a GPU vanishing
 // from nvidia-smi make the machine down the same way.
 func TestECCAndVanishedGPUMakeMachineDown(t *testing.T) {
 	for kind, want := range map[sim.FaultKind]string{

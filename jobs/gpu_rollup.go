@@ -7,7 +7,7 @@ import (
 )
 
 // GPURollup turns the GPU minute points of the last complete hours into
-// hourly points (issue 26 item 2), which are kept 30 days while the
+// hourly points (X15), which are kept 30 days while the
 // minute points go after 48 hours. Each run recomputes the last three
 // complete hours, so a missed run or a late heartbeat is caught up.
 type GPURollup struct{ Store *models.Store }

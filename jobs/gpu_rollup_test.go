@@ -14,7 +14,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Issue 26 item 2: the gpu-rollup job is scheduled hourly and turns the
+// X15: the gpu-rollup job is scheduled hourly and turns the
 // agents' minute points into hourly points; the existing prune job forgets
 // minute points after 48 hours.
 func TestGPURollupJobAndPrune(t *testing.T) {

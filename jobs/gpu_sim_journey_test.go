@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Issue 26, "the simulated cloud plays it" (X15, E1, N3): the whole path,
+// "The simulated cloud plays it" (X15, E1, N3): the whole path,
 // with nothing written by the test but the launch. A start command that
 // declares one stalled rank runs on the simulated cloud; its agents sample
 // their GPUs and send them with their heartbeats over HTTP; the store keeps
@@ -64,7 +64,7 @@ func TestSimulatedStalledRankIsNamedEndToEnd(t *testing.T) {
 	})
 }
 
-// Issue 26 item 7 on the simulated cloud: a start command that leaves the
+// X15 on the simulated cloud: a start command that leaves the
 // GPUs alone (a forgotten notebook), launched with the idle opt-in (one
 // hour, then stop after the grace): the owners are mailed once, and the
 // cluster is stopped through the stop job after the grace, never before.

@@ -21,7 +21,7 @@ func TestAgentRunsTheGPUQuery(t *testing.T) {
 	}
 }
 
-// L4, issue 8: at check-in every node's nvidia-smi is read against the
+// L4: at check-in every node's nvidia-smi is read against the
 // offer. Matching GPUs are kept per node; a node short of a GPU fails the
 // cluster at once, naming the node and what it has, long before the agent
 // step's deadline.

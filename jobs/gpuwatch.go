@@ -9,7 +9,7 @@ import (
 )
 
 // GPUWatch reads every live cluster's GPU telemetry once a minute (X15,
-// issue 26 items 6, 7): the stall rule names the machines that stand apart
+// X15): the stall rule names the machines that stand apart
 // once a stall held for the cluster's set time (once per episode), and the
 // opt-in idle rule mails the owners, then stops or terminates the cluster
 // through the domain's own stop and terminate (their events, their

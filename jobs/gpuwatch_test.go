@@ -65,7 +65,7 @@ func (g *gpuWorld) minute(i int, util func(rank, i int) (pct int, flat bool)) {
 	}
 }
 
-// Issue 26 item 6 journey (X15, E1): four machines train; node-2's GPUs
+// Journey (X15, E1): four machines train; node-2's GPUs
 // drop to 0 % while the others stay busy. Nothing is said before the set
 // time; within it an event and one mail name node-2 ("node-2 idle while 3
 // machines are busy for 10 minutes"), once, however long it lasts; when
@@ -111,7 +111,7 @@ func TestStalledRankIsNamedWithinTheSetTime(t *testing.T) {
 	})
 }
 
-// Issue 26 item 6: every GPU pinned at 100 % with memory and power flat
+// X15: every GPU pinned at 100 % with memory and power flat
 // (a collective waiting on a lost peer) is a stall too; the off switch
 // silences it.
 func TestFrozenCollectiveAndOffSwitch(t *testing.T) {
@@ -142,7 +142,7 @@ func TestFrozenCollectiveAndOffSwitch(t *testing.T) {
 	})
 }
 
-// Issue 26 item 7 journey (X15, L7, B6): without the opt-in an idle cluster
+// Journey (X15, L7, B6): without the opt-in an idle cluster
 // is left alone; with it (2 h, then stop after 60 min) the owners get one
 // warning mail at 2 h naming the time of the stop, and after the grace the
 // stop job stops every machine through the domain's stop (reason idle).

@@ -432,7 +432,7 @@ func (forgetful) DescribeGroups(context.Context, []string) (map[string]providers
 	return map[string]providers.Group{}, nil
 }
 
-// Issue 10: a provider's "not found" for a machine we placed is confirmed
+// R1: a provider's "not found" for a machine we placed is confirmed
 // on the next pass before the cluster is degraded for it, however short the
 // hold time.
 func TestHealthConfirmsNotFoundOnNextPass(t *testing.T) {
@@ -539,7 +539,7 @@ func (groupBound) RestartNode(context.Context, string, string) error {
 		Message: "pod p1 is a member of Instant Cluster c1, whose pods RunPod does not restart one by one"}
 }
 
-// R5, issue 23: a machine the provider refuses to restart on its own is
+// R5: a machine the provider refuses to restart on its own is
 // skipped with a reason that says what the customer can do instead — not
 // retried as a failure on every attempt.
 func TestRecoverySkipsWhatTheProviderDoesNotRestart(t *testing.T) {
@@ -559,7 +559,7 @@ func TestRecoverySkipsWhatTheProviderDoesNotRestart(t *testing.T) {
 	})
 }
 
-// Issue 24 item 5: with more than the damping share of a cluster's
+// X14: with more than the damping share of a cluster's
 // machines down at once (two of three, above 40 %), automatic recovery
 // makes no attempt and says so once (event, damped_at); a person's
 // "recover now" still runs; the pause ends with the episode.
@@ -602,7 +602,7 @@ func TestRecoveryDampedWhenTooManyDown(t *testing.T) {
 	})
 }
 
-// Issue 24 item 5: the damping rule in whole machines, one always repairable.
+// X14: the damping rule in whole machines, one always repairable.
 func TestDampRepairShare(t *testing.T) {
 	for _, tt := range []struct {
 		machines, unhealthy, pct int

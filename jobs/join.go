@@ -133,10 +133,10 @@ func (j *Join) place(ctx context.Context, p providers.Provider, c models.Cluster
 		req.Volume = &providers.Volume{ID: vol.ID, Name: vol.Name, SizeGB: vol.SizeGB}
 	}
 	if req.Avoid, err = j.Store.QuarantinedMachines(ctx, c.Provider); err != nil {
-		return err // lemons are never placed again (issue 24 item 7)
+		return err // lemons are never placed again (X2)
 	}
 	if c.Lifecycle().Verifying() && n.JoinKind == models.JoinReplace && n.ProviderNodeID != "" {
-		// A swap before hand-over (issue 24): the machine that failed
+		// A swap before hand-over (X13): the machine that failed
 		// verification still runs; it is released first, never billed.
 		if err := p.ReleaseNode(ctx, c.GroupName(), n.ProviderNodeID); err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return fmt.Errorf("release %s before its swap: %w", n.Name, err)

@@ -221,7 +221,7 @@ func (j *Provision) place(ctx context.Context, p providers.Provider, c models.Cl
 		req.Volume = &providers.Volume{ID: vol.ID, Name: vol.Name, SizeGB: vol.SizeGB}
 	}
 	if req.Avoid, err = j.Store.QuarantinedMachines(ctx, c.Provider); err != nil {
-		return err // lemons are never placed again (issue 24 item 7)
+		return err // lemons are never placed again (X2)
 	}
 	g, err := p.PlaceGroup(ctx, req)
 	switch {

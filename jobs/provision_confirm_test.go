@@ -14,14 +14,14 @@ import (
 )
 
 // amnesiac answers "not found" for every group, as a cloud whose listing
-// lags (or, before issue 10, another instance's in-memory simulator) does.
+// lags (or, when the simulator lived in each instance's memory, another instance's) does.
 type amnesiac struct{ *sim.Cloud }
 
 func (amnesiac) DescribeGroup(context.Context, string) (providers.Group, error) {
 	return providers.Group{}, &providers.Error{Class: providers.ErrNotFound, Provider: "sim", Op: "DescribeGroup", Message: "group not found"}
 }
 
-// Issue 10: a provider's "not found" for machines we placed is confirmed on
+// R1: a provider's "not found" for machines we placed is confirmed on
 // the next pass before a provisioning cluster is failed for it; an answer
 // that finds them again clears the doubt.
 func TestProvisionConfirmsNotFoundOnNextPass(t *testing.T) {

@@ -85,7 +85,7 @@ func (o *observer) end() []string {
 	return o.torn
 }
 
-// L7, L8, issue 8: a terminate carried out while the provision job ticks,
+// L7, L8: a terminate carried out while the provision job ticks,
 // on two goroutines, is never seen half done. Each status change commits
 // with its node rows, so no reader ever sees a terminated cluster with
 // ready nodes, a failed one with provisioning nodes, or a ready one whose

@@ -40,7 +40,7 @@ var lsf = software.Software{
 	},
 }
 
-// issue 8: a new software is one declaration and one registry line; it
+// A new software is one declaration and one registry line; it
 // flows through launch validation (S1), the install job's tasks and its
 // own check (S2, L5) with nothing else knowing its name.
 func TestRegistryIsTheOnlyPlace(t *testing.T) {

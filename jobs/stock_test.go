@@ -48,7 +48,7 @@ func (w *world) launchQuote(q models.Quote) (models.Cluster, error) {
 	return c, err
 }
 
-// Issue 11 item 1 with the simulated cloud and the real jobs: launches hold
+// L2 with the simulated cloud and the real jobs: launches hold
 // counted stock from the launch on, so the provision job never meets a
 // no_capacity the launch let through; held machines come back when a cluster
 // is terminated before or after placement; and the catalog job's refresh,

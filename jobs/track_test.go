@@ -27,7 +27,7 @@ func (h *healthWorld) hosts(id string) []string {
 	return out
 }
 
-// Issue 24 items 7 and 8 on the simulated cloud: a host that dies after
+// X2 on the simulated cloud: a host that dies after
 // ready twice in 30 days (in two clusters) is quarantined with an event;
 // the simulated cloud never places on it again until an operator releases
 // it (audited). Replacing the first dead machine is a repair whose time
@@ -131,7 +131,7 @@ func TestLemonQuarantinedAvoidedAndReleased(t *testing.T) {
 	})
 }
 
-// Issue 24 item 6 on the simulated cloud: launches of an offer at a size
+// X2 on the simulated cloud: launches of an offer at a size
 // are counted from their own history: tried (answered) and started
 // (every machine came up), time to ready, machine failures after ready.
 // A launch the provider refuses is tried and not started; another size or
@@ -193,7 +193,7 @@ func TestOfferTrackRecordFromLaunches(t *testing.T) {
 	})
 }
 
-// X2, X13 on the simulated cloud (issue 35 item 1, issue 32 item 5): a
+// X2, X13 on the simulated cloud: a
 // clean verified launch is recorded ready with its time from the launch
 // to its hand-over (the verified transition, not the join) and the ring
 // its verification measured; a launch whose fabric is slow is recorded

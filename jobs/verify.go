@@ -14,7 +14,7 @@ import (
 )
 
 // Verify drives every verifying cluster to ready or degraded, and every
-// "run verification again" on a ready one to its report (issue 24; see
+// "run verification again" on a ready one to its report (X13; see
 // models/verify.go). Each tick it reads every check the agents answered,
 // rebuilds the report, writes an event for each verdict that changed
 // (with its node), plans the checks that are due — every machine's check,
@@ -159,7 +159,7 @@ func (j *Verify) swapOrFail(ctx context.Context, v *verification, rank int, why 
 	}
 	ok, whyNot := v.c.MaySwapNow(v.run, v.all, j.Store.Now())
 	if ok {
-		// Health damping (issue 24 item 5): with too many machines failing
+		// Health damping (X14): with too many machines failing
 		// at once, the network or the provider is at fault, not the
 		// machines, and no swap is made.
 		var failing []string

@@ -16,7 +16,7 @@ import (
 // benchCloud has enough machines of the H100 offer for 64-machine clusters.
 var benchCloud = strings.Replace(testCloud, `"nodes_available": 10, "boot_time": "4m"`, `"nodes_available": 80, "boot_time": "4m"`, 1)
 
-// BenchmarkVerify is issue 24's "Measured": verification before hand-over
+// BenchmarkVerify is the measurement of X13: verification before hand-over
 // on the simulated cloud at 2, 8 and 64 machines (real agents over HTTP,
 // real database). It reports the time verification adds before hand-over
 // in simulated minutes — from the documented duration of each check

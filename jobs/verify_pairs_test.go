@@ -81,7 +81,7 @@ func TestPairCulpritAtEveryMachineCount(t *testing.T) {
 	}
 }
 
-// The report of issue 24's three-machine run: 659 GB/s for node-0–node-1,
+// The report of a three-machine run measured for X13: 659 GB/s for node-0–node-1,
 // 264 GB/s for both pairs of node-2 → node-2, each of its pairs slow
 // against what a pair allows.
 func TestPairCulpritThreeMachinesReported(t *testing.T) {

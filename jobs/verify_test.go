@@ -15,7 +15,7 @@ import (
 )
 
 // launchVerified launches a cluster with verification on, as every launch
-// surface does unless asked `verify: false` (issue 24 item 1).
+// surface does unless asked `verify: false` (X13).
 func (w *world) launchVerified(accel string, nodes, gpus int, software string) models.Cluster {
 	w.t.Helper()
 	ctx := context.Background()
@@ -67,7 +67,7 @@ func (w *world) typedEvents(id, typ string) []models.ClusterEvent {
 	return out
 }
 
-// Issue 24 journey: a launch whose node-2 has uncorrectable ECC errors and
+// X13 journey: a launch whose node-2 has uncorrectable ECC errors and
 // an Xid comes up ready with node-2 swapped before hand-over, the swap in
 // the report, a node.verification_failed event naming node-2's machine,
 // and the failed machine never billed.
@@ -126,7 +126,7 @@ func TestVerifyECCErrorsSwapsNodeBeforeHandOver(t *testing.T) {
 	})
 }
 
-// Issue 24 journey: one slow link (node-1's) is found by the pairwise
+// X13 journey: one slow link (node-1's) is found by the pairwise
 // check — both of its pairs slow — and node-1 is swapped.
 func TestVerifySlowLinkFoundByPairsAndSwapped(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
@@ -153,7 +153,7 @@ func TestVerifySlowLinkFoundByPairsAndSwapped(t *testing.T) {
 	})
 }
 
-// Issue 24 journey: a whole-fabric slowdown ends degraded with the report
+// X13 journey: a whole-fabric slowdown ends degraded with the report
 // and no swaps (the network, not one machine); the customer keeps it.
 func TestVerifyFabricSlowdownDegradesWithoutSwaps(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
@@ -191,7 +191,7 @@ func TestVerifyFabricSlowdownDegradesWithoutSwaps(t *testing.T) {
 	})
 }
 
-// Issue 24 item 3: when the swaps allowed (max(1, nodes/4)) are spent and a
+// X13: when the swaps allowed (max(1, nodes/4)) are spent and a
 // machine still fails, the cluster ends degraded with the report.
 func TestVerifySwapsSpentDegrades(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
@@ -214,7 +214,7 @@ func TestVerifySwapsSpentDegrades(t *testing.T) {
 	})
 }
 
-// Issue 24 item 1: `verify: false` skips it all — install → ready, no run,
+// X13: `verify: false` skips it all — install → ready, no run,
 // no verification event.
 func TestVerifyOffSkipsVerification(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
@@ -236,7 +236,7 @@ func TestVerifyOffSkipsVerification(t *testing.T) {
 	})
 }
 
-// Issue 24 item 4: a ready cluster runs the same verification again —
+// X13: a ready cluster runs the same verification again —
 // after its software installed and it was verified — and gets the same
 // report, nothing swapped.
 func TestVerifyAgainOnReadyCluster(t *testing.T) {
@@ -278,7 +278,7 @@ func TestVerifyAgainOnReadyCluster(t *testing.T) {
 	})
 }
 
-// Issue 24 item 5 with item 3: when more machines fail verification at
+// X14, X13: when more machines fail verification at
 // once than health damping allows (here 3 of 4, over the 40 % limit), it is
 // the provider or the network, not the machines: nothing is swapped, the
 // cluster ends degraded with the reason in the report, and the pause is an

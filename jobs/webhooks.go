@@ -180,7 +180,7 @@ func (j *Webhooks) send(ctx context.Context, w models.WebhookEndpoint, d models.
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "Clusterdeck-Webhooks/1")
 	// t= is the wall clock's, never a development server's fake clock: a
-	// receiver checks it against its own clock (README: 300 s tolerance).
+	// receiver checks it against its own clock (docs/api.md: 300 s tolerance).
 	now := time.Now()
 	h.Set("Clusterdeck-Signature", models.WebhookSignature(secrets, now, body))
 	// The Standard Webhooks form of the same signature, for stock verifiers (X8).

@@ -45,7 +45,7 @@ func (s *Store) AdmissionFor(ctx context.Context, orgID string, usdPerHour Money
 	}
 	// Volumes bill from creation until deleted, attached or not (V3): each
 	// one not already in a counted cluster's hour counts on its own
-	// (issue 20 item 7).
+	// (B9).
 	var volumes Money
 	err = s.db.WithContext(ctx).Model(&Volume{}).Select("COALESCE(SUM(size_gb * gb_hour), 0)").
 		Where("org_id = ? AND deleted_at IS NULL", orgID).

@@ -74,7 +74,7 @@ func (s *Store) ReportPeers(ctx context.Context, c Cluster, n ClusterNode, reach
 		ep := peer.MeshEndpoint()
 		if ep == "" {
 			// Not on the private network yet (still booting): a wait, not
-			// an unreachable peer (issue 21 item 10).
+			// an unreachable peer.
 			waiting = append(waiting, peer.Name)
 			continue
 		}
@@ -214,7 +214,7 @@ func (s *Store) TailNodeLogs(ctx context.Context, orgID, clusterID string, rank,
 type HeartbeatReport struct {
 	Start  *StartReport
 	Mounts *MountsReport
-	GPU    *GPUReport // its GPU samples and XID lines (issue 26); nil = none
+	GPU    *GPUReport // its GPU samples and XID lines (X15); nil = none
 }
 
 // ReportError refuses a heartbeat whose Field ("start", "mounts") cannot
@@ -248,7 +248,7 @@ type StartOrder struct {
 type HeartbeatOrders struct {
 	Task   *SoftwareTask
 	NCCL   *NCCLCheck
-	Verify *VerifyTask // a verification check (issue 24)
+	Verify *VerifyTask // a verification check (X13)
 	Start  *StartOrder
 }
 

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// B8, issue 21 item 2: one balance. Hours into a cluster's run, with a
+// B8: one balance. Hours into a cluster's run, with a
 // volume billing beside it and periods written and open, the balance the
 // header, billing page, budgets, run-out, admission and enforcement read
 // is one figure — the written ledger less what is accruing (clusters and

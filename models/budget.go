@@ -314,7 +314,7 @@ func (s *Store) budgetReachedFor(ctx context.Context, c Cluster) error {
 
 // BudgetReached is the *BudgetReachedError resuming c would meet now (nil
 // when its environment's budget is not reached): the cluster page disables
-// Resume with it (issue 21 item 4).
+// Resume with it (A4).
 func (s *Store) BudgetReached(ctx context.Context, c Cluster) (*BudgetReachedError, error) {
 	err := s.budgetReachedFor(ctx, c)
 	var br *BudgetReachedError

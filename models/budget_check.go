@@ -222,7 +222,7 @@ func (s *Store) enforceBudget(ctx context.Context, b Budget, m envMoney, w Usage
 }
 
 // mailBudgetStopped announces a budget's enforcement when it happens (B5,
-// X6; issue 21 item 5): the owners and admins are told which clusters were
+// X6; B6): the owners and admins are told which clusters were
 // just stopped and how to go on, once per pass that stopped any.
 func (s *Store) mailBudgetStopped(ctx context.Context, b Budget, m envMoney, w UsageWindow, stopped []Cluster, now time.Time, baseURL string) error {
 	if len(stopped) == 0 {

@@ -120,7 +120,7 @@ func (s *Store) BudgetOverviewFor(ctx context.Context, orgID string) (BudgetOver
 }
 
 // balanceStopAt is when the balance stops the organisation's clusters at
-// the current burn (B6; issue 21 item 5): the moment it is exhausted (or
+// the current burn (B6): the moment it is exhausted (or
 // was, for an episode under way) plus the grace. nil: nothing burns.
 func (s *Store) balanceStopAt(ctx context.Context, orgID string, o BudgetOverview, now time.Time) (*time.Time, error) {
 	grace := s.settings.BalanceGrace
@@ -147,7 +147,7 @@ func (s *Store) balanceStopAt(ctx context.Context, orgID string, o BudgetOvervie
 }
 
 // budgetStopAt is when a budget stops its environment's clusters (B5, X6;
-// issue 21 item 5): the enforcement time of its 100 % alert once reached,
+// B6): the enforcement time of its 100 % alert once reached,
 // else the forecast of reaching it pushed back to a warning window after
 // the first warning (mailed, or to be mailed when 50 % is crossed), as
 // CheckBudgets will enforce it. nil: not reached this month at the

@@ -12,7 +12,7 @@ import (
 )
 
 // The picker reads the catalog on every request and the catalog job changes
-// it about once a minute (issue 13). So PickOffers serves the public catalog
+// it about once a minute (O3). So PickOffers serves the public catalog
 // from a snapshot in memory, keyed by a version stored in the database: every
 // write to the offers table bumps catalog_versions in the same transaction,
 // and each request reads that one row (one indexed lookup) to know whether
@@ -86,7 +86,7 @@ func (s *Store) pickState(ctx context.Context) (int64, map[string]int, error) {
 // an answer read before it arrived: a batch closes when its run starts, so
 // each answer is at least as new as every request it serves. Under load the
 // picker's requests no longer queue one statement each for the database
-// (SQLite has one connection): issue 21 item 12.
+// (SQLite has one connection): O3.
 type pickStates struct {
 	mu      sync.Mutex
 	waiting *pickStateRun // the batch that has not started yet

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Issue 13: the picker serves a snapshot of the catalog per catalog version.
+// O3: the picker serves a snapshot of the catalog per catalog version.
 // Two stores on one database stand for two instances: a refresh written by
 // one is seen by the other on its next pick, because the version moves in
 // the refresh's own transaction.

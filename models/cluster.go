@@ -51,7 +51,7 @@ type Cluster struct {
 	PriceAboveAt        *time.Time
 	BootSeconds         int
 	PublicIPs           bool   `gorm:"column:public_ips"`
-	Verify              bool   // verification before hand-over (issue 24); added by 0960_verification
+	Verify              bool   // verification before hand-over (X13); added by 0960_verification
 	Gateway             string `gorm:"size:255"`
 
 	Software     string                  `gorm:"size:16"`
@@ -549,7 +549,7 @@ type LaunchParams struct {
 	// SharedQuote: a quote already used by another cluster launches as a
 	// copy at its locked price (see LaunchInput.SharedQuote).
 	SharedQuote bool
-	// Verify: the cluster is verified before hand-over (issue 24). Every
+	// Verify: the cluster is verified before hand-over (X13). Every
 	// launch surface turns it on unless asked `verify: false`.
 	Verify bool
 }
@@ -606,7 +606,7 @@ func (s *Store) LaunchCluster(ctx context.Context, p LaunchParams) (c Cluster, c
 		}
 		if p.IdemKey != "" {
 			var prev Cluster
-			// The key is the environment's (issue 20 item 8): another
+			// The key is the environment's (A3): another
 			// environment's launch under it is not this one's.
 			e := tx.db.WithContext(ctx).Where("org_id = ? AND env_id = ? AND idem_key = ?", p.OrgID, p.EnvID, p.IdemKey).Take(&prev).Error
 			if e == nil {

@@ -83,7 +83,7 @@ func TestClusterMailsCommitWithTheirTransition(t *testing.T) {
 // The ready mail carries node-0's SSH command and, in its HTML part, a
 // button to the cluster page; it and the cluster's events name the GPU and
 // the place as people read them ("H100 80GB", the location's name), never
-// the raw ids (issue 13, E1, L6).
+// the raw ids (E1, L6).
 func TestReadyMailAndEventsUseDisplayNames(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()

@@ -155,7 +155,7 @@ func fireJoin(ctx context.Context, e *launchEnv, ev models.Event, c models.Clust
 	case models.EventWorkerRequested:
 		_, _, err = e.s.As(actor).AddWorker(ctx, c.ID)
 	case models.EventReplaceRequested:
-		if c.Status == models.StatusVerifying { // a swap before hand-over (issue 24)
+		if c.Status == models.StatusVerifying { // a swap before hand-over (X13)
 			run, rerr := e.s.VerifyRunFor(ctx, c)
 			if rerr != nil {
 				return rerr
@@ -209,7 +209,7 @@ func clusterIn(t *testing.T, e *launchEnv, status models.ClusterStatus, ev model
 	if ev == models.EventJoined || ev == models.EventJoinedVerify {
 		software = "none"
 	}
-	verify := ev == models.EventJoinedVerify || ev == models.EventSoftwareVerify // issue 24
+	verify := ev == models.EventJoinedVerify || ev == models.EventSoftwareVerify // X13
 	c, _, err := e.s.LaunchCluster(ctx, models.LaunchParams{OrgID: e.org.ID, EnvID: e.env.ID, QuoteID: q.ID,
 		Actor: "owner@acme.example", Workload: models.Workload{Name: "train", Software: software}, Verify: verify})
 	if err != nil {
@@ -260,7 +260,7 @@ func TestClusterTransitionTable(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		first := newLaunchEnv(t, db, 100_000*models.Micro)
-		// Every launched cluster holds its machines (issue 11): count enough.
+		// Every launched cluster holds its machines (A3): count enough.
 		if err := db.Model(&models.Offer{}).Where("nodes_available IS NOT NULL").
 			Update("nodes_available", 1000).Error; err != nil {
 			t.Fatal(err)
@@ -315,7 +315,7 @@ func checkLegal(t *testing.T, ev models.Event, to models.ClusterStatus, err erro
 		t.Errorf("%s: %d event entries written, want 1", ev, after.events-before.events)
 	}
 	mails := map[models.ClusterStatus]bool{models.StatusReady: true, models.StatusFailed: true, models.StatusDegraded: true}
-	// The customer's own "keep it as it is" (issue 24) mails nobody.
+	// The customer's own "keep it as it is" (X13) mails nobody.
 	if want := mails[to] && to != before.cluster.Status && ev != models.EventKeepUnverified || ev == models.EventRecoveryExhausted; (after.mails > before.mails) != want {
 		t.Errorf("%s: %d mails queued, want a mail: %v", ev, after.mails-before.mails, want)
 	}
@@ -380,9 +380,9 @@ func TestClusterTransitionTableShape(t *testing.T) {
 	}
 }
 
-// The README's state diagram is the table's (L8).
-func TestReadmeStateDiagramMatchesTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// docs/architecture.md's state diagram is the table's (L8).
+func TestArchitectureStateDiagramMatchesTable(t *testing.T) {
+	readme, err := os.ReadFile("../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,10 +390,10 @@ func TestReadmeStateDiagramMatchesTable(t *testing.T) {
 	_, rest, ok := strings.Cut(string(readme), begin)
 	got, _, ok2 := strings.Cut(rest, end)
 	if !ok || !ok2 {
-		t.Fatalf("README.md has no state diagram between %q and %q", begin, end)
+		t.Fatalf("docs/architecture.md has no state diagram between %q and %q", begin, end)
 	}
 	if want := models.StateDiagram(); got != want {
-		t.Errorf("README.md's state diagram differs from models.ClusterTransitions; put this between the markers:\n%s", want)
+		t.Errorf("docs/architecture.md's state diagram differs from models.ClusterTransitions; put this between the markers:\n%s", want)
 	}
 }
 
@@ -415,7 +415,7 @@ func canOf(c models.Cluster) can {
 	return can{c.CanTerminate(), c.CanRetryInstall(), c.CanRecoverNow(), c.CanSetRecovery(), c.CanResume(), c.UnderWay()}
 }
 
-// L6, L7, R3, R5, B6 (issue 22 item 1): what may happen now is one method
+// L6, L7, R3, R5, B6, L8: what may happen now is one method
 // of the cluster per action, asserted for every status with nothing
 // requested, a terminate, a stop and a resume under way; and each use case
 // accepts its action exactly when the method says so, so the page's

@@ -269,7 +269,7 @@ func TestLaunchValidatesWorkload(t *testing.T) {
 	})
 }
 
-// Issue 20 item 15 (Q4, O6): a shape whose offers exist but went stale (the
+// API2, Q4, O6: a shape whose offers exist but went stale (the
 // provider's refresh has been failing) is catalog_stale, with advice to try
 // again shortly, never "another number of GPUs per machine"; a shape that
 // does not exist at all stays gpus_per_node_unavailable.

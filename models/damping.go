@@ -8,7 +8,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Health damping (issue 24 item 5), as Cluster API's MachineHealthCheck
+// Health damping (X14), as Cluster API's MachineHealthCheck
 // does with maxUnhealthy: when more than a set share of a cluster's
 // machines is unhealthy at once, the trouble is most likely the network or
 // the provider, which restarting or swapping machines does not fix. Then

@@ -67,7 +67,7 @@ func (p EnforcePolicy) terminateGrace() time.Duration {
 
 // OrgsToEnforce lists the organisations a balance pass looks at: those
 // with a billed cluster running, those keeping a volume (it bills too, V3:
-// issue 20 item 7) and those in an episode.
+// B9) and those in an episode.
 func (s *Store) OrgsToEnforce(ctx context.Context) ([]string, error) {
 	var out []string
 	err := s.db.WithContext(ctx).Raw("SELECT org_id FROM clusters WHERE ready_at IS NOT NULL AND status IN ? "+
@@ -243,7 +243,7 @@ func (s *Store) mailBalance(ctx context.Context, orgID string, ep BalanceEpisode
 // balanceStopTime is when, at the current burn, the balance's grace ends
 // and the running clusters are stopped (B6): the moment the balance is
 // (or was) exhausted plus the grace, as the billing page's "runs until"
-// says (issue 21 item 5).
+// says (B6).
 func balanceStopTime(ep BalanceEpisode, bal, burn Money, now time.Time, p EnforcePolicy) time.Time {
 	switch {
 	case bal <= 0 && ep.ExhaustedAt != nil:

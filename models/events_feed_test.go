@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Issue 25 item 5: the feed never moves a cursor past an event that may
+// X16: the feed never moves a cursor past an event that may
 // still commit. Ids are handed out at insert, not at commit: with event
 // N+1 not yet visible and N+2 committed, a reader at N gets nothing past
 // N until N+1 commits (then both, in order) or the hole is older than

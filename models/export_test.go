@@ -14,7 +14,7 @@ func SetMeterBatches(page, chunk int) (restore func()) {
 var BilledMinutes = billedMinutes
 
 // AddPublicEvent writes one public event of the cluster, as verification
-// writes node.verification_failed (issue 24), for the track record tests.
+// writes node.verification_failed (X2), for the track record tests.
 func AddPublicEvent(s *Store, ctx context.Context, c Cluster, typ, node, msg string) error {
 	return s.Tx(ctx, func(tx *Store) error { return tx.addTypedEvent(ctx, c, c.Status, typ, "error", node, "verify", msg) })
 }

@@ -13,7 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// GPU telemetry (issue 26, N3, R1): every node's agent samples its GPUs
+// GPU telemetry (N3, R1): every node's agent samples its GPUs
 // with nvidia-smi every GPUSampleEvery and sends the samples, and the new
 // XID lines of the kernel log, with its heartbeat (GPUReport). The server
 // keeps compact points per cluster, machine (rank) and GPU (index):
@@ -768,7 +768,7 @@ func (s GPUSeries) ClusterUtil() []GPUValue {
 	return out
 }
 
-// ---- the operator's view (issue 26 item 4) ----
+// ---- the operator's view (OP3) ----
 
 // ClusterGPUUsage is one cluster's GPUs now: their newest minute points
 // within GPUNowWithin.

@@ -39,7 +39,7 @@ func readyCluster(t *testing.T, e *launchEnv) (models.Cluster, []models.ClusterN
 	return c, nodes
 }
 
-// Issue 26 items 1–2: a heartbeat's samples become one point per GPU per
+// X15: a heartbeat's samples become one point per GPU per
 // minute (two samples of a minute are averaged, also across heartbeats),
 // "[N/A]" stays unknown, the series is read through the organisation only.
 func TestGPUReportStoresMinutePoints(t *testing.T) {
@@ -88,7 +88,7 @@ func TestGPUReportStoresMinutePoints(t *testing.T) {
 	})
 }
 
-// Issue 26 item 1: an oversized or malformed report is refused with a
+// X15: an oversized or malformed report is refused with a
 // clear error and nothing of the heartbeat is kept.
 func TestAbuseTelemetryReportRefusedWhole(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
@@ -127,7 +127,7 @@ func TestAbuseTelemetryReportRefusedWhole(t *testing.T) {
 	})
 }
 
-// Issue 26 item 5, R1: a new uncorrectable ECC error, a fatal XID and a
+// X15, R1: a new uncorrectable ECC error, a fatal XID and a
 // GPU gone from nvidia-smi each set the node's hardware fault; a harmless
 // XID and an ECC count already known at the first report of zero do not.
 func TestGPUFaultsMarkTheNode(t *testing.T) {
@@ -177,7 +177,7 @@ func TestGPUFaultsMarkTheNode(t *testing.T) {
 	})
 }
 
-// Issue 26 item 1: a machine without nvidia-smi says so, and the series shows it.
+// X15: a machine without nvidia-smi says so, and the series shows it.
 func TestGPUReportNoSMI(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
@@ -194,7 +194,7 @@ func TestGPUReportNoSMI(t *testing.T) {
 	})
 }
 
-// Issue 26 item 2: the rollup turns complete hours of minute points into
+// X15: the rollup turns complete hours of minute points into
 // hourly points (idempotently), the 30d window reads them, and the prune
 // forgets minute points after 48 h and hourly points after 30 days.
 func TestGPURollupAndPrune(t *testing.T) {

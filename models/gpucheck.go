@@ -11,7 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
 )
 
-// GPU check at step (b) (L4, issue 8): when a node's agent checks in it
+// GPU check at step (b) (L4): when a node's agent checks in it
 // sends what nvidia-smi shows (nodespec.GPUQuery). The server reads it
 // against the offer — GPUsPerNode GPUs of the cluster's accelerator — and
 // keeps the verdict here; a node that does not have what was paid for is a

@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// The GPU watch (X15, issue 26 items 6 and 7): per cluster, the stall
+// The GPU watch (X15): per cluster, the stall
 // alert (on by default, with an off switch) and the idle rule (opt-in: off
 // by default, as the seeds promise no idle stop, L7), with the episode each
 // has open so an alert is sent once per episode, not every tick. A cluster
@@ -216,7 +216,7 @@ func (s *Store) saveWatch(ctx context.Context, w GPUWatch) error {
 	return s.db.WithContext(ctx).Save(&w).Error
 }
 
-// SetGPUWatch sets a cluster's watch policy (issue 26 items 6, 7), with its
+// SetGPUWatch sets a cluster's watch policy (X15), with its
 // event and audit entry. Out-of-bounds fields are FieldErrors and change
 // nothing; an ended cluster is ErrConflict. Turning the idle rule off or
 // changing it closes the idle episode: a warning already mailed does not

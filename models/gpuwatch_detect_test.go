@@ -45,7 +45,7 @@ func idleFor(n int) func(int) models.NodeMinute {
 	}
 }
 
-// Issue 26 item 6 (X15): the stall rule names the machines that stand apart
+// X15: the stall rule names the machines that stand apart
 // once the pattern held for the set time, and nothing before or otherwise.
 func TestDetectStall(t *testing.T) {
 	busy := func(i int) models.NodeSeries { return run(fmt.Sprintf("node-%d", i), 30, working(95)) }
@@ -111,7 +111,7 @@ func TestDetectStall(t *testing.T) {
 	}
 }
 
-// Issue 26 item 7: the cluster is idle since the latest moment every GPU of
+// X15: the cluster is idle since the latest moment every GPU of
 // every machine went below the threshold; a busy GPU, a silent machine or
 // a long gap means not idle.
 func TestIdleSince(t *testing.T) {

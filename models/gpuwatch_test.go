@@ -56,7 +56,7 @@ func watched(t *testing.T, e *launchEnv, id string) models.WatchedCluster {
 	return models.WatchedCluster{}
 }
 
-// Issue 26 items 6, 7: a cluster starts with stall alerts on and the idle
+// X15: a cluster starts with stall alerts on and the idle
 // rule off (the seeds promise no idle stop, L7); a policy out of bounds is
 // refused field by field and changes nothing (A4); another organisation's
 // cluster is not found (A3); a policy set is an event and an audit entry.
@@ -106,7 +106,7 @@ func TestGPUWatchPolicy(t *testing.T) {
 	})
 }
 
-// Issue 26 item 6: a stall is announced once per episode (one event, one
+// X15: a stall is announced once per episode (one event, one
 // mail per recipient naming the machines), repeated ticks change nothing, a
 // different set of machines is a new episode, and the end is noted once.
 func TestNoteStallOncePerEpisode(t *testing.T) {
@@ -152,7 +152,7 @@ func TestNoteStallOncePerEpisode(t *testing.T) {
 	})
 }
 
-// Issue 26 item 7: with the opt-in (stop after 2 h, 60 min grace), the
+// X15: with the opt-in (stop after 2 h, 60 min grace), the
 // owners are mailed once when every GPU has been idle for 2 h, with the
 // time of the stop; after the grace the stop is requested through the
 // domain's stop (reason idle, its event); work coming back after the mail

@@ -5,7 +5,7 @@ import "gorm.io/gorm"
 // An Idempotency-Key belongs to the environment it was sent in (L1, A3): an
 // API key acts in its own environment only, so another environment's key
 // replaying the same key and body makes its own launch (or quote request)
-// instead of answering with an object it cannot see (issue 20 item 8).
+// instead of answering with an object it cannot see (A3).
 // Keys are unique per organisation, environment and key.
 func up0920IdemKeysPerEnv(tx *gorm.DB) error {
 	for _, q := range []string{

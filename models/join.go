@@ -331,7 +331,7 @@ func (s *Store) MarkJoinPlaced(ctx context.Context, c Cluster, n ClusterNode, p 
 			return res.Error
 		}
 		if n.JoinKind == JoinReplace {
-			var open int64 // a swap before hand-over opened its gap already (issue 24)
+			var open int64 // a swap before hand-over opened its gap already (X13)
 			if err := tx.db.WithContext(ctx).Model(&BillingGap{}).Where("node_id = ? AND ended_at IS NULL", n.ID).Count(&open).Error; err != nil {
 				return err
 			}

@@ -8,7 +8,7 @@ import (
 )
 
 // AcceleratorLabel is an accelerator's name as people read it: "H100_80GB"
-// is "H100 80GB". Events and mails use it, never the raw id (issue 13).
+// is "H100 80GB". Events and mails use it, never the raw id (O3).
 func AcceleratorLabel(a string) string { return strings.ReplaceAll(a, "_", " ") }
 
 // ShapeLabel is the cluster's shape as people read it: "2 × 8 × H100 80GB".

@@ -14,7 +14,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// L4, L6, R2, R5, B6 (issue 22 item 3): each constructor stores exactly
+// L4, L6, R2, R5, B6, L8: each constructor stores exactly
 // the code the column and the API's lastError held before kinds were
 // typed, and reads back as the same value.
 func TestLastErrorCodes(t *testing.T) {
@@ -90,7 +90,7 @@ func TestErrorKindsListsEveryKind(t *testing.T) {
 	}
 }
 
-// Constructors only (issue 22 item 3): no lastError code is written as a
+// Constructors only (L8): no lastError code is written as a
 // string literal in jobs or models outside lasterror.go, so every code
 // the page meets is a declared kind.
 func TestNoFreeTextLastError(t *testing.T) {

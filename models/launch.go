@@ -149,8 +149,7 @@ type LaunchInput struct {
 	DefaultName bool
 	// SharedQuote lets a used quote launch again as a copy at its locked
 	// price, under another idempotency key and with another workload: the
-	// launch page reuses one quote for every tab that shows it (issue 11
-	// item 11), and two tabs launching two workloads mean two clusters; the
+	// launch page reuses one quote for every tab that shows it (X12), and two tabs launching two workloads mean two clusters; the
 	// same workload again is "already launched" (X12). The API's quote ids
 	// stay single-use.
 	SharedQuote bool
@@ -161,7 +160,7 @@ type LaunchInput struct {
 	// Watch is the GPU watch chosen at launch (X15; gpuwatch.go); nil =
 	// the defaults (stall alerts on, no idle rule).
 	Watch *WatchPolicy
-	// Verify: verified before hand-over (issue 24).
+	// Verify: verified before hand-over (X13).
 	Verify bool
 }
 
@@ -219,7 +218,7 @@ func (x Actions) Launch(ctx context.Context, in LaunchInput) (c Cluster, created
 }
 
 // launchQuote is the quote a launch uses: for an offer and a size a fresh
-// one, or a reusable unused one of the same price (issue 11: retried offer
+// one, or a reusable unused one of the same price (A3: retried offer
 // launches do not grow the quotes table), or the given one unless a repeated priced field differs or it
 // expired unused (Q5).
 func (x Actions) launchQuote(ctx context.Context, in LaunchInput) (Quote, error) {
@@ -287,7 +286,7 @@ func (s *Store) publicKeys(ctx context.Context, a Actor, ids []string) ([]string
 }
 
 // quoteInEnv refuses launching q in another environment than the one it
-// was made in (A3, issue 20 item 9): its volume, its budget and its
+// was made in (A3): its volume, its budget and its
 // idempotency belong there. A dashboard session that switched environment
 // since is told to switch back.
 func (s *Store) quoteInEnv(ctx context.Context, q Quote, envID string) error {

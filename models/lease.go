@@ -98,7 +98,7 @@ func (s *Store) JobRuns(ctx context.Context) ([]JobRun, error) {
 }
 
 func truncate(s string, n int) string {
-	s = cleanOutput(s) // text from agents reaches SQL: UTF-8, no NUL (issue 11)
+	s = cleanOutput(s) // text from agents reaches SQL: UTF-8, no NUL (A4)
 	if len(s) <= n {
 		return s
 	}
@@ -109,7 +109,7 @@ func truncate(s string, n int) string {
 }
 
 // CleanString reports whether s can reach SQL as it is: valid UTF-8 without
-// NUL bytes (PostgreSQL refuses both; issue 11).
+// NUL bytes (PostgreSQL refuses both; A4).
 func CleanString(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }

@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// B9 (issue 20 item 2): top-ups, auto-recharge amounts and operator
+// B9: top-ups, auto-recharge amounts and operator
 // adjustments have a maximum, the default or the operator's; an amount over
 // it is a field error and writes nothing.
 func TestMoneyLimits(t *testing.T) {
@@ -67,7 +67,7 @@ func TestMoneyLimits(t *testing.T) {
 	})
 }
 
-// B9 (issue 20 item 2): ledgers credited before the bounds existed (ten
+// B9: ledgers credited before the bounds existed (ten
 // entries of $999,999,999,999.99) cannot break anyone else's sums: another
 // organisation's balance, the operator's ledger gauges and the auto-recharge
 // planning all answer; the huge organisation's own balance fails cleanly.

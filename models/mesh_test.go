@@ -110,7 +110,7 @@ func TestTwoNodesReportingOneAddress(t *testing.T) {
 	})
 }
 
-// Issue 21 item 10: a node whose peer has not joined the private network
+// A node whose peer has not joined the private network
 // yet (no address reported: still booting) is waiting for it, which its
 // message says; an unreachable address is still "cannot reach".
 func TestReportPeersWaitsForAPeerNotUpYet(t *testing.T) {

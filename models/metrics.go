@@ -14,7 +14,7 @@ type Gauges struct {
 	Catalog          []CatalogHealth
 	Jobs             []JobRun
 	Ledger           []LedgerTotal
-	GPUs             []ClusterGPUUsage // clusters whose GPUs reported in the last minutes (issue 26)
+	GPUs             []ClusterGPUUsage // clusters whose GPUs reported in the last minutes (X15)
 }
 
 // LedgerTotal sums every organisation's ledger entries of one kind and

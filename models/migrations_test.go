@@ -18,7 +18,7 @@ var allModels = []any{
 	&models.Org{}, &models.User{}, &models.Membership{}, &models.Environment{},
 	&models.Invite{}, &models.LoginThrottle{}, &models.SSHKey{}, &models.APIKey{},
 	&models.AuditRecord{}, &models.OutboxMail{},
-	&models.GPUWatch{},                       // gpuwatch.go (issue 26 items 6, 7)
+	&models.GPUWatch{},                       // gpuwatch.go (X15)
 	&models.Run{}, &models.RunInterruption{}, // run.go (X17)
 	&models.Reservation{}, &models.ReservationEvent{}, // reservation.go (X18)
 	&models.Offer{}, &models.CatalogVersion{}, &models.JobLease{}, &models.JobRun{},

@@ -45,7 +45,7 @@ func TestParseUSDRefusesNonsense(t *testing.T) {
 	}
 }
 
-// Issue 21 item 10: a quote for machines of one GPU reads "1 GPU", not
+// A quote for machines of one GPU reads "1 GPU", not
 // "1 GPUs".
 func TestLineItemsSayOneGPU(t *testing.T) {
 	q := Quote{Nodes: 2, GPUsPerNode: 1, PerGPUHour: 2_000_000, RootDiskGB: 100, DiskGBHour: 100}

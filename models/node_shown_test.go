@@ -8,7 +8,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// L8 (issue 13): whatever a node's stored status and step, the status the
+// L8: whatever a node's stored status and step, the status the
 // page shows for it is one its cluster's status allows, for every cluster
 // status, terminating or not — the stored statuses lag (a degraded
 // cluster's nodes still read installing), the shown ones never contradict.
@@ -43,7 +43,7 @@ func TestShownNodeStatusNeverContradictsTheCluster(t *testing.T) {
 			}
 		}
 	}
-	// The cases issue 13 saw: provisioning nodes of an installing or
+	// The cases once seen (L8): provisioning nodes of an installing or
 	// degraded cluster, and a healthy node of a failed one reading failed.
 	for _, tc := range []struct {
 		c    models.Cluster

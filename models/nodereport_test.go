@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// N3, V4 (issue 22 item 2): the start command and the mounts step keep
+// N3, V4: the start command and the mounts step keep
 // their node's report by one rule, the newest report wins: a later start
 // replaces the kept one, the same start's end replaces its running state
 // and nothing else does, an earlier boot's late report is ignored.

@@ -12,7 +12,7 @@ import (
 // and the freshness cutoff, read by one statement (catalog.go). Its Stamp
 // identifies the answer exactly: picks with equal stamps have equal Groups,
 // so a caller may keep what it renders from an answer under its stamp and
-// serve it again without recomputing (issue 13). A stamp never names a
+// serve it again without recomputing (O3). A stamp never names a
 // moment, only the inputs: the catalog version, which offers have gone
 // stale, the holds and the filter. Markups are in the snapshot's prices: a
 // markup change bumps the version, and the default markup is stamped.

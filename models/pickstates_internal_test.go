@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Issue 21 item 12: the picker's statement is shared by the requests that
+// O3: the picker's statement is shared by the requests that
 // wait for it, but a request never gets an answer whose read started before
 // it arrived. Run 1 is held open; a write happens; a request arriving now
 // must get run 2's answer, which reads the write. Requests arriving together

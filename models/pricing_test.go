@@ -247,7 +247,7 @@ func newLaunchEnvIn(t *testing.T, db *gorm.DB, s *models.Store, deposit models.M
 	return e
 }
 
-// OP2, issue 13: the picker serves a snapshot of customer prices, so a
+// OP2: the picker serves a snapshot of customer prices, so a
 // markup change (a setting or the configured default) must reach it at once:
 // the snapshot is reloaded and the stamp under which answers are kept moves.
 func TestMarkupChangeReachesPickerAtOnce(t *testing.T) {

@@ -22,8 +22,8 @@ const (
 	TypeNodeDown                 = "node.down"                  // one more machine down in a degraded cluster
 	TypeNodeReplaced             = "node.replaced"              // a replacement machine joined in a down one's place (X5)
 	TypeNodeJoined               = "node.joined"                // an added worker joined (L10)
-	TypeNodeVerificationFailed   = "node.verification_failed"   // a machine failed verification before hand-over; the message names its machine id (issue 24)
-	TypeClusterVerifying         = "cluster.verifying"          // every node up (and its software ready): verification before hand-over runs (issue 24)
+	TypeNodeVerificationFailed   = "node.verification_failed"   // a machine failed verification before hand-over; the message names its machine id (X13)
+	TypeClusterVerifying         = "cluster.verifying"          // every node up (and its software ready): verification before hand-over runs (X13)
 	TypeRunStarted               = "run.started"                // a run's ranks started on its verified cluster (X17)
 	TypeRunInterrupted           = "run.interrupted"            // a machine died, hung or erred (or a planned stop came): the ranks stopped (X17)
 	TypeRunResumed               = "run.resumed"                // every rank restarted with the resume command (X17)

@@ -68,13 +68,13 @@ type NoCapacityError struct {
 }
 
 // NotInStockReason is a launch refused because other launches took the
-// offer's counted machines since it was quoted (issue 11).
+// offer's counted machines since it was quoted (X12).
 const NotInStockReason = "not_in_stock"
 
 // CatalogStaleReason: the catalog holds offers for the shape, but none was
 // refreshed within OfferFreshness (its provider did not answer lately, O6),
 // so nothing can be sold until the next refresh; another shape is not the
-// remedy (issue 20 item 15).
+// remedy (API2).
 const CatalogStaleReason = "catalog_stale"
 
 func (e *NoCapacityError) Error() string { return "no capacity: " + e.Reason }

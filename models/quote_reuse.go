@@ -19,7 +19,7 @@ const QuotePruneAfter = 24 * time.Hour
 // of the organisation and environment for the same offer, shape and price
 // with at least half its lock left is returned as it is; otherwise the
 // organisation's long-expired unused quotes are pruned and a new one is made
-// (issue 11: viewing a launch page does not grow the quotes table).
+// (X12: viewing a launch page does not grow the quotes table).
 func (s *Store) ReuseQuote(ctx context.Context, orgID, envID string, r ShapeQuery) (Quote, error) {
 	if fe := r.Validate(); len(fe) > 0 {
 		return Quote{}, fe

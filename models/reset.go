@@ -40,7 +40,7 @@ func up0780PasswordResets(tx *gorm.DB) error {
 	return tx.Table("password_resets").Migrator().CreateTable(&passwordReset{})
 }
 
-// Throttles for asking for reset links (issue 13: throttled like log-in,
+// Throttles for asking for reset links (A1: throttled like log-in,
 // in the same table, so across instances): one address is slowed after 3
 // requests an hour and refused for an hour after 6; a network address after
 // 10 and 30. Every request counts, whether the account exists or not.
@@ -120,7 +120,7 @@ func (s *Store) PasswordResetByToken(ctx context.Context, token string) (Passwor
 // log-in failures are forgotten, with revokeKeys every API key the user
 // created is revoked (in every organisation), and a notice listing the
 // user's API keys still live is mailed, audited in each of the user's
-// organisations (issue 20 item 10: a reset alone leaves keys working). A bad
+// organisations (A1: a reset alone leaves keys working). A bad
 // password is a FieldErrors and spends nothing.
 func (s *Store) ResetPassword(ctx context.Context, token, password, ip string, revokeKeys bool) (User, error) {
 	var u User

@@ -420,7 +420,7 @@ func (s *Store) MarkSoftwareReady(ctx context.Context, clusterID string, attempt
 			notify: n, try: attempt, nodes: func(tx *Store) error {
 				return tx.nodeRows(ctx, clusterID, map[string]any{"status": NodeReady, "step": "done", "software_at": tx.Now(), "message": ""})
 			}}
-		if cur.Verify { // issue 24: verified before hand-over; the ready mail waits for it
+		if cur.Verify { // X13: verified before hand-over; the ready mail waits for it
 			ch.event, ch.notify = EventSoftwareVerify, nil
 			ch.msg = strings.Replace(msg, "The cluster is ready.", "Verifying every machine and the fabric before hand-over; verification is not billed, billing restarts at hand-over.", 1)
 			ch.set = map[string]any{"unbilled_at": tx.Now()} // X13: verification is not billed

@@ -7,7 +7,7 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// Counted stock (O2, issue 11). A counted offer stores what its provider
+// Counted stock (O2). A counted offer stores what its provider
 // reported free at RefreshedAt, and a provider's count already leaves out
 // the machines it has placed. So a cluster holds machines against the stored
 // count from its launch until they are released, except when they were

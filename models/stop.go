@@ -352,7 +352,7 @@ func (s *Store) NodeMessage(ctx context.Context, clusterID string, rank int, msg
 // EnforcedStops lists the organisation's clusters that the budget or the
 // balance stopped (or is stopping) and that nobody has resumed or
 // terminated since, oldest stop first: the dashboard's banner announces
-// them (B5, B6; issue 21 item 5).
+// them (B5, B6).
 func (s *Store) EnforcedStops(ctx context.Context, orgID string) ([]Cluster, error) {
 	var cs []Cluster
 	err := s.db.WithContext(ctx).Where("org_id = ? AND stop_reason IN ? AND terminate_requested_at IS NULL AND resume_requested_at IS NULL AND "+

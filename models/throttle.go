@@ -81,7 +81,7 @@ func addressKey(ip string) string    { return "ip:" + ip }
 // concurrency at most AccountThrottle.SlowAfter checks run at once and at
 // most LockAfter per lock period: each attempt is counted as a failure and
 // sets the wait it would cause. A good password then calls
-// ClearLoginFailures, which forgets the account's count (issue 11, A1).
+// ClearLoginFailures, which forgets the account's count (A1).
 func (s *Store) ReserveLoginAttempt(ctx context.Context, email, ip string) (*LoginBlock, error) {
 	keys := []throttleKey{{accountKey(email), AccountThrottle, false}}
 	if ip != "" {

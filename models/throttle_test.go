@@ -12,7 +12,7 @@ import (
 // ReserveLoginAttempt counts an attempt before the password is checked:
 // SlowAfter attempts pass, the next is refused for BaseDelay without being
 // counted, a good log-in (ReleaseLoginAttempt) forgets the account's count
-// and gives the address its attempt back (issue 11, A1).
+// and gives the address its attempt back (A1).
 func TestReserveLoginAttempt(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()

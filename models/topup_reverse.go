@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Reversing a top-up (B1, B9, OP2; issue 21 item 8): an operator takes back
+// Reversing a top-up (B1, B9, OP2): an operator takes back
 // what a top-up credited (a charge-back, a mistaken card) with a reversing
 // ledger entry — never a delete — keyed by the top-up, so a top-up is
 // reversed at most once and by at most what it credited. The balance may go

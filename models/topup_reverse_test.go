@@ -25,7 +25,7 @@ func creditedTopUp(t *testing.T, s *models.Store, orgID string, amount models.Mo
 	return tu
 }
 
-// B1, B9, issue 21 item 8: an operator reverses a credited top-up with a
+// B1, B9: an operator reverses a credited top-up with a
 // reversing ledger entry (the deposit stays), audited; reversing it twice,
 // more than it credited, without a reason, a pending top-up or another
 // organisation's is refused and writes nothing; the balance may go

@@ -13,8 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// The product's own history of machines and launches (issue 24 items
-// 6–8, X2), kept as it happens so that pages read it cheaply:
+// The product's own history of machines and launches (X2), kept as it happens so that pages read it cheaply:
 //
 //   - launch_records: one row per launch with what its offer and size
 //     need for their track record: whether the all-machine placement was
@@ -297,7 +296,7 @@ func (s *Store) trackTransition(ctx context.Context, c Cluster, ev Event) error 
 
 // recordFault writes one machine fault and quarantines the machine when
 // it is its LemonFaults-th counted one in TrackWindow since its last
-// release (item 7). evidence says what the fault rests on (X19): a fault
+// release (X2). evidence says what the fault rests on (X19): a fault
 // only the customer's own machine reported (EvidenceTenant) decides its
 // cluster's health but counts in the public track record and towards
 // quarantine only once such faults of the machine come from
@@ -408,7 +407,7 @@ func (s *Store) recordVerificationFailure(ctx context.Context, c Cluster, node, 
 }
 
 // recordRepair closes the node's latest open down fault: its replacement
-// joined (item 8).
+// joined (X2).
 func (s *Store) recordRepair(ctx context.Context, clusterID, node string) error {
 	db := s.db.WithContext(ctx)
 	var open []MachineFault
@@ -421,7 +420,7 @@ func (s *Store) recordRepair(ctx context.Context, clusterID, node string) error 
 	return db.Model(&MachineFault{}).Where("id = ?", open[0].ID).Updates(map[string]any{"repaired_at": now, "repair_seconds": secs}).Error
 }
 
-// ---- the track record (item 6) ----
+// ---- the track record (X2) ----
 
 // compareTrack orders records best first: tried before untried, then the
 // higher success rate, then more launches.
@@ -620,7 +619,7 @@ func ringRecord(bs []ringBucket) RingRecord {
 	return out
 }
 
-// ---- lemons (item 7) ----
+// ---- lemons (X2) ----
 
 // QuarantinedMachines names the provider's machines in quarantine, for
 // PlaceRequest.Avoid.
@@ -703,7 +702,7 @@ func (x Actions) ReleaseMachine(ctx context.Context, id int64) (MachineQuarantin
 	return q, err
 }
 
-// ---- time to repair (item 8) ----
+// ---- time to repair (X2) ----
 
 // RepairBuckets are the time-to-repair histogram's upper bounds, seconds.
 var RepairBuckets = []float64{60, 300, 600, 900, 1800, 3600, 7200, 14400, 43200}

@@ -123,7 +123,7 @@ func (e *trackEnv) record(id string) models.LaunchRecord {
 	return r[0]
 }
 
-// X2, X13 (issue 35 item 1, issue 32 item 5): every accepted launch is
+// X2, X13: every accepted launch is
 // recorded once, from the moment it is accepted, and the transition that
 // ends it writes its outcome once: ready, ready after a swap, failed
 // placing, failed installing, failed verifying (a launch failing at each

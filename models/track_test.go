@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Issue 24 items 6, 7: a node.verification_failed event, whoever writes
+// X2: a node.verification_failed event, whoever writes
 // it, counts as the launch's verification failure and as a fault of the
 // machine it names (its host, else its provider id); the second fault of
 // one machine in 30 days quarantines it, once.

@@ -117,8 +117,7 @@ func BenchmarkMeterUsage(b *testing.B) {
 }
 
 // A month with more clusters than a page of rows still has every one as a
-// usage line, so the month's spend (their sum) is whole (B3; issue 22 item
-// 10: the lines used to stop at 500 without saying so).
+// usage line, so the month's spend (their sum) is whole (B3: the lines used to stop at 500 without saying so).
 func TestUsageForMonthHasEveryCluster(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		s := models.NewStore(db, models.NewFakeClock(t0))

@@ -86,7 +86,7 @@ func (s *Store) UsageForOrg(ctx context.Context, orgID string, since time.Time) 
 // in window w: only the periods that start in it, and the open period only
 // while now is in it (the billing page, its CSV and GET /v1/billing/usage).
 // Every cluster of the month is a line, however many: the month's spend is
-// their sum, so a cut list would understate it (issue 22 item 10).
+// their sum, so a cut list would understate it.
 func (s *Store) UsageForMonth(ctx context.Context, orgID string, w UsageWindow) ([]ClusterUsage, error) {
 	var cs []Cluster
 	err := s.db.WithContext(ctx).Where("org_id = ? AND ready_at IS NOT NULL AND ready_at < ? AND (released_at IS NULL OR released_at >= ?)",

@@ -103,7 +103,7 @@ func PasswordProblem(pw, email string) string {
 // variant of one (a leaked-password list entry plus digits, a keyboard row,
 // a sequence, the email's name): zxcvbn's estimate of fewer than a million
 // guesses (score 0 or 1), from its lists of the most common leaked passwords,
-// names and words (issue 11, A1).
+// names and words (A1).
 func commonPassword(pw, email string) bool {
 	var hints []string
 	if local, _, ok := strings.Cut(email, "@"); ok {

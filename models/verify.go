@@ -15,7 +15,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
 )
 
-// Verification before hand-over (issue 24; L3–L6, S2, X4, X5). A cluster
+// Verification before hand-over (L3–L6, S2, X4, X5). A cluster
 // launched with verification on (the default of every launch surface)
 // goes from install (or, without software, from the mesh) to verifying,
 // not ready. Every machine's agent runs the machine check (GPUs, ECC and
@@ -208,7 +208,7 @@ func up0960Verification(tx *gorm.DB) error {
 
 // ---- the report ----
 
-// VerifyReport is the hand-over report (issue 24 item 4).
+// VerifyReport is the hand-over report (X13).
 type VerifyReport struct {
 	Run        int              `json:"run"`
 	Rerun      bool             `json:"rerun"`
@@ -283,7 +283,7 @@ func (r VerifyRun) ReportOf() VerifyReport {
 // ---- the swap decision ----
 
 // MaySwapNow is the one decision whether verification may swap a machine
-// of c now (issue 24 item 3): never on a "run again", never while another
+// of c now (X13): never on a "run again", never while another
 // machine joins, never past the swaps allowed or the window. It returns
 // why not, for the report and the event. The verify job then asks health
 // damping (Store.MayRepairAutomatically) too, as recovery does.
@@ -491,7 +491,7 @@ func (s *Store) verifyEvents(ctx context.Context, c Cluster, events []VerifyEven
 // StepVerify is the step of verification's events.
 const StepVerify = "verify"
 
-// SwapForVerification is issue 24 item 3: machine rank failed verification,
+// SwapForVerification is X13: machine rank failed verification,
 // so it is replaced the way Replace does it (X5): the node joins afresh
 // with the same rank, name and address, the join job places the new
 // machine and releases the old one. The failed machine is never billed:
@@ -618,8 +618,7 @@ func (s *Store) FinishVerification(ctx context.Context, c Cluster, run VerifyRun
 	return out, err
 }
 
-// VerifyAgain is "run verification again" on a ready cluster (issue 24
-// item 4): the same checks, the same report, no swaps. ErrConflict when
+// VerifyAgain is "run verification again" on a ready cluster (X13): the same checks, the same report, no swaps. ErrConflict when
 // the cluster is not ready or a verification is running. A ready cluster
 // is the customer's: its GPUs run their jobs, so the checks run only when
 // the customer confirms the disruption (X13); a *DisruptionError names it
@@ -671,7 +670,7 @@ func (x Actions) VerifyAgain(ctx context.Context, clusterID string, confirmDisru
 }
 
 // KeepUnverified is the customer's "keep it as it is" after verification
-// failed (issue 24 item 3): degraded → ready, the report stays. ErrConflict
+// failed (X13): degraded → ready, the report stays. ErrConflict
 // unless the cluster is degraded by verification.
 func (x Actions) KeepUnverified(ctx context.Context, clusterID string) (Cluster, error) {
 	var c Cluster

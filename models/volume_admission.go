@@ -8,7 +8,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Volume quotas (A2, V3; issue 20 item 7): an organisation holds at most
+// Volume quotas (A2, V3; B9): an organisation holds at most
 // MaxVolumes live volumes of at most MaxVolumeGB together. The operator sets
 // them per organisation on the admin page; 0 means the deployment's default
 // (DEFAULT_MAX_VOLUMES, DEFAULT_MAX_VOLUME_GB; else these).
@@ -113,8 +113,7 @@ func (s *Store) checkVolumeQuota(ctx context.Context, orgID string, volumes, add
 }
 
 // admitVolume is a launch's admission for a volume created (volumes = 1)
-// or grown (volumes = 0) by addGB at rate in environment envID (issue 20
-// item 7): the environment's budget not reached (B5), the organisation's
+// or grown (volumes = 0) by addGB at rate in environment envID (B9): the environment's budget not reached (B5), the organisation's
 // volume quota, and L2's balance: one hour of everything the organisation
 // runs and keeps, volumes included, plus one hour of what is added, never
 // less than $10. It runs inside the caller's transaction after lockOrg.

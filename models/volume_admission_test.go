@@ -13,7 +13,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Issue 20 item 7 (B6, V3, E1): an organisation that only keeps volumes is
+// B9, B6, V3, E1: an organisation that only keeps volumes is
 // enforced too once its balance runs out: its owners are mailed first,
 // and the mail says the volumes are kept and keep billing. No pass ever
 // deletes a volume, however long the balance stays unpaid; its billing

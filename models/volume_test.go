@@ -32,7 +32,7 @@ func attachedErr(err error, action, clusterID string) bool {
 func TestVolumeCRUD(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newLaunchEnv(t, db, 100*models.Micro) // volumes pass a launch's admission (issue 20 item 7)
+		e := newLaunchEnv(t, db, 100*models.Micro) // volumes pass a launch's admission (B9)
 		community := offer("home", "garage-1", 8, 900_000, intp(4))
 		community.Community = true
 		seedCatalog(t, e.s, offer("h100x8", "us-east", 8, 2_490_000, intp(20)),

@@ -188,7 +188,7 @@ type PlaceRequest struct {
 	// head (machine 0); nil for none.
 	Volume *Volume
 	// Avoid names machines (Node.Host, else Node.ID) the product has
-	// quarantined as lemons (issue 24 item 7): an adapter that chooses the
+	// quarantined as lemons (X2): an adapter that chooses the
 	// machine itself (SSH machines, the simulated cloud) never places on
 	// one; a cloud that chooses for us ignores it.
 	Avoid []string

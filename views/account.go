@@ -248,7 +248,7 @@ type AdminPage struct {
 	NewQuoteRequests int // requests in the inbox no one has answered yet
 	Providers        []AdminProviderRow
 	Jobs             []AdminJobRow
-	// The fleet's GPUs now (issue 26 item 4): how many reported in the
+	// The fleet's GPUs now (OP3): how many reported in the
 	// last minutes, of how many clusters, and their mean utilization.
 	FleetGPUs, FleetGPUClusters int
 	FleetGPUUtilPct             int

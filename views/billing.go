@@ -100,5 +100,5 @@ type ChartBar struct {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // LargeTopUp is the amount in dollars above which the top-up form asks for
-// a confirmation before sending (issue 21 item 8).
+// a confirmation before sending (B9).
 const LargeTopUp = "1000"

@@ -26,7 +26,7 @@ type BudgetRow struct {
 }
 
 // fieldProblems are the row's problems keyed by the id of their field, for
-// the summary's links (issue 21 item 6).
+// the summary's links (A4).
 func (r BudgetRow) fieldProblems() map[string]string {
 	out := make(map[string]string, len(r.Problems))
 	for f, msg := range r.Problems {

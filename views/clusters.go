@@ -47,7 +47,7 @@ type ClusterPage struct {
 	LogRanks     []int
 	Recovery     *RecoveryView     // health and recovery (R3–R5); nil once ended
 	NCCL         *NCCLView         // the automatic NCCL check, once planned (X4)
-	Verification *VerificationView // the hand-over report, once verification started (issue 24)
+	Verification *VerificationView // the hand-over report, once verification started (X13)
 	Ended        *EndedView        // once terminated or failed (B1)
 	Storage      *StorageView      // V4: what is mounted where; nil when nothing is
 	Tab          string            // the section shown: overview, connect, logs or events
@@ -62,7 +62,7 @@ type ClusterPage struct {
 	// machine's place (X5); nil once ended.
 	Join *JoinView
 	// ResumeBlocked says why Resume is off while the environment's budget
-	// is reached (B5, issue 21 item 4), with the way forward; nil: it is on.
+	// is reached (B5, A4), with the way forward; nil: it is on.
 	ResumeBlocked *Flash
 	// Stop is the customer's Stop (B6): nil when it does not apply (not
 	// ready or degraded, or something under way).
@@ -92,7 +92,7 @@ type JoinView struct {
 
 // TerminateDetail is the terminate dialog's detail: what goes (the
 // machines and their disks) and what stays (an attached volume, billed until
-// it is deleted): issue 21 item 10, V1.
+// it is deleted): V1.
 func (p ClusterPage) TerminateDetail() string {
 	s := "Every machine is released together and its disks are deleted; billing stops for the machines."
 	if p.Storage != nil && p.Storage.VolumeName != "" {
@@ -242,7 +242,7 @@ type StepView struct {
 
 // EventView is one entry of the cluster's history.
 type EventView struct {
-	At      string // "3 Dec 14:05:09": events span days (issue 21 item 10)
+	At      string // "3 Dec 14:05:09": events span days
 	When    string // RFC 3339, for the time element
 	Kind    string
 	Status  string
@@ -400,7 +400,7 @@ type LaunchPage struct {
 	Committed        string             // one hour of the organisation's live clusters, "" when none (L2)
 	Shortfall        string             // L2's refusal with how much to add, "" when the balance covers the launch
 	TopUpURL         string             // where to add funds, with Shortfall
-	Alternatives     []OfferAlternative // what can start now when the offer ran out (issue 11)
+	Alternatives     []OfferAlternative // what can start now when the offer ran out (L2)
 	OffersURL        string             // the offers page for this shape, with Alternatives
 	Already          *ClusterRow
 	Software         []SoftwareOption
@@ -466,7 +466,7 @@ type LaunchForm struct {
 	SSHKeyIDs    []string
 	IdleAction   string // X15: "" = no idle rule
 	IdleHours    string
-	Verify       bool // verification before hand-over (issue 24)
+	Verify       bool // verification before hand-over (X13)
 }
 
 // SSHKeyOption is one of the user's keys to install on every node.
@@ -625,7 +625,7 @@ func nodeMessageClass(msg string) string {
 	return "text-amber-700 dark:text-amber-400"
 }
 
-// VerificationView is the hand-over report (issue 24 item 4).
+// VerificationView is the hand-over report (X13).
 type VerificationView struct {
 	Status    string // running, passed, failed
 	Title     string // "Verified before hand-over", "Verification run 2 (no swaps)"

@@ -3688,7 +3688,7 @@ func StoragePanel(st StorageView) templ.Component {
 	})
 }
 
-// VerificationPanel is the hand-over report (issue 24): one column of
+// VerificationPanel is the hand-over report (X13): one column of
 // short lines, so it reads on a phone.
 func VerificationPanel(p ClusterPage, v VerificationView) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {

@@ -1,6 +1,6 @@
 package views
 
-// GPUView is the Overview's GPU section (X15, issue 26 item 3): the whole
+// GPUView is the Overview's GPU section (X15): the whole
 // cluster's utilization over the last hour and day, and per machine its
 // utilization and memory as sparklines with temperature, power and the
 // errors seen.

@@ -90,7 +90,7 @@ func problemFields(problems map[string]string, order ...string) []string {
 
 // problemsAt are problems keyed by the id of their field in a form repeated
 // per row, field+suffix (max_gpus-org_1), for the summary's links; order
-// names the row's fields as shown, suffixed the same way (issue 21 item 6).
+// names the row's fields as shown, suffixed the same way (A4).
 func problemsAt(problems map[string]string, suffix string, order ...string) (map[string]string, []string) {
 	out := make(map[string]string, len(problems))
 	for f, msg := range problems {

@@ -1075,7 +1075,7 @@ func LaunchFormView(p LaunchPage) templ.Component {
 }
 
 // LaunchAlternatives is what can start now when the quoted offer ran out
-// (issue 11): the same shape elsewhere, or the offers page.
+// (A3): the same shape elsewhere, or the offers page.
 func LaunchAlternatives(p LaunchPage) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context

@@ -753,7 +753,7 @@ func FlashList(flashes []Flash, requestID string) templ.Component {
 }
 
 // ErrorPage is the full-page answer to a failed request: a title and a
-// sentence in words (no HTTP status words, issue 21 item 4) and the way
+// sentence in words (no HTTP status words, A4) and the way
 // back to where the person came from.
 func ErrorPage(m Meta, title, message string, back BackLink) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
@@ -874,7 +874,7 @@ func ErrorPage(m Meta, title, message string, back BackLink) templ.Component {
 }
 
 // StopBanners announce clusters the budget or the balance stopped (B5,
-// B6; issue 21 item 5), with each cluster linked and the way forward.
+// B6), with each cluster linked and the way forward.
 func StopBanners(bs []StopBanner) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context

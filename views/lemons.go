@@ -1,6 +1,6 @@
 package views
 
-// AdminLemonsPage is /admin/lemons (issue 24 items 7 and 8): machines
+// AdminLemonsPage is /admin/lemons (X2): machines
 // quarantined as lemons with their history, and the time to repair.
 type AdminLemonsPage struct {
 	Meta    Meta

@@ -10,7 +10,7 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 // AdminLemonsView lists quarantined machines with their faults and the
-// release action, under the time-to-repair figure (issue 24 items 7, 8).
+// release action, under the time-to-repair figure (X2).
 func AdminLemonsView(p AdminLemonsPage) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context

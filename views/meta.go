@@ -21,7 +21,7 @@ type Meta struct {
 	// ChargeProblem is a failed auto-recharge, for owners and admins (B4).
 	ChargeProblem *ChargeBanner
 	// Stops announces clusters the budget or the balance stopped, for
-	// every member of the organisation (B5, B6; issue 21 item 5).
+	// every member of the organisation (B5, B6).
 	Stops []StopBanner
 	// PollEvery is how often a page with something under way (the
 	// clusters list, a live cluster page) refreshes itself (0: DefaultPoll).
@@ -87,7 +87,7 @@ const (
 )
 
 // Flash is a one-line message at the top of the page, with the way
-// forward as a link when there is one (issue 21 item 4: "Add $34.94").
+// forward as a link when there is one (A4: "Add $34.94").
 type Flash struct {
 	Kind    FlashKind
 	Message string

@@ -12,7 +12,7 @@ import (
 
 // OfferRow is one offer at the requested node count. It points into the
 // picker's answer rather than copying text: a page at catalog scale has
-// hundreds of rows (issue 13).
+// hundreds of rows (O3).
 type OfferRow struct {
 	Offer *domain.Offer // after holds (models' stock.go)
 	Nodes int

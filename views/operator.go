@@ -68,7 +68,7 @@ type AdminBalancePage struct {
 	Token    string
 	Problems map[string]string
 	// TopUps are the organisation's credited top-ups, each with its
-	// Reverse form (issue 21 item 8).
+	// Reverse form (B9).
 	TopUps []AdminTopUpRow
 }
 

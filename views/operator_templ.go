@@ -2584,7 +2584,7 @@ func PrivateOfferTable(rows []PrivateOfferRow, launch bool) templ.Component {
 }
 
 // adminTopUps lists the organisation's credited top-ups with a Reverse
-// form each (issue 21 item 8): a reversing ledger entry, confirmed first.
+// form each (B9): a reversing ledger entry, confirmed first.
 func adminTopUps(p AdminBalancePage) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context

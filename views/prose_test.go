@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 13: text written with `backticks` shows its code as code, escaped,
+// O3: text written with `backticks` shows its code as code, escaped,
 // with nothing added around it; an unpaired backtick stays as written.
 func TestProse(t *testing.T) {
 	for in, want := range map[string]string{
@@ -25,7 +25,7 @@ func TestProse(t *testing.T) {
 	}
 }
 
-// Issue 21 item 10: the terminate dialog says the machines' disks are
+// The terminate dialog says the machines' disks are
 // deleted, and that an attached volume is kept and stays billed.
 func TestTerminateDetailNamesTheVolume(t *testing.T) {
 	p := ClusterPage{Storage: &StorageView{VolumeName: "datasets"}}
@@ -37,7 +37,7 @@ func TestTerminateDetailNamesTheVolume(t *testing.T) {
 	}
 }
 
-// Issue 21 item 10: a node waiting for a peer to come up reads as a wait
+// A node waiting for a peer to come up reads as a wait
 // (slate), not as the amber of a connection error.
 func TestNodeMessageWaitIsNotAWarning(t *testing.T) {
 	if c := nodeMessageClass("Waiting for node-0 to join the private network."); strings.Contains(c, "amber") {

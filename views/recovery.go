@@ -16,7 +16,7 @@ type RecoveryView struct {
 	Outcomes      []OutcomeView
 	Requested     bool
 	Exhausted     bool
-	Paused        string // health damping paused automatic repair at this time; "" = not paused (issue 24 item 5)
+	Paused        string // health damping paused automatic repair at this time; "" = not paused (X14)
 }
 
 // OutcomeView is one machine's outcome of the last attempt.

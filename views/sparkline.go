@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Spark is one small server-rendered chart (issue 26 item 3): a series of
+// Spark is one small server-rendered chart (X15): a series of
 // values between 0 and Max drawn as a line over a light area, with its
 // label and a text alternative for screen readers and for anyone who
 // would rather read the numbers. A NaN value is a minute with no sample:

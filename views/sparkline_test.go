@@ -9,7 +9,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 )
 
-// Issue 26 item 3: the sparkline is plain SVG whose path follows the
+// X15: the sparkline is plain SVG whose path follows the
 // values (0 % at the bottom, Max at the top), breaks at a minute without a
 // sample, and carries its label and numbers as the accessible name.
 func TestSparklineRenders(t *testing.T) {

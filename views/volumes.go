@@ -14,7 +14,7 @@ type VolumesPage struct {
 	GrowID       string
 	GrowProblems map[string]string
 	// Way is a refusal's way forward beside the size that was refused
-	// (Add funds with the shortfall, raise the budget; issue 21 item 4).
+	// (Add funds with the shortfall, raise the budget; A4).
 	Way *Flash
 }
 
@@ -41,7 +41,7 @@ func (r VolumeRow) Attached() bool { return r.ClusterID != "" }
 
 // growProblems are row r's grow problems keyed by the id the summary links
 // to: the size field, or the row while a cluster holds the volume and there
-// is no field (issue 21 item 6).
+// is no field (A4).
 func growProblems(p VolumesPage, r VolumeRow) map[string]string {
 	target := "grow-" + r.ID
 	if r.Attached() {

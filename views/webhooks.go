@@ -68,8 +68,8 @@ type WebhookVerifyExample struct{ Lang, Title, Code string }
 
 // WebhookVerifyExamples check Clusterdeck-Signature as models.
 // WebhookSignature makes it (X8). web's tests run the JavaScript in a
-// browser and compile the Go (webhookVerifyExample); the Python is the
-// README's.
+// browser and compile the Go (webhookVerifyExample); the Python is
+// docs/api.md's.
 var WebhookVerifyExamples = []WebhookVerifyExample{
 	{"js", "JavaScript (Node 20+, Deno, Bun, Workers)", `// body: the raw request body as a string, before any JSON parsing.
 async function verify(body, header, secret, toleranceSeconds = 300) {

@@ -179,7 +179,7 @@ func TestSecureCookiesOffLocalhost(t *testing.T) {
 		}
 	}
 	// The log-in form sets its CSRF cookie: with no cookie at all the loop
-	// above would pass without checking anything (issue 22 item 10).
+	// above would pass without checking anything.
 	if !names[csrfCookie] {
 		t.Fatalf("the log-in page set no %s cookie (got %v): nothing was checked", csrfCookie, names)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// Issue 26 item 4 in a browser: the operator page's fleet GPU line reads
+// OP3 in a browser: the operator page's fleet GPU line reads
 // whole at 390 and 1440 px (screenshots).
 func TestBrowserAdminFleetGPU(t *testing.T) {
 	t.Parallel() // see newBrowser

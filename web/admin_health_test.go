@@ -44,7 +44,7 @@ func TestAdminShowsCatalogAndJobHealth(t *testing.T) {
 	})
 }
 
-// Issue 26 item 4: the operator page shows the fleet's mean GPU utilization
+// OP3: the operator page shows the fleet's mean GPU utilization
 // over the GPUs that reported in the last minutes, weighted by GPU.
 func TestAdminShowsFleetGPUUtilization(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {

@@ -18,7 +18,7 @@ func repairMinutes(d time.Duration) string {
 	return strconv.Itoa(int(d.Round(time.Minute).Minutes())) + " min"
 }
 
-// adminLemons is GET /admin/lemons (issue 24 items 7, 8): quarantined
+// adminLemons is GET /admin/lemons (X2): quarantined
 // machines with their history, and the time to repair.
 func (h *handler) adminLemons(c echo.Context) error {
 	ctx := c.Request().Context()

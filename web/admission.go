@@ -21,7 +21,7 @@ func insufficientBalance(ib *models.InsufficientBalanceError) *APIError {
 		Message: balanceMessage(ib.Admission) + " Add " + models.USD(ib.Shortfall()) + " at " + topUpPath + ".",
 		Extra: map[string]any{"balance": models.DecimalUSD(ib.Balance), "committed": models.DecimalUSD(ib.Committed),
 			"required": models.DecimalUSD(ib.Required), "shortfall": models.DecimalUSD(ib.Shortfall()), "topUpUrl": topUpPath}}
-	ae.Href, ae.Action = addFundsLink(ib.Shortfall()) // issue 21 item 4: Add funds with the shortfall
+	ae.Href, ae.Action = addFundsLink(ib.Shortfall()) // A4: Add funds with the shortfall
 	return ae
 }
 
@@ -46,7 +46,7 @@ func balanceProblem(a models.Admission) string {
 }
 
 // notInStockMessage explains a launch refused because the offer's counted
-// machines were taken since it was quoted (issue 11).
+// machines were taken since it was quoted (X12).
 func notInStockMessage(nc *models.NoCapacityError) string {
 	free := 0
 	if nc.Free != nil {

@@ -118,7 +118,7 @@ func tally(as []answer) map[string]int {
 	return n
 }
 
-// Issue 11 item 1: counted stock is held by the launch transaction. 100
+// L2: counted stock is held by the launch transaction. 100
 // launches from five organisations at once against an offer with room for
 // ten 2-machine clusters, spread over two instances: exactly 10 are
 // accepted and 90 answer 409 no_capacity at once, and the clusters hold exactly the 20 machines. Three
@@ -170,7 +170,7 @@ func TestConcurrentLaunchesNeverOversellStock(t *testing.T) {
 	})
 }
 
-// Issue 9, L2: a launch is admitted only if the balance less one hour of
+// L2: a launch is admitted only if the balance less one hour of
 // every live cluster covers one hour of the new one and at least $10,
 // decided under the organisation's lock. Four organisations with $100 each
 // launch 30 $8.10/h clusters each, all 120 at once on two instances: in each

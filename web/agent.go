@@ -109,7 +109,7 @@ func peersOf(nodes []models.ClusterNode) []agentapi.Peer {
 }
 
 // agentHeartbeat is POST /v1/agent/heartbeat: liveness, the start command's
-// and the mounts step's state, the GPU samples and XID lines (issue 26), and the node's next task and start order
+// and the mounts step's state, the GPU samples and XID lines (X15), and the node's next task and start order
 // (models.Heartbeat, one transaction).
 func (h *handler) agentHeartbeat(c echo.Context) error {
 	cl, node := agentOf(c)

@@ -66,8 +66,7 @@ func (h *handler) agentBinary(c echo.Context) error {
 	return notFound
 }
 
-// openFiles keeps each served binary open from its first download on (issue
-// 20 item 12): a download is one read of that handle (ReadAt, safe from
+// openFiles keeps each served binary open from its first download on (OP1): a download is one read of that handle (ReadAt, safe from
 // many requests at once), never an open or a compression, and it answers
 // the bytes the version was computed from even if the file on disk is
 // replaced afterwards (a version names one binary forever).

@@ -98,7 +98,7 @@ func testAgentBinary(t *testing.T, db *gorm.DB) {
 	}
 }
 
-// Issue 20 item 12: the public immutable downloads cost one read. The
+// OP1: the public immutable downloads cost one read. The
 // binary is served as stored, never gzipped, even to a client that accepts
 // gzip, so a Range answers the binary's own bytes; it is read from the
 // handle opened at the first download (replacing the file on disk changes

@@ -10,7 +10,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// N3, V4 (issue 22 item 2): a heartbeat is one use case in one
+// N3, V4: a heartbeat is one use case in one
 // transaction. A heartbeat whose mounts report is refused keeps nothing
 // of itself: not the node's liveness, not the start command's state it
 // carried alongside; the same heartbeat made valid keeps both and gets
@@ -63,7 +63,7 @@ func TestHeartbeatIsOneTransaction(t *testing.T) {
 	})
 }
 
-// Issue 26 item 1: a heartbeat's GPU samples are kept; a malformed or
+// X15: a heartbeat's GPU samples are kept; a malformed or
 // oversized report is refused with a clear 400 and the heartbeat keeps
 // nothing (not its liveness, not a single point).
 func TestHeartbeatGPUReport(t *testing.T) {

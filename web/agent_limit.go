@@ -16,7 +16,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Agent log shipping is rate-limited per node (issue 11, N6): each node has
+// Agent log shipping is rate-limited per node (N6): each node has
 // a bucket of AgentLogBurst lines that refills at AgentLogLinesPerSecond. A
 // request that does not fit is refused whole with 429 and Retry-After, which
 // the agent honours by keeping its lines and waiting. Storage is bounded

@@ -8,7 +8,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// V4 (issue 22 item 2): the mounts each agent is ordered to make and the
+// V4: the mounts each agent is ordered to make and the
 // folders customers are shown are one plan (models.MountPlan): for every
 // machine kind, with and without a volume, a node gets a mount order
 // exactly when the customers' list names it, and the volume's path is the

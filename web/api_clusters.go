@@ -175,7 +175,7 @@ func (h *handler) apiLaunch(c echo.Context) error {
 		Workload: models.Workload{Name: body.Name, Software: software, Image: body.Image,
 			StartCommand: startCommand, Env: body.Env, Ports: body.Ports},
 		Watch:  watch,
-		Verify: body.Verify == nil || *body.Verify, // issue 24: on unless `verify: false`
+		Verify: body.Verify == nil || *body.Verify, // X13: on unless `verify: false`
 	})
 	if err != nil {
 		return launchError(err)

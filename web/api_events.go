@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// The event feed (issue 25 item 5; L8, API1, API5): the caller's
+// The event feed (X16; L8, API1, API5): the caller's
 // environment's cluster events after a cursor, as pages of JSON or as
 // server-sent events. New events are found by reading the table after the
 // cursor every LogPoll, so any instance of a deployment serves any stream.

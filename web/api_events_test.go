@@ -75,7 +75,7 @@ func allEvents(t *testing.T, app *testApp, tok, extra string, limit int) (ids []
 	}
 }
 
-// Issue 25 item 5 (API1, API5, L8): GET /v1/events pages the key's
+// X16, API1, API5, L8: GET /v1/events pages the key's
 // environment's events by cursor, each with its public type; another
 // environment's or organisation's key never sees them, and bad cursors,
 // limits and clusters are refused.
@@ -204,7 +204,7 @@ func readSSE(resp *http.Response) <-chan sseEvent {
 	return out
 }
 
-// Issue 25 item 5: the stream over a real connection, served by a second
+// X16: the stream over a real connection, served by a second
 // instance on the same database while the first writes the events: the
 // backlog, new events as they are written, keep-alive comments that carry
 // the stream past the server's WriteTimeout, and a reconnect with

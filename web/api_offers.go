@@ -86,8 +86,8 @@ func (h *handler) apiListOffers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pick = pick.WithTrack(book) // issue 24 item 6: one statement, whatever the catalog's size
-	// The public answer is the same bytes for the same stamp (issue 13):
+	pick = pick.WithTrack(book) // X2: one statement, whatever the catalog's size
+	// The public answer is the same bytes for the same stamp (O3):
 	// encode it once. An API key's organisation may have answers of its own
 	// (private offers), which no stamp covers: encoded each time.
 	if _, pretty := c.QueryParams()["pretty"]; pretty || principal(c) != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // Static assets are read, hashed and gzipped once at start-up, then served
-// from memory (issue 13). Pages link them as /static/NAME?v=HASH (see
+// from memory (O3). Pages link them as /static/NAME?v=HASH (see
 // views.Meta.Asset): a versioned URL never changes content, so it is cached
 // for a year as immutable; an unversioned or stale URL revalidates by ETag.
 // Gzip is served as stored when the client accepts it, never recompressed.

@@ -16,7 +16,7 @@ import (
 )
 
 // The page links every asset by a content-hashed URL, which is cached for
-// good; the gzipped copy made at start-up is served as is (issue 13).
+// good; the gzipped copy made at start-up is served as is (O3).
 func TestStaticAssetsVersionedImmutableAndGzippedOnce(t *testing.T) {
 	app := newTestApp(t, openSQLite(t))
 	stored, err := loadAssets(static.FS)

@@ -64,7 +64,7 @@ func (h *handler) login(c echo.Context) error {
 		return page(c, http.StatusUnprocessableEntity, views.LoginPageView(p), views.LoginForm(p))
 	}
 	ip := c.RealIP()
-	// The attempt is counted before the password is checked (issue 11):
+	// The attempt is counted before the password is checked (A1):
 	// parallel guesses cannot outrun the throttle.
 	block, err := h.Store.ReserveLoginAttempt(ctx, f.Email, ip)
 	if err != nil {
@@ -107,7 +107,7 @@ func (h *handler) login(c echo.Context) error {
 
 // intent says, from where log-in or sign-up returns to, what the visitor
 // was about to do — "launch 2 × 8 × H100 80GB in Ashburn, VA, US", "request
-// a quote for 4 × 8 × H100 80GB" — so the form can say it (issue 13); ""
+// a quote for 4 × 8 × H100 80GB" — so the form can say it (O3); ""
 // for anything else.
 func (h *handler) intent(c echo.Context, next string) string {
 	u, err := url.Parse(next)
@@ -168,7 +168,7 @@ func (h *handler) auditFailedLogin(c echo.Context, email, ip string) error {
 }
 
 // signupThrottled counts a sign-up attempt from the caller's address, or
-// returns why it is refused (issue 11: sign-up is throttled like log-in).
+// returns why it is refused (A1: sign-up is throttled like log-in).
 func (h *handler) signupThrottled(c echo.Context) (string, error) {
 	block, err := h.Store.ReserveSignup(c.Request().Context(), c.RealIP())
 	if err != nil || block == nil {

@@ -119,7 +119,7 @@ func newBadInputApp(f *testing.F, dialect string) *badInputApp {
 		nodeToken: models.AgentToken(cl, nodes[0])}
 }
 
-// Issue 11 (item 9): invalid UTF-8 and NUL bytes anywhere a request carries
+// A4: invalid UTF-8 and NUL bytes anywhere a request carries
 // text (ids, JSON fields and names, forms, queries, headers) never give a
 // 5xx, on SQLite nor on PostgreSQL, and both answer with the same status.
 // The seeds (the cases found on PostgreSQL) run in every `go test`.

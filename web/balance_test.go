@@ -32,7 +32,7 @@ func parseCents(t *testing.T, s string) int64 {
 	return w*100 + f
 }
 
-// B8, issue 21 item 2: one balance. With a cluster running for minutes
+// B8: one balance. With a cluster running for minutes
 // and then hours (the clock moved, periods written and open), the header,
 // the billing card with what is accruing beside it, hours remaining, the
 // run-out, the budgets API and GET /v1/billing/balance all give the one

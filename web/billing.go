@@ -160,7 +160,7 @@ func (h *handler) billingPage(c echo.Context) (views.BillingPage, error) {
 	if err != nil {
 		return views.BillingPage{}, err
 	}
-	// Issue 21 item 4: a refusal's way forward lands here with the amount
+	// A4: a refusal's way forward lands here with the amount
 	// typed in (?amount= for Add funds, with ?budget= for that budget), and
 	// a refused budget form comes back with what was typed.
 	if amount := strings.TrimSpace(c.QueryParam("amount")); amount != "" {

@@ -10,7 +10,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// Issue 9's billing journey in a real browser: a new account (not the
+// The billing journey (B2) in a real browser: a new account (not the
 // demo) signs up, adds funds in test mode, launches, and after the fake
 // clock moves and the billing job runs sees the balance fall and opens its
 // cluster's usage line into a row per machine (B1, B3, B7).

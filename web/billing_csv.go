@@ -62,7 +62,7 @@ func (h *handler) transactionsCSV(c echo.Context) error {
 
 // CSV money is a plain decimal number (the page's figure, rounded the
 // same way: rows add up as they do on the page) with the currency in its
-// own column, so a spreadsheet sums it (issue 21 item 10).
+// own column, so a spreadsheet sums it.
 const csvCurrency = "USD"
 
 // csvNumber is a shown amount ("-$1,234.56", "$19.97/h") as a number.

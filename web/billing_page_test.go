@@ -85,7 +85,7 @@ func TestBillingPageUsageAndCSV(t *testing.T) {
 			}
 			usage = append(usage, r[1:])
 		}
-		// Issue 21 item 10: CSV money is a plain number, the currency in
+		// CSV money is a plain number, the currency in
 		// its own column; otherwise the page's cells.
 		// B3: the CSV's hours have six decimals beside the exact minutes
 		// (1.50 h on the page is 1.500000 h, 90 minutes).
@@ -142,7 +142,7 @@ func TestBillingPageUsageAndCSV(t *testing.T) {
 			t.Errorf("month 13: %d", rec.Code)
 		}
 		// A month that is not one keeps the person on the page: this month
-		// with what was wrong said inline, no status words (issue 21 item 4).
+		// with what was wrong said inline, no status words (A4).
 		rec := c.get("/billing?month=banana")
 		bad := doc(t, rec)
 		if msg := bad.Find(`[data-testid=month-problem]`).Text(); rec.Code != http.StatusUnprocessableEntity ||

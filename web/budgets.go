@@ -153,7 +153,7 @@ func (h *handler) afterBudget(c echo.Context, msg string) error {
 // budgetProblem answers a refused budget: the section with the problem
 // beside the environment's field (htmx, 422), or a flash.
 func (h *handler) budgetProblem(c echo.Context, env models.Environment, typed string, fe models.FieldErrors) error {
-	if !isPartial(c) { // the billing page with the amount kept beside its problem (issue 21 item 4)
+	if !isPartial(c) { // the billing page with the amount kept beside its problem (A4)
 		c.Set(budgetDraftKey, budgetDraft{envID: env.ID, typed: typed, problems: fe})
 		bp, err := h.billingPage(c)
 		if err != nil {

@@ -134,7 +134,7 @@ func (h *handler) newCluster(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if sp != nil { // issue 21 item 4: the size as typed, the problem beside it
+	if sp != nil { // A4: the size as typed, the problem beside it
 		lp.Storage.Problem, lp.Storage.NewGB = sp.msg, sp.typed
 		return render(c, http.StatusUnprocessableEntity, views.LaunchPageView(lp))
 	}
@@ -288,7 +288,7 @@ type launchForm struct {
 	SSHKeyIDs    []string `form:"ssh_key_ids"`
 	IdleAction   string   `form:"idle_action"` // X15: "" = no idle rule (the default), mail, stop or terminate
 	IdleHours    string   `form:"idle_hours"`
-	// Verification before hand-over (issue 24): the form sends
+	// Verification before hand-over (X13): the form sends
 	// verify_shown=1 with its checkbox; a post without it keeps the default (on).
 	VerifyShown string `form:"verify_shown"`
 	Verify      string `form:"verify"`

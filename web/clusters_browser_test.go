@@ -13,7 +13,7 @@ import (
 )
 
 // The cluster page in a real browser through provisioning → ready →
-// degraded → terminated (issue 13, "The cluster page"; L8, L11, N5, R2, L7):
+// degraded → terminated ("The cluster page"; L8, L11, N5, R2, L7):
 // the simulated cloud's machines run the real agent, the provision and
 // health jobs move the cluster on the fake clock, and at each state the
 // page — updating in place — shows the sections, the progress line, node

@@ -62,7 +62,7 @@ func nodeStatuses(t testing.TB, d *goquery.Document) map[string]string {
 	return out
 }
 
-// L8 (issue 13): a node's status is derived from its cluster's status and
+// L8: a node's status is derived from its cluster's status and
 // its own step, so it never contradicts the cluster's — nodes do not read
 // provisioning while the cluster installs or is degraded, a healthy node of
 // a failed cluster does not read failed — and the actions go once the
@@ -154,7 +154,7 @@ func TestClusterNodeStatusVocabulary(t *testing.T) {
 		if d.Find(`[data-testid=retry-install]`).Length() != 1 || d.Find(`[data-testid=terminate]`).Length() != 1 {
 			t.Error("a degraded cluster offers retry install and terminate")
 		}
-		// Issue 21 item 10: the terminate dialog says the disks go.
+		// The terminate dialog says the disks go.
 		if got := d.Find(`[data-testid=terminate]`).Closest("form").AttrOr("data-confirm-detail", ""); !strings.Contains(got, "its disks are deleted") || strings.Contains(got, "volume") {
 			t.Errorf("terminate dialog of a cluster without a volume: %q", got)
 		}
@@ -181,8 +181,7 @@ func TestClusterNodeStatusVocabulary(t *testing.T) {
 		}
 
 		// Terminating: every node terminating, and no action is left; the
-		// badge says terminating, not the state the machines were in
-		// (issue 21 item 10).
+		// badge says terminating, not the state the machines were in.
 		if _, err := app.store.RequestTerminate(ctx, acc.org.ID, cl.ID, acc.user.Email); err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +208,7 @@ func TestClusterNodeStatusVocabulary(t *testing.T) {
 	})
 }
 
-// L4 (issue 13): in a failed cluster only the node that failed it reads
+// L4: in a failed cluster only the node that failed it reads
 // failed; the others read released, never failed.
 func TestFailedClusterNodeStatuses(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
@@ -234,12 +233,12 @@ func TestFailedClusterNodeStatuses(t *testing.T) {
 		if got := d.Find(`[data-node=node-0] [data-step=agent]`).AttrOr("data-state", ""); got != "done" {
 			t.Errorf("node-0's agent step: %q", got)
 		}
-		// Issue 21 item 10: event times carry the date.
+		// Event times carry the date.
 		at := d.Find(`[data-testid=event-at]`).First()
 		if want := testNow.Format("2 Jan "); !strings.HasPrefix(at.Text(), want) || at.AttrOr("datetime", "") == "" {
 			t.Errorf("event time %q (datetime %q), want it to start with the date %q", at.Text(), at.AttrOr("datetime", ""), want)
 		}
-		// Issue 21 item 10: never billed reads "never", not "not yet".
+		// Never billed reads "never", not "not yet".
 		if got := strings.TrimSpace(d.Find(`[data-testid=ready-at]`).Text()); got != "never" {
 			t.Errorf("Billing since of a cluster that failed before it was ready: %q, want never", got)
 		}
@@ -254,7 +253,7 @@ type problemCase struct {
 	advice   string // part of the advice
 }
 
-// L4, L6, R2, R5 (issue 13): every lastError code reads as a sentence, with
+// L4, L6, R2, R5: every lastError code reads as a sentence, with
 // what happens to billing and what to do; the code stays in small print.
 func TestClusterErrorSentences(t *testing.T) {
 	released := "every machine was released and nothing was billed."
@@ -355,7 +354,7 @@ func TestClusterErrorSentences(t *testing.T) {
 	})
 }
 
-// L11 (issue 13): a starting cluster shows its phase, how many machines
+// L11: a starting cluster shows its phase, how many machines
 // finished it, how long it usually takes and the time elapsed, with the
 // deadline as secondary text — not a countdown that reads as an ETA.
 func TestClusterProgressLine(t *testing.T) {
@@ -416,7 +415,7 @@ func TestClusterProgressLine(t *testing.T) {
 	})
 }
 
-// N2, N3 (issue 13): the connect section masks the customer's values until
+// N2, N3: the connect section masks the customer's values until
 // revealed (a closed <details>, no JavaScript needed) and marks NODE_RANK as
 // the one variable that differs per node; readiness prose shows its code as
 // code, and every launcher recipe is folded.
@@ -489,7 +488,7 @@ func TestClusterConnectSection(t *testing.T) {
 	})
 }
 
-// N6 (issue 13): an ended cluster's log shows the stored lines and never
+// N6: an ended cluster's log shows the stored lines and never
 // opens a stream that waits for more; a live one streams, and its stream
 // ends with a last line once the cluster ended. The sections work without
 // JavaScript: ?tab= picks one, an unknown one is the overview.

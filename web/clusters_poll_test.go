@@ -12,7 +12,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 )
 
-// L4, L7, B6 (issue 22 item 1): the cluster list polls while anything is
+// L4, L7, B6, L8: the cluster list polls while anything is
 // under way on one of its clusters — starting, stopping, resuming or
 // terminating — and stops polling when nothing is, as the cluster says
 // (Cluster.UnderWay).

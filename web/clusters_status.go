@@ -219,7 +219,7 @@ func progressView(cl models.Cluster, nodes []models.ClusterNode, run *models.Sof
 		}
 		v.Elapsed = elapsed(now.Sub(start))
 		return v
-	case models.StatusVerifying: // issue 24: the report below says how far it is
+	case models.StatusVerifying: // X13: the report below says how far it is
 		start := now
 		if cl.ReadyAt != nil {
 			start = *cl.ReadyAt

@@ -6,7 +6,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// L4, L6, R2, R5, B6 (issue 22 item 3): the cluster page says every
+// L4, L6, R2, R5, B6, L8: the cluster page says every
 // declared error kind in its own words. Go has no exhaustive switch, so a
 // kind added to models.ErrorKinds without a case in problemWords fails here
 // (no sample, or the words of an unknown code) instead of reading as "The

@@ -87,7 +87,7 @@ func (h *handler) stopView(c echo.Context, cl models.Cluster) (*views.StopView, 
 }
 
 // stopConsequence says what a stop does and what keeps billing while the
-// cluster is stopped (the confirm and the README say the same).
+// cluster is stopped (the confirm and docs/billing.md say the same).
 func stopConsequence(cl models.Cluster, v *models.Volume) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Every machine is stopped at %s: running processes end; files on the machines' disks are kept. "+

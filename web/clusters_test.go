@@ -288,7 +288,7 @@ func TestLaunchFromDashboard(t *testing.T) {
 		if clusterCount(t, app) != 1 {
 			t.Errorf("%d clusters after a double submit", clusterCount(t, app))
 		}
-		// The launch page reuses its quote across tabs (issue 11 item 11): a
+		// The launch page reuses its quote across tabs (X12): a
 		// tab that launches another workload starts a second cluster at the
 		// same locked price (X12 is per form and per workload).
 		form.Set("form_token", "third-tab-token-0123456789ab")
@@ -363,7 +363,7 @@ func TestClusterPage(t *testing.T) {
 			!strings.HasPrefix(steps["agent"], "active") || !strings.HasPrefix(steps["mesh"], "waiting") {
 			t.Errorf("node-0 steps: %v", steps)
 		}
-		// The active step says when the cluster gives up on it, not a countdown read as an ETA (issue 13).
+		// The active step says when the cluster gives up on it, not a countdown read as an ETA (O3).
 		placed, _ := app.store.ClusterByID(ctx, cl.ID)
 		agentDeadline := placed.StepDeadline(models.StepAgent)
 		if dl := d.Find(`[data-node=node-0] [data-step=agent] [data-testid=step-deadline]`).Text(); dl != "gives up at "+agentDeadline.Format("15:04:05") {
@@ -378,7 +378,7 @@ func TestClusterPage(t *testing.T) {
 		if rec.Code != 200 || doc(t, rec).Find(`[data-testid=terminating]`).Length() != 1 {
 			t.Errorf("terminate: %d %s", rec.Code, rec.Body)
 		}
-		// The list shows the cluster as terminating while it ends (issue 21 item 10).
+		// The list shows the cluster as terminating while it ends.
 		rec = c.get("/clusters")
 		if doc(t, rec).Find(`#cluster-`+cl.ID+` [data-testid=status-badge]`).AttrOr("data-status", "") != "terminating" {
 			t.Errorf("list row: %s", rec.Body)
@@ -633,7 +633,7 @@ func TestAPILaunchWithSSHKeys(t *testing.T) {
 	})
 }
 
-// Issue 20 item 15 (Q4, O6): a quote on a stale catalog answers 409
+// API2, Q4, O6: a quote on a stale catalog answers 409
 // no_capacity catalog_stale, whose message and advice say to try again
 // shortly, never to change the shape (the answer is validated against the
 // document like every /v1 exchange).

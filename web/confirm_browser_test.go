@@ -14,7 +14,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers"
 )
 
-// A confirmed action is always sent (issue 21 item 1; L7, L10, X5, B6):
+// A confirmed action is always sent (L7, L10, X5, B6):
 // the cluster page re-renders its live region every 3 s, replacing the
 // forms under an open confirmation dialog. For each action of the page —
 // add worker, replace a machine, resume, terminate — the test opens it,
@@ -220,7 +220,7 @@ func TestBrowserConfirmSurvivesPolls(t *testing.T) {
 
 // The other questions (SSH keys, API keys, members, invitations, volumes,
 // machines) live on pages that do not poll, but a re-render of the form
-// under the dialog sends the re-rendered form the same way (issue 21 item 1).
+// under the dialog sends the re-rendered form the same way (L7).
 func TestBrowserConfirmAfterRerender(t *testing.T) {
 	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
@@ -280,7 +280,7 @@ func TestBrowserConfirmAfterRerender(t *testing.T) {
 	}
 }
 
-// Money inputs are guarded (issue 21 item 8): a top-up up to $1,000 goes as
+// Money inputs are guarded (B9): a top-up up to $1,000 goes as
 // typed; a larger one asks first, naming the amount, and nothing is
 // credited unless confirmed.
 func TestBrowserLargeTopUpAsks(t *testing.T) {

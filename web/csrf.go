@@ -23,7 +23,7 @@ var errCSRF = echo.NewHTTPError(http.StatusForbidden, "This form has expired or 
 // repeats it in a hidden _csrf field and in hx-headers (X-CSRF-Token), and
 // unsafe methods must send it back; cross-site fetches are refused outright.
 // The token is mirrored in an HttpOnly _csrf cookie for clients that read it,
-// but that cookie is never trusted (issue 11). It runs on the pages group of
+// but that cookie is never trusted (A3). It runs on the pages group of
 // routes.go only: the REST API checks the token itself when called with the
 // session (requireAPI), and MCP (bearer keys), the agent protocol (node
 // tokens), webhooks (signatures), the public immutable downloads (/static/,

@@ -23,7 +23,7 @@ import (
 // (isLocal: a request forwarded by a proxy on this host does not), that
 // name another host than a loopback one (DNS rebinding: a page of
 // evil.example resolving to 127.0.0.1), or that a browser marks as sent from
-// another site (issue 11, issue 20 item 13).
+// another site (A3, OP5).
 func localOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()

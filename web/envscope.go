@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// An API key is made for one environment and acts there only (issue 11,
+// An API key is made for one environment and acts there only (A3,
 // A3): another environment's clusters, quotes and quote requests answer 404,
 // exactly like another organisation's. A dashboard session sees the whole
 // organisation, as its pages do.

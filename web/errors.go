@@ -133,7 +133,7 @@ func (h *handler) errorHandler(err error, c echo.Context) {
 	case c.Request().Method == http.MethodHead:
 		werr = c.NoContent(ae.Status)
 	case keepInPlace(c, ae):
-		// Issue 21 item 4: a form refused on a page goes back to that page
+		// A4: a form refused on a page goes back to that page
 		// with the refusal and its way forward on top, never to an error
 		// page left on the form's URL.
 		werr = h.flash(c, views.FlashError, encodeFlash(refusalFlash(ae)))
@@ -150,8 +150,7 @@ func (h *handler) errorHandler(err error, c echo.Context) {
 }
 
 // pageTitle is an error page's title in words: never the HTTP status's
-// own words ("409 Conflict"), which say nothing to a customer (issue 21
-// item 4).
+// own words ("409 Conflict"), which say nothing to a customer (A4).
 func pageTitle(status int) string {
 	switch status {
 	case http.StatusNotFound:

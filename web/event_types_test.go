@@ -14,7 +14,7 @@ import (
 )
 
 // eventTypeToken is a public event type written in backticks.
-var eventTypeToken = regexp.MustCompile("`((?:cluster|node|billing)\\.[a-z_]+)`")
+var eventTypeToken = regexp.MustCompile("`((?:cluster|node|run|billing|reservation)\\.[a-z_]+)`")
 
 // typesBetween lists the event types written in text between start and
 // end (the first of each after start), in order.
@@ -22,11 +22,11 @@ func typesBetween(t *testing.T, text, start, end string) []string {
 	t.Helper()
 	_, after, ok := strings.Cut(text, start)
 	if !ok {
-		t.Fatalf("README: %q not found", start)
+		t.Fatalf("docs/api.md: %q not found", start)
 	}
 	part, _, ok := strings.Cut(after, end)
 	if !ok {
-		t.Fatalf("README: %q not found after %q", end, start)
+		t.Fatalf("docs/api.md: %q not found after %q", end, start)
 	}
 	var out []string
 	for _, m := range eventTypeToken.FindAllStringSubmatch(part, -1) {
@@ -36,19 +36,19 @@ func typesBetween(t *testing.T, text, start, end string) []string {
 }
 
 // X8, X16: models.PublicEventTypes is the one list of public event types;
-// the README's two lists, the OpenAPI document's enums, the webhook page's
+// docs/api.md's two lists, the OpenAPI document's enums, the webhook page's
 // checkboxes and the stream all say exactly it, in its order, so a type
 // added to it and missing anywhere fails here.
 func TestEventTypesOneList(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := typesBetween(t, string(readme), "`type` is the public type (", "; empty for"); !slices.Equal(got, models.FeedEventTypes) {
-		t.Errorf("README's event feed lists %q,\nwant %q", got, models.FeedEventTypes)
+		t.Errorf("docs/api.md's event feed lists %q,\nwant %q", got, models.FeedEventTypes)
 	}
 	if got := typesBetween(t, string(readme), "and enabled or paused. Types: ", "*Send test event*"); !slices.Equal(got, models.PublicEventTypes) {
-		t.Errorf("README's webhooks list %q,\nwant %q", got, models.PublicEventTypes)
+		t.Errorf("docs/api.md's webhooks list %q,\nwant %q", got, models.PublicEventTypes)
 	}
 
 	raw, err := static.FS.ReadFile("openapi.json")

@@ -65,7 +65,7 @@ func (b browserSession) login(acc account) {
 }
 
 // Destructive actions confirm in the layout's styled dialog, which names
-// the object (issue 13): Cancel keeps everything, the dialog's button
+// the object (O3): Cancel keeps everything, the dialog's button
 // does the work, for a plain form (delete an SSH key, remove a member) and
 // an htmx one (terminate, in the journey test).
 func TestBrowserConfirmDialogs(t *testing.T) {
@@ -217,7 +217,7 @@ func newGatedServer(t *testing.T, app *testApp) (*httptest.Server, *gate) {
 	return srv, g
 }
 
-// Feedback while a request runs (issue 13): a filter change dims the offers
+// Feedback while a request runs (O3): a filter change dims the offers
 // (aria-busy) and shows "Updating…"; a submitting button — on an htmx form
 // or a plain one — is disabled and aria-busy until the answer lands.
 func TestBrowserBusyFeedback(t *testing.T) {
@@ -298,7 +298,7 @@ func TestBrowserBusyFeedback(t *testing.T) {
 // The launch page's price lock counts down from the server's clock and,
 // when it lapses, locks a fresh price in place: the quote panel and the
 // form's quote id change, what was typed stays, and the launch goes through
-// on the new quote (issue 13, L2).
+// on the new quote (L2).
 func TestBrowserQuoteCountdownRequotes(t *testing.T) {
 	t.Parallel() // see newBrowser
 	ctx := newBrowser(t)
@@ -344,7 +344,7 @@ func TestBrowserQuoteCountdownRequotes(t *testing.T) {
 	}
 }
 
-// Password reset in a real browser through the dev mailbox (A1, issue 13):
+// Password reset in a real browser through the dev mailbox (A1):
 // "Forgot your password?" under the log-in form, the mail in /dev/mailbox,
 // its link, a new password, then log-in with it.
 func TestBrowserPasswordResetThroughTheMailbox(t *testing.T) {

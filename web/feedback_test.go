@@ -26,7 +26,7 @@ func confirmOf(t *testing.T, d *goquery.Document, action string) (question, labe
 	return q, f.AttrOr("data-confirm-label", "")
 }
 
-// Every destructive form asks first, naming what it destroys (issue 13):
+// Every destructive form asks first, naming what it destroys (O3):
 // remove a member, cancel an invitation, revoke an API key, delete an SSH
 // key, terminate a cluster. Without JavaScript the same form posts as it is.
 func TestDestructiveFormsNameTheirObject(t *testing.T) {
@@ -90,7 +90,7 @@ func TestDestructiveFormsNameTheirObject(t *testing.T) {
 	})
 }
 
-// The team page offers no action that would fail (issue 13): the only owner
+// The team page offers no action that would fail (O3): the only owner
 // can neither be removed nor have their role changed — not even by
 // themselves — while with a second owner both may leave or be removed.
 func TestTeamHidesActionsThatWouldFail(t *testing.T) {
@@ -143,7 +143,7 @@ func TestTeamHidesActionsThatWouldFail(t *testing.T) {
 // The launch page carries what the countdown needs — the lock's end and the
 // server's now, from the injected clock — and a fresh-price link for the
 // same offer and size, hidden while the lock holds and shown once it
-// lapsed (issue 13, L2).
+// lapsed (L2).
 func TestLaunchPageCountdownAndRequote(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("owner@example.com", "Acme Research")
@@ -189,7 +189,7 @@ func TestLaunchPageCountdownAndRequote(t *testing.T) {
 
 // Signed out, Launch and Request a quote lead to a log-in that says what the
 // visitor was about to do, in display names, and returns there afterwards;
-// sign-up carries the same (issue 13, A1).
+// sign-up carries the same (A1).
 func TestSignedOutIntentSurvivesLogin(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
 		owner := app.signupAccount("ada@example.com", "Analytical Engines")
@@ -276,7 +276,7 @@ func TestSignedOutIntentSurvivesLogin(t *testing.T) {
 
 // Every page links the favicon, served like the other assets (versioned,
 // immutable); row actions are quiet buttons, and the stylesheet draws
-// selects like inputs (issue 13).
+// selects like inputs (O3).
 func TestFaviconQuietRowActionsAndSelects(t *testing.T) {
 	app := newTestApp(t, openSQLite(t))
 	owner := app.signupAccount("ada@example.com", "Analytical Engines")

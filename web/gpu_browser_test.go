@@ -13,7 +13,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// X15, issue 26 item 3 in a real browser: the Overview's GPU charts (a
+// X15 in a real browser: the Overview's GPU charts (a
 // machine busy, one idle, the cluster's hour and day) draw as SVG with
 // their lines, fit the screen at phone width and on a desktop (no sideways
 // scroll), and keep each chart at least 60 px wide. Screenshots of both

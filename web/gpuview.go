@@ -253,7 +253,7 @@ type gpuMetrics struct {
 }
 
 // apiGPUMetrics answers the same series the cluster page charts (X15,
-// issue 26 item 3): ?window=1h|24h|30d (default 1h); any other window is a
+// X15): ?window=1h|24h|30d (default 1h); any other window is a
 // 422 naming it (A4); another organisation's cluster is 404 (A3).
 func (h *handler) apiGPUMetrics(c echo.Context) error {
 	w, err := models.ParseGPUWindow(c.QueryParam("window"))

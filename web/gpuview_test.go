@@ -40,7 +40,7 @@ func reportGPUs(t *testing.T, app *testApp, cl models.Cluster, minutes int, util
 	}
 }
 
-// X15, issue 26 item 3, A3, A4: GET …/metrics answers the stored series
+// X15, A3, A4: GET …/metrics answers the stored series
 // per machine and GPU with the cluster's utilization and a summary; a bad
 // window is a 422 naming it; another organisation's cluster is 404.
 func TestGPUMetricsAPI(t *testing.T) {
@@ -82,7 +82,7 @@ func TestGPUMetricsAPI(t *testing.T) {
 	})
 }
 
-// X15, issue 26 item 3: the Overview charts each machine's utilization and
+// X15: the Overview charts each machine's utilization and
 // memory (SVG with its numbers in words), temperature and power now, and
 // the cluster's utilization over the hour and the day; before any report
 // it says why there is nothing to chart.

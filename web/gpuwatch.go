@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// The GPU watch's settings (X15, issue 26 items 6, 7): the stall alert and
+// The GPU watch's settings (X15): the stall alert and
 // the opt-in idle rule, on the API (GET/PUT /v1/gpu/clusters/{id}/gpu-watch,
 // gpuWatch at launch) and on the cluster page.
 

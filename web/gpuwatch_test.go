@@ -11,7 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// X15, issue 26 items 6, 7, A3, A4: GET/PUT /v1/gpu/clusters/{id}/gpu-watch
+// X15, A3, A4: GET/PUT /v1/gpu/clusters/{id}/gpu-watch
 // answer the defaults (stall alerts on after 10 minutes, idle rule off),
 // refuse out-of-bounds and unknown fields with 422 naming them and change
 // nothing, keep fields left out, and answer 404 for another organisation.
@@ -65,7 +65,7 @@ func TestGPUWatchAPI(t *testing.T) {
 	})
 }
 
-// X15 (issue 26 item 7): the idle rule is a launch option; out of bounds it
+// X15: the idle rule is a launch option; out of bounds it
 // is a 422 naming gpuWatch.idle.… and no cluster is created.
 func TestLaunchWithIdleRule(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
@@ -144,7 +144,7 @@ func (a *testApp) count(t *testing.T, model any) int64 {
 	return n
 }
 
-// X15 (issue 26 item 7): the launch page offers the idle rule, off unless
+// X15: the launch page offers the idle rule, off unless
 // chosen; hours out of bounds show beside the field and launch nothing; a
 // chosen rule is stored with the cluster.
 func TestLaunchPageIdleRule(t *testing.T) {

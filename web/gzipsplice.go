@@ -18,8 +18,7 @@ import (
 // layout around it, with the visitor's CSRF token). Deflate allows this: a
 // run of blocks ended by a sync flush is byte-aligned and does not end the
 // stream, and blocks compressed apart never refer to each other's bytes.
-// The gzip trailer's CRC-32 and length cover the whole page. Issue 21
-// item 12: compressing the same 40 KB–1 MB on every request was most of the
+// The gzip trailer's CRC-32 and length cover the whole page. O3: compressing the same 40 KB–1 MB on every request was most of the
 // page's CPU under load.
 
 // spliceMinKept is the smallest kept answer worth splicing; smaller ones go

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// Issue 21 item 12: the offers page and its htmx partial, gzipped by
+// O3: the offers page and its htmx partial, gzipped by
 // splicing the kept results' deflate blocks between the per-request ones,
 // and the offers API's JSON, inflate (as one strict gzip member, its CRC-32 and length checked) to the
 // very bytes the same visitor gets uncompressed — the first gzip request

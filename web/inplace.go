@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Keeping people in place (issue 21 item 4): a refusal is said on the page
+// Keeping people in place (A4): a refusal is said on the page
 // that caused it, with the way forward linked (Add funds with the
 // shortfall, the environment's budget with the amount needed), never as a
 // dead-end page that loses where the person was.

@@ -11,7 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// Issue 21 item 4 in a real browser, at 1440 and 390 px: Resume without
+// A4 in a real browser, at 1440 and 390 px: Resume without
 // the balance comes back to the cluster page (not …/resume) with the
 // refusal on top and "Add $34.94" linking Add funds with the amount typed
 // in; while the budget is reached, Resume is disabled with its reason and
@@ -118,7 +118,7 @@ func TestBrowserResumeRefusalsInPlace(t *testing.T) {
 	}
 }
 
-// Issue 21 item 8 in a real browser, at 1440 and 390 px: Reverse on the
+// B9 in a real browser, at 1440 and 390 px: Reverse on the
 // operator's balance page asks first, saying the balance it leaves and
 // what a negative balance does; confirmed, the top-up reads as reversed.
 func TestBrowserReverseTopUpConfirms(t *testing.T) {

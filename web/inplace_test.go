@@ -71,7 +71,7 @@ func stoppedOverBudget(t *testing.T, app *testApp, acc account) models.Cluster {
 	return got
 }
 
-// B5, issue 21 item 4: while the environment's budget is reached, a
+// B5, A4: while the environment's budget is reached, a
 // stopped cluster's Resume is disabled with the reason and a link to the
 // budget with the amount needed typed in; a Resume sent anyway (a page
 // left open) comes back to the cluster page with the refusal on top and
@@ -131,7 +131,7 @@ func TestResumeOverBudgetStaysOnClusterPage(t *testing.T) {
 	})
 }
 
-// B6, L2, issue 21 item 4: Resume without the balance a launch needs
+// B6, L2, A4: Resume without the balance a launch needs
 // comes back to the cluster page with the shortfall and "Add $34.94"
 // linking Add funds with the amount typed in.
 func TestResumeShortOfBalanceLinksAddFunds(t *testing.T) {
@@ -166,7 +166,7 @@ func TestResumeShortOfBalanceLinksAddFunds(t *testing.T) {
 	})
 }
 
-// V2, issue 21 item 4: a negative (or unreadable) size for a new volume on
+// V2, A4: a negative (or unreadable) size for a new volume on
 // the launch page keeps the launch page, priced without the volume, with
 // the size as typed and the problem beside it.
 func TestLaunchPageBadVolumeSizeInline(t *testing.T) {
@@ -199,7 +199,7 @@ func TestLaunchPageBadVolumeSizeInline(t *testing.T) {
 	})
 }
 
-// V3, B9, issue 21 item 4: a volume grow refused because a cluster
+// V3, B9, A4: a volume grow refused because a cluster
 // mounted the volume meanwhile, or because the balance cannot take it,
 // is said beside the size as typed on the volumes page (with "Add $…" for
 // the balance), not on an error page.
@@ -253,7 +253,7 @@ func TestVolumeGrowRefusalsInline(t *testing.T) {
 	})
 }
 
-// B5, issue 21 item 4: a budget refused on the billing page without htmx
+// B5, A4: a budget refused on the billing page without htmx
 // comes back with the amount as typed and the problem beside it.
 func TestBudgetRefusalKeepsTyped(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
@@ -273,7 +273,7 @@ func TestBudgetRefusalKeepsTyped(t *testing.T) {
 	})
 }
 
-// Issue 21 item 4: an error page says what happened in words, never the
+// A4: an error page says what happened in words, never the
 // HTTP status ("409 Conflict"), and "Back to…" goes where the person came
 // from, or else to the page the address belongs to.
 func TestErrorPageBackFollowsTheVisit(t *testing.T) {
@@ -308,7 +308,7 @@ func TestErrorPageBackFollowsTheVisit(t *testing.T) {
 	})
 }
 
-// Issue 21 item 4: every refusal a customer page can meet — a cluster's
+// A4: every refusal a customer page can meet — a cluster's
 // actions in the wrong state, an attached volume's delete, forms with bad
 // input, an expired form — keeps the person on the page they were on
 // (inline, or back to it with the refusal on top), and no page they see
@@ -385,7 +385,7 @@ func TestCustomerRefusalsStayInPlace(t *testing.T) {
 	})
 }
 
-// B5, B6, issue 21 item 5: clusters the budget or the balance stopped are
+// B5, B6: clusters the budget or the balance stopped are
 // announced on every dashboard page of the organisation — one banner per
 // cause, each cluster linked, with the way forward for owners and admins
 // (members are told who can act) — until they are resumed.

@@ -331,7 +331,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 				r.querySelector('[data-step=slurm]').dataset.state !== 'waiting')`, 10*time.Second)
 		}
 	}
-	// Launched from the page, the cluster is verified before hand-over (issue 24).
+	// Launched from the page, the cluster is verified before hand-over (X13).
 	if strings.Join(seen, " → ") != "provisioning → installing → verifying → ready" {
 		t.Fatalf("the page showed %s", strings.Join(seen, " → "))
 	}
@@ -372,7 +372,7 @@ func TestBrowserJourneyLaunchToTerminate(t *testing.T) {
 	if err != nil || !copyBtn {
 		t.Errorf("no copy button for the primary SSH command (%v)", err)
 	}
-	// The customer's values are masked until revealed (issue 11).
+	// The customer's values are masked until revealed (A3).
 	if got := text(`[data-testid=env-masked]`); !strings.Contains(got, "NCCL_DEBUG=••") || strings.Contains(got, "INFO") {
 		t.Errorf("masked env block:\n%s", got)
 	}

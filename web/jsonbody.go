@@ -16,11 +16,11 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// decodeJSON reads a JSON body strictly (issue 11, API2): the body is UTF-8;
+// decodeJSON reads a JSON body strictly (API2): the body is UTF-8;
 // field names match exactly (`Nodes` is not `nodes`); unknown and repeated
 // fields, wrong types and text with NUL bytes are 422s naming the API's
 // field by its JSON path (`storage.persistentGb`, `ports[0]`), never a Go
-// type (issue 20 item 15). It returns the raw body (launches hash it).
+// type (API2). It returns the raw body (launches hash it).
 func decodeJSON(c echo.Context, v any) ([]byte, error) {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// Issue 20 item 15 (API1, API2): a mistyped field's 422 names the API's
+// API2, API1: a mistyped field's 422 names the API's
 // field, its JSON name with a path for nested members (`storage.persistentGb`,
 // `ports[0]`, `env.HF_TOKEN`), never a Go type (`QuoteBody.nodes`). The test
 // walks every JSON request body of the OpenAPI document's customer API (the

@@ -10,7 +10,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// Issue 21 item 10: the live log opens at the newest line and stays there
+// The live log opens at the newest line and stays there
 // while the reader has not scrolled up — also across the page's 3 s polls,
 // which keep the log section (hx-preserve) by moving it, and a moved box
 // loses its scroll position.

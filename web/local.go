@@ -13,7 +13,7 @@ import (
 // loopback address and it carries no forwarding header. A reverse proxy on
 // the same host connects from loopback too, so a request carrying
 // X-Forwarded-For, Forwarded, X-Real-IP (or any X-Forwarded-…, or Via) is
-// never local, whoever set the header (OP5, issue 20 item 13): /metrics
+// never local, whoever set the header (OP5): /metrics
 // without a token and the development routes answer only such requests.
 func isLocal(r *http.Request) bool {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// OP5 (issue 20 item 13): a reverse proxy on this host connects from
+// OP5: a reverse proxy on this host connects from
 // loopback, so a request carrying forwarding headers is never local: the
 // development mailbox and /metrics without a token refuse it, trusted proxy
 // or not; production answers /metrics only with the token, or to direct

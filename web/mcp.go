@@ -64,7 +64,7 @@ func (h *handler) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // mcpOrigin guards /mcp as the MCP specification requires of Streamable
-// HTTP servers (issue 20 item 11): a request carrying an Origin header that
+// HTTP servers (API5): a request carrying an Origin header that
 // is not this server's (BASE_URL's origin) nor one of MCPOrigins is
 // refused with 403 and a JSON-RPC error, before its key is looked at, so a
 // page elsewhere (or one reached by DNS rebinding) cannot drive the tools

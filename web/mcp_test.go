@@ -60,8 +60,8 @@ func TestMCPToolsSpeakTheDocumentedAPI(t *testing.T) {
 			t.Errorf("list_offers sorted by gpu_price lists nothing")
 		}
 		call("list_offers", map[string]any{"nodes": 2, "sort": "cheapest"}, true) // O3: the sort is checked
-		// Issue 24 item 6: each offer's track record, sortable, named in the answer.
-		// Issue 32 item 5 (X13): with the ring its verification measured.
+		// X2: each offer's track record, sortable, named in the answer.
+		// X2, X13: with the ring its verification measured.
 		app.launchRecordRing("h100x8", 2, 8, 368, 400)
 		res := call("list_offers", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "sort": "track_record"}, false)
 		if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "Best track record at this size (last 30 days): sim:h100x8 in Loc us-east, 1 of 1 recent launch succeeded · ready in 8 min, ring 368 GB/s (92 % of line rate).") {
@@ -140,7 +140,7 @@ func TestMCPEndpoint(t *testing.T) {
 	})
 }
 
-// Issue 20 item 11: one POST to /mcp is one JSON-RPC message. A batch (a
+// API5: one POST to /mcp is one JSON-RPC message. A batch (a
 // JSON array of 1,000 tool calls, which the SDK runs for clients of older
 // protocol versions) is refused with a JSON-RPC error before any tool runs,
 // and a body over the message limit is refused too; a single call still
@@ -195,7 +195,7 @@ func TestMCPRefusesBatches(t *testing.T) {
 	})
 }
 
-// Issue 20 item 11: /mcp validates Origin as the MCP specification requires
+// API5: /mcp validates Origin as the MCP specification requires
 // of servers (DNS rebinding): an Origin other than BASE_URL's or an allowed
 // one is 403 with a JSON-RPC error, even with a valid key; no Origin (a
 // program, not a page) and the allowed ones pass.

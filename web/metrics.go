@@ -81,7 +81,7 @@ func (h *handler) timeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 // metrics is GET /metrics in the Prometheus text format (OP3). With
 // METRICS_TOKEN set it needs that bearer token; without one it answers
 // direct requests from this machine (isLocal) in development, and in
-// production only with METRICS_LOOPBACK=1 (OP5, issue 20 item 13).
+// production only with METRICS_LOOPBACK=1 (OP5).
 func (h *handler) metrics(c echo.Context) error {
 	if !h.metricsAllowed(c) {
 		if h.Config.Production && h.Config.MetricsToken == "" && !h.Config.MetricsLoopback {
@@ -118,7 +118,7 @@ func (h *handler) newMetricsHandler(reg Metrics) http.Handler {
 // Labels never use job or instance: Prometheus attaches both to every
 // scraped series (the scrape job and the target) and renames a metric's own
 // to exported_job, so queries on them would match nothing; jobs are
-// job_name (issue 20 item 14).
+// job_name (OP3).
 
 // storeCollector reads the shared state from the database at scrape time, so
 // every instance reports the same numbers (OP3, OP4).
@@ -143,7 +143,7 @@ var (
 		"Time to repair: from a machine declared down to its replacement joined, every repair so far.", nil, nil)
 	descLedgerUSD = prometheus.NewDesc("clusterdeck_ledger_usd",
 		"Sum of ledger entries of every organisation in US dollars (signed: usage is negative), by kind and status.", []string{"kind", "status"}, nil)
-	// GPU usage per cluster (issue 26 item 4): one series per cluster
+	// GPU usage per cluster (OP3): one series per cluster
 	// whose GPUs reported in the last minutes, so the label set is the
 	// clusters running now, never customers' jobs or processes.
 	descClusterGPUUtil = prometheus.NewDesc("clusterdeck_cluster_gpu_utilization_ratio",
@@ -221,7 +221,7 @@ func (s storeCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		gauge(descBilledAbove, float64(n))
 	}
-	// Issue 24 item 8: read from the database like the gauges, so every
+	// X2: read from the database like the gauges, so every
 	// instance reports every repair.
 	if r, err := s.store.RepairTimes(ctx); err != nil {
 		ch <- prometheus.NewInvalidMetric(descRepair, err)

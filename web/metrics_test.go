@@ -40,14 +40,14 @@ func TestMetrics(t *testing.T) {
 		app.get("/no/such/page")
 		app.get("/invites/not-a-token") // a 404 from a real route keeps its pattern
 		app.get("/offers")
-		util, used, total := 80, 40000, 81559 // issue 26 item 4: the cluster's two GPUs reported
+		util, used, total := 80, 40000, 81559 // OP3: the cluster's two GPUs reported
 		for gpu, at := range []int64{testNow.Unix() / 60 * 60, testNow.Unix()/60*60 - 60} {
 			u := util - 20*gpu // GPU 0 at 80 %, GPU 1 at 60 %
 			app.db.Create(&models.GPUPoint{ClusterID: cl.ID, GPU: gpu, At: at, N: 1, Util: &u, MemUsed: &used, MemTotal: &total})
 		}
 		old := 5 // a point too old to be "now"
 		app.db.Create(&models.GPUPoint{ClusterID: cl.ID, GPU: 0, At: testNow.Unix()/60*60 - 3600, N: 1, Util: &old})
-		for _, secs := range []int{240, 1200} { // issue 24 item 8: two repairs
+		for _, secs := range []int{240, 1200} { // X2: two repairs
 			secs := secs
 			if err := app.db.Create(&models.MachineFault{Provider: "sim", Machine: "h1", Kind: models.FaultDied, At: testNow,
 				RepairSeconds: &secs}).Error; err != nil {

@@ -57,7 +57,7 @@ func (h *handler) middleware(e *echo.Echo) {
 	e.Use(middleware.BodyLimit("1M"))
 	e.Use(h.guardText)
 	// The CSRF guard and the session are not here: routes.go gives them to
-	// the groups of routes a browser opens (issue 22 item 4).
+	// the groups of routes a browser opens.
 }
 
 func hstsMaxAge(production bool) int {
@@ -93,7 +93,7 @@ func Gzip() echo.MiddlewareFunc {
 // skipGzip leaves streams alone, static assets, which are gzipped once at
 // start-up (assets.go), and the agent binary (agent_binary.go), which is
 // served as stored: compressing it cost seconds of CPU per download and
-// made its Range answers unusable (issue 20 item 12).
+// made its Range answers unusable (OP1).
 func skipGzip(c echo.Context) bool {
 	p := c.Request().URL.Path
 	return isStream(c) || strings.HasPrefix(p, "/static/") || strings.HasPrefix(p, "/agent/")

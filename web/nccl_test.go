@@ -73,7 +73,7 @@ func TestNCCLCheckShown(t *testing.T) {
 	})
 }
 
-// L4, issue 8: what each node's nvidia-smi showed at check-in is on the
+// L4: what each node's nvidia-smi showed at check-in is on the
 // cluster page and in the API, node by node.
 func TestNodeGPUsShown(t *testing.T) {
 	o := loadOpenAPI(t)

@@ -103,7 +103,7 @@ func (h *handler) listOffers(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		pick = pick.WithTrack(book) // each row's track record (issue 24 item 6), in one statement
+		pick = pick.WithTrack(book) // each row's track record (X2), in one statement
 		// Private rows are the organisation's own: shown whatever the
 		// default machine size, and before offerResults, so signed-in
 		// answers are never kept (offerResults).
@@ -113,7 +113,7 @@ func (h *handler) listOffers(c echo.Context) error {
 		if form.GPUs == "" {
 			// The default GPUs per machine is the largest machine the other
 			// filters leave: a cluster is usually built of full machines
-			// (issue 13). "Any" stays one choice away, and in the URL.
+			// (O3). "Any" stays one choice away, and in the URL.
 			if g := pick.LargestMachine(); g > 0 {
 				pick, f.GPUsPerNode = pick.WithGPUs(g), g
 				p.Form.GPUs, p.GPUsDefaulted = strconv.Itoa(g), true
@@ -182,7 +182,7 @@ func (h *handler) privateRows(c echo.Context, f models.OfferFilter) ([]views.Pri
 // offerResults renders the results fragment, or finds it already rendered
 // for the same answer (models.Pick's stamp) and the same typed form: at
 // catalog scale it is most of the page, and the catalog changes once a
-// minute (issue 13). OfferResults must show only the answer and the form:
+// minute (O3). OfferResults must show only the answer and the form:
 // whatever else it comes to show (per user, per organisation) joins the key.
 // key is where they are kept, "" when they are not (signed in).
 func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.Pick, f models.OfferFilter) (_ []byte, key string, _ error) {

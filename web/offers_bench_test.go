@@ -21,7 +21,7 @@ import (
 // encode and keep a copy on every request: the cost once per answer.
 // The pages ask for every machine size (gpus_per_node=any), as the API does
 // by default: all 400 matching offers are shown.
-// Targets (issue 13): full ≤ 3 ms and ≤ 300 KB per request, api ≤ 2 ms.
+// Targets (O3): full ≤ 3 ms and ≤ 300 KB per request, api ≤ 2 ms.
 func BenchmarkOffersPage(b *testing.B) {
 	app := newTestApp(b, openSQLite(b))
 	app.seedOffers(manyOffers(2000)...)

@@ -11,7 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// comparisonCatalog is a picker worth comparing (issue 13, "Comparing
+// comparisonCatalog is a picker worth comparing (O3, "Comparing
 // offers"): counted and uncounted locations, one with too few free for 4
 // machines, a community host with a long name, sub-cent disk rates, and a
 // 4-GPU machine the default size leaves out.
@@ -37,7 +37,7 @@ func comparisonCatalog() []models.Offer {
 	return []models.Offer{ashburn, ashEth, ash4, hillsboro, frankfurt, community}
 }
 
-// The picker compares offers (O3, O4, O7; issue 13) in a real browser, at a
+// The picker compares offers (O3, O4, O7) in a real browser, at a
 // desktop's and a phone's width, with community hosts included: the default
 // machine size is the largest (8 GPUs); the summary counts what can start
 // and what needs a quote; rows that can start come first, cheapest cluster
@@ -209,7 +209,7 @@ func evalJS[T any](t *testing.T, ctx context.Context, what, js string) T {
 	return v
 }
 
-// Without JavaScript the sort still works (O3, issue 13): the sort control
+// Without JavaScript the sort still works (O3): the sort control
 // belongs to the filters' form, a Sort button shows (noscript), and
 // submitting it loads the page sorted with every filter kept in the URL.
 func TestBrowserOffersSortWithoutJavaScript(t *testing.T) {

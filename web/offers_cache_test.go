@@ -18,7 +18,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/static"
 )
 
-// Issue 13: the picker's answers are rendered once per answer and served
+// O3: the picker's answers are rendered once per answer and served
 // again, but never stale. After a refresh (catalog version), a launch that
 // holds machines (no catalog write) and the freshness window passing (no
 // write at all), the full page, the htmx partial and the API all say so at
@@ -32,7 +32,7 @@ func TestOffersAnswersFollowRefreshHoldsAndTime(t *testing.T) {
 			for _, hx := range []string{"", "true"} {
 				rec := app.get("/"+path, "HX-Request", hx)
 				got := strings.TrimSpace(doc(t, rec).Find(`[data-testid=nodes-available]`).Text())
-				// "20 free here — up to 20 machines" (issue 13's wording).
+				// "20 free here — up to 20 machines" (O3's wording).
 				shown := got == want || want != "" && strings.HasPrefix(got, want+" here — up to ")
 				if rec.Code != http.StatusOK || !shown {
 					t.Errorf("%s: /offers (htmx %q) says %q free (%d), want %q", step, hx, got, rec.Code, want)
@@ -152,7 +152,7 @@ func TestOffersKeepOnlyThePublicAnswer(t *testing.T) {
 	}
 }
 
-// OP2, issue 13: a markup set on the providers page reaches, at once, every
+// OP2: a markup set on the providers page reaches, at once, every
 // picker answer: the public page, partial and API (which are kept), and the
 // signed-in page and API key (which are not).
 func TestOffersAnswersFollowMarkup(t *testing.T) {
@@ -164,7 +164,7 @@ func TestOffersAnswersFollowMarkup(t *testing.T) {
 		const path = "offers?accelerator=H100_80GB&nodes=2"
 		check := func(step string, cluster models.Money) {
 			t.Helper()
-			page := models.PriceUSD(cluster) // exact, as the API (issue 13)
+			page := models.PriceUSD(cluster) // exact, as the API (O3)
 			for _, get := range []func(string, ...string) *httptest.ResponseRecorder{app.get, cc.get} {
 				for _, hx := range []string{"", "true"} {
 					got := doc(t, get("/"+path, "HX-Request", hx)).Find(`[data-testid=cluster-price]`).Text()

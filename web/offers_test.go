@@ -37,7 +37,7 @@ func TestOffersPageFullAndPartial(t *testing.T) {
 		}
 		d := doc(t, full)
 		// O3: grouped by location at the node count; what can start first,
-		// what needs a quote under it (issue 13).
+		// what needs a quote under it (O3).
 		groupsOf := func(d *goquery.Document, testid string) string {
 			var locs []string
 			d.Find(`[data-testid=offer-grid] [data-testid=` + testid + `]`).Each(func(_ int, s *goquery.Selection) {
@@ -266,7 +266,7 @@ func rowIDs(d *goquery.Document, sel string) string {
 	return strings.Join(ids, ",")
 }
 
-// O3, issue 13: the page sorts by cluster price (the default) or by $/GPU-h,
+// O3: the page sorts by cluster price (the default) or by $/GPU-h,
 // read from the URL like every filter, the same in the grid and the cards;
 // what can start comes first whatever the sort. The API sorts alike. An
 // unknown sort is a field problem (422), on the page and the API.
@@ -333,7 +333,7 @@ func TestOffersSortOrder(t *testing.T) {
 	})
 }
 
-// Issue 13: the summary counts what can start now and what needs a quote,
+// O3: the summary counts what can start now and what needs a quote,
 // and the grid and the cards hold exactly those: startable rows first (one
 // group per location), the rest dimmed under "Needs a quote" (the cards
 // folded).
@@ -404,7 +404,7 @@ func TestOffersSummaryCounts(t *testing.T) {
 	})
 }
 
-// O2, O4, issue 13: the availability wording never contradicts the action,
+// O2, O4: the availability wording never contradicts the action,
 // in the grid and the cards: a counted location says how many are free and
 // up to how many machines can start (64 at most), and Launch shows exactly
 // when the asked size is within that; an uncounted one says up to 8 and on
@@ -492,7 +492,7 @@ func TestOffersAvailabilityWording(t *testing.T) {
 	})
 }
 
-// O7, Q6, issue 13: prices are exact wherever they are shown. An offer at
+// O7, Q6: prices are exact wherever they are shown. An offer at
 // $2.4905/GPU-h with a 500 GB disk at $0.000139/GB-h costs $19.9935 a
 // machine; at 9 machines $179.9415. The grid and the card show those
 // figures (the cluster's = the machine's × 9 as shown, which rounding to
@@ -557,7 +557,7 @@ func TestOffersPricesAgreeEverywhere(t *testing.T) {
 	})
 }
 
-// Issue 13: GPUs per machine defaults to the largest machine the other
+// O3: GPUs per machine defaults to the largest machine the other
 // filters leave (8 for H100 here, 4 for L40S), said so on the page; "any"
 // shows every size and stays chosen; an explicit size is kept. The API has
 // no default: absent means every size.
@@ -600,7 +600,7 @@ func TestOffersDefaultGPUsPerMachine(t *testing.T) {
 	})
 }
 
-// O6, issue 21 item 7: the offers page and the API say when the prices were
+// O6: the offers page and the API say when the prices were
 // last refreshed, and a catalog whose prices are too old to sell reads as
 // that — the providers' refresh failing — not as "no offers match".
 func TestOffersSayWhenPricesWereRefreshed(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// Issue 20 item 15 (API1): the document validates under the strictest
+// API2, API1: the document validates under the strictest
 // common checks, so outside tools generate clients from it: kin-openapi with
 // every optional check on (formats, patterns, defaults and examples against
 // their schemas), and the rules of the OpenAPI 3.1 schema that swagger-cli

@@ -631,7 +631,7 @@ func TestOpenAPIResponsesMatchServer(t *testing.T) {
 		}
 		want(409, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8,"maxHourlyPrice":"5"}`)
 		want(422, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"TPU","nodes":1,"gpusPerNode":8}`)
-		want(422, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodez":2}`) // unknown fields: 422 naming them (issue 11)
+		want(422, "POST", "/v1/gpu/clusters/quote", tok, `{"accelerator":"H100_80GB","nodez":2}`) // unknown fields: 422 naming them (A4)
 		want(401, "POST", "/v1/gpu/clusters/quote", "", `{"accelerator":"H100_80GB","nodes":2,"gpusPerNode":8}`)
 
 		launch := fmt.Sprintf(`{"quoteId":%q,"name":"doc-train","software":"none","env":{"HF_TOKEN":"x"},"ports":[8888],"startCommand":"sleep infinity"}`, q["id"])

@@ -25,7 +25,7 @@ import (
 
 // Every /v1 request the tests send through testApp and every answer the
 // server gives are validated against the OpenAPI document by kin-openapi's
-// openapi3filter (API1, issue 8): an answer the document does not describe
+// openapi3filter (API1): an answer the document does not describe
 // (status, header or body) fails the test that got it, and so does a
 // request the document refuses but the server accepted. TestMain then
 // checks that the whole suite exercised every /v1 operation with a 2xx.
@@ -230,7 +230,7 @@ func TestOpenAPISoftwareExchanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Before node-0 reported its kubeconfig there is none to download,
-		// and never a made-up one (S1, issue 12).
+		// and never a made-up one (S1).
 		if e, _ := want(409, "GET", "/v1/gpu/clusters/"+cl.ID+"/kubeconfig", tok, "")["error"].(map[string]any); e["code"] != "kubeconfig_not_ready" {
 			t.Errorf("kubeconfig before node-0 reported: %v", e)
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // TestWireTypesMatchOpenAPI keeps the document checked against the wire
-// types (issue 8): each type of api and api/agentapi has exactly the
+// types: each type of api and api/agentapi has exactly the
 // members of its schema, nested objects included. The server writes these
 // types and the Go client reads and sends them, so a field added to one
 // side only fails here.

@@ -307,8 +307,7 @@ func reversalConfirm(bal, amount models.Money) string {
 	return msg + "The balance becomes " + models.USD(bal-amount) + "."
 }
 
-// reverseTopUp is POST /admin/orgs/{id}/top-ups/{topUp}/reverse (issue 21
-// item 8): a reversing ledger entry for a credited top-up, audited; refused
+// reverseTopUp is POST /admin/orgs/{id}/top-ups/{topUp}/reverse (B9): a reversing ledger entry for a credited top-up, audited; refused
 // beside the top-up (twice, more than credited, no reason) with what was
 // typed kept. A balance made negative is then enforced as usual (B6): the
 // balance job runs at once.

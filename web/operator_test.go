@@ -55,7 +55,7 @@ func TestMarkupSameInPickerQuoteAndCluster(t *testing.T) {
 			t.Errorf("API offers: %d %v", code, o)
 		}
 		row := doc(t, app.login(cust).get("/offers?accelerator=H100_80GB&nodes=2")).Find(`[data-testid=offer-row]`)
-		// The page's figures are the API's, exact (issue 13: no rounding apart).
+		// The page's figures are the API's, exact (O3: no rounding apart).
 		if row.Find(`[data-testid=cluster-price]`).Text() != "$"+cluster || row.Find(`[data-testid=machine-price]`).Text() != "$"+machine {
 			t.Errorf("picker page: %q %q", row.Find(`[data-testid=cluster-price]`).Text(), row.Find(`[data-testid=machine-price]`).Text())
 		}
@@ -145,7 +145,7 @@ func TestPrivateOfferFromInboxToLaunch(t *testing.T) {
 		} else if !strings.Contains(mail.Text, "Launch your private offer") || !strings.Contains(mail.Text, "/clusters/new?private="+po.ID) {
 			t.Errorf("the mail does not link the private offer's launch:\n%s", mail.Text)
 		}
-		// The request's page says it is quoted and links the launch (issue 21 item 9).
+		// The request's page says it is quoted and links the launch (RQ1).
 		rp := doc(t, app.login(cust).get("/quote-requests/"+id))
 		if st := rp.Find(`[data-testid=qr-status-text]`).Text(); strings.Contains(st, "sent your contact") {
 			t.Errorf("status text %q", st)
@@ -211,7 +211,7 @@ func TestAdminBalanceAuditAndJobs(t *testing.T) {
 		if token == "" {
 			t.Fatal("no form token")
 		}
-		// An adjustment asks before it is sent (issue 21 item 8).
+		// An adjustment asks before it is sent (B9).
 		if d.Find(`[data-testid=adjust-form]`).AttrOr("data-confirm", "") == "" {
 			t.Error("the balance adjustment form does not ask for a confirmation")
 		}

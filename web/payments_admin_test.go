@@ -11,7 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// B4, B9, issue 20 items 3 and 6: the operator's payments page lists each
+// B4, B9: the operator's payments page lists each
 // payment event that credited nothing (organisation, top-up, event, reason)
 // and says when the webhook endpoint sends another API version than ours,
 // with the fields read from its events; customers cannot see it. In test

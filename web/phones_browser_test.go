@@ -22,7 +22,7 @@ var unsafeInName = regexp.MustCompile(`[^A-Za-z0-9.-]+`)
 // screenWidths are a phone and a desktop, in CSS pixels.
 var screenWidths = []int64{390, 1440}
 
-// Every page fits the screen, at phone width and on a desktop (issue 13,
+// Every page fits the screen, at phone width and on a desktop (O3,
 // "Phones"): a customer who launched a cluster on the fake clock, who is
 // also an operator, loads every page the product has; none may be wider
 // than the viewport (scrollWidth > innerWidth means the page scrolls
@@ -229,7 +229,7 @@ func saveScreenshot(t *testing.T, ctx context.Context, path string, width int64)
 }
 
 // keyColumnsOnPhone checks that on a phone (390 px) every table's key
-// columns are on screen, not cut off to the right (issue 21 item 3): the
+// columns are on screen, not cut off to the right (B3): the
 // tables become cards below 640 px; at 1440 px they are tables with their
 // header row.
 func keyColumnsOnPhone(t *testing.T, ctx context.Context, base string) {

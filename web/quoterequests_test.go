@@ -104,7 +104,7 @@ func TestQuoteRequestPrefilledFromOffer(t *testing.T) {
 	})
 }
 
-// RQ1, issue 21 item 9: a size linked from one location that can start
+// RQ1: a size linked from one location that can start
 // now elsewhere is not said to be unable to start; the note links the
 // offers instead. A size nowhere sold still reads "cannot start right now".
 func TestQuoteRequestPrefillSaysWhatCanStart(t *testing.T) {

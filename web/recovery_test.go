@@ -126,7 +126,7 @@ func TestRecoveryPanelOnPage(t *testing.T) {
 		if d.Find(`[data-testid=recovery-paused]`).Length() != 0 {
 			t.Error("a paused line on a cluster that is not damped")
 		}
-		// Issue 24 item 5: health damping's pause is said on the page.
+		// X14: health damping's pause is said on the page.
 		app.db.Model(&models.Cluster{}).Where("id = ?", cl.ID).Update("damped_at", app.clock.Now())
 		d = doc(t, c.get("/clusters/"+cl.ID))
 		if got := d.Find(`[data-testid=recovery-paused]`).Text(); !strings.Contains(got, "Automatic repair paused since") ||

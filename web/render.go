@@ -32,7 +32,7 @@ func page(c echo.Context, status int, full, fragment templ.Component) error {
 
 // render writes a component through a buffer, so a template error becomes a
 // clean 500 rather than half a page with a 200. Buffers are pooled: a page
-// at catalog scale is hundreds of kilobytes (issue 13).
+// at catalog scale is hundreds of kilobytes (O3).
 func render(c echo.Context, status int, cmp templ.Component) error {
 	buf := pageBuffers.Get().(*bytes.Buffer)
 	defer putPageBuffer(buf)

@@ -45,7 +45,7 @@ func mailedResetPath(t *testing.T, app *testApp, to string) string {
 	return m[1]
 }
 
-// Password reset by mail (A1, issue 13): the link goes out through the
+// Password reset by mail (A1): the link goes out through the
 // outbox (read here in the dev mailbox); only its hash is stored; it works
 // once, for an hour, and only the newest; using it sets the password, logs
 // out every session and mails a notice; asking is throttled like log-in,
@@ -226,7 +226,7 @@ func TestPasswordResetThrottled(t *testing.T) {
 	})
 }
 
-// Issue 20 item 10 (A1, A2): a reset ends sessions but not API keys, so the
+// A1, A2: a reset ends sessions but not API keys, so the
 // form offers to revoke every key the user created, and the notice lists
 // the keys left working (names and prefixes, never a secret). Unticked,
 // the keys keep working (/v1 and /mcp) and are listed; ticked, they answer

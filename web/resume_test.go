@@ -75,7 +75,7 @@ func TestResumeAPI(t *testing.T) {
 			e["shortfall"] != "34.94" || !strings.Contains(e["message"].(string), "Add $34.94 at /billing") {
 			t.Fatalf("resume without balance: %d %v", code, out)
 		}
-		rec := browser.post("/clusters/"+cl.ID+"/resume", nil) // issue 21 item 4: back to the cluster page, said on top
+		rec := browser.post("/clusters/"+cl.ID+"/resume", nil) // A4: back to the cluster page, said on top
 		if rec.Code != http.StatusSeeOther || location(rec) != "/clusters/"+cl.ID {
 			t.Fatalf("page resume without balance: %d %q", rec.Code, location(rec))
 		}

@@ -14,7 +14,7 @@ import (
 // "$19.97/machine-h", "$2.490137/GPU-h".
 var hourFigure = regexp.MustCompile(`\$[0-9,]+\.[0-9]+/[A-Za-z-]*h\b`)
 
-// Issue 21 item 10, Q6, O7: one rounding of prices per page. Hourly rates are
+// Q6, O7: one rounding of prices per page. Hourly rates are
 // shown exact (models.PriceUSD, as the API) on every customer page; only
 // amounts of money (balances, charges, totals) are rounded to the cent. A
 // rate with sub-cent digits must never also appear rounded to the cent.

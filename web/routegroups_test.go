@@ -17,7 +17,7 @@ func machineRoute(path string) bool {
 		strings.HasPrefix(path, "/v1/agent/") || strings.HasPrefix(path, "/webhooks/")
 }
 
-// Issue 22 item 4: the groups of routes.go carry their middleware, so a
+// The groups of routes.go carry their middleware, so a
 // route cannot slip out of the CSRF guard by its path, and no path list
 // decides it. Every unsafe page route refuses a signed-in browser without
 // the token (the pages group runs csrf); the machines' routes answer a

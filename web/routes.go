@@ -10,7 +10,7 @@ import (
 
 // routes registers every route: this is the one table. Reading this
 // function tells every URL the product answers, and the group a route is
-// registered on tells which middleware it runs (issue 22 item 4):
+// registered on tells which middleware it runs:
 //   - e (no group): machines and programs — probes, metrics, immutable
 //     downloads, Stripe's signed webhook, MCP and the agent protocol. No
 //     cookie is read or set and no CSRF token is asked for.
@@ -51,7 +51,7 @@ func (h *handler) routes(e *echo.Echo) {
 	// Public REST API v1 (an API key is optional there).
 	public.GET("/gpu/offers", h.apiListOffers, h.optionalAPI)
 	public.GET("/gpu/offers/:id/availability", h.apiOfferAvailability, h.optionalAPI) // X18: the calendar
-	public.GET("/openapi.json", h.openAPI) // API1: the document describing every /v1 route
+	public.GET("/openapi.json", h.openAPI)                                            // API1: the document describing every /v1 route
 
 	// The agent binary for the machines' start-up scripts (OP1): public,
 	// versioned, with its checksum.
@@ -163,7 +163,7 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.POST("/quote-requests/:id/private-offers", h.createPrivateOffer)
 	admin.GET("/orgs/:id/balance", h.adminBalance)
 	admin.POST("/orgs/:id/adjustments", h.adjustBalance)
-	admin.POST("/orgs/:id/top-ups/:topUp/reverse", h.reverseTopUp) // issue 21 item 8
+	admin.POST("/orgs/:id/top-ups/:topUp/reverse", h.reverseTopUp) // B9
 	admin.GET("/providers", h.adminProviders)
 	admin.POST("/providers/:name/markup", h.setProviderMarkup)
 	admin.GET("/payments", h.adminPayments)
@@ -175,9 +175,9 @@ func (h *handler) routes(e *echo.Echo) {
 	admin.GET("/audit", h.adminAudit)
 
 	api.GET("/me", h.apiMe)
-	api.GET("/events", h.apiEvents) // issue 25 item 5: the environment's events after a cursor, paged or streamed
+	api.GET("/events", h.apiEvents) // X16: the environment's events after a cursor, paged or streamed
 
-	// Clusters (issues 4 and 5): pages, then the API (quote, launch, lifecycle).
+	// Clusters (L1, N1): pages, then the API (quote, launch, lifecycle).
 	app.GET("/runs", h.listRuns)    // X17
 	app.GET("/runs/:id", h.showRun) // X17
 	app.GET("/clusters", h.listClusters)
@@ -193,8 +193,8 @@ func (h *handler) routes(e *echo.Echo) {
 	app.POST("/clusters/:id/gpu-watch", h.setGPUWatch)           // X15: stall alert and idle rule
 	app.GET("/clusters/:id/gpu-watch", h.gpuWatchPage)           // a reload of a refused form: the cluster's page
 	app.POST("/clusters/:id/recover", h.recoverNow)              // R5
-	app.POST("/clusters/:id/verify", h.verifyAgain)              // issue 24: run verification again
-	app.POST("/clusters/:id/keep", h.keepUnverified)             // issue 24: keep it as it is
+	app.POST("/clusters/:id/verify", h.verifyAgain)              // X13: run verification again
+	app.POST("/clusters/:id/keep", h.keepUnverified)             // X13: keep it as it is
 	app.POST("/clusters/:id/workers", h.addWorker)               // L10
 	app.POST("/clusters/:id/nodes/:rank/replace", h.replaceNode) // X5
 	app.POST("/clusters/:id/resume", h.resumeCluster)            // B6
@@ -229,8 +229,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.GET("/gpu/clusters/:id/metrics", h.apiGPUMetrics, // X15: what the GPUs are doing; X19: per key and organisation
 		newReadLimits(h.agentLimitClock(), h.refusalHold(), "GPU metrics", GPUMetricsPerMinute, GPUMetricsBurst, GPUMetricsOrgPerMinute, gpuMetricsOrgBurst).limit)
 	api.POST("/gpu/clusters/:id/recover", h.apiRecoverNow)
-	api.POST("/gpu/clusters/:id/verify", h.apiVerifyAgain)  // issue 24
-	api.POST("/gpu/clusters/:id/keep", h.apiKeepUnverified) // issue 24
+	api.POST("/gpu/clusters/:id/verify", h.apiVerifyAgain)  // X13
+	api.POST("/gpu/clusters/:id/keep", h.apiKeepUnverified) // X13
 	api.POST("/gpu/clusters/:id/workers", h.apiAddWorker)
 	api.POST("/gpu/clusters/:id/nodes/:rank/replace", h.apiReplaceNode)
 	api.POST("/gpu/clusters/:id/resume", h.apiResume)

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestRoutesAreOneTable keeps routes.go the one table of routes (issue 8):
+// TestRoutesAreOneTable keeps routes.go the one table of routes:
 // no other file of the package registers a route or a group.
 func TestRoutesAreOneTable(t *testing.T) {
 	registering := []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "Any", "Match", "Add", "Group", "Static", "StaticFS", "File", "RouteNotFound"}
@@ -42,7 +42,7 @@ func TestRoutesAreOneTable(t *testing.T) {
 	}
 }
 
-// Every method and path is registered once (issue 22 item 4): a second
+// Every method and path is registered once: a second
 // registration silently replaces the first handler and its middleware, and
 // echo's own route list keeps one entry per method and path, so the check
 // reads routes.go: each group's prefix, each registration's full path.

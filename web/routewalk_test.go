@@ -156,7 +156,7 @@ func walkRoutes(t walkT, f *walkFixture) int {
 			}
 		}
 
-		// As org A's key for another environment (A3, issue 11): A's
+		// As org A's key for another environment (A3): A's
 		// objects in the default environment answer 404 like B's, and
 		// lists do not show them.
 		if api {

@@ -15,7 +15,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// Issue 11 (A1): an attempt is counted before its password is checked, so 40
+// A1: an attempt is counted before its password is checked, so 40
 // parallel wrong log-ins for one account (real HTTP, real router) check at
 // most as many passwords as the throttle lets through before it slows the
 // account, and the right password right after is refused too.
@@ -91,7 +91,7 @@ func formPoster(t *testing.T, srv *httptest.Server) func(path string, form url.V
 	}
 }
 
-// Issue 11 (A2): log-out ends the session on the server: a copy of the
+// A2: log-out ends the session on the server: a copy of the
 // cookie taken before stops working; other sessions go on, and "log out
 // everywhere" still ends them.
 func TestLogoutEndsTheSessionServerSide(t *testing.T) {
@@ -130,7 +130,7 @@ func cloneJar(c *client) *client {
 	return out
 }
 
-// Issue 11: the CSRF token is the session's, not whatever _csrf cookie the
+// A1: the CSRF token is the session's, not whatever _csrf cookie the
 // browser holds: a planted cookie with the same form value is refused.
 func TestCSRFTokenBoundToSession(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
@@ -157,7 +157,7 @@ func TestCSRFTokenBoundToSession(t *testing.T) {
 	})
 }
 
-// Issue 11 (A3): a key made for one environment does not reach another
+// A3: a key made for one environment does not reach another
 // environment's quotes and clusters (the route walk covers every :id route;
 // this covers a quote handed to a launch and the terminate leaving no trace).
 func TestAPIKeyActsInItsEnvironmentOnly(t *testing.T) {
@@ -197,7 +197,7 @@ func TestAPIKeyActsInItsEnvironmentOnly(t *testing.T) {
 	})
 }
 
-// Issue 11 (item 10, API2): JSON field names are exact; unknown, repeated
+// A4, API2: JSON field names are exact; unknown, repeated
 // and mistyped fields are 422s naming the API's field, never a Go type; a
 // zero price ceiling is refused.
 func TestStrictJSONBodies(t *testing.T) {
@@ -238,7 +238,7 @@ func TestStrictJSONBodies(t *testing.T) {
 	})
 }
 
-// Issue 11 (item 15): answers that carry secrets are never stored by a
+// A1: answers that carry secrets are never stored by a
 // cache, and the cluster page masks the customer's environment values until
 // the reader reveals them.
 func TestSecretsAreNotCachedAndMasked(t *testing.T) {
@@ -284,7 +284,7 @@ func TestSecretsAreNotCachedAndMasked(t *testing.T) {
 	})
 }
 
-// Issue 11 (item 8): development routes answer loopback clients that name a
+// A1: development routes answer loopback clients that name a
 // loopback host, and refuse what a browser marks as cross-site (DNS
 // rebinding, a page of another site posting to the developer's server).
 func TestDevRoutesRefuseRebindingAndCrossSite(t *testing.T) {
@@ -323,7 +323,7 @@ func TestDevRoutesRefuseRebindingAndCrossSite(t *testing.T) {
 	}
 }
 
-// Issue 11 (item 7): sign-up is throttled per address like log-in, even
+// A1: sign-up is throttled per address like log-in, even
 // under concurrency, and common passwords are refused with a clear message.
 func TestSignupThrottledAndCommonPasswordsRefused(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
@@ -363,7 +363,7 @@ func TestSignupThrottledAndCommonPasswordsRefused(t *testing.T) {
 	})
 }
 
-// Issue 11 (item 11): reloading a launch page or retrying a launch straight
+// X12: reloading a launch page or retrying a launch straight
 // from an offer reuses the organisation's valid quote instead of writing a
 // new one each time, and long-expired unused quotes are pruned.
 func TestLaunchPagesReuseQuotes(t *testing.T) {
@@ -412,7 +412,7 @@ func TestLaunchPagesReuseQuotes(t *testing.T) {
 	})
 }
 
-// Issue 11 (item 12): log shipping is rate-limited per node: past the burst
+// X19: log shipping is rate-limited per node: past the burst
 // a request is refused whole with 429 and a Retry-After after which it
 // fits; another node is not affected.
 func TestAgentLogShippingIsRateLimited(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Answers that carry secrets (issue 11): every signed-in page and every /v1
+// Answers that carry secrets (A3): every signed-in page and every /v1
 // answer is sent with Cache-Control: no-store (requireUser, requireAPI), so
 // no browser or proxy cache keeps an environment block, a connection sheet,
 // a new API key or a kubeconfig. On the cluster page the customer's

@@ -195,8 +195,7 @@ func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
 	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
-// Timeouts bound what one connection can hold of the server (issue 20 item
-// 11): the request's headers and its whole body must arrive within
+// Timeouts bound what one connection can hold of the server (X19): the request's headers and its whole body must arrive within
 // ReadHeader and Read, an answer must be written within Write, and an idle
 // keep-alive connection is closed after Idle. Long-lived answers (log
 // streams, the agent binary's download) move their own deadlines on

@@ -21,7 +21,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Issue 20 item 11: the server main runs has read-header, read, write and
+// X19: the server main runs has read-header, read, write and
 // idle timeouts, so one slow client cannot hold a connection (and its
 // goroutine) for ever; long-lived answers still work past them. The
 // timeouts are the socket's, in real time: the test shrinks them to a few

@@ -268,7 +268,7 @@ func (h *handler) endServerSession(c echo.Context) error {
 func (h *handler) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if p := principal(c); p != nil && p.User != nil {
-			noStore(c) // signed-in pages carry private data and secrets (issue 11)
+			noStore(c) // signed-in pages carry private data and secrets (A3)
 			return next(c)
 		}
 		r := c.Request()

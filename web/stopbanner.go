@@ -10,7 +10,7 @@ import (
 
 // stopBanners announce, on every dashboard page of the organisation, the
 // clusters the budget or the balance stopped and nobody resumed since
-// (B5, B6; issue 21 item 5): one banner per cause, each cluster linked,
+// (B5, B6): one banner per cause, each cluster linked,
 // with the way forward for those who can pay. A cluster's own page says
 // why it stopped itself, so on that page (path) the banner leaves it out
 // rather than saying it twice.

@@ -42,7 +42,7 @@ func (c *client) postOver(hc *http.Client, srv *httptest.Server, path, token str
 	return resp.StatusCode, nil
 }
 
-// Issue 11 item 3 (A4): two owners demoting (or removing) each other at the
+// A2, A4: two owners demoting (or removing) each other at the
 // same moment, over real parallel HTTP requests, never leave the
 // organisation without an owner: one change wins, the other is refused (the
 // loser is no longer an owner, or no longer a member, under the

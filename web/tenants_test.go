@@ -11,7 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// Issue 20 item 8 (L1, A3): an Idempotency-Key is the environment's. prod's
+// A3, L1: an Idempotency-Key is the environment's. prod's
 // key replaying default's launch body and key makes prod's own launch; it
 // never answers with default's cluster (which prod's key cannot even GET).
 // The same holds for quote requests.
@@ -67,7 +67,7 @@ func TestIdempotencyKeyStaysInItsEnvironment(t *testing.T) {
 	})
 }
 
-// Issue 20 item 9 (A3, V2): a quote made in prod with prod's volume,
+// A3, V2: a quote made in prod with prod's volume,
 // submitted from the dashboard while in default, launches nothing: a quote
 // launches in its own environment only, the page says so, and prod's
 // volume stays free for prod (it can still delete it). A volume mounts on
@@ -140,7 +140,7 @@ func TestQuoteAndVolumeStayInTheirEnvironment(t *testing.T) {
 	})
 }
 
-// Issue 20 item 7 (L2, B5, A2, V3): creating or growing a volume passes a
+// B9, L2, B5, A2, V3: creating or growing a volume passes a
 // launch's admission. With $0 nothing is created; the balance, less one
 // hour of every cluster and volume, must cover one hour of the volume (or
 // of the GB added) and at least $10; the organisation's volume quota
@@ -242,7 +242,7 @@ func TestVolumesPassLaunchAdmission(t *testing.T) {
 	})
 }
 
-// Issue 20 item 7 (A2): the operator sees each organisation's volume quota
+// B9, A2: the operator sees each organisation's volume quota
 // beside its machines and GPUs on /admin (the deployment's default until
 // set), sets it there (audited), and 0 restores the default; a launch that
 // creates a volume is held to it too.

@@ -9,7 +9,7 @@ import (
 )
 
 // guardText keeps bytes PostgreSQL refuses (invalid UTF-8, NUL) away from
-// SQL, so both databases answer bad text alike (issue 11): an id in the path
+// SQL, so both databases answer bad text alike (A4): an id in the path
 // answers 404 like an unknown id; a query parameter, form field or
 // Idempotency-Key 422 naming it; a credential 401. JSON bodies are checked
 // by decodeJSON; text from agents is cleaned by the models.

@@ -10,7 +10,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// B1, B6, B9, issue 21 item 8: on the organisation's balance page an
+// B1, B6, B9: on the organisation's balance page an
 // operator reverses a credited top-up: the form asks first (and says the
 // balance would go negative and what happens then), the ledger gets a
 // reversing refund entry beside the kept deposit, the audit log has it, and

@@ -13,7 +13,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// B7, B9 (issue 20 item 1): production without a payment provider never
+// B7, B9: production without a payment provider never
 // credits money nobody paid: a top-up through the API or the dashboard is
 // refused (409 top_ups_off) and changes nothing, and the billing page offers
 // none; an invoice-only deployment (INVOICE_ONLY=1) behaves the same.
@@ -66,7 +66,7 @@ func TestTopUpsOffWithoutPayments(t *testing.T) {
 	})
 }
 
-// B9 (issue 20 item 2): a top-up over the maximum is refused naming it and
+// B9: a top-up over the maximum is refused naming it and
 // credits nothing; the dashboard's form shows the same maximum as the rule.
 func TestTopUpMaximum(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {
@@ -105,7 +105,7 @@ func TestTopUpMaximum(t *testing.T) {
 	})
 }
 
-// B9 (issue 20 item 2): an organisation whose ledger sums past int64 (ten
+// B9: an organisation whose ledger sums past int64 (ten
 // $999,999,999,999.99 deposits written before the bounds) breaks neither
 // another organisation's billing page nor the operator's /metrics.
 func TestHugeLedgerBreaksNoOneElse(t *testing.T) {

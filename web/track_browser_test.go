@@ -31,13 +31,13 @@ func trackShot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-// Issue 24 items 6 and 7 in a real browser, at a desktop's and a phone's
+// X2 in a real browser, at a desktop's and a phone's
 // width: each offer row (grid) and card (phone) shows its track record
 // inside its row without pushing Launch off, with the ring its
-// verifications measured (issue 32 item 5), and sorting by track record
+// verifications measured (X2), and sorting by track record
 // puts the most reliable offer first; a tap opens the detail (every
 // outcome, the times to ready, the ring beside the line rate) on screen
-// (issue 35 item 1); an operator sees a lemon with
+// (X2); an operator sees a lemon with
 // its history and the time to repair, and releases it.
 func TestBrowserTrackRecordAndLemons(t *testing.T) {
 	t.Parallel() // see newBrowser
@@ -90,7 +90,7 @@ func TestBrowserTrackRecordAndLemons(t *testing.T) {
 		}
 		trackShot(t, ctx, w.name)
 
-		// Issue 35 item 1: the detail opens by a tap, not only by hover,
+		// X2: the detail opens by a tap, not only by hover,
 		// and fits the screen.
 		box := w.first + ` details[data-testid=track]`
 		if err := chromedp.Do(ctx, chromedp.Tap(box+` > summary`), chromedp.WaitVisible(box+` [data-testid=track-detail]`)); err != nil {

@@ -50,7 +50,7 @@ func (a *testApp) launchRecordRing(offer string, nodes, readyMin int, ringGBps, 
 	}
 }
 
-// Issue 24 item 6 (X2): each offer row and card says how its recent
+// X2: each offer row and card says how its recent
 // launches at the asked size went, with the sample size; an offer without
 // one says "no launches yet"; a launch recorded later shows on the next
 // request (the kept render is keyed by the record too); the API carries
@@ -158,7 +158,7 @@ func (a *testApp) seedLemon(machine string) models.MachineQuarantine {
 	return q
 }
 
-// Issue 24 items 7 and 8: the operators' lemons page lists each
+// X2: the operators' lemons page lists each
 // quarantined machine with its history and the time to repair; releasing
 // one is audited and the page says so; customers get 403.
 func TestAdminLemonsPage(t *testing.T) {
@@ -212,7 +212,7 @@ func TestAdminLemonsPage(t *testing.T) {
 	})
 }
 
-// Issue 35 item 1 and issue 32 item 5 (X2, X13): the row and the card say
+// X2, X13: the row and the card say
 // "ready in N min" (the median) with the ring its verifications measured
 // (median and worst, GB/s and % of the NICs' line rate; GB/s alone on an
 // Ethernet overlay), and a <details> opens on every outcome, the times to

@@ -24,7 +24,7 @@ type useCaseFixture struct {
 	auditOrg string
 }
 
-// useCase is one action of issue 8's list: act performs it through the real
+// useCase is one use case: act performs it through the real
 // router and returns the status; done reports whether its change is in the
 // database; audit is the entry it writes.
 type useCase struct {
@@ -34,7 +34,7 @@ type useCase struct {
 	setup func(t *testing.T, f *useCaseFixture) (act func() int, done func() bool)
 }
 
-// Issue 11 items 13 and 14, issue 8 ("use cases own their transactions"):
+// E2, A5 ("use cases own their transactions"):
 // every use case's state change, event, audit entry and outbox mail commit
 // together. With the audit log (or the outbox) unwritable each action fails
 // and leaves nothing behind, not its change, nor its event, nor its mail;

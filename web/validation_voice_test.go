@@ -52,7 +52,7 @@ func summaryOrder(d *goquery.Document) []string {
 	return out
 }
 
-// Issue 21 item 6: one validation voice. Each form, sent with bad input,
+// A4: one validation voice. Each form, sent with bad input,
 // answers with the summary at its top and full sentences.
 func TestEveryFormSpeaksInSentences(t *testing.T) {
 	eachApp(t, func(t *testing.T, app *testApp) {

@@ -16,7 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Verification before hand-over (issue 24): the report in the API, "run
+// Verification before hand-over (X13): the report in the API, "run
 // verification again" and "keep it as it is", for the API and the page.
 
 // verificationJSON is the cluster's hand-over report, nil when none ran.

@@ -11,7 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 )
 
-// Issue 24 item 4: the hand-over report on the cluster page in a real
+// X13: the hand-over report on the cluster page in a real
 // browser, at 1440 and 390 px — a four-machine launch whose node-2 had
 // ECC errors, verified with node-2 swapped: every machine's line, the ring
 // against its threshold, the pairs, the swap and why, and "Run

@@ -10,7 +10,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// Issue 24 items 3–4 through the API: "run verification again" on a ready
+// X13 through the API: "run verification again" on a ready
 // cluster (202, the report running as a run again), refused while it runs
 // and on a cluster that is not ready; "keep it as it is" only on a cluster
 // degraded by a failed verification.

@@ -24,7 +24,7 @@ func volumeAttached(e *models.VolumeAttachedError) *APIError {
 		Extra: map[string]any{"volumeId": e.Volume.ID, "clusterId": e.ClusterID}}
 }
 
-// volumeAdmission maps a volume's admission refusals (issue 20 item 7:
+// volumeAdmission maps a volume's admission refusals (B9:
 // creating or growing one passes a launch's admission) onto the launch's
 // answers: 402 insufficient_balance, 403 quota_exceeded, 409
 // budget_reached. Anything else is returned as it is.
@@ -199,7 +199,7 @@ func (h *handler) growVolume(c echo.Context) error {
 	if ae, ok := volumeAdmission(err); ok {
 		fe, status, way = models.FieldErrors{"sizeGb": refusalFlash(ae).Message}, ae.Status, wayOf(ae)
 	} else if fe == nil && !errors.As(err, &fe) && err != nil {
-		// issue 21 item 4: any other refusal (V3: a cluster mounted it
+		// A4: any other refusal (V3: a cluster mounted it
 		// meanwhile) is said beside the size as typed, not on an error page.
 		if ae := classify(err); ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusNotFound {
 			fe, status, way = models.FieldErrors{"sizeGb": refusalFlash(ae).Message}, ae.Status, wayOf(ae)

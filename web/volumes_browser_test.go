@@ -131,7 +131,7 @@ func TestBrowserVolumeJourney(t *testing.T) {
 	wait("every node mounted", mounted(j.cluster(acc.org.ID, id).Nodes))
 	journeyShot(t, ctx, "volume-cluster")
 
-	// Add a worker (L10, issue 12): confirmed in the page's dialog, it
+	// Add a worker (L10): confirmed in the page's dialog, it
 	// joins in place, and once it joined its agent mounts /shared from
 	// node-0 like the others; the Storage panel counts it.
 	before := j.cluster(acc.org.ID, id).Nodes

@@ -478,7 +478,7 @@ func TestMountsStateShown(t *testing.T) {
 	})
 }
 
-// The launch page's storage line is a sentence (issue 21 item 10: "This
+// The launch page's storage line is a sentence ("This
 // launch no persistent volume").
 func TestLaunchStorageSentence(t *testing.T) {
 	app := newTestApp(t, openSQLite(t))

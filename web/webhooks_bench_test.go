@@ -10,7 +10,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models/modelstest"
 )
 
-// BenchmarkWebhookDrain (issue 25, "Proven"): 10,000 pending deliveries
+// BenchmarkWebhookDrain (X8, "Proven"): 10,000 pending deliveries
 // of one endpoint, spread over 100 clusters, drained by one instance's job
 // to a loopback receiver that verifies every signature; it reports
 // deliveries per second. Every 50th request the receiver checks that no

@@ -30,7 +30,7 @@ import (
 )
 
 // receiver is a real HTTP endpoint on loopback that verifies every
-// signature the way the README tells customers to, and can fail, hang or
+// signature the way docs/api.md tells customers to, and can fail, hang or
 // answer.
 type receiver struct {
 	t       testing.TB
@@ -128,7 +128,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// verifySignature is the README's check: any v1 matching HMAC-SHA256 of
+// verifySignature is docs/api.md's check: any v1 matching HMAC-SHA256 of
 // "t.body" under one of the secrets.
 func verifySignature(header string, body []byte, secrets []string) bool {
 	var ts string
@@ -255,7 +255,7 @@ func drain(t testing.TB, store *models.Store, clock *models.FakeClock, rounds in
 	t.Fatalf("deliveries still pending after %d rounds", rounds)
 }
 
-// TestWebhooksDeliverEveryEventSignedInOrder is issue 25's proof (X8): a
+// TestWebhooksDeliverEveryEventSignedInOrder is the proof of X8: a
 // receiver on loopback that fails, then times out, then recovers — across
 // a restart of the server — gets every event of the configured types and
 // no other, each signature valid, in order per cluster; another

@@ -105,7 +105,7 @@ func TestStartCommandStateShown(t *testing.T) {
 	})
 }
 
-// S1, issue 12: the kubeconfig offered is only ever node-0's. When node-0's
+// S1: the kubeconfig offered is only ever node-0's. When node-0's
 // install printed none, nothing is offered (no made-up file with a
 // placeholder CA): the API answers 409 and the page says it is not
 // available yet.

@@ -125,7 +125,7 @@ const (
 	TaskInstall = "install" // install the node's role of the cluster's software (S1)
 	TaskCheck   = "check"   // run the software's own check (S2)
 	TaskNCCL    = "nccl"    // node-0 of a ready cluster: the NCCL all-reduce check (X4)
-	TaskVerify  = "verify"  // a verification check before hand-over; Software names it: machine, ring or pair (issue 24)
+	TaskVerify  = "verify"  // a verification check before hand-over; Software names it: machine, ring or pair (X13)
 )
 
 // NCCLSoftware is the Software of a TaskNCCL task: the agent runs it as the
@@ -154,7 +154,7 @@ type HeartbeatRequest struct {
 	Start  *StartState  `json:"start,omitempty"`
 	Mounts *MountsState `json:"mounts,omitempty"`
 	// GPU is the machine's GPU samples and new XID lines since the last
-	// heartbeat the server took (issue 26); nil when there are none.
+	// heartbeat the server took (X15); nil when there are none.
 	GPU *GPUReport `json:"gpu,omitempty"`
 }
 

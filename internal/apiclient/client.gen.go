@@ -1577,7 +1577,7 @@ type AgentTask struct {
 	Files *map[string]string `json:"files,omitempty"`
 	Id    string             `json:"id"`
 
-	// Kind `nccl`: node-0 of a ready cluster runs the NCCL all-reduce check (X4). `verify`: a verification check before hand-over (issue 24), named by `software`: `machine`, `ring` or `pair`.
+	// Kind `nccl`: node-0 of a ready cluster runs the NCCL all-reduce check (X4). `verify`: a verification check before hand-over, named by `software`: `machine`, `ring` or `pair`.
 	Kind AgentTaskKind `json:"kind"`
 
 	// Role This node's role in the software (e.g. controller, compute, head, worker).
@@ -1586,7 +1586,7 @@ type AgentTask struct {
 	Software AgentTaskSoftware `json:"software"`
 }
 
-// AgentTaskKind `nccl`: node-0 of a ready cluster runs the NCCL all-reduce check (X4). `verify`: a verification check before hand-over (issue 24), named by `software`: `machine`, `ring` or `pair`.
+// AgentTaskKind `nccl`: node-0 of a ready cluster runs the NCCL all-reduce check (X4). `verify`: a verification check before hand-over, named by `software`: `machine`, `ring` or `pair`.
 type AgentTaskKind string
 
 // AgentTaskSoftware defines model for AgentTask.Software.
@@ -1819,7 +1819,7 @@ type Cluster struct {
 	// Software `none` (default): machines, network, hostfile, ready-made commands; `slurm`; `kubernetes` (vm and bare_metal only); `ray` (S1).
 	Software Software `json:"software"`
 
-	// Status L8. `provisioning`: every machine reserved, booting and joining. `installing`: every machine up and billed, the software installing. `ready`: infrastructure ready (L9). `degraded`: a node left running after admission, or the software failed to install; machines stay up and billed. `stopped`: stopped by balance or budget (B6). `failed`: did not come up (all or nothing); everything released, nothing billed, see `lastError`. `terminated`: released, billing ended. `verifying`: every machine up and billed (and its software ready); every machine and the fabric are checked before hand-over (issue 24).
+	// Status L8. `provisioning`: every machine reserved, booting and joining. `installing`: every machine up and billed, the software installing. `ready`: infrastructure ready (L9). `degraded`: a node left running after admission, or the software failed to install; machines stay up and billed. `stopped`: stopped by balance or budget (B6). `failed`: did not come up (all or nothing); everything released, nothing billed, see `lastError`. `terminated`: released, billing ended. `verifying`: every machine up and billed (and its software ready); every machine and the fabric are checked before hand-over.
 	Status ClusterStatus `json:"status"`
 
 	// StopReason Why the cluster is stopped or being stopped: the balance ran out past its grace, the environment's budget was reached (B5, B6), every GPU sat idle past the cluster's opt-in idle rule (X15), or a member asked (`POST /stop`).
@@ -1842,7 +1842,7 @@ type Cluster struct {
 	// Examples: 39.94, 0.0001
 	UsdPerMachineHour Money `json:"usdPerMachineHour"`
 
-	// Verification The hand-over report (issue 24): every machine's GPU, error and stress check, the ring all-reduce (NCCL_ALGO=Ring) against its threshold, every pair's all-reduce (three machines or more), and the machines swapped before hand-over and why. Absent in lists and for clusters launched with `verify: false` until a run again.
+	// Verification The hand-over report (X13): every machine's GPU, error and stress check, the ring all-reduce (NCCL_ALGO=Ring) against its threshold, every pair's all-reduce (three machines or more), and the machines swapped before hand-over and why. Absent in lists and for clusters launched with `verify: false` until a run again.
 	Verification *Verification `json:"verification,omitempty"`
 
 	// Volume The cluster's volume and what is mounted where (V4).
@@ -1929,7 +1929,7 @@ type ClusterRunOut struct {
 // ClusterRunOutBy Which runs out first.
 type ClusterRunOutBy string
 
-// ClusterStatus L8. `provisioning`: every machine reserved, booting and joining. `installing`: every machine up and billed, the software installing. `ready`: infrastructure ready (L9). `degraded`: a node left running after admission, or the software failed to install; machines stay up and billed. `stopped`: stopped by balance or budget (B6). `failed`: did not come up (all or nothing); everything released, nothing billed, see `lastError`. `terminated`: released, billing ended. `verifying`: every machine up and billed (and its software ready); every machine and the fabric are checked before hand-over (issue 24).
+// ClusterStatus L8. `provisioning`: every machine reserved, booting and joining. `installing`: every machine up and billed, the software installing. `ready`: infrastructure ready (L9). `degraded`: a node left running after admission, or the software failed to install; machines stay up and billed. `stopped`: stopped by balance or budget (B6). `failed`: did not come up (all or nothing); everything released, nothing billed, see `lastError`. `terminated`: released, billing ended. `verifying`: every machine up and billed (and its software ready); every machine and the fabric are checked before hand-over.
 type ClusterStatus string
 
 // ClusterUsage defines model for ClusterUsage.
@@ -2010,7 +2010,7 @@ type Connections struct {
 	// SshConfig An ~/.ssh/config block for every node.
 	SshConfig string `json:"sshConfig"`
 
-	// Status L8. `provisioning`: every machine reserved, booting and joining. `installing`: every machine up and billed, the software installing. `ready`: infrastructure ready (L9). `degraded`: a node left running after admission, or the software failed to install; machines stay up and billed. `stopped`: stopped by balance or budget (B6). `failed`: did not come up (all or nothing); everything released, nothing billed, see `lastError`. `terminated`: released, billing ended. `verifying`: every machine up and billed (and its software ready); every machine and the fabric are checked before hand-over (issue 24).
+	// Status L8. `provisioning`: every machine reserved, booting and joining. `installing`: every machine up and billed, the software installing. `ready`: infrastructure ready (L9). `degraded`: a node left running after admission, or the software failed to install; machines stay up and billed. `stopped`: stopped by balance or budget (B6). `failed`: did not come up (all or nothing); everything released, nothing billed, see `lastError`. `terminated`: released, billing ended. `verifying`: every machine up and billed (and its software ready); every machine and the fabric are checked before hand-over.
 	Status ClusterStatus `json:"status"`
 }
 
@@ -2312,7 +2312,7 @@ type LaunchBody struct {
 	StartCommand *string   `json:"startCommand,omitempty"`
 	Storage      *Storage  `json:"storage,omitempty"`
 
-	// Verify Verify every machine and the fabric before hand-over (issue 24): the cluster goes through `verifying` before `ready`. `false` skips it.
+	// Verify Verify every machine and the fabric before hand-over (X13): the cluster goes through `verifying` before `ready`. `false` skips it.
 	Verify *bool `json:"verify,omitempty"`
 
 	// VolumeId Mount this volume of the environment (V2): the quote prices its size and is pinned to its location (a `location` elsewhere is a 422). Refused with 422 when unknown or sent with another `storage.persistentGb`, on a community offer (V5), and with `409 volume_attached` while another cluster that has not ended holds it.
@@ -3369,7 +3369,7 @@ type ValidationError struct {
 	} `json:"error"`
 }
 
-// Verification The hand-over report (issue 24): every machine's GPU, error and stress check, the ring all-reduce (NCCL_ALGO=Ring) against its threshold, every pair's all-reduce (three machines or more), and the machines swapped before hand-over and why. Absent in lists and for clusters launched with `verify: false` until a run again.
+// Verification The hand-over report (X13): every machine's GPU, error and stress check, the ring all-reduce (NCCL_ALGO=Ring) against its threshold, every pair's all-reduce (three machines or more), and the machines swapped before hand-over and why. Absent in lists and for clusters launched with `verify: false` until a run again.
 type Verification struct {
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	Machines   []struct {
@@ -4694,7 +4694,7 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/gpu/clusters/{id}/gpu-watch (the `SetClusterGpuWatch` operationId).
 	SetClusterGpuWatch(ctx context.Context, id ClusterID, body SetClusterGpuWatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// KeepUnverifiedCluster Keep a cluster that failed verification as it is (issue 24)
+	// KeepUnverifiedCluster Keep a cluster that failed verification as it is (X13)
 	//
 	// A cluster degraded by a failed verification (`lastError: verification_failed:…`) is handed over as it stands: degraded → ready; the report stays. Any other cluster answers 409. No body.
 	//
@@ -4793,7 +4793,7 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/gpu/clusters/{id}/terminate (the `TerminateCluster` operationId).
 	TerminateCluster(ctx context.Context, id ClusterID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyClusterAgainWithBody Run verification again on a ready cluster (issue 24)
+	// VerifyClusterAgainWithBody Run verification again on a ready cluster (X13)
 	//
 	// Runs the hand-over's checks again — every machine's GPU, error and stress check, the ring all-reduce, the pairs — and shows the same report in `verification`; nothing is swapped. A cluster that is not ready, or is verifying already, answers 409. The cluster is the customer's once handed over: the checks take every GPU of every machine for minutes, so a job running there slows down or fails (X13). They run only with `{"confirmDisruption": true}`; without it (or with no body) the answer is 422 `confirmation_required`, whose message names the disruption, and nothing runs.
 	//
@@ -4802,7 +4802,7 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/gpu/clusters/{id}/verify (the `VerifyClusterAgain` operationId).
 	VerifyClusterAgainWithBody(ctx context.Context, id ClusterID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyClusterAgain Run verification again on a ready cluster (issue 24)
+	// VerifyClusterAgain Run verification again on a ready cluster (X13)
 	//
 	// Runs the hand-over's checks again — every machine's GPU, error and stress check, the ring all-reduce, the pairs — and shows the same report in `verification`; nothing is swapped. A cluster that is not ready, or is verifying already, answers 409. The cluster is the customer's once handed over: the checks take every GPU of every machine for minutes, so a job running there slows down or fails (X13). They run only with `{"confirmDisruption": true}`; without it (or with no body) the answer is 422 `confirmation_required`, whose message names the disruption, and nothing runs.
 	//
@@ -5715,7 +5715,7 @@ func (c *Client) SetClusterGpuWatch(ctx context.Context, id ClusterID, body SetC
 	return c.Client.Do(req)
 }
 
-// KeepUnverifiedCluster Keep a cluster that failed verification as it is (issue 24)
+// KeepUnverifiedCluster Keep a cluster that failed verification as it is (X13)
 //
 // A cluster degraded by a failed verification (`lastError: verification_failed:…`) is handed over as it stands: degraded → ready; the report stays. Any other cluster answers 409. No body.
 //
@@ -5944,7 +5944,7 @@ func (c *Client) TerminateCluster(ctx context.Context, id ClusterID, reqEditors 
 	return c.Client.Do(req)
 }
 
-// VerifyClusterAgainWithBody Run verification again on a ready cluster (issue 24)
+// VerifyClusterAgainWithBody Run verification again on a ready cluster (X13)
 //
 // Runs the hand-over's checks again — every machine's GPU, error and stress check, the ring all-reduce, the pairs — and shows the same report in `verification`; nothing is swapped. A cluster that is not ready, or is verifying already, answers 409. The cluster is the customer's once handed over: the checks take every GPU of every machine for minutes, so a job running there slows down or fails (X13). They run only with `{"confirmDisruption": true}`; without it (or with no body) the answer is 422 `confirmation_required`, whose message names the disruption, and nothing runs.
 //
@@ -5963,7 +5963,7 @@ func (c *Client) VerifyClusterAgainWithBody(ctx context.Context, id ClusterID, c
 	return c.Client.Do(req)
 }
 
-// VerifyClusterAgain Run verification again on a ready cluster (issue 24)
+// VerifyClusterAgain Run verification again on a ready cluster (X13)
 //
 // Runs the hand-over's checks again — every machine's GPU, error and stress check, the ring all-reduce, the pairs — and shows the same report in `verification`; nothing is swapped. A cluster that is not ready, or is verifying already, answers 409. The cluster is the customer's once handed over: the checks take every GPU of every machine for minutes, so a job running there slows down or fails (X13). They run only with `{"confirmDisruption": true}`; without it (or with no body) the answer is 422 `confirmation_required`, whose message names the disruption, and nothing runs.
 //
@@ -9698,7 +9698,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/gpu/clusters/{id}/gpu-watch (the `SetClusterGpuWatch` operationId).
 	SetClusterGpuWatchWithResponse(ctx context.Context, id ClusterID, body SetClusterGpuWatchJSONRequestBody, reqEditors ...RequestEditorFn) (*SetClusterGpuWatchResponse, error)
 
-	// KeepUnverifiedClusterWithResponse Keep a cluster that failed verification as it is (issue 24)
+	// KeepUnverifiedClusterWithResponse Keep a cluster that failed verification as it is (X13)
 	//
 	// A cluster degraded by a failed verification (`lastError: verification_failed:…`) is handed over as it stands: degraded → ready; the report stays. Any other cluster answers 409. No body.
 	//
@@ -9815,7 +9815,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/gpu/clusters/{id}/terminate (the `TerminateCluster` operationId).
 	TerminateClusterWithResponse(ctx context.Context, id ClusterID, reqEditors ...RequestEditorFn) (*TerminateClusterResponse, error)
 
-	// VerifyClusterAgainWithBodyWithResponse Run verification again on a ready cluster (issue 24)
+	// VerifyClusterAgainWithBodyWithResponse Run verification again on a ready cluster (X13)
 	//
 	// Runs the hand-over's checks again — every machine's GPU, error and stress check, the ring all-reduce, the pairs — and shows the same report in `verification`; nothing is swapped. A cluster that is not ready, or is verifying already, answers 409. The cluster is the customer's once handed over: the checks take every GPU of every machine for minutes, so a job running there slows down or fails (X13). They run only with `{"confirmDisruption": true}`; without it (or with no body) the answer is 422 `confirmation_required`, whose message names the disruption, and nothing runs.
 	//
@@ -9824,7 +9824,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/gpu/clusters/{id}/verify (the `VerifyClusterAgain` operationId).
 	VerifyClusterAgainWithBodyWithResponse(ctx context.Context, id ClusterID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyClusterAgainResponse, error)
 
-	// VerifyClusterAgainWithResponse Run verification again on a ready cluster (issue 24)
+	// VerifyClusterAgainWithResponse Run verification again on a ready cluster (X13)
 	//
 	// Runs the hand-over's checks again — every machine's GPU, error and stress check, the ring all-reduce, the pairs — and shows the same report in `verification`; nothing is swapped. A cluster that is not ready, or is verifying already, answers 409. The cluster is the customer's once handed over: the checks take every GPU of every machine for minutes, so a job running there slows down or fails (X13). They run only with `{"confirmDisruption": true}`; without it (or with no body) the answer is 422 `confirmation_required`, whose message names the disruption, and nothing runs.
 	//
@@ -16269,7 +16269,7 @@ func (c *ClientWithResponses) SetClusterGpuWatchWithResponse(ctx context.Context
 	return ParseSetClusterGpuWatchResponse(rsp)
 }
 
-// KeepUnverifiedClusterWithResponse Keep a cluster that failed verification as it is (issue 24)
+// KeepUnverifiedClusterWithResponse Keep a cluster that failed verification as it is (X13)
 //
 // A cluster degraded by a failed verification (`lastError: verification_failed:…`) is handed over as it stands: degraded → ready; the report stays. Any other cluster answers 409. No body.
 //
@@ -16464,7 +16464,7 @@ func (c *ClientWithResponses) TerminateClusterWithResponse(ctx context.Context, 
 	return ParseTerminateClusterResponse(rsp)
 }
 
-// VerifyClusterAgainWithBodyWithResponse Run verification again on a ready cluster (issue 24)
+// VerifyClusterAgainWithBodyWithResponse Run verification again on a ready cluster (X13)
 //
 // Runs the hand-over's checks again — every machine's GPU, error and stress check, the ring all-reduce, the pairs — and shows the same report in `verification`; nothing is swapped. A cluster that is not ready, or is verifying already, answers 409. The cluster is the customer's once handed over: the checks take every GPU of every machine for minutes, so a job running there slows down or fails (X13). They run only with `{"confirmDisruption": true}`; without it (or with no body) the answer is 422 `confirmation_required`, whose message names the disruption, and nothing runs.
 //
@@ -16479,7 +16479,7 @@ func (c *ClientWithResponses) VerifyClusterAgainWithBodyWithResponse(ctx context
 	return ParseVerifyClusterAgainResponse(rsp)
 }
 
-// VerifyClusterAgainWithResponse Run verification again on a ready cluster (issue 24)
+// VerifyClusterAgainWithResponse Run verification again on a ready cluster (X13)
 //
 // Runs the hand-over's checks again — every machine's GPU, error and stress check, the ring all-reduce, the pairs — and shows the same report in `verification`; nothing is swapped. A cluster that is not ready, or is verifying already, answers 409. The cluster is the customer's once handed over: the checks take every GPU of every machine for minutes, so a job running there slows down or fails (X13). They run only with `{"confirmDisruption": true}`; without it (or with no body) the answer is 422 `confirmation_required`, whose message names the disruption, and nothing runs.
 //

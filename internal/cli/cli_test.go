@@ -252,7 +252,7 @@ func (d *deck) join(t *testing.T, id string, nodes int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Status == models.StatusVerifying { // issue 24: handed over verified, as the verify job would
+	if c.Status == models.StatusVerifying { // X13: handed over verified, as the verify job would
 		run, err := d.store.VerifyRunFor(ctx, c)
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 )
 
 // events is `gpu events [--after ID] [--cluster ID] [--follow] [--json]`
-// (issue 25 item 5): the key's environment's events after the cursor, one
+// (X16): the key's environment's events after the cursor, one
 // line each (one JSON object per line with --json); with --follow it stays
 // and prints each new event as it is written, until interrupted.
 func (c *gpuCLI) events(args []string) error {

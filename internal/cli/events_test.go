@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Issue 25 item 5: `gpu events --follow` prints each event of the key's
+// X16: `gpu events --follow` prints each event of the key's
 // environment as it is written, with its type; --json prints one Event
 // per line; --cluster keeps one cluster's; without --follow the events
 // after the cursor and the next cursor.
@@ -70,7 +70,7 @@ func TestCLIEventsFollow(t *testing.T) {
 	})
 }
 
-// Issue 25 item 5: launch --wait follows the cluster through the event
+// X16: launch --wait follows the cluster through the event
 // stream: with a poll interval of an hour it still ends as soon as the
 // cluster is ready.
 func TestGPULaunchWaitFollowsTheStream(t *testing.T) {

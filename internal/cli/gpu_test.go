@@ -37,7 +37,7 @@ func (d *deck) reportGPUs(t *testing.T, cl models.Cluster, util int) {
 	}
 }
 
-// X15, issue 26 item 3, API3: "clusters top ID --once" prints a row per
+// X15, API3: "clusters top ID --once" prints a row per
 // machine; without --once it refreshes on every tick (an injected ticker:
 // no sleeping) until the command is cancelled; a bad window exits 1.
 func TestCLITop(t *testing.T) {
@@ -136,7 +136,7 @@ func TestTopIsTerminal(t *testing.T) {
 	}
 }
 
-// X15, issue 26 items 6, 7: "clusters gpu-watch" shows and sets the stall
+// X15: "clusters gpu-watch" shows and sets the stall
 // alert and the idle rule; out-of-bounds values exit 1 and change nothing;
 // "clusters launch --idle-hours" opts in at launch.
 func TestCLIGPUWatch(t *testing.T) {

@@ -55,7 +55,7 @@ func (c *gpuCLI) parseLaunch(args []string) (launchArgs, error) {
 	b.QuoteID, b.QuoteBody, b.SSHKeyIDs = strings.TrimSpace(b.QuoteID), a.shape.body(set), keys
 	if *noVerify {
 		off := false
-		b.Verify = &off // issue 24: on unless asked
+		b.Verify = &off // X13: on unless asked
 	}
 	a.key = strings.TrimSpace(a.key)
 	switch {

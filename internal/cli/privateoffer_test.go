@@ -36,7 +36,7 @@ func (d *deck) privateOffer(t *testing.T, orgID, userID string, nodes int, price
 	return po
 }
 
-// X9 from the command line (issue 15): offers lists the organisation's
+// X9 from the command line: offers lists the organisation's
 // private offers marked as its own (another organisation's key sees none);
 // clusters quote and launch take --private-offer-id, filling in its shape,
 // at its locked price; a shape other than its own is refused (exit 3).

@@ -32,9 +32,9 @@ var seedCommands = []seedCommand{
 	{doc: "AI Reserve", command: "aireserve gpu clusters connections <cluster>"},
 	{doc: "AI Reserve", command: "aireserve gpu clusters logs <cluster> --node 1"},
 	{doc: "AI Reserve", command: "aireserve gpu clusters recovery <cluster> --mode restart --max-attempts 3 --cooldown-minutes 5",
-		pending: "the server has no recovery API yet (PUT /v1/gpu/clusters/{id}/recovery comes with health and recovery, issue 10)"},
+		pending: "the server has no recovery API yet (PUT /v1/gpu/clusters/{id}/recovery comes with health and recovery, R1)"},
 	{doc: "AI Reserve", command: "aireserve gpu clusters recover <cluster> --wait",
-		pending: "the server has no recovery API yet (POST /v1/gpu/clusters/{id}/recover comes with health and recovery, issue 10)"},
+		pending: "the server has no recovery API yet (POST /v1/gpu/clusters/{id}/recover comes with health and recovery, R1)"},
 	{doc: "AI Reserve", command: "aireserve gpu clusters terminate <cluster> --wait"},
 	{doc: "Runcrate", command: "clusterdeck gpu offers --accelerator H100_80GB --nodes 2 --include-community"},
 }

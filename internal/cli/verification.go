@@ -11,7 +11,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/client"
 )
 
-// Verification before hand-over (issue 24): the report, run again, keep.
+// Verification before hand-over (X13): the report, run again, keep.
 
 // printVerification is the hand-over report as "clusters get" and
 // "clusters verification" print it.

@@ -86,7 +86,7 @@ func (c *gpuCLI) watchAndPrint(sdk *client.Client, cl api.Cluster, raw []byte, w
 // watch follows the cluster until done, printing each new event and each
 // node's step as it changes (events already in cl are skipped with
 // onlyNew). It reads the cluster again whenever the event stream (GET
-// /v1/events, issue 25 item 5) brings one of its events; only while the
+// /v1/events, X16) brings one of its events; only while the
 // stream is unavailable does it look every poll interval. It returns the
 // last cluster and its raw JSON. Passing errors (5xx, 429, the network) are
 // retried; a refusal ends it.

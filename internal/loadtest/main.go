@@ -1,5 +1,4 @@
-// Command loadtest measures the offers page under load on loopback (issue
-// 13): the full page, its htmx partial and the JSON API, at the default
+// Command loadtest measures the offers page under load on loopback (O3): the full page, its htmx partial and the JSON API, at the default
 // simulated catalog and at 2,000 catalog offers, each beside a bare Echo
 // handler that returns the same pre-rendered bytes in the same run. It
 // prints req/s, p50 and p99 for both and their ratios, then the size of a

@@ -52,7 +52,7 @@ type deck struct {
 	job   *jobs.Provision
 	term  *jobs.Terminate
 	join  *jobs.Join
-	// verify hands clusters over verified (issue 24), as every launch asks.
+	// verify hands clusters over verified (X13), as every launch asks.
 	verify *jobs.Verify
 	// health and recovery are run by healthPass only (R1–R5).
 	health   *jobs.Health

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The event feed for agents (issue 25 item 6): list_events pages GET
+// The event feed for agents (X16): list_events pages GET
 // /v1/events; wait_for_cluster blocks on it until the cluster reaches a
 // status, so an agent launches and waits without a polling loop of its own.
 

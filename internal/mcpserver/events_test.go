@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Issue 25 item 6 (API5): wait_for_cluster blocks until the cluster is
+// X16, API5: wait_for_cluster blocks until the cluster is
 // ready, sending a progress notification when it starts waiting and one
 // per event, over every way in (stdio, /mcp, in memory); list_events
 // pages the feed, scoped like the REST API.
@@ -26,7 +26,7 @@ func TestWaitForClusterAndListEvents(t *testing.T) {
 		for i, w := range ways {
 			cs := mustConnect(t, w, d, d.key)
 			qid := str(ok(t, cs, "quote_cluster", map[string]any{"accelerator": "H100_80GB", "nodes": 2, "gpus_per_node": 8}).data["id"])
-			// The wait and the feed, not verification (issue 24): verify false.
+			// The wait and the feed, not verification (X13): verify false.
 			id := str(ok(t, cs, "launch_cluster", map[string]any{"quote_id": qid, "name": fmt.Sprintf("waited-%d", i), "verify": false}).data["id"])
 
 			token := fmt.Sprintf("wait-%s", w.name)

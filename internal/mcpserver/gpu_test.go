@@ -8,7 +8,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/models"
 )
 
-// X15, issue 26 items 3, 7 through the tools: cluster_gpu_metrics returns
+// X15 through the tools: cluster_gpu_metrics returns
 // the summary and one line per machine from the telemetry the simulated
 // machines' agents reported; a bad
 // window is a tool error naming it; set_gpu_watch opts in to the idle rule;

@@ -35,8 +35,7 @@ import (
 //
 // One POST is one JSON-RPC message: a batch (a JSON array, which the SDK
 // still accepts from clients of protocol versions before 2025-06-18) is
-// refused before any tool runs, so one request is bounded work (issue 20
-// item 11: one 109 KB batch ran 1,000 tool calls).
+// refused before any tool runs, so one request is bounded work (API5: one 109 KB batch ran 1,000 tool calls).
 func Handler(api http.Handler, keyOf func(*http.Request) string) http.Handler {
 	server := func(r *http.Request) *mcp.Server {
 		c := client.New("http://in-process", keyOf(r)) // the host is the caller's (inProcess)

@@ -37,14 +37,14 @@ func TestToolsListed(t *testing.T) {
 			"list_volumes":      {readOnly: true},                                                  // V1
 			"create_volume":     {},                                                                // V2
 			"delete_volume":     {destructive: true},                                               // V3
-			"wait_for_cluster":  {readOnly: true},                                                  // issue 25 item 6: blocks until a status
+			"wait_for_cluster":  {readOnly: true},                                                  // X16: blocks until a status
 			"submit_run":        {}, "get_run": {readOnly: true}, "wait_for_run": {readOnly: true}, // X17
-			"list_events":         {readOnly: true},    // issue 25 item 6: the feed after a cursor
+			"list_events":         {readOnly: true},    // X16: the feed after a cursor
 			"cluster_gpu_metrics": {readOnly: true},    // X15: what the GPUs are doing
 			"set_gpu_watch":       {idempotent: true},  // X15: the same settings twice are one setting
-			"get_verification":    {readOnly: true},    // issue 24: the hand-over report
-			"verify_cluster":      {},                  // issue 24: each call runs the checks again
-			"keep_cluster":        {idempotent: true},  // issue 24: keeping it twice keeps it
+			"get_verification":    {readOnly: true},    // X13: the hand-over report
+			"verify_cluster":      {},                  // X13: each call runs the checks again
+			"keep_cluster":        {idempotent: true},  // X13: keeping it twice keeps it
 			"offer_availability":  {readOnly: true},    // X18: the calendar
 			"reserve_capacity":    {},                  // X18: each call without a key books again
 			"list_reservations":   {readOnly: true},    // X18
@@ -143,7 +143,7 @@ func TestAgentRun(t *testing.T) {
 				for n := 0; n < 25 && status != "ready"; n++ {
 					g := ok(t, cs, "get_cluster", map[string]any{"cluster_id": id})
 					status = str(g.data["status"])
-					if status != "provisioning" && status != "verifying" && status != "ready" { // verified before hand-over (issue 24)
+					if status != "provisioning" && status != "verifying" && status != "ready" { // verified before hand-over (X13)
 						t.Fatalf("get_cluster: %s", g.text)
 					}
 					if status != "ready" && !strings.Contains(g.text, "call get_cluster again") {

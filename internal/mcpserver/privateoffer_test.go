@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// X9 through the tools (issue 15): list_offers surfaces the organisation's
+// X9 through the tools: list_offers surfaces the organisation's
 // private offers (in its answer and in the line the agent reads, with the
 // quote_cluster arguments that use one), another organisation sees none of
 // them, and quote_cluster with private_offer_id locks the private price;

@@ -9,7 +9,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/providers/sim"
 )
 
-// R3, R5 through the tools (issue 15): set_recovery sets the policy (the
+// R3, R5 through the tools: set_recovery sets the policy (the
 // same call twice is the same policy; bad arguments are tool errors naming
 // them); recover_cluster is refused with nothing_to_recover while every
 // machine is up, and on a cluster degraded by a machine going down (the

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// verificationTools are issue 24's: the hand-over report, run it again,
+// verificationTools are the tools of X13: the hand-over report, run it again,
 // keep a cluster that failed it.
 func (t *tools) verificationTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "get_verification", InputSchema: clusterSchema[ClusterArgs](), Annotations: readOnly("Get a cluster's verification report"),

@@ -37,7 +37,7 @@ type StallRule struct {
 	BusyAbove float64       // a machine whose mean stays at or above this is busy (default 50)
 }
 
-// Stall defaults (item 6).
+// Stall defaults (X15).
 const (
 	DefaultStallMinutes   = 10
 	DefaultStallIdleBelow = 5
@@ -167,7 +167,7 @@ func detectFrozen(series []NodeSeries, now time.Time, r StallRule) (StallFinding
 	return f, true
 }
 
-// IdleRule is a cluster's idle setting (item 7): every GPU below Below
+// IdleRule is a cluster's idle setting (X15): every GPU below Below
 // percent for For.
 type IdleRule struct {
 	Below float64

@@ -245,7 +245,7 @@ func EventMove(ev Event) (from []ClusterStatus, to ClusterStatus, err error) {
 }
 
 // StateDiagram renders the status changes of ClusterTransitions as a
-// Mermaid state diagram (the README shows it; a test keeps them equal).
+// Mermaid state diagram (docs/architecture.md shows it; a test keeps them equal).
 // Events that keep the status are left out: they change no arrow.
 func StateDiagram() string {
 	var b strings.Builder

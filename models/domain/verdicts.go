@@ -23,7 +23,7 @@ const (
 
 // VerifyThresholds are what "passes" means (X13). They are
 // configuration (Settings.Verify; the server reads CLUSTERDECK_VERIFY_*),
-// and the README gives each one's source.
+// and docs/clusters.md gives each one's source.
 type VerifyThresholds struct {
 	// RingPercent: the ring all-reduce's bus bandwidth must reach this
 	// share of what a healthy ring reaches on the machines' NICs

@@ -6,7 +6,7 @@ import (
 )
 
 // A node's nvidia-smi, real output from testdata, against what the offer
-// promises (issue 8: the parsers are wired into check-in).
+// promises (the parsers are wired into check-in).
 func TestCheckNodeGPUs(t *testing.T) {
 	a100 := readFixture(t, "nvidia_smi_query_gpu_name_memtotal_driver_csv_8x_a100.txt")
 	a6000 := readFixture(t, "nvidia_smi_query_gpu_index_name_memtotal_memused_util_csv_2x_a6000.txt")

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Verification before hand-over (issue 24): every machine runs the machine
+// Verification before hand-over (X13): every machine runs the machine
 // check (VerifyMachineScript) through its agent — `nvidia-smi -q`, the NVRM
 // Xid lines of the kernel log, and a short stress of every GPU when a tool
 // for it is on the machine — and the server reads its output here. The

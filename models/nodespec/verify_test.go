@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 24 item 1: the machine check reads `nvidia-smi -q` as real drivers
+// X13: the machine check reads `nvidia-smi -q` as real drivers
 // print it — here a real A100 block with a row remap pending.
 func TestParseSMIQRealA100RemapPending(t *testing.T) {
 	raw, err := os.ReadFile("testdata/nvidia_smi_q_a100_remap_pending_excerpt.txt")

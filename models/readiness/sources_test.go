@@ -9,7 +9,7 @@ import (
 
 // Every sample in testdata/ says where it came from: the parsers are
 // tested against these copies in every checkout, so their sources live
-// beside them (issue 8).
+// beside them.
 func TestFixturesHaveSources(t *testing.T) {
 	checkSources(t, "testdata")
 }

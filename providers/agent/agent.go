@@ -88,7 +88,7 @@ type Agent struct {
 	logsAfter time.Time // the server asked to wait until then (429 Retry-After)
 	start     starter   // the start command of this boot
 	mounts    mounter   // the mounts step of this boot (V4)
-	gpu       gpuState  // GPU samples and XID lines not yet taken (issue 26)
+	gpu       gpuState  // GPU samples and XID lines not yet taken (X15)
 	// life ends when the cluster ends (the server revoked the token), when
 	// Run returns, or on Close: it cancels the mounts step.
 	life     context.Context

@@ -23,7 +23,7 @@ func (e *gpuExec) Run(_ context.Context, step, script string) (string, error) {
 }
 
 // The agent checks in with what nvidia-smi printed, its error included, so
-// the server can say why a node has no usable GPUs (L4, issue 8).
+// the server can say why a node has no usable GPUs (L4).
 func TestCheckinSendsNvidiaSMI(t *testing.T) {
 	var got agentapi.CheckinRequest
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -13,7 +13,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/api/agentapi"
 )
 
-// GPU telemetry (issue 26): every GPUSampleEvery the agent samples every
+// GPU telemetry (X15): every GPUSampleEvery the agent samples every
 // GPU with GPUSampleQuery and reads the kernel log's XID lines
 // (XIDQuery); the samples and the new lines go with the next heartbeat.
 const (

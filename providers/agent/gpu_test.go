@@ -23,7 +23,7 @@ func val[T int | int64](p *T) string {
 
 func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
 
-// Issue 26 item 1: real nvidia-smi output parses; "[N/A]" is unknown, not zero.
+// X15: real nvidia-smi output parses; "[N/A]" is unknown, not zero.
 func TestParseGPUSamplesRealOutput(t *testing.T) {
 	at := time.Date(2026, 7, 14, 8, 12, 53, 0, time.UTC)
 	for file, want := range map[string]string{
@@ -148,7 +148,7 @@ func (s *gpuServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Issue 26 item 1: samples every 30 s go with the next heartbeat, once;
+// X15: samples every 30 s go with the next heartbeat, once;
 // what the server did not take waits; new XID lines only (the log read at
 // start is the baseline); a refused report is dropped.
 func TestAgentSendsGPUSamplesWithHeartbeats(t *testing.T) {
@@ -197,7 +197,7 @@ func TestAgentSendsGPUSamplesWithHeartbeats(t *testing.T) {
 	}
 }
 
-// Issue 26 item 1: a machine without nvidia-smi says so once.
+// X15: a machine without nvidia-smi says so once.
 func TestAgentReportsNoNvidiaSMIOnce(t *testing.T) {
 	srv := &gpuServer{}
 	hs := httptest.NewServer(srv)

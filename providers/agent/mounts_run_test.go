@@ -169,7 +169,7 @@ func TestMountsRunBesideTheLoop(t *testing.T) {
 	if st == nil || st.State != agentapi.StartRunning || len(ex.starts) != 1 {
 		t.Errorf("after the mounts: start %+v, %d starts", st, len(ex.starts))
 	}
-	var workload []string // the GPU samples and XID reads run beside (issue 26)
+	var workload []string // the GPU samples and XID reads run beside (X15)
 	for _, st := range ex.steps {
 		if st != GPUSampleStep && st != XIDStep {
 			workload = append(workload, st)

@@ -12,7 +12,7 @@ import (
 	"github.com/clusterdeck/clusterdeck/api/agentapi"
 )
 
-// Issue 11 (item 12): a 429 on log shipping keeps the lines and sends
+// X19: a 429 on log shipping keeps the lines and sends
 // nothing until Retry-After has passed; then every kept line goes out.
 func TestAgentHonoursLogRateLimit(t *testing.T) {
 	var mu sync.Mutex

@@ -25,7 +25,7 @@ const testKey = "secret_lambda_key_0123456789abcdef"
 // testdata/README.md says where from and what differs): every exchange of
 // every adapter test is checked against it.
 // descriptionGaps is what the kept 1.8.3 copy lacks against 1.10.0, which
-// the adapter follows (README, "Lambda Cloud"): the check lets exactly
+// the adapter follows (docs/providers.md, "Lambda Cloud"): the check lets exactly
 // these through, and fails when the copy has one of them (a newer copy).
 var descriptionGaps = []providerstest.Gap{
 	{Operation: "GET /api/v1/regions", Why: "listRegions (1.10.0): the regions the catalog offers"},

@@ -679,7 +679,7 @@ func TestDescriptionGapsStayTrue(t *testing.T) {
 // services and include "quota limitations or resource exhaustion" beside
 // outages and unavailability. A capacity or quota answer of that family is
 // refused at once — one launch request, no retries — while an outage stays
-// transient and is retried (issue 23). Only provider/internal-unavailable
+// transient and is retried (OP1). Only provider/internal-unavailable
 // is documented; the other two bodies are shapes the description allows.
 func TestProviderErrorsFollowTheDescription(t *testing.T) {
 	for _, tc := range []struct {

@@ -55,7 +55,7 @@ type Checkout struct {
 }
 
 // Event types the ledger acts on; any other is answered 200 and ignored.
-// The operator subscribes the webhook endpoint to exactly these (README).
+// The operator subscribes the webhook endpoint to exactly these (docs/operating.md).
 const (
 	EventCheckoutCompleted = "checkout.session.completed"
 	// A delayed payment method (bank debit) settles after the session
@@ -69,7 +69,7 @@ const (
 )
 
 // WebhookEvents is every event type the ledger acts on, in the order the
-// README lists them.
+// docs/operating.md lists them.
 var WebhookEvents = []string{EventCheckoutCompleted, EventCheckoutAsyncSucceeded, EventCheckoutAsyncFailed,
 	EventPaymentSucceeded, EventPaymentFailed, EventPaymentProcessing, EventPaymentRequiresAction}
 

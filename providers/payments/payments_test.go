@@ -260,7 +260,7 @@ func TestParsePaymentIntentWebhook(t *testing.T) {
 	}
 }
 
-// B4, issue 20 item 6: an endpoint on another API version is not refused:
+// B4: an endpoint on another API version is not refused:
 // the event is read for the fields the ledger uses, each on its own, so an
 // expanded object, a field of a changed shape or one gone reads as what it
 // says or as nothing, never as a 400 on every payment. Adaptive Pricing's

@@ -18,7 +18,7 @@ import (
 )
 
 // A group that fits an Instant Cluster is placed with one POST /v2/clusters
-// in the one data center (OP1, issue 14): every member pod runs the same
+// in the one data center (OP1): every member pod runs the same
 // start-up script with the cluster's bootstrap token, and its agent claims
 // its rank with RUNPOD_POD_ID, the id the placement returned; the overlay
 // address is the private address; stop is ErrUnsupported; terminate is one
@@ -77,7 +77,7 @@ func TestInstantCluster(t *testing.T) {
 		t.Fatalf("stop of a cluster's pod: want ErrUnsupported, got %v", err)
 	}
 	// Member pods "cannot be modified or deleted via the pod endpoints":
-	// a restart is refused before any pod action is sent (issue 23).
+	// a restart is refused before any pod action is sent (OP1).
 	if err := e.cloud.RestartNode(ctx, "cl_group", d.Nodes[1].ID); !errors.Is(err, providers.ErrUnsupported) {
 		t.Fatalf("restart of a cluster's pod: want ErrUnsupported, got %v", err)
 	}
@@ -208,7 +208,7 @@ func TestInstantClusterAboveCeilingFallsBackToPods(t *testing.T) {
 // it assigns them during provisioning (the description's PodCluster). The
 // placement waits for them on its clock, deletes nothing, creates one
 // cluster, and maps each pod to the rank it was given, never to rank 0 for
-// a null (issue 23).
+// a null (OP1).
 func TestInstantClusterAwaitsRanks(t *testing.T) {
 	e := newEnv(t)
 	cp := fake.Cap{GPU: h100, DC: "US-TX-3"}
@@ -245,7 +245,7 @@ func TestInstantClusterAwaitsRanks(t *testing.T) {
 // answers ErrTransient and keeps the cluster; the next call adopts it
 // (no second create, no delete) and completes once the ranks are there.
 // Describing the group meanwhile never reports an unranked member as
-// rank 0 (issue 23).
+// rank 0 (OP1).
 func TestInstantClusterRanksAcrossCalls(t *testing.T) {
 	e := newEnv(t, func(c *runpod.Config) { c.MemberWait = 10 * time.Second })
 	cp := fake.Cap{GPU: h100, DC: "US-TX-3"}

@@ -46,7 +46,7 @@ const (
 	FaultNCCLSlow FaultKind = "nccl_slow"
 	// FaultECCErrors: machine Node's GPU 1 reports uncorrectable volatile
 	// ECC errors and a pending row remap in nvidia-smi -q, and its kernel
-	// log an Xid 48 (issue 24).
+	// log an Xid 48 (X13).
 	FaultECCErrors FaultKind = "ecc_errors"
 	// FaultStressFails: machine Node's GPU stress (dcgmi diag -r 1) fails.
 	FaultStressFails FaultKind = "stress_fails"
@@ -80,7 +80,7 @@ const (
 	// time, or until the caller's context ends) before answering.
 	FaultDescribeDelay FaultKind = "describe_delay"
 
-	// GPU hardware faults (issue 26), after admission like goes_down: from
+	// GPU hardware faults (X15), after admission like goes_down: from
 	// After on, GPU (default 0) of machine Node reports them until the
 	// machine restarts.
 

@@ -76,7 +76,7 @@ func TestInjectRejectsInvalidFaultsWhole(t *testing.T) {
 	}
 }
 
-// Issue 8: a fault narrowed by the offer id the API shows ("sim:…") matches
+// A fault narrowed by the offer id the API shows ("sim:…") matches
 // that offer's launches; an offer the simulator lacks is refused, never
 // silently kept.
 func TestFaultOfferTakesThePublicID(t *testing.T) {

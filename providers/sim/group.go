@@ -36,13 +36,13 @@ type node struct {
 	checkFails      []string  // software whose check reports this node unhealthy ("" = all)
 	gpuMissing      bool      // nvidia-smi lists one GPU fewer than the offer has
 	ncclSlow        bool      // the NCCL check measures a fraction of the fabric
-	eccErrors       bool      // uncorrectable ECC errors and an Xid 48 on GPU 1 (issue 24)
+	eccErrors       bool      // uncorrectable ECC errors and an Xid 48 on GPU 1 (X13)
 	stressFails     bool      // dcgmi diag -r 1 fails
 	slowLink        bool      // its link to the fabric runs at slowLinkShare
 	downAt          time.Time // stopped from then until restarted (zero = never)
 	unrecoverable   bool      // every restart is refused
 	silentAt        time.Time // the agent stops from then until restarted (zero = never)
-	// GPU hardware faults (issue 26): from then until restarted, GPU
+	// GPU hardware faults (X15): from then until restarted, GPU
 	// eccGPU reads uncorrectable ECC errors, the kernel logs XID xidCode
 	// for GPU xidGPU, GPU dropGPU is off the bus (zero = never).
 	eccAt, xidAt, dropAt    time.Time
@@ -155,7 +155,7 @@ func (c *Cloud) view(g *group, now time.Time) providers.Group {
 
 // freeHost is the lowest-numbered host of the offer's location that no
 // live machine occupies (nor one of also, placed in the same call) and
-// that the request does not avoid (quarantined lemons, issue 24 item 7).
+// that the request does not avoid (quarantined lemons, X2).
 // Stock is counted apart: hosts only name machines, so the same host comes
 // back to the next placement after its machine is released. Callers hold
 // c.mu.

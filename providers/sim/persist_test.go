@@ -22,7 +22,7 @@ func sharedCloud(db *gorm.DB, clk *fakeClock, holder string, opts ...Option) *Cl
 
 // A placement, its stock, its boot progress and its scripted faults outlive
 // the process that made them, and a second instance on the same database
-// sees and changes the same cloud (OP4, issue 10).
+// sees and changes the same cloud (OP4).
 func TestPersistedCloudOutlivesRestartAndIsShared(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
@@ -238,7 +238,7 @@ func TestRunHoldsAgentLeaseForItsRounds(t *testing.T) {
 // in the database: another instance (or a restarted one) hands the same
 // workload to the agents it takes over and lists the same steps, and a start
 // command playing in one instance ends when another reboots its machine
-// (N3, OP4, issue 10).
+// (N3, OP4).
 func TestPersistedCloudKeepsWorkloadAndRanSteps(t *testing.T) {
 	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()

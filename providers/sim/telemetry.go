@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// GPU telemetry the simulated machines print (issue 26). The agent runs
+// GPU telemetry the simulated machines print (X15). The agent runs
 // GPUSampleStep (nvidia-smi --query-gpu=index,uuid,utilization.gpu,
 // memory.used,memory.total,temperature.gpu,power.draw,clocks.sm,
 // ecc.errors.uncorrected.volatile.total,clocks_throttle_reasons.active

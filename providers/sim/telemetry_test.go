@@ -24,7 +24,7 @@ func utilOf(t *testing.T, out string) []string {
 	return u
 }
 
-// Issue 26: the simulated GPUs follow the start command's declared load:
+// X15: the simulated GPUs follow the start command's declared load:
 // idle before it starts, busy while it runs, and with "stalled" one
 // machine at 0 % while its peers spin at 100 %.
 func TestGPUSamplesFollowTheWorkload(t *testing.T) {
@@ -74,7 +74,7 @@ func TestGPUSamplesFollowTheWorkload(t *testing.T) {
 	}
 }
 
-// Issue 26: gpu_ecc, gpu_xid and gpu_drops hit a live machine After, show
+// X15: gpu_ecc, gpu_xid and gpu_drops hit a live machine After, show
 // in its samples and kernel log, and a restart clears them.
 func TestGPUFaultsAndRestart(t *testing.T) {
 	ctx := context.Background()

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Verification before hand-over (issue 24): the steps the agent runs for
+// Verification before hand-over (X13): the steps the agent runs for
 // a verification task ("verify:<check>"), played here as the tools print.
 const (
 	// VerifyMachineStep prints the machine check: `nvidia-smi -q`, the

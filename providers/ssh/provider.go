@@ -266,7 +266,7 @@ func (p *Provider) PlaceGroup(ctx context.Context, req providers.PlaceRequest) (
 	}
 	busy := p.busy()
 	for _, a := range req.Avoid {
-		busy[a] = true // quarantined by the product as a lemon (issue 24 item 7)
+		busy[a] = true // quarantined by the product as a lemon (X2)
 	}
 	var picked []Machine
 	for _, m := range machines {

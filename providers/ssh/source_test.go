@@ -111,7 +111,7 @@ func TestDialWithPastedKey(t *testing.T) {
 	c.Close()
 }
 
-// Issue 24 item 7: a machine the product quarantined (PlaceRequest.Avoid)
+// X2: a machine the product quarantined (PlaceRequest.Avoid)
 // is never placed: with both alike machines of the offer free and one
 // avoided, a two-machine placement has not enough machines, and nothing is
 // dialled.

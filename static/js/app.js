@@ -48,7 +48,7 @@ document.addEventListener("htmx:sseMessage", function () {
 // The page's poll keeps the log section (hx-preserve) by moving it into the
 // new part, and a moved box forgets its scroll position: note where the
 // reader was before any swap and put them back after it — at the newest
-// line when they were following it (issue 21 item 10).
+// line when they were following it.
 document.addEventListener("htmx:beforeSwap", function () {
   var box = document.getElementById("log-lines");
   if (box) box.__kept = { top: box.scrollTop, atBottom: box.scrollHeight - box.scrollTop - box.clientHeight < 24 };
