@@ -257,7 +257,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, 
 		sched.FollowClock() // the per-minute jobs run when the fake clock moves
 		cloud.BeforeRound = shared.load
 	}
-	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, RenderMail: views.RenderOutbox, BaseURL: cfg.BaseURL, Metrics: jobMetrics,
+	if err := jobs.Register(sched, jobs.Deps{Store: store, Providers: cloud.Registry, Mailer: mailer, RenderMail: views.RenderOutbox[models.OutboxMail], BaseURL: cfg.BaseURL, Metrics: jobMetrics,
 		Charger: jobsCharger(cfg), Webhooks: webhookPoster(cfg)}); err != nil {
 		return err
 	}

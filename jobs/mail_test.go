@@ -58,7 +58,7 @@ func TestMailJobSendsTheOutboxOnce(t *testing.T) {
 			t.Fatal("a mail job without a renderer for typed notifications was scheduled")
 		}
 		sched = NewScheduler(store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err := Register(sched, Deps{Store: store, Providers: providers.Registry{}, Mailer: mailer, RenderMail: views.RenderOutbox}); err != nil {
+		if err := Register(sched, Deps{Store: store, Providers: providers.Registry{}, Mailer: mailer, RenderMail: views.RenderOutbox[models.OutboxMail]}); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Contains(sched.Names(), "mail") {

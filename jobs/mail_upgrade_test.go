@@ -65,13 +65,13 @@ func TestMailQueuedBeforeTypedNotificationsIsSentAfterUpgrade(t *testing.T) {
 		}
 
 		store := models.NewStore(db, models.NewFakeClock(now))
-		invite := models.InviteMail{Inviter: "Ada", OrgName: "Acme", Role: models.RoleAdmin, ExpiresAt: now.Add(72 * time.Hour),
+		invite := models.InviteMail{Inviter: "Ada", OrgName: "Acme", Role: string(models.RoleAdmin), ExpiresAt: now.Add(72 * time.Hour),
 			Link: "https://deck.example/invites/tok"}
 		if err := store.Notify(ctx, "invite:inv1", "bob@acme.example", invite); err != nil {
 			t.Fatal(err)
 		}
 		mailer := &recordingMailer{}
-		job := &jobs.Mail{Store: store, Mailer: mailer, Render: views.RenderOutbox}
+		job := &jobs.Mail{Store: store, Mailer: mailer, Render: views.RenderOutbox[models.OutboxMail]}
 		if err := job.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestMailJobNeverSendsAnUnrenderedNotification(t *testing.T) {
 		if err := store.Notify(ctx, "password-reset:r2", "ada@acme.example", reset); err != nil {
 			t.Fatal(err)
 		}
-		err := (&jobs.Mail{Store: store, Mailer: mailer, Render: views.RenderOutbox}).Run(ctx)
+		err := (&jobs.Mail{Store: store, Mailer: mailer, Render: views.RenderOutbox[models.OutboxMail]}).Run(ctx)
 		if err == nil || !strings.Contains(err.Error(), "from_a_newer_build") {
 			t.Errorf("an unknown kind: %v", err)
 		}

@@ -129,7 +129,7 @@ func TestClusterMailsThroughOutboxAndSMTP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		job := &jobs.Mail{Store: w.store, Mailer: smtpMailer{sender}, Render: views.RenderOutbox}
+		job := &jobs.Mail{Store: w.store, Mailer: smtpMailer{sender}, Render: views.RenderOutbox[models.OutboxMail]}
 		for range 2 {
 			if err := job.Run(ctx); err != nil {
 				t.Fatal(err)

@@ -322,3 +322,88 @@ func PairCulprit(pairs []domain.PairVerdict, names []string, median float64, th 
 
 // FatalXID is domain.FatalXID.
 func FatalXID(code int) (string, bool) { return domain.FatalXID(code) }
+
+// The notification kinds and their data (E1, E2): views word them.
+type (
+	Notification        = domain.Notification
+	ClusterMail         = domain.ClusterMail
+	GPUStallMail        = domain.GPUStallMail
+	GPUIdleMail         = domain.GPUIdleMail
+	BudgetAlertMail     = domain.BudgetAlertMail
+	BudgetStoppedMail   = domain.BudgetStoppedMail
+	BalanceMail         = domain.BalanceMail
+	ChargeFailedMail    = domain.ChargeFailedMail
+	PriceAboveMail      = domain.PriceAboveMail
+	WebhookPausedMail   = domain.WebhookPausedMail
+	PasswordResetMail   = domain.PasswordResetMail
+	PasswordChangedMail = domain.PasswordChangedMail
+	MailAPIKeys         = domain.MailAPIKeys
+	InviteMail          = domain.InviteMail
+	MailQuoteRequest    = domain.MailQuoteRequest
+	QuoteReceivedMail   = domain.QuoteReceivedMail
+	QuoteSalesMail      = domain.QuoteSalesMail
+	QuoteStatusMail     = domain.QuoteStatusMail
+	PrivateOfferMail    = domain.PrivateOfferMail
+	ReservationMail     = domain.ReservationMail
+)
+
+// Notification kinds, cluster mail topics and idle actions.
+const (
+	KindClusterMail              = domain.KindClusterMail
+	KindGPUStallMail             = domain.KindGPUStallMail
+	KindGPUIdleMail              = domain.KindGPUIdleMail
+	KindBudgetAlertMail          = domain.KindBudgetAlertMail
+	KindBudgetStoppedMail        = domain.KindBudgetStoppedMail
+	KindBalanceMail              = domain.KindBalanceMail
+	KindChargeFailedMail         = domain.KindChargeFailedMail
+	KindPriceAboveMail           = domain.KindPriceAboveMail
+	KindWebhookPausedMail        = domain.KindWebhookPausedMail
+	KindPasswordResetMail        = domain.KindPasswordResetMail
+	KindPasswordChangedMail      = domain.KindPasswordChangedMail
+	KindInviteMail               = domain.KindInviteMail
+	KindQuoteReceivedMail        = domain.KindQuoteReceivedMail
+	KindQuoteSalesMail           = domain.KindQuoteSalesMail
+	KindQuoteStatusMail          = domain.KindQuoteStatusMail
+	KindPrivateOfferMail         = domain.KindPrivateOfferMail
+	KindReservationMail          = domain.KindReservationMail
+	ClusterMailReady             = domain.ClusterMailReady
+	ClusterMailHealthy           = domain.ClusterMailHealthy
+	ClusterMailFailed            = domain.ClusterMailFailed
+	ClusterMailDegraded          = domain.ClusterMailDegraded
+	ClusterMailVerifyFailed      = domain.ClusterMailVerifyFailed
+	ClusterMailRecoveryExhausted = domain.ClusterMailRecoveryExhausted
+	ClusterMailNodeDown          = domain.ClusterMailNodeDown
+	ClusterMailResumed           = domain.ClusterMailResumed
+	ClusterMailResumedDegraded   = domain.ClusterMailResumedDegraded
+	BalanceMailLow               = domain.BalanceMailLow
+	BalanceMailStopped           = domain.BalanceMailStopped
+	BalanceMailTerminated        = domain.BalanceMailTerminated
+	IdleMail                     = domain.IdleMail
+	IdleStop                     = domain.IdleStop
+	IdleTerminate                = domain.IdleTerminate
+)
+
+// DecodeNotification reads a queued notification back into its type.
+func DecodeNotification(kind string, data []byte) (domain.Notification, error) {
+	return domain.DecodeNotification(kind, data)
+}
+
+// NotificationKinds lists every kind, sorted.
+func NotificationKinds() []string { return domain.NotificationKinds() }
+
+// ShapeText is a cluster's shape as pages and mails say it.
+func ShapeText(nodes, gpusPerNode int, accelerator string) string {
+	return domain.ShapeText(nodes, gpusPerNode, accelerator)
+}
+
+// DurationDaysText is "1 day", "14 days", "1 week" or "6 weeks".
+func DurationDaysText(days int) string { return domain.DurationDaysText(days) }
+
+// ValidThrough is the last day before an exclusive end.
+func ValidThrough(validUntil time.Time) string { return domain.ValidThrough(validUntil) }
+
+// FabricText names the fabric for people.
+func FabricText(f string) string { return domain.FabricText(f) }
+
+// CapacityStatusText says what a status means for the customer.
+func CapacityStatusText(st domain.CapacityStatus) string { return domain.CapacityStatusText(st) }

@@ -17,13 +17,6 @@ import (
 // has open so an alert is sent once per episode, not every tick. A cluster
 // without a row has the defaults.
 
-// Idle actions: what happens once every GPU has been idle long enough.
-const (
-	IdleMail      = "mail"      // mail the owners, nothing else
-	IdleStop      = "stop"      // mail a warning, then stop the cluster after the grace (B6's stop)
-	IdleTerminate = "terminate" // mail a warning, then terminate it after the grace (L7)
-)
-
 // Watch defaults and bounds.
 const (
 	DefaultIdleBelowPct     = 5

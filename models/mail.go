@@ -220,3 +220,13 @@ func (s *Store) OutboxMailByID(ctx context.Context, id string) (OutboxMail, erro
 	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&m).Error
 	return m, notFound(err, "mail "+id)
 }
+
+// Queued is the row's id and its notification's kind and data (views
+// renders them when the mail is sent, E2).
+func (m OutboxMail) Queued() (id, kind, data string) { return m.ID, m.Kind, m.Data }
+
+// Worded is the row with its subject, text and HTML filled in.
+func (m OutboxMail) Worded(subject, text, html string) OutboxMail {
+	m.Subject, m.Text, m.HTML = subject, text, html
+	return m
+}

@@ -11,55 +11,9 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/clusterdeck/clusterdeck/models/domain"
 )
-
-// Notification is a typed mail (E1, E2): its kind names the view that
-// renders it, its fields are the data that view needs (ids, amounts, names,
-// times, deep links), never words. A use case queues one with Store.Notify
-// in the transaction of the change that causes it; the mail job renders its
-// subject, text and HTML when it sends (views.RenderMail), so the wording
-// lives in views and can change without touching a rule.
-//
-// Adding a kind: declare its struct in notifications.go with a
-// NotificationKind method returning a new constant, list it in
-// notificationKinds, render it in views (mail_text.go), give it a sample in
-// views' mail test (the test fails for a kind without one), and queue it
-// with Notify.
-type Notification interface {
-	NotificationKind() string
-}
-
-// DecodeNotification reads a queued notification back into its type.
-func DecodeNotification(kind string, data []byte) (Notification, error) {
-	decode, ok := notificationKinds[kind]
-	if !ok {
-		return nil, fmt.Errorf("models: unknown notification kind %q", kind)
-	}
-	n, err := decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("models: notification %s: %w", kind, err)
-	}
-	return n, nil
-}
-
-// decoder reads a T from its JSON.
-func decoder[T Notification]() func([]byte) (Notification, error) {
-	return func(b []byte) (Notification, error) {
-		var v T
-		err := json.Unmarshal(b, &v)
-		return v, err
-	}
-}
-
-// NotificationKinds lists every kind, sorted (views' test renders each).
-func NotificationKinds() []string {
-	out := make([]string, 0, len(notificationKinds))
-	for k := range notificationKinds {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // Notify queues n for to under key (the idempotency key: the same key twice
 // stores one mail). Inside Store.Tx it commits with the change that caused
@@ -71,7 +25,7 @@ func (s *Store) Notify(ctx context.Context, key, to string, n Notification) erro
 		return err
 	}
 	kind := n.NotificationKind()
-	if _, ok := notificationKinds[kind]; !ok {
+	if !slices.Contains(domain.NotificationKinds(), kind) {
 		return fmt.Errorf("models: notification kind %q is not registered", kind)
 	}
 	data, err := json.Marshal(n)
@@ -137,4 +91,9 @@ func up1080MailOutboxKind(tx *gorm.DB) error {
 		return err
 	}
 	return tx.Exec("ALTER TABLE mail_outbox ADD COLUMN data TEXT NOT NULL DEFAULT ''").Error
+}
+
+func mailQuoteRequest(r QuoteRequest) MailQuoteRequest {
+	return MailQuoteRequest{ID: r.ID, Accelerator: r.Accelerator, Nodes: r.Nodes, GPUsPerNode: r.GPUsPerNode, Fabric: r.Fabric,
+		Location: r.Location, StartDate: r.StartDate, DurationDays: r.DurationDays, BudgetPerHour: r.BudgetPerHour}
 }

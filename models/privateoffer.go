@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/clusterdeck/clusterdeck/models/domain"
 )
 
 // A private offer (X9) is what a quoted capacity request becomes: one
@@ -78,9 +80,7 @@ func (p PrivateOffer) LaunchPath() string { return "/clusters/new?private=" + ur
 func (p PrivateOffer) Live(now time.Time) bool { return now.Before(p.ValidUntil) }
 
 // ValidThrough is the last day it can be launched, "2027-01-15".
-func (p PrivateOffer) ValidThrough() string {
-	return p.ValidUntil.Add(-time.Second).UTC().Format(time.DateOnly)
-}
+func (p PrivateOffer) ValidThrough() string { return domain.ValidThrough(p.ValidUntil) }
 
 // asOffer is the catalog offer o at p's price: the machine price is all GPU
 // (root disk included), which is exact because prices are whole cents and

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"github.com/clusterdeck/clusterdeck/models/domain"
 )
 
 // A quote request is RQ1's "request a quote": reserved capacity, a
@@ -125,38 +127,13 @@ func up0602CapacityRequestIdempotency(tx *gorm.DB) error {
 }
 
 // Shape is "128 × 8 × H100 80GB".
-func (r QuoteRequest) Shape() string {
-	return fmt.Sprintf("%d × %d × %s", r.Nodes, r.GPUsPerNode, strings.ReplaceAll(r.Accelerator, "_", " "))
-}
+func (r QuoteRequest) Shape() string { return domain.ShapeText(r.Nodes, r.GPUsPerNode, r.Accelerator) }
 
 // StartDay is the first day asked for, "2027-01-15".
 func (r QuoteRequest) StartDay() string { return r.StartDate.UTC().Format(time.DateOnly) }
 
 // DurationText is "14 days" or "6 weeks" (whole weeks read as weeks).
-func (r QuoteRequest) DurationText() string {
-	switch {
-	case r.DurationDays == 1:
-		return "1 day"
-	case r.DurationDays == 7:
-		return "1 week"
-	case r.DurationDays%7 == 0:
-		return strconv.Itoa(r.DurationDays/7) + " weeks"
-	}
-	return strconv.Itoa(r.DurationDays) + " days"
-}
-
-// FabricText names the fabric for people.
-func FabricText(f string) string {
-	switch f {
-	case "infiniband":
-		return "InfiniBand"
-	case "roce":
-		return "RoCE"
-	case "ethernet":
-		return "Ethernet"
-	}
-	return "Any fabric"
-}
+func (r QuoteRequest) DurationText() string { return domain.DurationDaysText(r.DurationDays) }
 
 // QuoteRequestInput is a request as typed (form or API). Numbers that did
 // not parse arrive as 0 and are reported like any other out-of-range value;
@@ -549,23 +526,4 @@ func (s *Store) SetQuoteRequestStatus(ctx context.Context, id, status, note stri
 		return QuoteRequest{}, false, err
 	}
 	return r, changed, nil
-}
-
-// CapacityStatusText says what a status means for the customer.
-func CapacityStatusText(st CapacityStatus) string { return capacityStatusText(st) }
-
-func capacityStatusText(st CapacityStatus) string {
-	switch st {
-	case CapacityNew:
-		return "Your request is waiting for our sales team; they reply within one business day."
-	case CapacityContacted:
-		return "Our sales team has been in touch with your contact to work out the details."
-	case CapacityQuoted:
-		return "Your request is quoted: its private offer, at its locked price, is listed on this request's page (and marked as yours in the offers) as soon as it is made — launch it from there. Reply to our mail to change what you asked for."
-	case CapacityWon:
-		return "Your reserved capacity is agreed. Sales will confirm when the machines are ready for you."
-	case CapacityLost:
-		return "This request is closed. Send a new one whenever you need capacity again."
-	}
-	return "Its status changed to " + string(st) + "."
 }

@@ -25,7 +25,7 @@ func (x Actions) Invite(ctx context.Context, in InviteInput) (Invite, error) {
 		if inv, token, err = tx.CreateInvite(ctx, x.a.OrgID, x.a.Role, x.a.UserID, in.Email, in.Role); err != nil {
 			return nil, err
 		}
-		if err := tx.Notify(ctx, "invite:"+inv.ID, inv.Email, InviteMail{Inviter: x.a.Name, OrgName: org.Name, Role: inv.Role,
+		if err := tx.Notify(ctx, "invite:"+inv.ID, inv.Email, InviteMail{Inviter: x.a.Name, OrgName: org.Name, Role: string(inv.Role),
 			ExpiresAt: inv.ExpiresAt.UTC(), Link: in.BaseURL + "/invites/" + token}); err != nil {
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/a-h/templ"
 
-	"github.com/clusterdeck/clusterdeck/models"
+	"github.com/clusterdeck/clusterdeck/models/domain"
 )
 
 // MailParts is a rendered mail: a one-line subject, the plain-text part and
@@ -26,14 +26,14 @@ const MailSubjectMax = 300
 // RenderMail words a typed notification (E1): its subject, its plain text
 // and its HTML (the templ mail layout, inline styles only, every value
 // escaped). An unknown kind is an error, never an empty mail.
-func RenderMail(n models.Notification) (MailParts, error) {
+func RenderMail(n domain.Notification) (MailParts, error) {
 	subject, text, ok := mailText(n)
 	if !ok {
 		return MailParts{}, fmt.Errorf("views: no mail view for notification kind %q", n.NotificationKind())
 	}
 	subject = clipWords(strings.Join(strings.Fields(subject), " "), MailSubjectMax)
 	var page templ.Component
-	if m, isCluster := n.(models.ClusterMail); isCluster && m.Topic == models.ClusterMailReady {
+	if m, isCluster := n.(domain.ClusterMail); isCluster && m.Topic == domain.ClusterMailReady {
 		page = ClusterReadyMail(m)
 	} else {
 		page = NotificationMail(subject, mailBlocks(text, mailLinks(n)))
@@ -45,15 +45,24 @@ func RenderMail(n models.Notification) (MailParts, error) {
 	return MailParts{Subject: subject, Text: text, HTML: b.String()}, nil
 }
 
-// RenderOutbox fills a queued mail's Subject, Text and HTML from its
-// notification. A row queued with its words (Kind "": queued before typed
+// Queued is a queued mail as the mail job and the development mailbox hold
+// it (the store's outbox row): its id, its notification's kind and data,
+// and a copy of it with its words filled in.
+type Queued[M any] interface {
+	Queued() (id, kind, data string)
+	Worded(subject, text, html string) M
+}
+
+// RenderOutbox fills a queued mail's subject, text and HTML from its
+// notification. A row queued with its words (kind "": queued before typed
 // notifications, or through EnqueueMail) comes back as stored, so mails in
 // a database upgraded with rows still pending are sent as they were queued.
-func RenderOutbox(m models.OutboxMail) (models.OutboxMail, error) {
-	if m.Kind == "" {
+func RenderOutbox[M Queued[M]](m M) (M, error) {
+	_, kind, data := m.Queued()
+	if kind == "" {
 		return m, nil
 	}
-	n, err := models.DecodeNotification(m.Kind, []byte(m.Data))
+	n, err := domain.DecodeNotification(kind, []byte(data))
 	if err != nil {
 		return m, err
 	}
@@ -61,20 +70,20 @@ func RenderOutbox(m models.OutboxMail) (models.OutboxMail, error) {
 	if err != nil {
 		return m, err
 	}
-	m.Subject, m.Text, m.HTML = p.Subject, p.Text, p.HTML
-	return m, nil
+	return m.Worded(p.Subject, p.Text, p.HTML), nil
 }
 
 // RenderedMails renders every row of a listing (the development mailbox,
 // tests): RenderedMails(store.OutboxMails(ctx, n)).
-func RenderedMails(ms []models.OutboxMail, err error) ([]models.OutboxMail, error) {
+func RenderedMails[M Queued[M]](ms []M, err error) ([]M, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]models.OutboxMail, len(ms))
+	out := make([]M, len(ms))
 	for i, m := range ms {
 		if out[i], err = RenderOutbox(m); err != nil {
-			return nil, fmt.Errorf("views: mail %s: %w", m.ID, err)
+			id, _, _ := m.Queued()
+			return nil, fmt.Errorf("views: mail %s: %w", id, err)
 		}
 	}
 	return out, nil
@@ -181,35 +190,35 @@ func mailSpans(line string, links []string) []mailSpan {
 
 // mailLinks are a notification's deep links, linked in HTML even when the
 // product runs without a public base address (relative links).
-func mailLinks(n models.Notification) []string {
+func mailLinks(n domain.Notification) []string {
 	switch m := n.(type) {
-	case models.ClusterMail:
+	case domain.ClusterMail:
 		return []string{m.Link}
-	case models.GPUStallMail:
+	case domain.GPUStallMail:
 		return []string{m.Link}
-	case models.GPUIdleMail:
+	case domain.GPUIdleMail:
 		return []string{m.Link}
-	case models.BudgetAlertMail:
+	case domain.BudgetAlertMail:
 		return []string{m.Link}
-	case models.BudgetStoppedMail:
+	case domain.BudgetStoppedMail:
 		return []string{m.Link}
-	case models.BalanceMail:
+	case domain.BalanceMail:
 		return []string{m.Link}
-	case models.WebhookPausedMail:
+	case domain.WebhookPausedMail:
 		return []string{m.Link}
-	case models.PasswordResetMail:
+	case domain.PasswordResetMail:
 		return []string{m.Link}
-	case models.InviteMail:
+	case domain.InviteMail:
 		return []string{m.Link}
-	case models.QuoteReceivedMail:
+	case domain.QuoteReceivedMail:
 		return []string{m.Link}
-	case models.QuoteSalesMail:
+	case domain.QuoteSalesMail:
 		return []string{m.Link}
-	case models.QuoteStatusMail:
+	case domain.QuoteStatusMail:
 		return []string{m.Link}
-	case models.PrivateOfferMail:
+	case domain.PrivateOfferMail:
 		return []string{m.Link}
-	case models.ReservationMail:
+	case domain.ReservationMail:
 		return []string{m.Link}
 	}
 	return nil

@@ -9,7 +9,7 @@ package views
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "github.com/clusterdeck/clusterdeck/models"
+import "github.com/clusterdeck/clusterdeck/models/domain"
 
 // mailLayout is every mail's HTML frame. Mail clients drop style sheets, so
 // styles are inline; templ escapes every value.
@@ -185,7 +185,7 @@ func NotificationMail(title string, blocks []mailBlock) templ.Component {
 
 // ClusterReadyMail is the ready mail's HTML part (E1): what is ready,
 // node-0's SSH command to copy, and a button to the cluster page.
-func ClusterReadyMail(m models.ClusterMail) templ.Component {
+func ClusterReadyMail(m domain.ClusterMail) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -245,7 +245,7 @@ func ClusterReadyMail(m models.ClusterMail) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var13 string
-			templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(models.USD(m.USDPerHour))
+			templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(domain.USD(m.USDPerHour))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/mail.templ`, Line: 50, Col: 167}
 			}

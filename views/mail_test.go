@@ -131,7 +131,7 @@ func TestEveryNotificationRenders(t *testing.T) {
 			subject: "Your Clusterdeck password was changed", want: []string{"198.51.100.4", "ci (cdk_ab12…), organisation Acme, environment prod"}},
 		{name: "password changed, keys revoked", n: models.PasswordChangedMail{Name: "Ada", Revoked: true},
 			subject: "Your Clusterdeck password was changed", want: []string{"an unknown address", "Every API key you created was revoked"}},
-		{name: "invite, markup in a name", n: models.InviteMail{Inviter: "Ada", OrgName: "Acme <b>&</b> Co", Role: models.RoleAdmin,
+		{name: "invite, markup in a name", n: models.InviteMail{Inviter: "Ada", OrgName: "Acme <b>&</b> Co", Role: string(models.RoleAdmin),
 			ExpiresAt: later, Link: base + "/invites/tok"},
 			subject: "Ada invited you to Acme <b>&</b> Co on Clusterdeck", want: []string{"Acme <b>&</b> Co", "as admin", "2026-11-30 13:30 UTC"},
 			links: []string{base + "/invites/tok"}},

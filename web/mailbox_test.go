@@ -20,7 +20,7 @@ func TestDevMailboxShowsMailsAsSent(t *testing.T) {
 		ctx := context.Background()
 		exp := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 		if err := app.store.Notify(ctx, "invite:mb1", "bob@acme.example", models.InviteMail{Inviter: "Ada", OrgName: "Acme <b>Labs</b>",
-			Role: models.RoleMember, ExpiresAt: exp, Link: "https://deck.example/invites/tok"}); err != nil {
+			Role: string(models.RoleMember), ExpiresAt: exp, Link: "https://deck.example/invites/tok"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := app.store.EnqueueMail(ctx, models.Mail{Key: "old:1", To: "carol@acme.example", Subject: "Queued with its words", Text: "as stored\n"}); err != nil {

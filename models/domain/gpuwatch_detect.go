@@ -255,3 +255,10 @@ func minutes(d time.Duration) string {
 	}
 	return fmt.Sprintf("%d h %d min", m/60, m%60)
 }
+
+// Idle actions: what happens once every GPU has been idle long enough.
+const (
+	IdleMail      = "mail"      // mail the owners, nothing else
+	IdleStop      = "stop"      // mail a warning, then stop the cluster after the grace (B6's stop)
+	IdleTerminate = "terminate" // mail a warning, then terminate it after the grace (L7)
+)

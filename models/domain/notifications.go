@@ -1,6 +1,61 @@
-package models
+package domain
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Notification is a typed mail (E1, E2): its kind names the view that
+// renders it, its fields are the data that view needs (ids, amounts, names,
+// times, deep links), never words. A use case queues one with Store.Notify
+// in the transaction of the change that causes it; the mail job renders its
+// subject, text and HTML when it sends (views.RenderMail), so the wording
+// lives in views and can change without touching a rule.
+//
+// Adding a kind: declare its struct in models/domain/notifications.go with a
+// NotificationKind method returning a new constant, list it in
+// notificationKinds, render it in views (mail_text.go), give it a sample in
+// views' mail test (the test fails for a kind without one), and queue it
+// with Notify.
+type Notification interface {
+	NotificationKind() string
+}
+
+// DecodeNotification reads a queued notification back into its type.
+func DecodeNotification(kind string, data []byte) (Notification, error) {
+	decode, ok := notificationKinds[kind]
+	if !ok {
+		return nil, fmt.Errorf("domain: unknown notification kind %q", kind)
+	}
+	n, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("domain: notification %s: %w", kind, err)
+	}
+	return n, nil
+}
+
+// decoder reads a T from its JSON.
+func decoder[T Notification]() func([]byte) (Notification, error) {
+	return func(b []byte) (Notification, error) {
+		var v T
+		err := json.Unmarshal(b, &v)
+		return v, err
+	}
+}
+
+// NotificationKinds lists every kind, sorted (views' test renders each).
+func NotificationKinds() []string {
+	out := make([]string, 0, len(notificationKinds))
+	for k := range notificationKinds {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // The notification kinds (E1): each struct is the data its mail needs and
 // nothing else; views words it. Kinds are stored in the outbox, so a kind's
@@ -205,7 +260,7 @@ type MailAPIKeys struct {
 type InviteMail struct {
 	Inviter   string    `json:"inviter"`
 	OrgName   string    `json:"orgName"`
-	Role      Role      `json:"role"`
+	Role      string    `json:"role"`
 	ExpiresAt time.Time `json:"expiresAt"`
 	Link      string    `json:"link"`
 }
@@ -221,17 +276,6 @@ type MailQuoteRequest struct {
 	StartDate     time.Time `json:"startDate"`
 	DurationDays  int       `json:"durationDays"`
 	BudgetPerHour Money     `json:"budgetPerHour"`
-}
-
-// Request is the request again, for its Shape, StartDay and DurationText.
-func (q MailQuoteRequest) Request() QuoteRequest {
-	return QuoteRequest{ID: q.ID, Accelerator: q.Accelerator, Nodes: q.Nodes, GPUsPerNode: q.GPUsPerNode, Fabric: q.Fabric,
-		Location: q.Location, StartDate: q.StartDate, DurationDays: q.DurationDays, BudgetPerHour: q.BudgetPerHour}
-}
-
-func mailQuoteRequest(r QuoteRequest) MailQuoteRequest {
-	return MailQuoteRequest{ID: r.ID, Accelerator: r.Accelerator, Nodes: r.Nodes, GPUsPerNode: r.GPUsPerNode, Fabric: r.Fabric,
-		Location: r.Location, StartDate: r.StartDate, DurationDays: r.DurationDays, BudgetPerHour: r.BudgetPerHour}
 }
 
 // QuoteReceivedMail confirms a quote request to its customer (X9).
@@ -283,13 +327,6 @@ type PrivateOfferMail struct {
 	TermHours int        `json:"termHours,omitempty"`
 }
 
-// Offer is the private offer again, for its ClusterHour and ValidThrough.
-func (p PrivateOfferMail) Offer() PrivateOffer {
-	return PrivateOffer{ID: p.OfferID, RequestID: p.RequestID, Accelerator: p.Accelerator, Nodes: p.Nodes,
-		GPUsPerNode: p.GPUsPerNode, Location: p.Location, LocationName: p.LocationName, Interconnect: p.Interconnect,
-		MachineHour: p.MachineHour, ValidUntil: p.ValidUntil, StartAt: p.StartAt, TermHours: p.TermHours}
-}
-
 func (ClusterMail) NotificationKind() string         { return KindClusterMail }
 func (GPUStallMail) NotificationKind() string        { return KindGPUStallMail }
 func (GPUIdleMail) NotificationKind() string         { return KindGPUIdleMail }
@@ -318,4 +355,47 @@ type ReservationMail struct {
 	EndAt         time.Time `json:"endAt"`
 	Message       string    `json:"message"`
 	Link          string    `json:"link"` // the reservation's page
+}
+
+// Shape is "16 × 8 × H100 80GB".
+func (q MailQuoteRequest) Shape() string { return ShapeText(q.Nodes, q.GPUsPerNode, q.Accelerator) }
+
+// StartDay is the first day asked for, "2027-01-15".
+func (q MailQuoteRequest) StartDay() string { return q.StartDate.UTC().Format(time.DateOnly) }
+
+// DurationText is "14 days" or "6 weeks".
+func (q MailQuoteRequest) DurationText() string { return DurationDaysText(q.DurationDays) }
+
+// Shape is "4 × 8 × H100 80GB".
+func (p PrivateOfferMail) Shape() string { return ShapeText(p.Nodes, p.GPUsPerNode, p.Accelerator) }
+
+// ClusterHour is the whole cluster's price per hour.
+func (p PrivateOfferMail) ClusterHour() Money { return p.MachineHour * Money(p.Nodes) }
+
+// ValidThrough is the last day it can be taken, "2027-01-15".
+func (p PrivateOfferMail) ValidThrough() string { return ValidThrough(p.ValidUntil) }
+
+// ShapeText is a cluster's shape as pages and mails say it: machines ×
+// GPUs per machine × accelerator (underscores read as spaces).
+func ShapeText(nodes, gpusPerNode int, accelerator string) string {
+	return strconv.Itoa(nodes) + " × " + strconv.Itoa(gpusPerNode) + " × " + strings.ReplaceAll(accelerator, "_", " ")
+}
+
+// DurationDaysText is "1 day", "14 days", "1 week" or "6 weeks" (whole
+// weeks read as weeks).
+func DurationDaysText(days int) string {
+	switch {
+	case days == 1:
+		return "1 day"
+	case days == 7:
+		return "1 week"
+	case days%7 == 0:
+		return strconv.Itoa(days/7) + " weeks"
+	}
+	return strconv.Itoa(days) + " days"
+}
+
+// ValidThrough is the last day before an exclusive end, "2027-01-15".
+func ValidThrough(validUntil time.Time) string {
+	return validUntil.Add(-time.Second).UTC().Format(time.DateOnly)
 }
