@@ -657,7 +657,9 @@ type VerifiedPairView struct {
 
 // SwapView is one swap of the report.
 type SwapView struct {
-	Node, Reason, Outcome, At string
+	Node, Reason, Outcome string
+	// At is when the swap began; Joined when the replacement joined ("" until it has).
+	At, Joined string
 }
 
 func verifyStateClass(s string) string {
