@@ -2,9 +2,12 @@ package web
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/labstack/echo/v4"
 )
 
 // O3: a price ceiling that leaves nothing says what the cheapest offer
@@ -47,4 +50,41 @@ func TestOffersCeilingSaysCheapestMatch(t *testing.T) {
 			t.Errorf("an empty answer without a ceiling: %q", d.Find(`[data-testid=no-offers]`).Text())
 		}
 	})
+}
+
+// U*: a customer's error banner and error page keep the request's id out
+// of the sentence, behind a closed details toggle, whole and copyable.
+func TestRequestIDsBehindDetails(t *testing.T) {
+	app := newTestApp(t, openSQLite(t))
+	c := app.login(app.signupAccount("refs@example.com", "Refs Lab"))
+	for _, tc := range []struct {
+		name    string
+		rec     *httptest.ResponseRecorder
+		message string
+	}{
+		{"htmx banner", c.get("/clusters/nope", "HX-Request", "true"), `[data-testid=flash]`},
+		{"error page", c.get("/clusters/nope"), `[data-testid=error-page]`},
+	} {
+		rid := tc.rec.Header().Get(echo.HeaderXRequestID)
+		if rid == "" || tc.rec.Code != http.StatusNotFound {
+			t.Fatalf("%s: status %d, request id %q", tc.name, tc.rec.Code, rid)
+		}
+		d := doc(t, tc.rec)
+		box := d.Find(tc.message)
+		ref := box.Find(`details[data-testid=request-ref]`)
+		if ref.Length() != 1 || ref.Is(`[open]`) {
+			t.Fatalf("%s: %d closed details toggles in %q", tc.name, ref.Length(), box.Text())
+		}
+		if got := ref.Find(`code[data-testid=request-id]`).Text(); got != rid {
+			t.Errorf("%s: the reference reads %q, want %q", tc.name, got, rid)
+		}
+		if ref.Find(`[data-copy=request-`+rid+`]`).Length() != 1 || ref.Find(`#request-`+rid).Length() != 1 {
+			t.Errorf("%s: no copy button for the reference", tc.name)
+		}
+		outside := box.Clone()
+		outside.Find(`details`).Remove()
+		if strings.Contains(outside.Text(), rid) {
+			t.Errorf("%s: the id is in the sentence: %q", tc.name, outside.Text())
+		}
+	}
 }
