@@ -1,12 +1,17 @@
 package web
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/PuerkitoBio/goquery"
+	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/labstack/echo/v4"
 )
 
@@ -86,5 +91,97 @@ func TestRequestIDsBehindDetails(t *testing.T) {
 		if strings.Contains(outside.Text(), rid) {
 			t.Errorf("%s: the id is in the sentence: %q", tc.name, outside.Text())
 		}
+	}
+}
+
+// U*: a cluster's Logs tab names nodes and steps for people, never the
+// server's task ids, and offers the node's log as a text file through the
+// caller's organisation only, bounded in size. Real agents install Slurm
+// on a simulated cloud and ship their lines over HTTP.
+func TestClusterLogsHumanAndDownload(t *testing.T) {
+	j := newJourney(t)
+	app := j.app
+	bg := context.Background()
+	acc := app.signupAccount("logs@example.com", "Logs Lab")
+	if _, err := app.store.Deposit(bg, acc.org.ID, 1000*models.Micro, "logs-deposit", "test"); err != nil {
+		t.Fatal(err)
+	}
+	q, err := app.store.CreateQuote(bg, acc.org.ID, acc.env.ID, models.ShapeQuery{Accelerator: "H100_80GB", Nodes: 2, GPUsPerNode: 8, OfferID: "sim:h100.8x.ib"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _, err := app.store.LaunchCluster(bg, models.LaunchParams{OrgID: acc.org.ID, EnvID: acc.env.ID, QuoteID: q.ID, Actor: acc.user.Email,
+		Workload: models.Workload{Name: "logs", Software: "slurm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60 && j.cluster(acc.org.ID, cl.ID).Status != models.StatusReady; i++ {
+		app.clock.Advance(30 * time.Second)
+		j.tick()
+	}
+	if st := j.cluster(acc.org.ID, cl.ID).Status; st != models.StatusReady {
+		t.Fatalf("the cluster is %s", st)
+	}
+	var taskIDs []string
+	if err := app.db.Table("software_tasks").Where("cluster_id = ?", cl.ID).Pluck("id", &taskIDs).Error; err != nil || len(taskIDs) == 0 {
+		t.Fatalf("software tasks: %v, %v", taskIDs, err)
+	}
+	c := app.login(acc)
+	d := doc(t, c.get("/clusters/"+cl.ID+"?tab=logs"))
+	var opts []string
+	d.Find(`#log-node option`).Each(func(_ int, s *goquery.Selection) { opts = append(opts, strings.TrimSpace(s.Text())) })
+	if strings.Join(opts, ",") != "node-0 · ready,node-1 · ready" {
+		t.Errorf("the log's node picker reads %q", opts)
+	}
+	if href := d.Find(`[data-testid=log-download]`).AttrOr("href", ""); href != "/clusters/"+cl.ID+"/logs/download?node=0" {
+		t.Errorf("download link %q", href)
+	}
+	if href := doc(t, c.get("/clusters/"+cl.ID+"/logs/panel?node=1", "HX-Request", "true")).Find(`[data-testid=log-download]`).AttrOr("href", ""); href != "/clusters/"+cl.ID+"/logs/download?node=1" {
+		t.Errorf("node-1's panel links %q", href)
+	}
+	for rank := range 2 {
+		r := c.get(fmt.Sprintf("/clusters/%s/logs/download?node=%d", cl.ID, rank))
+		if r.Code != http.StatusOK || !strings.HasPrefix(r.Header().Get("Content-Type"), "text/plain") ||
+			r.Header().Get("Content-Disposition") != fmt.Sprintf(`attachment; filename="logs-node-%d.log"`, rank) {
+			t.Fatalf("node-%d download: %d %q %q", rank, r.Code, r.Header().Get("Content-Type"), r.Header().Get("Content-Disposition"))
+		}
+		body := r.Body.String()
+		if !strings.Contains(body, "Installing Slurm (") || !strings.Contains(body, fmt.Sprintf("checked in as node-%d", rank)) {
+			t.Errorf("node-%d's log:\n%s", rank, body)
+		}
+		for _, id := range append(taskIDs, cl.ID) {
+			if strings.Contains(body, id) {
+				t.Errorf("node-%d's log shows the internal id %s:\n%s", rank, id, body)
+			}
+		}
+	}
+	// Another organisation's member gets nothing of it.
+	other := app.login(app.signupAccount("other@example.com", "Other Lab"))
+	if r := other.get("/clusters/" + cl.ID + "/logs/download?node=0"); r.Code != http.StatusNotFound || strings.Contains(r.Body.String(), "Slurm") {
+		t.Errorf("another organisation's download: %d", r.Code)
+	}
+	if r := c.get("/clusters/" + cl.ID + "/logs/download?node=7"); r.Code != http.StatusUnprocessableEntity {
+		t.Errorf("a node out of range: %d", r.Code)
+	}
+}
+
+// The log file keeps the newest lines that fit its bound and says how many
+// older ones it left out.
+func TestLogFileBounded(t *testing.T) {
+	var lines []models.NodeLogLine
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for i := range 100 {
+		lines = append(lines, models.NodeLogLine{At: at.Add(time.Duration(i) * time.Second), Text: fmt.Sprintf("line %03d %s", i, strings.Repeat("x", 80))})
+	}
+	out := string(logFile(models.Cluster{Name: "b"}, "node-0", lines, 2048))
+	if len(out) > 2048 {
+		t.Fatalf("%d bytes over the 2048 bound", len(out))
+	}
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(got[1], "# the ") || !strings.Contains(got[1], "oldest lines are left out") || !strings.Contains(got[len(got)-1], "line 099") {
+		t.Errorf("bounded file:\n%s", out)
+	}
+	if all := string(logFile(models.Cluster{Name: "b"}, "node-0", lines, 1<<20)); strings.Contains(all, "left out") || !strings.Contains(all, "2026-12-01 10:00:00  line 000") {
+		t.Errorf("unbounded file starts %.200q", all)
 	}
 }
