@@ -57,6 +57,53 @@ func TestBrowserUntruths(t *testing.T) {
 		w.eval(`(() => { document.querySelectorAll('[data-testid=mail] details').forEach(d => d.open = true); return '' })()`)
 		w.fits("a mail")
 		journeyShot(t, w.ctx, "untruths-mail-"+name)
+
+		w.app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20))) // fresh at the clock the last pass moved
+		// O3: a $5 ceiling's empty answer says what the cheapest match
+		// costs, and its link lifts the ceiling to it.
+		w.do(chromedp.Navigate(w.srv.URL+"/offers?accelerator=H100_80GB&nodes=2&max_price=5"), chromedp.WaitVisible(`[data-testid=cheapest-match]`))
+		if got := w.eval(`document.querySelector('[data-testid=cheapest-match]').innerText`); !strings.Contains(got, "Your ceiling is $5.00 per hour; the cheapest offer matching the other filters costs $39.94 per hour") {
+			t.Errorf("%s: the empty state says %q", name, got)
+		}
+		w.fits("the empty offers")
+		journeyShot(t, w.ctx, "untruths-ceiling-"+name)
+		w.do(clickLive(`[data-testid=lift-ceiling]`))
+		w.wait("the lifted ceiling's offers", `!!document.querySelector('#offer-sim\\:h100x8') && document.querySelector('#max_price').value === '39.94'`)
+
+		// U*: an error page keeps the request's id behind a closed toggle.
+		w.do(chromedp.Navigate(w.srv.URL+"/clusters/nope"), chromedp.WaitVisible(`[data-testid=error-page]`))
+		if got := w.eval(`(() => { const c = document.querySelector('[data-testid=request-id]'); return c.checkVisibility() ? 'shown' : 'hidden' })()`); got != "hidden" {
+			t.Errorf("%s: the request id is %s before the toggle", name, got)
+		}
+		w.do(chromedp.Click(`[data-testid=request-ref] summary`))
+		w.wait("the id shown", `document.querySelector('[data-testid=request-id]').checkVisibility() && document.querySelector('[data-testid=request-id]').textContent.length >= 16`)
+		w.fits("the error page")
+		journeyShot(t, w.ctx, "untruths-error-"+name)
+
+		// N6: the Logs tab offers the node's log as a file.
+		w.do(chromedp.Navigate(w.srv.URL+"/clusters/"+w.cl.ID+"?tab=logs"), chromedp.WaitVisible(`[data-testid=log-download]`))
+		if got := w.eval(`document.querySelector('#log-node option').textContent.trim() + ' | ' + document.querySelector('[data-testid=log-download]').getAttribute('href')`); got != "node-0 · ready | /clusters/"+w.cl.ID+"/logs/download?node=0" {
+			t.Errorf("%s: logs tab reads %q", name, got)
+		}
+		w.fits("the logs tab")
+		journeyShot(t, w.ctx, "untruths-logs-"+name)
+
+		// B1: on a running cluster's page the header balance follows the
+		// accrual without a reload.
+		w.do(chromedp.Navigate(w.srv.URL+"/clusters/"+w.cl.ID), chromedp.WaitVisible(`[data-testid=header-balance]`))
+		before := w.eval(`document.querySelector('[data-testid=header-balance]').textContent.replace('Balance', '').trim()`)
+		w.app.clock.Advance(time.Hour)
+		f, err := w.app.store.CurrentBalance(bg, w.acc.org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := models.USD(f.Balance())
+		if want == before {
+			t.Fatalf("%s: an hour accrued nothing (%s)", name, want)
+		}
+		w.wait("the header balance at "+want, `document.querySelector('[data-testid=header-balance]').textContent.replace('Balance', '').trim() === '`+want+`' && location.pathname === '/clusters/`+w.cl.ID+`'`)
+		if n := w.eval(`String(document.querySelectorAll('#header-balance').length)`); n != "1" {
+			t.Errorf("%s: %s header balances", name, n)
+		}
 	}
-	_ = time.Second
 }
