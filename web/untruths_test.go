@@ -185,3 +185,61 @@ func TestLogFileBounded(t *testing.T) {
 		t.Errorf("unbounded file starts %.200q", all)
 	}
 }
+
+// U*: the operators' private-offer form leads with the customer, the
+// shape and the price, ids after; and a status saved in the inbox brings
+// the counts beside the filters back with the row.
+func TestAdminQuotesReadAsPeopleAndCountsFollow(t *testing.T) {
+	eachApp(t, func(t *testing.T, app *testApp) {
+		app.seedOffers(testOffer("h100x8", "us-east", 8, 2_490_000, intp(20)))
+		cust := app.signupAccount("ada@example.com", "Ada Labs")
+		tok := apiKeyFor(t, app, cust)
+		oc := operatorFor(t, app, app.signupAccount("op@deck.example", "Deck Ops"))
+		code, qr := apiJSON(t, app, http.MethodPost, "/v1/quote-requests", tok,
+			`{"accelerator":"H100_80GB","nodes":4,"gpusPerNode":8,"fabric":"infiniband","startDate":"2026-12-10","durationDays":28}`)
+		if code != 201 {
+			t.Fatalf("quote request: %d %v", code, qr)
+		}
+		id := qr["id"].(string)
+
+		d := doc(t, oc.get("/admin/quote-requests/"+id+"/private-offer"))
+		if h1 := strings.TrimSpace(d.Find(`[data-testid=admin-private-offer-page] h1`).Text()); !strings.HasPrefix(h1, "Private offer for Ada Labs: 4 × 8") || strings.Contains(h1, id) {
+			t.Errorf("heading %q", h1)
+		}
+		opt := strings.TrimSpace(d.Find(`#offer_id option`).First().Text())
+		if !strings.HasPrefix(opt, "Loc us-east · 8 GPUs H100 80GB") || !strings.Contains(opt, "provider price $19.97/machine-h") || !strings.HasSuffix(opt, "· sim:h100x8") {
+			t.Errorf("the offer choice reads %q", opt)
+		}
+
+		counts := func(d *goquery.Document) string {
+			var out []string
+			d.Find(`#status-filters [data-testid=status-filter]`).Each(func(_ int, s *goquery.Selection) {
+				out = append(out, strings.Join(strings.Fields(s.Text()), " "))
+			})
+			return strings.Join(out, ", ")
+		}
+		if got := counts(doc(t, oc.get("/admin/quote-requests"))); got != "All 1, New 1, Contacted 0, Quoted 0, Won 0, Lost 0" {
+			t.Fatalf("counts before %q", got)
+		}
+		rec := oc.post("/admin/quote-requests/"+id+"/status", url.Values{"status": {"contacted"}}, "HX-Request", "true",
+			"HX-Current-URL", "http://127.0.0.1/admin/quote-requests?status=new")
+		if rec.Code != http.StatusOK {
+			t.Fatalf("save: %d %s", rec.Code, rec.Body)
+		}
+		// A bare <tr> is dropped by an HTML parser outside a table, as
+		// htmx wraps it: read the answer inside one.
+		d, err := goquery.NewDocumentFromReader(strings.NewReader("<table><tbody>" + rec.Body.String() + "</tbody></table>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Find(`#qr-`+id).Length() != 1 || d.Find(`#status-filters[hx-swap-oob=true]`).Length() != 1 {
+			t.Fatalf("the answer holds the row %d and the counts %d", d.Find(`#qr-`+id).Length(), d.Find(`#status-filters[hx-swap-oob=true]`).Length())
+		}
+		if got := counts(d); got != "All 1, New 0, Contacted 1, Quoted 0, Won 0, Lost 0" {
+			t.Errorf("counts after the save %q", got)
+		}
+		if got := d.Find(`#status-filters [aria-current=page]`).Text(); !strings.HasPrefix(got, "New") {
+			t.Errorf("the filter shown is %q, want New (the page's)", got)
+		}
+	})
+}
