@@ -106,4 +106,32 @@ func TestBrowserUntruths(t *testing.T) {
 			t.Errorf("%s: %s header balances", name, n)
 		}
 	}
+
+	// U*: an operator's saved quote status moves the inbox's counts at
+	// once (the counts come back with the row), at each width.
+	if _, err := w.app.store.SetOperator(bg, w.acc.user.Email, true); err != nil {
+		t.Fatal(err)
+	}
+	code, qr := apiJSON(t, w.app, "POST", "/v1/quote-requests", apiKeyFor(t, w.app, w.acc),
+		`{"accelerator":"H100_80GB","nodes":4,"gpusPerNode":8,"fabric":"infiniband","startDate":"2026-12-10","durationDays":28}`)
+	if code != 201 {
+		t.Fatalf("quote request: %d %v", code, qr)
+	}
+	id := qr["id"].(string)
+	count := func(label string) string {
+		return `[...document.querySelectorAll('#status-filters [data-testid=status-filter]')].find(a => a.firstChild.textContent.trim() === '` + label + `').querySelector('[data-testid=status-count]').textContent`
+	}
+	for i, step := range []struct {
+		width    int64
+		from, to string
+	}{{390, "New", "contacted"}, {1440, "Contacted", "quoted"}} {
+		w.do(chromedp.EmulateViewport(step.width, 900), chromedp.Navigate(w.srv.URL+"/admin/quote-requests"), chromedp.WaitVisible(`#status-`+id))
+		if got := w.eval(count(step.from)); got != "1" {
+			t.Fatalf("step %d: %s counts %s before the save", i, step.from, got)
+		}
+		w.do(chromedp.SetValue(`#status-`+id, step.to), clickLive(`#qr-`+id+` button[type=submit]`))
+		w.wait("the counts after the save", count(step.from)+` === '0' && `+count(strings.ToUpper(step.to[:1])+step.to[1:])+` === '1' && document.querySelectorAll('#status-filters').length === 1`)
+		w.fits("the quote inbox")
+		journeyShot(t, w.ctx, "untruths-quote-inbox-"+strconv.FormatInt(step.width, 10))
+	}
 }
