@@ -781,6 +781,8 @@ type VerificationSwap struct {
 	At           time.Time `json:"at"`
 	Outcome      string    `json:"outcome"` // joining, joined or failed
 	NewMachineID string    `json:"newMachineId,omitempty"`
+	// JoinedAt is when the replacement joined (At is when the swap began).
+	JoinedAt *time.Time `json:"joinedAt,omitempty"`
 }
 
 // ReservationBody is POST /v1/reservations (X18): an offer (or the

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/domain"
@@ -224,9 +225,22 @@ func (v *verification) swapOutcomes() {
 					Message: fmt.Sprintf("The replacement for %s could not join: %s", n.Name, n.Message)})
 			default:
 				s.Outcome, s.NewMachine = "joined", n.ProviderNodeID
+				s.JoinedAt = joinedAt(n)
 			}
 		}
 	}
+}
+
+// joinedAt is when a replacement joined: its software's hand-over, else
+// its mesh (the join ends with one of them); nil when neither is known.
+func joinedAt(n models.ClusterNode) *time.Time {
+	for _, t := range []*time.Time{n.SoftwareAt, n.MeshAt} {
+		if t != nil {
+			at := t.UTC()
+			return &at
+		}
+	}
+	return nil
 }
 
 // machines judges every machine's check, planning those not asked yet;

@@ -83,6 +83,27 @@ func (p *Pick) Groups() []OfferGroup {
 	return groupOffers(keys, f)
 }
 
+// CheapestOverCeiling is, when a price ceiling left nothing, the lowest
+// whole-cluster price per hour among the fresh offers the rest of the
+// filter matches (O3): what the ceiling would have to be lifted to. ok is
+// false when there is no ceiling or nothing matches without it either.
+func (p *Pick) CheapestOverCeiling() (price Money, ok bool) {
+	f := p.filter
+	if f.MaxClusterHour <= 0 {
+		return 0, false
+	}
+	for i := range p.snap.offers {
+		o := &p.snap.offers[i]
+		if !f.matches(o, p.cutoff) {
+			continue
+		}
+		if c := o.ClusterHour(f.Nodes); !ok || c < price {
+			price, ok = c, true
+		}
+	}
+	return price, ok
+}
+
 // LargestMachine is the most GPUs per machine among the fresh offers the
 // filter matches whatever its GPUs per machine (0 when none): the picker's
 // default, since a cluster is usually built of the fullest machines.

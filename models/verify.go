@@ -269,6 +269,8 @@ type SwapRecord struct {
 	At         time.Time `json:"at"`
 	Outcome    string    `json:"outcome"` // joining, joined, failed
 	NewMachine string    `json:"newMachineId,omitempty"`
+	// JoinedAt is when the replacement joined; At is when the swap began.
+	JoinedAt *time.Time `json:"joinedAt,omitempty"`
 }
 
 // Report decodes the run's report.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"html"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -151,6 +152,20 @@ type ProblemView struct {
 // with GivesUp ("gives up at 04:20") as secondary text.
 type ProgressView struct {
 	Phase, Count, Usual, Elapsed, GivesUp string
+}
+
+// LogNodeLabel is a node as the log's picker names it: its name and what
+// it is doing ("node-1 · ready"), never an internal id.
+func (p ClusterPage) LogNodeLabel(rank int) string {
+	for _, n := range p.Nodes {
+		if n.Rank == rank {
+			if n.Status == "" {
+				return n.Name
+			}
+			return n.Name + " · " + n.Status
+		}
+	}
+	return "node-" + strconv.Itoa(rank)
 }
 
 // LogLineView is one stored log line.
@@ -658,7 +673,9 @@ type VerifiedPairView struct {
 
 // SwapView is one swap of the report.
 type SwapView struct {
-	Node, Reason, Outcome, At string
+	Node, Reason, Outcome string
+	// At is when the swap began; Joined when the replacement joined ("" until it has).
+	At, Joined string
 }
 
 func verifyStateClass(s string) string {

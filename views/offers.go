@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/a-h/templ"
+	"github.com/clusterdeck/clusterdeck/models/domain"
 )
 
 // OffersPage is the picker (O3).
@@ -27,6 +28,10 @@ type OffersPage struct {
 	ResultsHTML   []byte // OfferResults already rendered (the handler's cache), or nil
 	RefreshedAt   string // when the shown shape's prices were last refreshed ("" when the catalog has none)
 	CatalogStale  bool   // the catalog has the shape, but no price recent enough to sell (O6)
+	// CheapestMatch is, when the price ceiling left nothing, what the
+	// cheapest offer matching the other filters costs per hour ("$67.20"),
+	// and LiftURL the same search with the ceiling lifted to it.
+	CheapestMatch, LiftURL string
 	// Volume pins the picker to a volume's location (V2): only its offers
 	// are shown and Launch mounts it.
 	Volume *PinnedVolume
@@ -88,6 +93,29 @@ func (f OfferForm) QuoteRequestURL() string {
 		return "/quote-requests/new"
 	}
 	return "/quote-requests/new?" + q.Encode()
+}
+
+// ceilingLabel is a typed price ceiling as people read dollars ("$5.00").
+func ceilingLabel(typed string) string {
+	if m, err := domain.ParseUSD(typed); err == nil {
+		return domain.USD(m)
+	}
+	return typed
+}
+
+// URLWithCeiling is the same search with the price ceiling set to max.
+func (f OfferForm) URLWithCeiling(max string) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"accelerator": f.Accelerator, "nodes": f.Nodes, "gpus_per_node": f.GPUs,
+		"interconnect": f.Interconnect, "machine_kind": f.Kind, "sort": f.Sort, "max_price": max} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.Community {
+		q.Set("include_community", "on")
+	}
+	return "/offers?" + q.Encode()
 }
 
 // OfferGroupView is one location at one node count.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/models/nodespec"
 	"github.com/clusterdeck/clusterdeck/models/software"
@@ -475,7 +476,13 @@ func (h *handler) showCluster(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return page(c, http.StatusOK, views.ClusterPageView(cp), views.ClusterLive(cp))
+	live := views.ClusterLive(cp)
+	if u := cp.Meta.User; cp.Live && u != nil && u.Balance != "" {
+		// B1: while the cluster runs and accrues, each poll also brings
+		// the header's balance (an out-of-band swap, no request of its own).
+		live = templ.Join(live, views.HeaderBalance(u, true))
+	}
+	return page(c, http.StatusOK, views.ClusterPageView(cp), live)
 }
 
 func (h *handler) clusterPage(c echo.Context, cl models.Cluster) (views.ClusterPage, error) {

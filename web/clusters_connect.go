@@ -262,6 +262,73 @@ func (h *handler) streamLogsPage(c echo.Context) error {
 	})
 }
 
+// maxLogDownload bounds a log download: the newest lines that fit are
+// sent (a node keeps at most models.MaxLogLinesPerNode lines anyway).
+const maxLogDownload = 1 << 20
+
+// downloadLog is GET /clusters/{id}/logs/download?node=N: the node's kept
+// log as a text file, through the caller's organisation, newest lines
+// first to go into the size bound, oldest first in the file.
+func (h *handler) downloadLog(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl, err := h.Store.ClusterForOrg(ctx, principal(c).Org.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	rank, err := logNode(c, cl)
+	if err != nil {
+		return err
+	}
+	lines, err := h.Store.TailNodeLogs(ctx, cl.OrgID, cl.ID, rank, models.MaxLogLinesPerNode)
+	if err != nil {
+		return err
+	}
+	node := "node-" + strconv.Itoa(rank)
+	body := logFile(cl, node, lines, maxLogDownload)
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="`+fileSafe(cl.Name)+"-"+node+`.log"`)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", body)
+}
+
+// logFile is a node's log as text, at most max bytes: a heading, then the
+// lines (UTC times) oldest first; when the newest lines alone fill it, the
+// heading says how many older ones were left out.
+func logFile(cl models.Cluster, node string, lines []models.NodeLogLine, max int) []byte {
+	out := make([][]byte, 0, len(lines))
+	size, from := 0, len(lines)
+	for from > 0 {
+		l := lines[from-1]
+		b := []byte(l.At.UTC().Format("2006-01-02 15:04:05") + "  " + strings.ReplaceAll(l.Text, "\n", " ") + "\n")
+		if size+len(b) > max-512 { // room for the heading
+			break
+		}
+		out, size, from = append(out, b), size+len(b), from-1
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# %s of cluster %s, %d lines kept, times in UTC\n", node, cl.Name, len(lines))
+	if from > 0 {
+		fmt.Fprintf(&buf, "# the %d oldest lines are left out: the file holds the newest %d KiB\n", from, max>>10)
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		buf.Write(out[i])
+	}
+	return buf.Bytes()
+}
+
+// fileSafe is a name for a downloaded file: letters, digits, '-', '_' and '.'.
+func fileSafe(name string) string {
+	b := []byte(name)
+	for i, r := range b {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			b[i] = '-'
+		}
+	}
+	if len(b) == 0 {
+		return "cluster"
+	}
+	return string(b)
+}
+
 // logPanel is GET /clusters/{id}/logs/panel?node=N: the stream for another node.
 func (h *handler) logPanel(c echo.Context) error {
 	cl, err := h.Store.ClusterForOrg(c.Request().Context(), principal(c).Org.ID, c.Param("id"))

@@ -197,6 +197,12 @@ func (h *handler) offerResults(c echo.Context, p views.OffersPage, pick *models.
 	}
 	groups := pick.Groups()
 	p.Groups, p.Startable, p.Shown = offerGroupViews(groups, f)
+	if price, ok := pick.CheapestOverCeiling(); ok && len(groups) == 0 {
+		// O3: the empty answer of a price ceiling says what the cheapest
+		// match costs, and lifts the ceiling to it (to the cent above).
+		ceil := (price + 9_999) / 10_000 * 10_000
+		p.CheapestMatch, p.LiftURL = models.USD(ceil), p.Form.URLWithCeiling(models.DecimalUSD(ceil))
+	}
 	p.QuoteGroups = quoteGroupViews(groups, p.Groups)
 	if at, stale := pick.Freshness(); !at.IsZero() {
 		p.RefreshedAt, p.CatalogStale = at.UTC().Format("2006-01-02 15:04 UTC"), stale

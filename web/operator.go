@@ -395,8 +395,9 @@ func (h *handler) privateOfferPage(c echo.Context, form views.PrivateOfferForm, 
 	p := views.AdminPrivateOfferPage{Meta: h.meta(c, "Private offer"), R: quoteRequestView(r), OrgName: org.Name,
 		Quoted: r.Status == models.CapacityQuoted, Form: form, Problems: problems}
 	for _, o := range offers {
-		p.Offers = append(p.Offers, views.CatalogChoice{ID: o.ID, Label: o.ID + " — " + o.LocationName + ", " + o.Interconnect + ", " +
-			models.Count(o.GPUsPerNode, "GPU") + ", provider price " + models.USD(o.MachineHour()) + "/machine-h"})
+		// U*: people's words first (where, what, the price); the id last.
+		p.Offers = append(p.Offers, views.CatalogChoice{ID: o.ID, Label: o.LocationName + " · " + models.Count(o.GPUsPerNode, "GPU") + " " +
+			views.AcceleratorLabel(o.Accelerator) + ", " + o.Interconnect + " · provider price " + models.USD(o.MachineHour()) + "/machine-h · " + o.ID})
 	}
 	for _, po := range made {
 		p.Made = append(p.Made, privateOfferRow(po, po.MachineHour))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
 	"github.com/clusterdeck/clusterdeck/views"
@@ -302,24 +303,32 @@ func (h *handler) adminQuoteRequests(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := h.Store.QuoteRequestCounts(ctx)
-	if err != nil {
-		return err
-	}
 	pg := views.AdminQuoteRequestsPage{Meta: h.meta(c, "Quote requests"), Filter: status}
-	total := 0
-	for _, n := range counts {
-		total += n
-	}
-	pg.Filters = append(pg.Filters, views.StatusFilter{Label: "All", Href: "/admin/quote-requests", Count: total, Active: status == ""})
-	for _, s := range models.CapacityStatuses {
-		pg.Filters = append(pg.Filters, views.StatusFilter{Label: titleCase(string(s)), Count: counts[s], Active: status == string(s),
-			Href: "/admin/quote-requests?" + url.Values{"status": {string(s)}}.Encode()})
+	if pg.Filters, err = h.quoteFilters(c, status); err != nil {
+		return err
 	}
 	for _, r := range rows {
 		pg.Rows = append(pg.Rows, adminQuoteRequestRow(r))
 	}
 	return render(c, http.StatusOK, views.AdminQuoteRequestsView(pg))
+}
+
+// quoteFilters are the inbox's status links with each status's count.
+func (h *handler) quoteFilters(c echo.Context, status string) ([]views.StatusFilter, error) {
+	counts, err := h.Store.QuoteRequestCounts(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	out := []views.StatusFilter{{Label: "All", Href: "/admin/quote-requests", Count: total, Active: status == ""}}
+	for _, s := range models.CapacityStatuses {
+		out = append(out, views.StatusFilter{Label: titleCase(string(s)), Count: counts[s], Active: status == string(s),
+			Href: "/admin/quote-requests?" + url.Values{"status": {string(s)}}.Encode()})
+	}
+	return out, nil
 }
 
 // setQuoteRequestStatus is POST /admin/quote-requests/{id}/status: the
@@ -354,7 +363,17 @@ func (h *handler) setQuoteRequestStatus(c echo.Context) error {
 		}
 		row := adminQuoteRequestRow(models.QuoteRequestRow{QuoteRequest: r, OrgName: org.Name})
 		row.Saved = true
-		return render(c, http.StatusOK, views.AdminQuoteRequestRowView(csrfToken(c), row))
+		// The counts beside the filters follow the save (out of band),
+		// on the filter the page shows (htmx sends its address).
+		shown := ""
+		if u, err := url.Parse(c.Request().Header.Get("HX-Current-URL")); err == nil {
+			shown = u.Query().Get("status")
+		}
+		filters, err := h.quoteFilters(c, shown)
+		if err != nil {
+			return err
+		}
+		return render(c, http.StatusOK, templ.Join(views.AdminQuoteRequestRowView(csrfToken(c), row), views.QuoteStatusFilters(filters, true)))
 	}
 	msg := "Note on " + r.ID + " saved."
 	if changed {

@@ -189,6 +189,7 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/clusters/:id/kubeconfig", h.downloadKubeconfig)
 	app.GET("/clusters/:id/logs/stream", h.streamLogsPage)
 	app.GET("/clusters/:id/logs/panel", h.logPanel)
+	app.GET("/clusters/:id/logs/download", h.downloadLog)        // a node's kept log as a text file
 	app.POST("/clusters/:id/recovery", h.setRecovery)            // R3
 	app.POST("/clusters/:id/gpu-watch", h.setGPUWatch)           // X15: stall alert and idle rule
 	app.GET("/clusters/:id/gpu-watch", h.gpuWatchPage)           // a reload of a refused form: the cluster's page

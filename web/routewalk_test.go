@@ -250,6 +250,7 @@ var walkParams = map[string]func(f *walkFixture) map[string]string{
 	"/clusters/:id/retry-install":              clusterA,
 	"/clusters/:id/kubeconfig":                 clusterA,
 	"/clusters/:id/logs/stream":                clusterA,
+	"/clusters/:id/logs/download":              clusterA,
 	"/clusters/:id/logs/panel":                 clusterA,
 	"/v1/gpu/clusters/:id":                     clusterA,
 	"/v1/gpu/clusters/:id/terminate":           clusterA,

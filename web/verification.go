@@ -168,7 +168,11 @@ func verificationView(cl models.Cluster, run *models.VerifyRun) *views.Verificat
 			rep.MedianPair, rep.Thresholds.RingPercent, rep.Thresholds.PairBelowMedianPercent)
 	}
 	for _, s := range rep.Swaps {
-		v.Swaps = append(v.Swaps, views.SwapView{Node: s.Node, Reason: s.Reason, Outcome: s.Outcome, At: s.At.UTC().Format("15:04")})
+		sv := views.SwapView{Node: s.Node, Reason: s.Reason, Outcome: s.Outcome, At: s.At.UTC().Format("15:04")}
+		if s.JoinedAt != nil && s.Outcome == "joined" {
+			sv.Joined = s.JoinedAt.UTC().Format("15:04")
+		}
+		v.Swaps = append(v.Swaps, sv)
 	}
 	return v
 }

@@ -79,9 +79,30 @@ func TestBrowserVerificationReport(t *testing.T) {
 	if got := text(`document.querySelectorAll('[data-testid=verification-pair]').length + ''`); got != "4" {
 		t.Errorf("%s pairs shown, want 4", got)
 	}
+	// The swap line says when the swap began and when the replacement
+	// actually joined (its own time, not the swap's start).
+	run, err := app.store.VerificationFor(bg, acc.org.ID, cl.ID)
+	if err != nil || run == nil || len(run.ReportOf().Swaps) != 1 {
+		t.Fatalf("the report's swaps: %+v, %v", run, err)
+	}
+	sw := run.ReportOf().Swaps[0]
+	nodes, err := app.store.NodesFor(bg, cl.ID)
+	if err != nil || len(nodes) != 4 {
+		t.Fatalf("nodes: %d, %v", len(nodes), err)
+	}
+	var node2 models.ClusterNode
+	for _, n := range nodes {
+		if n.Rank == 2 {
+			node2 = n
+		}
+	}
+	if sw.JoinedAt == nil || node2.SoftwareAt == nil || !sw.JoinedAt.Equal(node2.SoftwareAt.UTC()) || !sw.JoinedAt.After(sw.At.Add(time.Minute)) {
+		t.Fatalf("the swap began %v and joined %v; the replacement joined at %v", sw.At, sw.JoinedAt, node2.SoftwareAt)
+	}
 	swap := text(`document.querySelector('[data-testid=verification-swap]')?.innerText || ''`)
-	if !strings.HasPrefix(swap, "node-2 joined") || !strings.Contains(swap, "uncorrectable ECC errors") {
-		t.Errorf("swap line %q", swap)
+	want := "node-2 swapped " + sw.At.UTC().Format("15:04") + " · joined " + sw.JoinedAt.UTC().Format("15:04")
+	if !strings.HasPrefix(swap, want) || !strings.Contains(swap, "uncorrectable ECC errors") {
+		t.Errorf("swap line %q, want it to start %q", swap, want)
 	}
 	if got := text(`document.querySelector('[data-testid=verify-again]')?.innerText || ''`); got != "Run verification again" {
 		t.Errorf("run again button %q", got)

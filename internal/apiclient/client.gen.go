@@ -3428,7 +3428,10 @@ type Verification struct {
 	Status    VerificationStatus `json:"status"`
 	Summary   string             `json:"summary"`
 	Swaps     []struct {
-		At           time.Time                `json:"at"`
+		At time.Time `json:"at"`
+
+		// JoinedAt When the replacement joined; absent until it has.
+		JoinedAt     *time.Time               `json:"joinedAt,omitempty"`
 		MachineId    *string                  `json:"machineId,omitempty"`
 		NewMachineId *string                  `json:"newMachineId,omitempty"`
 		Node         string                   `json:"node"`

@@ -157,7 +157,7 @@ func (a *Agent) step(ctx context.Context) error {
 			return err
 		}
 		a.self, a.checkedIn = resp, true
-		a.Log("agent %s checked in as %s (rank %d) of %s with %d peers", Version, resp.Node, resp.Rank, resp.Cluster, len(resp.Peers))
+		a.Log("agent %s checked in as %s (rank %d) with %d peers", Version, resp.Node, resp.Rank, len(resp.Peers))
 	}
 	if !a.meshDone {
 		if err := a.reportPeers(ctx); err != nil {
@@ -216,7 +216,7 @@ func (a *Agent) claim(ctx context.Context) error {
 	if who == "" {
 		who = req.Hostname
 	}
-	a.Log("agent claimed %s (rank %d) of %s as machine %s", resp.Node, resp.Rank, resp.Cluster, who)
+	a.Log("agent claimed %s (rank %d) as machine %s", resp.Node, resp.Rank, who)
 	return nil
 }
 
@@ -264,7 +264,7 @@ func (a *Agent) reportPeers(ctx context.Context) error {
 }
 
 func (a *Agent) runTask(ctx context.Context, t agentapi.Task) error {
-	a.Log("task %s: %s %s as %s", t.ID, t.Kind, t.Software, t.Role)
+	a.Log("%s", TaskLabel(t))
 	script := t.Script
 	if len(t.Files) > 0 || len(t.Env) > 0 {
 		script = prelude(t) + script
@@ -278,10 +278,38 @@ func (a *Agent) runTask(ctx context.Context, t agentapi.Task) error {
 	res := agentapi.TaskResult{OK: err == nil, Output: out}
 	if err != nil {
 		res.Output = strings.TrimRight(out, "\n") + "\n" + err.Error()
-		a.Log("task %s failed: %v", t.ID, err)
+		a.Log("%s failed: %v", TaskLabel(t), err)
 	}
 	res.Output = tail(res.Output, MaxOutput)
 	return a.post(ctx, "/v1/agent/tasks/"+t.ID, res, nil)
+}
+
+// TaskLabel is a task as its node's log tells it: the step in words,
+// never the server's internal task id (U*).
+func TaskLabel(t agentapi.Task) string {
+	sw := map[string]string{"slurm": "Slurm", "kubernetes": "Kubernetes", "ray": "Ray"}[t.Software]
+	if sw == "" {
+		sw = t.Software
+	}
+	switch t.Kind {
+	case agentapi.TaskInstall:
+		return fmt.Sprintf("Installing %s (%s)", sw, t.Role)
+	case agentapi.TaskCheck:
+		return fmt.Sprintf("Checking that %s is up (%s)", sw, t.Role)
+	case agentapi.TaskNCCL:
+		return "Running the NCCL all-reduce check across the machines"
+	case agentapi.TaskVerify:
+		switch t.Software {
+		case "machine":
+			return "Verifying this machine: GPU, memory-error and stress check"
+		case "ring":
+			return "Verifying the fabric: all-reduce across every machine"
+		case "pair":
+			return "Verifying the fabric between a pair of machines"
+		}
+		return "Verifying: " + t.Software
+	}
+	return t.Kind + " " + sw
 }
 
 // MaxOutput bounds the output a task result carries, so the request stays

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/clusterdeck/clusterdeck/providers"
@@ -177,8 +178,11 @@ func (c *Cloud) freeHost(s *offerState, avoid []string, also []*node) string {
 			}
 		}
 	}
+	// The default catalog's offer ids start with their location's: the
+	// host names it once ("us-east-1-h100.8x.ib.vm-h03", U*).
+	base := strings.TrimPrefix(s.cfg.ID, s.loc.ID+".")
 	for k := 0; ; k++ {
-		if h := fmt.Sprintf("%s-%s-h%02d", s.loc.ID, s.cfg.ID, k); !taken[h] {
+		if h := fmt.Sprintf("%s-%s-h%02d", s.loc.ID, base, k); !taken[h] {
 			return h
 		}
 	}
