@@ -29,6 +29,7 @@ var shippedMigrations = []string{
 	"0980_gpu_telemetry", "0985_gpu_watch", "0990_offer_nics", "0991_cluster_nics",
 	"0992_launch_outcomes", "0993_tenant_bounds", "0995_webhook_secrets_sealed",
 	"0996_verify_unbilled", "1010_cluster_billed_price", "1030_handed_over",
+	"1080_mail_outbox_kind", "1100_runs", "1200_reservations", "1201_private_offer_terms",
 }
 
 var migrationID = regexp.MustCompile(`^[0-9]{4}_[a-z0-9]+(_[a-z0-9]+)*$`)
