@@ -124,7 +124,8 @@ func (w *cloudWorld) kick() {
 	}
 	w.kicked = true
 	w.sched.Kick("provision")
-	if err := w.sched.Stop(context.Background()); err != nil { // waits for the kicked tick
+	w.sched.WaitKicked() // the kicked tick runs to its end (Stop would cancel it)
+	if err := w.sched.Stop(context.Background()); err != nil {
 		w.t.Fatal(err)
 	}
 	w.check()

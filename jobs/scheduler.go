@@ -239,6 +239,11 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	}
 }
 
+// WaitKicked waits until every kicked tick has ended, without cancelling
+// them (Stop cancels): a caller that kicked a job and must see its outcome,
+// as the real-clock provision tests do, waits here.
+func (s *Scheduler) WaitKicked() { s.kicked.Wait() }
+
 // Kick runs one tick of the named job soon, in the background, so a
 // customer's action is carried out without waiting for the next scheduled
 // tick. The tick belongs to the scheduler: Stop cancels and waits for it,

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clusterdeck/clusterdeck/api"
 	"github.com/clusterdeck/clusterdeck/models"
@@ -37,6 +38,13 @@ func TestFieldErrorsNameTheAPIField(t *testing.T) {
 			t.Fatalf("create webhook: %d %v", code, hook)
 		}
 		hookParams := strings.NewReplacer("{id}", hook["id"].(string))
+		start := app.clock.Now().Add(10 * 24 * time.Hour).Truncate(time.Hour).Format(time.RFC3339)
+		code, rsv := apiJSON(t, app, "POST", "/v1/reservations", tok, `{"offerId":"`+cl.OfferID+`","nodes":2,"startAt":"`+start+`","durationHours":24}`,
+			"Idempotency-Key", "fields-reservation")
+		if code != http.StatusCreated {
+			t.Fatalf("book a reservation: %d %v", code, rsv)
+		}
+		rsvParams := strings.NewReplacer("{id}", rsv["id"].(string))
 
 		walked, seen := 0, map[string]bool{}
 		for key, op := range o.operations() {
@@ -56,6 +64,9 @@ func TestFieldErrorsNameTheAPIField(t *testing.T) {
 			}
 			if strings.HasPrefix(path, "/v1/webhooks/") {
 				target = hookParams.Replace(path)
+			}
+			if strings.HasPrefix(path, "/v1/reservations/") {
+				target = rsvParams.Replace(path)
 			}
 			for _, c := range o.mistypedMembers(media["schema"].(map[string]any), "", 0) {
 				walked++
