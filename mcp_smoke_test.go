@@ -26,7 +26,7 @@ func TestMCPSmoke(t *testing.T) {
 			t.Fatalf("%s: connect: %v", name, err)
 		}
 		tools, err := cs.ListTools(ctx, nil)
-		if err != nil || len(tools.Tools) != 26 { // 15 with add_worker and resume_cluster, stop_cluster, the volumes' three (V1–V3), wait_for_cluster, list_events, cluster_gpu_metrics and set_gpu_watch, verification's three
+		if err != nil || len(tools.Tools) != 34 { // 15 with add_worker and resume_cluster, stop_cluster, the volumes' three (V1–V3), wait_for_cluster, list_events, cluster_gpu_metrics and set_gpu_watch, verification's three, runs' three (X17), reservations' five (X18)
 			t.Errorf("%s: tools %v %v", name, tools, err)
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_offers", Arguments: map[string]any{"nodes": 2}})
