@@ -341,9 +341,13 @@ func appendAction(b []byte, o *domain.Offer, n int, sell, prefix, volume string)
 	b = strconv.AppendInt(b, int64(n), 10)
 	b = append(b, `&amp;offer=`...)
 	b = appendQueryEscaped(b, o.ID)
-	b = append(b, `" class="link whitespace-nowrap text-sm" data-testid="`...)
-	b = append(b, prefix...)
-	b = append(b, `reserve-link">Reserve ahead</a>`...)
+	if prefix == "" {
+		b = append(b, `" class="link whitespace-nowrap text-sm" data-testid="reserve-link">Reserve ahead</a>`...)
+	} else { // a phone card's action column is the Launch button's width
+		b = append(b, `" class="link mt-1 block text-center text-xs" data-testid="`...)
+		b = append(b, prefix...)
+		b = append(b, `reserve-link">Reserve</a>`...)
+	}
 	return b
 }
 
