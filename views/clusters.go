@@ -177,6 +177,9 @@ type LogLineView struct {
 type EndedView struct {
 	At, RanFor, TotalCost string
 	Ran                   string // how long it ran, from launch to the end: "1 h 30 min"
+	// ReserveAgain opens the booking form with this cluster's offer and
+	// size (X18: reserve the same shape again).
+	ReserveAgain string
 }
 
 // NCCLView is the NCCL check beside what the interconnect advertises.

@@ -336,6 +336,18 @@ func appendAction(b []byte, o *domain.Offer, n int, sell, prefix, volume string)
 		b = append(b, prefix...)
 		b = append(b, `quote-link">Request a quote</a>`...)
 	}
+	// X18: book this offer at this size from a date (its calendar first).
+	b = append(b, ` <a href="/reservations/new?nodes=`...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, `&amp;offer=`...)
+	b = appendQueryEscaped(b, o.ID)
+	if prefix == "" {
+		b = append(b, `" class="link whitespace-nowrap text-sm" data-testid="reserve-link">Reserve ahead</a>`...)
+	} else { // a phone card's action column is the Launch button's width
+		b = append(b, `" class="link mt-1 block text-center text-xs" data-testid="`...)
+		b = append(b, prefix...)
+		b = append(b, `reserve-link">Reserve</a>`...)
+	}
 	return b
 }
 

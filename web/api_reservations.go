@@ -220,7 +220,7 @@ func reservationRow(r models.Reservation) views.ReservationRow {
 		Start: r.StartAt.UTC().Format(at), End: r.EndAt.UTC().Format(at), Term: models.Count(r.Hours(), "hour"),
 		Price: models.PriceUSD(r.ClusterHour()) + "/h (" + models.USD(r.MachineHour) + " per machine-hour)", Total: models.USD(r.Total()),
 		Deposit: models.USD(r.Deposit), FullRefundUntil: t.FullRefundUntil.UTC().Format(at), HalfRefundUntil: t.HalfRefundUntil.UTC().Format(at),
-		LaunchAt: t.LaunchAt.UTC().Format(at), Source: t.Source, SourceText: t.SourceText, Cluster: r.ClusterID}
+		LaunchAt: t.LaunchAt.UTC().Format(at), ChangeUntil: t.ChangeUntil.UTC().Format(at), Source: t.Source, SourceText: t.SourceText, Cluster: r.ClusterID}
 	if r.HandedOverAt != nil {
 		row.HandedOver, row.LateCredit = r.HandedOverAt.UTC().Format(at), models.USD(r.LateCredit)
 	}

@@ -478,7 +478,8 @@ func (h *handler) endedView(c echo.Context, cl models.Cluster) (*views.EndedView
 		}
 		ran = "billed for " + hours(minutes) + " h"
 	}
-	return &views.EndedView{At: end.UTC().Format("2006-01-02 15:04 UTC"), RanFor: ran, TotalCost: models.USD(u.Completed + u.Accumulating)}, nil
+	return &views.EndedView{At: end.UTC().Format("2006-01-02 15:04 UTC"), RanFor: ran, TotalCost: models.USD(u.Completed + u.Accumulating),
+		ReserveAgain: "/reservations/new?from=" + url.QueryEscape(cl.ID)}, nil
 }
 
 func minutesBetween(a, b time.Time) int64 { return max(int64(b.Sub(a)/time.Minute), 0) }

@@ -140,6 +140,8 @@ func (h *handler) routes(e *echo.Echo) {
 	app.GET("/quote-requests/:id", h.showQuoteRequest)
 	app.GET("/reservations", h.listReservations) // X18
 	app.GET("/reservations/:id", h.showReservation)
+	app.GET("/reservations/new", h.newReservationForm) // X18: calendar, form, preview
+	app.POST("/reservations", h.createReservationForm)
 	api.POST("/quote-requests", h.apiCreateQuoteRequest)
 	api.GET("/quote-requests", h.apiListQuoteRequests)
 	api.GET("/quote-requests/:id", h.apiGetQuoteRequest)
