@@ -112,6 +112,13 @@ func (j *Runs) running(ctx context.Context, r models.Run, c models.Cluster, node
 			_, err = j.Store.MarkRunWarned(ctx, r, "the balance ran out; the cluster stops at "+at.Format("15:04 UTC")+" unless it is topped up")
 			return err
 		}
+		if at, err = j.Store.BudgetStopAt(ctx, c); err != nil {
+			return err
+		}
+		if at != nil && !j.Store.Now().Before(at.Add(-models.WarnLead)) {
+			_, err = j.Store.MarkRunWarned(ctx, r, "the environment's budget is reached; the cluster stops at "+at.Format("15:04 UTC")+" unless the budget is raised")
+			return err
+		}
 	}
 	if in, ok, err := j.trouble(ctx, c, nodes); err != nil || ok {
 		if err != nil {

@@ -281,3 +281,65 @@ func TestRunWarnsRanksBeforeABalanceStop(t *testing.T) {
 		}
 	})
 }
+
+// A budget stop (B5, X6) warns every rank once the budget's 100 % alert is
+// recorded and its stop is within models.WarnLead; the stop is then a
+// warned planned interruption.
+func TestRunWarnsRanksBeforeABudgetStop(t *testing.T) {
+	modelstest.Each(t, func(t *testing.T, db *gorm.DB) {
+		w := newRunWorld(t, db)
+		ctx := context.Background()
+		r := w.submit(trainSpec(2, 600))
+		for i := 0; i < 60 && w.run(r.ID).Status == models.RunLaunching; i++ {
+			w.step(30 * time.Second)
+		}
+		c := w.cluster(r.ClusterID)
+		env := c.EnvID
+		if env == "" {
+			env = "env-runbudget"
+			if err := db.Model(&models.Cluster{}).Where("id = ?", c.ID).Update("env_id", env).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := w.clock.Now()
+		if err := db.Create(&models.Budget{EnvID: env, OrgID: w.org.ID, Amount: 100 * models.Micro, UpdatedAt: now}).Error; err != nil {
+			t.Fatal(err)
+		}
+		w.step(10 * time.Minute)
+		if w.run(r.ID).WarnedAt != nil {
+			t.Fatal("warned without a budget stop coming")
+		}
+		at := w.clock.Now().Add(90 * time.Second) // the stop comes in 90 s
+		if err := db.Create(&models.BudgetAlert{ID: "ba-run", OrgID: w.org.ID, EnvID: env, Month: models.MonthOf(w.clock.Now()).Month(),
+			Percent: 100, Budget: 100 * models.Micro, Mailed: true, CreatedAt: w.clock.Now(), EnforceAt: &at}).Error; err != nil {
+			t.Fatal(err)
+		}
+		w.step(10 * time.Second)
+		w.step(10 * time.Second)
+		if got := w.run(r.ID); got.WarnedAt == nil || got.Status != models.RunRunning || !strings.Contains(got.WarnReason, "budget is reached") {
+			t.Fatalf("run %+v", got)
+		}
+		lines, err := w.store.NodeLogs(ctx, w.org.ID, r.ClusterID, 1, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := 0
+		for _, l := range lines {
+			if strings.Contains(l.Text, "SIGUSR1 to the start command so it checkpoints") {
+				warned++
+			}
+		}
+		if warned != 1 {
+			t.Errorf("node-1 warned %d times, want once", warned)
+		}
+		if _, err := w.store.RequestStop(ctx, w.org.ID, c.ID, models.StopByBudget, "the budget is reached"); err != nil {
+			t.Fatal(err)
+		}
+		w.step(15 * time.Second)
+		ints, _ := w.store.RunInterruptions(ctx, w.org.ID, r.ID)
+		if got := w.run(r.ID); got.Status != models.RunRecovering || len(ints) != 1 || ints[0].Cause != models.CausePlanned || !ints[0].Warned ||
+			!strings.Contains(ints[0].Message, "budget") {
+			t.Fatalf("run %s, interruptions %+v\n%s", got.Status, ints, w.events(c.ID))
+		}
+	})
+}

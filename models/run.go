@@ -727,6 +727,30 @@ func (s *Store) BalanceStopAt(ctx context.Context, orgID string, grace time.Dura
 	return &at, nil
 }
 
+// BudgetStopAt is when the cluster's environment budget stops it (B5, X6):
+// the enforcement time of this month's 100 % alert against the current
+// budget, once that alert is recorded (the budget's warning window has
+// started); nil when no budget stop is coming.
+func (s *Store) BudgetStopAt(ctx context.Context, c Cluster) (*time.Time, error) {
+	if c.EnvID == "" {
+		return nil, nil
+	}
+	b, ok, err := s.BudgetFor(ctx, c.OrgID, c.EnvID)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var as []BudgetAlert
+	if err := s.db.WithContext(ctx).Where("org_id = ? AND env_id = ? AND month = ? AND percent = 100 AND budget = ?",
+		c.OrgID, c.EnvID, MonthOf(s.Now()).Month(), b.Amount).Limit(1).Find(&as).Error; err != nil {
+		return nil, err
+	}
+	if len(as) == 0 || as[0].EnforceAt == nil {
+		return nil, nil
+	}
+	at := *as[0].EnforceAt
+	return &at, nil
+}
+
 // MarkRunReplacing notes that the interrupted machine is being replaced.
 func (s *Store) MarkRunReplacing(ctx context.Context, r Run, rank int) error {
 	return s.db.WithContext(ctx).Model(&RunInterruption{}).Where("run_id = ? AND rank = ? AND resumed_at IS NULL", r.ID, rank).
